@@ -1,0 +1,118 @@
+"""The one interface every backend implements, mirroring Tree-of-Traversals' KG interface (Markowitz et al. 2024).
+
+``initialize`` links a natural-language query to entities; ``get_relations`` lists the relation types the given
+entities have (both directions); ``get_edges`` follows one relation and returns the edges and the entities they
+reach. Everything is async because most backends do I/O; the in-memory backend simply never awaits.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+from .errors import InvalidInput, UnknownKG
+from .models import (
+    Direction,
+    EdgePage,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    RelationList,
+    split_id,
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep every result bounded. Shared by all adapters; the server exposes them as configuration."""
+
+    max_ids: int = 50  # entity IDs per call (also Wikidata's batch size)
+    max_relations: int = 500
+    max_edges: int = 200  # per page of get_edges
+    max_search: int = 50
+    max_query_chars: int = 2000
+
+    def check_ids(self, ids: list[str]) -> None:
+        if not ids:
+            raise InvalidInput("no entity IDs given")
+        if len(ids) > self.max_ids:
+            raise InvalidInput(f"{len(ids)} IDs given; at most {self.max_ids} per call")
+
+    def check_query(self, query: str) -> str:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query is empty")
+        if len(query) > self.max_query_chars:
+            raise InvalidInput(f"query is {len(query)} characters; at most {self.max_query_chars}")
+        return query.strip()
+
+    def clamp(self, limit: int | None, cap: int) -> int:
+        if limit is None:
+            return cap
+        if limit < 1:
+            raise InvalidInput("limit must be ≥ 1")
+        return min(limit, cap)
+
+
+class KnowledgeGraph(abc.ABC):
+    """A named KG. IDs it accepts and returns are namespaced with ``self.name``."""
+
+    name: str
+    limits: Limits
+
+    def __init__(self, name: str, limits: Limits | None = None) -> None:
+        self.name = name
+        self.limits = limits or Limits()
+
+    # -- the Tree-of-Traversals interface -------------------------------------------------------------------
+    @abc.abstractmethod
+    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        """Entities mentioned in ``query`` (entity linking). ``[bracketed]`` spans are taken as explicit mentions."""
+
+    @abc.abstractmethod
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        """Relation types the entities have, forward and backward, with edge counts where cheap."""
+
+    @abc.abstractmethod
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        """Edges from the entities along one relation, plus labels of every entity they reach."""
+
+    # -- helpers every client wants ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        """Entities whose label matches ``text`` (exact, case-insensitive, fuzzy, BM25 — best first)."""
+
+    @abc.abstractmethod
+    async def describe_entity(self, entity_id: str) -> EntityDescription:
+        """Label, description, aliases and relation summary of one entity."""
+
+    @abc.abstractmethod
+    async def info(self) -> KGInfo:
+        """Name, backend, size and a sample of the relation vocabulary."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections or files."""
+
+    # -- shared validation ----------------------------------------------------------------------------------
+    def local_ids(self, entity_ids: list[str]) -> list[str]:
+        """Check the batch size and strip this KG's namespace; reject IDs of other KGs with a clear message."""
+        self.limits.check_ids(entity_ids)
+        out = []
+        for qid in entity_ids:
+            kg, local = split_id(qid)
+            if kg != self.name:
+                raise UnknownKG(f"ID {qid!r} belongs to KG {kg!r}, not {self.name!r}")
+            out.append(local)
+        return out
+
+    def local_relation(self, relation_id: str) -> str:
+        kg, local = split_id(relation_id)
+        if kg != self.name:
+            raise UnknownKG(f"relation {relation_id!r} belongs to KG {kg!r}, not {self.name!r}")
+        return local

@@ -1,0 +1,186 @@
+"""A KG held in memory: triple files and RDF files small enough to index in RAM (the embedded default too).
+
+Entity IDs are ``<kg>:E<n>`` (stable for a given file); relation IDs are the relation's own name where that is a
+safe token (``movies:directed_by``), else ``<kg>:R<n>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import KnowledgeGraph, Limits
+from .errors import InvalidInput, NotFound
+from .label_index import LabelIndex
+from .models import (
+    Direction,
+    Edge,
+    EdgePage,
+    Entity,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    Literal,
+    Relation,
+    RelationList,
+)
+from .triple_index import TripleIndex
+
+_ENTITY_LOCAL = re.compile(r"^E(0|[1-9][0-9]{0,9})$")
+
+
+class MemoryKG(KnowledgeGraph):
+    backend = "memory"
+
+    def __init__(self, name: str, index: TripleIndex, *, description: str = "", limits: Limits | None = None):
+        super().__init__(name, limits)
+        self.index = index
+        self.description = description
+        self._labels = LabelIndex([n.label for n in index.nodes], [n.description for n in index.nodes])
+        self._prefix = f"{name}:"
+
+    # -- id mapping -------------------------------------------------------------------------------------------
+    def node_id(self, i: int) -> str:
+        return f"{self._prefix}E{i}"
+
+    def node_index(self, local: str) -> int:
+        m = _ENTITY_LOCAL.match(local)
+        if not m or int(m.group(1)) >= len(self.index.nodes):
+            raise NotFound(f"no entity {self._prefix}{local} in KG {self.name!r}")
+        return int(m.group(1))
+
+    def entity(self, i: int) -> Entity:
+        n = self.index.nodes[i]
+        return Entity.model_construct(id=f"{self._prefix}E{i}", label=n.label, description=n.description, kg=self.name)
+
+    def relation_model(self, r: int, direction: Direction, count: int | None = None) -> Relation:
+        label = self.index.rel_labels[r]
+        return Relation.model_construct(
+            id=f"{self._prefix}{self.index.rel_local_ids[r]}",
+            label=label,
+            inverse_label=f"inverse of {label}",
+            direction=direction,
+            count=count,
+        )
+
+    def relation_index(self, relation_id: str) -> int:
+        local = self.local_relation(relation_id)
+        r = self.index.relation_by_local_id(local)
+        if r is None:
+            raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
+        return r
+
+    # -- interface ---------------------------------------------------------------------------------------------
+    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        query = self.limits.check_query(query)
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        return [
+            EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match, mention=h.mention)
+            for h in self._labels.link(query, limit)
+        ]
+
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        text = self.limits.check_query(text)
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        return [
+            EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match, mention=None)
+            for h in self._labels.search(text, limit)
+        ]
+
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
+        counts: dict[tuple[int, Direction], int] = {}
+        for i in nodes:
+            for r, objs in self.index.out[i].items():
+                counts[(r, Direction.forward)] = counts.get((r, Direction.forward), 0) + len(objs)
+            for r, subs in self.index.inc[i].items():
+                counts[(r, Direction.backward)] = counts.get((r, Direction.backward), 0) + len(subs)
+        ordered = sorted(counts.items(), key=lambda kv: (kv[0][1] is Direction.backward, self.index.rel_keys[kv[0][0]]))
+        cap = self.limits.max_relations
+        rels = [self.relation_model(r, d, c) for (r, d), c in ordered[:cap]]
+        return RelationList.model_construct(relations=rels, truncated=len(ordered) > cap, partial=False, warnings=[])
+
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
+        r = self.relation_index(relation_id)
+        direction = Direction(direction)
+        limit = self.limits.clamp(limit, self.limits.max_edges)
+        if offset < 0:
+            raise InvalidInput("offset must be ≥ 0")
+        table = self.index.out if direction is Direction.forward else self.index.inc
+        rel_id = f"{self._prefix}{self.index.rel_local_ids[r]}"
+        edges: list[Edge] = []
+        entities: dict[str, Entity] = {}
+        skip, room, truncated = offset, limit, False
+        for i in nodes:
+            targets = table[i].get(r)
+            if not targets:
+                continue
+            if skip >= len(targets):
+                skip -= len(targets)
+                continue
+            if room == 0:
+                truncated = True
+                break
+            src = self.node_id(i)
+            entities.setdefault(src, self.entity(i))
+            chunk = targets[skip : skip + room]
+            truncated = skip + room < len(targets)
+            skip = 0
+            room -= len(chunk)
+            for j in chunk:
+                node = self.index.nodes[j]
+                tid = self.node_id(j)
+                value = (
+                    Literal.model_construct(value=node.key, datatype=node.datatype, lang=node.lang)
+                    if node.is_literal
+                    else None
+                )
+                edges.append(
+                    Edge.model_construct(
+                        source=src, relation=rel_id, direction=direction, target=tid, value=value, qualifiers=[]
+                    )
+                )
+                entities.setdefault(tid, self.entity(j))
+            if truncated:
+                break
+        end = offset + len(edges)
+        return EdgePage.model_construct(
+            edges=edges,
+            entities=entities,
+            truncated=truncated,
+            next_offset=end if truncated else None,
+            partial=False,
+            warnings=[],
+        )
+
+    async def describe_entity(self, entity_id: str) -> EntityDescription:
+        (local,) = self.local_ids([entity_id])
+        i = self.node_index(local)
+        rels = (await self.get_relations([entity_id])).relations
+        node = self.index.nodes[i]
+        return EntityDescription(
+            entity=self.entity(i),
+            aliases=list(node.aliases),
+            relations=rels,
+            iri=node.key if node.key.startswith(("http://", "https://", "urn:")) else None,
+        )
+
+    async def info(self) -> KGInfo:
+        top = sorted(range(len(self.index.rel_keys)), key=lambda r: -self.index.rel_counts[r])[:20]
+        return KGInfo(
+            name=self.name,
+            backend=self.backend,
+            description=self.description,
+            entities=len(self.index.nodes),
+            triples=self.index.triples,
+            relations=len(self.index.rel_keys),
+            relation_sample=[self.relation_model(r, Direction.forward, self.index.rel_counts[r]) for r in top],
+        )
+

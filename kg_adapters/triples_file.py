@@ -1,0 +1,45 @@
+"""Plain ``head|relation|tail`` (or tab-separated) triple files: the MetaQA / PathQuestion format."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+from .errors import InvalidInput
+from .triple_index import TripleIndex
+
+TRIPLE_SUFFIXES = (".txt", ".tsv", ".txt.gz", ".tsv.gz")
+
+
+def is_triples_file(path: Path) -> bool:
+    return path.name.lower().endswith(TRIPLE_SUFFIXES)
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def load_triples_file(path: str | Path, index: TripleIndex | None = None) -> TripleIndex:
+    """Read one triple per line. The separator is a tab if the line has exactly two, else ``|``.
+
+    A malformed line raises :class:`InvalidInput` naming the file and line, rather than being silently dropped.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"triple file not found: {path}")
+    index = index or TripleIndex()
+    with _open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
+            if len(parts) != 3 or not all(p.strip() for p in parts):
+                raise InvalidInput(f"{path}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
+            h, r, t = (p.strip() for p in parts)
+            index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return index

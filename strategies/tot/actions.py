@@ -1,0 +1,124 @@
+"""The actions a Tree-of-Traversals policy may propose (Markowitz et al. 2024, §3.2).
+
+One pydantic model per action, tagged by ``kind`` so a list of actions round-trips through JSON. Which actions are
+valid depends on the ASM state (see :mod:`strategies.tot.asm`); a policy that proposes an action in the wrong state
+gets it recorded as invalid, never a crash.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from kg_adapters.models import Direction
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def key(self) -> tuple:
+        """Identity for de-duplication: two proposals with the same key are the same action."""
+        return (self.kind,)  # type: ignore[attr-defined]
+
+
+class Think(_Action):
+    """Free-text reasoning; state unchanged apart from the trajectory (DEFAULT only)."""
+
+    kind: Literal["think"] = "think"
+    text: str
+
+    def key(self) -> tuple:
+        return (self.kind, " ".join(self.text.split()).casefold())
+
+    def describe(self) -> str:
+        return f"THINK: {self.text}"
+
+
+class Answer(_Action):
+    """Final answer: entity IDs from the local subgraph (best first) and/or a text answer (DEFAULT only)."""
+
+    kind: Literal["answer"] = "answer"
+    entity_ids: list[str] = Field(default_factory=list)
+    text: str = ""
+
+    def key(self) -> tuple:
+        return (self.kind, tuple(self.entity_ids), "" if self.entity_ids else " ".join(self.text.split()).casefold())
+
+    def describe(self) -> str:
+        ids = ", ".join(self.entity_ids)
+        return f"ANSWER: {self.text}" + (f" [{ids}]" if ids else "")
+
+
+class ExpandKG(_Action):
+    """Start an expansion of the local subgraph: DEFAULT → SELECTING_ENTITIES."""
+
+    kind: Literal["expand_kg"] = "expand_kg"
+
+    def describe(self) -> str:
+        return "EXPAND_KG"
+
+
+class SelectEntities(_Action):
+    """Choose entities of the local subgraph to expand; the ASM calls ``get_relations`` on them."""
+
+    kind: Literal["select_entities"] = "select_entities"
+    entity_ids: list[str]
+
+    def key(self) -> tuple:
+        return (self.kind, tuple(sorted(set(self.entity_ids))))
+
+    def describe(self) -> str:
+        return "SELECT_ENTITIES: " + ", ".join(self.entity_ids)
+
+
+class SelectRelation(_Action):
+    """Choose one candidate relation (with its direction); the ASM calls ``get_edges``."""
+
+    kind: Literal["select_relation"] = "select_relation"
+    relation_id: str
+    direction: Direction = Direction.forward
+
+    def key(self) -> tuple:
+        return (self.kind, self.relation_id, self.direction.value)
+
+    def describe(self) -> str:
+        return f"SELECT_RELATION: {self.relation_id} ({self.direction.value})"
+
+
+class Invalid(_Action):
+    """A proposal that could not be parsed into an action (LLM garbage). The ASM records it and changes nothing.
+
+    Policies that build actions directly (the offline policy) never need to emit this.
+    """
+
+    kind: Literal["invalid"] = "invalid"
+    raw: str = ""
+    reason: str
+
+    def key(self) -> tuple:
+        return (self.kind, self.raw, self.reason)
+
+    def describe(self) -> str:
+        return f"INVALID: {self.reason}"
+
+
+Action = Annotated[Union[Think, Answer, ExpandKG, SelectEntities, SelectRelation, Invalid], Field(discriminator="kind")]
+ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+
+
+def parse_action(data: dict) -> Action:
+    """A JSON-decoded action (``{"kind": ...}``) → its model; raises pydantic.ValidationError."""
+    return ACTION_ADAPTER.validate_python(data)
+
+
+def distinct(actions: list[Action]) -> list[Action]:
+    """Drop repeats (same :meth:`key`), keeping first occurrences — proposals stay best first."""
+    seen: set[tuple] = set()
+    out: list[Action] = []
+    for a in actions:
+        k = a.key()
+        if k not in seen:
+            seen.add(k)
+            out.append(a)
+    return out

@@ -1,0 +1,48 @@
+"""The policy contract: what the tree search asks of whoever chooses actions (an LLM or the offline policy)."""
+
+from __future__ import annotations
+
+import abc
+
+from strategies.llm.base import LLMUsage
+
+from .actions import Action
+from .state import TraversalState
+
+
+class Policy(abc.ABC):
+    """Proposes actions and judges states. The driver (:mod:`strategies.tot.search`) guarantees, per
+    ``state.asm_state``:
+
+    * ``DEFAULT`` — ``state.subgraph`` holds at least the linked topic entities (``state.topic_entities``, may be
+      empty when linking found nothing); ``selected_entities`` and ``candidate_relations`` are empty. Valid:
+      :class:`Think`, :class:`Answer` (entity IDs should be in the subgraph), :class:`ExpandKG`. When
+      ``state.must_answer`` is true (``state.depth >= state.max_depth``) only :class:`Answer` is accepted.
+    * ``SELECTING_ENTITIES`` — the last action was ExpandKG. Valid: :class:`SelectEntities` with IDs that are keys
+      of ``state.subgraph.entities`` (at most ``Limits.max_ids``).
+    * ``SELECTING_RELATION`` — ``state.selected_entities`` holds the chosen IDs and ``state.candidate_relations``
+      holds the ``get_relations`` result for them (each Relation with its ``direction``; ``relations_truncated``
+      if capped). Valid: :class:`SelectRelation` whose (``relation_id``, ``direction``) is among the candidates.
+    * ``DONE`` — only passed to :meth:`value`: ``state.answer`` is the answer to judge.
+
+    ``state.invalid_actions[-1]`` is the feedback for the most recent rejected proposal, if any. States are
+    read-only to policies: never mutate them.
+    """
+
+    usage: LLMUsage
+
+    def __init__(self) -> None:
+        self.usage = LLMUsage()
+
+    @abc.abstractmethod
+    async def propose(self, state: TraversalState, k: int) -> list[Action]:
+        """Up to ``k`` distinct candidate actions for ``state``, best first (fewer is fine; never empty unless
+        there is nothing sensible to do). Unparseable model output may be returned as :class:`Invalid`."""
+
+    @abc.abstractmethod
+    async def value(self, state: TraversalState) -> float:
+        """0..1. For a DONE state, how likely ``state.answer`` is correct; otherwise how promising the trajectory
+        is for reaching a correct answer."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release clients the policy owns."""

@@ -1,0 +1,154 @@
+"""What the Tree-of-Traversals driver knows at one node of the search tree.
+
+``TraversalState`` is plain data: the ASM (:mod:`strategies.tot.asm`) builds new states from old ones by
+:meth:`TraversalState.fork`, never mutating a state that a tree node already holds. Entities, edges and relations
+are frozen models, so forks share them and only copy the containers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+from kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation
+
+from .actions import Action, Answer
+
+
+class AsmState(str, Enum):
+    DEFAULT = "default"
+    SELECTING_ENTITIES = "selecting_entities"
+    SELECTING_RELATION = "selecting_relation"
+    DONE = "done"
+
+
+class Expansion(BaseModel):
+    """One completed EXPAND_KG → SELECT_ENTITIES → SELECT_RELATION round."""
+
+    entity_ids: list[str]
+    relation_id: str
+    direction: Direction
+    edges_added: int = 0
+    entities_added: list[str] = Field(default_factory=list)
+    truncated: bool = Field(default=False, description="More edges existed than the per-expansion cap.")
+    note: str = ""
+
+
+class LocalSubgraph(BaseModel):
+    """The part of the KG the model has seen: entities (by ID), edges (deduplicated), relation labels, history."""
+
+    entities: dict[str, Entity] = Field(default_factory=dict)
+    edges: list[Edge] = Field(default_factory=list)
+    relations: dict[str, Relation] = Field(default_factory=dict, description="Labels of relations on edges.")
+    expansions: list[Expansion] = Field(default_factory=list)
+
+    def copy_containers(self) -> "LocalSubgraph":
+        return LocalSubgraph(
+            entities=dict(self.entities),
+            edges=list(self.edges),
+            relations=dict(self.relations),
+            expansions=list(self.expansions),
+        )
+
+    def add_entity(self, entity: Entity) -> bool:
+        if entity.id in self.entities:
+            return False
+        self.entities[entity.id] = entity
+        return True
+
+    def add_edge(self, edge: Edge) -> bool:
+        """Add unless the same KG triple is already there (an edge seen from either end counts once)."""
+        t = _triple_key(edge)
+        if any(_triple_key(e) == t for e in self.edges):
+            return False
+        self.edges.append(edge)
+        return True
+
+    def label(self, entity_id: str) -> str:
+        e = self.entities.get(entity_id)
+        return e.label if e else entity_id
+
+    def render(self, max_edges_per_group: int = 20) -> str:
+        """The paper's token-efficient form: ``id: label - description`` lines, then edges grouped by source
+        entity and relation with counts (long groups elided)."""
+        lines = ["ENTITIES:"]
+        for e in self.entities.values():
+            desc = f" - {e.description}" if e.description else ""
+            lines.append(f"  {e.id}: {e.label}{desc}")
+        if not self.entities:
+            lines.append("  (none)")
+        groups: dict[str, dict[tuple[str, Direction], list[str]]] = defaultdict(lambda: defaultdict(list))
+        for edge in self.edges:
+            if edge.target is not None:
+                other = f"{edge.target} ({self.label(edge.target)})"
+            else:
+                other = repr(edge.value.value) if edge.value else "?"
+            groups[edge.source][(edge.relation, edge.direction)].append(other)
+        lines.append("EDGES:")
+        if not groups:
+            lines.append("  (none)")
+        for source, by_rel in groups.items():
+            lines.append(f"  {source} ({self.label(source)}):")
+            for (rel_id, direction), others in by_rel.items():
+                rel = self.relations.get(rel_id)
+                name = rel.label if rel else rel_id
+                if direction is Direction.backward:
+                    name = (rel.inverse_label if rel and rel.inverse_label else f"inverse of {name}")
+                shown = others[:max_edges_per_group]
+                more = f", ... (+{len(others) - len(shown)} more)" if len(others) > len(shown) else ""
+                lines.append(f"    {rel_id} [{name}] ({len(others)}): {', '.join(shown)}{more}")
+        return "\n".join(lines)
+
+
+def _triple_key(edge: Edge) -> tuple:
+    s, r, o = edge.triple()
+    return (s, r, o if isinstance(o, str) else ("literal", o.value, o.datatype, o.lang))
+
+
+class InvalidAction(BaseModel):
+    """A rejected proposal: what was proposed, in which ASM state, and why (shown back to the policy)."""
+
+    asm_state: AsmState
+    action: Action | None = None
+    raw: str | None = None
+    reason: str
+
+
+class TraversalState(BaseModel):
+    """Everything a policy may look at. The driver's guarantees per ASM state are documented on
+    :class:`strategies.tot.policy.Policy`."""
+
+    question: str
+    topic_entities: list[str] = Field(default_factory=list, description="IDs linked by initialize, best first.")
+    topic_matches: list[EntityMatch] = Field(default_factory=list)
+    subgraph: LocalSubgraph = Field(default_factory=LocalSubgraph)
+    asm_state: AsmState = AsmState.DEFAULT
+    selected_entities: list[str] = Field(default_factory=list)
+    candidate_relations: list[Relation] = Field(default_factory=list)
+    relations_truncated: bool = False
+    actions: list[Action] = Field(default_factory=list, description="The trajectory: valid actions applied so far.")
+    depth: int = Field(default=0, description="Number of valid actions applied (len(actions)).")
+    max_depth: int = 7
+    must_answer: bool = Field(default=False, description="Set at max depth: only ANSWER is accepted now.")
+    answer: Answer | None = None
+    invalid_actions: list[InvalidAction] = Field(default_factory=list)
+
+    def fork(self) -> "TraversalState":
+        """A copy whose containers can be changed without touching this state."""
+        return self.model_copy(
+            update={
+                "subgraph": self.subgraph.copy_containers(),
+                "selected_entities": list(self.selected_entities),
+                "candidate_relations": list(self.candidate_relations),
+                "actions": list(self.actions),
+                "invalid_actions": list(self.invalid_actions),
+                "topic_entities": list(self.topic_entities),
+                "topic_matches": list(self.topic_matches),
+            }
+        )
+
+    @property
+    def last_invalid(self) -> InvalidAction | None:
+        return self.invalid_actions[-1] if self.invalid_actions else None

@@ -1,0 +1,1 @@
+"""Benchmarks and load generators (not installed; run from the repo root as ``python -m bench.<name>``)."""

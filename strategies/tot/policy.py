@@ -17,7 +17,8 @@ class Policy(abc.ABC):
     * ``DEFAULT`` — ``state.subgraph`` holds at least the linked topic entities (``state.topic_entities``, may be
       empty when linking found nothing); ``selected_entities`` and ``candidate_relations`` are empty. Valid:
       :class:`Think`, :class:`Answer` (entity IDs should be in the subgraph), :class:`ExpandKG`. When
-      ``state.must_answer`` is true (``state.depth >= state.max_depth``) only :class:`Answer` is accepted.
+      ``state.must_answer`` is true (``state.depth >= state.max_depth``) only :class:`Answer` is accepted. An
+      expansion already under way when max depth is passed is allowed to finish (as in the paper's code).
     * ``SELECTING_ENTITIES`` — the last action was ExpandKG. Valid: :class:`SelectEntities` with IDs that are keys
       of ``state.subgraph.entities`` (at most ``Limits.max_ids``).
     * ``SELECTING_RELATION`` — ``state.selected_entities`` holds the chosen IDs and ``state.candidate_relations``
@@ -25,6 +26,8 @@ class Policy(abc.ABC):
       if capped). Valid: :class:`SelectRelation` whose (``relation_id``, ``direction``) is among the candidates.
     * ``DONE`` — only passed to :meth:`value`: ``state.answer`` is the answer to judge.
 
+    ``state.depth`` counts the valid actions taken (``len(state.actions)``); ``state.subgraph.expansions[-1]`` is
+    the most recent expansion (with ``edges_added == 0`` when it found nothing new).
     ``state.invalid_actions[-1]`` is the feedback for the most recent rejected proposal, if any. States are
     read-only to policies: never mutate them.
     """

@@ -43,6 +43,7 @@ class LocalSubgraph(BaseModel):
     edges: list[Edge] = Field(default_factory=list)
     relations: dict[str, Relation] = Field(default_factory=dict, description="Labels of relations on edges.")
     expansions: list[Expansion] = Field(default_factory=list)
+    same_as: dict[str, list[str]] = Field(default_factory=dict, description="Cross-KG links found by label.")
 
     def copy_containers(self) -> "LocalSubgraph":
         return LocalSubgraph(
@@ -50,6 +51,7 @@ class LocalSubgraph(BaseModel):
             edges=list(self.edges),
             relations=dict(self.relations),
             expansions=list(self.expansions),
+            same_as={k: list(v) for k, v in self.same_as.items()},
         )
 
     def add_entity(self, entity: Entity) -> bool:
@@ -66,6 +68,12 @@ class LocalSubgraph(BaseModel):
         self.edges.append(edge)
         return True
 
+    def link(self, a: str, b: str) -> None:
+        """Record that ``a`` and ``b`` are the same thing in two KGs (both directions)."""
+        for x, y in ((a, b), (b, a)):
+            if y not in self.same_as.setdefault(x, []):
+                self.same_as[x].append(y)
+
     def label(self, entity_id: str) -> str:
         e = self.entities.get(entity_id)
         return e.label if e else entity_id
@@ -76,7 +84,8 @@ class LocalSubgraph(BaseModel):
         lines = ["ENTITIES:"]
         for e in self.entities.values():
             desc = f" - {e.description}" if e.description else ""
-            lines.append(f"  {e.id}: {e.label}{desc}")
+            same = f" (same as {', '.join(self.same_as[e.id])})" if self.same_as.get(e.id) else ""
+            lines.append(f"  {e.id}: {e.label}{desc}{same}")
         if not self.entities:
             lines.append("  (none)")
         groups: dict[str, dict[tuple[str, Direction], list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -131,7 +140,9 @@ class TraversalState(BaseModel):
     actions: list[Action] = Field(default_factory=list, description="The trajectory: valid actions applied so far.")
     depth: int = Field(default=0, description="Number of valid actions applied (len(actions)).")
     max_depth: int = 7
-    must_answer: bool = Field(default=False, description="Set at max depth: only ANSWER is accepted now.")
+    must_answer: bool = Field(
+        default=False, description="In DEFAULT at depth >= max_depth: only ANSWER is accepted now."
+    )
     answer: Answer | None = None
     invalid_actions: list[InvalidAction] = Field(default_factory=list)
 

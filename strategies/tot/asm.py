@@ -1,0 +1,263 @@
+"""The action-state machine of Tree-of-Traversals (Markowitz et al. 2024, §3.2).
+
+DEFAULT ──THINK──▶ DEFAULT, ──ANSWER──▶ DONE, ──EXPAND_KG──▶ SELECTING_ENTITIES ──SELECT_ENTITIES (get_relations)──▶
+SELECTING_RELATION ──SELECT_RELATION (get_edges)──▶ DEFAULT.
+
+:meth:`TraversalASM.apply` never mutates its input and never raises for a bad proposal: an invalid action (wrong
+state, unknown entity, relation not among the candidates, unparseable output, a KG error) comes back as a fork of
+the state with the rejection appended to ``invalid_actions`` and everything else unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import KGError
+from kg_adapters.models import Entity, EntityMatch, split_id
+
+from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
+from .state import AsmState, Expansion, InvalidAction, TraversalState
+
+
+@dataclass(frozen=True)
+class AsmConfig:
+    """Bounds on what one step may pull from the KG."""
+
+    max_edges_per_expansion: int = 50
+    max_selected_entities: int = 10
+    topic_limit: int = 5  # linked topic entities kept from initialize
+    link_min_score: float = 0.99  # cross-KG linking accepts only (near-)exact label matches
+    link_new_entities: bool = True  # when several KGs are configured, link every new entity into the others
+
+
+class TraversalASM:
+    """Applies actions to states against one or more KGs (IDs are routed to their KG by namespace)."""
+
+    def __init__(
+        self,
+        kgs: KnowledgeGraph | Sequence[KnowledgeGraph] | Mapping[str, KnowledgeGraph],
+        config: AsmConfig | None = None,
+    ) -> None:
+        if isinstance(kgs, KnowledgeGraph):
+            kgs = [kgs]
+        if isinstance(kgs, Mapping):
+            kgs = list(kgs.values())
+        self.kgs: dict[str, KnowledgeGraph] = {kg.name: kg for kg in kgs}
+        if not self.kgs:
+            raise ValueError("TraversalASM needs at least one knowledge graph")
+        self.config = config or AsmConfig()
+
+    # -- the start state ---------------------------------------------------------------------------------------
+    async def initial_state(self, question: str, max_depth: int = 7) -> TraversalState:
+        """Link the question's entities in every KG; they form the initial local subgraph.
+
+        Per mention only the best match is kept (plus other matches of score ≥ ``link_min_score``), so a fuzzy
+        near-namesake never becomes a topic entity next to the exact one. KG errors propagate (KGError): a question
+        whose entities cannot be linked at all is the caller's to report."""
+        results = await asyncio.gather(*(kg.initialize(question, limit=10) for kg in self.kgs.values()))
+        chosen: list[EntityMatch] = []
+        for matches in results:
+            best_per_mention: dict[str, EntityMatch] = {}
+            for m in matches:
+                key = m.mention or ""
+                if key not in best_per_mention or m.score > best_per_mention[key].score:
+                    best_per_mention[key] = m
+            keep = {m.entity.id for m in best_per_mention.values()}
+            keep |= {m.entity.id for m in matches if m.score >= self.config.link_min_score}
+            chosen.extend(m for m in matches if m.entity.id in keep)
+        chosen.sort(key=lambda m: -m.score)
+        chosen = chosen[: self.config.topic_limit]
+        state = TraversalState(question=question, max_depth=max_depth)
+        state.topic_matches = chosen
+        state.topic_entities = [m.entity.id for m in chosen]
+        for m in chosen:
+            state.subgraph.add_entity(m.entity)
+        if self.config.link_new_entities and len(self.kgs) > 1:
+            await self._link([m.entity for m in chosen], state)
+        return self._refresh(state)
+
+    # -- transitions -------------------------------------------------------------------------------------------
+    async def apply(self, state: TraversalState, action: Action) -> TraversalState:
+        """The state after ``action``; a rejected action yields a fork carrying the rejection (same depth, see
+        :func:`was_rejected`)."""
+        if state.asm_state is AsmState.DONE:
+            return self._reject(state, action, "the search already answered; no further actions")
+        if isinstance(action, Invalid):
+            return self._reject(state, None, action.reason, raw=action.raw)
+        if state.must_answer and not isinstance(action, Answer):
+            return self._reject(state, action, "maximum depth reached: only ANSWER is allowed now")
+        if isinstance(action, Answer):
+            return self._answer(state, action)
+        if isinstance(action, Think):
+            return self._think(state, action)
+        if isinstance(action, ExpandKG):
+            return self._expand(state, action)
+        if isinstance(action, SelectEntities):
+            return await self._select_entities(state, action)
+        if isinstance(action, SelectRelation):
+            return await self._select_relation(state, action)
+        return self._reject(state, None, f"unknown action {action!r}")
+
+    def _answer(self, state: TraversalState, action: Answer) -> TraversalState:
+        if state.asm_state is not AsmState.DEFAULT:
+            return self._reject(state, action, f"ANSWER is not allowed while {state.asm_state.value}")
+        unknown = [i for i in action.entity_ids if i not in state.subgraph.entities]
+        if unknown:
+            return self._reject(state, action, f"answer entities not in the local subgraph: {', '.join(unknown)}")
+        if not action.entity_ids and not action.text.strip():
+            return self._reject(state, action, "empty answer")
+        text = action.text.strip() or ", ".join(state.subgraph.label(i) for i in action.entity_ids)
+        answer = action if action.text.strip() else action.model_copy(update={"text": text})
+        new = self._step(state, answer)
+        new.asm_state = AsmState.DONE
+        new.answer = answer
+        new.selected_entities = []
+        new.candidate_relations = []
+        return self._refresh(new)
+
+    def _think(self, state: TraversalState, action: Think) -> TraversalState:
+        if state.asm_state is not AsmState.DEFAULT:
+            return self._reject(state, action, f"THINK is not allowed while {state.asm_state.value}")
+        if not action.text.strip():
+            return self._reject(state, action, "empty thought")
+        return self._refresh(self._step(state, action))
+
+    def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
+        if state.asm_state is not AsmState.DEFAULT:
+            return self._reject(state, action, f"EXPAND_KG is not allowed while {state.asm_state.value}")
+        if not state.subgraph.entities:
+            return self._reject(state, action, "the local subgraph has no entities to expand")
+        new = self._step(state, action)
+        new.asm_state = AsmState.SELECTING_ENTITIES
+        return self._refresh(new)
+
+    async def _select_entities(self, state: TraversalState, action: SelectEntities) -> TraversalState:
+        if state.asm_state is not AsmState.SELECTING_ENTITIES:
+            return self._reject(state, action, f"SELECT_ENTITIES is not allowed while {state.asm_state.value}")
+        ids = list(dict.fromkeys(action.entity_ids))
+        if not ids:
+            return self._reject(state, action, "no entities selected")
+        if len(ids) > self.config.max_selected_entities:
+            return self._reject(state, action, f"{len(ids)} entities selected; at most {self.config.max_selected_entities}")
+        unknown = [i for i in ids if i not in state.subgraph.entities]
+        if unknown:
+            return self._reject(state, action, f"entities not in the local subgraph: {', '.join(unknown)}")
+        by_kg: dict[str, list[str]] = {}
+        for i in ids:
+            by_kg.setdefault(split_id(i)[0], []).append(i)
+        relations = []
+        truncated = False
+        try:
+            for kg_name, kg_ids in by_kg.items():
+                kg = self.kgs.get(kg_name)
+                if kg is None:
+                    return self._reject(state, action, f"no configured KG named {kg_name!r}")
+                result = await kg.get_relations(kg_ids)
+                relations.extend(result.relations)
+                truncated |= result.truncated
+        except KGError as e:
+            return self._reject(state, action, f"get_relations failed: {e}")
+        if not relations:
+            return self._reject(state, action, "the selected entities have no relations; select others")
+        new = self._step(state, action.model_copy(update={"entity_ids": ids}))
+        new.asm_state = AsmState.SELECTING_RELATION
+        new.selected_entities = ids
+        new.candidate_relations = relations
+        new.relations_truncated = truncated
+        return self._refresh(new)
+
+    async def _select_relation(self, state: TraversalState, action: SelectRelation) -> TraversalState:
+        if state.asm_state is not AsmState.SELECTING_RELATION:
+            return self._reject(state, action, f"SELECT_RELATION is not allowed while {state.asm_state.value}")
+        relation = next(
+            (r for r in state.candidate_relations if r.id == action.relation_id and r.direction == action.direction),
+            None,
+        )
+        if relation is None:
+            flipped = any(r.id == action.relation_id for r in state.candidate_relations)
+            hint = " in that direction" if flipped else ""
+            return self._reject(state, action, f"relation {action.relation_id!r} is not among the candidates{hint}")
+        kg_name = split_id(action.relation_id)[0]
+        kg = self.kgs.get(kg_name)
+        if kg is None:
+            return self._reject(state, action, f"no configured KG named {kg_name!r}")
+        sources = [i for i in state.selected_entities if split_id(i)[0] == kg_name]
+        try:
+            page = await kg.get_edges(
+                sources, action.relation_id, action.direction, limit=self.config.max_edges_per_expansion
+            )
+        except KGError as e:
+            return self._reject(state, action, f"get_edges failed: {e}")
+        new = self._step(state, action)
+        sub = new.subgraph
+        sub.relations.setdefault(relation.id, relation)
+        added_edges = 0
+        new_entities: list[Entity] = []
+        for edge in page.edges:
+            for node in (edge.source, edge.target):
+                if node is not None and node not in sub.entities:
+                    ent = page.entities.get(node) or Entity(id=node, label=node, kg=split_id(node)[0])
+                    sub.add_entity(ent)
+                    new_entities.append(ent)
+            added_edges += sub.add_edge(edge)
+        if self.config.link_new_entities and len(self.kgs) > 1 and new_entities:
+            await self._link(new_entities, new)
+        note = "" if added_edges else "expansion added nothing new"
+        if page.truncated:
+            note = (note + "; " if note else "") + f"capped at {self.config.max_edges_per_expansion} edges"
+        sub.expansions.append(
+            Expansion(
+                entity_ids=sources,
+                relation_id=action.relation_id,
+                direction=action.direction,
+                edges_added=added_edges,
+                entities_added=[e.id for e in new_entities],
+                truncated=page.truncated,
+                note=note,
+            )
+        )
+        new.asm_state = AsmState.DEFAULT
+        new.selected_entities = []
+        new.candidate_relations = []
+        new.relations_truncated = False
+        return self._refresh(new)
+
+    # -- helpers -----------------------------------------------------------------------------------------------
+    async def _link(self, entities: list[Entity], state: TraversalState) -> None:
+        """Find each entity in the other KGs by label; exact matches join the subgraph as ``same_as``."""
+        for ent in entities:
+            for name, kg in self.kgs.items():
+                if name == ent.kg:
+                    continue
+                try:
+                    matches = await kg.search_entities(ent.label, limit=1)
+                except KGError:
+                    continue
+                if matches and matches[0].score >= self.config.link_min_score:
+                    other = matches[0].entity
+                    state.subgraph.add_entity(other)
+                    state.subgraph.link(ent.id, other.id)
+
+    def _step(self, state: TraversalState, action: Action) -> TraversalState:
+        new = state.fork()
+        new.actions.append(action)
+        new.depth = state.depth + 1
+        return new
+
+    def _reject(self, state: TraversalState, action: Action | None, reason: str, raw: str | None = None) -> TraversalState:
+        new = state.fork()
+        new.invalid_actions.append(InvalidAction(asm_state=state.asm_state, action=action, raw=raw, reason=reason))
+        return new
+
+    @staticmethod
+    def _refresh(state: TraversalState) -> TraversalState:
+        state.must_answer = state.asm_state is AsmState.DEFAULT and state.depth >= state.max_depth
+        return state
+
+
+def was_rejected(before: TraversalState, after: TraversalState) -> bool:
+    """True when :meth:`TraversalASM.apply` turned the action down (valid actions always add to the trajectory)."""
+    return after.depth == before.depth

@@ -1,0 +1,324 @@
+"""Best-first tree search over ASM states (the "tree" of Tree-of-Traversals; k=1 is Chain-of-Traversals).
+
+Each expansion takes the most valuable unexpanded node (ties → deeper, then older), asks the policy for up to k
+distinct actions, applies each through the ASM and scores every new child with the policy's value function.
+Because every unexpanded node stays on the frontier, a branch whose children score low is abandoned for a better
+node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ; a node in DEFAULT at
+depth ≥ max_depth may only answer; after ``max_expansions`` it returns its best answer so far (status
+``below_tau``) or gives up (``no_answer``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from kg_adapters.models import Direction
+from strategies.llm.base import LLMError, LLMUsage
+
+from .actions import Action, Invalid, distinct
+from .asm import TraversalASM, was_rejected
+from .policy import Policy
+from .state import AsmState, InvalidAction, LocalSubgraph, TraversalState
+
+
+class SearchConfig(BaseModel):
+    k: int = Field(default=3, ge=1, le=10, description="Branching factor: actions sampled per expansion.")
+    max_depth: int = Field(default=7, ge=1, le=50, description="Actions before an answer is forced.")
+    tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer whose value reaches this.")
+    max_expansions: int = Field(default=25, ge=1, le=500, description="Give up after this many expansions.")
+    invalid_penalty: float = Field(default=0.1, ge=0.0, le=1.0, description="Value lost by a retry node.")
+
+
+class StateSummary(BaseModel):
+    """What a trace needs of a node's state (the full subgraph is kept only for the result)."""
+
+    asm_state: AsmState
+    depth: int
+    entities: int
+    edges: int
+    selected_entities: list[str] = Field(default_factory=list)
+    candidate_relations: list[str] = Field(default_factory=list, description="'id (direction)' strings.")
+    last_expansion: str | None = None
+
+    @classmethod
+    def of(cls, state: TraversalState) -> "StateSummary":
+        last = None
+        if state.subgraph.expansions:
+            x = state.subgraph.expansions[-1]
+            last = f"{x.relation_id} ({x.direction.value}) from {', '.join(x.entity_ids)}: +{x.edges_added} edges"
+            if x.note:
+                last += f" — {x.note}"
+        return cls(
+            asm_state=state.asm_state,
+            depth=state.depth,
+            entities=len(state.subgraph.entities),
+            edges=len(state.subgraph.edges),
+            selected_entities=list(state.selected_entities),
+            candidate_relations=[
+                f"{r.id}{' (backward)' if r.direction is Direction.backward else ''}" for r in state.candidate_relations
+            ],
+            last_expansion=last,
+        )
+
+
+class SearchNode(BaseModel):
+    id: int
+    parent: int | None = None
+    action: Action | None = None
+    value: float | None = None
+    depth: int = 0
+    retry: bool = Field(default=False, description="A node that only carries rejected proposals as feedback.")
+    expanded_at: int | None = Field(default=None, description="Order in which this node was expanded (0-based).")
+    children: list[int] = Field(default_factory=list)
+    rejected: list[InvalidAction] = Field(default_factory=list, description="Proposals the ASM turned down here.")
+    summary: StateSummary
+    state: TraversalState | None = Field(default=None, exclude=True, description="In memory only; not serialised.")
+
+    @property
+    def terminal(self) -> bool:
+        return self.summary.asm_state is AsmState.DONE
+
+
+class RankedAnswer(BaseModel):
+    entity_ids: list[str] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+    text: str = ""
+
+
+class SearchResult(BaseModel):
+    question: str
+    status: Literal["answered", "below_tau", "no_answer"]
+    answer: RankedAnswer = Field(default_factory=RankedAnswer)
+    value: float = 0.0
+    expansions: int = 0
+    nodes: list[SearchNode] = Field(default_factory=list)
+    path: list[int] = Field(default_factory=list, description="Node IDs from the root to the answer node.")
+    subgraph: LocalSubgraph = Field(default_factory=LocalSubgraph)
+    subgraph_text: str = ""
+    topic_entities: list[str] = Field(default_factory=list)
+    usage: LLMUsage = Field(default_factory=LLMUsage)
+    latency_s: float = 0.0
+    config: SearchConfig = Field(default_factory=SearchConfig)
+    error: str | None = None
+
+    def tree_text(self) -> str:
+        """The search tree, indented, one node a line, the chosen path marked with ``*``."""
+        by_id = {n.id: n for n in self.nodes}
+        labels = {i: e.label for i, e in self.subgraph.entities.items()}
+        for n in self.nodes:
+            if n.state is not None:
+                labels.update((i, e.label) for i, e in n.state.subgraph.entities.items() if i not in labels)
+        on_path = set(self.path)
+        lines: list[str] = []
+
+        def walk(node_id: int, indent: int) -> None:
+            n = by_id[node_id]
+            what = describe_action(n.action, labels) if n.action else f"ROOT: {self.question}"
+            if n.retry:
+                what = "RETRY (the proposals above were rejected)"
+            val = "  -" if n.value is None else f"{n.value:.2f}"
+            mark = "*" if node_id in on_path else " "
+            order = f" #{n.expanded_at}" if n.expanded_at is not None else ""
+            lines.append(f"{mark} {'  ' * indent}[{val}] {what}{order}")
+            if n.action is not None and n.action.kind == "select_relation" and n.summary.last_expansion:
+                lines.append(f"  {'  ' * indent}    → {n.summary.last_expansion}")
+            for r in n.rejected:
+                lines.append(f"  {'  ' * indent}    ✗ rejected: {r.reason}")
+            for c in n.children:
+                walk(c, indent + 1)
+
+        if self.nodes:
+            walk(self.nodes[0].id, 0)
+        return "\n".join(lines)
+
+
+def describe_action(action: Action, labels: dict[str, str]) -> str:
+    """Like ``action.describe()`` but entity IDs are shown with their labels when known."""
+    def name(i: str) -> str:
+        return f"{labels[i]} ({i})" if i in labels else i
+
+    if action.kind == "select_entities":
+        return "SELECT_ENTITIES: " + ", ".join(name(i) for i in action.entity_ids)  # type: ignore[union-attr]
+    if action.kind == "answer" and action.entity_ids:  # type: ignore[union-attr]
+        return f"ANSWER: {action.text} [{', '.join(action.entity_ids)}]"  # type: ignore[union-attr]
+    return action.describe()
+
+
+class SearchProgress(BaseModel):
+    expansions: int
+    max_expansions: int
+    node: int
+    best_answer_value: float | None = None
+    message: str = ""
+
+
+ProgressCallback = Callable[[SearchProgress], Awaitable[None] | None]
+
+
+class TreeSearch:
+    """Runs Tree-of-Traversals for one question with a given policy over the ASM's KGs."""
+
+    def __init__(self, asm: TraversalASM, policy: Policy, config: SearchConfig | None = None) -> None:
+        self.asm = asm
+        self.policy = policy
+        self.config = config or SearchConfig()
+
+    async def run(self, question: str, progress: ProgressCallback | None = None) -> SearchResult:
+        started = time.perf_counter()
+        usage_before = self.policy.usage.snapshot()
+        cfg = self.config
+        root_state = await self.asm.initial_state(question, max_depth=cfg.max_depth)
+        nodes: list[SearchNode] = [
+            SearchNode(id=0, value=1.0, state=root_state, summary=StateSummary.of(root_state))
+        ]
+        best_answer: SearchNode | None = None
+        expansions = 0
+        error: str | None = None
+        while expansions < cfg.max_expansions:
+            node = self._select(nodes)
+            if node is None:
+                break
+            node.expanded_at = expansions
+            expansions += 1
+            try:
+                await self._expand(node, nodes)
+            except LLMError as e:
+                error = f"LLM failed: {e}"
+                break
+            for cid in node.children:
+                child = nodes[cid]
+                if child.terminal and (best_answer is None or (child.value or 0) > (best_answer.value or 0)):
+                    best_answer = child
+            if progress is not None:
+                msg = node.action.describe() if node.action else "root"
+                report = progress(
+                    SearchProgress(
+                        expansions=expansions,
+                        max_expansions=cfg.max_expansions,
+                        node=node.id,
+                        best_answer_value=best_answer.value if best_answer else None,
+                        message=f"expanded {msg}",
+                    )
+                )
+                if inspect.isawaitable(report):
+                    await report
+            if best_answer is not None and (best_answer.value or 0) >= cfg.tau:
+                break
+        return self._result(question, nodes, best_answer, expansions, usage_before, started, error)
+
+    # -- internals ---------------------------------------------------------------------------------------------
+    @staticmethod
+    def _select(nodes: list[SearchNode]) -> SearchNode | None:
+        """Most valuable unexpanded, non-terminal node; ties → deeper, then the earlier one."""
+        best: SearchNode | None = None
+        for n in nodes:
+            if n.expanded_at is not None or n.terminal:
+                continue
+            if best is None or (n.value or 0.0, n.depth) > (best.value or 0.0, best.depth):
+                best = n
+        return best
+
+    async def _expand(self, node: SearchNode, nodes: list[SearchNode]) -> None:
+        state = node.state
+        proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
+        last_rejected: TraversalState | None = None
+        for action in proposals:
+            new_state = await self.asm.apply(state, action)
+            if was_rejected(state, new_state):
+                node.rejected.append(new_state.invalid_actions[-1])
+                last_rejected = new_state
+                continue
+            child = SearchNode(
+                id=len(nodes),
+                parent=node.id,
+                action=new_state.actions[-1],
+                depth=node.depth + 1,
+                state=new_state,
+                summary=StateSummary.of(new_state),
+            )
+            nodes.append(child)
+            node.children.append(child.id)
+            child.value = _clamp(await self.policy.value(new_state))
+        if not node.children:
+            # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
+            # valued a little below its parent so an alternative elsewhere wins ties.
+            retry_state = last_rejected or self._no_proposal(state)
+            child = SearchNode(
+                id=len(nodes),
+                parent=node.id,
+                depth=node.depth + 1,
+                retry=True,
+                value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty),
+                state=retry_state,
+                summary=StateSummary.of(retry_state),
+            )
+            nodes.append(child)
+            node.children.append(child.id)
+
+    @staticmethod
+    def _no_proposal(state: TraversalState) -> TraversalState:
+        new = state.fork()
+        new.invalid_actions.append(
+            InvalidAction(asm_state=state.asm_state, action=Invalid(reason="no action proposed"), reason="no action proposed")
+        )
+        return new
+
+    def _result(
+        self,
+        question: str,
+        nodes: list[SearchNode],
+        best: SearchNode | None,
+        expansions: int,
+        usage_before: LLMUsage,
+        started: float,
+        error: str | None,
+    ) -> SearchResult:
+        if best is not None:
+            status = "answered" if (best.value or 0) >= self.config.tau else "below_tau"
+            ans = best.state.answer
+            assert ans is not None
+            sub = best.state.subgraph
+            answer = RankedAnswer(
+                entity_ids=list(ans.entity_ids), labels=[sub.label(i) for i in ans.entity_ids], text=ans.text
+            )
+            path, cur = [], best
+            while cur is not None:
+                path.append(cur.id)
+                cur = nodes[cur.parent] if cur.parent is not None else None
+            path.reverse()
+            final = best.state
+        else:
+            status, answer, path = "no_answer", RankedAnswer(text="no answer found"), []
+            expanded = [n for n in nodes if n.expanded_at is not None] or nodes
+            final = max(expanded, key=lambda n: (n.value or 0.0, n.depth)).state
+        return SearchResult(
+            question=question,
+            status=status,
+            answer=answer,
+            value=(best.value or 0.0) if best else 0.0,
+            expansions=expansions,
+            nodes=nodes,
+            path=path,
+            subgraph=final.subgraph,
+            subgraph_text=final.subgraph.render(),
+            topic_entities=list(nodes[0].state.topic_entities),
+            usage=self.policy.usage.since(usage_before),
+            latency_s=time.perf_counter() - started,
+            config=self.config,
+            error=error,
+        )
+
+
+def _clamp(v: float) -> float:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return 0.0
+    if v != v:  # NaN
+        return 0.0
+    return min(1.0, max(0.0, v))

@@ -1,0 +1,203 @@
+"""Best-first Tree-of-Traversals search driven by a scripted policy over a tiny KG."""
+
+from __future__ import annotations
+
+import json
+
+from tot_fixtures import FunctionPolicy, eid, make_kg
+
+from kg_adapters.models import Direction
+from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
+from strategies.tot.asm import TraversalASM
+from strategies.tot.search import SearchConfig, SearchResult, TreeSearch
+from strategies.tot.state import AsmState, TraversalState
+
+QUESTION = "who directed the films [Keanu Reeves] acted in"
+
+
+def _labels(state: TraversalState, *names: str) -> list[str]:
+    by_label = {e.label: i for i, e in state.subgraph.entities.items()}
+    return [by_label[n] for n in names if n in by_label]
+
+
+def two_hop_policy(state: TraversalState) -> list:
+    """Keanu → his films → their directors, then answer; also proposes a distracting thought at the start."""
+    if state.asm_state is AsmState.DEFAULT:
+        directors = _labels(state, "Lana Wachowski", "Jan de Bont")
+        if directors or state.must_answer:
+            return [Answer(entity_ids=directors or state.topic_entities)]
+        return [ExpandKG(), Think(text="hmm")]
+    if state.asm_state is AsmState.SELECTING_ENTITIES:
+        films = _labels(state, "The Matrix", "Speed")
+        return [SelectEntities(entity_ids=films or state.topic_entities)]
+    rels = {(r.id, r.direction) for r in state.candidate_relations}
+    if ("m:directed_by", Direction.forward) in rels:
+        return [SelectRelation(relation_id="m:directed_by")]
+    return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
+
+
+def correct_answer_value(state: TraversalState) -> float:
+    if state.asm_state is AsmState.DONE:
+        labels = {state.subgraph.label(i) for i in state.answer.entity_ids}
+        return 0.95 if labels == {"Lana Wachowski", "Jan de Bont"} else 0.2
+    if state.actions and isinstance(state.actions[-1], Think):
+        return 0.3
+    return 0.6
+
+
+async def test_finds_the_two_hop_answer_and_stops_at_tau():
+    kg = make_kg()
+    policy = FunctionPolicy(two_hop_policy, correct_answer_value)
+    result = await TreeSearch(TraversalASM(kg), policy, SearchConfig(k=3)).run(QUESTION)
+    assert result.status == "answered" and result.value == 0.95
+    assert set(result.answer.labels) == {"Lana Wachowski", "Jan de Bont"}
+    assert set(result.answer.entity_ids) == {await eid(kg, "Lana Wachowski"), await eid(kg, "Jan de Bont")}
+    # root, EXPAND, SELECT_ENTITIES, SELECT_RELATION, EXPAND, SELECT_ENTITIES, SELECT_RELATION, ANSWER
+    kinds = [result.nodes[i].action.kind if result.nodes[i].action else "root" for i in result.path]
+    assert kinds == ["root", "expand_kg", "select_entities", "select_relation"] * 1 + [
+        "expand_kg", "select_entities", "select_relation", "answer"]
+    # the low-valued thought branch was never expanded
+    thought = [n for n in result.nodes if isinstance(n.action, Think)]
+    assert thought and all(n.expanded_at is None for n in thought)
+    assert result.expansions == 7
+    assert result.usage.calls == policy.usage.calls > 0
+    assert "Lana Wachowski" in result.subgraph_text
+
+
+async def test_best_first_backtracks_from_a_branch_that_scores_low():
+    """Two initial thoughts: the better-scored one leads to a dead end whose children score low, so the search
+    returns to the other branch."""
+    kg = make_kg()
+
+    def propose(state):
+        if state.depth == 0:
+            return [Think(text="dead end"), Think(text="good idea")]
+        if state.actions[0].text == "dead end":
+            return [Think(text="still stuck")]
+        return [Answer(text="Keanu Reeves")]
+
+    def value(state):
+        if state.depth == 0:
+            return 1.0
+        if state.actions[0].text == "dead end":
+            return 0.9 if state.depth == 1 else 0.1
+        return 0.5 if state.asm_state is not AsmState.DONE else 0.85
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value)).run(QUESTION)
+    order = sorted((n for n in result.nodes if n.expanded_at is not None), key=lambda n: n.expanded_at)
+    texts = [n.action.text if n.action else "root" for n in order]
+    assert texts == ["root", "dead end", "good idea"]
+    assert result.status == "answered" and result.answer.text == "Keanu Reeves"
+
+
+async def test_ties_prefer_the_deeper_node():
+    kg = make_kg()
+
+    def propose(state):
+        return [Think(text=f"t{state.depth}a"), Think(text=f"t{state.depth}b")]
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.5),
+                              SearchConfig(max_expansions=4)).run(QUESTION)
+    expanded = sorted((n for n in result.nodes if n.expanded_at is not None), key=lambda n: n.expanded_at)
+    assert [n.depth for n in expanded] == [0, 1, 2, 3]
+
+
+async def test_answers_below_tau_do_not_stop_the_search_and_the_best_is_returned():
+    kg = make_kg()
+
+    def propose(state):
+        return [Answer(text=f"guess {state.depth}"), Think(text=f"think {state.depth}")]
+
+    def value(state):
+        return 0.1 * state.depth if state.asm_state is AsmState.DONE else 0.5
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
+                              SearchConfig(max_expansions=5, tau=0.8)).run(QUESTION)
+    assert result.expansions == 5
+    assert result.status == "below_tau"
+    assert result.answer.text == "guess 4" and abs(result.value - 0.5) < 1e-9
+
+
+async def test_gives_up_with_no_answer_after_max_expansions():
+    kg = make_kg()
+    policy = FunctionPolicy(lambda s: [Think(text=f"step {s.depth}")], lambda s: 0.5)
+    result = await TreeSearch(TraversalASM(kg), policy, SearchConfig(max_expansions=3, max_depth=50)).run(QUESTION)
+    assert result.status == "no_answer" and result.answer.text == "no answer found" and result.answer.entity_ids == []
+    assert result.expansions == 3 and result.path == []
+
+
+async def test_at_max_depth_only_answers_are_accepted():
+    kg = make_kg()
+    seen_must_answer = []
+
+    def propose(state):
+        seen_must_answer.append(state.must_answer)
+        # a stubborn policy that keeps thinking, plus one answer
+        return [Think(text=f"more {state.depth}"), Answer(text=f"final at {state.depth}")]
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.9 if s.depth < 3 else 0.85),
+                              SearchConfig(max_depth=2, k=2, tau=0.99, max_expansions=10)).run(QUESTION)
+    forced = [n for n in result.nodes if n.expanded_at is not None and n.state.must_answer]
+    assert forced, "a node at max depth was expanded"
+    for n in forced:
+        assert all(result.nodes[c].action.kind == "answer" for c in n.children)
+        assert any("only ANSWER" in r.reason for r in n.rejected)
+    assert max(n.state.depth for n in result.nodes) == 3  # depth 2 + the forced answer
+    assert True in seen_must_answer
+
+
+async def test_k1_is_chain_of_traversals():
+    kg = make_kg()
+    policy = FunctionPolicy(two_hop_policy, correct_answer_value)
+    result = await TreeSearch(TraversalASM(kg), policy, SearchConfig(k=1)).run(QUESTION)
+    assert all(len(n.children) <= 1 for n in result.nodes)
+    assert len(result.nodes) == len(result.path) == 8
+    assert result.status == "answered"
+
+
+async def test_invalid_proposals_leave_a_retry_node_with_feedback():
+    kg = make_kg()
+    attempts = []
+
+    def propose(state):
+        attempts.append(len(state.invalid_actions))
+        if not state.invalid_actions:
+            return [SelectEntities(entity_ids=["m:E1"])]  # wrong state
+        return [Answer(text="ok")]
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.9)).run(QUESTION)
+    root = result.nodes[0]
+    assert "not allowed while default" in root.rejected[0].reason
+    retry = result.nodes[root.children[0]]
+    assert retry.retry and retry.value == 0.9 and retry.state.invalid_actions  # 1.0 - penalty 0.1
+    assert attempts == [0, 1]
+    assert result.status == "answered" and result.answer.text == "ok"
+
+
+async def test_progress_is_reported_once_per_expansion():
+    kg = make_kg()
+    reports = []
+
+    async def progress(p):
+        reports.append(p)
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(two_hop_policy, correct_answer_value)).run(
+        QUESTION, progress=progress)
+    assert [p.expansions for p in reports] == list(range(1, result.expansions + 1))
+    assert reports[-1].best_answer_value == 0.95
+
+
+async def test_result_serialises_to_json_and_prints_a_readable_tree():
+    kg = make_kg()
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(two_hop_policy, correct_answer_value)).run(QUESTION)
+    data = json.loads(result.model_dump_json())
+    assert data["status"] == "answered" and data["path"][0] == 0
+    assert data["nodes"][1]["action"]["kind"] == "expand_kg"
+    assert "state" not in data["nodes"][0] and data["nodes"][0]["summary"]["entities"] == 1
+    back = SearchResult.model_validate_json(result.model_dump_json())
+    assert back.answer == result.answer and back.path == result.path and len(back.nodes) == len(result.nodes)
+    assert back.tree_text() == result.tree_text()
+    text = result.tree_text()
+    assert text.splitlines()[0].startswith("* [1.00] ROOT:")
+    assert "* " in text and "ANSWER: Lana Wachowski, Jan de Bont" in text
+    assert "+2 edges" in text

@@ -1,0 +1,157 @@
+"""Evaluate the offline reasoner on the dev samples in ../shared/benchmarks (MetaQA 1/2/3-hop, PathQuestion).
+
+    python bench/offline_eval.py                      # every set, all 300 questions each
+    python bench/offline_eval.py --limit 100 --sets mqa1 pq2
+    python bench/offline_eval.py --errors 20 --sets mqa3   # also print the first 20 misses with the chosen path
+
+Each KB is loaded once; latency is per question (entity linking + reasoning) with model and KB loaded.
+Topic entities come from ``initialize``; PathQuestion's topic (the gold path's first field, which appears verbatim
+in the question) is marked ``[...]`` first, as the benchmark runner does. Gold answers are compared by normalised
+label. Use ``--policy`` to run the full OfflinePolicy through the tree-search driver instead of the bare core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kg_adapters.memory import MemoryKG  # noqa: E402
+from kg_adapters.triples_file import load_triples_file  # noqa: E402
+from strategies.embeddings import Embedder  # noqa: E402
+from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches  # noqa: E402
+
+BENCH = ROOT.parent / "shared" / "benchmarks"
+
+SETS = {
+    "mqa1": ("metaqa", "metaqa/1-hop/qa_dev_sample.txt", "metaqa/kb.txt"),
+    "mqa2": ("metaqa", "metaqa/2-hop/qa_dev_sample.txt", "metaqa/kb.txt"),
+    "mqa3": ("metaqa", "metaqa/3-hop/qa_dev_sample.txt", "metaqa/kb.txt"),
+    "pq2": ("pq", "pathquestion/PQ-2H/dev_sample.txt", "pathquestion/kb/2H-kb.txt"),
+    "pq3": ("pq", "pathquestion/PQ-3H/dev_sample.txt", "pathquestion/kb/3H-kb.txt"),
+    "pql2": ("pq", "pathquestion/PQL-2H/dev_sample.txt", "pathquestion/kb/PQL2-KB.txt"),
+    "pql3": ("pq", "pathquestion/PQL-3H/dev_sample.txt", "pathquestion/kb/PQL3-KB.txt"),
+}
+TARGET = {"mqa1": 0.90, "mqa2": 0.80, "mqa3": 0.70, "pq2": 0.70, "pq3": 0.70, "pql2": 0.70, "pql3": 0.70}
+
+
+def norm(label: str) -> str:
+    return " ".join(label.replace("_", " ").casefold().split())
+
+
+def parse_pq_answers(col: str) -> list[str]:
+    """``main(alt1/alt2/)``; names may contain parentheses, so split where the prefix is one of the items."""
+    for i, ch in enumerate(col):
+        if ch == "(" and col.endswith("/)"):
+            head, inner = col[:i], col[i + 1 : -2]
+            items = inner.split("/")
+            if head in items:
+                return items
+    return [col]
+
+
+def load_questions(fmt: str, path: Path) -> list[tuple[str, list[str], str]]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if fmt == "metaqa":
+            out.append((parts[0], parts[1].split("|"), ""))
+        else:
+            q, ans, gold = parts[0].strip(), parts[1], parts[2]
+            topic = gold.split("#", 1)[0]
+            q = q.replace(topic, f"[{topic}]", 1) if "[" not in q else q
+            out.append((q, parse_pq_answers(ans), gold))
+    return out
+
+
+async def run_set(name: str, kg: MemoryKG, reasoner: OfflineReasoner, limit: int | None, errors: int) -> dict:
+    fmt, qfile, _ = SETS[name]
+    qs = load_questions(fmt, BENCH / qfile)[:limit]
+    hits, f1s, lat, shown = 0, [], [], 0
+    lengths: Counter = Counter()
+    for q, gold, goldpath in qs:
+        t0 = time.perf_counter()
+        topics = topics_from_matches(await kg.initialize(q))
+        res = await reasoner.reason(kg, q, topics)
+        lat.append(time.perf_counter() - t0)
+        gold_n = {norm(g) for g in gold}
+        best = res.best
+        pred = [norm(a) for a in best.answer_labels] if best else []
+        hit = bool(pred) and pred[0] in gold_n
+        hits += hit
+        ps = set(pred)
+        tp = len(ps & gold_n)
+        f1s.append(0.0 if not tp else 2 * tp / (len(ps) + len(gold_n)))
+        if best:
+            lengths[len(best.hops)] += 1
+        if not hit and shown < errors:
+            shown += 1
+            path = " → ".join(f"{r.split(':', 1)[1]}{'' if d.value == 'forward' else '⁻¹'}" for r, d in best.hops) if best else "-"
+            alts = "; ".join(
+                f"{' → '.join(r.split(':', 1)[1] + ('' if d.value == 'forward' else '⁻¹') for r, d in p.hops)} {p.score:.2f}"
+                for p in res.plans[1:4]
+            )
+            print(f"  MISS {q}\n       gold={gold[:3]} {goldpath}\n       got {path} {best.score if best else 0:.2f} "
+                  f"{pred[:3]}\n       alts: {alts}")
+    n = len(qs)
+    return {
+        "set": name,
+        "n": n,
+        "hits1": hits / n if n else 0.0,
+        "f1": sum(f1s) / n if n else 0.0,
+        "median_ms": 1000 * statistics.median(lat) if lat else 0.0,
+        "p90_ms": 1000 * sorted(lat)[int(0.9 * (len(lat) - 1))] if lat else 0.0,
+        "hops": dict(sorted(lengths.items())),
+    }
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    if not BENCH.is_dir():
+        print(f"benchmarks not found at {BENCH}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    embedder = Embedder()
+    overrides = dict(kv.split("=", 1) for kv in args.set or [])
+    settings = OfflineSettings(**{k: float(v) if "." in v else int(v) for k, v in overrides.items()})
+    reasoner = OfflineReasoner(embedder, settings)
+    print(f"embedder loaded in {time.perf_counter() - t0:.1f}s; settings {settings.model_dump()}")
+    kgs: dict[str, MemoryKG] = {}
+    rows = []
+    for name in args.sets:
+        kb = SETS[name][2]
+        if kb not in kgs:
+            t1 = time.perf_counter()
+            kgs[kb] = MemoryKG("kb", load_triples_file(BENCH / kb))
+            print(f"loaded {kb} in {time.perf_counter() - t1:.1f}s")
+        # warm the per-KG caches (relation phrases, type samples) outside the timed loop
+        rows.append(await run_set(name, kgs[kb], reasoner, args.limit, args.errors))
+        r = rows[-1]
+        print(f"{name:5s} n={r['n']:3d} hits@1={r['hits1']:.3f} f1={r['f1']:.3f} "
+              f"median={r['median_ms']:.0f}ms p90={r['p90_ms']:.0f}ms hops={r['hops']}", flush=True)
+    print("\n| set | n | Hits@1 | target | F1 | median latency | p90 latency |\n|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['set']} | {r['n']} | {r['hits1']:.3f} | {TARGET[r['set']]:.2f} | {r['f1']:.3f} | "
+              f"{r['median_ms']:.0f} ms | {r['p90_ms']:.0f} ms |")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    ap.add_argument("--limit", type=int, default=None, help="first N questions per set")
+    ap.add_argument("--errors", type=int, default=0, help="print this many misses per set")
+    ap.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an OfflineSettings field")
+    return asyncio.run(main_async(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""What the reasoner learns about a KG once and reuses for every question: relation phrases and their embeddings,
+and each relation's answer type (the mean embedding of names it typically reaches).
+
+Everything is computed lazily — a relation's type only when a question first ends a path with it — so opening a KG
+with hundreds of relations costs nothing up front; the cache lives as long as this object (one per KG instance).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from kg_adapters.models import Direction
+from kg_adapters.text import humanize
+
+from ..embeddings import Embedder
+from .graph import GraphView, Hop
+
+_SEGMENTS = re.compile(r"__|/|#|\.|:")
+
+
+def relation_phrases(relation_id: str, label: str) -> list[str]:
+    """Readings of a relation: its label, and the last segment of a path-like ID (``__people__person__place_of_birth``
+    → ``place of birth``), since questions name the specific part, not the namespace."""
+    local = relation_id.split(":", 1)[-1]
+    phrases = [humanize(label).strip().casefold() or local]
+    segs = [s for s in _SEGMENTS.split(local) if s.strip("_")]
+    if segs:
+        tail = humanize(segs[-1]).strip().casefold()
+        if tail and tail not in phrases:
+            phrases.append(tail)
+    lab_segs = [s for s in re.split(r"\s*(?:/|›|>)\s*", label) if s.strip()]
+    if len(lab_segs) > 1:
+        tail = humanize(lab_segs[-1]).strip().casefold()
+        if tail and tail not in phrases:
+            phrases.append(tail)
+    return phrases
+
+
+def readable(name: str) -> str:
+    return name.replace("_", " ").strip()
+
+
+class KGStats:
+    def __init__(self, view: GraphView, embedder: Embedder, type_sample: int) -> None:
+        self.view = view
+        self.embedder = embedder
+        self.type_sample = type_sample
+        self._phrases: dict[str, list[str]] = {}
+        self._phrase_vecs: dict[str, np.ndarray] = {}  # relation → (variants, dim)
+        self._types: dict[Hop, np.ndarray | None] = {}
+        self._vocab_matrix: np.ndarray | None = None
+        self._vocab_ids: list[str] = []
+
+    def phrases(self, relation_id: str) -> list[str]:
+        p = self._phrases.get(relation_id)
+        if p is None:
+            p = relation_phrases(relation_id, self.view.relation_label(relation_id))
+            self._phrases[relation_id] = p
+        return p
+
+    def phrase_vectors(self, relation_ids: list[str]) -> dict[str, np.ndarray]:
+        missing = [r for r in dict.fromkeys(relation_ids) if r not in self._phrase_vecs]
+        if missing:
+            texts = [t for r in missing for t in self.phrases(r)]
+            vecs = self.embedder.encode(texts)
+            i = 0
+            for r in missing:
+                n = len(self.phrases(r))
+                self._phrase_vecs[r] = vecs[i : i + n]
+                i += n
+        return {r: self._phrase_vecs[r] for r in relation_ids}
+
+    async def vocabulary_matrix(self, extra: list[str]) -> np.ndarray:
+        """Phrase vectors of the KG's relation vocabulary (plus ``extra``): the reference a question phrase's
+        similarity is centred on, so words that resemble every relation ("film") stop favouring any."""
+        vocab = await self.view.vocabulary()
+        ids = list(dict.fromkeys([*vocab, *extra]))
+        if self._vocab_matrix is None or ids != self._vocab_ids:
+            vecs = self.phrase_vectors(ids)
+            self._vocab_matrix = np.concatenate([vecs[r] for r in ids], axis=0)
+            self._vocab_ids = ids
+        return self._vocab_matrix
+
+    async def type_vectors(self, hops: list[Hop]) -> dict[Hop, np.ndarray | None]:
+        todo = [h for h in dict.fromkeys(hops) if h not in self._types]
+        texts: list[str] = []
+        spans: list[tuple[Hop, int, int]] = []
+        for h in todo:
+            names = [readable(n) for n in await self.view.target_sample(h, self.type_sample)]
+            names = [n for n in names if n][: self.type_sample]
+            spans.append((h, len(texts), len(texts) + len(names)))
+            texts.extend(names)
+        if texts:
+            vecs = self.embedder.encode(texts)
+        for h, a, b in spans:
+            if b > a:
+                m = vecs[a:b].mean(axis=0)
+                self._types[h] = m / (np.linalg.norm(m) + 1e-9)
+            else:
+                self._types[h] = None
+        return {h: self._types[h] for h in hops}
+
+
+def flip(hop: Hop) -> Hop:
+    return (hop[0], Direction.backward if hop[1] is Direction.forward else Direction.forward)

@@ -1,0 +1,182 @@
+"""The reasoning core: enumerate relation paths from the topic entities with a beam, score them, return plans.
+
+Independent of the tree-search state machine, so it can be tested and benchmarked on its own; ``OfflinePolicy``
+turns a plan into Tree-of-Traversals actions.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass, field
+
+from kg_adapters.base import KnowledgeGraph
+
+from ..embeddings import Embedder
+from .graph import GraphView, Hop, view_for
+from .kgstats import KGStats
+from .question import parse_question
+from .scoring import Alignment, QuestionScorer
+from .settings import OfflineSettings
+
+
+@dataclass
+class Plan:
+    """A relation path from the topic, the entities it reaches, and how well it reads the question."""
+
+    hops: tuple[Hop, ...]
+    score: float
+    align: float
+    type_score: float
+    answers: list[str]  # entity IDs, best first (the topic, if reached, last)
+    answer_labels: list[str]
+    frontiers: list[list[str]] = field(default_factory=list)  # entity IDs reached after each hop (capped)
+    confidence: float = 0.0  # 0..1, from the margin over the next different plan
+
+
+@dataclass
+class _Partial:
+    hops: tuple[Hop, ...]
+    aligns: list[Alignment]
+    reached: list  # nodes reached by the last hop
+    frontiers: list[list]
+
+    @property
+    def align(self) -> float:
+        return self.aligns[0].score if self.aligns else -1e9
+
+
+@dataclass
+class Reasoning:
+    question: str
+    topic_ids: list[str]
+    plans: list[Plan]
+
+    @property
+    def best(self) -> Plan | None:
+        return self.plans[0] if self.plans else None
+
+
+class OfflineReasoner:
+    """Holds the embedder, the settings and one lazily-built statistics cache per KG instance."""
+
+    def __init__(self, embedder: Embedder, settings: OfflineSettings | None = None) -> None:
+        self.embedder = embedder
+        self.settings = settings or OfflineSettings()
+        self._stats: weakref.WeakKeyDictionary[KnowledgeGraph, KGStats] = weakref.WeakKeyDictionary()
+
+    def stats_for(self, kg: KnowledgeGraph) -> KGStats:
+        st = self._stats.get(kg)
+        if st is None:
+            st = KGStats(view_for(kg), self.embedder, self.settings.type_sample)
+            self._stats[kg] = st
+        return st
+
+    async def reason(self, kg: KnowledgeGraph, question: str, topic_ids: list[str]) -> Reasoning:
+        """Ranked plans (best first) answering ``question`` from ``topic_ids``; empty if nothing connects."""
+        st = self.settings
+        stats = self.stats_for(kg)
+        view = stats.view
+        topics = await view.nodes_for(topic_ids)
+        if not topics:
+            return Reasoning(question, topic_ids, [])
+        labels = [view.label(t) for t in topics] if not hasattr(view, "remember_label") else []
+        if not labels:
+            labels = await _labels_via_interface(kg, topic_ids, view)
+        q = parse_question(question, labels, st.max_span)
+        scorer = QuestionScorer(q, stats, self.embedder, st)
+        topic_set = set(topics)
+        rel_cache: dict[tuple, dict[Hop, int]] = {}
+
+        async def relations_of(nodes: list) -> dict[Hop, int]:
+            key = tuple(sorted(nodes, key=str)) if len(nodes) < 5000 else (id(nodes),)
+            r = rel_cache.get(key)
+            if r is None:
+                r = await view.relations(nodes)
+                rel_cache[key] = r
+            return r
+
+        async def follow(nodes: list, hop: Hop) -> list:
+            nb = await view.neighbours(nodes, hop)
+            out: dict = {}
+            for n in nodes:
+                for t in nb.get(n, ()):
+                    out[t] = None
+            return list(out)
+
+        done: list[_Partial] = []
+        layer = [_Partial((), [Alignment(0.0, ())], list(topics), [])]
+        for depth in range(st.max_hops):
+            children: list[tuple[float, _Partial, Hop]] = []
+            for p in layer:
+                src = p.reached
+                if depth > 0:
+                    if len(src) > st.max_frontier:
+                        continue
+                    # never walk back through the topic at an intermediate hop, unless nothing else is there
+                    src = [n for n in src if n not in topic_set] or src
+                rels = await relations_of(src)
+                await scorer.prepare([h[0] for h in rels])
+                prev = p.hops[-1] if p.hops else None
+                for hop in rels:
+                    aligns = scorer.extend(p.aligns, hop, prev)
+                    children.append((aligns[0].score, _Partial((*p.hops, hop), aligns, src, p.frontiers), hop))
+            if not children:
+                break
+            children.sort(key=lambda c: -c[0])
+            kept = children[: st.beam]
+            layer = []
+            for _, child, hop in kept:
+                reached = await follow(child.reached, hop)
+                if not reached:
+                    continue
+                part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached])
+                layer.append(part)
+                done.append(part)
+
+        if not done:
+            return Reasoning(question, topic_ids, [])
+        type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
+        scored = sorted(
+            ((p.align + st.type_weight * type_by_hop.get(p.hops[-1], 0.0), p) for p in done),
+            key=lambda sp: -sp[0],
+        )
+        plans: list[Plan] = []
+        for score, p in scored[: max(st.plans, 1)]:
+            ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]
+            ordered = ordered[: st.max_answers]
+            plans.append(
+                Plan(
+                    hops=p.hops,
+                    score=score,
+                    align=p.align,
+                    type_score=type_by_hop.get(p.hops[-1], 0.0),
+                    answers=[view.node_id(n) for n in ordered],
+                    answer_labels=[view.label(n) for n in ordered],
+                    frontiers=[[view.node_id(n) for n in f[: st.max_answers]] for f in p.frontiers],
+                )
+            )
+        _calibrate(plans, st.value_scale)
+        return Reasoning(question, topic_ids, plans)
+
+
+def _calibrate(plans: list[Plan], scale: float) -> None:
+    """Confidence = logistic of (the plan's score over the best plan with a different answer set) and of its
+    absolute score: a plan that clearly beats every alternative and reads the question well is near 1."""
+    for i, p in enumerate(plans):
+        rival = next((q.score for j, q in enumerate(plans) if j != i and q.answers[:1] != p.answers[:1]), None)
+        margin = p.score - rival if rival is not None else 0.5
+        p.confidence = 1.0 / (1.0 + math.exp(-scale * (margin + 0.5 * p.score)))
+
+
+async def _labels_via_interface(kg: KnowledgeGraph, topic_ids: list[str], view: GraphView) -> list[str]:
+    out = []
+    for tid in topic_ids:
+        try:
+            d = await kg.describe_entity(tid)
+        except Exception:  # noqa: BLE001 - a label is a nicety; the mention may still be bracketed
+            continue
+        out.append(d.entity.label)
+        if hasattr(view, "remember_label"):
+            view.remember_label(tid, d.entity.label)
+    return out

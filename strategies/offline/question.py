@@ -1,0 +1,99 @@
+"""Question structure without a parser: tokens, where the topic mention sits, and the candidate phrases.
+
+A relation path is read off the question by matching each hop to a different short span of words. Spans carry their
+distance from the topic mention, because English nests relations outward from the entity ("the director of the
+films [X] starred in": the hop nearest X comes first), and a possessive chain after the mention
+("X 's parent 's daughter") binds tighter than words before it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"'s\b|\w+(?:[-.']\w+)*|[^\w\s]", re.UNICODE)
+_MENTION = re.compile(r"\[([^\[\]]{1,300})\]")
+
+# Function words only: a span made of these alone says nothing about a relation.
+STOPWORDS = frozenset(
+    """a an the of in on at to for by with from and or but is are was were be been being am what which who whom
+    whose when where how why did does do done that this these those it its as 's ? , . ! ; : ' " - s can could
+    would should will shall may might must has have had having i you he she they we me him her them us my your his
+    their our any some all also other than then there here about into onto over under up down out off so such
+    very just too not no nor only own same both each few more most""".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Case-folded tokens; ``_`` reads as a space (``place_of_birth`` ≡ ``place of birth``)."""
+    return _TOKEN.findall(text.replace("_", " ").casefold())
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    start: int  # token positions in the question without the mention
+    end: int
+    distance: float  # structural distance from the topic mention (smaller = nearer, i.e. an earlier hop)
+    content: int  # number of non-stopword tokens
+
+
+@dataclass(frozen=True)
+class ParsedQuestion:
+    text: str
+    tokens: list[str]  # the question's tokens with the mention removed
+    mention_at: int | None  # index in ``tokens`` where the mention was
+    spans: list[Span]
+
+
+def find_mention(question: str, topic_labels: list[str]) -> tuple[str, str | None]:
+    """(text before, the mention, text after) is found from ``[...]`` if present, else from a topic label that
+    appears verbatim (case- and ``_``-insensitively). Returns (question with the mention replaced by a marker,
+    the mention)."""
+    m = _MENTION.search(question)
+    if m:
+        return question[: m.start()] + " \x00 " + _MENTION.sub(" ", question[m.end() :]), m.group(1)
+    norm_q = question.replace("_", " ").casefold()
+    for label in sorted(topic_labels, key=len, reverse=True):
+        lab = label.replace("_", " ").casefold().strip()
+        if not lab:
+            continue
+        pos = norm_q.find(lab)
+        if pos >= 0:
+            return question[:pos] + " \x00 " + question[pos + len(lab) :], label
+    return question, None
+
+
+def parse_question(question: str, topic_labels: list[str], max_span: int = 4) -> ParsedQuestion:
+    marked, _ = find_mention(question, topic_labels)
+    raw = _TOKEN.findall(marked.replace("_", " ").casefold().replace("\x00", " zzmentionzz "))
+    mention_at = raw.index("zzmentionzz") if "zzmentionzz" in raw else None
+    toks = [t for t in raw if t != "zzmentionzz"]
+    spans: list[Span] = []
+    for n in range(1, max_span + 1):
+        for s in range(0, len(toks) - n + 1):
+            e = s + n
+            if mention_at is not None and s < mention_at < e:
+                continue  # a phrase does not run across the entity
+            words = toks[s:e]
+            content = sum(1 for w in words if w not in STOPWORDS)
+            if content == 0 or words[0] in ("'s",) or not any(ch.isalnum() for ch in "".join(words)):
+                continue
+            spans.append(Span(" ".join(words), s, e, _distance(toks, mention_at, s, e), content))
+    return ParsedQuestion(question, toks, mention_at, spans)
+
+
+def _distance(toks: list[str], mention_at: int | None, s: int, e: int) -> float:
+    """Content words between the mention and the span; spans in a possessive chain right after the mention
+    (``X 's a 's b``) come before everything on the left."""
+    if mention_at is None:
+        return float(s)
+    if s >= mention_at:
+        between = toks[mention_at:s]
+        gap = sum(1 for w in between if w not in STOPWORDS)
+        if mention_at < len(toks) and toks[mention_at] == "'s":
+            return gap - 0.5 - 0.01 * (s - mention_at)
+        return gap + 0.25 + 0.01 * (s - mention_at)
+    between = toks[e:mention_at]
+    gap = sum(1 for w in between if w not in STOPWORDS)
+    return gap + 0.01 * (mention_at - e)

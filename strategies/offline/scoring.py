@@ -1,0 +1,121 @@
+"""Scoring relation paths against a question with sentence embeddings.
+
+A path is good when each hop can be read off a *different* phrase of the question (coverage alignment): the score
+is Σ (centred similarity of hop phrase and question phrase − τ). τ is the price of a hop, so the number of hops
+falls out of the score instead of being guessed. Similarities are centred per question phrase on the KG's whole
+relation vocabulary, so a word that resembles every relation ("film") favours none. Two structural terms refine it:
+the return hop r⁻¹ right after r may go without words at a small cost (this is how "shares actors with X" reaches
+the other films), and hops whose phrases nest outward from the topic mention in path order earn a small bonus.
+The answer-type prior compares question phrases with the typical names at the end of the last hop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kg_adapters.models import Direction
+
+from ..embeddings import Embedder
+from .graph import Hop
+from .kgstats import KGStats
+from .question import ParsedQuestion
+from .settings import OfflineSettings
+
+UNMATCHED = -1
+SIBLING = -2
+
+
+@dataclass(frozen=True)
+class Alignment:
+    score: float
+    spans: tuple[int, ...]  # per hop: index into the question's spans, UNMATCHED or SIBLING
+
+
+def is_return(hop: Hop, prev: Hop | None) -> bool:
+    return prev is not None and hop[0] == prev[0] and hop[1] is not prev[1]
+
+
+class QuestionScorer:
+    """Per-question scoring state: question phrase embeddings and centred hop similarities (cached per relation)."""
+
+    def __init__(
+        self,
+        question: ParsedQuestion,
+        stats: KGStats,
+        embedder: Embedder,
+        settings: OfflineSettings,
+    ) -> None:
+        self.q = question
+        self.stats = stats
+        self.settings = settings
+        self.spans = question.spans
+        self.span_vecs = (
+            embedder.encode([s.text for s in self.spans]) if self.spans else np.zeros((0, embedder.dim), np.float32)
+        )
+        self._vocab_mean: np.ndarray | None = None
+        self._rel_sims: dict[str, np.ndarray] = {}
+        self._rel_top: dict[str, list[int]] = {}
+
+    async def prepare(self, relation_ids: list[str]) -> None:
+        """Centre and cache the similarity of every question phrase to each of these relations."""
+        if self._vocab_mean is None:
+            vocab = await self.stats.vocabulary_matrix(relation_ids)
+            self._vocab_mean = (self.span_vecs @ vocab.T).mean(axis=1) if len(self.spans) else np.zeros(0)
+        todo = [r for r in dict.fromkeys(relation_ids) if r not in self._rel_sims]
+        if not todo:
+            return
+        vecs = self.stats.phrase_vectors(todo)
+        m = self.settings.spans_per_hop
+        for r in todo:
+            sims = (self.span_vecs @ vecs[r].T).max(axis=1) - self._vocab_mean if len(self.spans) else np.zeros(0)
+            self._rel_sims[r] = sims
+            self._rel_top[r] = [int(i) for i in np.argsort(-sims, kind="stable")[:m]]
+
+    def hop_similarity(self, relation_id: str) -> float:
+        sims = self._rel_sims.get(relation_id)
+        return float(sims.max()) if sims is not None and len(sims) else 0.0
+
+    def extend(self, aligns: list[Alignment], hop: Hop, prev: Hop | None, keep: int = 8) -> list[Alignment]:
+        """The best alignments of the path extended by ``hop`` (each hop to its own phrase)."""
+        st = self.settings
+        sims = self._rel_sims[hop[0]]
+        cands: dict[tuple[int, ...], float] = {}
+
+        def add(spans: tuple[int, ...], score: float) -> None:
+            if cands.get(spans, -1e9) < score:
+                cands[spans] = score
+
+        for a in aligns:
+            used = [self.spans[i] for i in a.spans if i >= 0]
+            for i in self._rel_top[hop[0]]:
+                sp = self.spans[i]
+                if any(sp.start < u.end and u.start < sp.end for u in used):
+                    continue
+                order = sum(st.order_weight if u.distance < sp.distance else -st.order_weight for u in used)
+                add((*a.spans, i), a.score + float(sims[i]) - st.hop_price + order)
+            if is_return(hop, prev):
+                add((*a.spans, SIBLING), a.score - st.sibling_cost)
+            add((*a.spans, UNMATCHED), a.score - st.unmatched_cost)
+        best = sorted(cands.items(), key=lambda kv: -kv[1])[:keep]
+        return [Alignment(score, spans) for spans, score in best]
+
+    async def type_scores(self, hops: list[Hop]) -> dict[Hop, float]:
+        """Best match between a question phrase and each hop's answer type, centred over these candidate hops
+        (so it ranks the candidates against each other and is 0 when there is nothing to choose)."""
+        hops = list(dict.fromkeys(hops))
+        out = {h: 0.0 for h in hops}
+        if not len(self.spans):
+            return out
+        tv = await self.stats.type_vectors(hops)
+        have = [h for h in hops if tv.get(h) is not None]
+        if len(have) >= 2:
+            sims = self.span_vecs @ np.stack([tv[h] for h in have]).T  # (spans, hops)
+            best = (sims - sims.mean(axis=1, keepdims=True)).max(axis=0)
+            out.update({h: float(b) for h, b in zip(have, best)})
+        return out
+
+
+def direction_word(d: Direction) -> str:
+    return "" if d is Direction.forward else "⁻¹"

@@ -61,14 +61,20 @@ class TripleIndex:
             self.inc.append({})
         return i
 
-    def relation(self, key: str, label: str | None = None) -> int:
+    def relation(self, key: str, label: str | None = None, *, local_hint: str | None = None) -> int:
+        """Intern a relation. Its local ID is ``key`` if that is a safe token, else ``local_hint`` (an IRI's local
+        name) if safe and free, else ``R<n>``."""
         r = self._rel_ids.get(key)
         if r is None:
             r = len(self.rel_keys)
             self._rel_ids[key] = r
             self.rel_keys.append(key)
             self.rel_labels.append(label or humanize(key))
-            local = key if _SAFE_REL.match(key) and key not in self._rel_by_local else None
+            local = None
+            for candidate in (key, local_hint):
+                if candidate and _SAFE_REL.match(candidate) and candidate not in self._rel_by_local:
+                    local = candidate
+                    break
             n = r
             while local is None or local in self._rel_by_local:
                 local = f"R{n}"

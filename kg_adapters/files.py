@@ -1,0 +1,154 @@
+"""Open a local file as a KG: ``head|relation|tail`` triple files and RDF files, in memory or — when the file is
+too large, or when asked — in a pyoxigraph store.
+
+Options (from ``--kg`` or a ``[kg.NAME]`` table in the config):
+
+* ``format``: RDF format overriding the extension (turtle, nt, nquads, xml, json-ld, trig, n3);
+* ``languages``: label language preference, a list or comma-separated string (default ``en``; untagged labels
+  come next, then any language);
+* ``backend``: ``auto`` (default), ``memory`` or ``oxigraph``;
+* ``store``: where the oxigraph store lives (a directory, or ``memory``); setting it implies ``backend=oxigraph``.
+  Default for ``auto``: a cache directory keyed by the file (see :func:`oxigraph_store.default_store_dir`);
+* ``max_memory_mb`` (default 512) and ``max_memory_triples`` (default 5,000,000): above either, ``auto`` uses the
+  store. The triple count is only measured for line-based files (N-Triples, N-Quads, triple files), by counting
+  lines; gzipped sizes count 8× (a typical compression ratio);
+* ``description``: shown by ``info``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .base import KnowledgeGraph, Limits
+from .errors import InvalidInput
+from .rdf_file import DEFAULT_LANGUAGES, load_rdf_file, rdf_format_for
+from .triples_file import is_triples_file, load_triples_file
+
+FILE_OPTIONS = frozenset({"format", "languages", "backend", "store", "max_memory_mb", "max_memory_triples", "description"})
+DEFAULT_MAX_MEMORY_MB = 512
+DEFAULT_MAX_MEMORY_TRIPLES = 5_000_000
+_GZ_RATIO = 8
+
+
+def kg_options(options: dict, allowed: Iterable[str], where: str) -> dict:
+    """Reject unknown option names and normalise ``languages``; returns a copy."""
+    allowed = set(allowed)
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise InvalidInput(f"{where}: unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    opts = dict(options)
+    if "languages" in opts:
+        opts["languages"] = parse_languages(opts["languages"], where)
+    return opts
+
+
+def parse_languages(value, where: str = "languages") -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidInput(f"{where}: languages must be a list of language tags, e.g. ['en', 'de']")
+    return tuple(value)
+
+
+def _positive(value, key: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InvalidInput(f"{where}: {key} must be a positive number, got {value!r}")
+    return value
+
+
+def _count_lines(path: Path, stop_after: int) -> int:
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    n = 0
+    with opener(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            n += chunk.count(b"\n")
+            if n > stop_after:
+                break
+    return n
+
+
+def too_large_for_memory(path: Path, max_mb: float, max_triples: int) -> bool:
+    size = path.stat().st_size * (_GZ_RATIO if path.name.lower().endswith(".gz") else 1)
+    if size > max_mb * (1 << 20):
+        return True
+    line_based = is_triples_file(path) or rdf_format_for(path) in ("nt", "nquads")
+    # below ~40 bytes per triple no file gets near the threshold, so only count lines when it could matter
+    if line_based and size > max_triples * 40:
+        return _count_lines(path, max_triples) > max_triples
+    return False
+
+
+def open_file_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> KnowledgeGraph:
+    """A KG over one local file: MemoryKG when it fits in memory, OxigraphKG otherwise (see module docstring)."""
+    where = f"--kg {name}={path}"
+    opts = kg_options(options, FILE_OPTIONS, where)
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise InvalidInput(f"{where}: no such file")
+    triples_file = is_triples_file(path)
+    fmt = opts.get("format")
+    if not triples_file and rdf_format_for(path, fmt) is None:
+        raise InvalidInput(
+            f"{where}: unknown file type; use .ttl .nt .nq .rdf .xml .owl .jsonld .trig (optionally .gz), "
+            ".txt/.tsv for head|relation|tail triples, or pass format="
+        )
+    backend = opts.get("backend", "auto")
+    if backend not in ("auto", "memory", "oxigraph"):
+        raise InvalidInput(f"{where}: backend must be auto, memory or oxigraph, got {backend!r}")
+    store = opts.get("store")
+    if store is not None and backend == "memory":
+        raise InvalidInput(f"{where}: store= needs backend oxigraph (or auto), not memory")
+    if backend == "auto":
+        max_mb = _positive(opts.get("max_memory_mb", DEFAULT_MAX_MEMORY_MB), "max_memory_mb", where)
+        max_triples = int(_positive(opts.get("max_memory_triples", DEFAULT_MAX_MEMORY_TRIPLES), "max_memory_triples", where))
+        backend = "oxigraph" if store is not None or too_large_for_memory(path, max_mb, max_triples) else "memory"
+    languages = opts.get("languages", DEFAULT_LANGUAGES)
+    description = opts.get("description") or f"Loaded from {path.name}."
+    if backend == "memory":
+        from .memory import MemoryKG
+
+        if triples_file:
+            index = load_triples_file(path)
+        else:
+            index = load_rdf_file(path, format=fmt, languages=languages)
+        return MemoryKG(name, index, description=description, limits=limits)
+    return _open_as_store(name, path, store, fmt, languages, description, limits)
+
+
+def _open_as_store(name, path: Path, store, fmt, languages, description, limits) -> KnowledgeGraph:
+    import pyoxigraph as ox
+
+    from .oxigraph_store import OxigraphKG, default_store_dir, load_into_store, read_meta
+
+    if store == "memory":
+        return OxigraphKG(
+            name,
+            load_into_store(path, None, format=fmt, description=description),
+            limits=limits,
+            languages=languages,
+        )
+    store_dir = Path(store).expanduser() if store is not None else default_store_dir(path)
+    if store_dir.is_dir():
+        try:
+            existing = ox.Store(str(store_dir))
+        except OSError as e:
+            raise InvalidInput(f"--kg {name}: cannot open store {store_dir}: {e}") from None
+        meta = read_meta(existing)
+        if meta.get("loaded") == "true" and meta.get("source") == str(path.resolve()):
+            return OxigraphKG(name, existing, limits=limits, languages=languages)
+        if meta:
+            raise InvalidInput(
+                f"--kg {name}: store {store_dir} holds {meta.get('source', 'another load')!r}, not {path}; "
+                "choose another store= directory or delete that one"
+            )
+        if next(iter(existing), None) is not None:
+            raise InvalidInput(f"--kg {name}: store {store_dir} already holds other data; choose an empty directory")
+        st = existing
+    else:
+        store_dir.parent.mkdir(parents=True, exist_ok=True)
+        st = None
+    st = load_into_store(path, store_dir, format=fmt, description=description, store=st)
+    return OxigraphKG(name, st, limits=limits, languages=languages)

@@ -1,0 +1,655 @@
+"""A KG in a pyoxigraph store (on disk or in memory): for graphs too large to index in Python.
+
+Triples stay in the store (RocksDB on disk); Python only holds caches and, for now, the label search index.
+
+**IDs.** Entity IDs are a *safe encoding of the RDF term*, so they need no ID table and stay stable across
+reloads of the same data:
+
+* an IRI under the store's entity base namespace → the rest of the IRI (``movies:Tom%20Hanks`` for
+  ``urn:tot:e:Tom%20Hanks``), as long as that rest contains no ``:``;
+* any other IRI → the IRI itself (``kg:http://example.org/x``; an absolute IRI always contains ``:``);
+* a blank node → ``_:`` + the store's blank-node ID;
+* a literal → ``~`` + percent-encoded lexical form, then ``@lang`` or ``^^xsd:type`` / ``^^<percent-encoded
+  datatype IRI>`` (plain strings have no suffix): ``movies:~1999``, ``kg:~Paris@fr``, ``kg:~1999^^xsd:gYear``.
+  Literals whose encoding exceeds 512 characters get no ID (the edge carries only ``value``).
+
+Relation IDs are the predicate IRI with the relation base namespace stripped (``movies:directed_by``), else the
+full IRI. Both bases are recorded in the store's metadata graph ``<urn:tot:meta>`` by :func:`load_into_store`.
+
+**Entity search** goes through a :class:`LabelSearch`. The default, :class:`InMemoryLabelSearch`, reads every
+label once into a :class:`~kg_adapters.label_index.LabelIndex`; that is the seam for an on-disk full-text index
+(pass ``label_search=`` to :class:`OxigraphKG`) when the label set no longer fits in memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import quote, unquote
+
+import pyoxigraph as ox
+
+from .base import KnowledgeGraph, Limits
+from .errors import BackendError, InvalidInput, NotFound
+from .label_index import Hit, LabelIndex
+from .models import (
+    Direction,
+    Edge,
+    EdgePage,
+    Entity,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    Literal,
+    Relation,
+    RelationList,
+)
+from .rdf_file import (
+    ALIAS_PREDICATES,
+    DEFAULT_LANGUAGES,
+    DESCRIPTION_PREDICATES,
+    LABEL_PREDICATES,
+    METADATA_PREDICATES,
+    RDFS,
+    language_rank,
+    local_name,
+    rdf_format_for,
+)
+from .text import humanize
+from .triples_file import is_triples_file
+
+ENTITY_NS = "urn:tot:e:"  # head/tail names of head|relation|tail files, percent-encoded
+RELATION_NS = "urn:tot:r:"  # relation names of head|relation|tail files, percent-encoded
+META_GRAPH = ox.NamedNode("urn:tot:meta")
+_META = "urn:tot:meta#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+_PLAIN_TYPES = (XSD + "string", "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
+_NAME_SAFE = "!$&'()*+,;=@"  # kept readable in IRIs made from names; ':' '/' '#' '?' '%' and spaces are encoded
+_MAX_LOCAL = 512
+_OX_FORMATS = {
+    "turtle": ox.RdfFormat.TURTLE,
+    "nt": ox.RdfFormat.N_TRIPLES,
+    "nquads": ox.RdfFormat.N_QUADS,
+    "xml": ox.RdfFormat.RDF_XML,
+    "json-ld": ox.RdfFormat.JSON_LD,
+    "trig": ox.RdfFormat.TRIG,
+    "n3": ox.RdfFormat.N3,
+}
+_LABEL_NODES = [ox.NamedNode(p) for p in LABEL_PREDICATES]
+_DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
+_ALIAS_NODES = [ox.NamedNode(p) for p in ALIAS_PREDICATES]
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+
+
+# -- IDs ------------------------------------------------------------------------------------------------------------
+class TermCodec:
+    """The reversible term ↔ local-ID encoding described in the module docstring."""
+
+    def __init__(self, entity_base: str | None, relation_base: str | None) -> None:
+        self.entity_base = entity_base or None
+        self.relation_base = relation_base or None
+
+    @staticmethod
+    def _strip(iri: str, base: str | None) -> str:
+        if base and iri.startswith(base):
+            rest = iri[len(base) :]
+            if rest and ":" not in rest and not rest.startswith(("~", "_")):
+                return rest
+        return iri
+
+    def encode(self, term: Term) -> str | None:
+        if isinstance(term, ox.NamedNode):
+            local = self._strip(term.value, self.entity_base)
+        elif isinstance(term, ox.BlankNode):
+            local = "_:" + term.value
+        elif isinstance(term, ox.Literal):
+            local = "~" + quote(term.value, safe="")
+            dt = term.datatype.value if term.datatype is not None else None
+            if term.language:
+                local += "@" + term.language
+            elif dt and dt not in _PLAIN_TYPES:
+                local += "^^" + ("xsd:" + dt[len(XSD) :] if dt.startswith(XSD) else quote(dt, safe=""))
+        else:  # RDF-star triple terms are not entities here
+            return None
+        return local if len(local) <= _MAX_LOCAL and not any(c.isspace() for c in local) else None
+
+    def decode(self, local: str) -> Term:
+        try:
+            if local.startswith("~"):
+                body, lang, dt = local[1:], None, None
+                if "^^" in body:
+                    body, dt = body.split("^^", 1)
+                    dt = XSD + dt[4:] if dt.startswith("xsd:") else unquote(dt)
+                elif "@" in body:
+                    body, lang = body.split("@", 1)
+                value = unquote(body)
+                if lang:
+                    return ox.Literal(value, language=lang)
+                if dt:
+                    return ox.Literal(value, datatype=ox.NamedNode(dt))
+                return ox.Literal(value)
+            if local.startswith("_:"):
+                return ox.BlankNode(local[2:])
+            if ":" in local:
+                return ox.NamedNode(local)
+            if self.entity_base:
+                return ox.NamedNode(self.entity_base + local)
+        except ValueError as e:
+            raise InvalidInput(f"malformed ID {local!r}: {e}") from None
+        raise InvalidInput(f"malformed ID {local!r}: this store has no entity base namespace; use the full IRI")
+
+    def encode_relation(self, iri: str) -> str:
+        return self._strip(iri, self.relation_base)
+
+    def decode_relation(self, local: str) -> ox.NamedNode:
+        iri = local if ":" in local else (self.relation_base or "") + local
+        if ":" not in iri:
+            raise InvalidInput(f"malformed relation ID {local!r}: expected a name from get_relations or a full IRI")
+        try:
+            return ox.NamedNode(iri)
+        except ValueError as e:
+            raise InvalidInput(f"malformed relation ID {local!r}: {e}") from None
+
+
+# -- label search seam -----------------------------------------------------------------------------------------
+class LabelSearch(Protocol):
+    """What OxigraphKG needs from an entity search index. Implement this over an on-disk FTS for huge stores."""
+
+    def search(self, text: str, limit: int) -> list[tuple[Term, Hit]]: ...
+
+    def link(self, query: str, limit: int) -> list[tuple[Term, Hit]]: ...
+
+
+class InMemoryLabelSearch:
+    """Every label, alias and name of the store in a LabelIndex (built on first use). Holds only labels, not
+    triples: ~100 bytes per label."""
+
+    def __init__(self, store: ox.Store) -> None:
+        self._store = store
+        self._index: LabelIndex | None = None
+        self._terms: list[Term] = []
+
+    def _build(self) -> LabelIndex:
+        if self._index is None:
+            seen: set[tuple[Term, str]] = set()
+            texts: list[str] = []
+            for pred in _LABEL_NODES + _ALIAS_NODES:
+                for q in self._store.quads_for_pattern(None, pred, None, None):
+                    if isinstance(q.object, ox.Literal) and (q.subject, q.object.value) not in seen:
+                        seen.add((q.subject, q.object.value))
+                        self._terms.append(q.subject)
+                        texts.append(q.object.value)
+            self._index = LabelIndex(texts)
+        return self._index
+
+    def _dedupe(self, hits: list[Hit], limit: int) -> list[tuple[Term, Hit]]:
+        out: dict[Term, Hit] = {}
+        for h in hits:
+            t = self._terms[h.index]
+            if t not in out or out[t].score < h.score:
+                out[t] = h
+        ranked = sorted(out.items(), key=lambda kv: -kv[1].score)
+        return ranked[:limit]
+
+    def search(self, text: str, limit: int) -> list[tuple[Term, Hit]]:
+        return self._dedupe(self._build().search(text, limit * 2), limit)
+
+    def link(self, query: str, limit: int) -> list[tuple[Term, Hit]]:
+        return self._dedupe(self._build().link(query, limit * 2), limit)
+
+
+class _LRU(OrderedDict):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def put(self, k, v) -> None:
+        self[k] = v
+        self.move_to_end(k)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
+# -- the backend -----------------------------------------------------------------------------------------------
+class OxigraphKG(KnowledgeGraph):
+    backend = "oxigraph"
+
+    def __init__(
+        self,
+        name: str,
+        store: ox.Store,
+        *,
+        limits: Limits | None = None,
+        description: str | None = None,
+        languages: Sequence[str] = DEFAULT_LANGUAGES,
+        entity_base: str | None = None,
+        relation_base: str | None = None,
+        label_search: LabelSearch | None = None,
+        cache_size: int = 50_000,
+    ) -> None:
+        super().__init__(name, limits)
+        self.store = store
+        meta = read_meta(store)
+        self.description = description if description is not None else meta.get("description", "")
+        self.languages = tuple(languages)
+        self.codec = TermCodec(
+            entity_base if entity_base is not None else meta.get("entityBase"),
+            relation_base if relation_base is not None else meta.get("relationBase"),
+        )
+        self.labels: LabelSearch = label_search or InMemoryLabelSearch(store)
+        self._entity_cache: _LRU = _LRU(cache_size)
+        self._relation_labels: dict[str, str] = {}
+        self._info: KGInfo | None = None  # a full scan: computed once
+        self._prefix = f"{name}:"
+
+    # -- terms and IDs ------------------------------------------------------------------------------------------
+    def term_id(self, term: Term) -> str | None:
+        local = self.codec.encode(term)
+        return None if local is None else self._prefix + local
+
+    def _quads(self, s=None, p=None, o=None) -> Iterator[ox.Quad]:
+        try:
+            return self.store.quads_for_pattern(s, p, o, None)
+        except OSError as e:
+            raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
+
+    def _exists(self, term: Term) -> bool:
+        if not isinstance(term, ox.Literal) and next(iter(self._quads(s=term)), None) is not None:
+            return True
+        return next(iter(self._quads(o=term)), None) is not None
+
+    def entity_term(self, local: str) -> Term:
+        term = self.codec.decode(local)
+        if not self._exists(term):
+            raise NotFound(f"no entity {self._prefix}{local} in KG {self.name!r}")
+        return term
+
+    def relation_node(self, relation_id: str) -> ox.NamedNode:
+        node = self.codec.decode_relation(self.local_relation(relation_id))
+        if node.value in METADATA_PREDICATES or next(iter(self._quads(p=node)), None) is None:
+            raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
+        return node
+
+    def _best_text(self, term: Term, preds: list[ox.NamedNode]) -> str | None:
+        best: tuple[float, int, str] | None = None
+        for rank_p, pred in enumerate(preds):
+            for q in self._quads(s=term, p=pred):
+                if isinstance(q.object, ox.Literal) and q.object.value.strip():
+                    cand = (language_rank(q.object.language, self.languages), rank_p, q.object.value.strip())
+                    if best is None or cand[:2] < best[:2]:
+                        best = cand
+        return best[2] if best else None
+
+    def entity(self, term: Term, eid: str | None = None) -> Entity:
+        cached = self._entity_cache.get(term)
+        if cached is not None:
+            return cached
+        eid = eid or self.term_id(term) or ""
+        if isinstance(term, ox.Literal):
+            ent = Entity.model_construct(id=eid, label=term.value, description=None, kg=self.name)
+        else:
+            label = self._best_text(term, _LABEL_NODES)
+            if label is None:
+                label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
+            desc = self._best_text(term, _DESCRIPTION_NODES)
+            ent = Entity.model_construct(id=eid, label=label, description=desc, kg=self.name)
+        self._entity_cache.put(term, ent)
+        return ent
+
+    def relation_label(self, iri: str) -> str:
+        label = self._relation_labels.get(iri)
+        if label is None:
+            label = self._best_text(ox.NamedNode(iri), _LABEL_NODES) or humanize(
+                unquote(iri[len(RELATION_NS) :]) if iri.startswith(RELATION_NS) else iri
+            )
+            self._relation_labels[iri] = label
+        return label
+
+    def relation_model(self, iri: str, direction: Direction, count: int | None = None) -> Relation:
+        label = self.relation_label(iri)
+        return Relation.model_construct(
+            id=self._prefix + self.codec.encode_relation(iri),
+            label=label,
+            inverse_label=f"inverse of {label}",
+            direction=direction,
+            count=count,
+        )
+
+    def _matches(self, found: list[tuple[Term, object]], mention: bool) -> list[EntityMatch]:
+        out = []
+        for term, h in found:
+            eid = self.term_id(term)
+            if eid is None:
+                continue
+            out.append(
+                EntityMatch.model_construct(
+                    entity=self.entity(term, eid),
+                    score=h.score,
+                    match=h.match,
+                    mention=h.mention if mention else None,
+                )
+            )
+        return out
+
+    # -- interface ---------------------------------------------------------------------------------------------
+    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        query = self.limits.check_query(query)
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        return self._matches(self.labels.link(query, limit), mention=True)
+
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        text = self.limits.check_query(text)
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        return self._matches(self.labels.search(text, limit), mention=False)
+
+    def _count_query(self, terms: list[Term], direction: Direction) -> dict[str, int]:
+        var, other = ("s", "o") if direction is Direction.forward else ("o", "s")
+        values = " ".join(str(t) for t in terms if direction is Direction.backward or not isinstance(t, ox.Literal))
+        if not values:
+            return {}
+        q = (
+            f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} WHERE {{ "
+            f"VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?p"
+        )
+        try:
+            rows = self.store.query(q, use_default_graph_as_union=True)
+            counts = {row["p"].value: int(row["n"].value) for row in rows}
+        except (OSError, RuntimeError) as e:
+            raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
+        for p in METADATA_PREDICATES:
+            counts.pop(p, None)
+        return counts
+
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
+        rows: list[tuple[bool, str, Direction, int, str]] = []
+        for direction in (Direction.forward, Direction.backward):
+            for iri, n in self._count_query(terms, direction).items():
+                rows.append((direction is Direction.backward, self.codec.encode_relation(iri), direction, n, iri))
+        rows.sort(key=lambda r: r[:2])
+        cap = self.limits.max_relations
+        rels = [self.relation_model(iri, d, n) for _, _, d, n, iri in rows[:cap]]
+        return RelationList.model_construct(relations=rels, truncated=len(rows) > cap, partial=False, warnings=[])
+
+    def _targets(self, term: Term, pred: ox.NamedNode, direction: Direction) -> Iterator[Term]:
+        """Neighbours in the store's index order (stable), each once even if it is in several named graphs."""
+        if direction is Direction.forward:
+            if isinstance(term, ox.Literal):
+                return
+            quads = self._quads(s=term, p=pred)
+            pick = lambda q: q.object  # noqa: E731
+        else:
+            quads = self._quads(p=pred, o=term)
+            pick = lambda q: q.subject  # noqa: E731
+        seen: set[Term] = set()
+        for q in quads:
+            t = pick(q)
+            if t not in seen and not isinstance(t, ox.Triple):
+                seen.add(t)
+                yield t
+
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
+        pred = self.relation_node(relation_id)
+        direction = Direction(direction)
+        limit = self.limits.clamp(limit, self.limits.max_edges)
+        if not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("offset must be an integer ≥ 0")
+        rel_id = self._prefix + self.codec.encode_relation(pred.value)
+        stream = ((src, tgt) for src in terms for tgt in self._targets(src, pred, direction))
+        try:
+            window = list(islice(stream, offset, offset + limit + 1))
+        except OSError as e:
+            raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
+        truncated = len(window) > limit
+        edges: list[Edge] = []
+        entities: dict[str, Entity] = {}
+        for src, tgt in window[:limit]:
+            sid = self.term_id(src) or ""
+            entities.setdefault(sid, self.entity(src, sid))
+            tid = self.term_id(tgt)
+            value = None
+            if isinstance(tgt, ox.Literal):
+                dt = tgt.datatype.value if tgt.datatype is not None and not tgt.language else None
+                value = Literal.model_construct(
+                    value=tgt.value, datatype=None if dt in _PLAIN_TYPES else dt, lang=tgt.language
+                )
+            edges.append(
+                Edge.model_construct(
+                    source=sid, relation=rel_id, direction=direction, target=tid, value=value, qualifiers=[]
+                )
+            )
+            if tid is not None:
+                entities.setdefault(tid, self.entity(tgt, tid))
+        return EdgePage.model_construct(
+            edges=edges,
+            entities=entities,
+            truncated=truncated,
+            next_offset=offset + len(edges) if truncated else None,
+            partial=False,
+            warnings=[],
+        )
+
+    async def describe_entity(self, entity_id: str) -> EntityDescription:
+        (local,) = self.local_ids([entity_id])
+        term = self.entity_term(local)
+        ent = self.entity(term, entity_id)
+        aliases: list[str] = []
+        if not isinstance(term, ox.Literal):
+            for pred in _ALIAS_NODES + _LABEL_NODES:
+                for q in self._quads(s=term, p=pred):
+                    if isinstance(q.object, ox.Literal) and language_rank(q.object.language, self.languages) <= len(
+                        self.languages
+                    ):
+                        aliases.append(q.object.value)
+        aliases = [a for a in dict.fromkeys(aliases) if a != ent.label]
+        rels = (await self.get_relations([entity_id])).relations
+        return EntityDescription(
+            entity=ent,
+            aliases=aliases,
+            relations=rels,
+            iri=term.value if isinstance(term, ox.NamedNode) else None,
+        )
+
+    async def info(self) -> KGInfo:
+        if self._info is None:
+            try:
+                rows = list(
+                    self.store.query(
+                        "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE { ?s ?p ?o } } "
+                        "GROUP BY ?p ORDER BY DESC(?n)",
+                        use_default_graph_as_union=True,
+                    )
+                )
+            except (OSError, RuntimeError) as e:
+                raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
+            rows = [(r["p"].value, int(r["n"].value)) for r in rows if not r["p"].value.startswith(_META)]
+            edges = [(p, n) for p, n in rows if p not in METADATA_PREDICATES]
+            self._info = KGInfo(
+                name=self.name,
+                backend=self.backend,
+                description=self.description,
+                entities=None,
+                triples=sum(n for _, n in rows),
+                relations=len(edges),
+                relation_sample=[self.relation_model(p, Direction.forward, n) for p, n in edges[:20]],
+            )
+        return self._info
+
+
+# -- metadata, loading, opening ------------------------------------------------------------------------------
+def read_meta(store: ox.Store) -> dict[str, str]:
+    return {
+        q.predicate.value[len(_META) :]: q.object.value
+        for q in store.quads_for_pattern(META_GRAPH, None, None, META_GRAPH)
+        if q.predicate.value.startswith(_META) and isinstance(q.object, ox.Literal)
+    }
+
+
+def write_meta(store: ox.Store, **values: str) -> None:
+    for k, v in values.items():
+        pred = ox.NamedNode(_META + k)
+        for q in list(store.quads_for_pattern(META_GRAPH, pred, None, META_GRAPH)):
+            store.remove(q)
+        store.add(ox.Quad(META_GRAPH, pred, ox.Literal(v), META_GRAPH))
+
+
+def name_iri(name: str, namespace: str = ENTITY_NS) -> str:
+    """The IRI a name from a ``head|relation|tail`` file gets in a store: ``Tom Hanks`` → ``urn:tot:e:Tom%20Hanks``."""
+    return namespace + quote(name, safe=_NAME_SAFE)
+
+
+def _nt_string(text: str) -> str:
+    return str(ox.Literal(text))
+
+
+def _triples_to_ntriples(source: Path, out: Path) -> int:
+    """Rewrite a head|relation|tail file as N-Triples: names become IRIs, each gets its rdfs:label once."""
+    from .triples_file import _open_text
+
+    label = f"<{RDFS}label>"
+    seen_e: set[str] = set()
+    seen_r: set[str] = set()
+    n = 0
+    with _open_text(source) as fh, open(out, "w", encoding="utf-8") as w:
+        for lineno, line in enumerate(fh, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
+            if len(parts) != 3 or not all(p.strip() for p in parts):
+                raise InvalidInput(f"{source}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
+            h, r, t = (p.strip() for p in parts)
+            w.write(f"<{name_iri(h)}> <{name_iri(r, RELATION_NS)}> <{name_iri(t)}> .\n")
+            n += 1
+            for e in (h, t):
+                if e not in seen_e:
+                    seen_e.add(e)
+                    w.write(f"<{name_iri(e)}> {label} {_nt_string(e)} .\n")
+            if r not in seen_r:
+                seen_r.add(r)
+                w.write(f"<{name_iri(r, RELATION_NS)}> {label} {_nt_string(humanize(r))} .\n")
+    return n
+
+
+def _namespace(iri: str) -> str:
+    cut = max(iri.rfind("#"), iri.rfind("/"))
+    return iri[: cut + 1] if cut > iri.find(":") else ""
+
+
+def _guess_bases(store: ox.Store, sample: int = 5000) -> tuple[str, str]:
+    """The most common subject namespace and predicate namespace in a sample of the data (ignoring vocabularies
+    that only carry labels). Recorded once at load so IDs stay stable afterwards."""
+    subj: dict[str, int] = {}
+    pred: dict[str, int] = {}
+    quads = (q for q in store.quads_for_pattern(None, None, None, None) if q.graph_name != META_GRAPH)
+    for q in islice(quads, sample):
+        if isinstance(q.subject, ox.NamedNode):
+            ns = _namespace(q.subject.value)
+            subj[ns] = subj.get(ns, 0) + 1
+        if q.predicate.value not in METADATA_PREDICATES:
+            ns = _namespace(q.predicate.value)
+            pred[ns] = pred.get(ns, 0) + 1
+    best = lambda d: max(sorted(d), key=d.get) if d else ""  # noqa: E731
+    return best(subj), best(pred)
+
+
+def load_into_store(
+    source: str | Path,
+    store_path: str | Path | None,
+    *,
+    format: str | None = None,
+    description: str | None = None,
+    store: ox.Store | None = None,
+) -> ox.Store:
+    """Bulk-load an RDF file or a ``head|relation|tail`` file into a pyoxigraph store (created if missing).
+
+    Triple files map names to IRIs in ``urn:tot:e:`` (entities) and ``urn:tot:r:`` (relations), percent-encoded,
+    with the original name as ``rdfs:label``. Quads keep their named graphs (they are merged at query time).
+    Returns the open store. Pass ``store_path=None`` for an in-memory store.
+    """
+    source = Path(source)
+    if not source.is_file():
+        raise InvalidInput(f"file to load not found: {source}")
+    if store is None:
+        try:
+            store = ox.Store(str(store_path)) if store_path is not None else ox.Store()
+        except OSError as e:
+            raise InvalidInput(f"cannot open oxigraph store at {store_path}: {e}") from None
+    try:
+        if is_triples_file(source):
+            with tempfile.TemporaryDirectory() as tmp:
+                nt = Path(tmp) / "triples.nt"
+                _triples_to_ntriples(source, nt)
+                store.bulk_load(path=str(nt), format=ox.RdfFormat.N_TRIPLES)
+            bases = (ENTITY_NS, RELATION_NS)
+        else:
+            fmt = rdf_format_for(source, format)
+            if fmt is None:
+                raise InvalidInput(f"{source}: unknown file type; pass format= or use .txt/.tsv for triple files")
+            base_iri = source.resolve().as_uri()
+            if source.name.lower().endswith(".gz"):
+                with gzip.open(source, "rb") as fh:
+                    store.bulk_load(input=fh, format=_OX_FORMATS[fmt], base_iri=base_iri)
+            else:
+                store.bulk_load(path=str(source), format=_OX_FORMATS[fmt], base_iri=base_iri)
+            bases = _guess_bases(store)
+    except SyntaxError as e:
+        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
+    except OSError as e:
+        raise BackendError(f"loading {source} into the store failed: {e}") from e
+    meta = {"source": str(source.resolve()), "entityBase": bases[0], "relationBase": bases[1], "loaded": "true"}
+    if description:
+        meta["description"] = description
+    write_meta(store, **meta)
+    store.flush()
+    return store
+
+
+def default_store_dir(source: Path) -> Path:
+    """Where a file too large for memory gets its store when none is configured: a cache keyed by the file's
+    path, size and mtime, so the next start reuses it."""
+    st = source.stat()
+    digest = hashlib.sha1(f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tot-mcp" / "stores"
+    return root / f"{source.stem}-{digest}"
+
+
+def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> OxigraphKG:
+    """Open an existing on-disk store (made by :func:`load_into_store` or ``oxigraph load --location``).
+
+    Options: ``read_only`` (default True: several processes may share the store), ``description``,
+    ``languages``, ``entity_base``, ``relation_base`` (override the store's recorded namespaces).
+    """
+    from .files import kg_options
+
+    opts = kg_options(
+        options,
+        allowed={"read_only", "description", "languages", "entity_base", "relation_base"},
+        where=f"store KG {name!r}",
+    )
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise InvalidInput(
+            f"no oxigraph store at {path}: create one with load_into_store() or `oxigraph load --location {path} --file F`"
+        )
+    try:
+        store = ox.Store.read_only(str(path)) if opts.pop("read_only", True) else ox.Store(str(path))
+    except OSError as e:
+        raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
+    return OxigraphKG(name, store, limits=limits, **opts)

@@ -1,0 +1,223 @@
+"""RDF files (Turtle, N-Triples, N-Quads, RDF/XML, JSON-LD, TriG; optionally gzipped) parsed by rdflib into a
+:class:`~kg_adapters.triple_index.TripleIndex`.
+
+Label, description and alias triples are *metadata*: they name nodes, they are not edges to walk (nobody wants
+``rdfs:label`` offered as a relation). Everything else is an edge; literal objects become literal nodes so a walk
+can go backward from ``"1999"`` as from any entity. Named graphs are merged (a KG here is one set of triples).
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from urllib.parse import unquote
+
+from .errors import InvalidInput
+from .triple_index import TripleIndex
+
+RDF_FORMATS = {
+    ".ttl": "turtle",
+    ".turtle": "turtle",
+    ".nt": "nt",
+    ".ntriples": "nt",
+    ".nq": "nquads",
+    ".nquads": "nquads",
+    ".rdf": "xml",
+    ".xml": "xml",
+    ".owl": "xml",
+    ".jsonld": "json-ld",
+    ".json-ld": "json-ld",
+    ".json": "json-ld",
+    ".trig": "trig",
+    ".n3": "n3",
+}
+_QUAD_FORMATS = {"nquads", "trig"}
+_FORMAT_ALIASES = {
+    "ttl": "turtle",
+    "ntriples": "nt",
+    "n-triples": "nt",
+    "nq": "nquads",
+    "n-quads": "nquads",
+    "rdfxml": "xml",
+    "rdf/xml": "xml",
+    "rdf+xml": "xml",
+    "application/rdf+xml": "xml",
+    "jsonld": "json-ld",
+}
+
+RDFS = "http://www.w3.org/2000/01/rdf-schema#"
+SKOS = "http://www.w3.org/2004/02/skos/core#"
+SCHEMA = ("http://schema.org/", "https://schema.org/")
+LABEL_PREDICATES: tuple[str, ...] = (RDFS + "label", SKOS + "prefLabel", *(s + "name" for s in SCHEMA))
+DESCRIPTION_PREDICATES: tuple[str, ...] = (
+    RDFS + "comment",
+    *(s + "description" for s in SCHEMA),
+    SKOS + "definition",
+)
+ALIAS_PREDICATES: tuple[str, ...] = (SKOS + "altLabel",)
+METADATA_PREDICATES = frozenset(LABEL_PREDICATES + DESCRIPTION_PREDICATES + ALIAS_PREDICATES)
+DEFAULT_LANGUAGES: tuple[str, ...] = ("en",)
+
+
+def rdf_format_for(path: Path, override: str | None = None) -> str | None:
+    """The rdflib format name for ``path`` (by extension, ``.gz`` stripped), or the normalised ``override``."""
+    if override:
+        fmt = override.strip().lower()
+        fmt = _FORMAT_ALIASES.get(fmt, fmt)
+        if fmt not in set(RDF_FORMATS.values()):
+            raise InvalidInput(f"unknown RDF format {override!r}; use one of {sorted(set(RDF_FORMATS.values()))}")
+        return fmt
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return RDF_FORMATS.get(Path(name).suffix)
+
+
+def is_rdf_file(path: Path) -> bool:
+    return rdf_format_for(path) is not None
+
+
+def language_rank(lang: str | None, languages: Sequence[str]) -> float:
+    """Lower is better: the preference list in order (exact tag, then its regional variants), untagged, any."""
+    if lang:
+        lang = lang.lower()
+        for i, want in enumerate(languages):
+            want = want.lower()
+            if lang == want:
+                return i
+            if lang.startswith(want + "-"):
+                return i + 0.5
+        return len(languages) + 1
+    return len(languages)
+
+
+def local_name(iri: str) -> str:
+    """``http://ex.org/people/Tom_Hanks`` → ``Tom Hanks``: the readable tail of an IRI with no label."""
+    tail = iri.rstrip("/#")
+    for sep in ("#", "/", ":"):
+        if sep in tail:
+            tail = tail.rsplit(sep, 1)[-1]
+            break
+    return unquote(tail).replace("_", " ").strip() or iri
+
+
+def parse_rdf(path: Path, fmt: str) -> Iterator[tuple]:
+    """rdflib (s, p, o) terms of every triple in the file (quads' graph names dropped)."""
+    import rdflib
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            if fmt in _QUAD_FORMATS:
+                ds = rdflib.Dataset()
+                ds.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
+                triples: Iterable = (q[:3] for q in ds.quads((None, None, None, None)))
+            else:
+                g = rdflib.Graph()
+                g.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
+                triples = g.triples((None, None, None))
+            # materialise inside the try: a lazy parser error must still name the file
+            out = list(triples)
+    except InvalidInput:
+        raise
+    except Exception as e:  # rdflib raises many unrelated types (SAXParseException, BadSyntax, JSONDecodeError ...)
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InvalidInput(f"{path}: could not parse as {fmt}: {msg[:300]}") from None
+    return iter(out)
+
+
+def load_rdf_file(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    languages: Sequence[str] = DEFAULT_LANGUAGES,
+    index: TripleIndex | None = None,
+) -> TripleIndex:
+    """Parse one RDF file into a TripleIndex (labels, descriptions and aliases as node metadata)."""
+    from rdflib import BNode
+    from rdflib import Literal as RDFLiteral
+
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"RDF file not found: {path}")
+    fmt = rdf_format_for(path, format)
+    if fmt is None:
+        raise InvalidInput(f"{path}: unknown RDF extension; pass format= (turtle, nt, nquads, xml, json-ld, trig)")
+    triples = list(parse_rdf(path, fmt))
+    index = index or TripleIndex()
+
+    bnodes: dict[str, str] = {}
+
+    def term_key(t) -> str:
+        if isinstance(t, BNode):
+            # rdflib invents random bnode IDs per parse; number them by first appearance so keys are stable
+            k = bnodes.get(str(t))
+            if k is None:
+                k = bnodes[str(t)] = f"_:b{len(bnodes)}"
+            return k
+        return str(t)
+
+    labels: dict[str, tuple[float, int, str]] = {}
+    descriptions: dict[str, tuple[float, int, str]] = {}
+    aliases: dict[str, list[str]] = {}
+
+    def keep_best(table: dict, subject: str, rank: tuple[float, int], text: str) -> None:
+        old = table.get(subject)
+        if old is None or rank < old[:2]:
+            table[subject] = (*rank, text)
+
+    edges = []
+    for s, p, o in triples:
+        pred = str(p)
+        if pred in METADATA_PREDICATES and isinstance(o, RDFLiteral):
+            subject = term_key(s)
+            text = str(o).strip()
+            if not text:
+                continue
+            rank = language_rank(o.language, languages)
+            if pred in ALIAS_PREDICATES:
+                if rank <= len(languages):
+                    aliases.setdefault(subject, []).append(text)
+            elif pred in LABEL_PREDICATES:
+                keep_best(labels, subject, (rank, LABEL_PREDICATES.index(pred)), text)
+            else:
+                keep_best(descriptions, subject, (rank, DESCRIPTION_PREDICATES.index(pred)), text)
+            continue
+        edges.append((s, pred, o))
+
+    def node(t) -> int:
+        if isinstance(t, RDFLiteral):
+            return index.node(
+                str(t),
+                is_literal=True,
+                datatype=str(t.datatype) if t.datatype is not None else None,
+                lang=t.language,
+            )
+        k = term_key(t)
+        best = labels.get(k)
+        label = best[2] if best else (k if k.startswith("_:") else local_name(k))
+        return index.node(k, label)
+
+    for s, pred, o in edges:
+        best = labels.get(pred)
+        r = index.relation(pred, best[2] if best else None, local_hint=local_name(pred).replace(" ", "_"))
+        index.add(node(s), r, node(o))
+
+    # entities that only have metadata (a label but no edge) are still searchable and describable; predicates'
+    # own labels were used as relation labels above and do not make them entities
+    for subject in labels.keys() | descriptions.keys():
+        if index.find_node(subject) is None and index.relation_by_key(subject) is None:
+            best = labels.get(subject)
+            index.node(subject, best[2] if best else (subject if subject.startswith("_:") else local_name(subject)))
+    for subject, (_, _, text) in descriptions.items():
+        i = index.find_node(subject)
+        if i is not None:
+            index.nodes[i].description = text
+    for subject, names in aliases.items():
+        i = index.find_node(subject)
+        if i is not None:
+            label = index.nodes[i].label
+            index.nodes[i].aliases = list(dict.fromkeys(n for n in names if n != label))
+    index.freeze()
+    return index

@@ -1,0 +1,215 @@
+"""A caching wrapper for any KG: bounded LRU + TTL over ``get_relations``, ``get_edges`` and ``describe_entity``.
+
+Tree search asks the same questions again and again (every branch re-expands the topic entity; many clients
+share popular entities), and a remote SPARQL endpoint answers in tens or hundreds of milliseconds, so caching
+those three calls pays. Entity search and linking are not cached: they are cheap locally and their inputs are
+free text that rarely repeats.
+
+One :class:`ResultCache` can be shared by every KG of a server, so that a single size bound holds for the whole
+process. Keys therefore carry the wrapped KG's identity — its name, backend class, a per-wrapper token and its
+:class:`~kg_adapters.base.Limits` — so a result can never be served to a different KG or configuration, even if
+two KGs share a name across reconfigurations. The bound is by *weight* (1 + edges + relations in the result),
+not by entry count, because one ``get_edges`` page can hold 200 edges and another none.
+
+Only complete results are cached: errors, and pages marked ``partial`` (a backend failed), are always retried.
+Cached values are the same frozen pydantic objects every time; callers must not mutate their lists.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from .base import KnowledgeGraph
+from .errors import InvalidInput
+from .models import Direction, EdgePage, EntityDescription, EntityMatch, KGInfo, RelationList
+
+T = TypeVar("T")
+_tokens = itertools.count(1)
+
+
+class CacheStats(BaseModel):
+    hits: int
+    misses: int
+    evictions: int
+    expirations: int
+    entries: int
+    weight: int
+    max_weight: int
+    ttl_seconds: float
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+def _weight(value: Any) -> int:
+    if isinstance(value, EdgePage):
+        return 1 + len(value.edges) + len(value.entities)
+    if isinstance(value, RelationList):
+        return 1 + len(value.relations)
+    if isinstance(value, EntityDescription):
+        return 1 + len(value.relations) + len(value.aliases)
+    return 1
+
+
+class ResultCache:
+    """Thread-safe LRU with a time-to-live and a total weight bound. ``clock`` is injectable for tests."""
+
+    def __init__(
+        self, max_weight: int = 200_000, ttl_seconds: float = 600.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if max_weight < 1:
+            raise InvalidInput("cache max_weight must be ≥ 1")
+        if ttl_seconds <= 0:
+            raise InvalidInput("cache ttl_seconds must be > 0")
+        self.max_weight = max_weight
+        self.ttl = ttl_seconds
+        self._clock = clock
+        self._data: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
+        self._weight = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.evictions = self.expirations = 0
+
+    _MISSING = object()
+
+    def get(self, key: Hashable) -> Any:
+        """The cached value, or ``ResultCache._MISSING`` (counted as a miss)."""
+        with self._lock:
+            item = self._data.get(key)
+            if item is not None:
+                expires, w, value = item
+                if expires > self._clock():
+                    self._data.move_to_end(key)
+                    self.hits += 1
+                    return value
+                del self._data[key]
+                self._weight -= w
+                self.expirations += 1
+            self.misses += 1
+            return self._MISSING
+
+    def put(self, key: Hashable, value: Any) -> None:
+        w = _weight(value)
+        if w > self.max_weight:
+            return  # bigger than the whole cache: not worth evicting everything for
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._weight -= old[1]
+            self._data[key] = (self._clock() + self.ttl, w, value)
+            self._weight += w
+            while self._weight > self.max_weight:
+                _, (_, ow, _) = self._data.popitem(last=False)
+                self._weight -= ow
+                self.evictions += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._weight = 0
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(
+                hits=self.hits,
+                misses=self.misses,
+                evictions=self.evictions,
+                expirations=self.expirations,
+                entries=len(self._data),
+                weight=self._weight,
+                max_weight=self.max_weight,
+                ttl_seconds=self.ttl,
+            )
+
+
+class CachedKG(KnowledgeGraph):
+    """``CachedKG(kg, cache)`` behaves exactly like ``kg`` but answers repeated traversal calls from ``cache``."""
+
+    def __init__(self, inner: KnowledgeGraph, cache: ResultCache | None = None) -> None:
+        super().__init__(inner.name, inner.limits)
+        self.inner = inner
+        self.cache = cache or ResultCache()
+        self.backend = getattr(inner, "backend", type(inner).__name__)
+        # the per-wrapper token keeps two wrappers apart even when name, class and limits coincide
+        self._identity = (inner.name, type(inner).__module__, type(inner).__qualname__, next(_tokens), inner.limits)
+
+    def __getattr__(self, attr: str) -> Any:
+        # backend-specific extras (store paths, endpoint URLs) stay reachable through the wrapper
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    async def _cached(self, key: tuple, compute: Callable[[], Awaitable[T]]) -> T:
+        full_key = (self._identity, *key)
+        try:
+            hash(full_key)
+        except TypeError:  # malformed input (e.g. a dict as an ID): let the backend reject it
+            return await compute()
+        value = self.cache.get(full_key)
+        if value is not ResultCache._MISSING:
+            return value
+        value = await compute()
+        if not getattr(value, "partial", False):
+            self.cache.put(full_key, value)
+        return value
+
+    # -- cached ------------------------------------------------------------------------------------------------
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        if not isinstance(entity_ids, (list, tuple)):
+            return await self.inner.get_relations(entity_ids)  # let the backend produce its own error
+        ids = tuple(entity_ids)
+        return await self._cached(("get_relations", ids), lambda: self.inner.get_relations(list(ids)))
+
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        if not isinstance(entity_ids, (list, tuple)):
+            return await self.inner.get_edges(entity_ids, relation_id, direction, limit, offset)
+        ids = tuple(entity_ids)
+        try:
+            d = Direction(direction)
+        except ValueError:
+            return await self.inner.get_edges(list(ids), relation_id, direction, limit, offset)
+        return await self._cached(
+            ("get_edges", ids, relation_id, d, limit, offset),
+            lambda: self.inner.get_edges(list(ids), relation_id, d, limit, offset),
+        )
+
+    async def describe_entity(self, entity_id: str) -> EntityDescription:
+        return await self._cached(("describe_entity", entity_id), lambda: self.inner.describe_entity(entity_id))
+
+    # -- passed through ------------------------------------------------------------------------------------
+    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        return await self.inner.initialize(query, limit)
+
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        return await self.inner.search_entities(text, limit)
+
+    async def info(self) -> KGInfo:
+        return await self.inner.info()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def wrap_with_cache(
+    kgs: dict[str, KnowledgeGraph], max_weight: int = 200_000, ttl_seconds: float = 600.0
+) -> tuple[dict[str, KnowledgeGraph], ResultCache]:
+    """Wrap every KG of a server in one shared, bounded cache. ``max_weight=0`` turns caching off."""
+    if max_weight == 0:
+        return dict(kgs), ResultCache(1, ttl_seconds)
+    cache = ResultCache(max_weight, ttl_seconds)
+    return {name: CachedKG(kg, cache) for name, kg in kgs.items()}, cache

@@ -1,0 +1,92 @@
+"""Assemble the MCP server from a :class:`~server.runtime.Runtime`: tools, one resource per KG, the ToT prompt.
+
+``build_server(runtime)`` is the only entry point; the CLI and the tests call it, and it holds no state of its own.
+Errors are mapped here once for every tool (including tools other modules register): a ``KGError`` or bad
+arguments become a one-line ``is_error`` result the model can act on; anything else is logged with its traceback on
+stderr and reported as a generic failure, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import ValidationError
+
+from kg_adapters.errors import BackendError, InvalidInput, KGError, NotFound, UnknownKG
+
+from . import __version__
+from .prompts import register_prompts
+from .resources import register_resources
+from .runtime import Runtime, ServiceUnavailable
+from .tools import REGISTRARS
+
+log = logging.getLogger("tot_mcp.server")
+
+INSTRUCTIONS = (
+    "Knowledge-graph access in the Tree-of-Traversals style. Start with initialize(query) to link the entities of a "
+    "question, then alternate get_relations(entity_ids) and get_edges(entity_ids, relation_id, direction) to grow a "
+    "subgraph; IDs are namespaced by KG (movies:E12). The prompt 'tree_of_traversals' explains the procedure."
+)
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_kg_error(exc: KGError) -> str:
+    """``not found: no entity movies:E99 in KG 'movies'`` — the kind first, so a model can tell retry from fix."""
+    kind = (
+        "unknown KG" if isinstance(exc, UnknownKG)
+        else "invalid input" if isinstance(exc, InvalidInput)
+        else "not found" if isinstance(exc, NotFound)
+        else "unavailable" if isinstance(exc, ServiceUnavailable)
+        else "backend error (may be transient, retry later)" if isinstance(exc, BackendError)
+        else "error"
+    )
+    return _one_line(f"{kind}: {exc}")
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "tArguments") or "arguments"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return _one_line("invalid arguments: " + "; ".join(parts) + more)
+
+
+class TotServer(MCPServer):
+    """MCPServer with the project's error mapping applied to every tool call."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, KGError):
+                raise ToolError(f"{name}: {describe_kg_error(cause)}") from cause
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
+            if isinstance(exc, UnexpectedToolError):
+                raise  # logged with its traceback by the SDK; the client sees only a generic message
+            raise ToolError(_one_line(str(exc))) from cause
+
+
+def build_server(runtime: Runtime) -> MCPServer:
+    """A ready-to-run server over ``runtime``'s KGs. Tools come from every registrar in ``server.tools.REGISTRARS``."""
+    server = TotServer(
+        name="tot-mcp",
+        title="Tree-of-Traversals KG server",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
+    )
+    for register in REGISTRARS:
+        register(server, runtime)
+    register_resources(server, runtime)
+    register_prompts(server, runtime)
+    return server

@@ -1,0 +1,47 @@
+"""Bearer-token protection for the streamable HTTP transport, as a tiny ASGI middleware.
+
+The SDK's own auth hooks implement OAuth 2.1 resource-server semantics (token verifier + protected-resource
+metadata), which is more than a single shared secret needs; wrapping the ASGI app keeps the check in one obvious
+place and applies it to every HTTP request, including the GET stream and DELETE.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+class BearerTokenMiddleware:
+    """Reject HTTP requests without ``Authorization: Bearer <token>`` with 401; pass lifespan events through."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        if not token:
+            raise ValueError("empty token")
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": "unauthorized", "error_description": "missing or wrong bearer token"}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="tot-mcp"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _authorized(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                return hmac.compare_digest(value, self._expected)
+        return False

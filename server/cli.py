@@ -1,0 +1,274 @@
+"""``tot-mcp``: serve knowledge graphs over MCP (stdio by default, or streamable HTTP), or check a configuration.
+
+Precedence: command-line flags > ``--config`` TOML > built-in defaults. With no ``--kg`` and no KGs in the
+config, the embedded MetaQA movie KG is served as ``movies``. Bad input never shows a traceback: one message on
+stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+import time
+import tomllib
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kg_adapters.base import Limits
+from kg_adapters.embedded import DEFAULT_KG_NAME
+from kg_adapters.errors import KGError
+from kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
+
+from . import __version__
+
+EXIT_USAGE = 2
+TOKEN_ENV = "TOT_MCP_TOKEN"
+
+# Subcommands dispatched on argv[1] before option parsing: name -> "module:function" taking argv[2:] and returning
+# an exit code. Add `"load": "kg_adapters.load_cli:main"` (or wherever it lives) when that command lands.
+SUBCOMMANDS: dict[str, str] = {}
+
+LIMIT_FLAGS = {  # flag -> (Limits field, help)
+    "--max-ids": ("max_ids", "entity IDs per call"),
+    "--max-relations": ("max_relations", "relations per get_relations result"),
+    "--max-edges": ("max_edges", "edges per get_edges page"),
+    "--max-search": ("max_search", "entities per initialize/search_entities result"),
+    "--max-query-chars": ("max_query_chars", "characters in a query"),
+}
+
+
+class UsageError(Exception):
+    """Bad command line or configuration: reported as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + message
+        raise UsageError(f"{message} (see tot-mcp --help)")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be ≥ 1")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"port {text!r} is not an integer") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is out of range 0-65535 (0 = any free port)")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="tot-mcp",
+        description="Tree-of-Traversals knowledge-graph tools over MCP. With no arguments: serve the embedded "
+        "MetaQA movie KG ('movies') over stdio.",
+    )
+    p.add_argument("--kg", action="append", default=[], metavar="NAME=SPEC",
+                   help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
+                   "'wikidata', 'wikidata:ENDPOINT_URL', 'sparql:ENDPOINT_URL' or 'store:PATH'")
+    p.add_argument("--config", type=Path, metavar="FILE", help="TOML configuration (KGs, limits, server, llm)")
+    p.add_argument("--transport", choices=["stdio", "http"], default=None, help="default: stdio")
+    p.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=None, help="HTTP port (default 8000; 0 = any free port)")
+    p.add_argument("--token", default=None,
+                   help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: env {TOKEN_ENV})")
+    for flag, (field, help_text) in LIMIT_FLAGS.items():
+        p.add_argument(flag, dest=field, type=_positive, default=None, metavar="N",
+                       help=f"max {help_text} (default {getattr(Limits(), field)})")
+    p.add_argument("--log-level", default=None, type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="stderr log level (default WARNING)")
+    p.add_argument("--check", action="store_true", help="load the KGs, print a summary of each and exit")
+    p.add_argument("--version", action="version", version=f"tot-mcp {__version__}")
+    return p
+
+
+# -- configuration --------------------------------------------------------------------------------------------
+def load_config(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise UsageError(f"--config {path}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"--config {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"--config {path}: invalid TOML: {e}") from None
+
+
+def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key, {})
+    if not isinstance(value, dict):
+        raise UsageError(f"config: [{key}] must be a table")
+    return value
+
+
+def resolve_limits(args: argparse.Namespace, config: dict[str, Any]) -> Limits:
+    table = _table(config, "limits")
+    known = {f.name for f in fields(Limits)}
+    unknown = set(table) - known
+    if unknown:
+        raise UsageError(f"config [limits]: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+    values: dict[str, int] = {}
+    for name in known:
+        v = getattr(args, name, None)
+        if v is None:
+            v = table.get(name)
+        if v is not None:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise UsageError(f"config [limits] {name} = {v!r}: must be an integer ≥ 1")
+            values[name] = v
+    return Limits(**values)
+
+
+def resolve_specs(args: argparse.Namespace, config: dict[str, Any]) -> list[KGSpec]:
+    """``--kg`` flags win over the config's ``[kgs]`` table (``NAME = "SPEC"``); neither → the embedded KG."""
+    if args.kg:
+        return [parse_kg_arg(a) for a in args.kg]
+    table = _table(config, "kgs")
+    specs = []
+    for name, spec in table.items():
+        if not isinstance(spec, str):
+            raise UsageError(f'config [kgs] {name}: expected a SPEC string, e.g. {name} = "embedded"')
+        specs.append(make_spec(name, spec))
+    return specs or [make_spec(DEFAULT_KG_NAME, "embedded")]
+
+
+def _setting(args: argparse.Namespace, config: dict[str, Any], key: str, default: Any) -> Any:
+    value = getattr(args, key)
+    if value is None:
+        value = _table(config, "server").get(key)
+    return default if value is None else value
+
+
+def _configure_logging(level: str) -> None:
+    """Logs go to stderr only: in stdio mode stdout belongs to the protocol."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> int:
+    print(f"tot-mcp: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+# -- commands -------------------------------------------------------------------------------------------------
+def run_check(runtime) -> int:
+    """Print one block per KG (size, load time, relation sample) and the limits; non-zero if a KG fails."""
+    import anyio
+
+    from .render import render_kg_info
+
+    async def infos():
+        out = []
+        for name, kg in runtime.kgs.items():
+            try:
+                out.append((name, await kg.info(), None))
+            except KGError as e:
+                out.append((name, None, e))
+        return out
+
+    failed = 0
+    for name, info, err in anyio.run(infos):
+        loaded = runtime.load_report.seconds.get(name)
+        if err is not None:
+            failed += 1
+            print(f"{name}: FAILED: {err}")
+        else:
+            print(render_kg_info(info) + (f"\n  opened in {loaded:.2f}s" if loaded is not None else ""))
+    lim = runtime.limits
+    print(
+        f"limits: max_ids={lim.max_ids} max_relations={lim.max_relations} max_edges={lim.max_edges} "
+        f"max_search={lim.max_search} max_query_chars={lim.max_query_chars}"
+    )
+    print("OK" if not failed else f"{failed} KG(s) failed")
+    anyio.run(runtime.aclose)
+    return 0 if not failed else 1
+
+
+def _dispatch_subcommand(argv: list[str]) -> int | None:
+    if argv and argv[0] in SUBCOMMANDS:
+        module, func = SUBCOMMANDS[argv[0]].split(":")
+        return int(getattr(importlib.import_module(module), func)(argv[1:]) or 0)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    code = _dispatch_subcommand(argv)
+    if code is not None:
+        return code
+    try:
+        return _main(argv)
+    except UsageError as e:
+        return _fail(str(e))
+    except KGError as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    config = load_config(args.config)
+    _configure_logging(_setting(args, config, "log_level", "WARNING").upper())
+    limits = resolve_limits(args, config)
+    specs = resolve_specs(args, config)
+    transport = _setting(args, config, "transport", "stdio")
+    if transport not in ("stdio", "http"):
+        raise UsageError(f"transport {transport!r}: use stdio or http")
+    host = _setting(args, config, "host", "127.0.0.1")
+    port = _setting(args, config, "port", 8000)
+    token = args.token or os.environ.get(TOKEN_ENV) or _table(config, "server").get("token") or None
+
+    from .runtime import Runtime
+
+    t0 = time.perf_counter()
+    runtime = Runtime.open(specs, limits, config)
+    logging.getLogger("tot_mcp.cli").info("KGs ready in %.2fs", time.perf_counter() - t0)
+    if args.check:
+        return run_check(runtime)
+
+    import anyio
+
+    from .app import build_server
+    from .transports import bind_socket, serve_http, serve_stdio
+
+    server = build_server(runtime)
+    if transport == "stdio":
+        if args.token:
+            print("tot-mcp: warning: --token only applies to --transport http", file=sys.stderr)
+        anyio.run(serve_stdio, server)
+        return 0
+    if not isinstance(port, int) or not 0 <= port <= 65535:
+        raise UsageError(f"port {port!r} is out of range 0-65535")
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        print(f"tot-mcp: warning: serving on {host} without --token: anyone who can reach it can query the KGs",
+              file=sys.stderr)
+    try:
+        sock = bind_socket(host, port)
+    except OSError as e:
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    anyio.run(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Compact text renderings of tool results, in Tree-of-Traversals' token-efficient YAML-like form.
+
+The structured result (JSON) is for programs; this text is what a model reads, so it names every ID once next to
+its label and groups edges by source and relation instead of repeating them per edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kg_adapters.models import (
+    Direction,
+    Edge,
+    EdgePage,
+    Entity,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    Literal,
+    Relation,
+    RelationList,
+)
+
+_ELLIPSIS_AT = 160  # characters of a description shown before it is cut
+
+
+def _short(text: str | None, limit: int = _ELLIPSIS_AT) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def entity_line(entity: Entity) -> str:
+    """``id: label - description`` (the description only when there is one)."""
+    desc = _short(entity.description)
+    return f"{entity.id}: {entity.label}" + (f" - {desc}" if desc else "")
+
+
+def entity_ref(entity_id: str, entities: dict[str, Entity]) -> str:
+    """``id label``: how an entity is named inside an edge list."""
+    e = entities.get(entity_id)
+    return f"{entity_id} {e.label}" if e is not None and e.label != entity_id else entity_id
+
+
+def literal_text(value: Literal) -> str:
+    out = f'"{value.value}"'
+    if value.lang:
+        out += f"@{value.lang}"
+    elif value.datatype:
+        out += f" ({value.datatype.rsplit('#', 1)[-1].rsplit('/', 1)[-1]})"
+    return out
+
+
+def relation_line(rel: Relation) -> str:
+    """``movies:starred_actors (backward) [32]: inverse of starred actors``."""
+    label = rel.inverse_label if rel.direction is Direction.backward and rel.inverse_label else rel.label
+    count = f" [{rel.count}]" if rel.count is not None else ""
+    return f"{rel.id} ({rel.direction.value}){count}: {label}"
+
+
+def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str = "") -> list[str]:
+    lines = []
+    if truncated:
+        lines.append(f"(truncated{': ' + more if more else ''})")
+    if partial:
+        lines.append("(partial: some backend failed; see warnings)")
+    lines.extend(f"warning: {w}" for w in warnings)
+    return lines
+
+
+def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Sequence[str] = ()) -> str:
+    if not matches:
+        return "\n".join([f"{heading}: no entities found", *_footer(False, False, warnings)])
+    lines = [f"{heading}:"]
+    for m in matches:
+        how = f"{m.match} {m.score:.2f}" + (f' for "{m.mention}"' if m.mention else "")
+        lines.append(f"{entity_line(m.entity)}  [{how}]")
+    return "\n".join(lines + _footer(False, False, warnings))
+
+
+def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
+    shown = ", ".join(entity_ids[:5]) + (f" and {len(entity_ids) - 5} more" if len(entity_ids) > 5 else "")
+    if not result.relations:
+        lines = [f"{shown}: no relations"]
+    else:
+        lines = [f"Relations of {shown} (id (direction) [edges]: reading):"]
+        lines.extend(relation_line(r) for r in result.relations)
+    return "\n".join(lines + _footer(result.truncated, result.partial, result.warnings, "more relations exist"))
+
+
+def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
+    if edge.target is not None:
+        return entity_ref(edge.target, entities)
+    if edge.value is not None:
+        return literal_text(edge.value)
+    return "?"
+
+
+def render_edges(page: EdgePage) -> str:
+    """Edges grouped by source, then by relation and direction, with a count per group."""
+    if not page.edges:
+        return "\n".join(["no edges", *_footer(page.truncated, page.partial, page.warnings)])
+    groups: dict[str, dict[tuple[str, Direction], list[str]]] = {}
+    for edge in page.edges:
+        by_rel = groups.setdefault(edge.source, {})
+        by_rel.setdefault((edge.relation, edge.direction), []).append(_target_text(edge, page.entities))
+    lines: list[str] = []
+    for source, by_rel in groups.items():
+        lines.append(f"{entity_ref(source, page.entities)}:")
+        for (relation, direction), targets in by_rel.items():
+            local = relation.split(":", 1)[1] if ":" in relation else relation
+            inverse = " (inverse)" if direction is Direction.backward else ""
+            lines.append(f"  {local}{inverse} [{len(targets)}]: {', '.join(targets)}")
+    more = f"call get_edges again with offset={page.next_offset} for more" if page.next_offset is not None else ""
+    return "\n".join(lines + _footer(page.truncated, page.partial, page.warnings, more))
+
+
+def render_description(desc: EntityDescription) -> str:
+    lines = [entity_line(desc.entity)]
+    if desc.aliases:
+        lines.append("aliases: " + ", ".join(desc.aliases[:20]))
+    if desc.iri:
+        lines.append(f"iri: {desc.iri}")
+    if desc.same_as:
+        lines.append("same as: " + ", ".join(desc.same_as))
+    if desc.relations:
+        lines.append("relations:")
+        lines.extend("  " + relation_line(r) for r in desc.relations)
+    return "\n".join(lines)
+
+
+def _num(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def render_kg_info(info: KGInfo) -> str:
+    lines = [
+        f"{info.name} ({info.backend}): {_num(info.entities)} entities, {_num(info.triples)} triples, "
+        f"{_num(info.relations)} relations"
+    ]
+    if info.description:
+        lines.append(f"  {_short(info.description, 400)}")
+    if info.relation_sample:
+        sample = ", ".join(
+            f"{r.id}" + (f" [{r.count:,}]" if r.count is not None else "") for r in info.relation_sample
+        )
+        lines.append(f"  relations: {sample}")
+    return "\n".join(lines)
+
+
+def render_kg_infos(infos: Iterable[KGInfo]) -> str:
+    return "\n".join(render_kg_info(i) for i in infos) or "no KGs configured"

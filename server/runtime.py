@@ -1,0 +1,196 @@
+"""What the MCP tools need at run time: the configured KGs, the limits, and shared services created on first use.
+
+One ``Runtime`` per server process, passed explicitly to every tool registrar (no module-level state). The
+expensive services (the sentence embedder, ~6 s to load; an LLM client) are created lazily so that a server that is
+only asked ``get_edges`` never pays for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.errors import InvalidInput, KGError, UnknownKG
+from kg_adapters.models import split_id
+from kg_adapters.spec import KGSpec, open_kg
+
+if TYPE_CHECKING:  # heavy imports only for type checkers
+    from strategies.embeddings import Embedder
+    from strategies.llm.base import LLM
+
+log = logging.getLogger("tot_mcp.runtime")
+
+
+class ServiceUnavailable(KGError):
+    """A shared service (embedder, LLM) is not installed or not configured; the message says how to fix it."""
+
+
+@dataclass
+class LoadReport:
+    """How long each KG took to open; shown by ``tot-mcp --check``."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+LLMFactory = Callable[[Mapping[str, Any], Any], "LLM"]
+
+
+def llm_from_config(options: Mapping[str, Any], ctx: Any = None) -> "LLM":
+    """Default LLM factory: ``[llm] backend = "NAME"`` imports ``strategies.llm.NAME`` and calls its ``create``.
+
+    ``create(options, ctx)`` gets the ``[llm]`` table and the MCP ``Context`` of the current request (or None), so
+    a backend that asks the client's own model (MCP sampling) can reach the session.
+    """
+    backend = str(options.get("backend", "")).strip()
+    if not backend:
+        raise ServiceUnavailable("no LLM configured: add an [llm] table with backend = \"...\" to the --config file")
+    if not backend.isidentifier():
+        raise ServiceUnavailable(f"LLM backend {backend!r} is not a valid module name")
+    try:
+        module = importlib.import_module(f"strategies.llm.{backend}")
+    except ImportError as e:
+        raise ServiceUnavailable(f"LLM backend {backend!r} is not available: {e}") from e
+    create = getattr(module, "create", None)
+    if create is None:
+        raise ServiceUnavailable(f"LLM backend module strategies.llm.{backend} has no create(options, ctx)")
+    return create(dict(options), ctx)
+
+
+class Runtime:
+    """The KGs by name plus lazily created shared services. Tools route IDs to KGs through it."""
+
+    def __init__(
+        self,
+        kgs: Mapping[str, KnowledgeGraph],
+        limits: Limits | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        embedder_factory: Callable[[], "Embedder"] | None = None,
+        llm_factory: LLMFactory | None = None,
+    ) -> None:
+        if not kgs:
+            raise InvalidInput("no KG configured")
+        self.kgs: dict[str, KnowledgeGraph] = dict(kgs)
+        self.limits = limits or Limits()
+        self.config: dict[str, Any] = dict(config or {})
+        self._embedder_factory = embedder_factory
+        self._llm_factory = llm_factory or llm_from_config
+        self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
+        self._llm: LLM | None = None
+        self.load_report = LoadReport()
+
+    # -- construction ---------------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        specs: Sequence[KGSpec],
+        limits: Limits | None = None,
+        config: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> "Runtime":
+        """Open every KG (loading files happens here, once). Anything printed while loading goes to stderr, so a
+        noisy loader can never corrupt the stdio protocol stream."""
+        limits = limits or Limits()
+        kgs: dict[str, KnowledgeGraph] = {}
+        report = LoadReport()
+        with contextlib.redirect_stdout(sys.stderr):
+            for spec in specs:
+                if spec.name in kgs:
+                    raise InvalidInput(f"KG name {spec.name!r} is given twice")
+                t0 = time.perf_counter()
+                try:
+                    kgs[spec.name] = open_kg(spec, limits)
+                except ImportError as e:
+                    raise InvalidInput(f"KG {spec.name!r} ({spec.kind}): its backend is not available here ({e})")
+                report.seconds[spec.name] = time.perf_counter() - t0
+                log.info("opened KG %s (%s) in %.2fs", spec.name, spec.kind, report.seconds[spec.name])
+        runtime = cls(kgs, limits, config, **kwargs)
+        runtime.load_report = report
+        return runtime
+
+    # -- routing ----------------------------------------------------------------------------------------------
+    def kg(self, name: str) -> KnowledgeGraph:
+        try:
+            return self.kgs[name]
+        except KeyError:
+            raise UnknownKG(f"no KG named {name!r}; configured: {', '.join(self.kgs)}") from None
+
+    def kg_of(self, qualified_id: str) -> KnowledgeGraph:
+        """The KG an ID belongs to, by its namespace prefix."""
+        name, _ = split_id(qualified_id)
+        try:
+            return self.kgs[name]
+        except KeyError:
+            raise UnknownKG(
+                f"ID {qualified_id!r} names KG {name!r}, which is not configured; configured: {', '.join(self.kgs)}"
+            ) from None
+
+    def group_by_kg(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Split IDs per KG, keeping first-seen order and dropping duplicates; checks the batch size."""
+        self.limits.check_ids(list(entity_ids))
+        groups: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        for qid in entity_ids:
+            kg = self.kg_of(qid)
+            if qid not in seen:
+                seen.add(qid)
+                groups.setdefault(kg.name, []).append(qid)
+        return groups
+
+    def select_kgs(self, kg: str | None) -> list[KnowledgeGraph]:
+        """``None`` or ``"all"`` → every KG; else the one named (comma-separated names are allowed too)."""
+        if kg is None or not kg.strip() or kg.strip() == "all":
+            return list(self.kgs.values())
+        return [self.kg(name.strip()) for name in dict.fromkeys(kg.split(",")) if name.strip()]
+
+    # -- shared services ------------------------------------------------------------------------------------
+    def embedder(self) -> "Embedder":
+        """The shared sentence embedder, loaded on first use (blocking, ~6 s): call from a worker thread or use
+        :meth:`aembedder` in async code."""
+        if self._embedder is None:
+            with self._embedder_lock:
+                if self._embedder is None:
+                    factory = self._embedder_factory
+                    if factory is None:
+                        from strategies.embeddings import EmbeddingUnavailable, Embedder
+
+                        try:
+                            self._embedder = Embedder()
+                        except EmbeddingUnavailable as e:
+                            raise ServiceUnavailable(str(e)) from e
+                    else:
+                        self._embedder = factory()
+        return self._embedder
+
+    async def aembedder(self) -> "Embedder":
+        if self._embedder is not None:
+            return self._embedder
+        return await anyio.to_thread.run_sync(self.embedder)
+
+    def llm(self, ctx: Any = None) -> "LLM":
+        """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the request
+        context are created once and shared (so their usage counters add up); ``ctx`` is passed for sampling."""
+        options = self.config.get("llm", {}) or {}
+        if ctx is not None and str(options.get("backend", "")) == "sampling":
+            return self._llm_factory(options, ctx)
+        if self._llm is None:
+            self._llm = self._llm_factory(options, None)
+        return self._llm
+
+    async def aclose(self) -> None:
+        for kg in self.kgs.values():
+            try:
+                await kg.aclose()
+            except Exception:  # closing must not hide the reason we are shutting down
+                log.exception("closing KG %s failed", kg.name)

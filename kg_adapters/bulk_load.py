@@ -1,0 +1,438 @@
+"""``tot-mcp load``: bulk-load big triple/RDF files into an on-disk pyoxigraph store, resumably, with a label index.
+
+Line-based files (``head|relation|tail`` triples, N-Triples, N-Quads; gzipped or not) are loaded in chunks of
+whole lines. After each chunk is in the store, the byte offset reached is written to a small JSON state file
+beside the store (with the file's size and mtime), so an interrupted load — Ctrl-C, a crash, a killed machine —
+resumes from the last committed chunk instead of the beginning. Re-loading a chunk is harmless because an RDF
+store is a set; the state file only makes resuming *cheap*. Other RDF syntaxes (Turtle, RDF/XML, JSON-LD, TriG)
+cannot be split safely at line boundaries and are loaded as one unit (skipped on re-runs once done).
+
+``head|relation|tail`` names become IRIs exactly as :func:`kg_adapters.oxigraph_store.load_into_store` makes them
+(``urn:tot:e:`` / ``urn:tot:r:`` + percent-encoded name, with the name as ``rdfs:label``), so a store loaded
+here is read by :class:`~kg_adapters.oxigraph_store.OxigraphKG` like one loaded there.
+
+When the triples are in, every label and alias in the store is copied into a SQLite FTS5 index
+(:mod:`kg_adapters.fts_index`) beside the store, so entity search works without reading all labels into memory.
+
+Files beside a store ``STORE`` (a directory): ``STORE.load-state.json`` and ``STORE.labels.sqlite``.
+
+    tot-mcp load data/kb.txt --into /data/kb.store
+    tot-mcp --kg kb=store:/data/kb.store
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import BackendError, InvalidInput, KGError
+from .fts_index import FtsLabelIndex, label_index_path
+from .rdf_file import ALIAS_PREDICATES, LABEL_PREDICATES, RDFS, rdf_format_for
+from .text import humanize
+from .triples_file import is_triples_file
+
+STATE_VERSION = 1
+DEFAULT_CHUNK_LINES = 500_000
+_LINE_FORMATS = {"nt", "nquads"}
+
+
+def state_path(store_dir: Path) -> Path:
+    return store_dir.with_name(store_dir.name + ".load-state.json")
+
+
+@dataclass
+class FileProgress:
+    path: str
+    size: int
+    mtime_ns: int
+    kind: str  # triples | nt | nquads | rdf:<format>
+    offset: int = 0  # bytes of the (decompressed) input committed to the store
+    lines: int = 0
+    chunks: int = 0
+    done: bool = False
+
+
+@dataclass
+class LoadState:
+    files: dict[str, FileProgress] = field(default_factory=dict)
+    labels_built: bool = False
+
+    @classmethod
+    def read(cls, path: Path) -> "LoadState":
+        if not path.is_file():
+            return cls()
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if raw.get("version") != STATE_VERSION:
+                raise ValueError(f"version {raw.get('version')}")
+            return cls(
+                files={k: FileProgress(**v) for k, v in raw["files"].items()},
+                labels_built=bool(raw.get("labels_built")),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise InvalidInput(f"{path}: unreadable load state ({e}); delete it or pass --restart") from None
+
+    def write(self, path: Path) -> None:
+        """Atomically (write + rename), so a crash leaves the old state or the new one, never half a file."""
+        tmp = path.with_name(path.name + ".tmp")
+        data = {"version": STATE_VERSION, "labels_built": self.labels_built,
+                "files": {k: vars(v) for k, v in self.files.items()}}
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+@dataclass
+class LoadReport:
+    store: str
+    files: list[FileProgress]
+    chunks_loaded: int
+    lines_loaded: int
+    labels: int
+    seconds: float
+
+
+def _kind(path: Path, fmt: str | None) -> str:
+    if fmt is None and is_triples_file(path):
+        return "triples"
+    rdf = rdf_format_for(path, fmt)
+    if rdf is None:
+        raise InvalidInput(
+            f"{path}: unknown file type; use .txt/.tsv (head|relation|tail), .nt, .nq, .ttl, .rdf, .jsonld, .trig "
+            "(optionally .gz) or pass --format"
+        )
+    return rdf if rdf in _LINE_FORMATS else f"rdf:{rdf}"
+
+
+def _open_binary(path: Path) -> io.BufferedIOBase:
+    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # type: ignore[return-value]
+
+
+class _TripleLineConverter:
+    """``head|relation|tail`` lines → N-Triples bytes, the same IRIs and labels as ``load_into_store`` writes."""
+
+    def __init__(self, source: Path) -> None:
+        from .oxigraph_store import ENTITY_NS, RELATION_NS, _nt_string, name_iri
+
+        self._source = source
+        self._name_iri = name_iri
+        self._nt_string = _nt_string
+        self._ens, self._rns = ENTITY_NS, RELATION_NS
+        self._label = f"<{RDFS}label>"
+        self._relations: dict[str, str] = {}
+
+    def convert(self, lines: list[bytes], first_lineno: int) -> tuple[bytes, int]:
+        out: list[str] = []
+        iris: dict[str, str] = {}  # per chunk: names repeat (hubs), and each needs its label written once
+        n = 0
+        for k, raw in enumerate(lines):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                raise InvalidInput(f"{self._source}:{first_lineno + k}: not UTF-8") from None
+            if not line.strip():
+                continue
+            parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
+            if len(parts) != 3 or not all(p.strip() for p in parts):
+                raise InvalidInput(
+                    f"{self._source}:{first_lineno + k}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}"
+                )
+            h, r, t = (p.strip() for p in parts)
+            rel = self._relations.get(r)
+            if rel is None:
+                rel = self._relations[r] = f"<{self._name_iri(r, self._rns)}>"
+                out.append(f"{rel} {self._label} {self._nt_string(humanize(r))} .\n")
+            hi = iris.get(h)
+            if hi is None:
+                hi = iris[h] = f"<{self._name_iri(h, self._ens)}>"
+                out.append(f"{hi} {self._label} {self._nt_string(h)} .\n")
+            ti = iris.get(t)
+            if ti is None:
+                ti = iris[t] = f"<{self._name_iri(t, self._ens)}>"
+                out.append(f"{ti} {self._label} {self._nt_string(t)} .\n")
+            out.append(f"{hi} {rel} {ti} .\n")
+            n += 1
+        return "".join(out).encode("utf-8"), n
+
+
+class BulkLoader:
+    """Load files into the store at ``store_dir``; see the module docstring. Not safe to run twice at once on
+    one store (RocksDB's lock makes the second fail with a clear error)."""
+
+    def __init__(
+        self,
+        store_dir: str | Path,
+        *,
+        chunk_lines: int = DEFAULT_CHUNK_LINES,
+        progress: bool = True,
+        build_labels: bool = True,
+        description: str | None = None,
+        on_chunk: Callable[[FileProgress], None] | None = None,
+    ) -> None:
+        if chunk_lines < 1:
+            raise InvalidInput("chunk_lines must be ≥ 1")
+        self.store_dir = Path(store_dir).expanduser()
+        self.chunk_lines = chunk_lines
+        self.progress = progress
+        self.build_labels = build_labels
+        self.description = description
+        self.on_chunk = on_chunk  # called after each committed chunk (tests interrupt the load here)
+        self.state_file = state_path(self.store_dir)
+        self.labels_file = label_index_path(self.store_dir)
+
+    def restart(self) -> None:
+        """Forget the progress (not the data): the next load re-reads every file from the start."""
+        for p in (self.state_file, self.labels_file):
+            p.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(str(self.labels_file) + suffix).unlink(missing_ok=True)
+
+    def _open_store(self):
+        import pyoxigraph as ox
+
+        self.store_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return ox.Store(str(self.store_dir))
+        except OSError as e:
+            raise BackendError(f"cannot open store {self.store_dir} for writing (is a server or load using it?): {e}") from None
+
+    def load(self, sources: list[str | Path], fmt: str | None = None) -> LoadReport:
+        from .oxigraph_store import ENTITY_NS, RELATION_NS, _guess_bases, read_meta, write_meta
+
+        if not sources:
+            raise InvalidInput("no files to load")
+        paths = [Path(s).expanduser() for s in sources]
+        for p in paths:
+            if not p.is_file():
+                raise InvalidInput(f"file to load not found: {p}")
+        kinds = [_kind(p, fmt) for p in paths]
+        t0 = time.perf_counter()
+        state = LoadState.read(self.state_file)
+        store = self._open_store()
+        chunks = lines = 0
+        try:
+            for path, kind in zip(paths, kinds):
+                key = str(path.resolve())
+                st = path.stat()
+                prog = state.files.get(key)
+                if prog is None or (prog.size, prog.mtime_ns, prog.kind) != (st.st_size, st.st_mtime_ns, kind):
+                    if prog is not None:
+                        self._say(f"{path}: changed since the last load; loading it again from the start")
+                    prog = state.files[key] = FileProgress(key, st.st_size, st.st_mtime_ns, kind)
+                if prog.done:
+                    self._say(f"{path}: already loaded ({prog.lines:,} lines); skipping")
+                    continue
+                state.labels_built = False
+                c, n = self._load_file(store, path, prog, state)
+                chunks += c
+                lines += n
+            meta = read_meta(store)
+            if all(k == "triples" for k in kinds) and meta.get("entityBase", ENTITY_NS) == ENTITY_NS:
+                bases = (ENTITY_NS, RELATION_NS)
+            elif meta.get("entityBase") is not None:
+                bases = (meta["entityBase"], meta.get("relationBase", ""))
+            else:
+                bases = _guess_bases(store)
+            sources_meta = [f for f in state.files]
+            write_meta(
+                store,
+                source=sources_meta[0] if len(sources_meta) == 1 else "; ".join(sources_meta),
+                entityBase=bases[0],
+                relationBase=bases[1],
+                loaded="true",
+                **({"description": self.description} if self.description else {}),
+            )
+            store.flush()
+            labels = 0
+            if self.build_labels and not state.labels_built:
+                labels = build_label_index(store, self.labels_file, progress=self.progress)
+                state.labels_built = True
+                state.write(self.state_file)
+            elif self.build_labels:
+                labels = FtsLabelIndex.open(self.labels_file).count()
+        except OSError as e:
+            raise BackendError(f"writing to store {self.store_dir} failed: {e}") from e
+        finally:
+            del store  # releases the RocksDB lock
+        return LoadReport(str(self.store_dir), list(state.files.values()), chunks, lines, labels,
+                          time.perf_counter() - t0)
+
+    def _say(self, msg: str) -> None:
+        if self.progress:
+            print(msg, file=sys.stderr)
+
+    def _bar(self, path: Path, prog: FileProgress):
+        if not self.progress:
+            return None
+        from tqdm import tqdm
+
+        total = prog.size if not path.name.lower().endswith(".gz") else None
+        return tqdm(total=total, initial=prog.offset if total else 0, unit="B", unit_scale=True,
+                    file=sys.stderr, desc=f"load {path.name}", mininterval=1.0)
+
+    def _load_file(self, store, path: Path, prog: FileProgress, state: LoadState) -> tuple[int, int]:
+        import pyoxigraph as ox
+
+        if prog.kind.startswith("rdf:"):
+            from .oxigraph_store import _OX_FORMATS
+
+            fmt = _OX_FORMATS[prog.kind[4:]]
+            self._say(f"{path}: {prog.kind[4:]} is loaded in one piece (not resumable mid-file)")
+            try:
+                if path.name.lower().endswith(".gz"):
+                    with gzip.open(path, "rb") as fh:
+                        store.bulk_load(input=fh, format=fmt, base_iri=path.resolve().as_uri())
+                else:
+                    store.bulk_load(path=str(path), format=fmt, base_iri=path.resolve().as_uri())
+            except SyntaxError as e:
+                raise InvalidInput(f"{path}: could not parse: {str(e).splitlines()[0][:300]}") from None
+            prog.done, prog.chunks, prog.offset = True, 1, prog.size
+            state.write(self.state_file)
+            return 1, 0
+        fmt = ox.RdfFormat.N_TRIPLES if prog.kind in ("triples", "nt") else ox.RdfFormat.N_QUADS
+        conv = _TripleLineConverter(path) if prog.kind == "triples" else None
+        bar = self._bar(path, prog)
+        chunks = lines = 0
+        try:
+            with _open_binary(path) as fh:
+                if prog.offset:
+                    fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
+                    self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
+                while True:
+                    batch = list(_take_lines(fh, self.chunk_lines))
+                    if not batch:
+                        break
+                    nbytes = sum(len(b) for b in batch)
+                    if conv is not None:
+                        data, _ = conv.convert(batch, prog.lines + 1)
+                    else:
+                        data = b"".join(batch)
+                    try:
+                        store.bulk_load(input=data, format=fmt)
+                    except SyntaxError as e:
+                        raise InvalidInput(
+                            f"{path}: could not parse lines {prog.lines + 1:,}-{prog.lines + len(batch):,}: "
+                            f"{str(e).splitlines()[0][:300]}"
+                        ) from None
+                    prog.offset += nbytes
+                    prog.lines += len(batch)
+                    prog.chunks += 1
+                    chunks += 1
+                    lines += len(batch)
+                    state.write(self.state_file)
+                    if bar is not None:
+                        bar.update(nbytes)
+                        bar.set_postfix(lines=f"{prog.lines:,}", refresh=False)
+                    if self.on_chunk is not None:
+                        self.on_chunk(prog)
+        finally:
+            if bar is not None:
+                bar.close()
+        prog.done = True
+        state.write(self.state_file)
+        return chunks, lines
+
+
+def _take_lines(fh, n: int):
+    for _ in range(n):
+        line = fh.readline()
+        if not line:
+            return
+        yield line
+
+
+def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:
+    """Copy every label and alias literal in the store into the FTS index at ``path`` (idempotent)."""
+    import pyoxigraph as ox
+
+    from .oxigraph_store import RELATION_NS
+
+    index = FtsLabelIndex.create(path)
+    try:
+        preds = [(ox.NamedNode(p), "label") for p in LABEL_PREDICATES] + [
+            (ox.NamedNode(p), "alias") for p in ALIAS_PREDICATES
+        ]
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(unit="label", unit_scale=True, file=sys.stderr, desc="label index", mininterval=1.0)
+        rows: list[tuple[str, str, str]] = []
+        for pred, kind in preds:
+            for q in store.quads_for_pattern(None, pred, None, None):
+                s, o = q.subject, q.object
+                if not isinstance(o, ox.Literal) or isinstance(s, ox.Triple):
+                    continue
+                if isinstance(s, ox.NamedNode) and s.value.startswith(RELATION_NS):
+                    continue  # names of head|rel|tail relations are not entities to link
+                rows.append(("_:" + s.value if isinstance(s, ox.BlankNode) else s.value, o.value, kind))
+                if len(rows) >= batch:
+                    index.add(rows)
+                    if bar is not None:
+                        bar.update(len(rows))
+                    rows = []
+        index.add(rows)
+        if bar is not None:
+            bar.update(len(rows))
+            bar.close()
+        index.optimize()
+        return index.count()
+    finally:
+        index.close()
+
+
+# -- CLI ----------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tot-mcp load",
+        description="Bulk-load triple or RDF files into an on-disk store (resumable) and build its label index.",
+    )
+    ap.add_argument("files", nargs="+", metavar="PATH", help="head|rel|tail (.txt/.tsv) or RDF files, optionally .gz")
+    ap.add_argument("--into", required=True, metavar="STORE", help="store directory (created if missing)")
+    ap.add_argument("--format", help="RDF format for files whose extension does not say (nt, nquads, turtle, ...)")
+    ap.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
+                    help=f"lines per committed chunk of a line-based file (default {DEFAULT_CHUNK_LINES:,})")
+    ap.add_argument("--restart", action="store_true", help="ignore saved progress and re-read every file")
+    ap.add_argument("--no-labels", action="store_true", help="skip building the label index")
+    ap.add_argument("--description", help="description shown by the KG's info tool")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.chunk_lines < 1:
+        ap.error("--chunk-lines must be ≥ 1")
+    loader = BulkLoader(args.into, chunk_lines=args.chunk_lines, progress=not args.quiet,
+                        build_labels=not args.no_labels, description=args.description)
+    if args.restart:
+        loader.restart()
+    try:
+        report = loader.load(args.files, args.format)
+    except InvalidInput as e:
+        print(f"tot-mcp load: error: {e}", file=sys.stderr)
+        return 2
+    except KGError as e:
+        print(f"tot-mcp load: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ntot-mcp load: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    print(
+        f"loaded {report.lines_loaded:,} lines in {report.chunks_loaded} chunks into {report.store} "
+        f"({report.seconds:.1f} s); label index: {report.labels:,} names",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -35,7 +35,10 @@ class MemoryKG(KnowledgeGraph):
         super().__init__(name, limits)
         self.index = index
         self.description = description
-        self._labels = LabelIndex([n.label for n in index.nodes], [n.description for n in index.nodes])
+        degree = [
+            sum(map(len, o.values())) + sum(map(len, i.values())) for o, i in zip(index.out, index.inc, strict=True)
+        ]
+        self._labels = LabelIndex([n.label for n in index.nodes], priors=degree)
         self._prefix = f"{name}:"
 
     # -- id mapping -------------------------------------------------------------------------------------------

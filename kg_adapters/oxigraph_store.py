@@ -29,6 +29,7 @@ import os
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Protocol
@@ -160,49 +161,68 @@ class TermCodec:
 
 
 # -- label search seam -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KeyHit:
+    key: str  # the IRI, or ``_:id`` for a blank node
+    label: str  # the name that matched
+    score: float
+    match: str
+    mention: str | None = None
+
+
 class LabelSearch(Protocol):
-    """What OxigraphKG needs from an entity search index. Implement this over an on-disk FTS for huge stores."""
+    """What OxigraphKG needs from an entity search index: hits keyed by IRI (``_:id`` for blank nodes), one per
+    key, best first. :class:`kg_adapters.fts_index.FtsLabelIndex` (SQLite FTS5, on disk) has this shape."""
 
-    def search(self, text: str, limit: int) -> list[tuple[Term, Hit]]: ...
+    def search(self, text: str, limit: int = 10) -> Sequence[KeyHit]: ...
 
-    def link(self, query: str, limit: int) -> list[tuple[Term, Hit]]: ...
+    def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
+
+
+def term_key(term: Term) -> str:
+    return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
+
+
+def key_term(k: str) -> Term:
+    return ox.BlankNode(k[2:]) if k.startswith("_:") else ox.NamedNode(k)
 
 
 class InMemoryLabelSearch:
-    """Every label, alias and name of the store in a LabelIndex (built on first use). Holds only labels, not
-    triples: ~100 bytes per label."""
+    """Every label and alias in the store in a LabelIndex (built on first use). Holds only the names, not the
+    triples: ~100 bytes per name."""
 
     def __init__(self, store: ox.Store) -> None:
         self._store = store
         self._index: LabelIndex | None = None
-        self._terms: list[Term] = []
+        self._keys: list[str] = []
+        self._texts: list[str] = []
 
     def _build(self) -> LabelIndex:
         if self._index is None:
-            seen: set[tuple[Term, str]] = set()
-            texts: list[str] = []
+            seen: set[tuple[str, str]] = set()
             for pred in _LABEL_NODES + _ALIAS_NODES:
                 for q in self._store.quads_for_pattern(None, pred, None, None):
-                    if isinstance(q.object, ox.Literal) and (q.subject, q.object.value) not in seen:
-                        seen.add((q.subject, q.object.value))
-                        self._terms.append(q.subject)
-                        texts.append(q.object.value)
-            self._index = LabelIndex(texts)
+                    if isinstance(q.object, ox.Literal) and not isinstance(q.subject, ox.Triple):
+                        k = (term_key(q.subject), q.object.value)
+                        if k not in seen:
+                            seen.add(k)
+                            self._keys.append(k[0])
+                            self._texts.append(k[1])
+            self._index = LabelIndex(self._texts)
         return self._index
 
-    def _dedupe(self, hits: list[Hit], limit: int) -> list[tuple[Term, Hit]]:
-        out: dict[Term, Hit] = {}
+    def _dedupe(self, hits: list[Hit], limit: int) -> list[KeyHit]:
+        out: dict[str, KeyHit] = {}
         for h in hits:
-            t = self._terms[h.index]
-            if t not in out or out[t].score < h.score:
-                out[t] = h
-        ranked = sorted(out.items(), key=lambda kv: -kv[1].score)
-        return ranked[:limit]
+            k = self._keys[h.index]
+            if k not in out or out[k].score < h.score:
+                out[k] = KeyHit(k, self._texts[h.index], h.score, h.match, h.mention)
+        return sorted(out.values(), key=lambda h: -h.score)[:limit]
 
-    def search(self, text: str, limit: int) -> list[tuple[Term, Hit]]:
+    def search(self, text: str, limit: int = 10) -> list[KeyHit]:
         return self._dedupe(self._build().search(text, limit * 2), limit)
 
-    def link(self, query: str, limit: int) -> list[tuple[Term, Hit]]:
+    def link(self, query: str, limit: int = 10) -> list[KeyHit]:
         return self._dedupe(self._build().link(query, limit * 2), limit)
 
 
@@ -323,9 +343,13 @@ class OxigraphKG(KnowledgeGraph):
             count=count,
         )
 
-    def _matches(self, found: list[tuple[Term, object]], mention: bool) -> list[EntityMatch]:
+    def _matches(self, found: Sequence[KeyHit], mention: bool) -> list[EntityMatch]:
         out = []
-        for term, h in found:
+        for h in found:
+            try:
+                term = key_term(h.key)
+            except ValueError:
+                continue
             eid = self.term_id(term)
             if eid is None:
                 continue

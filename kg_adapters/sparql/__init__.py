@@ -1,0 +1,143 @@
+"""SPARQL backends: Wikidata (the public query service or any mirror) and generic SPARQL 1.1 endpoints.
+
+``open_sparql_kg(name, "wikidata", None)`` talks to https://query.wikidata.org/sparql;
+``open_sparql_kg(name, "wikidata", url)`` to Wikidata-shaped data elsewhere (QLever, oxigraph, Blazegraph...);
+``open_sparql_kg(name, "sparql", url)`` to any RDF store. Options (keyword arguments, the per-KG TOML table)
+are documented on :class:`SparqlOptions` and in docs/sparql.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..base import Limits
+from ..errors import InvalidInput
+from .endpoint import SHARED_ENDPOINTS, EndpointRegistry, JsonEndpoint, Policy, user_agent
+from .escape import LANG_TAG, is_safe_iri, sparql_literal
+from .ids import IriIds
+from .kg import SparqlKG
+from .vocab import DEFAULT_ALIASES, DEFAULT_DESCRIPTIONS, DEFAULT_LABELS, GenericProfile, WikidataProfile
+
+WDQS = "https://query.wikidata.org/sparql"
+WIKIDATA_API = "https://www.wikidata.org/w/api.php"
+
+__all__ = [
+    "WDQS", "EndpointRegistry", "IriIds", "SparqlKG", "SparqlOptions", "is_safe_iri", "open_sparql_kg",
+    "sparql_literal",
+]
+
+
+class SparqlOptions(BaseModel):
+    """Every option ``open_sparql_kg`` accepts. Times are seconds."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    user_agent_contact: str = Field(
+        "contact not configured", max_length=200, description="Your e-mail or URL, sent in the User-Agent."
+    )
+    user_agent: str | None = Field(None, max_length=400, description="Replace the whole User-Agent header.")
+    timeout: float = Field(30.0, gt=0, le=600, description="Per request; must stay below 60 on the public WDQS.")
+    retries: int = Field(2, ge=0, le=10)
+    backoff: float = Field(0.5, ge=0, le=60)
+    max_retry_after: float = Field(20.0, ge=0, le=3600)
+    max_concurrent: int | None = Field(None, ge=1, le=64, description="Default 1 for the public WDQS, else 4.")
+    breaker_failures: int = Field(5, ge=0, le=1000)
+    breaker_cooldown: float = Field(30.0, ge=0, le=3600)
+    languages: list[str] = Field(default_factory=lambda: ["en", "mul"])
+    batch_size: int = Field(50, ge=1, le=50)
+    backward_scan: int = Field(20000, ge=1, le=10_000_000)
+    label_search: Literal["contains", "exact"] = "contains"
+    search_api: str | None = Field("auto", description="'auto', a wbsearchentities URL, or None/'none' for SPARQL.")
+    search_language: str | None = None
+    description: str = ""
+    prefixes: dict[str, str] = Field(default_factory=dict)
+    label_predicates: list[str] | None = None
+    description_predicates: list[str] | None = None
+    alias_predicates: list[str] | None = None
+    registry: EndpointRegistry | None = Field(None, description="Share limiters; default: process-wide.")
+    transport: httpx.AsyncBaseTransport | None = Field(None, description="httpx transport (tests, proxies).")
+
+
+_GENERIC_ONLY = ("prefixes", "label_predicates", "description_predicates", "alias_predicates")
+
+
+def open_sparql_kg(
+    name: str, kind: str, target: str | None, limits: Limits | None = None, **options
+) -> SparqlKG:
+    """Configure (but do not contact) a SPARQL-backed KG. Raises InvalidInput for bad options."""
+    if kind not in ("wikidata", "sparql"):
+        raise InvalidInput(f"SPARQL KG kind must be 'wikidata' or 'sparql', got {kind!r}")
+    try:
+        opts = SparqlOptions(**options)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
+        raise InvalidInput(f"KG {name!r}: invalid SPARQL option(s): {problems}") from None
+    url = target or (WDQS if kind == "wikidata" else None)
+    if url is None or not url.startswith(("http://", "https://")) or not is_safe_iri(url):
+        raise InvalidInput(f"KG {name!r}: a SPARQL endpoint must be an http(s) URL, got {target!r}")
+    public = url.rstrip("/") == WDQS
+    if public and opts.timeout >= 60:
+        raise InvalidInput(f"KG {name!r}: timeout must be below WDQS's 60 s limit")
+    if kind == "wikidata":
+        used = [k for k in _GENERIC_ONLY if getattr(opts, k)]
+        if used:
+            raise InvalidInput(f"KG {name!r}: {', '.join(used)} only apply to generic sparql: endpoints")
+        profile: WikidataProfile | GenericProfile = WikidataProfile(opts.languages)
+    else:
+        profile = GenericProfile(
+            opts.languages,
+            opts.prefixes,
+            opts.label_predicates if opts.label_predicates is not None else DEFAULT_LABELS,
+            opts.description_predicates if opts.description_predicates is not None else DEFAULT_DESCRIPTIONS,
+            opts.alias_predicates if opts.alias_predicates is not None else DEFAULT_ALIASES,
+        )
+    policy = Policy(
+        timeout=opts.timeout,
+        retries=opts.retries,
+        backoff=opts.backoff,
+        max_retry_after=opts.max_retry_after,
+        max_concurrent=opts.max_concurrent or (1 if public else 4),
+        breaker_failures=opts.breaker_failures,
+        breaker_cooldown=opts.breaker_cooldown,
+    )
+    registry = opts.registry or SHARED_ENDPOINTS
+    ua = opts.user_agent or user_agent(opts.user_agent_contact)
+    if any(ord(c) < 32 or ord(c) > 126 for c in ua):
+        raise InvalidInput(f"KG {name!r}: the User-Agent must be printable ASCII")
+    sparql = JsonEndpoint(
+        registry.guard(url, policy),
+        {"User-Agent": ua, "Accept": "application/sparql-results+json"},
+        opts.transport,
+    )
+    api_url = opts.search_api
+    if api_url in (None, "none", ""):
+        api_url = None
+    elif api_url == "auto":
+        api_url = WIKIDATA_API if public else None
+    elif kind != "wikidata":
+        raise InvalidInput(f"KG {name!r}: search_api (wbsearchentities) only applies to wikidata KGs")
+    elif not api_url.startswith(("http://", "https://")) or not is_safe_iri(api_url):
+        raise InvalidInput(f"KG {name!r}: search_api must be an http(s) URL, 'auto' or 'none'")
+    if opts.search_language is not None and not LANG_TAG.match(opts.search_language):
+        raise InvalidInput(f"KG {name!r}: search_language {opts.search_language!r} is not a language tag")
+    search_api = None
+    if api_url is not None:
+        api_policy = Policy(**{**policy.__dict__, "max_concurrent": opts.max_concurrent or 1})
+        search_api = JsonEndpoint(
+            registry.guard(api_url, api_policy), {"User-Agent": ua, "Accept": "application/json"}, opts.transport
+        )
+    return SparqlKG(
+        name,
+        profile,
+        sparql,
+        search_api=search_api,
+        search_language=opts.search_language or profile.langs[0],
+        limits=limits,
+        batch_size=opts.batch_size,
+        backward_scan=opts.backward_scan,
+        label_search=opts.label_search,
+        description=opts.description,
+    )

@@ -1,0 +1,254 @@
+"""Polite, fault-tolerant HTTP to one SPARQL endpoint (or the Wikidata API): shared per-endpoint limiter, 429
+``Retry-After`` handling, bounded retries with backoff, a total-time timeout and a small circuit breaker.
+
+httpx rather than SPARQLWrapper: SPARQLWrapper is blocking urllib, so every in-flight query would hold a thread
+that cannot be cancelled when our timeout fires (the endpoint slot would stay busy), it opens a new connection per
+query, and it folds most HTTP errors into its own exceptions without the response headers we need (``Retry-After``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import time
+import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+
+import httpx
+
+from ..errors import BackendError, BackendTimeout, CircuitOpen, RateLimited
+
+
+def user_agent(contact: str) -> str:
+    """Wikimedia's User-Agent policy: ``client/version (contact) library/version``."""
+    try:
+        version = metadata.version("tot-mcp")
+    except metadata.PackageNotFoundError:
+        version = "0.1"
+    return f"tot-mcp/{version} ({contact}) python-httpx/{httpx.__version__}"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How hard to try one endpoint. Times in seconds."""
+
+    timeout: float = 30.0  # total per request; below WDQS's 60 s server-side cap
+    retries: int = 2  # extra attempts after 5xx, timeouts, connection errors, broken JSON, 429
+    backoff: float = 0.5  # first retry delay, doubled each time
+    max_retry_after: float = 20.0  # a longer Retry-After is not slept through: RateLimited at once
+    max_concurrent: int = 1
+    breaker_failures: int = 5  # consecutive failed calls that open the circuit (0 disables it)
+    breaker_cooldown: float = 30.0  # how long it stays open before one probe is let through
+
+
+class EndpointGuard:
+    """Shared state of one endpoint URL: concurrency slots, the "not before" time set by a 429, the breaker.
+
+    Slots are asyncio semaphores, one per event loop (they cannot cross loops); the rest is plain data.
+    """
+
+    def __init__(self, url: str, policy: Policy, clock=time.monotonic) -> None:
+        self.url = url
+        self.policy = policy
+        self._clock = clock
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.not_before = 0.0
+        self.failures = 0
+        self.opened_at: float | None = None
+        self._probing = False
+
+    # -- concurrency and 429 back-off -------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def slot(self):
+        loop = asyncio.get_running_loop()
+        sem = self._slots.get(loop)
+        if sem is None:
+            sem = self._slots[loop] = asyncio.Semaphore(max(1, self.policy.max_concurrent))
+        async with sem:
+            delay = self.not_before - self._clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            yield
+
+    def defer(self, seconds: float) -> None:
+        self.not_before = max(self.not_before, self._clock() + seconds)
+
+    # -- circuit breaker -----------------------------------------------------------------------------------------
+    def enter(self) -> bool:
+        """Raise CircuitOpen while the circuit is open; return True if this call is the half-open probe."""
+        if self.opened_at is None:
+            return False
+        waited = self._clock() - self.opened_at
+        if waited < self.policy.breaker_cooldown or self._probing:
+            left = max(0.0, self.policy.breaker_cooldown - waited)
+            raise CircuitOpen(
+                f"{self.url}: {self.failures} consecutive failures; calls suspended"
+                + (f" for {left:.1f} s more" if left else " while a probe request is in flight")
+            )
+        self._probing = True
+        return True
+
+    def leave(self, probe: bool, ok: bool | None) -> None:
+        """``ok`` None means the outcome says nothing about the endpoint's health (e.g. cancelled, 429)."""
+        if probe:
+            self._probing = False
+        if ok is None:
+            return
+        if ok:
+            self.failures, self.opened_at = 0, None
+            return
+        self.failures += 1
+        if self.policy.breaker_failures and (probe or self.failures >= self.policy.breaker_failures):
+            self.opened_at = self._clock()
+
+
+class EndpointRegistry:
+    """One guard per endpoint URL, so every KG (and every concurrent call) using a URL shares its limits."""
+
+    def __init__(self) -> None:
+        self._guards: dict[str, EndpointGuard] = {}
+
+    def guard(self, url: str, policy: Policy) -> EndpointGuard:
+        g = self._guards.get(url)
+        if g is None:
+            g = self._guards[url] = EndpointGuard(url, policy)
+        return g
+
+
+# A remote service's limits apply to this whole process (it sees one client), so the default registry is
+# process-wide on purpose. Tests and embedders pass their own.
+SHARED_ENDPOINTS = EndpointRegistry()
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """``Retry-After`` is either delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+class _Retry(Exception):
+    """A failed attempt worth repeating. ``kind``: timeout | rate | error; ``wait``: the server's Retry-After."""
+
+    def __init__(self, what: str, kind: str = "error", wait: float | None = None) -> None:
+        super().__init__(what)
+        self.what, self.kind, self.wait = what, kind, wait
+
+
+class JsonEndpoint:
+    """GET/POST that returns parsed JSON, with the guard's limits, retries and breaker around every call."""
+
+    def __init__(
+        self, guard: EndpointGuard, headers: dict[str, str], transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.guard = guard
+        self.policy = guard.policy
+        self.attempts = 0  # total HTTP attempts made, for tests and diagnostics
+        self._headers = headers
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """One pooled client per event loop (an httpx client cannot outlive the loop it first ran on)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(headers=self._headers, transport=self._transport, follow_redirects=True)
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = self._loop = None
+
+    async def request(self, method: str, params: dict[str, str], *, form: bool = False) -> dict:
+        url, policy = self.guard.url, self.policy
+        probe = self.guard.enter()
+        ok: bool | None = None
+        last = _Retry("no attempt made")
+        try:
+            for attempt in range(policy.retries + 1):
+                try:
+                    async with self.guard.slot():
+                        self.attempts += 1
+                        result = await self._once(method, params, form)
+                    ok = True
+                    return result
+                except _Retry as r:
+                    last = r
+                    if attempt == policy.retries:
+                        break
+                    if r.kind == "rate" and r.wait is not None:
+                        self.guard.defer(r.wait)  # every caller of this endpoint waits, not just this one
+                    else:
+                        await asyncio.sleep(policy.backoff * (2**attempt))
+                except RateLimited:
+                    raise
+                except BackendError:
+                    ok = True  # the endpoint answered; it refused this request
+                    raise
+            tries = policy.retries + 1
+            if last.kind == "rate":
+                raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
+            ok = False
+            cls = BackendTimeout if last.kind == "timeout" else BackendError
+            raise cls(f"{url}: {last.what} (gave up after {tries} attempts)")
+        finally:
+            self.guard.leave(probe, ok)
+
+    async def _once(self, method: str, params: dict[str, str], form: bool) -> dict:
+        url, policy = self.guard.url, self.policy
+        try:
+            if form:
+                call = self.client.request(method, url, data=params, timeout=policy.timeout)
+            else:
+                call = self.client.request(method, url, params=params, timeout=policy.timeout)
+            resp = await asyncio.wait_for(call, policy.timeout)
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            raise _Retry(f"no answer within {policy.timeout:g} s", kind="timeout") from None
+        except httpx.TransportError as e:
+            raise _Retry(f"connection failed ({type(e).__name__}: {e})") from None
+        status = resp.status_code
+        if status == 429:
+            wait = retry_after_seconds(resp.headers.get("Retry-After"))
+            if wait is not None and wait > policy.max_retry_after:
+                raise RateLimited(
+                    f"{url}: rate limited (HTTP 429), asked to retry after {wait:.0f} s", retry_after=wait
+                )
+            raise _Retry(f"HTTP 429, Retry-After {resp.headers.get('Retry-After')!r}", kind="rate", wait=wait)
+        if status >= 500:
+            body = resp.text[:300]
+            if "TimeoutException" in body or "QueryTimeout" in body:
+                raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
+            raise _Retry(f"HTTP {status} {_snippet(body)}")
+        if status >= 400:
+            raise BackendError(f"{url}: HTTP {status} {_snippet(resp.text)}")
+        try:
+            data = json.loads(resp.content)
+        except (ValueError, UnicodeDecodeError):
+            raise _Retry(f"malformed or truncated JSON ({len(resp.content)} bytes)") from None
+        if not isinstance(data, dict):
+            raise _Retry("JSON answer is not an object")
+        return data
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return f"— {text[:200]}" if text else ""

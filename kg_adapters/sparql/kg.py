@@ -1,0 +1,520 @@
+"""A knowledge graph behind a SPARQL 1.1 endpoint: Wikidata (public WDQS or a mirror) or any RDF store.
+
+Every operation is one or a few bounded queries (batches of ≤ 50 IDs, LIMIT+1 paging with ORDER BY); labels of
+entities seen in results are cached so follow-up calls rarely need a label query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlencode
+
+from ..base import KnowledgeGraph, Limits
+from ..errors import BackendError, InvalidInput, NotFound
+from ..models import (
+    Direction,
+    Edge,
+    EdgePage,
+    Entity,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    Literal,
+    Qualifier,
+    Relation,
+    RelationList,
+)
+from ..text import bracketed_mentions, humanize, key, strip_brackets
+from . import queries
+from .endpoint import JsonEndpoint
+from .escape import clean_search_text, sparql_literal
+from .results import Row, Term, parse_select
+from .vocab import GenericProfile, WikidataProfile
+from .wbsearch import wbsearchentities
+
+XSD_ANYURI = "http://www.w3.org/2001/XMLSchema#anyURI"
+_GENID = "http://www.wikidata.org/.well-known/genid/"
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_STOP = frozenset(
+    "a an the of in on at to for by with from and or is are was were be been being what which who whom whose when "
+    "where how why did does do done that this these those it its as not no yes than then there their they he she "
+    "his her him i me my we our you your name named list give show tell many much".split()
+)
+_MAX_NGRAM = 6
+_MAX_GRAMS = 150
+_MAX_MENTIONS = 8
+_GET_LIMIT = 1800  # longer queries are POSTed
+
+
+def _chunks(items: Sequence, size: int) -> list[Sequence]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _variants(text: str) -> list[str]:
+    """Capitalisations worth an exact index lookup: as typed, lower, Title Case, first letter up, UPPER if short."""
+    out = [text, text.lower(), " ".join(w[:1].upper() + w[1:] for w in text.split(" ")), text[:1].upper() + text[1:]]
+    if len(text) <= 5:
+        out.append(text.upper())
+    return list(dict.fromkeys(out))
+
+
+class SparqlKG(KnowledgeGraph):
+    def __init__(
+        self,
+        name: str,
+        profile: WikidataProfile | GenericProfile,
+        sparql: JsonEndpoint,
+        *,
+        search_api: JsonEndpoint | None = None,
+        search_language: str = "en",
+        limits: Limits | None = None,
+        batch_size: int = 50,
+        backward_scan: int = 20000,
+        label_search: str = "contains",
+        description: str = "",
+        label_cache: int = 50000,
+    ) -> None:
+        super().__init__(name, limits)
+        self.profile = profile
+        self.backend = profile.kind
+        self.sparql = sparql
+        self.search_api = search_api
+        self.search_language = search_language
+        self.batch_size = batch_size
+        self.backward_scan = backward_scan
+        self.label_search = label_search
+        self.description = description
+        self._labels: OrderedDict[str, str] = OrderedDict()
+        self._label_cap = label_cache
+
+    @property
+    def endpoint(self) -> str:
+        return self.sparql.guard.url
+
+    # -- plumbing ---------------------------------------------------------------------------------------------
+    async def _select(self, query: str) -> list[Row]:
+        params = {"query": query}
+        form = len(urlencode(params)) > _GET_LIMIT
+        data = await self.sparql.request("POST" if form else "GET", params, form=form)
+        return parse_select(data, self.endpoint)
+
+    def _qid(self, local: str) -> str:
+        return f"{self.name}:{local}"
+
+    def _terms(self, entity_ids: list[str]) -> list[tuple[str, str]]:
+        """(local, SPARQL term) for each ID, all validated before any query is built."""
+        return [(local, self.profile.entity_term(local)) for local in self.local_ids(entity_ids)]
+
+    def _relation(self, relation_id: str) -> tuple[str, str]:
+        local = self.local_relation(relation_id)
+        if not self.profile.is_relation_local(local):
+            raise InvalidInput(f"{relation_id!r} is not a relation ID of this KG (expected e.g. {self.name}:P31)")
+        return local, self.profile.relation_term(local)
+
+    def _rank(self, term: Term, pred: Term | None, preds: Sequence[str]) -> tuple[int, int, str]:
+        langs = self.profile.langs
+        lang = term.lang or ""
+        li = langs.index(lang) if lang in langs else len(langs)
+        pi = preds.index(f"<{pred.value}>") if pred is not None and f"<{pred.value}>" in preds else 0
+        return (li, pi, term.value)
+
+    def _best(self, rows: Iterable[Row], var: str, pvar: str, preds: Sequence[str]) -> str | None:
+        found = [self._rank(r[var], r.get(pvar), preds) for r in rows if var in r and r[var].kind == "literal"]
+        return min(found)[2] if found else None
+
+    def _remember(self, local: str, label: str | None) -> str:
+        label = label or self.profile.fallback_label(local)
+        self._labels[local] = label
+        self._labels.move_to_end(local)
+        if len(self._labels) > self._label_cap:
+            self._labels.popitem(last=False)
+        return label
+
+    async def _ensure_labels(self, locals_: Iterable[str], as_relation: bool = False) -> None:
+        missing = [x for x in dict.fromkeys(locals_) if x not in self._labels]
+        node = self.profile.relation_node if as_relation else self.profile.entity_term
+        for batch in _chunks(missing, self.batch_size):
+            terms = {node(x): x for x in batch}
+            rows = await self._select(queries.labels(self.profile, list(terms)))
+            grouped: dict[str, list[Row]] = {}
+            for r in rows:
+                grouped.setdefault(r["e"].value, []).append(r)
+            for local in batch:
+                iri = self.profile.iri(local)
+                self._remember(local, self._best(grouped.get(iri, []), "l", "lp", self.profile.label_preds))
+
+    def _entity(self, local: str, description: str | None = None) -> Entity:
+        label = self._labels.get(local) or self.profile.fallback_label(local)
+        return Entity.model_construct(id=self._qid(local), label=label, description=description, kg=self.name)
+
+    def _relation_model(self, local: str, label: str, direction: Direction, count: int | None) -> Relation:
+        return Relation.model_construct(
+            id=self._qid(local), label=label, inverse_label=f"inverse of {label}", direction=direction, count=count
+        )
+
+    def _value(self, term: Term) -> tuple[str | None, Literal | None]:
+        """A result node as (entity local ID, None) or (None, literal value)."""
+        if term.kind == "bnode" or term.value.startswith(_GENID):
+            return None, Literal.model_construct(value="unknown value", datatype=None, lang=None)
+        if term.kind == "uri":
+            local = self.profile.entity_local(term)
+            if local is not None:
+                return local, None
+            return None, Literal.model_construct(value=term.value, datatype=XSD_ANYURI, lang=None)
+        return None, Literal.model_construct(value=term.value, datatype=term.datatype, lang=term.lang)
+
+    # -- relations --------------------------------------------------------------------------------------------
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        terms = [t for _, t in self._terms(entity_ids)]
+        counts: dict[tuple[str, Direction], int] = {}
+        labels: dict[str, str | None] = {}
+        sampled = False
+        for batch in _chunks(terms, self.batch_size):
+            rows = await self._select(queries.relations(self.profile, batch, self.backward_scan))
+            by_rel: dict[str, list[Row]] = {}
+            seen: set[tuple[str, str]] = set()
+            backward_total = 0
+            for r in rows:
+                local = self.profile.relation_local(r["r"].value) if "r" in r else None
+                if local is None or "dir" not in r or "n" not in r:
+                    continue
+                by_rel.setdefault(local, []).append(r)
+                if (local, r["dir"].value) in seen:  # label rows repeat the count
+                    continue
+                seen.add((local, r["dir"].value))
+                direction = Direction.forward if r["dir"].value == "f" else Direction.backward
+                n = int(r["n"].value)
+                counts[(local, direction)] = counts.get((local, direction), 0) + n
+                if direction is Direction.backward:
+                    backward_total += n
+            sampled |= backward_total > self.backward_scan
+            for local, rs in by_rel.items():
+                labels[local] = self._best(rs, "l", "lp", self.profile.label_preds)
+        rels = []
+        for (local, direction), n in counts.items():
+            label = self._remember(local, labels.get(local) or humanize(self.profile.fallback_label(local)))
+            count = None if sampled and direction is Direction.backward else n
+            rels.append(self._relation_model(local, label, direction, count))
+        rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
+        warnings = []
+        if sampled:
+            warnings.append(
+                f"some entities have more than {self.backward_scan} incoming edges: backward relations were found "
+                "in a sample of them and their counts are omitted"
+            )
+        if not rels:
+            warnings.append("no statements found for these entities")
+        cap = self.limits.max_relations
+        return RelationList.model_construct(
+            relations=rels[:cap], truncated=len(rels) > cap or sampled, partial=False, warnings=warnings
+        )
+
+    # -- edges ------------------------------------------------------------------------------------------------
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        sources = self._terms(entity_ids)
+        rel_local, rel_term = self._relation(relation_id)
+        try:
+            direction = Direction(direction)
+        except ValueError:
+            raise InvalidInput(f"direction must be 'forward' or 'backward', got {direction!r}") from None
+        limit = self.limits.clamp(limit, self.limits.max_edges)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidInput("offset must be an integer ≥ 0")
+        forward = direction is Direction.forward
+        statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
+        batches = _chunks([t for _, t in sources], self.batch_size)
+        grouped: list[tuple[str, Term, list[Row]]] = []
+        skip, room, truncated = offset, limit, False
+        for i, batch in enumerate(batches):
+            if room == 0:
+                truncated = True
+                break
+            if skip and len(batches) > 1:
+                rows = await self._select(queries.count_edges(self.profile, batch, rel_term, forward))
+                n = int(rows[0]["n"].value) if rows and "n" in rows[0] else 0
+                if n <= skip:
+                    skip -= n
+                    continue
+            rows = await self._select(queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement))
+            page = self._group_edges(rows)
+            skip = 0
+            if len(page) > room:
+                grouped.extend(page[:room])
+                truncated = True
+                break
+            grouped.extend(page)
+            room -= len(page)
+            if room == 0 and i + 1 < len(batches):
+                truncated = True  # later batches may hold more (the next page can then be empty)
+        return await self._edge_page(grouped, rel_local, direction, truncated, offset)
+
+    def _group_edges(self, rows: list[Row]) -> list[tuple[str, Term, list[Row]]]:
+        """Rows (one per label × qualifier) → one entry per (source, target), in the query's order."""
+        out: dict[tuple, tuple[str, Term, list[Row]]] = {}
+        for r in rows:
+            if "src" not in r or "tgt" not in r:
+                continue
+            src = self.profile.entity_local(r["src"])
+            if src is None:
+                continue
+            t = r["tgt"]
+            k = (src, t.kind, t.value, t.lang, t.datatype)
+            if k not in out:
+                out[k] = (src, t, [])
+            out[k][2].append(r)
+        return list(out.values())
+
+    async def _edge_page(
+        self, grouped: list[tuple[str, Term, list[Row]]], rel_local: str, direction: Direction, truncated: bool,
+        offset: int,
+    ) -> EdgePage:
+        rel_id = self._qid(rel_local)
+        need_labels: list[str] = []
+        qual_props: list[str] = []
+        for src, t, rows in grouped:
+            need_labels.append(src)
+            local, _ = self._value(t)
+            if local is not None:
+                self._remember(local, self._best(rows, "l", "lp", self.profile.label_preds))
+            for r in rows:
+                if "qp" in r and "qv" in r:
+                    qp = self.profile.relation_local(r["qp"].value)
+                    if qp is not None:
+                        qual_props.append(qp)
+                    qlocal, _ = self._value(r["qv"])
+                    if qlocal is not None:
+                        need_labels.append(qlocal)
+        await self._ensure_labels(need_labels)
+        await self._ensure_labels(qual_props, as_relation=True)
+        edges: list[Edge] = []
+        entities: dict[str, Entity] = {}
+        for src, t, rows in grouped:
+            entities.setdefault(self._qid(src), self._entity(src))
+            local, value = self._value(t)
+            if local is not None:
+                entities.setdefault(self._qid(local), self._entity(local))
+            edges.append(
+                Edge.model_construct(
+                    source=self._qid(src),
+                    relation=rel_id,
+                    direction=direction,
+                    target=self._qid(local) if local is not None else None,
+                    value=value,
+                    qualifiers=self._qualifiers(rows, entities),
+                )
+            )
+        return EdgePage.model_construct(
+            edges=edges,
+            entities=entities,
+            truncated=truncated,
+            next_offset=offset + len(edges) if truncated else None,
+            partial=False,
+            warnings=[],
+        )
+
+    def _qualifiers(self, rows: list[Row], entities: dict[str, Entity]) -> list[Qualifier]:
+        out: dict[tuple, Qualifier] = {}
+        for r in rows:
+            if "qp" not in r or "qv" not in r:
+                continue
+            qp = self.profile.relation_local(r["qp"].value)
+            if qp is None:
+                continue
+            local, value = self._value(r["qv"])
+            k = (qp, local, value.value if value else None, value.datatype if value else None)
+            if k in out:
+                continue
+            if local is not None:
+                entities.setdefault(self._qid(local), self._entity(local))
+            label = self._labels.get(qp) or qp
+            out[k] = Qualifier.model_construct(
+                relation=self._relation_model(qp, label, Direction.forward, None),
+                target=self._qid(local) if local is not None else None,
+                value=value,
+            )
+        return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
+
+    # -- search and linking -----------------------------------------------------------------------------------
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        text = clean_search_text(self.limits.check_query(text))
+        if not text:
+            raise InvalidInput("search text is empty once control characters are removed")
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        if self.search_api is not None:
+            hits = await wbsearchentities(self.search_api, text, self.search_language, limit)
+            out = []
+            for h in hits:
+                self._remember(h.qid, h.label)
+                ent = Entity.model_construct(id=self._qid(h.qid), label=h.label, description=h.description, kg=self.name)
+                out.append(EntityMatch.model_construct(entity=ent, score=h.score, match=h.match, mention=None))
+            out.sort(key=lambda m: -m.score)  # stable: keeps the API's ranking among equal scores
+            return out[:limit]
+        literals = [sparql_literal(v, lang or None) for v in _variants(text) for lang in self.profile.langs]
+        rows = await self._select(queries.find_labels(self.profile, literals, max(4 * limit, 50)))
+        matches = self._matches(rows, {key(text): text})
+        if len(matches) < limit and self.label_search == "contains":
+            needle = sparql_literal(text.lower())
+            rows = await self._select(queries.contains_labels(self.profile, needle, max(4 * limit, 50)))
+            for m in self._matches(rows, {key(text): text}, contains=text):
+                if all(m.entity.id != x.entity.id for x in matches):
+                    matches.append(m)
+        return matches[:limit]
+
+    def _matches(self, rows: list[Row], wanted: dict[str, str], contains: str | None = None) -> list[EntityMatch]:
+        """Group label-search rows per entity and score them (label > alias, exact case > casefold)."""
+        p = self.profile
+        per: dict[str, list[Row]] = {}
+        for r in rows:
+            local = p.entity_local(r["e"]) if "e" in r else None
+            if local is not None and p.is_entity_local(local):
+                per.setdefault(local, []).append(r)
+        scored = []
+        for local, rs in per.items():
+            label = self._remember(local, self._best(rs, "l", "lp", p.label_preds))
+            desc = self._best(rs, "d", "dp", p.desc_preds)
+            sitelinks = max((int(r["sl"].value) for r in rs if "sl" in r and r["sl"].value.isdigit()), default=0)
+            best, how = 0.0, "contains"
+            for r in rs:
+                ml = r.get("ml")
+                if ml is None:
+                    continue
+                alias = f"<{r['mp'].value}>" not in p.label_preds if "mp" in r else False
+                k = key(ml.value)
+                if k in wanted:
+                    s, h = (1.0, "exact") if ml.value == wanted[k] else (0.95, "casefold")
+                    if alias:
+                        s, h = s - 0.1, "alias"
+                elif contains is not None:
+                    s, h = 0.5 + 0.4 * min(1.0, len(contains) / max(1, len(ml.value))), "contains"
+                    if alias:
+                        s -= 0.1
+                else:
+                    continue
+                if s > best:
+                    best, how = s, h
+            if best > 0:
+                ent = Entity.model_construct(id=self._qid(local), label=label, description=desc, kg=self.name)
+                scored.append((best, sitelinks, ent, how))
+        scored.sort(key=lambda x: (-x[0], -x[1], len(x[2].label), x[2].id))
+        return [EntityMatch.model_construct(entity=e, score=round(s, 4), match=h, mention=None) for s, _, e, h in scored]
+
+    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        query = self.limits.check_query(query)
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        mentions = bracketed_mentions(query)[:_MAX_MENTIONS]
+        if mentions:
+            best: dict[str, EntityMatch] = {}
+            for m in mentions:
+                if not clean_search_text(m):
+                    continue
+                for h in await self.search_entities(m, limit):
+                    if h.entity.id not in best or best[h.entity.id].score < h.score:
+                        best[h.entity.id] = h.model_copy(update={"mention": m})
+            return sorted(best.values(), key=lambda h: -h.score)[:limit]
+        return await self._link_ngrams(clean_search_text(strip_brackets(query)), limit)
+
+    async def _link_ngrams(self, query: str, limit: int) -> list[EntityMatch]:
+        """One exact-label lookup for every candidate n-gram of the query, then the longest non-overlapping
+        spans win (as in :mod:`kg_adapters.label_index`)."""
+        toks = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(query)]
+        grams: dict[str, tuple[int, int, str]] = {}
+        for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
+            for s in range(0, len(toks) - n + 1):
+                span = toks[s : s + n]
+                words = [t[2].casefold() for t in span]
+                if not span[0][2][0].isalnum() or not span[-1][2][0].isalnum() or all(w in _STOP for w in words):
+                    continue
+                text = query[span[0][0] : span[-1][1]]
+                grams.setdefault(key(text), (s, s + n, text))
+                if len(grams) >= _MAX_GRAMS:
+                    break
+            if len(grams) >= _MAX_GRAMS:
+                break
+        if not grams:
+            return []
+        literals = list(
+            dict.fromkeys(
+                sparql_literal(v, lang or None)
+                for _, _, text in grams.values()
+                for v in _variants(text)
+                for lang in self.profile.langs
+            )
+        )
+        rows = await self._select(queries.find_labels(self.profile, literals, 500))
+        by_gram: dict[str, list[Row]] = {}
+        for r in rows:
+            if "ml" in r:
+                by_gram.setdefault(key(r["ml"].value), []).append(r)
+        spans = sorted(
+            ((grams[k], rs) for k, rs in by_gram.items() if k in grams), key=lambda x: (x[0][0] - x[0][1], x[0][0])
+        )
+        taken = [False] * len(toks)
+        out: dict[str, EntityMatch] = {}
+        for (start, end, text), rs in spans:
+            if any(taken[start:end]):
+                continue
+            taken[start:end] = [True] * (end - start)
+            coverage = (end - start) / max(1, len(toks))
+            for m in self._matches(rs, {key(text): text})[:limit]:
+                score = round(m.score * (0.5 + 0.5 * min(1.0, 4 * coverage)), 4)
+                if m.entity.id not in out or out[m.entity.id].score < score:
+                    out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
+        if not out:
+            return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in await self._fallback(query, limit)]
+        return sorted(out.values(), key=lambda m: -m.score)[:limit]
+
+    async def _fallback(self, query: str, limit: int) -> list[EntityMatch]:
+        words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
+        return await self.search_entities(" ".join(words), limit) if words else []
+
+    # -- description and info ---------------------------------------------------------------------------------
+    async def describe_entity(self, entity_id: str) -> EntityDescription:
+        ((local, term),) = self._terms([entity_id])
+        p = self.profile
+        rows = await self._select(queries.describe(p, term))
+        label = self._best(rows, "l", "lp", p.label_preds)
+        desc = self._best(rows, "d", "dp", p.desc_preds)
+        aliases = sorted({r["a"].value for r in rows if "a" in r} - {label})
+        rels = await self.get_relations([entity_id])
+        if label is None and not rels.relations:
+            data = await self.sparql.request("GET", {"query": queries.exists(p, term)})
+            if not data.get("boolean"):
+                raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self.endpoint})")
+        self._remember(local, label)
+        return EntityDescription(
+            entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local)
+        )
+
+    async def info(self) -> KGInfo:
+        sample: list[Relation] = []
+        note = ""
+        try:
+            rows = await self._select(queries.relation_sample(self.profile, 20))
+            grouped: dict[str, list[Row]] = {}
+            for r in rows:
+                local = self.profile.relation_local(r["r"].value) if "r" in r else None
+                if local is not None:
+                    grouped.setdefault(local, []).append(r)
+            for local, rs in grouped.items():
+                label = self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds))
+                n = next((int(r["n"].value) for r in rs if "n" in r), None)
+                sample.append(self._relation_model(local, label, Direction.forward, n))
+        except BackendError as e:
+            note = f" (endpoint not answering: {e})"
+        what = "Wikidata" if self.backend == "wikidata" else "RDF"
+        desc = self.description or f"{what} via the SPARQL endpoint {self.endpoint}"
+        return KGInfo(name=self.name, backend=self.backend, description=desc + note, relation_sample=sample)
+
+    async def aclose(self) -> None:
+        await self.sparql.aclose()
+        if self.search_api is not None:
+            await self.search_api.aclose()

@@ -1,0 +1,129 @@
+"""SPARQL text for each operation. Inputs are terms rendered by a profile (validated IDs, escaped literals) and
+ints; no function here sees raw caller text. Labels come from plain triples filtered by language (never the
+``wikibase:label`` SERVICE), so the same queries run on WDQS, QLever, oxigraph, Blazegraph, Virtuoso, Fuseki.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .vocab import GenericProfile, WikidataProfile, lang_filter
+
+Profile = WikidataProfile | GenericProfile
+
+
+def _values(var: str, terms: Sequence[str]) -> str:
+    return f"VALUES {var} {{ {' '.join(terms)} }}"
+
+
+def _labels(p: Profile, var: str, out: str = "?l", pred: str = "?lp", preds: Sequence[str] | None = None) -> str:
+    preds = preds or p.label_preds
+    return f"OPTIONAL {{ {var} {pred} {out} . {_values(pred, preds)} {lang_filter(out, p.langs)} }}"
+
+
+def _int(n: int) -> int:
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"expected a non-negative int, got {n!r}")
+    return n
+
+
+def labels(p: Profile, entities: Sequence[str], descriptions: bool = False) -> str:
+    desc = _labels(p, "?e", "?d", "?dp", p.desc_preds) if descriptions and p.desc_preds else ""
+    return f"""{p.prefixes}SELECT ?e ?l ?lp ?d ?dp WHERE {{
+  {_values("?e", entities)}
+  {_labels(p, "?e")}
+  {desc}
+}}"""
+
+
+def describe(p: Profile, entity: str) -> str:
+    desc = _labels(p, entity, "?d", "?dp", p.desc_preds) if p.desc_preds else ""
+    alias = _labels(p, entity, "?a", "?ap", p.alias_preds) if p.alias_preds else ""
+    return f"""{p.prefixes}SELECT ?l ?lp ?d ?dp ?a WHERE {{
+  {_labels(p, entity)}
+  {desc}
+  {alias}
+}}"""
+
+
+def exists(p: Profile, entity: str) -> str:
+    return f"{p.prefixes}ASK {{ {{ {entity} ?p ?o }} UNION {{ ?s ?p {entity} }} }}"
+
+
+def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
+    """Relation types with edge counts; backward edges are counted over a bounded sample (hubs like Q5 have
+    millions of incoming edges), so callers compare the backward total with ``backward_scan`` to detect it."""
+    vals = _values("?e", entities)
+    return f"""{p.prefixes}SELECT ?r ?dir ?n ?l ?lp WHERE {{
+  {{ SELECT ?r ?dir (COUNT(*) AS ?n) WHERE {{
+      {{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}
+      UNION
+      {{ SELECT ?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} LIMIT {_int(backward_scan) + 1} }}
+      {p.relation_join}
+  }} GROUP BY ?r ?dir }}
+  {_labels(p, "?r")}
+}}"""
+
+
+def edges(
+    p: Profile,
+    sources: Sequence[str],
+    relation: str,
+    forward: bool,
+    limit: int,
+    offset: int,
+    statement: tuple[str, str] | None = None,
+) -> str:
+    """One page of ``?src relation ?tgt`` (or reversed), ordered for stable paging, with target labels and —
+    for Wikidata — the qualifiers of the matching non-deprecated statements."""
+    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    quals = ""
+    if statement is not None:
+        claim, stmt = statement
+        subj, obj = ("?src", "?tgt") if forward else ("?tgt", "?src")
+        quals = (
+            f"OPTIONAL {{ {subj} {claim} ?st . ?st {stmt} {obj} ; wikibase:rank ?rank . "
+            f"FILTER(?rank != wikibase:DeprecatedRank) ?st ?pqp ?qv . ?qp wikibase:qualifier ?pqp . }}"
+        )
+    return f"""{p.prefixes}SELECT ?src ?tgt ?qp ?qv ?l ?lp WHERE {{
+  {{ SELECT ?src ?tgt WHERE {{ {_values("?src", sources)} {triple} }} ORDER BY ?src ?tgt LIMIT {_int(limit)} OFFSET {_int(offset)} }}
+  {quals}
+  {_labels(p, "?tgt")}
+}} ORDER BY ?src ?tgt"""
+
+
+def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:
+    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {_values('?src', sources)} {triple} }}"
+
+
+def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:
+    """Entities whose label or alias is exactly one of ``literals`` (index lookups, fast on any store)."""
+    preds = [*p.label_preds, *p.alias_preds]
+    return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
+  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . {_values("?mp", preds)} {p.entity_filter} }} LIMIT {_int(limit)} }}
+  {_labels(p, "?e")}
+  {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
+  {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}
+}}"""
+
+
+def contains_labels(p: Profile, needle: str, limit: int) -> str:
+    """Bounded substring fallback: case-insensitive CONTAINS over labels/aliases in the configured languages.
+    ``needle`` is an escaped, lower-cased literal."""
+    preds = [*p.label_preds, *p.alias_preds]
+    return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
+  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values("?mp", preds)} {lang_filter("?ml", p.langs)}
+      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT {_int(limit)} }}
+  {_labels(p, "?e")}
+  {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
+  {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}
+}}"""
+
+
+def relation_sample(p: Profile, limit: int) -> str:
+    if p.kind == "wikidata":
+        inner = f"SELECT ?r WHERE {{ ?r wikibase:directClaim ?pd }} ORDER BY ?r LIMIT {_int(limit)}"
+        return f"{p.prefixes}SELECT ?r ?l ?lp WHERE {{ {{ {inner} }} {_labels(p, '?r')} }}"
+    inner = f"SELECT ?r (COUNT(*) AS ?n) WHERE {{ {{ SELECT ?r WHERE {{ ?s ?r ?o }} LIMIT 10000 }} }} GROUP BY ?r"
+    return f"SELECT ?r ?n ?l ?lp WHERE {{ {{ {inner} ORDER BY DESC(?n) ?r LIMIT {_int(limit)} }} {_labels(p, '?r')} }}"

@@ -1,0 +1,173 @@
+"""The two vocabularies a SPARQL KG can speak: Wikidata's (items, truthy ``wdt:`` claims, statements with
+qualifiers) and a generic RDF one (any predicate is a relation, labels from configurable predicates).
+
+A profile turns validated local IDs into SPARQL terms and result IRIs back into local IDs; nothing else in the
+package writes an entity or relation into a query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from urllib.parse import unquote
+
+from ..errors import InvalidInput
+from .escape import LANG_TAG, iri_ref, is_safe_iri, sparql_literal
+from .ids import PID, QID, WD, IriIds, wikidata_entity, wikidata_local, wikidata_property
+from .results import Term
+
+WDT = "http://www.wikidata.org/prop/direct/"
+WIKIDATA_PREFIXES = """PREFIX wd: <http://www.wikidata.org/entity/>
+PREFIX wdt: <http://www.wikidata.org/prop/direct/>
+PREFIX p: <http://www.wikidata.org/prop/>
+PREFIX ps: <http://www.wikidata.org/prop/statement/>
+PREFIX pq: <http://www.wikidata.org/prop/qualifier/>
+PREFIX wikibase: <http://wikiba.se/ontology#>
+PREFIX schema: <http://schema.org/>
+PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
+"""
+
+DEFAULT_PREFIXES = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "skos": "http://www.w3.org/2004/02/skos/core#",
+    "schema": "http://schema.org/",
+    "foaf": "http://xmlns.com/foaf/0.1/",
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "dcterms": "http://purl.org/dc/terms/",
+    "wd": "http://www.wikidata.org/entity/",
+    "wdt": "http://www.wikidata.org/prop/direct/",
+    "dbr": "http://dbpedia.org/resource/",
+    "dbo": "http://dbpedia.org/ontology/",
+}
+DEFAULT_LABELS = ("rdfs:label", "skos:prefLabel", "schema:name")
+DEFAULT_DESCRIPTIONS = ("rdfs:comment", "schema:description")
+DEFAULT_ALIASES = ("skos:altLabel",)
+_CURIE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):([A-Za-z0-9_.~-]+)$")
+
+
+def check_languages(langs: Sequence[str]) -> list[str]:
+    out = [lang for lang in langs]
+    if not out:
+        raise InvalidInput("languages: give at least one language code, e.g. ['en', 'mul']")
+    for lang in out:
+        if not isinstance(lang, str) or not LANG_TAG.match(lang):
+            raise InvalidInput(f"languages: {lang!r} is not a language tag")
+    return out
+
+
+def lang_filter(var: str, langs: Sequence[str]) -> str:
+    """``FILTER(LANG(?l) IN ("en", "mul"))`` — ``""`` stands for untagged strings."""
+    return f"FILTER(LANG({var}) IN ({', '.join(sparql_literal(x) for x in langs)}))"
+
+
+class WikidataProfile:
+    kind = "wikidata"
+    qualifiers = True
+    prefixes = WIKIDATA_PREFIXES
+    label_preds = ("<http://www.w3.org/2000/01/rdf-schema#label>",)
+    desc_preds = ("<http://schema.org/description>",)
+    alias_preds = ("<http://www.w3.org/2004/02/skos/core#altLabel>",)
+    entity_filter = 'FILTER(STRSTARTS(STR(?e), "http://www.wikidata.org/entity/Q"))'
+    # Relations are the properties with a direct (truthy) claim predicate; ?pd is that predicate.
+    relation_join = "?r wikibase:directClaim ?pd ."
+    backward_filter = 'FILTER(STRSTARTS(STR(?pd), "http://www.wikidata.org/prop/direct/"))'
+
+    def __init__(self, languages: Sequence[str]) -> None:
+        self.langs = check_languages(languages)
+
+    def entity_term(self, local: str) -> str:
+        return f"wd:{wikidata_entity(local)}"
+
+    def relation_term(self, local: str) -> str:
+        return f"wdt:{wikidata_property(local)}"
+
+    def statement_terms(self, local: str) -> tuple[str, str]:
+        pid = wikidata_property(local)
+        return f"p:{pid}", f"ps:{pid}"
+
+    def relation_node(self, local: str) -> str:
+        """The node that carries the relation's label."""
+        return f"wd:{wikidata_property(local)}"
+
+    def entity_local(self, term: Term) -> str | None:
+        return wikidata_local(term.value) if term.kind == "uri" else None
+
+    def relation_local(self, iri: str) -> str | None:
+        return wikidata_local(iri, PID) or wikidata_local(iri, PID, WDT)
+
+    def iri(self, local: str) -> str:
+        return WD + local
+
+    def fallback_label(self, local: str) -> str:
+        return local
+
+    def is_relation_local(self, local: str) -> bool:
+        return bool(PID.match(local))
+
+    def is_entity_local(self, local: str) -> bool:
+        return bool(QID.match(local))
+
+
+class GenericProfile:
+    kind = "sparql"
+    qualifiers = False
+    entity_filter = "FILTER(isIRI(?e))"
+    relation_join = "BIND(?pd AS ?r)"
+    backward_filter = ""
+
+    def __init__(
+        self,
+        languages: Sequence[str],
+        prefixes: Mapping[str, str] | None = None,
+        label_predicates: Sequence[str] = DEFAULT_LABELS,
+        description_predicates: Sequence[str] = DEFAULT_DESCRIPTIONS,
+        alias_predicates: Sequence[str] = DEFAULT_ALIASES,
+    ) -> None:
+        self.langs = [*check_languages(languages), ""]
+        self.ids = IriIds({**DEFAULT_PREFIXES, **(prefixes or {})})
+        self.prefixes = ""
+        self.label_preds = tuple(self._predicate(p, "label_predicates") for p in label_predicates)
+        self.desc_preds = tuple(self._predicate(p, "description_predicates") for p in description_predicates)
+        self.alias_preds = tuple(self._predicate(p, "alias_predicates") for p in alias_predicates)
+        if not self.label_preds:
+            raise InvalidInput("label_predicates: give at least one predicate")
+
+    def _predicate(self, name: str, option: str) -> str:
+        m = _CURIE.match(name) if isinstance(name, str) else None
+        if m and m.group(1) in self.ids.prefixes:
+            return iri_ref(self.ids.prefixes[m.group(1)] + m.group(2))
+        if isinstance(name, str) and is_safe_iri(name):
+            return iri_ref(name)
+        raise InvalidInput(f"{option}: {name!r} is neither a full IRI nor prefix:name with a known prefix")
+
+    def entity_term(self, local: str) -> str:
+        return iri_ref(self.ids.decode(local))
+
+    relation_term = entity_term
+    relation_node = entity_term
+
+    def entity_local(self, term: Term) -> str | None:
+        if term.kind != "uri" or not is_safe_iri(term.value):
+            return None
+        local = self.ids.encode(term.value)
+        return local if len(local) <= 512 else None
+
+    def relation_local(self, iri: str) -> str | None:
+        return self.entity_local(Term("uri", iri))
+
+    def iri(self, local: str) -> str:
+        return self.ids.decode(local)
+
+    def fallback_label(self, local: str) -> str:
+        iri = self.ids.decode(local)
+        tail = re.split(r"[/#:]", iri.rstrip("/#"))[-1]
+        return unquote(tail).replace("_", " ") or iri
+
+    def is_relation_local(self, local: str) -> bool:
+        return True
+
+    is_entity_local = is_relation_local

@@ -676,6 +676,6 @@ def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **o
         store = ox.Store.read_only(str(path)) if opts.pop("read_only", True) else ox.Store(str(path))
     except OSError as e:
         raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
-    from .fts_index import FtsLabelSearch  # the on-disk label index `tot-mcp load` builds beside the store
+    from .fts_index import FtsLabelIndex  # the on-disk label index `tot-mcp load` builds beside the store
 
-    return OxigraphKG(name, store, limits=limits, label_search=FtsLabelSearch.for_store(path), **opts)
+    return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path), **opts)

@@ -315,7 +315,12 @@ class BulkLoader:
                     else:
                         data = b"".join(batch)
                     try:
-                        store.bulk_load(input=data, format=fmt)
+                        if conv is not None:  # only IRIs and plain literals: the fastest path
+                            store.bulk_load(input=data, format=fmt)
+                        else:
+                            # keep blank-node labels as written (bulk_load would rename them per call): a node
+                            # split across chunks stays one node, and a replayed chunk adds nothing
+                            store.bulk_extend(ox.parse(input=data, format=fmt, rename_blank_nodes=False))
                     except SyntaxError as e:
                         raise InvalidInput(
                             f"{path}: could not parse lines {prog.lines + 1:,}-{prog.lines + len(batch):,}: "

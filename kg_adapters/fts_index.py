@@ -98,6 +98,16 @@ class FtsLabelIndex:
         return cls(conn, path)
 
     @classmethod
+    def for_store(cls, store_dir: str | Path) -> "FtsLabelIndex | None":
+        """The index ``tot-mcp load`` built beside ``store_dir``, or None (the store then searches in memory).
+
+        Hits have the ``key``/``label``/``score``/``match``/``mention`` shape that
+        :class:`~kg_adapters.oxigraph_store.OxigraphKG`'s ``label_search`` seam expects (keys are IRIs, ``_:id``
+        for blank nodes)."""
+        path = label_index_path(store_dir)
+        return cls.open(path) if path.is_file() else None
+
+    @classmethod
     def open(cls, path: str | Path) -> "FtsLabelIndex":
         """Open an existing index read-only; a clear error if it is missing or not an index."""
         path = Path(path)
@@ -273,40 +283,3 @@ class FtsLabelIndex:
             return [FtsHit(h.key, h.label, round(h.score * 0.8, 4), h.match) for h in self.search(query, limit)]
         return sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
 
-
-class FtsLabelSearch:
-    """:class:`FtsLabelIndex` behind the ``LabelSearch`` seam of
-    :class:`~kg_adapters.oxigraph_store.OxigraphKG`: keys are IRIs (``_:`` + id for blank nodes)."""
-
-    def __init__(self, index: FtsLabelIndex) -> None:
-        self.index = index
-
-    @classmethod
-    def for_store(cls, store_dir: str | Path) -> "FtsLabelSearch | None":
-        """The index beside ``store_dir`` if one was built, else None (the caller falls back to memory)."""
-        path = label_index_path(store_dir)
-        return cls(FtsLabelIndex.open(path)) if path.is_file() else None
-
-    @staticmethod
-    def _term(k: str):
-        import pyoxigraph as ox
-
-        return ox.BlankNode(k[2:]) if k.startswith("_:") else ox.NamedNode(k)
-
-    def _convert(self, hits: list[FtsHit]) -> list:
-        from .label_index import Hit
-
-        out = []
-        for h in hits:
-            try:
-                term = self._term(h.key)
-            except ValueError:  # not a valid IRI: cannot be addressed in the store
-                continue
-            out.append((term, Hit(-1, h.score, h.match, h.mention)))
-        return out
-
-    def search(self, text: str, limit: int) -> list:
-        return self._convert(self.index.search(text, limit))
-
-    def link(self, query: str, limit: int) -> list:
-        return self._convert(self.index.link(query, limit))

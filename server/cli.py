@@ -30,7 +30,7 @@ TOKEN_ENV = "TOT_MCP_TOKEN"
 
 # Subcommands dispatched on argv[1] before option parsing: name -> "module:function" taking argv[2:] and returning
 # an exit code. Add `"load": "kg_adapters.load_cli:main"` (or wherever it lives) when that command lands.
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {"load": "kg_adapters.bulk_load:main"}  # tot-mcp load FILES --into STORE
 
 LIMIT_FLAGS = {  # flag -> (Limits field, help)
     "--max-ids": ("max_ids", "entity IDs per call"),

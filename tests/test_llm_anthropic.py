@@ -18,7 +18,8 @@ class FakeAnthropic(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802 - http.server API
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        FakeAnthropic.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        FakeAnthropic.requests.append({"path": self.path, "headers": headers, "body": body})
         if FakeAnthropic.status != 200:
             payload = {"type": "error", "error": {"type": "overloaded_error", "message": "try later"}}
         else:
@@ -56,7 +57,8 @@ async def test_completion_sends_a_messages_request_and_counts_tokens(fake_api):
     text = await llm.complete("hello", system="be brief", max_tokens=20, temperature=0.3, stop=["\n\n"])
     assert text == "EXPAND_KG"
     req = FakeAnthropic.requests[0]
-    assert req["path"] == "/v1/messages" and {k.lower(): v for k, v in req["headers"].items()}["x-api-key"] == "sk-test"
+    assert req["path"] == "/v1/messages"
+    assert req["headers"].get("x-api-key") == "sk-test" or req["headers"].get("authorization") == "Bearer sk-test"
     assert req["body"] == {
         "model": "claude-test", "max_tokens": 20, "system": "be brief",
         "messages": [{"role": "user", "content": "hello"}], "stop_sequences": ["\n\n"],

@@ -131,9 +131,10 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             languages=languages,
         )
     store_dir = Path(store).expanduser() if store is not None else default_store_dir(path)
-    if store_dir.is_dir():
-        try:
-            existing = ox.Store(str(store_dir))
+    st = None
+    if store_dir.is_dir() and any(store_dir.iterdir()):
+        try:  # read-only first: a store already loaded can then be shared by several servers
+            existing = ox.Store.read_only(str(store_dir))
         except OSError as e:
             raise InvalidInput(f"--kg {name}: cannot open store {store_dir}: {e}") from None
         meta = read_meta(existing)
@@ -146,9 +147,7 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             )
         if next(iter(existing), None) is not None:
             raise InvalidInput(f"--kg {name}: store {store_dir} already holds other data; choose an empty directory")
-        st = existing
-    else:
-        store_dir.parent.mkdir(parents=True, exist_ok=True)
-        st = None
+        del existing
+    store_dir.parent.mkdir(parents=True, exist_ok=True)
     st = load_into_store(path, store_dir, format=fmt, description=description, store=st)
     return OxigraphKG(name, st, limits=limits, languages=languages)

@@ -375,19 +375,30 @@ class OxigraphKG(KnowledgeGraph):
         return self._matches(self.labels.search(text, limit), mention=False)
 
     def _count_query(self, terms: list[Term], direction: Direction) -> dict[str, int]:
-        var, other = ("s", "o") if direction is Direction.forward else ("o", "s")
-        values = " ".join(str(t) for t in terms if direction is Direction.backward or not isinstance(t, ox.Literal))
-        if not values:
-            return {}
-        q = (
-            f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} WHERE {{ "
-            f"VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?p"
-        )
-        try:
-            rows = self.store.query(q, use_default_graph_as_union=True)
-            counts = {row["p"].value: int(row["n"].value) for row in rows}
-        except (OSError, RuntimeError) as e:
-            raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
+        """Distinct edges per predicate from (forward) or to (backward) the terms, across all graphs."""
+        if direction is Direction.forward:
+            terms = [t for t in terms if not isinstance(t, ox.Literal)]
+        counts: dict[str, int] = {}
+        # SPARQL cannot name a blank node (it would be a variable): count those by walking their quads
+        for t in (t for t in terms if isinstance(t, ox.BlankNode)):
+            seen = {
+                (q.predicate.value, q.object if direction is Direction.forward else q.subject)
+                for q in (self._quads(s=t) if direction is Direction.forward else self._quads(o=t))
+            }
+            for p, _ in seen:
+                counts[p] = counts.get(p, 0) + 1
+        values = " ".join(str(t) for t in terms if not isinstance(t, ox.BlankNode))
+        if values:
+            var, other = ("s", "o") if direction is Direction.forward else ("o", "s")
+            q = (
+                f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} WHERE {{ "
+                f"VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?p"
+            )
+            try:
+                for row in self.store.query(q, use_default_graph_as_union=True):
+                    counts[row["p"].value] = counts.get(row["p"].value, 0) + int(row["n"].value)
+            except (OSError, RuntimeError, SyntaxError) as e:
+                raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
         for p in METADATA_PREDICATES:
             counts.pop(p, None)
         return counts
@@ -509,7 +520,7 @@ class OxigraphKG(KnowledgeGraph):
                 backend=self.backend,
                 description=self.description,
                 entities=None,
-                triples=sum(n for _, n in rows),
+                triples=sum(n for _, n in edges),  # edges, as MemoryKG counts them: labels are metadata
                 relations=len(edges),
                 relation_sample=[self.relation_model(p, Direction.forward, n) for p, n in edges[:20]],
             )
@@ -658,7 +669,9 @@ def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **o
     """Open an existing on-disk store (made by :func:`load_into_store` or ``oxigraph load --location``).
 
     Options: ``read_only`` (default True: several processes may share the store), ``description``,
-    ``languages``, ``entity_base``, ``relation_base`` (override the store's recorded namespaces).
+    ``languages``, ``entity_base``, ``relation_base`` (override the store's recorded namespaces). Entity search
+    uses the SQLite FTS label index ``STORE.labels.sqlite`` beside the store when there is one (written by
+    ``tot-mcp load``), else reads the store's labels into memory on first search.
     """
     from .files import kg_options
 

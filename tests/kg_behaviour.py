@@ -1,0 +1,217 @@
+"""What every KnowledgeGraph backend must do, written once and run over every backend.
+
+The graph is ``tests/fixtures/local_movies.ttl`` (three films, six people, literals, a blank node). Tests find
+entities by label, never by ID, because each backend has its own ID scheme.
+
+To run the suite over a new backend, add a factory to ``BACKENDS``: ``(tmp_path) -> KnowledgeGraph`` named ``mv``
+over that file (or the same graph served some other way). ``tests/test_oxigraph_store.py`` imports this module,
+which is how pytest collects it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.errors import InvalidInput, NotFound, UnknownKG
+from kg_adapters.files import open_file_kg
+from kg_adapters.models import Direction
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MOVIES_TTL = FIXTURES / "local_movies.ttl"
+XSD_GYEAR = "http://www.w3.org/2001/XMLSchema#gYear"
+SMALL_LIMITS = Limits(max_ids=5, max_edges=10)
+
+BACKENDS: dict[str, Callable[[Path], KnowledgeGraph]] = {
+    "memory": lambda tmp: open_file_kg("mv", MOVIES_TTL, SMALL_LIMITS, backend="memory"),
+    "oxigraph-in-memory": lambda tmp: open_file_kg("mv", MOVIES_TTL, SMALL_LIMITS, store="memory"),
+    "oxigraph-on-disk": lambda tmp: open_file_kg("mv", MOVIES_TTL, SMALL_LIMITS, store=str(tmp / "store")),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def make_kg(request, tmp_path) -> KnowledgeGraph:
+    return BACKENDS[request.param](tmp_path)
+
+
+async def entity_id(kg: KnowledgeGraph, label: str) -> str:
+    hits = await kg.search_entities(label)
+    exact = [h for h in hits if h.entity.label == label]
+    assert exact, f"{label!r} not found: {[h.entity.label for h in hits]}"
+    return exact[0].entity.id
+
+
+def relation_summary(rels) -> set[tuple[str, str, int | None]]:
+    return {(r.label, r.direction.value, r.count) for r in rels.relations}
+
+
+# -- finding entities ---------------------------------------------------------------------------------------------
+async def test_search_finds_a_label_exactly_with_its_description(make_kg):
+    hits = await make_kg.search_entities("Keanu Reeves")
+    assert hits[0].entity.label == "Keanu Reeves"
+    assert hits[0].match == "exact" and hits[0].score == 1.0
+    assert hits[0].entity.description == "Canadian actor"
+    assert hits[0].entity.kg == "mv" and hits[0].entity.id.startswith("mv:")
+
+
+async def test_search_tolerates_a_typo_and_case(make_kg):
+    hits = await make_kg.search_entities("keanu reevs")
+    assert hits[0].entity.label == "Keanu Reeves"
+    assert hits[0].match in ("fuzzy", "bm25") and hits[0].score < 0.95
+
+
+async def test_initialize_links_a_bracketed_mention_first(make_kg):
+    hits = await make_kg.initialize("what films did [Keanu Reeves] act in")
+    assert hits[0].entity.label == "Keanu Reeves" and hits[0].mention == "Keanu Reeves"
+
+
+async def test_initialize_links_a_name_inside_a_plain_question(make_kg):
+    hits = await make_kg.initialize("who directed the matrix")
+    assert hits[0].entity.label == "The Matrix"
+
+
+async def test_entities_with_only_a_label_are_searchable(make_kg):
+    hits = await make_kg.search_entities("An Unreleased Film")
+    assert hits[0].entity.label == "An Unreleased Film"
+
+
+async def test_labels_prefer_english_then_untagged(make_kg):
+    matrix = await entity_id(make_kg, "The Matrix")  # not its German label "Matrix"
+    described = await make_kg.describe_entity(matrix)
+    assert described.entity.label == "The Matrix"
+    assert described.entity.description == "1999 science-fiction film"
+    assert "Matrix 1" in described.aliases
+    assert described.iri == "http://example.org/movies/TheMatrix"
+
+
+# -- relations ---------------------------------------------------------------------------------------------------
+async def test_relations_go_both_ways_with_counts_and_never_offer_label_triples(make_kg):
+    matrix = await entity_id(make_kg, "The Matrix")
+    rels = await make_kg.get_relations([matrix])
+    assert relation_summary(rels) == {
+        ("directed by", "forward", 2),
+        ("starring", "forward", 2),
+        ("release year", "forward", 1),
+        ("genre", "forward", 1),
+        ("award", "forward", 1),
+        ("type", "forward", 1),
+    }
+    keanu = await entity_id(make_kg, "Keanu Reeves")
+    assert relation_summary(await make_kg.get_relations([keanu])) == {("starring", "backward", 3)}
+    film = await entity_id(make_kg, "film")
+    assert relation_summary(await make_kg.get_relations([film])) == {("type", "backward", 3)}
+
+
+async def test_relation_counts_add_up_over_several_entities(make_kg):
+    ids = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    counts = {(r.label, r.direction.value): r.count for r in (await make_kg.get_relations(ids)).relations}
+    assert counts[("starring", "forward")] == 5
+    assert counts[("directed by", "forward")] == 3
+    assert counts[("release year", "forward")] == 3
+
+
+async def test_info_reports_size_and_relation_vocabulary(make_kg):
+    info = await make_kg.info()
+    assert info.name == "mv" and info.triples == 18
+    assert {r.label for r in info.relation_sample} >= {"starring", "directed by", "release year"}
+
+
+# -- edges ---------------------------------------------------------------------------------------------------
+async def test_edges_backward_reach_every_film_with_labels(make_kg):
+    keanu = await entity_id(make_kg, "Keanu Reeves")
+    rel = (await make_kg.get_relations([keanu])).relations[0]
+    page = await make_kg.get_edges([keanu], rel.id, Direction.backward)
+    assert not page.truncated and page.next_offset is None
+    assert {page.entities[e.target].label for e in page.edges} == {"The Matrix", "John Wick", "Speed"}
+    assert all(e.source == keanu and e.direction is Direction.backward for e in page.edges)
+    assert page.entities[keanu].label == "Keanu Reeves"
+
+
+async def test_literals_are_values_with_datatypes_and_can_be_walked_back_from(make_kg):
+    matrix = await entity_id(make_kg, "The Matrix")
+    year = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "release year")
+    page = await make_kg.get_edges([matrix], year.id)
+    (edge,) = page.edges
+    assert edge.value is not None and edge.value.value == "1999" and edge.value.datatype == XSD_GYEAR
+    assert edge.target is not None and page.entities[edge.target].label == "1999"
+    back = await make_kg.get_edges([edge.target], year.id, Direction.backward)
+    assert [back.entities[e.target].label for e in back.edges] == ["The Matrix"]
+
+
+async def test_a_blank_node_is_an_entity_you_can_walk_through(make_kg):
+    matrix = await entity_id(make_kg, "The Matrix")
+    award = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "award")
+    (edge,) = (await make_kg.get_edges([matrix], award.id)).edges
+    rels = await make_kg.get_relations([edge.target])
+    assert {(r.label, r.direction.value) for r in rels.relations} == {
+        ("award name", "forward"),
+        ("award year", "forward"),
+        ("award", "backward"),
+    }
+
+
+async def test_paging_covers_every_edge_once(make_kg):
+    ids = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    starring = next(r for r in (await make_kg.get_relations(ids)).relations if r.label == "starring")
+    everything = await make_kg.get_edges(ids, starring.id)
+    assert len(everything.edges) == 5 and not everything.truncated
+    seen, offset, pages = [], 0, 0
+    while True:
+        page = await make_kg.get_edges(ids, starring.id, limit=2, offset=offset)
+        seen += [(e.source, e.target) for e in page.edges]
+        pages += 1
+        if not page.truncated:
+            assert page.next_offset is None
+            break
+        assert page.next_offset == offset + len(page.edges) and len(page.edges) == 2
+        offset = page.next_offset
+    assert pages == 3
+    assert seen == [(e.source, e.target) for e in everything.edges]  # same order, no gap, no duplicate
+    assert (await make_kg.get_edges(ids, starring.id, offset=99)).edges == []
+
+
+async def test_limit_is_capped_by_the_configured_maximum(make_kg):
+    ids = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    starring = next(r for r in (await make_kg.get_relations(ids)).relations if r.label == "starring")
+    page = await make_kg.get_edges(ids, starring.id, limit=1000)
+    assert len(page.edges) == 5  # max_edges is 10: the cap does not cut a smaller result
+
+
+# -- bad input ---------------------------------------------------------------------------------------------------
+async def test_bad_ids_and_arguments_raise_the_right_errors(make_kg):
+    keanu = await entity_id(make_kg, "Keanu Reeves")
+    rel = (await make_kg.get_relations([keanu])).relations[0]
+    with pytest.raises(InvalidInput, match="malformed ID"):
+        await make_kg.get_relations(["no colon here"])
+    with pytest.raises(UnknownKG, match="belongs to KG 'other'"):
+        await make_kg.get_relations(["other:E1"])
+    with pytest.raises(NotFound):
+        await make_kg.get_relations(["mv:E999999"])
+    with pytest.raises(NotFound):
+        await make_kg.get_relations(["mv:http://example.org/movies/Nobody"])
+    with pytest.raises(NotFound, match="get_relations"):
+        await make_kg.get_edges([keanu], "mv:noSuchRelation")
+    with pytest.raises(UnknownKG):
+        await make_kg.get_edges([keanu], "wd:P57")
+    with pytest.raises(InvalidInput, match="no entity IDs"):
+        await make_kg.get_relations([])
+    with pytest.raises(InvalidInput, match="at most 5"):
+        await make_kg.get_relations([keanu] * 6)
+    with pytest.raises(InvalidInput, match="offset"):
+        await make_kg.get_edges([keanu], rel.id, rel.direction, offset=-1)
+    with pytest.raises(InvalidInput, match="limit"):
+        await make_kg.get_edges([keanu], rel.id, rel.direction, limit=0)
+    with pytest.raises(InvalidInput, match="empty"):
+        await make_kg.search_entities("   ")
+    with pytest.raises(InvalidInput, match="empty"):
+        await make_kg.initialize("")
+    with pytest.raises(InvalidInput, match="at most"):
+        await make_kg.search_entities("x" * 5000)
+
+
+async def test_no_match_is_an_empty_list_not_an_error(make_kg):
+    assert await make_kg.search_entities("zzzqqq xxyyzz") == []
+    assert await make_kg.search_entities("?!") == []

@@ -200,8 +200,9 @@ class FtsLabelIndex:
         return [r[0] for r in self._rows("SELECT label FROM names WHERE key=? AND kind='alias' ORDER BY id", (k,))]
 
     def search(self, text: str, limit: int = 10) -> list[FtsHit]:
-        """Best first: exact label (1.0), case/accent-insensitive (0.95), all words with the last as a prefix
-        (≤ 0.9, BM25-ordered), then any word (≤ 0.8, BM25). One hit per key."""
+        """Best first: exact label (1.0), case/accent-insensitive (0.95), names with all the (non-stop) words, the
+        last as a prefix (≤ 0.9, BM25-ordered); only when none of these match, names with any of the words
+        (≤ 0.8, BM25). One hit per key."""
         if limit < 1:
             return []
         hits: dict[str, FtsHit] = {}
@@ -216,16 +217,23 @@ class FtsLabelIndex:
         for k, label in self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?", (norm, limit * 4)):
             add(k, label, 1.0 if label == text.strip() else 0.95, "exact" if label == text.strip() else "casefold")
         words = [t for t in tokens(text) if any(ch.isalnum() for ch in t)]
-        if len(hits) < limit and words:
-            q = " ".join(_fts_phrase(w) for w in words[:-1]) + " " + _fts_phrase(words[-1]) + "*"
-            self._ranked(q.strip(), limit * 2, 0.9, "prefix", add)
-        if len(hits) < limit and words:
-            content = [w for w in words if w not in _STOP] or words
-            self._ranked(" OR ".join(_fts_phrase(w) for w in content), limit * 2, 0.8, "bm25", add)
+        # stopwords ("the", "of", "film") are in a third of all names: leaving them out of FTS queries keeps a
+        # query's cost proportional to its rare words, not to the size of the KG
+        content = [w for w in words if w not in _STOP] or words
+        if len(hits) < limit and content:
+            last = words[-1] if words else content[-1]
+            head = [w for w in content if w != last] if last not in _STOP else content
+            q = " ".join(_fts_phrase(w) for w in head)
+            q = (q + " " if q else "") + (_fts_phrase(last) + "*" if last not in _STOP or not head else "")
+            self._ranked(q.strip(), limit * 4, 0.9, "prefix", add, words)
+        if not hits and content:  # nothing has all the words: rank names sharing any of them
+            self._ranked(" OR ".join(_fts_phrase(w) for w in content), limit * 4, 0.8, "bm25", add, words)
         ranked = sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))
         return ranked[:limit]
 
-    def _ranked(self, match: str, limit: int, top: float, kind: str, add) -> None:
+    def _ranked(self, match: str, limit: int, top: float, kind: str, add, words: list[str]) -> None:
+        """Candidates by BM25, re-scored half by BM25 and half by word overlap with the whole query (stopwords
+        included, so "the silent harbour film" prefers "The Silent Harbour (film)" to "Silent Harbour Award")."""
         rows = self._rows(
             "SELECT n.key, n.label, bm25(names_fts) AS s FROM names_fts JOIN names n ON n.id = names_fts.rowid "
             "WHERE names_fts MATCH ? ORDER BY s LIMIT ?",
@@ -234,9 +242,12 @@ class FtsLabelIndex:
         if not rows:
             return
         best = -rows[0][2] or 1.0  # bm25() is negative, more negative is better
+        q = set(words)
         for k, label, s in rows:
             rel = max(0.0, min(1.0, -s / best)) if best > 0 else 1.0
-            add(k, label, round(top * rel, 4), kind)
+            lw = {t for t in tokens(label) if any(ch.isalnum() for ch in t)}
+            overlap = len(q & lw) / len(q | lw) if q | lw else 0.0
+            add(k, label, round(top * (0.5 * rel + 0.5 * overlap), 4), kind)
 
     def link(self, query: str, limit: int = 10) -> list[FtsHit]:
         """Entity linking for ``initialize``: explicit ``[mentions]`` first; otherwise the longest n-grams of the

@@ -1,0 +1,228 @@
+"""Run one method over a question file: concurrent, resumable, one flushed JSONL line per finished question."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import KGError
+from kg_adapters.text import key
+from strategies.llm.base import LLMError
+from strategies.methods import BenchmarkQuestion, Method, MethodResult
+
+from . import metrics
+
+
+class RunRecord(BaseModel):
+    """One JSONL line of ``--out``."""
+
+    id: str
+    question: str
+    gold: list[str]
+    prediction: list[str] = Field(default_factory=list, description="Predicted answer labels, ranked.")
+    prediction_ids: list[str] = Field(default_factory=list)
+    answer_text: str = ""
+    correct: bool = False
+    hits1: float = 0.0
+    f1: float = 0.0
+    em_in: float = 0.0
+    recall10: float | None = None
+    value: float = 0.0
+    status: str = ""
+    latency_s: float = 0.0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    expansions: int = 0
+    method: str = ""
+    error: str | None = None
+    trace: dict[str, Any] | None = None
+
+
+class Summary(BaseModel):
+    n: int
+    hits1: float
+    f1: float
+    em_in: float
+    recall10: float | None = None
+    errors: int = 0
+    mean_latency_s: float = 0.0
+    median_latency_s: float = 0.0
+    llm_calls: int = 0
+    tokens: int = 0
+
+    def table(self) -> str:
+        rows = [
+            ("questions", str(self.n)),
+            ("hits@1", f"{self.hits1:.3f}"),
+            ("answer F1", f"{self.f1:.3f}"),
+            ("EM-in", f"{self.em_in:.3f}"),
+        ]
+        if self.recall10 is not None:
+            rows.append(("recall@10", f"{self.recall10:.3f}"))
+        rows += [
+            ("errors", str(self.errors)),
+            ("latency mean / median", f"{self.mean_latency_s:.3f}s / {self.median_latency_s:.3f}s"),
+            ("LLM calls (total)", str(self.llm_calls)),
+            ("tokens (total)", str(self.tokens)),
+        ]
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def score(question: BenchmarkQuestion, result: MethodResult, method: str) -> RunRecord:
+    gold = question.answers
+    hits = metrics.hits_at_1(result.answer_labels, gold)
+    recall = None
+    if result.retrieved_labels:
+        recall = metrics.recall_at(result.retrieved_labels, gold, 10)
+    return RunRecord(
+        id=question.id,
+        question=question.text,
+        gold=gold,
+        prediction=result.answer_labels,
+        prediction_ids=result.answer_ids,
+        answer_text=result.answer_text,
+        correct=hits == 1.0,
+        hits1=hits,
+        f1=metrics.answer_f1(result.answer_labels, gold),
+        em_in=metrics.em_in(result.answer_text, result.answer_labels, gold),
+        recall10=recall,
+        value=result.value,
+        status=result.status,
+        latency_s=result.latency_s,
+        llm_calls=result.usage.calls,
+        input_tokens=result.usage.input_tokens,
+        output_tokens=result.usage.output_tokens,
+        expansions=result.expansions,
+        method=method,
+        error=result.error,
+        trace=result.trace,
+    )
+
+
+def summarize(records: Sequence[RunRecord]) -> Summary:
+    n = len(records)
+    if n == 0:
+        return Summary(n=0, hits1=0.0, f1=0.0, em_in=0.0)
+    recalls = [r.recall10 for r in records if r.recall10 is not None]
+    lat = [r.latency_s for r in records]
+    return Summary(
+        n=n,
+        hits1=sum(r.hits1 for r in records) / n,
+        f1=sum(r.f1 for r in records) / n,
+        em_in=sum(r.em_in for r in records) / n,
+        recall10=(sum(recalls) / len(recalls)) if recalls else None,
+        errors=sum(1 for r in records if r.error),
+        mean_latency_s=sum(lat) / n,
+        median_latency_s=statistics.median(lat),
+        llm_calls=sum(r.llm_calls for r in records),
+        tokens=sum(r.input_tokens + r.output_tokens for r in records),
+    )
+
+
+def load_done(out: Path) -> list[RunRecord]:
+    """Records already in ``out``; a torn last line (a crash mid-write) is cut off so appending stays valid."""
+    if not out.exists():
+        return []
+    raw = out.read_bytes()
+    records: list[RunRecord] = []
+    good_end = 0
+    pos = 0
+    for line in raw.splitlines(keepends=True):
+        pos += len(line)
+        if not line.endswith(b"\n"):
+            break
+        try:
+            records.append(RunRecord.model_validate_json(line))
+        except ValueError:
+            if line.strip():
+                break
+        good_end = pos
+    if good_end < len(raw):
+        with open(out, "r+b") as fh:
+            fh.truncate(good_end)
+    return records
+
+
+async def topic_problem(question: BenchmarkQuestion, kgs: Sequence[KnowledgeGraph]) -> str | None:
+    """Why the question's named topic entity cannot be found in any KG (None when it can, or none is named)."""
+    if not question.topic:
+        return None
+    want = key(question.topic)
+    for kg in kgs:
+        try:
+            hits = await kg.search_entities(question.topic, limit=5)
+        except KGError:
+            continue
+        if any(key(h.entity.label) == want for h in hits):
+            return None
+    return f"topic entity {question.topic!r} is not in the KG"
+
+
+async def run_questions(
+    questions: Sequence[BenchmarkQuestion],
+    method: Method,
+    method_name: str,
+    kgs: Sequence[KnowledgeGraph],
+    *,
+    out: Path | None = None,
+    workers: int = 1,
+    keep_trace: bool = True,
+    on_done: Callable[[RunRecord], None] | None = None,
+) -> list[RunRecord]:
+    """Answer ``questions`` with ``workers`` running at once; each finished record is appended to ``out`` and
+    flushed before the next is written, so an interrupted run loses at most the questions in flight."""
+    sem = asyncio.Semaphore(max(1, workers))
+    records: list[RunRecord] = []
+    fh = open(out, "a", encoding="utf-8") if out is not None else None
+    lock = asyncio.Lock()
+
+    async def one(q: BenchmarkQuestion) -> None:
+        async with sem:
+            started = time.perf_counter()
+            problem = await topic_problem(q, kgs)
+            if problem:
+                record = score(q, MethodResult(status="error", error=problem), method_name)
+            else:
+                try:
+                    result = await method(q.public(), kgs[0])
+                except (KGError, LLMError, ValueError) as e:
+                    result = MethodResult(status="error", error=f"{type(e).__name__}: {e}")
+                result.latency_s = result.latency_s or (time.perf_counter() - started)
+                record = score(q, result, method_name)
+            if not keep_trace:
+                record.trace = None
+            async with lock:
+                records.append(record)
+                if fh is not None:
+                    fh.write(record.model_dump_json() + "\n")
+                    fh.flush()
+                if on_done is not None:
+                    on_done(record)
+
+    try:
+        await asyncio.gather(*(one(q) for q in questions))
+    finally:
+        if fh is not None:
+            fh.close()
+    order = {q.id: i for i, q in enumerate(questions)}
+    records.sort(key=lambda r: order.get(r.id, 0))
+    return records
+
+
+def warn(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def dump_records(records: Sequence[RunRecord]) -> str:
+    return "".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in records)

@@ -1,0 +1,75 @@
+"""Build a Tree-of-Traversals policy by kind: ``offline`` (no LLM), ``anthropic`` (Claude API), ``sampling``
+(the MCP client's own model), ``scripted`` (tests and demos)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from kg_adapters.base import KnowledgeGraph
+
+from .base import LLM, LLMError
+
+PolicyKind = Literal["offline", "anthropic", "sampling", "scripted"]
+POLICY_KINDS: tuple[str, ...] = ("offline", "anthropic", "sampling", "scripted")
+
+
+def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: dict | None = None) -> LLM:
+    """An LLM backend; raises :class:`LLMError` with a fix-it message when it cannot be built here."""
+    options = dict(options or {})
+    if kind == "anthropic":
+        from .anthropic_llm import AnthropicLLM
+
+        return AnthropicLLM(model or options.get("model"), base_url=options.get("base_url"))
+    if kind == "sampling":
+        from .sampling import SamplingLLM
+
+        return SamplingLLM(ctx)
+    if kind == "scripted":
+        from .scripted import ScriptedLLM
+
+        return ScriptedLLM(options.get("responses", []))
+    raise LLMError(f"unknown LLM kind {kind!r}; choose one of anthropic, sampling, scripted")
+
+
+def make_policy(
+    kind: str,
+    kg: KnowledgeGraph | Sequence[KnowledgeGraph],
+    *,
+    ctx: Any = None,
+    model: str | None = None,
+    embedder: Any = None,
+    llm: LLM | None = None,
+    options: dict | None = None,
+):
+    """A fresh :class:`strategies.tot.policy.Policy` (one per question, so its ``usage`` is that question's).
+
+    ``offline`` uses ``strategies.offline.OfflinePolicy``; it is given the KGs and, if its constructor takes them,
+    the shared ``embedder`` and ``options``. ``llm`` overrides the backend of the LLM kinds (tests)."""
+    from strategies.tot.prompted import PromptedPolicy
+
+    kgs = [kg] if isinstance(kg, KnowledgeGraph) else list(kg)
+    if kind == "offline":
+        try:
+            from strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
+        except ImportError as e:
+            raise LLMError(
+                "the offline policy (strategies.offline.OfflinePolicy) is not available in this build; "
+                "use --llm anthropic (with ANTHROPIC_API_KEY) instead"
+            ) from e
+        return _construct(OfflinePolicy, kgs, embedder=embedder, options=options)
+    if kind not in POLICY_KINDS:
+        raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(POLICY_KINDS)}")
+    backend = llm or make_llm(kind, ctx=ctx, model=model, options=options)
+    return PromptedPolicy(backend)
+
+
+def _construct(cls: type, kgs: list[KnowledgeGraph], **extras: Any):
+    params = inspect.signature(cls).parameters
+    kwargs = {k: v for k, v in extras.items() if k in params and v is not None}
+    if "kgs" in params:
+        return cls(kgs=kgs, **kwargs)
+    if "kg" in params:
+        return cls(kg=kgs[0] if len(kgs) == 1 else kgs, **kwargs)
+    return cls(kgs, **kwargs)

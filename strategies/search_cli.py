@@ -1,0 +1,245 @@
+"""``tot-search``: answer one question (printing the answer and its search tree) or run a benchmark file.
+
+Usage errors (bad flags, unreadable files, unknown formats, KGs that do not open) print one line and exit 2.
+A malformed question line is reported and skipped; the rest of the run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+from pathlib import Path
+
+from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import KGError
+from kg_adapters.spec import make_spec, open_kg, parse_kg_arg
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from strategies.benchmarks.formats import FORMATS
+    from strategies.methods import available_methods
+
+    p = argparse.ArgumentParser(
+        prog="tot-search",
+        description="Tree-of-Traversals over knowledge graphs: answer a question, or evaluate on a benchmark file.",
+    )
+    p.add_argument("question", nargs="?", help="a question to answer (mark the topic entity with [brackets])")
+    p.add_argument("--kg", action="append", default=[], metavar="SPEC",
+                   help="NAME=SPEC or a bare SPEC/path (repeatable); default: the embedded movie KG")
+    p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
+    p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
+    p.add_argument("--method", default="tot", help=f"one of: {', '.join(available_methods())} (default tot)")
+    p.add_argument("--llm", default="offline", choices=["offline", "anthropic"], help="policy backend (default offline)")
+    p.add_argument("--model", default=None, help="model name for --llm anthropic")
+    p.add_argument("-k", type=int, default=3, help="branching factor (default 3; 1 = Chain-of-Traversals)")
+    p.add_argument("--max-depth", type=int, default=7, help="actions before an answer is forced (default 7)")
+    p.add_argument("--tau", type=float, default=0.8, help="accept an answer valued at least this (default 0.8)")
+    p.add_argument("--max-expansions", type=int, default=25, help="give up after this many expansions (default 25)")
+    p.add_argument("--max-edges", type=int, default=50, help="edges kept per expansion (default 50)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--workers", type=int, default=1, help="questions answered concurrently (default 1)")
+    p.add_argument("--out", type=Path, default=None, help="write one JSONL record per question here")
+    p.add_argument("--html", type=Path, default=None, help="write a self-contained HTML trace report here")
+    p.add_argument("--resume", action="store_true", help="skip questions already in --out and append the rest")
+    p.add_argument("--no-trace", action="store_true", help="leave search trees out of --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _bare_spec_name(spec: str) -> str:
+    stem = Path(spec).name.split(".")[0]
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", stem).strip("_") or "kg"
+    if not name[0].isalpha():
+        name = "kg" + name
+    return name[:32]
+
+
+def open_kgs(args: list[str]) -> list[KnowledgeGraph]:
+    specs = []
+    for arg in args or ["movies=embedded"]:
+        name_part = arg.split("=", 1)[0]
+        if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", name_part):
+            specs.append(parse_kg_arg(arg))
+        else:
+            specs.append(make_spec(_bare_spec_name(arg), arg))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
+    return [open_kg(s) for s in specs]
+
+
+def _guess_format(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(".jsonl") or name.endswith(".json"):
+        return "jsonl"
+    text = path.read_text(encoding="utf-8", errors="replace")[:4000]
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if first.count("\t") == 2 and first.rstrip().endswith(("/)", "#")) or "#" in first.split("\t")[-1]:
+        return "pathquestion"
+    return "metaqa"
+
+
+def _validate(ns: argparse.Namespace) -> None:
+    if ns.question is None and ns.questions is None:
+        raise UsageError("give a question, or --questions FILE")
+    if ns.question is not None and ns.questions is not None:
+        raise UsageError("give either a question or --questions FILE, not both")
+    if not 1 <= ns.k <= 10:
+        raise UsageError("-k must be between 1 and 10")
+    if not 1 <= ns.max_depth <= 50:
+        raise UsageError("--max-depth must be between 1 and 50")
+    if not 0.0 <= ns.tau <= 1.0:
+        raise UsageError("--tau must be between 0 and 1")
+    if not 1 <= ns.max_expansions <= 500:
+        raise UsageError("--max-expansions must be between 1 and 500")
+    if ns.workers < 1 or ns.workers > 64:
+        raise UsageError("--workers must be between 1 and 64")
+    if ns.limit is not None and ns.limit < 1:
+        raise UsageError("--limit must be ≥ 1")
+    if ns.resume and ns.out is None:
+        raise UsageError("--resume needs --out (the file to continue)")
+    if ns.questions is not None and not ns.questions.is_file():
+        raise UsageError(f"--questions {ns.questions}: no such file")
+
+
+def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph]):
+    from strategies.methods import MethodOptions, Services, get_method_factory
+
+    try:
+        factory = get_method_factory(ns.method)
+    except KeyError as e:
+        raise UsageError(str(e.args[0])) from None
+    options = MethodOptions(
+        llm=ns.llm, model=ns.model, k=ns.k, max_depth=ns.max_depth, tau=ns.tau,
+        max_expansions=ns.max_expansions, max_edges_per_expansion=ns.max_edges,
+    )
+    return factory(options, Services(kgs))
+
+
+async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
+    from strategies.methods import BenchmarkQuestion
+
+    method = _method(ns, kgs)
+    q = BenchmarkQuestion(id="cli", text=ns.question)
+    result = await method(q, kgs[0])
+    if result.error:
+        print(f"error: {result.error}", file=sys.stderr)
+    shown = ", ".join(result.answer_labels) or result.answer_text or "no answer found"
+    print(f"answer: {shown}")
+    if result.answer_ids:
+        print(f"entities: {', '.join(result.answer_ids)}")
+    print(f"value: {result.value:.2f}  status: {result.status}  expansions: {result.expansions}  "
+          f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
+          f"latency: {result.latency_s:.2f}s")
+    if result.trace and result.trace.get("nodes") is not None:
+        from strategies.tot.search import SearchResult
+
+        tree = SearchResult.model_validate(result.trace)
+        print("\nsearch tree (* = chosen path, #n = expansion order):")
+        print(tree.tree_text())
+        if tree.subgraph_text:
+            print("\nfinal local subgraph:")
+            print(tree.subgraph_text)
+    return 0
+
+
+async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
+    from strategies.benchmarks.formats import BadLine, read_questions
+    from strategies.benchmarks.report import render_report
+    from strategies.benchmarks.runner import load_done, run_questions, summarize
+
+    fmt = ns.format or _guess_format(ns.questions)
+    try:
+        items = list(read_questions(ns.questions, fmt))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--questions {ns.questions}: cannot read ({e})") from None
+    bad = [i for i in items if isinstance(i, BadLine)]
+    for b in bad:
+        print(f"skipping malformed line: {b}", file=sys.stderr)
+    questions = [i for i in items if not isinstance(i, BadLine)]
+    if ns.limit is not None:
+        questions = questions[: ns.limit]
+    done = []
+    if ns.out is not None:
+        if ns.resume:
+            done = load_done(ns.out)
+        elif ns.out.exists() and ns.out.stat().st_size > 0:
+            raise UsageError(f"--out {ns.out} exists; pass --resume to continue it or choose another file")
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+    done_ids = {r.id for r in done}
+    done = [r for r in done if r.id in {q.id for q in questions}]
+    todo = [q for q in questions if q.id not in done_ids]
+    if ns.resume and done:
+        print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)
+    method = _method(ns, kgs)
+
+    bar = None
+    if not ns.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(questions), initial=len(done), file=sys.stderr, unit="q", dynamic_ncols=True)
+
+    correct = [sum(r.correct for r in done)]
+
+    def tick(record) -> None:
+        correct[0] += record.correct
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(hits1=f"{correct[0] / max(1, bar.n):.3f}")
+
+    try:
+        new = await run_questions(
+            todo, method, ns.method, kgs, out=ns.out, workers=ns.workers, keep_trace=not ns.no_trace, on_done=tick
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    order = {q.id: i for i, q in enumerate(questions)}
+    records = sorted(done + new, key=lambda r: order.get(r.id, 0))
+    summary = summarize(records)
+    if ns.html is not None:
+        ns.html.parent.mkdir(parents=True, exist_ok=True)
+        title = f"tot-search · {ns.method} · {ns.questions.name}"
+        ns.html.write_text(render_report(records, summary, title), encoding="utf-8")
+        print(f"wrote {ns.html}", file=sys.stderr)
+    print(f"method: {ns.method}  llm: {ns.llm}  k: {ns.k}  file: {ns.questions}  format: {fmt}"
+          + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
+    print(summary.table())
+    print(f"hits@1: {summary.hits1:.3f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        _validate(ns)
+        try:
+            kgs = open_kgs(ns.kg)
+        except KGError as e:
+            raise UsageError(str(e)) from None
+        runner = _one_question if ns.question is not None else _benchmark
+        code = asyncio.run(runner(ns, kgs))
+    except UsageError as e:
+        print(f"tot-search: error: {e}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        where = f"; rerun with --resume --out {ns.out} to continue" if ns.out else ""
+        print(f"\ntot-search: interrupted{where}", file=sys.stderr)
+        return 130
+    except KGError as e:
+        print(f"tot-search: error: {e}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

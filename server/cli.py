@@ -211,21 +211,32 @@ def _dispatch_subcommand(argv: list[str]) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code. When run as a program (``argv`` None) and a
+    server has finished serving, the process ends with ``os._exit``: tearing down a large in-memory KG object by
+    object takes seconds, and a client waiting for the server to exit has nothing to gain from it."""
+    as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     code = _dispatch_subcommand(argv)
     if code is not None:
         return code
     try:
-        return _main(argv)
+        code, served = _main(argv)
     except UsageError as e:
         return _fail(str(e))
     except KGError as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130
+    if served and as_program:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str]) -> tuple[int, bool]:
+    """Returns (exit code, whether a server ran)."""
     args = build_parser().parse_args(argv)
     config = load_config(args.config)
     _configure_logging(_setting(args, config, "log_level", "WARNING").upper())
@@ -244,7 +255,7 @@ def _main(argv: list[str]) -> int:
     runtime = Runtime.open(specs, limits, config)
     logging.getLogger("tot_mcp.cli").info("KGs ready in %.2fs", time.perf_counter() - t0)
     if args.check:
-        return run_check(runtime)
+        return run_check(runtime), False
 
     import anyio
 
@@ -255,8 +266,11 @@ def _main(argv: list[str]) -> int:
     if transport == "stdio":
         if args.token:
             print("tot-mcp: warning: --token only applies to --transport http", file=sys.stderr)
-        anyio.run(serve_stdio, server)
-        return 0
+        try:
+            anyio.run(serve_stdio, server)
+        finally:
+            anyio.run(runtime.aclose)
+        return 0, True
     if not isinstance(port, int) or not 0 <= port <= 65535:
         raise UsageError(f"port {port!r} is out of range 0-65535")
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
@@ -266,8 +280,11 @@ def _main(argv: list[str]) -> int:
         sock = bind_socket(host, port)
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-    anyio.run(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level))
-    return 0
+    try:
+        anyio.run(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level))
+    finally:
+        anyio.run(runtime.aclose)
+    return 0, True
 
 
 if __name__ == "__main__":

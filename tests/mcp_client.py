@@ -140,3 +140,15 @@ async def http_session(url: str, token: str | None = None) -> AsyncIterator[Clie
 def text_of(result) -> str:
     """The concatenated text content of a tool/prompt result."""
     return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+@contextlib.asynccontextmanager
+async def inprocess_client(runtime) -> AsyncIterator["Client"]:
+    """The SDK's ``Client`` connected in-process to ``build_server(runtime)``: the same tools, schemas and error
+    mapping as the real process, without spawning one (fast; use for detailed behaviour tests)."""
+    from mcp import Client
+
+    from server.app import build_server
+
+    async with Client(build_server(runtime)) as client:
+        yield client

@@ -119,6 +119,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         query: str, kg: str | None, limit: int, ctx: Context | None, how: str
     ) -> EntityMatches:
         query = limits.check_query(query)
+        limit = limits.clamp(limit, limits.max_search)
         kgs = runtime.select_kgs(kg)
 
         async def call(k: KnowledgeGraph) -> list[EntityMatch]:
@@ -126,8 +127,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
         answered, warnings = await _fan_out(kgs, call, ctx)
         merged = sorted((m for _, ms in answered for m in ms), key=lambda m: -m.score)
-        if len(answered) > 1:
-            merged = merged[: limits.clamp(limit, limits.max_search)]
+        merged = merged[:limit]
         return EntityMatches(
             query=query, kgs=[k.name for k in kgs], entities=merged, partial=bool(warnings), warnings=warnings
         )
@@ -176,8 +176,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         warnings += [w for _, rl in answered for w in rl.warnings]
         result = RelationsResult(
             entity_ids=[i for ids in groups.values() for i in ids],
-            relations=relations,
-            truncated=any(rl.truncated for _, rl in answered),
+            relations=relations[: limits.max_relations],
+            truncated=any(rl.truncated for _, rl in answered) or len(relations) > limits.max_relations,
             partial=bool(warnings) or any(rl.partial for _, rl in answered),
             warnings=warnings,
         )
@@ -200,6 +200,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         limits.check_ids(entity_ids)
         for qid in entity_ids:
             runtime.kg_of(qid)  # a clear "not configured" error before the adapter's own check
+        limit = limits.clamp(limit, limits.max_edges)  # the server's cap holds whatever the adapter's is
         page = await kg.get_edges(list(dict.fromkeys(entity_ids)), relation_id, direction, limit, offset)
         return tool_result(page, render.render_edges(page))
 

@@ -1,0 +1,102 @@
+"""``tot-mcp`` command line: exit codes and messages. Bad input → one line on stderr, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+
+import pytest
+from mcp_client import REPO, SERVER_CMD, server_env
+
+from server import __version__
+
+
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([*SERVER_CMD, *args], cwd=REPO, env=server_env(), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_version():
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"tot-mcp {__version__}"
+
+
+def test_check_summarises_the_default_embedded_kg_and_exits_0():
+    result = run("--check", "--max-edges", "20")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "movies (memory): 43,234 entities, 133,582 triples, 9 relations"
+    assert any(line.startswith("  relations: movies:starred_actors [33,718]") for line in lines)
+    assert "max_edges=20" in result.stdout and lines[-1] == "OK"
+
+
+def test_check_reads_kgs_and_limits_from_a_toml_config(tmp_path):
+    kb = tmp_path / "tiny.txt"
+    kb.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n")
+    config = tmp_path / "tot.toml"
+    config.write_text(f'[kgs]\ntiny = "{kb}"\n\n[limits]\nmax_ids = 7\n')
+    result = run("--config", str(config), "--check")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("tiny (memory): 2 entities, 1 triples, 1 relations")
+    assert "max_ids=7" in result.stdout
+
+
+def _busy_port() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    return sock
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        (["--kg", "movies"], "expected NAME=SPEC"),
+        (["--kg", "1bad=embedded"], "KG name '1bad'"),
+        (["--kg", "x=/no/such/file.ttl"], "no such file"),
+        (["--kg", "x=sparql:ftp://example.org"], "must be an http(s) URL"),
+        (["--kg", "a=embedded", "--kg", "a=embedded"], "given twice"),
+        (["--transport", "carrier-pigeon"], "invalid choice: 'carrier-pigeon'"),
+        (["--transport", "http", "--port", "70000"], "port 70000 is out of range"),
+        (["--transport", "http", "--port", "eighty"], "port 'eighty' is not an integer"),
+        (["--max-edges", "0"], "0 must be ≥ 1"),
+        (["--config", "/no/such/config.toml"], "no such file"),
+        (["--log-level", "LOUD"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_give_one_clear_line_and_exit_2(args, message):
+    result = run(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    err = result.stderr.strip()
+    assert err.startswith("tot-mcp: error: ") and message in err, err
+    assert "\n" not in err and "Traceback" not in err
+    assert result.stdout == ""
+
+
+def test_bad_config_file_and_unknown_limit_key(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[limits\nmax_ids = 3\n")
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("[limits]\nmax_widgets = 3\n")
+    for path, message in [(broken, "invalid TOML"), (unknown, "unknown key(s) max_widgets")]:
+        result = run("--config", str(path), "--check")
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_port_already_in_use_is_a_clear_error():
+    busy = _busy_port()
+    try:
+        result = run("--transport", "http", "--port", str(busy.getsockname()[1]))
+    finally:
+        busy.close()
+    assert result.returncode == 2
+    assert "cannot listen on 127.0.0.1:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_malformed_triples_file_is_reported_with_its_line(tmp_path):
+    kb = tmp_path / "bad.txt"
+    kb.write_text("a|r|b\njust one field\n")
+    result = run("--kg", f"bad={kb}", "--check")
+    assert result.returncode == 2
+    assert f"{kb}:2" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,76 @@
+"""The real ``tot-mcp`` process over stdio, driven by the SDK's stdio client (as Claude Desktop would)."""
+
+from __future__ import annotations
+
+from mcp_client import stdio_session, text_of
+
+TOM_HANKS = "movies:E1407"
+
+
+async def test_default_server_offers_tools_resource_and_prompt_and_walks_the_embedded_kg():
+    async with stdio_session() as session:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        resources = [str(r.uri) for r in (await session.list_resources()).resources]
+        prompts = [p.name for p in (await session.list_prompts()).prompts]
+
+        linked = await session.call_tool("initialize", {"query": "what films did [Tom Hanks] act in"})
+        actor = linked.structured_content["entities"][0]["entity"]["id"]
+        relations = await session.call_tool("get_relations", {"entity_ids": [actor]})
+        films = await session.call_tool(
+            "get_edges", {"entity_ids": [actor], "relation_id": "movies:starred_actors", "direction": "backward"}
+        )
+    assert {"initialize", "search_entities", "get_relations", "get_edges", "describe_entity", "list_kgs"} <= tools
+    assert resources == ["kg://movies"]
+    assert "tree_of_traversals" in prompts
+    assert actor == TOM_HANKS
+    assert "movies:starred_actors (backward) [32]" in text_of(relations)
+    titles = {e["label"] for e in films.structured_content["entities"].values()}
+    assert {"Forrest Gump", "Philadelphia", "Larry Crowne"} <= titles
+    assert "starred_actors (inverse) [32]: " in text_of(films)
+
+
+async def test_errors_come_back_as_tool_errors_and_the_process_keeps_serving():
+    async with stdio_session() as session:
+        bad_calls = [
+            ("get_edges", {"entity_ids": ["movies:E99999999"], "relation_id": "movies:starred_actors"}),
+            ("get_edges", {"entity_ids": ["not an id"], "relation_id": "movies:starred_actors"}),
+            ("get_relations", {"entity_ids": ["wd:Q42"]}),
+            ("get_edges", {"entity_ids": [TOM_HANKS], "relation_id": "movies:no_such_relation"}),
+            ("initialize", {"query": ""}),
+            ("get_relations", {"entity_ids": [f"movies:E{i}" for i in range(5000)]}),
+            ("initialize", {"query": "'; DROP TABLE kg; -- ${jndi:ldap://x} {{7*7}}"}),
+        ]
+        results = [await session.call_tool(name, args) for name, args in bad_calls]
+        after = await session.call_tool("describe_entity", {"entity_id": TOM_HANKS})
+    errors = [r for r in results[:-1]]
+    assert all(r.is_error for r in errors)
+    assert all("\n" not in text_of(r) and "Traceback" not in text_of(r) for r in errors)
+    assert not results[-1].is_error  # injection-looking text is just a query
+    assert not after.is_error and after.structured_content["entity"]["label"] == "Tom Hanks"
+
+
+async def test_progress_notifications_reach_the_stdio_client():
+    updates = []
+
+    async def on_progress(progress, total, message):
+        updates.append((progress, total, message))
+
+    async with stdio_session() as session:
+        await session.call_tool("list_kgs", {}, progress_callback=on_progress)
+    assert updates == [(1.0, 1.0, "movies answered")]
+
+
+async def test_a_triples_file_kg_served_beside_the_embedded_one(tmp_path):
+    kb = tmp_path / "tiny.txt"
+    kb.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n")
+    async with stdio_session(["--kg", f"tiny={kb}", "--kg", "movies=embedded", "--max-edges", "3"]) as session:
+        kgs = await session.call_tool("list_kgs", {})
+        linked = await session.call_tool("initialize", {"query": "[Ada Lovelace]", "kg": "tiny"})
+        ada = linked.structured_content["entities"][0]["entity"]["id"]
+        edges = await session.call_tool("get_edges", {"entity_ids": [ada], "relation_id": "tiny:collaborated_with"})
+        capped = await session.call_tool(
+            "get_edges", {"entity_ids": [TOM_HANKS], "relation_id": "movies:starred_actors", "direction": "backward"}
+        )
+    assert [k["name"] for k in kgs.structured_content["kgs"]] == ["tiny", "movies"]
+    assert text_of(edges) == f"{ada} Ada Lovelace:\n  collaborated_with [1]: tiny:E1 Charles Babbage"
+    assert len(capped.structured_content["edges"]) == 3 and capped.structured_content["next_offset"] == 3

@@ -131,8 +131,12 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    try:
+        seconds = float(value)  # RFC 9110 says integer seconds; accept a fraction too
+    except ValueError:
+        pass
+    else:
+        return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -193,11 +197,11 @@ class JsonEndpoint:
                     return result
                 except _Retry as r:
                     last = r
-                    if attempt == policy.retries:
-                        break
                     if r.kind == "rate" and r.wait is not None:
                         self.guard.defer(r.wait)  # every caller of this endpoint waits, not just this one
-                    else:
+                    if attempt == policy.retries:
+                        break
+                    if r.kind != "rate" or r.wait is None:
                         await asyncio.sleep(policy.backoff * (2**attempt))
                 except RateLimited:
                     raise

@@ -205,11 +205,22 @@ class SparqlKG(KnowledgeGraph):
                 "in a sample of them and their counts are omitted"
             )
         if not rels:
+            await self._check_exist(terms, entity_ids)
             warnings.append("no statements found for these entities")
         cap = self.limits.max_relations
         return RelationList.model_construct(
             relations=rels[:cap], truncated=len(rels) > cap or sampled, partial=False, warnings=warnings
         )
+
+    async def _check_exist(self, terms: list[str], entity_ids: list[str]) -> None:
+        """NotFound naming the IDs that occur in no triple at all (only asked when a result came back empty)."""
+        found: set[str] = set()
+        for batch in _chunks(terms, self.batch_size):
+            found |= {r["e"].value for r in await self._select(queries.existing(self.profile, batch)) if "e" in r}
+        local = [self.profile.iri(x) for x in self.local_ids(entity_ids)]
+        missing = [qid for qid, iri in zip(entity_ids, local) if iri not in found]
+        if missing:
+            raise NotFound(f"no entity {', '.join(missing[:10])} in KG {self.name!r} ({self.endpoint})")
 
     # -- edges ------------------------------------------------------------------------------------------------
     async def get_edges(
@@ -255,6 +266,10 @@ class SparqlKG(KnowledgeGraph):
             room -= len(page)
             if room == 0 and i + 1 < len(batches):
                 truncated = True  # later batches may hold more (the next page can then be empty)
+        if not grouped and offset == 0:
+            data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, rel_term)})
+            if not data.get("boolean"):
+                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
 
     def _group_edges(self, rows: list[Row]) -> list[tuple[str, Term, list[Row]]]:
@@ -505,7 +520,8 @@ class SparqlKG(KnowledgeGraph):
                 if local is not None:
                     grouped.setdefault(local, []).append(r)
             for local, rs in grouped.items():
-                label = self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds))
+                label = self._best(rs, "l", "lp", self.profile.label_preds)
+                label = self._remember(local, label or humanize(self.profile.fallback_label(local)))
                 n = next((int(r["n"].value) for r in rs if "n" in r), None)
                 sample.append(self._relation_model(local, label, Direction.forward, n))
         except BackendError as e:

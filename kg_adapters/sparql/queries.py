@@ -50,6 +50,17 @@ def exists(p: Profile, entity: str) -> str:
     return f"{p.prefixes}ASK {{ {{ {entity} ?p ?o }} UNION {{ ?s ?p {entity} }} }}"
 
 
+def existing(p: Profile, entities: Sequence[str]) -> str:
+    """Which of ``entities`` occur in any triple."""
+    return f"""{p.prefixes}SELECT ?e WHERE {{
+  {_values("?e", entities)} FILTER EXISTS {{ {{ ?e ?p ?o }} UNION {{ ?s ?p ?e }} }}
+}}"""
+
+
+def relation_used(p: Profile, relation: str) -> str:
+    return f"{p.prefixes}ASK {{ ?s {relation} ?o }}"
+
+
 def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
     """Relation types with edge counts; backward edges are counted over a bounded sample (hubs like Q5 have
     millions of incoming edges), so callers compare the backward total with ``backward_scan`` to detect it."""
@@ -125,5 +136,6 @@ def relation_sample(p: Profile, limit: int) -> str:
     if p.kind == "wikidata":
         inner = f"SELECT ?r WHERE {{ ?r wikibase:directClaim ?pd }} ORDER BY ?r LIMIT {_int(limit)}"
         return f"{p.prefixes}SELECT ?r ?l ?lp WHERE {{ {{ {inner} }} {_labels(p, '?r')} }}"
-    inner = f"SELECT ?r (COUNT(*) AS ?n) WHERE {{ {{ SELECT ?r WHERE {{ ?s ?r ?o }} LIMIT 10000 }} }} GROUP BY ?r"
+    sample = f"SELECT ?r WHERE {{ ?s ?r ?o }} LIMIT 10000"
+    inner = f"SELECT ?r (COUNT(*) AS ?n) WHERE {{ {{ {sample} }} {p.sample_filter} }} GROUP BY ?r"
     return f"SELECT ?r ?n ?l ?lp WHERE {{ {{ {inner} ORDER BY DESC(?n) ?r LIMIT {_int(limit)} }} {_labels(p, '?r')} }}"

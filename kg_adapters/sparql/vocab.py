@@ -116,7 +116,6 @@ class GenericProfile:
     kind = "sparql"
     qualifiers = False
     entity_filter = "FILTER(isIRI(?e))"
-    relation_join = "BIND(?pd AS ?r)"
     backward_filter = ""
 
     def __init__(
@@ -135,6 +134,10 @@ class GenericProfile:
         self.alias_preds = tuple(self._predicate(p, "alias_predicates") for p in alias_predicates)
         if not self.label_preds:
             raise InvalidInput("label_predicates: give at least one predicate")
+        # labels, descriptions and aliases are shown with the entity, not offered as relations to follow
+        hidden = ", ".join(dict.fromkeys((*self.label_preds, *self.desc_preds, *self.alias_preds)))
+        self.relation_join = f"FILTER(?pd NOT IN ({hidden})) BIND(?pd AS ?r)"
+        self.sample_filter = f"FILTER(?r NOT IN ({hidden}))"
 
     def _predicate(self, name: str, option: str) -> str:
         m = _CURIE.match(name) if isinstance(name, str) else None

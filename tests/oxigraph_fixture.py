@@ -1,0 +1,82 @@
+"""pytest plugin: real SPARQL servers for the SPARQL backend tests (``oxigraph serve`` on loopback).
+
+Use with ``pytest_plugins = ["tests.oxigraph_fixture"]``. Each server loads one Turtle file into a temporary
+store, binds 127.0.0.1 on a free port, and is stopped at the end of the session.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        q = urllib.parse.urlencode({"query": "ASK { ?s ?p ?o }"})
+        with urllib.request.urlopen(f"{url}?{q}", timeout=1) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:
+    exe = shutil.which("oxigraph")
+    if exe is None:
+        pytest.skip("the oxigraph binary is not installed (pip install oxigraph)")
+    subprocess.run([exe, "load", "--location", str(store), "--file", str(data)], check=True, capture_output=True)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [exe, "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/query"
+    deadline = time.monotonic() + 15
+    while not _answers(url):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"oxigraph did not start on {url}: {err[:500]}")
+        time.sleep(0.05)
+    return proc, url
+
+
+def _serve(data: Path, tmp: Path) -> Iterator[str]:
+    proc, url = start_oxigraph(data, tmp / "store")
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def wikidata_sparql_url(tmp_path_factory) -> Iterator[str]:
+    """A Wikidata-shaped endpoint serving tests/fixtures/wikidata_sample.ttl."""
+    yield from _serve(FIXTURES / "wikidata_sample.ttl", tmp_path_factory.mktemp("oxigraph-wd"))
+
+
+@pytest.fixture(scope="session")
+def generic_sparql_url(tmp_path_factory) -> Iterator[str]:
+    """A plain RDF endpoint serving tests/fixtures/generic_sample.ttl."""
+    yield from _serve(FIXTURES / "generic_sample.ttl", tmp_path_factory.mktemp("oxigraph-generic"))

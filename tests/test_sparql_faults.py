@@ -1,0 +1,243 @@
+"""How the SPARQL backend behaves when the endpoint misbehaves — against a scripted loopback HTTP server.
+
+Every error names the endpoint and what happened; waits are kept tiny through the options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import re
+import time
+
+import pytest
+from sparql_fault_server import FaultServer, Reply
+
+from kg_adapters.base import Limits
+from kg_adapters.errors import BackendError, BackendTimeout, CircuitOpen, InvalidInput, RateLimited
+from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+
+
+@pytest.fixture
+def server():
+    with FaultServer() as s:
+        yield s
+
+
+def make_kg(server, registry=None, **opts):
+    opts = {"retries": 2, "backoff": 0.01, "timeout": 2.0, "label_search": "exact", "search_api": "none", **opts}
+    return open_sparql_kg("wd", "wikidata", server.url, registry=registry or EndpointRegistry(), **opts)
+
+
+async def one_request(kg):
+    """search_entities with label_search='exact' is exactly one SPARQL request."""
+    return await kg.search_entities("Douglas Adams")
+
+
+# -- etiquette ----------------------------------------------------------------------------------------------------
+async def test_requests_carry_a_user_agent_with_project_version_and_contact(server):
+    await one_request(make_kg(server, user_agent_contact="ops@example.org"))
+    ua = server.seen[0].headers["User-Agent"]
+    assert re.match(r"^tot-mcp/\S+ \(ops@example\.org\) python-httpx/\S+$", ua), ua
+    assert "sparql-results+json" in server.seen[0].headers["Accept"]
+
+
+async def test_public_wdqs_defaults_to_one_request_at_a_time_and_rejects_a_timeout_over_its_cap():
+    kg = open_sparql_kg("wd", "wikidata", None)
+    assert kg.sparql.policy.max_concurrent == 1 and kg.sparql.policy.timeout == 30
+    assert kg.search_api is not None and kg.search_api.guard.url == "https://www.wikidata.org/w/api.php"
+    with pytest.raises(InvalidInput, match="60 s"):
+        open_sparql_kg("wd", "wikidata", None, timeout=60)
+
+
+async def test_concurrent_calls_share_the_endpoint_limit(server):
+    server.default = Reply(delay=0.1)
+    kg = make_kg(server, max_concurrent=1)
+    await asyncio.gather(*(one_request(kg) for _ in range(4)))
+    assert server.max_in_flight == 1
+    server.max_in_flight = 0
+    kg = make_kg(server, max_concurrent=3)
+    await asyncio.gather(*(one_request(kg) for _ in range(4)))
+    assert server.max_in_flight >= 2  # the limit is what serialised the first run
+
+
+async def test_more_than_50_ids_are_split_into_batches_of_at_most_50(server):
+    rel_rows = {"head": {"vars": ["r", "dir", "n"]}, "results": {"bindings": [
+        {"r": {"type": "uri", "value": "http://www.wikidata.org/entity/P31"},
+         "dir": {"type": "literal", "value": "f"},
+         "n": {"type": "literal", "value": "1", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}}
+    server.default = Reply(body=json.dumps(rel_rows).encode())
+    kg = make_kg(server, registry=EndpointRegistry())
+    kg.limits = Limits(max_ids=120)
+    ids = [f"wd:Q{i}" for i in range(1, 121)]
+    rels = await kg.get_relations(ids)
+    assert [(r.id, r.count) for r in rels.relations] == [("wd:P31", 3)]  # merged over the batches
+    per_request = [set(re.findall(r"wd:Q\d+", s.params["query"])) for s in server.seen]
+    assert [len(x) for x in per_request] == [50, 50, 20]
+    assert set().union(*per_request) == {i.replace("wd:", "wd:") for i in ids}
+
+
+async def test_long_queries_are_posted_as_a_form(server):
+    kg = make_kg(server)
+    await kg.initialize("which English rock band from Liverpool had a drummer born in 1940 called Ringo Starr")
+    assert server.seen[0].method == "POST" and "VALUES ?ml" in server.seen[0].params["query"]
+    await one_request(kg)
+    assert server.seen[-1].method == "GET"
+
+
+# -- 429 ----------------------------------------------------------------------------------------------------------
+async def test_429_retry_after_in_seconds_is_honoured(server):
+    server.script = [Reply(429, headers={"Retry-After": "0.3"})]
+    assert await one_request(make_kg(server)) == []
+    first, second = server.seen
+    assert second.at - first.at >= 0.28
+
+
+async def test_429_retry_after_as_an_http_date_is_honoured(server):
+    when = email.utils.formatdate(time.time() + 1, usegmt=True)
+    server.script = [Reply(429, headers={"Retry-After": when})]
+    assert await one_request(make_kg(server)) == []
+    first, second = server.seen
+    assert 0.0 <= second.at - first.at <= 2.2
+
+
+async def test_a_retry_after_longer_than_allowed_raises_rate_limited_at_once(server):
+    server.script = [Reply(429, headers={"Retry-After": "3600"})]
+    started = time.monotonic()
+    with pytest.raises(RateLimited, match=re.escape(server.url)) as err:
+        await one_request(make_kg(server, max_retry_after=5))
+    assert err.value.retry_after == 3600 and time.monotonic() - started < 1 and len(server.seen) == 1
+
+
+async def test_persistent_429_raises_rate_limited_after_the_retries(server):
+    server.default = Reply(429, headers={"Retry-After": "0.05"})
+    with pytest.raises(RateLimited, match="still rate limited .* after 3 attempts") as err:
+        await one_request(make_kg(server))
+    assert len(server.seen) == 3 and err.value.retry_after == pytest.approx(0.05)
+
+
+async def test_a_429_makes_every_caller_of_that_endpoint_wait(server):
+    shared = EndpointRegistry()
+    server.script = [Reply(429, headers={"Retry-After": "0.4"})]
+    with pytest.raises(RateLimited):
+        await one_request(make_kg(server, registry=shared, retries=0))
+    other_kg = make_kg(server, registry=shared)  # another KG on the same endpoint
+    await one_request(other_kg)
+    assert server.seen[1].at - server.seen[0].at >= 0.37
+
+
+# -- server errors, timeouts, broken answers ---------------------------------------------------------------------
+async def test_5xx_is_retried_with_backoff_then_succeeds(server):
+    server.script = [Reply(500, body=b"oops"), Reply(503, body=b"busy")]
+    kg = make_kg(server, backoff=0.05)
+    assert await one_request(kg) == []
+    t = [s.at for s in server.seen]
+    assert len(t) == 3 and t[1] - t[0] >= 0.045 and t[2] - t[1] >= 0.095
+
+
+async def test_5xx_that_persists_raises_backend_error_naming_the_endpoint(server):
+    server.default = Reply(502, body=b"<html>Bad Gateway</html>")
+    with pytest.raises(BackendError, match=re.escape(server.url) + r".*HTTP 502.*Bad Gateway.*after 3 attempts"):
+        await one_request(make_kg(server))
+
+
+async def test_a_slow_endpoint_times_out_within_the_configured_bound(server):
+    server.default = Reply(delay=1.5)
+    started = time.monotonic()
+    with pytest.raises(BackendTimeout, match=re.escape(server.url) + r": no answer within 0.2 s .*after 2 attempts"):
+        await one_request(make_kg(server, timeout=0.2, retries=1))
+    assert time.monotonic() - started < 1.0 and len(server.seen) == 2
+
+
+async def test_the_endpoints_own_query_timeout_is_not_retried(server):
+    server.default = Reply(500, body=b"java.util.concurrent.TimeoutException at com.bigdata...")
+    with pytest.raises(BackendTimeout, match="exceeded the endpoint's own time limit"):
+        await one_request(make_kg(server))
+    assert len(server.seen) == 1
+
+
+async def test_truncated_and_broken_json_are_retried(server):
+    good = b'{"head": {"vars": []}, "results": {"bindings": []}}'
+    server.script = [Reply(body=good, cut=20), Reply(body=b'{"head": {"vars": [')]
+    assert await one_request(make_kg(server)) == []
+    assert len(server.seen) == 3
+
+
+async def test_json_that_stays_broken_raises_backend_error(server):
+    server.default = Reply(body=b'{"results": {"bindings": [{"e": ')
+    with pytest.raises(BackendError, match="malformed or truncated JSON"):
+        await one_request(make_kg(server))
+
+
+async def test_json_of_the_wrong_shape_is_a_clear_error(server):
+    server.default = Reply(body=b'{"results": {"bindings": [{"e": {"value": 3}}]}}')
+    with pytest.raises(BackendError, match="not SPARQL SELECT results"):
+        await one_request(make_kg(server))
+
+
+async def test_a_rejected_query_is_not_retried(server):
+    server.default = Reply(400, body=b"Parse error: unexpected token")
+    with pytest.raises(BackendError, match=r"HTTP 400 .*Parse error"):
+        await one_request(make_kg(server))
+    assert len(server.seen) == 1
+
+
+# -- circuit breaker ----------------------------------------------------------------------------------------------
+async def test_the_breaker_opens_after_consecutive_failures_and_a_probe_closes_it(server):
+    server.default = Reply(500)
+    kg = make_kg(server, retries=0, breaker_failures=2, breaker_cooldown=0.3)
+    for _ in range(2):
+        with pytest.raises(BackendError, match="HTTP 500"):
+            await one_request(kg)
+    with pytest.raises(CircuitOpen, match=re.escape(server.url) + ".*2 consecutive failures"):
+        await one_request(kg)
+    assert len(server.seen) == 2  # failed fast, the endpoint was left alone
+    await asyncio.sleep(0.35)
+    server.default = Reply(200)
+    assert await one_request(kg) == []  # the half-open probe
+    assert await one_request(kg) == []  # closed again
+    assert len(server.seen) == 4
+
+
+async def test_a_failed_probe_opens_the_breaker_again(server):
+    server.default = Reply(500)
+    kg = make_kg(server, retries=0, breaker_failures=1, breaker_cooldown=0.2)
+    with pytest.raises(BackendError):
+        await one_request(kg)
+    await asyncio.sleep(0.25)
+    with pytest.raises(BackendError, match="HTTP 500"):
+        await one_request(kg)  # the probe, which fails
+    with pytest.raises(CircuitOpen):
+        await one_request(kg)
+    assert len(server.seen) == 2
+
+
+# -- wbsearchentities ---------------------------------------------------------------------------------------------
+async def test_search_uses_wbsearchentities_when_configured(server):
+    api = {"searchinfo": {"search": "paris"}, "search": [
+        {"id": "Q90", "label": "Paris", "description": "capital of France",
+         "match": {"type": "label", "language": "en", "text": "Paris"}},
+        {"id": "P999", "label": "paris property"},
+        {"id": "Q167646", "label": "Paris", "description": "son of Priam, king of Troy"},
+        {"id": "Q1234", "label": "Paris Hilton", "description": "American media personality",
+         "match": {"type": "alias", "language": "en", "text": "Paris H."}},
+    ], "success": 1}
+    server.default = Reply(body=json.dumps(api).encode())
+    kg = open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), search_api=server.url)
+    hits = await kg.search_entities("paris", limit=5)
+    assert [(h.entity.id, h.match) for h in hits] == [("wd:Q90", "casefold"), ("wd:Q167646", "casefold"),
+                                                      ("wd:Q1234", "api")]
+    assert hits[0].entity.description == "capital of France"
+    p = server.seen[0].params
+    assert (p["action"], p["search"], p["language"], p["type"], p["format"]) == (
+        "wbsearchentities", "paris", "en", "item", "json")
+    linked = await kg.initialize("what is the population of [Paris]?")
+    assert linked[0].entity.id == "wd:Q90" and linked[0].mention == "Paris"
+
+
+async def test_a_wbsearchentities_error_is_a_backend_error(server):
+    server.default = Reply(body=b'{"error": {"code": "badvalue", "info": "Unrecognized value for parameter"}}')
+    kg = open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), search_api=server.url)
+    with pytest.raises(BackendError, match="wbsearchentities refused the search: Unrecognized value"):
+        await kg.search_entities("paris")

@@ -96,6 +96,16 @@ class KnowledgeGraph(abc.ABC):
     async def info(self) -> KGInfo:
         """Name, backend, size and a sample of the relation vocabulary."""
 
+    # -- optional: identity across KGs (used by CompositeKG to link members) ----------------------------------
+    async def resolve_key(self, key: str) -> str | None:
+        """The ID of the entity whose IRI (or name, in a ``head|relation|tail`` file; or lexical form, for a
+        literal node) is ``key``, or None. Backends that cannot look that up return None."""
+        return None
+
+    async def entity_key(self, entity_id: str) -> str | None:
+        """The IRI (or triple-file name) behind an entity ID, the inverse of :meth:`resolve_key`."""
+        return (await self.describe_entity(entity_id)).iri
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections or files."""
 

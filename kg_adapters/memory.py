@@ -175,6 +175,16 @@ class MemoryKG(KnowledgeGraph):
             iri=node.key if node.key.startswith(("http://", "https://", "urn:")) else None,
         )
 
+    async def resolve_key(self, key: str) -> str | None:
+        i = self.index.find_node(key)
+        if i is None:
+            i = self.index.find_literal(key)
+        return None if i is None else self.node_id(i)
+
+    async def entity_key(self, entity_id: str) -> str | None:
+        (local,) = self.local_ids([entity_id])
+        return self.index.nodes[self.node_index(local)].key
+
     async def info(self) -> KGInfo:
         top = sorted(range(len(self.index.rel_keys)), key=lambda r: -self.index.rel_counts[r])[:20]
         return KGInfo(

@@ -501,6 +501,26 @@ class OxigraphKG(KnowledgeGraph):
             iri=term.value if isinstance(term, ox.NamedNode) else None,
         )
 
+    async def resolve_key(self, key: str) -> str | None:
+        candidates: list[Term] = [ox.NamedNode(name_iri(key)), ox.Literal(key)]  # a triple-file name, a value
+        if ":" in key:
+            try:
+                candidates.insert(0, key_term(key))
+            except ValueError:
+                pass
+        for term in candidates:
+            if self._exists(term):
+                return self.term_id(term)
+        return None
+
+    async def entity_key(self, entity_id: str) -> str | None:
+        """The IRI; for a name from a triple file, the name itself (as MemoryKG gives it)."""
+        (local,) = self.local_ids([entity_id])
+        term = self.entity_term(local)
+        if isinstance(term, ox.NamedNode):
+            return unquote(term.value[len(ENTITY_NS) :]) if term.value.startswith(ENTITY_NS) else term.value
+        return term.value if isinstance(term, ox.Literal) else None
+
     async def info(self) -> KGInfo:
         if self._info is None:
             try:

@@ -40,6 +40,7 @@ class TripleIndex:
         self.rel_counts: list[int] = []
         self.triples = 0
         self._seen: set[tuple[int, int, int]] | None = set()
+        self._literals: dict[str, int] | None = None  # lexical form → node, built on first find_literal
 
     # -- building ---------------------------------------------------------------------------------------------
     def node(
@@ -104,6 +105,15 @@ class TripleIndex:
     # -- lookups ----------------------------------------------------------------------------------------------
     def find_node(self, key: str) -> int | None:
         return self._node_ids.get((key, False, None, None))
+
+    def find_literal(self, value: str) -> int | None:
+        """A literal node with this lexical form (any datatype or language; the first loaded wins)."""
+        if self._literals is None:
+            self._literals = {}
+            for i, n in enumerate(self.nodes):
+                if n.is_literal:
+                    self._literals.setdefault(n.key, i)
+        return self._literals.get(value)
 
     def relation_by_local_id(self, local: str) -> int | None:
         return self._rel_by_local.get(local)

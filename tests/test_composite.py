@@ -1,0 +1,148 @@
+"""Several KGs as one: a Wikidata-shaped and a MusicBrainz-shaped fixture linked by owl:sameAs (John Lennon), an
+external-ID property (The Beatles, P434) and label match (Michael Jackson)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from kg_adapters.composite import CompositeKG, LinkRule
+from kg_adapters.errors import BackendError, InvalidInput, UnknownKG
+from kg_adapters.files import open_file_kg
+from kg_adapters.memory import MemoryKG
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MB = "https://musicbrainz.org/artist/"
+BEATLES_MB = "mb:b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d"
+LENNON_MB = "mb:4d5447d7-c61c-4120-ba1b-d7f471d385b9"
+JACKSON_MB = "mb:f27ec8db-af05-4f36-916e-3d57f91ecf5e"
+SAME_AS = LinkRule(from_kg="wd", to_kg="mb", kind="same_as")
+P434 = LinkRule(from_kg="wd", to_kg="mb", kind="property", relation="P434", template=MB + "{value}")
+LABEL = LinkRule(from_kg="wd", to_kg="mb", kind="label")
+
+
+def members():
+    wd = open_file_kg("wd", FIXTURES / "linked_wd.ttl", backend="memory")
+    mb = open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory")  # members may use different backends
+    return {"wd": wd, "mb": mb}
+
+
+def linked(*rules: LinkRule, **kw) -> CompositeKG:
+    return CompositeKG("music", members(), list(rules), **kw)
+
+
+async def wd_id(kg: CompositeKG, label: str) -> str:
+    return (await kg.kgs["wd"].search_entities(label))[0].entity.id
+
+
+@pytest.mark.parametrize(
+    ("rule", "label", "expected"),
+    [(SAME_AS, "John Lennon", LENNON_MB), (P434, "The Beatles", BEATLES_MB), (LABEL, "Michael Jackson", JACKSON_MB)],
+)
+async def test_each_kind_of_link_finds_the_equivalent_and_only_that_one(rule, label, expected):
+    kg = linked(rule)
+    assert await kg.equivalents(await wd_id(kg, label)) == [expected]
+    if rule.kind != "label":  # sameAs and P434 each link exactly one fixture entity; labels link all three
+        for other in {"John Lennon", "The Beatles", "Michael Jackson"} - {label}:
+            assert await kg.equivalents(await wd_id(kg, other)) == []
+
+
+@pytest.mark.parametrize(("rule", "mb_id", "label"), [(SAME_AS, LENNON_MB, "John Lennon"), (P434, BEATLES_MB, "The Beatles")])
+async def test_links_work_backward_from_the_other_kg(rule, mb_id, label):
+    kg = linked(rule)
+    assert await kg.equivalents(mb_id) == [await wd_id(kg, label)]
+
+
+async def test_initialize_links_into_every_member_and_merges_equivalents():
+    kg = linked(SAME_AS, P434, LABEL)
+    hits = await kg.initialize("albums by [The Beatles]")
+    assert [h.entity.label for h in hits] == ["The Beatles"]  # the MusicBrainz match is its equivalent
+    assert hits[0].entity.kg == "wd"
+    described = await kg.describe_entity(hits[0].entity.id)
+    assert described.same_as == [BEATLES_MB]
+
+
+async def test_relations_fan_out_and_edges_route_to_the_member_owning_the_relation():
+    kg = linked(SAME_AS, P434, LABEL)
+    beatles = await wd_id(kg, "The Beatles")
+    rels = await kg.get_relations([beatles])
+    assert not rels.partial
+    by_label = {r.label: r for r in rels.relations}
+    assert {"genre", "has part", "MusicBrainz artist ID", "released"} <= set(by_label)
+    assert by_label["released"].id == "mb:released" and by_label["genre"].id.startswith("wd:")
+    page = await kg.get_edges([beatles], "mb:released")
+    assert sorted(page.entities[e.target].label for e in page.edges) == ["Abbey Road", "Revolver"]
+    assert {e.source for e in page.edges} == {BEATLES_MB}
+    own = await kg.get_edges([beatles], by_label["genre"].id)
+    assert [own.entities[e.target].label for e in own.edges] == ["rock music"]
+
+
+async def test_an_entity_linked_nowhere_gets_an_empty_page_with_a_reason():
+    kg = linked(SAME_AS)
+    rock = await wd_id(kg, "rock music")
+    page = await kg.get_edges([rock], "mb:released")
+    assert page.edges == [] and "is linked into KG 'mb'" in page.warnings[0]
+
+
+class FailingKG(MemoryKG):
+    """A member whose backend is down."""
+
+    async def get_relations(self, entity_ids):
+        raise BackendError("endpoint unreachable")
+
+    async def get_edges(self, *a, **k):
+        raise BackendError("endpoint unreachable")
+
+    async def search_entities(self, text, limit=10):
+        raise BackendError("endpoint unreachable")
+
+    async def initialize(self, query, limit=10):
+        raise BackendError("endpoint unreachable")
+
+
+async def test_a_failing_member_gives_a_partial_result_naming_it():
+    m = members()
+    broken = FailingKG("mb", m["mb"].index if hasattr(m["mb"], "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index)
+    kg = CompositeKG("music", {"wd": m["wd"], "mb": broken}, [LABEL])
+    hits = await kg.initialize("[Michael Jackson]")
+    assert hits[0].entity.kg == "wd"  # the healthy member still answers
+    jackson = hits[0].entity.id
+    rels = await kg.get_relations([jackson])
+    assert rels.partial and any("'mb'" in w for w in rels.warnings)
+    assert [r.label for r in rels.relations] == ["genre"]
+    page = await kg.get_edges([jackson], "mb:released")
+    assert page.partial and page.edges == [] and "mb" in page.warnings[-1]
+
+
+async def test_link_resolutions_are_cached_and_the_cache_is_bounded():
+    kg = linked(LABEL, cache_size=2)
+    ids = [await wd_id(kg, x) for x in ("The Beatles", "John Lennon", "Michael Jackson")]
+    for eid in ids:
+        await kg.equivalents(eid)
+    assert len(kg._cache) == 2 and ids[0] not in kg._cache
+    calls = []
+    original = kg.kgs["mb"].search_entities
+
+    async def counting(text, limit=10):
+        calls.append(text)
+        return await original(text, limit)
+
+    kg.kgs["mb"].search_entities = counting
+    await kg.equivalents(ids[2])
+    assert calls == []  # answered from the cache
+
+
+async def test_bad_configuration_and_foreign_ids_are_clear_errors():
+    with pytest.raises(InvalidInput, match="not one of"):
+        CompositeKG("music", members(), [LinkRule(from_kg="wd", to_kg="dbpedia", kind="label")])
+    with pytest.raises(pydantic.ValidationError, match="relation"):
+        LinkRule(from_kg="wd", to_kg="mb", kind="property")
+    with pytest.raises(pydantic.ValidationError, match="different"):
+        LinkRule(from_kg="wd", to_kg="wd")
+    kg = linked(LABEL)
+    with pytest.raises(UnknownKG, match="not part of"):
+        await kg.get_relations(["dbp:Berlin"])
+    with pytest.raises(UnknownKG):
+        await kg.get_edges([await wd_id(kg, "The Beatles")], "dbp:rel")

@@ -1,0 +1,208 @@
+"""The ``--config FILE`` TOML: which KGs to open (with backend options), how they link, limits, server, LLM.
+
+Example::
+
+    [kg.wd]
+    spec = "wikidata"
+    timeout = 30                      # anything but `spec` goes to the backend's opener
+
+    [kg.mb]
+    spec = "data/musicbrainz.ttl"
+    backend = "oxigraph"
+    store = "data/mb.store"
+
+    [kgs]                             # shorthand: NAME = "SPEC", no options
+    movies = "embedded"
+
+    [[link]]
+    from_kg = "wd"
+    to_kg = "mb"
+    kind = "property"
+    relation = "P434"
+    template = "https://musicbrainz.org/artist/{value}"
+
+    [limits]
+    max_edges = 100
+
+    [server]
+    transport = "http"
+    host = "127.0.0.1"
+    port = 8000
+    token_env = "TOT_MCP_TOKEN"
+
+    [llm]
+    backend = "anthropic"
+    model = "claude-sonnet-4-5"
+
+Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. With ``[[link]]``
+rules, :func:`open_kgs` adds a :class:`~kg_adapters.composite.CompositeKG` named ``linked`` (or
+``[composite] name``) over the linked members; its IDs keep each member's prefix (``wd:Q1299``, ``mb:…``), so
+it can be served beside its members without clashes.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .base import KnowledgeGraph, Limits
+from .composite import CompositeKG, LinkRule
+from .errors import InvalidInput
+from .models import KG_NAME_RE
+from .spec import KGSpec, make_spec, open_kg
+
+DEFAULT_COMPOSITE_NAME = "linked"
+_PATH_OPTIONS = ("store",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KGConfig(_Strict):
+    """One ``[kg.NAME]`` table: ``spec`` plus backend options passed through to the opener."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    spec: str
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class LimitsConfig(_Strict):
+    max_ids: int | None = Field(default=None, ge=1)
+    max_relations: int | None = Field(default=None, ge=1)
+    max_edges: int | None = Field(default=None, ge=1)
+    max_search: int | None = Field(default=None, ge=1)
+    max_query_chars: int | None = Field(default=None, ge=1)
+
+    def to_limits(self) -> Limits:
+        return Limits(**{k: v for k, v in self.model_dump().items() if v is not None})
+
+
+class ServerConfig(_Strict):
+    transport: Literal["stdio", "http"] | None = None
+    host: str | None = None
+    port: int | None = Field(default=None, ge=0, le=65535)
+    token_env: str | None = Field(default=None, description="Name of the environment variable holding the token.")
+    log_level: str | None = None
+
+
+class LLMConfig(_Strict):
+    backend: str | None = None
+    model: str | None = None
+
+
+class CompositeConfig(_Strict):
+    name: str = Field(default=DEFAULT_COMPOSITE_NAME, pattern=KG_NAME_RE.pattern)
+    cache_size: int = Field(default=10_000, ge=1)
+
+
+class Config(_Strict):
+    kg: dict[str, KGConfig] = Field(default_factory=dict)
+    kgs: dict[str, str] = Field(default_factory=dict, description="Shorthand NAME = SPEC tables.")
+    link: list[LinkRule] = Field(default_factory=list)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    composite: CompositeConfig = Field(default_factory=CompositeConfig)
+    base_dir: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("kg", "kgs")
+    @classmethod
+    def _names(cls, v: dict) -> dict:
+        for name in v:
+            if not KG_NAME_RE.match(name):
+                raise ValueError(f"KG name {name!r}: use a letter then letters, digits, '_' or '-' (max 32)")
+        return v
+
+    def specs(self) -> list[tuple[KGSpec, dict[str, Any]]]:
+        """Every configured KG as (spec, options), paths resolved against the config's directory."""
+        out = []
+        for name in self.kgs:
+            if name in self.kg:
+                raise InvalidInput(f"KG {name!r} is configured twice ([kgs] and [kg.{name}])")
+        entries = [(n, KGConfig(spec=s)) for n, s in self.kgs.items()] + list(self.kg.items())
+        for name, entry in entries:
+            opts = entry.options
+            for key in _PATH_OPTIONS:
+                if isinstance(opts.get(key), str) and opts[key] != "memory":
+                    opts[key] = str(self._path(opts[key]))
+            out.append((make_spec(name, self._spec_path(entry.spec)), opts))
+        return out
+
+    def _path(self, p: str) -> Path:
+        path = Path(p).expanduser()
+        return path if path.is_absolute() or self.base_dir is None else self.base_dir / path
+
+    def _spec_path(self, spec: str) -> str:
+        if spec in ("embedded", "wikidata") or spec.startswith(("wikidata:", "sparql:")):
+            return spec
+        if spec.startswith("store:"):
+            return "store:" + str(self._path(spec[len("store:") :]))
+        return str(self._path(spec))
+
+
+def _describe(e: ValidationError, source: str) -> str:
+    parts = []
+    for err in e.errors()[:5]:
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        parts.append(f"{where}: {msg}")
+    return f"{source}: " + "; ".join(parts)
+
+
+def parse_config(data: dict[str, Any], source: str = "config", base_dir: Path | None = None) -> Config:
+    try:
+        return Config.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as e:
+        raise InvalidInput(_describe(e, source)) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config; every problem is an InvalidInput naming the file and the key."""
+    path = Path(path).expanduser()
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: no such config file") from None
+    except OSError as e:
+        raise InvalidInput(f"{path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInput(f"{path}: invalid TOML: {e}") from None
+    return parse_config(data, str(path), path.resolve().parent)
+
+
+def open_kgs(
+    specs: list[KGSpec] | None = None, config: Config | None = None, limits: Limits | None = None
+) -> dict[str, KnowledgeGraph]:
+    """Open the KGs of ``specs`` (e.g. from ``--kg``, which win over the config's KGs of the same name) and of
+    ``config``; add the composite (see module docstring) when the config has link rules. Opened in order; if
+    one fails, the error propagates and nothing after it is opened."""
+    config = config or Config()
+    limits = limits or config.limits.to_limits()
+    wanted: dict[str, tuple[KGSpec, dict[str, Any]]] = {s.name: (s, o) for s, o in config.specs()}
+    for s in specs or []:
+        wanted[s.name] = (s, {})  # a --kg flag replaces the config's KG of that name, options and all
+    kgs: dict[str, KnowledgeGraph] = {}
+    for name, (spec, opts) in wanted.items():
+        try:
+            kgs[name] = open_kg(spec, limits, **opts)
+        except TypeError as e:  # an opener that takes no such keyword
+            raise InvalidInput(f"[kg.{name}]: {e}") from None
+    if config.link:
+        cname = config.composite.name
+        if cname in kgs:
+            raise InvalidInput(f"[composite] name {cname!r} clashes with a KG of that name; set [composite] name")
+        members = {n: kgs[n] for n in dict.fromkeys(x for r in config.link for x in (r.from_kg, r.to_kg)) if n in kgs}
+        missing = {x for r in config.link for x in (r.from_kg, r.to_kg)} - set(members)
+        if missing:
+            raise InvalidInput(f"[[link]] names KG(s) {', '.join(sorted(missing))} that are not configured")
+        kgs[cname] = CompositeKG(cname, members, config.link, limits=limits, cache_size=config.composite.cache_size)
+    return kgs
+

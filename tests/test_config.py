@@ -1,0 +1,120 @@
+"""The TOML configuration: KGs with backend options, link rules that add a composite KG, limits, server and LLM
+settings — and one clear error naming the file and the key for anything wrong."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from kg_adapters.composite import CompositeKG
+from kg_adapters.config import load_config, open_kgs, parse_config
+from kg_adapters.errors import InvalidInput
+from kg_adapters.memory import MemoryKG
+from kg_adapters.oxigraph_store import OxigraphKG
+from kg_adapters.spec import make_spec
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+LINKED = f"""
+[kg.wd]
+spec = "{FIXTURES / 'linked_wd.ttl'}"
+languages = ["en"]
+
+[kg.mb]
+spec = "linked_mb.ttl"
+store = "mb.store"
+
+[kgs]
+movies = "{FIXTURES / 'local_movies.nt'}"
+
+[[link]]
+from_kg = "wd"
+to_kg = "mb"
+kind = "property"
+relation = "P434"
+template = "https://musicbrainz.org/artist/{{value}}"
+
+[[link]]
+from_kg = "wd"
+to_kg = "mb"
+kind = "label"
+
+[limits]
+max_edges = 7
+
+[server]
+transport = "http"
+port = 8123
+token_env = "MY_TOKEN"
+
+[llm]
+backend = "anthropic"
+model = "claude-sonnet-4-5"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "tot.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_full_config_opens_every_kg_and_a_composite_over_the_linked_ones(tmp_path):
+    (tmp_path / "linked_mb.ttl").write_bytes((FIXTURES / "linked_mb.ttl").read_bytes())  # relative to the config
+    config = load_config(write(tmp_path, LINKED))
+    assert config.server.transport == "http" and config.server.port == 8123 and config.server.token_env == "MY_TOKEN"
+    assert config.llm.model == "claude-sonnet-4-5"
+    kgs = open_kgs(config=config)
+    assert list(kgs) == ["movies", "wd", "mb", "linked"]
+    assert isinstance(kgs["wd"], MemoryKG) and isinstance(kgs["mb"], OxigraphKG)
+    assert (tmp_path / "mb.store").is_dir()  # the store path was resolved against the config's folder
+    assert kgs["wd"].limits.max_edges == 7
+    linked = kgs["linked"]
+    assert isinstance(linked, CompositeKG) and set(linked.kgs) == {"wd", "mb"}
+    beatles = asyncio.run(linked.initialize("[The Beatles]"))[0].entity.id
+    assert beatles.startswith("wd:")
+    assert asyncio.run(linked.describe_entity(beatles)).same_as == ["mb:b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d"]
+
+
+def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
+    config = parse_config({"kg": {"movies": {"spec": str(FIXTURES / "local_movies.ttl"), "backend": "oxigraph", "store": "memory"}}})
+    kgs = open_kgs([make_spec("movies", str(FIXTURES / "local_movies.nt"))], config)
+    assert isinstance(kgs["movies"], MemoryKG)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[kg.x]\nspec = "embedded"\n[limits]\nmax_edgez = 3\n', r"limits.max_edgez: unknown key"),
+        ("[limits]\nmax_edges = 0\n", r"limits.max_edges: .*greater than or equal to 1"),
+        ('[server]\ntransport = "carrier-pigeon"\n', r"server.transport"),
+        ('[server]\nport = 70000\n', r"server.port"),
+        ('[surprise]\nx = 1\n', r"surprise: unknown key"),
+        ('[kg.x]\nbackend = "memory"\n', r"kg.x.spec: Field required"),
+        ('[[link]]\nfrom_kg = "a"\nto_kg = "b"\nkind = "property"\n', r"link.0: .*relation"),
+        ('[kg."bad name"]\nspec = "embedded"\n', r"KG name 'bad name'"),
+        ("this is = not toml [", r"invalid TOML"),
+    ],
+)
+def test_bad_configs_name_the_file_and_the_key(tmp_path, toml, message):
+    path = write(tmp_path, toml)
+    with pytest.raises(InvalidInput, match=message) as err:
+        load_config(path)
+    assert str(path) in str(err.value)
+
+
+def test_bad_backend_options_and_links_fail_when_opening(tmp_path):
+    bad_option = parse_config({"kg": {"m": {"spec": str(FIXTURES / "local_movies.ttl"), "colour": "blue"}}})
+    with pytest.raises(InvalidInput, match="unknown option.*colour"):
+        open_kgs(config=bad_option)
+    dangling = parse_config(
+        {"kgs": {"m": str(FIXTURES / "local_movies.ttl")}, "link": [{"from_kg": "m", "to_kg": "other", "kind": "label"}]}
+    )
+    with pytest.raises(InvalidInput, match="not configured"):
+        open_kgs(config=dangling)
+    with pytest.raises(InvalidInput, match="no such config file"):
+        load_config(tmp_path / "missing.toml")
+    with pytest.raises(InvalidInput, match="no such file"):
+        open_kgs(config=parse_config({"kgs": {"m": "nowhere.ttl"}}, base_dir=tmp_path))

@@ -116,7 +116,7 @@ def get_method_factory(name: str) -> MethodFactory:
 # -- Tree-of-Traversals ---------------------------------------------------------------------------------------------
 def tot_method(options: MethodOptions, services: Services) -> Method:
     """Tree-of-Traversals with the chosen policy (k = branching factor)."""
-    from strategies.llm.factory import make_policy
+    from strategies.llm import factory
     from strategies.tot.asm import AsmConfig, TraversalASM
     from strategies.tot.search import SearchConfig, TreeSearch
 
@@ -127,8 +127,8 @@ def tot_method(options: MethodOptions, services: Services) -> Method:
 
     async def run(question: BenchmarkQuestion, kg: KnowledgeGraph) -> MethodResult:
         kgs = [kg] + [g for g in services.kgs if g.name != kg.name]
-        embedder = await services.embedder() if options.llm == "offline" else None
-        policy = make_policy(options.llm, kgs, model=options.model, embedder=embedder, options=options.extra)
+        embedder = await services.embedder() if factory.needs_embedder(options.llm) else None
+        policy = factory.make_policy(options.llm, kgs, model=options.model, embedder=embedder, options=options.extra)
         started = time.perf_counter()
         try:
             result = await TreeSearch(TraversalASM(kgs, asm_config), policy, config).run(question.text)

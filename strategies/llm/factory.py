@@ -65,6 +65,17 @@ def make_policy(
     return PromptedPolicy(backend)
 
 
+def needs_embedder(kind: str) -> bool:
+    """Whether :func:`make_policy` of this kind wants the (slow to load) sentence embedder."""
+    if kind != "offline":
+        return False
+    try:
+        from strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    return "embedder" in inspect.signature(OfflinePolicy).parameters
+
+
 def _construct(cls: type, kgs: list[KnowledgeGraph], **extras: Any):
     params = inspect.signature(cls).parameters
     kwargs = {k: v for k, v in extras.items() if k in params and v is not None}

@@ -101,6 +101,7 @@ class SearchResult(BaseModel):
     subgraph: LocalSubgraph = Field(default_factory=LocalSubgraph)
     subgraph_text: str = ""
     topic_entities: list[str] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict, description="Label of every entity seen in the tree.")
     usage: LLMUsage = Field(default_factory=LLMUsage)
     latency_s: float = 0.0
     config: SearchConfig = Field(default_factory=SearchConfig)
@@ -109,10 +110,8 @@ class SearchResult(BaseModel):
     def tree_text(self) -> str:
         """The search tree, indented, one node a line, the chosen path marked with ``*``."""
         by_id = {n.id: n for n in self.nodes}
-        labels = {i: e.label for i, e in self.subgraph.entities.items()}
-        for n in self.nodes:
-            if n.state is not None:
-                labels.update((i, e.label) for i, e in n.state.subgraph.entities.items() if i not in labels)
+        labels = dict(self.labels)
+        labels.update((i, e.label) for i, e in self.subgraph.entities.items())
         on_path = set(self.path)
         lines: list[str] = []
 
@@ -296,8 +295,14 @@ class TreeSearch:
             status, answer, path = "no_answer", RankedAnswer(text="no answer found"), []
             expanded = [n for n in nodes if n.expanded_at is not None] or nodes
             final = max(expanded, key=lambda n: (n.value or 0.0, n.depth)).state
+        labels: dict[str, str] = {}
+        for n in nodes:
+            if n.state is not None:
+                for i, e in n.state.subgraph.entities.items():
+                    labels.setdefault(i, e.label)
         return SearchResult(
             question=question,
+            labels=labels,
             status=status,
             answer=answer,
             value=(best.value or 0.0) if best else 0.0,

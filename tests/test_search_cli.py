@@ -1,0 +1,192 @@
+"""``tot-search`` end to end: one question, 20-question benchmark slices (printed metrics = metrics recomputed
+from the JSONL), resume after interruption, bad input exit codes, the self-contained HTML report.
+
+The policy is a fixed gold-blind one (tests/tot_cli_policy.py) patched into the factory, so these tests exercise
+the CLI, runner, formats and report, not a policy's accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tot_cli_policy import OneHopPolicy
+
+import strategies.llm.factory as factory
+import strategies.search_cli as cli
+from kg_adapters.embedded import load_embedded
+from strategies.benchmarks import metrics
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"benchmark data not found at {SHARED}")
+_KG_CACHE: dict[str, object] = {}
+
+
+@pytest.fixture(autouse=True)
+def fixed_policy(monkeypatch):
+    monkeypatch.setattr(factory, "make_policy", lambda *a, **k: OneHopPolicy())
+    monkeypatch.setattr(factory, "needs_embedder", lambda kind: False)
+    real_open = cli.open_kgs
+
+    def cached_open(args):  # the embedded KG takes seconds to load: once per test session
+        if not args:
+            if "movies" not in _KG_CACHE:
+                _KG_CACHE["movies"] = load_embedded("movies")
+            return [_KG_CACHE["movies"]]
+        return real_open(args)
+
+    monkeypatch.setattr(cli, "open_kgs", cached_open)
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_one_question_prints_the_answer_and_the_tree(capsys):
+    code, out, _ = run(capsys, "what movies did [Joely Richardson] star in")
+    assert code == 0
+    assert out.startswith("answer: ") and "The Last Mimzy" in out.splitlines()[0]
+    assert "search tree" in out and "* [1.00] ROOT: what movies did [Joely Richardson] star in" in out
+    assert "SELECT_ENTITIES: Joely Richardson (movies:E" in out
+    assert "final local subgraph:" in out
+
+
+def _check_metrics_match_jsonl(out: str, jsonl: Path, n: int) -> list[dict]:
+    rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == n and len({r["id"] for r in rows}) == n
+    for r in rows:
+        assert r["hits1"] == metrics.hits_at_1(r["prediction"], r["gold"])
+        assert r["f1"] == pytest.approx(metrics.answer_f1(r["prediction"], r["gold"]))
+        assert r["em_in"] == metrics.em_in(r["answer_text"], r["prediction"], r["gold"])
+        assert r["correct"] == (r["hits1"] == 1.0)
+        assert r["trace"]["nodes"] and r["llm_calls"] > 0
+    printed = dict(re.findall(r"^(hits@1|answer F1|EM-in)\s+([0-9.]+)$", out, re.M))
+    assert float(printed["hits@1"]) == pytest.approx(sum(r["hits1"] for r in rows) / n, abs=5e-4)
+    assert float(printed["answer F1"]) == pytest.approx(sum(r["f1"] for r in rows) / n, abs=5e-4)
+    assert float(printed["EM-in"]) == pytest.approx(sum(r["em_in"] for r in rows) / n, abs=5e-4)
+    last = out.strip().splitlines()[-1]
+    assert re.fullmatch(r"hits@1: \d\.\d{3}", last)
+    assert float(last.split()[1]) == pytest.approx(sum(r["hits1"] for r in rows) / n, abs=5e-4)
+    return rows
+
+
+@needs_shared
+def test_metaqa_slice_end_to_end(capsys, tmp_path):
+    out_file = tmp_path / "metaqa.jsonl"
+    code, out, _ = run(capsys, "--questions", SHARED / "metaqa/1-hop/qa_dev_sample.txt", "--format", "metaqa",
+                       "--limit", 20, "--workers", 2, "--out", out_file, "--quiet")
+    assert code == 0
+    rows = _check_metrics_match_jsonl(out, out_file, 20)
+    assert sum(r["hits1"] for r in rows) > 0  # the one-hop heuristic gets some 1-hop questions right
+
+
+@needs_shared
+def test_pathquestion_slice_end_to_end_with_its_own_kb(capsys, tmp_path):
+    out_file = tmp_path / "pq.jsonl"
+    code, out, _ = run(capsys, "--questions", SHARED / "pathquestion/PQ-2H/dev_sample.txt",
+                       "--kg", f"pq={SHARED / 'pathquestion/kb/2H-kb.txt'}", "--limit", 20,
+                       "--out", out_file, "--quiet")
+    assert code == 0 and "format: pathquestion" in out  # guessed from the file
+    rows = _check_metrics_match_jsonl(out, out_file, 20)
+    assert all(r["error"] is None for r in rows)
+    assert all("#" not in r["question"] and "[" in r["question"] for r in rows)
+
+
+def _write_metaqa(tmp_path: Path, n: int = 8) -> Path:
+    lines = [f"what movies did [{a}] star in\tX" for a in
+             ["Joely Richardson", "Keanu Reeves", "Sandra Bullock", "Tom Hanks", "Meg Ryan", "Brad Pitt",
+              "Emma Thompson", "Jodie Foster"][:n]]
+    f = tmp_path / "q.txt"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return f
+
+
+def test_resume_continues_after_an_interruption_without_redoing_or_losing_answers(capsys, tmp_path, monkeypatch):
+    qfile, out_file = _write_metaqa(tmp_path), tmp_path / "out.jsonl"
+    calls = {"n": 0}
+
+    class Interrupting(OneHopPolicy):
+        async def propose(self, state, k):
+            if "Meg Ryan" in state.question:  # the 5th question: Ctrl-C arrives
+                raise KeyboardInterrupt
+            calls["n"] += 1
+            return await super().propose(state, k)
+
+    monkeypatch.setattr(factory, "make_policy", lambda *a, **k: Interrupting())
+    code, _, err = run(capsys, "--questions", qfile, "--out", out_file, "--quiet")
+    assert code == 130 and "--resume" in err
+    first = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert [r["id"] for r in first] == ["q:1", "q:2", "q:3", "q:4"]
+    # a crash can also leave half a line behind
+    with open(out_file, "a") as fh:
+        fh.write('{"id": "q:5", "quest')
+
+    monkeypatch.setattr(factory, "make_policy", lambda *a, **k: OneHopPolicy())
+    code, out, err = run(capsys, "--questions", qfile, "--out", out_file, "--resume", "--quiet")
+    assert code == 0 and "resuming: 4 done, 4 to go" in err
+    rows = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert [r["id"] for r in rows] == [f"q:{i}" for i in range(1, 9)]
+    assert rows[:4] == first
+    assert "questions              8" in out or re.search(r"^questions\s+8$", out, re.M)
+
+
+def test_out_file_is_not_overwritten_without_resume(capsys, tmp_path):
+    qfile, out_file = _write_metaqa(tmp_path, 1), tmp_path / "out.jsonl"
+    out_file.write_text('{"id": "x"}\n')
+    code, _, err = run(capsys, "--questions", qfile, "--out", out_file)
+    assert code == 2 and "--resume" in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--questions", "/nonexistent/q.txt"], "no such file"),
+        ([], "give a question"),
+        (["q [x]", "--questions", "f"], "not both"),
+        (["q [x]", "-k", "0"], "-k must be"),
+        (["q [x]", "--tau", "1.5"], "--tau must be"),
+        (["q [x]", "--method", "nope"], "unknown method 'nope'"),
+        (["q [x]", "--kg", "/no/such/kb.txt"], "no such file"),
+        (["q [x]", "--kg", "bad name=embedded"], "no such file"),
+        (["--questions", "x", "--resume"], "--resume needs --out"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_clear_line(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_unknown_format_is_rejected_by_the_parser(capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--questions", str(_write_metaqa(tmp_path)), "--format", "csv"])
+    assert e.value.code == 2
+
+
+def test_malformed_lines_are_skipped_and_missing_topics_are_reported(capsys, tmp_path):
+    f = tmp_path / "mixed.txt"
+    f.write_text("what movies did [Keanu Reeves] star in\tSpeed\nthis line is broken\n"
+                 "what movies did [Nobody Atall Xyzzy] star in\tX\n", encoding="utf-8")
+    out_file = tmp_path / "o.jsonl"
+    code, out, err = run(capsys, "--questions", f, "--format", "metaqa", "--out", out_file, "--quiet")
+    assert code == 0
+    assert "skipping malformed line" in err and "mixed.txt:2" in err
+    rows = [json.loads(x) for x in out_file.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["mixed:1", "mixed:3"]
+    assert rows[1]["error"] == "topic entity 'Nobody Atall Xyzzy' is not in the KG" and not rows[1]["correct"]
+    assert re.search(r"^errors\s+1$", out, re.M) and "skipped malformed lines: 1" in out
+
+
+def test_html_report_is_self_contained(capsys, tmp_path):
+    html_file = tmp_path / "r.html"
+    code, _, _ = run(capsys, "--questions", _write_metaqa(tmp_path, 3), "--html", html_file, "--quiet")
+    assert code == 0
+    page = html_file.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "<style>" in page and "<script>" in page
+    assert not re.search(r"https?://", page)
+    assert page.count('<details class="q ') == 3
+    assert 'class="node path"' in page and "Joely Richardson" in page

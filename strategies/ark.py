@@ -59,6 +59,7 @@ class ArkStep(BaseModel):
     valid: bool = True
     reason: str = ""
     relations: list[str] | None = None
+    raw: str | None = Field(default=None, description="The judge's answer when it was unusable")
     frontier: int = 0
 
 
@@ -169,7 +170,7 @@ async def ark_search(
                               valid=dec.valid)
             judged = False
         history.append(ArkStep(depth=depth, decision=dec.decision, result_count=n, judged=judged, valid=dec.valid,
-                               reason=dec.reason or (dec.raw or ""), relations=dec.relations, frontier=len(frontier)))
+                               reason=dec.reason, relations=dec.relations, raw=dec.raw, frontier=len(frontier)))
         if progress is not None:
             await progress(depth + 1, cfg.max_depth + 1, f"depth {depth}: {dec.decision} ({n} results)")
         if dec.decision != "expand":

@@ -14,6 +14,7 @@ centred per span so generic words match nothing), minus a per-hop price.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import threading
@@ -548,7 +549,8 @@ class GraphResources:
             return self._relevance
 
     def descriptors(self) -> list[str]:
-        return [self.graph.descriptor(i, neighbours=6, max_chars=200) for i in range(self.graph.n)]
+        # short on purpose: embedding cost grows with length, and 43k entities must embed in minutes on 2 cores
+        return [self.graph.descriptor(i, neighbours=4, max_chars=120) for i in range(self.graph.n)]
 
     def dense(self, build: bool = True, progress: bool = False) -> DenseIndex:
         """MiniLM vectors of every entity descriptor (cached on disk; ~2 min for 43k entities on 2 cores)."""
@@ -623,6 +625,18 @@ class RetrievalService:
                     self._static = StaticModel()
         return self._static
 
+    def cross_encoder(self, path: str):
+        """A local sentence-transformers ``CrossEncoder`` (no PyPI package ships one; the user supplies it)."""
+        with self._lock:
+            cache = self.__dict__.setdefault("_cross", {})
+            if path not in cache:
+                if not Path(path).expanduser().is_dir():
+                    raise RetrievalUnavailable(f"cross-encoder path {path!r} is not a directory")
+                from sentence_transformers import CrossEncoder
+
+                cache[path] = CrossEncoder(str(Path(path).expanduser()), device="cpu", local_files_only=True)
+            return cache[path]
+
     def resources(self, kg: KnowledgeGraph) -> GraphResources:
         with self._lock:
             res = self._graphs.get(kg.name)
@@ -647,3 +661,32 @@ async def linked_seeds(kg: KnowledgeGraph, graph: LocalGraph, query: str, limit:
         top = max(s for _, s in out)
         out = [(i, s) for i, s in out if s >= 0.85 * top]
     return out
+
+
+# -- ranking metrics against gold answers -------------------------------------------------------------------
+def answer_key(label: str) -> str:
+    """Gold answers and labels compare case- and ``_``-insensitively (PathQuestion writes ``anna_of_x``)."""
+    return " ".join(label.replace("_", " ").casefold().split())
+
+
+def ranking_metrics(ranked_labels: Sequence[str], gold: Iterable[str], k: int = 10) -> dict[str, float]:
+    """Hits@1, Recall@k (gold found in the top k / min(|gold|, k)), nDCG@k (binary gains) and MRR."""
+    gold_keys = {answer_key(g) for g in gold if g}
+    keys: list[str] = []
+    for lab in ranked_labels:  # a label listed twice (merged same-name nodes) counts once
+        kk = answer_key(lab)
+        if kk not in keys:
+            keys.append(kk)
+    if not gold_keys:
+        return {"hits@1": 0.0, f"recall@{k}": 0.0, f"ndcg@{k}": 0.0, "mrr": 0.0}
+    rel = [1.0 if x in gold_keys else 0.0 for x in keys]
+    top = rel[:k]
+    dcg = sum(g / math.log2(r + 2) for r, g in enumerate(top))
+    ideal = sum(1.0 / math.log2(r + 2) for r in range(min(len(gold_keys), k)))
+    first = next((r for r, g in enumerate(rel) if g), None)
+    return {
+        "hits@1": rel[0] if rel else 0.0,
+        f"recall@{k}": sum(top) / min(len(gold_keys), k),
+        f"ndcg@{k}": dcg / ideal if ideal else 0.0,
+        "mrr": 1.0 / (first + 1) if first is not None else 0.0,
+    }

@@ -9,7 +9,7 @@ can go backward from ``"1999"`` as from any entity. Named graphs are merged (a K
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -102,9 +102,12 @@ def local_name(iri: str) -> str:
     return unquote(tail).replace("_", " ").strip() or iri
 
 
-def parse_rdf(path: Path, fmt: str) -> Iterator[tuple]:
-    """rdflib (s, p, o) terms of every triple in the file (quads' graph names dropped)."""
+def parse_rdf(path: Path, fmt: str) -> list[tuple]:
+    """rdflib (s, p, o) terms of every distinct triple in the file (quads' graph names dropped), in a canonical
+    order: rdflib iterates in hash order and invents random blank-node IDs, so without this the node numbering
+    (and with it ``E<n>`` IDs) would change from one load to the next."""
     import rdflib
+    from rdflib.compare import to_canonical_graph
 
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
@@ -112,19 +115,20 @@ def parse_rdf(path: Path, fmt: str) -> Iterator[tuple]:
             if fmt in _QUAD_FORMATS:
                 ds = rdflib.Dataset()
                 ds.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
-                triples: Iterable = (q[:3] for q in ds.quads((None, None, None, None)))
+                g = rdflib.Graph()
+                for q in ds.quads((None, None, None, None)):
+                    g.add(q[:3])
             else:
                 g = rdflib.Graph()
                 g.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
-                triples = g.triples((None, None, None))
-            # materialise inside the try: a lazy parser error must still name the file
-            out = list(triples)
     except InvalidInput:
         raise
     except Exception as e:  # rdflib raises many unrelated types (SAXParseException, BadSyntax, JSONDecodeError ...)
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InvalidInput(f"{path}: could not parse as {fmt}: {msg[:300]}") from None
-    return iter(out)
+    if any(isinstance(t, rdflib.BNode) for triple in g for t in triple[::2]):
+        g = to_canonical_graph(g)  # blank-node IDs from the graph's structure, the same on every load
+    return sorted(g, key=lambda t: (isinstance(t[0], rdflib.BNode), str(t[0]), str(t[1]), str(t[2])))
 
 
 def load_rdf_file(
@@ -144,7 +148,7 @@ def load_rdf_file(
     fmt = rdf_format_for(path, format)
     if fmt is None:
         raise InvalidInput(f"{path}: unknown RDF extension; pass format= (turtle, nt, nquads, xml, json-ld, trig)")
-    triples = list(parse_rdf(path, fmt))
+    triples = parse_rdf(path, fmt)
     index = index or TripleIndex()
 
     bnodes: dict[str, str] = {}

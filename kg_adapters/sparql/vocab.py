@@ -105,9 +105,6 @@ class WikidataProfile:
     def fallback_label(self, local: str) -> str:
         return local
 
-    def is_relation_local(self, local: str) -> bool:
-        return bool(PID.match(local))
-
     def is_entity_local(self, local: str) -> bool:
         return bool(QID.match(local))
 
@@ -143,7 +140,7 @@ class GenericProfile:
         m = _CURIE.match(name) if isinstance(name, str) else None
         if m and m.group(1) in self.ids.prefixes:
             return iri_ref(self.ids.prefixes[m.group(1)] + m.group(2))
-        if isinstance(name, str) and is_safe_iri(name):
+        if isinstance(name, str) and is_safe_iri(name) and ("://" in name or name.startswith("urn:")):
             return iri_ref(name)
         raise InvalidInput(f"{option}: {name!r} is neither a full IRI nor prefix:name with a known prefix")
 
@@ -170,7 +167,5 @@ class GenericProfile:
         tail = re.split(r"[/#:]", iri.rstrip("/#"))[-1]
         return unquote(tail).replace("_", " ") or iri
 
-    def is_relation_local(self, local: str) -> bool:
+    def is_entity_local(self, local: str) -> bool:
         return True
-
-    is_entity_local = is_relation_local

@@ -1,0 +1,170 @@
+"""The generic SPARQL profile against a real server (oxigraph) serving plain RDF (tests/fixtures/generic_sample.ttl),
+and the ID scheme that makes arbitrary IRIs safe, reversible KG IDs.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from kg_adapters.errors import InvalidInput, NotFound
+from kg_adapters.models import Direction
+from kg_adapters.sparql import EndpointRegistry, IriIds, open_sparql_kg
+
+pytest_plugins = ["oxigraph_fixture"]
+
+EX = "http://example.org/computing/"
+MARY = "http://other.example/people/Mary%20Somerville"
+
+
+def b64(iri: str) -> str:
+    return "~" + base64.urlsafe_b64encode(iri.encode()).decode().rstrip("=")
+
+
+@pytest.fixture
+def g(generic_sparql_url):
+    return open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(), prefixes={"ex": EX})
+
+
+# -- the ID scheme ------------------------------------------------------------------------------------------------
+def test_iris_in_a_known_namespace_get_prefix_dot_localname_ids_and_others_base64():
+    ids = IriIds({"ex": EX, "exp": EX + "people/"})
+    assert ids.encode(EX + "Ada_Lovelace") == "ex.Ada_Lovelace"
+    assert ids.encode(EX + "people/Ada") == "exp.Ada"  # the longest namespace wins
+    assert ids.encode(MARY) == b64(MARY)  # '%' is not a local-name character
+    assert ids.encode("urn:isbn:978-0-14-043999-4") == b64("urn:isbn:978-0-14-043999-4")
+    for iri in [EX + "Ada_Lovelace", EX + "people/Ada", MARY, "urn:isbn:1", "http://x.org/a#b", "http://ü.example/ä"]:
+        assert ids.decode(ids.encode(iri)) == iri
+        assert ":" not in ids.encode(iri)
+
+
+def test_malformed_or_unsafe_ids_are_refused():
+    ids = IriIds({"ex": EX})
+    with pytest.raises(NotFound, match="unknown prefix 'nope'"):
+        ids.decode("nope.Alice")
+    for bad in ["ex.", "ex", ".Alice", "ex.A b", "ex.A>b", "~", "~!!", "~" + "A" * 600]:
+        with pytest.raises(InvalidInput):
+            ids.decode(bad)
+    for unsafe in ["http://a/b> . ?s ?p <x", 'http://a/"b', "http://a/{b}", "http://a/b c", "no-scheme", "http://a/\x00"]:
+        with pytest.raises(InvalidInput, match="unsafe or malformed IRI"):
+            ids.decode(b64(unsafe))
+    with pytest.raises(InvalidInput, match="prefix 'a.b'"):
+        IriIds({"a.b": EX})
+
+
+# -- search -------------------------------------------------------------------------------------------------------
+async def test_labels_come_from_any_configured_label_predicate(g):
+    assert (await g.search_entities("Ada Lovelace"))[0].entity.id == "g:ex.Ada_Lovelace"  # rdfs:label
+    assert (await g.search_entities("Charles Babbage"))[0].entity.id == "g:ex.Charles_Babbage"  # skos:prefLabel
+    byron = await g.search_entities("lord byron")  # schema:name, untagged
+    assert (byron[0].entity.id, byron[0].entity.label, byron[0].match) == ("g:ex.Lord_Byron", "Lord Byron", "casefold")
+    assert byron[0].entity.description == "English poet (1788–1824)"
+
+
+async def test_english_labels_win_over_other_languages_and_aliases_match(g):
+    hits = await g.search_entities("Analytische Maschine")  # not a configured language: only a substring search
+    assert hits == []
+    de = open_sparql_kg("g", "sparql", g.endpoint, registry=EndpointRegistry(), prefixes={"ex": EX}, languages=["de"])
+    assert (await de.search_entities("Analytische Maschine"))[0].entity.label == "Analytische Maschine"
+    assert (await g.search_entities("analytical engine"))[0].entity.label == "Analytical Engine"
+    alias = await g.search_entities("Augusta Ada King")
+    assert (alias[0].entity.id, alias[0].match) == ("g:ex.Ada_Lovelace", "alias")
+
+
+async def test_iris_outside_the_prefixes_are_entities_too(g):
+    hits = await g.search_entities("Mary Somerville")
+    assert hits[0].entity.id == "g:" + b64(MARY)
+    described = await g.describe_entity(hits[0].entity.id)
+    assert described.iri == MARY and described.entity.description == "Scottish scientist and writer (1780–1872)"
+
+
+async def test_initialize_links_names_in_a_question(g):
+    hits = await g.initialize("what did charles babbage design?")
+    assert (hits[0].entity.id, hits[0].mention) == ("g:ex.Charles_Babbage", "charles babbage")
+
+
+# -- relations and edges ------------------------------------------------------------------------------------------
+async def test_relations_are_the_predicates_in_both_directions_without_label_predicates(g):
+    rels = await g.get_relations(["g:ex.Ada_Lovelace"])
+    got = {(r.id, r.label, r.direction.value): r.count for r in rels.relations}
+    assert got == {
+        ("g:foaf.knows", "knows", "forward"): 2,
+        ("g:foaf.knows", "knows", "backward"): 1,
+        ("g:schema.birthDate", "birth date", "forward"): 1,
+        ("g:schema.deathDate", "death date", "forward"): 1,
+        ("g:schema.parent", "parent", "forward"): 1,
+        ("g:rdf.type", "type", "forward"): 1,
+        ("g:ex.wrote", "wrote", "forward"): 1,
+    }
+
+
+async def test_edges_reach_entities_with_labels_and_literals_with_datatypes(g):
+    page = await g.get_edges(["g:ex.Ada_Lovelace"], "g:foaf.knows")
+    assert [(e.target, page.entities[e.target].label) for e in page.edges] == [
+        ("g:ex.Charles_Babbage", "Charles Babbage"), ("g:" + b64(MARY), "Mary Somerville")]
+    (born,) = (await g.get_edges(["g:ex.Ada_Lovelace"], "g:schema.birthDate")).edges
+    assert (born.value.value, born.value.datatype) == ("1815-12-10", "http://www.w3.org/2001/XMLSchema#date")
+    back = await g.get_edges(["g:ex.Analytical_Engine"], "g:ex.designed", Direction.backward)
+    assert [back.entities[e.target].label for e in back.edges] == ["Charles Babbage"]
+
+
+async def test_an_unlabelled_entity_falls_back_to_its_local_name_and_urns_work(g):
+    page = await g.get_edges(["g:ex.Analytical_Engine"], "g:ex.inspired")
+    (edge,) = page.edges
+    assert edge.target == "g:" + b64("urn:isbn:978-0-14-043999-4")
+    assert page.entities[edge.target].label == "Frankenstein"
+    author = await g.get_edges([edge.target], "g:ex.author")
+    assert author.entities[author.edges[0].target].label == "Mary Shelley"
+    (typed,) = (await g.get_edges(["g:ex.Ada_Lovelace"], "g:rdf.type")).edges
+    assert typed.target == "g:schema.Person" and (await g.get_edges([typed.target], "g:rdf.type", "backward")).edges
+
+
+async def test_a_blank_node_is_reported_as_an_unknown_value(g):
+    (edge,) = (await g.get_edges(["g:ex.Notes_on_the_Analytical_Engine"], "g:ex.contains")).edges
+    assert edge.target is None and edge.value.value == "unknown value"
+
+
+async def test_label_predicates_are_configurable(generic_sparql_url):
+    only_names = open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(),
+                                prefixes={"ex": EX}, label_predicates=["schema:name"], label_search="exact")
+    assert (await only_names.search_entities("Lord Byron"))[0].entity.id == "g:ex.Lord_Byron"
+    assert await only_names.search_entities("Ada Lovelace") == []
+    page = await only_names.get_edges(["g:ex.Ada_Lovelace"], "g:schema.parent")
+    assert page.entities["g:ex.Ada_Lovelace"].label == "Ada Lovelace"  # no schema:name: from the IRI "Ada_Lovelace"
+    assert page.entities["g:ex.Lord_Byron"].label == "Lord Byron"
+
+
+async def test_info_samples_predicates_by_frequency(g):
+    info = await g.info()
+    assert info.backend == "sparql" and info.relation_sample[0].label == "type"
+    assert "label" not in {r.label for r in info.relation_sample}
+
+
+async def test_unknown_entities_and_relations_are_not_found(g):
+    with pytest.raises(NotFound, match="g:ex.Nobody"):
+        await g.get_relations(["g:ex.Nobody"])
+    with pytest.raises(NotFound, match="get_relations"):
+        await g.get_edges(["g:ex.Ada_Lovelace"], "g:ex.noSuchRelation")
+    with pytest.raises(NotFound, match="unknown prefix"):
+        await g.get_relations(["g:zz.Alice"])
+
+
+# -- options ------------------------------------------------------------------------------------------------------
+def test_options_are_validated_with_clear_messages():
+    with pytest.raises(InvalidInput, match="timout: Extra inputs"):
+        open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", timout=3)
+    with pytest.raises(InvalidInput, match="retries"):
+        open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", retries=-1)
+    with pytest.raises(InvalidInput, match="only apply to generic"):
+        open_sparql_kg("wd", "wikidata", None, prefixes={"ex": EX})
+    with pytest.raises(InvalidInput, match="only applies to wikidata"):
+        open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", search_api="http://127.0.0.1:1/api")
+    with pytest.raises(InvalidInput, match="language tag"):
+        open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", languages=["en", "x y"])
+    with pytest.raises(InvalidInput, match="http"):
+        open_sparql_kg("g", "sparql", "ftp://example.org/sparql")
+    with pytest.raises(InvalidInput, match="http"):
+        open_sparql_kg("g", "sparql", None)
+    with pytest.raises(InvalidInput, match="label_predicates"):
+        open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", label_predicates=["nope:name"])

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import kg
+from . import kg, tot
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -30,6 +30,6 @@ Registrar = Callable[["MCPServer", "Runtime"], None]
 
 REGISTRARS: list[Registrar] = [
     kg.register,
-    # tot.register,        (server/tools/tot.py: the tree_of_traversals tool)
+    tot.register,
     # retrieval.register,  (server/tools/retrieval.py: ARK, router, beam search, rerank)
 ]

@@ -1,0 +1,106 @@
+"""The tree_of_traversals MCP tool through the real MCP client: sampling-driven search with progress
+notifications, clean fallback/errors when the policy cannot run, bad input as tool errors."""
+
+from __future__ import annotations
+
+import mcp_types as types
+import pytest
+from mcp.client.client import Client
+from tot_fixtures import make_kg
+
+from server.app import build_server
+from server.runtime import Runtime
+
+Q = "who directed the films [Keanu Reeves] acted in"
+
+
+def respond(prompt: str) -> str:
+    """The 'client model': a scripted reasoner that reads the prompt it is shown."""
+    asked = prompt.rsplit("Reply with", 1)[-1]
+    if "SCORE" in asked:
+        if "Proposed answer" in prompt:
+            return "SCORE: 0.9" if "Lana Wachowski" in prompt.split("Proposed answer:")[1] else "SCORE: 0.2"
+        return "SCORE: 0.6"
+    if "SELECT_RELATION" in asked:
+        return "SELECT_RELATION: directed_by forward" if "directed by" in prompt else "SELECT_RELATION: 1"
+    if "SELECT_ENTITIES" in asked:
+        return "SELECT_ENTITIES: The Matrix, Speed" if "(The Matrix)" in prompt else "SELECT_ENTITIES: Keanu Reeves"
+    if "Lana Wachowski" in prompt.split("Actions so far")[0]:
+        return "ANSWER: Lana Wachowski, Jan de Bont"
+    return "EXPAND_KG"
+
+
+async def sampling(context, params: types.CreateMessageRequestParams):
+    return types.CreateMessageResult(
+        role="assistant", model="scripted",
+        content=types.TextContent(type="text", text=respond(params.messages[0].content.text)),
+    )
+
+
+@pytest.fixture
+def server():
+    return build_server(Runtime({"m": make_kg("m")}))
+
+
+async def test_sampling_policy_answers_with_progress_per_expansion(server):
+    progress = []
+
+    async def on_progress(done, total, message):
+        progress.append((done, total, message))
+
+    async with Client(server, sampling_callback=sampling, mode="legacy") as client:
+        result = await client.call_tool("tree_of_traversals", {"query": Q, "k": 2, "llm": "sampling"},
+                                        progress_callback=on_progress)
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert data["status"] == "answered" and data["llm"] == "sampling"
+    assert set(data["answer"]["labels"]) == {"Lana Wachowski", "Jan de Bont"}
+    assert data["value"] == 0.9 and data["usage"]["calls"] > 0
+    assert data["path"][0] == 0 and data["nodes"][data["path"][-1]]["action"]["kind"] == "answer"
+    assert "Lana Wachowski" in data["subgraph_text"] and "* [1.00] ROOT" in data["tree_text"]
+    assert [p[0] for p in progress] == list(range(1, data["expansions"] + 1))
+    assert all(p[1] == 25 for p in progress) and "expanded" in progress[0][2]
+    text = result.content[0].text
+    assert text.startswith("Answer: Lana Wachowski (m:E") and "Search tree" in text
+
+
+async def test_sampling_without_client_support_falls_back_or_fails_cleanly(server):
+    async with Client(server, mode="legacy") as client:
+        result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "sampling"})
+    if result.is_error:  # no offline policy in this build: one clear line naming both problems
+        msg = result.content[0].text
+        assert "did not declare the sampling capability" in msg and "offline policy" in msg
+    else:
+        assert result.structured_content["llm"] == "offline"
+        assert "fell back to the offline policy" in result.structured_content["warnings"][0]
+
+
+async def test_anthropic_without_a_key_is_a_tool_error(server, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    async with Client(server) as client:
+        result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
+    assert result.is_error and "ANTHROPIC_API_KEY is not set" in result.content[0].text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"query": Q, "k": 0}, "k"),
+        ({"query": Q, "tau": 2}, "tau"),
+        ({"query": Q, "llm": "gpt"}, "llm"),
+        ({"query": Q, "kg": "nope"}, "no KG named 'nope'"),
+        ({"query": "", "llm": "sampling"}, "query is empty"),
+    ],
+)
+async def test_bad_input_is_a_tool_error(server, args, message):
+    async with Client(server, sampling_callback=sampling, mode="legacy") as client:
+        result = await client.call_tool("tree_of_traversals", args)
+    assert result.is_error and message in result.content[0].text
+
+
+async def test_the_tool_is_listed_with_its_schema(server):
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    tool = tools["tree_of_traversals"]
+    assert set(tool.input_schema["properties"]) >= {"query", "k", "max_depth", "tau", "llm", "kg"}
+    assert tool.output_schema and "answer" in tool.output_schema["properties"]

@@ -63,7 +63,8 @@ class FileProgress:
 @dataclass
 class LoadState:
     files: dict[str, FileProgress] = field(default_factory=dict)
-    labels_built: bool = False
+    labels_built: bool = False  # the label index is complete for everything loaded
+    label_scan_needed: bool = False  # some labels were not fed chunk by chunk: rebuild from the store
 
     @classmethod
     def read(cls, path: Path) -> "LoadState":
@@ -76,6 +77,7 @@ class LoadState:
             return cls(
                 files={k: FileProgress(**v) for k, v in raw["files"].items()},
                 labels_built=bool(raw.get("labels_built")),
+                label_scan_needed=bool(raw.get("label_scan_needed", True)),
             )
         except (ValueError, KeyError, TypeError) as e:
             raise InvalidInput(f"{path}: unreadable load state ({e}); delete it or pass --restart") from None
@@ -84,6 +86,7 @@ class LoadState:
         """Atomically (write + rename), so a crash leaves the old state or the new one, never half a file."""
         tmp = path.with_name(path.name + ".tmp")
         data = {"version": STATE_VERSION, "labels_built": self.labels_built,
+                "label_scan_needed": self.label_scan_needed,
                 "files": {k: vars(v) for k, v in self.files.items()}}
         tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
         os.replace(tmp, path)
@@ -115,22 +118,57 @@ def _open_binary(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # type: ignore[return-value]
 
 
-class _TripleLineConverter:
-    """``head|relation|tail`` lines → N-Triples bytes, the same IRIs and labels as ``load_into_store`` writes."""
+def _ascii_quote_table(safe: str) -> dict[int, str]:
+    """``str.translate`` table equal to ``urllib.parse.quote(s, safe=safe)`` for ASCII ``s`` (5x faster)."""
+    keep = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~") | set(safe)
+    return {c: f"%{c:02X}" for c in range(128) if chr(c) not in keep}
 
-    def __init__(self, source: Path) -> None:
-        from .oxigraph_store import ENTITY_NS, RELATION_NS, _nt_string, name_iri
+
+def _nt_literal(text: str) -> str:
+    """An N-Triples plain literal (same parsed value as ``str(pyoxigraph.Literal(text))``, without the object)."""
+    if "\\" in text or '"' in text or "\n" in text or "\r" in text:
+        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{text}"'
+
+
+class _TripleLineConverter:
+    """``head|relation|tail`` lines → N-Triples bytes, the same IRIs and labels as ``load_into_store`` writes.
+
+    Names already converted are remembered (up to ``max_names``, then forgotten in one go): each then costs a
+    dict lookup instead of percent-encoding, and its ``rdfs:label`` triple is written once, not once per edge.
+    """
+
+    def __init__(self, source: Path, max_names: int = 4_000_000) -> None:
+        from .oxigraph_store import _NAME_SAFE, ENTITY_NS, RELATION_NS, name_iri
 
         self._source = source
         self._name_iri = name_iri
-        self._nt_string = _nt_string
         self._ens, self._rns = ENTITY_NS, RELATION_NS
+        self._table = _ascii_quote_table(_NAME_SAFE)
         self._label = f"<{RDFS}label>"
         self._relations: dict[str, str] = {}
+        self._iris: dict[str, str] = {}
+        self._max_names = max_names
+        self._new_names: list[tuple[str, str, str]] = []
+
+    def _entity(self, name: str, out: list[str]) -> str:
+        iri = self._iris.get(name)
+        if iri is None:
+            if len(self._iris) >= self._max_names:
+                self._iris.clear()
+            local = name.translate(self._table) if name.isascii() else self._name_iri(name, "")
+            iri = self._iris[name] = f"<{self._ens}{local}>"
+            out.append(f"{iri} {self._label} {_nt_literal(name)} .\n")
+            self._new_names.append((iri[1:-1], name, "label"))
+        return iri
+
+    def take_names(self) -> list[tuple[str, str, str]]:
+        """``(iri, name, "label")`` rows for the label index, for the names first seen since the last call."""
+        names, self._new_names = self._new_names, []
+        return names
 
     def convert(self, lines: list[bytes], first_lineno: int) -> tuple[bytes, int]:
         out: list[str] = []
-        iris: dict[str, str] = {}  # per chunk: names repeat (hubs), and each needs its label written once
         n = 0
         for k, raw in enumerate(lines):
             try:
@@ -148,16 +186,8 @@ class _TripleLineConverter:
             rel = self._relations.get(r)
             if rel is None:
                 rel = self._relations[r] = f"<{self._name_iri(r, self._rns)}>"
-                out.append(f"{rel} {self._label} {self._nt_string(humanize(r))} .\n")
-            hi = iris.get(h)
-            if hi is None:
-                hi = iris[h] = f"<{self._name_iri(h, self._ens)}>"
-                out.append(f"{hi} {self._label} {self._nt_string(h)} .\n")
-            ti = iris.get(t)
-            if ti is None:
-                ti = iris[t] = f"<{self._name_iri(t, self._ens)}>"
-                out.append(f"{ti} {self._label} {self._nt_string(t)} .\n")
-            out.append(f"{hi} {rel} {ti} .\n")
+                out.append(f"{rel} {self._label} {_nt_literal(humanize(r))} .\n")
+            out.append(f"{self._entity(h, out)} {rel} {self._entity(t, out)} .\n")
             n += 1
         return "".join(out).encode("utf-8"), n
 
@@ -217,6 +247,7 @@ class BulkLoader:
         state = LoadState.read(self.state_file)
         store = self._open_store()
         chunks = lines = 0
+        labels_index = FtsLabelIndex.create(self.labels_file) if self.build_labels else None
         try:
             for path, kind in zip(paths, kinds):
                 key = str(path.resolve())
@@ -230,7 +261,9 @@ class BulkLoader:
                     self._say(f"{path}: already loaded ({prog.lines:,} lines); skipping")
                     continue
                 state.labels_built = False
-                c, n = self._load_file(store, path, prog, state)
+                if kind != "triples" or labels_index is None:
+                    state.label_scan_needed = True
+                c, n = self._load_file(store, path, prog, state, labels_index)
                 chunks += c
                 lines += n
             meta = read_meta(store)
@@ -251,15 +284,22 @@ class BulkLoader:
             )
             store.flush()
             labels = 0
-            if self.build_labels and not state.labels_built:
-                labels = build_label_index(store, self.labels_file, progress=self.progress)
+            if labels_index is not None:
+                if state.label_scan_needed:
+                    labels_index.close()
+                    labels_index = None
+                    build_label_index(store, self.labels_file, progress=self.progress)
+                    state.label_scan_needed = False
+                elif not state.labels_built:
+                    labels_index.optimize()
                 state.labels_built = True
                 state.write(self.state_file)
-            elif self.build_labels:
-                labels = FtsLabelIndex.open(self.labels_file).count()
+                labels = (labels_index or FtsLabelIndex.open(self.labels_file)).count()
         except OSError as e:
             raise BackendError(f"writing to store {self.store_dir} failed: {e}") from e
         finally:
+            if labels_index is not None:
+                labels_index.close()
             del store  # releases the RocksDB lock
         return LoadReport(str(self.store_dir), list(state.files.values()), chunks, lines, labels,
                           time.perf_counter() - t0)
@@ -277,7 +317,7 @@ class BulkLoader:
         return tqdm(total=total, initial=prog.offset if total else 0, unit="B", unit_scale=True,
                     file=sys.stderr, desc=f"load {path.name}", mininterval=1.0)
 
-    def _load_file(self, store, path: Path, prog: FileProgress, state: LoadState) -> tuple[int, int]:
+    def _load_file(self, store, path: Path, prog: FileProgress, state: LoadState, labels_index) -> tuple[int, int]:
         import pyoxigraph as ox
 
         if prog.kind.startswith("rdf:"):
@@ -315,8 +355,8 @@ class BulkLoader:
                     else:
                         data = b"".join(batch)
                     try:
-                        if conv is not None:  # only IRIs and plain literals: the fastest path
-                            store.bulk_load(input=data, format=fmt)
+                        if conv is not None:  # IRIs we percent-encoded ourselves: skip re-validating them
+                            store.bulk_load(input=data, format=fmt, lenient=True)
                         else:
                             # keep blank-node labels as written (bulk_load would rename them per call): a node
                             # split across chunks stays one node, and a replayed chunk adds nothing
@@ -326,6 +366,8 @@ class BulkLoader:
                             f"{path}: could not parse lines {prog.lines + 1:,}-{prog.lines + len(batch):,}: "
                             f"{str(e).splitlines()[0][:300]}"
                         ) from None
+                    if conv is not None and labels_index is not None:
+                        labels_index.add(conv.take_names())  # replayed chunks add nothing: INSERT OR IGNORE
                     prog.offset += nbytes
                     prog.lines += len(batch)
                     prog.chunks += 1

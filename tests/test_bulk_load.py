@@ -13,7 +13,7 @@ import pytest
 
 from kg_adapters.bulk_load import BulkLoader, LoadState, main, state_path
 from kg_adapters.errors import InvalidInput
-from kg_adapters.fts_index import label_index_path
+from kg_adapters.fts_index import FtsLabelIndex, label_index_path
 from kg_adapters.oxigraph_store import META_GRAPH, load_into_store, open_store_kg
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -87,7 +87,12 @@ def test_an_interrupted_load_resumes_where_it_stopped_without_duplicates(tmp_pat
     (prog,) = state.files.values()
     assert (prog.lines, prog.chunks, prog.done) == (6, 2, False)
     assert prog.offset == len("".join(TRIPLES.splitlines(keepends=True)[:6]).encode())
-    assert not label_index_path(store).exists()  # labels are built once the triples are all in
+    assert not state.labels_built
+    # labels of triple files are indexed chunk by chunk, in step with the store
+    partial = FtsLabelIndex.open(label_index_path(store))
+    assert partial.search("Robert De Niro")[0].key == "urn:tot:e:Robert%20De%20Niro"
+    assert partial.search("Top Gun") == []  # line 10: not loaded yet
+    partial.close()
 
     resumed = []
     report = BulkLoader(store, chunk_lines=3, progress=False, on_chunk=lambda p: resumed.append(p.lines)).load([triples])
@@ -96,6 +101,9 @@ def test_an_interrupted_load_resumes_where_it_stopped_without_duplicates(tmp_pat
     BulkLoader(tmp_path / "clean", progress=False).load([triples])
     quads = data_quads(store)
     assert len(quads) == len(set(quads)) == len(data_quads(tmp_path / "clean"))
+    assert FtsLabelIndex.open(label_index_path(store)).count() == FtsLabelIndex.open(
+        label_index_path(tmp_path / "clean")
+    ).count() == 10  # 10 distinct names, none twice
     edges = [q for q in quads if q.predicate.value.startswith("urn:tot:r:")]
     assert len(edges) == 10  # 11 lines, one duplicate
 

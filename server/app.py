@@ -21,6 +21,7 @@ from . import __version__
 from .prompts import register_prompts
 from .resources import register_resources
 from .runtime import Runtime, ServiceUnavailable
+from .schema import lean_schema
 from .tools import REGISTRARS
 
 log = logging.getLogger("tot_mcp.server")
@@ -60,7 +61,15 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 class TotServer(MCPServer):
-    """MCPServer with the project's error mapping applied to every tool call."""
+    """MCPServer with the project's error mapping applied to every tool call, and output schemas that are cheap
+    for clients to validate (see :mod:`server.schema`)."""
+
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        return [
+            t.model_copy(update={"output_schema": lean_schema(t.output_schema)}) if t.output_schema else t
+            for t in tools
+        ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         try:

@@ -1,0 +1,78 @@
+"""The lean output schemas the server publishes accept and reject exactly what pydantic's schemas do."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from jsonschema import validators
+
+from kg_adapters.models import Direction, Edge, EdgePage, Entity, EntityDescription, Literal, Relation
+from server.schema import lean_schema
+from server.tools.kg import EntityMatches, KGList, RelationsResult
+
+
+def _valid_page() -> dict:
+    tom = Entity(id="movies:E1", label="Tom Hanks", kg="movies")
+    film = Entity(id="movies:E2", label="Big", description="1988 film", kg="movies")
+    return EdgePage(
+        edges=[
+            Edge(source="movies:E1", relation="movies:starred_actors", direction=Direction.backward, target="movies:E2"),
+            Edge(source="movies:E2", relation="movies:release_year", value=Literal(value="1988", datatype="xsd:gYear")),
+        ],
+        entities={"movies:E1": tom, "movies:E2": film},
+        truncated=True,
+        next_offset=2,
+    ).model_dump(mode="json")
+
+
+def _mutations(doc: dict) -> list[dict]:
+    out = []
+    for path, value in [
+        (("edges", 0, "target"), 42),
+        (("edges", 0, "direction"), "sideways"),
+        (("edges", 0, "direction"), None),
+        (("edges", 1, "value"), "1988"),
+        (("edges", 1, "value", "lang"), 3),
+        (("entities", "movies:E2", "description"), ["x"]),
+        (("next_offset",), "2"),
+        (("edges", 0, "extra"), 1),
+    ]:
+        bad = copy.deepcopy(doc)
+        node = bad
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        out.append(bad)
+    missing = copy.deepcopy(doc)
+    del missing["edges"][0]["source"]
+    out.append(missing)
+    return out
+
+
+@pytest.mark.parametrize("model", [EdgePage, EntityMatches, RelationsResult, KGList, EntityDescription, Relation])
+def test_lean_schema_has_no_refs_and_is_a_valid_schema(model):
+    lean = lean_schema(model.model_json_schema())
+    assert "$ref" not in str(lean) and "$defs" not in lean
+    validators.validator_for(lean).check_schema(lean)
+
+
+def test_lean_and_original_edge_page_schemas_agree_on_valid_and_invalid_documents():
+    original = EdgePage.model_json_schema()
+    lean = lean_schema(original)
+    v_orig = validators.validator_for(original)(original)
+    v_lean = validators.validator_for(lean)(lean)
+    good = _valid_page()
+    assert v_orig.is_valid(good) and v_lean.is_valid(good)
+    for bad in _mutations(good):
+        assert v_orig.is_valid(bad) == v_lean.is_valid(bad) is False, bad
+
+
+def test_a_recursive_schema_keeps_its_definitions():
+    schema = {"$defs": {"Node": {"type": "object", "properties": {"child": {"anyOf": [{"$ref": "#/$defs/Node"},
+                                                                                     {"type": "null"}]}}}},
+              "$ref": "#/$defs/Node"}
+    lean = lean_schema(schema)
+    validator = validators.validator_for(lean)(lean)
+    assert validator.is_valid({"child": {"child": {"child": None}}})
+    assert not validator.is_valid({"child": {"child": 3}})

@@ -9,6 +9,7 @@ can go backward from ``"1999"`` as from any entity. Named graphs are merged (a K
 from __future__ import annotations
 
 import gzip
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote
@@ -111,7 +112,8 @@ def parse_rdf(path: Path, fmt: str) -> list[tuple]:
 
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rb") as fh:
+        with opener(path, "rb") as fh, warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # rdflib's own N-Quads parser uses its deprecated API
             if fmt in _QUAD_FORMATS:
                 ds = rdflib.Dataset()
                 ds.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())

@@ -50,12 +50,12 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _action_text(node: dict) -> tuple[str, str]:
+def _action_text(node: dict, labels: dict[str, str]) -> tuple[str, str]:
     a = node.get("action")
     if node.get("retry"):
         return "retry", "retry after rejected proposals"
     if not a:
-        return "root", "root"
+        return "root", "start: linked topic entities"
     kind = a.get("kind", "?")
     if kind == "think":
         return kind, a.get("text", "")
@@ -63,7 +63,7 @@ def _action_text(node: dict) -> tuple[str, str]:
         ids = ", ".join(a.get("entity_ids") or [])
         return kind, a.get("text", "") + (f"  [{ids}]" if ids else "")
     if kind == "select_entities":
-        return kind, ", ".join(a.get("entity_ids") or [])
+        return kind, ", ".join(f"{labels[i]} ({i})" if i in labels else i for i in a.get("entity_ids") or [])
     if kind == "select_relation":
         return kind, f"{a.get('relation_id')} ({a.get('direction')})"
     return kind, ""
@@ -74,10 +74,11 @@ def _tree(trace: dict) -> str:
     if not nodes:
         return "<p class=meta>no search tree recorded</p>"
     path = set(trace.get("path") or [])
+    labels = trace.get("labels") or {}
 
     def render(nid: int) -> str:
         n = nodes[nid]
-        kind, text = _action_text(n)
+        kind, text = _action_text(n, labels)
         v = n.get("value")
         vcls = "hi" if v is not None and v >= 0.8 else "lo" if v is not None and v < 0.4 else ""
         val = "–" if v is None else f"{v:.2f}"

@@ -21,7 +21,6 @@ import os
 import random
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import time

@@ -1,0 +1,219 @@
+"""Many MCP clients at once over streamable HTTP: latency, throughput, errors, server memory, result identity.
+
+    python -m bench.load_test                       # 50 sessions x 200 calls, as fast as they can go
+    python -m bench.load_test --rate 2              # each session paced at 2 calls/s (an agent's think time)
+
+Starts ``python -m server.cli --transport http --port 0 --kg movies=embedded`` on 127.0.0.1 (the MetaQA KB;
+loopback only), builds a deterministic pool of mixed calls (initialize, search_entities, get_relations,
+get_edges) from the same KB, runs every pool call once serially as the reference, then runs ``--clients``
+concurrent SDK sessions that each make ``--calls`` calls drawn from the pool, and checks every concurrent
+result is identical to the serial one. It does this ``--rounds`` times and reports the server's RSS before and
+after each round, so per-session state that is never freed would show as growth.
+
+With unpaced clients the run is closed-loop: 50 clients each waiting for their previous answer keep the server
+saturated, so latency ≈ clients / throughput; ``--rate`` measures latency at a given offered load instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_URL_RE = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@contextmanager
+def http_server(kg_args: list[str], startup_timeout: float = 90.0):
+    """The real server process on a free loopback port; yields (url, pid)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("TOT_MCP_TOKEN", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "--transport", "http", "--host", "127.0.0.1", "--port", "0", *kg_args],
+        cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    found, url, log = threading.Event(), [], []
+
+    def pump() -> None:  # keep draining stderr so the server never blocks on a full pipe
+        for line in proc.stderr:  # type: ignore[union-attr]
+            log.append(line)
+            m = _URL_RE.search(line)
+            if m and not url:
+                url.append(m.group(1))
+                found.set()
+        found.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        if not found.wait(startup_timeout) or not url:
+            raise SystemExit("server did not start:\n" + "".join(log[-40:]))
+        yield url[0], proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@asynccontextmanager
+async def session(url: str):
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, read=120.0)) as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            async with ClientSession(streams[0], streams[1]) as s:
+                await s.initialize()
+                yield s
+
+
+def call_pool(size: int, seed: int) -> list[tuple[str, dict]]:
+    """Deterministic mixed calls over the embedded movie KB (built in-process from the same data)."""
+    from kg_adapters.embedded import load_embedded
+
+    kg = load_embedded()
+    ix = kg.index
+    rng = random.Random(seed)
+    pool: list[tuple[str, dict]] = []
+    while len(pool) < size:
+        i = rng.randrange(len(ix.nodes))
+        node = ix.nodes[i]
+        eid = kg.node_id(i)
+        kind = rng.random()
+        if kind < 0.15:
+            pool.append(("initialize", {"query": f"what is related to [{node.label}]?"}))
+        elif kind < 0.3:
+            pool.append(("search_entities", {"text": node.label, "limit": 5}))
+        elif kind < 0.6:
+            pool.append(("get_relations", {"entity_ids": [eid]}))
+        else:
+            dirs = [("forward", r) for r in ix.out[i]] + [("backward", r) for r in ix.inc[i]]
+            if not dirs:
+                continue
+            d, r = rng.choice(dirs)
+            pool.append(("get_edges", {"entity_ids": [eid], "relation_id": f"movies:{ix.rel_local_ids[r]}",
+                                       "direction": d, "limit": 20}))
+    return pool
+
+
+def canonical(result) -> str:
+    return json.dumps([result.is_error, result.structured_content], sort_keys=True, default=str)
+
+
+async def serial_reference(url: str, pool: list[tuple[str, dict]]) -> tuple[list[str], list[float]]:
+    out, times = [], []
+    async with session(url) as s:
+        for name, args in pool:
+            t0 = time.perf_counter()
+            r = await s.call_tool(name, args)
+            times.append(time.perf_counter() - t0)
+            out.append(canonical(r))
+    return out, times
+
+
+async def one_client(url: str, pool, reference, k: int, calls: int, rate: float | None, seed: int, stats: dict):
+    rng = random.Random(seed * 1000 + k)
+    picks = [rng.randrange(len(pool)) for _ in range(calls)]
+    try:
+        async with session(url) as s:
+            for j in picks:
+                t0 = time.perf_counter()
+                try:
+                    r = await s.call_tool(*pool[j])
+                except Exception as e:  # noqa: BLE001 - counted and reported, not fatal for the run
+                    stats["errors"].append(f"{pool[j][0]}: {type(e).__name__}: {e}")
+                    continue
+                dt = time.perf_counter() - t0
+                stats["latency"].append(dt)
+                stats["by_tool"].setdefault(pool[j][0], []).append(dt)
+                if r.is_error and not reference[j].startswith("[true"):
+                    stats["errors"].append(f"{pool[j][0]}: tool error")
+                if canonical(r) != reference[j]:
+                    stats["mismatches"] += 1
+                if rate:
+                    await asyncio.sleep(max(0.0, rng.expovariate(rate) - dt))
+    except Exception as e:  # noqa: BLE001
+        stats["errors"].append(f"session {k}: {type(e).__name__}: {e}")
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+async def run(args) -> dict:
+    pool = call_pool(args.pool, args.seed)
+    with http_server(["--kg", "movies=embedded"]) as (url, pid):
+        reference, serial_times = await serial_reference(url, pool)
+        rss = [("after serial reference", rss_mib(pid))]
+        rounds = []
+        for rnd in range(args.rounds):
+            stats = {"latency": [], "errors": [], "mismatches": 0, "by_tool": {}}
+            t0 = time.perf_counter()
+            await asyncio.gather(*(
+                one_client(url, pool, reference, k, args.calls, args.rate, args.seed + rnd, stats)
+                for k in range(args.clients)
+            ))
+            wall = time.perf_counter() - t0
+            rss.append((f"after round {rnd + 1}", rss_mib(pid)))
+            rounds.append((wall, stats))
+    return {"pool": pool, "serial": serial_times, "rss": rss, "rounds": rounds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.load_test", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--calls", type=int, default=200, help="calls per client session")
+    ap.add_argument("--rate", type=float, default=None, help="calls/s per client (Poisson pacing); default unpaced")
+    ap.add_argument("--rounds", type=int, default=2, help="repeat to check the server's memory stays flat")
+    ap.add_argument("--pool", type=int, default=400, help="distinct calls the clients draw from")
+    ap.add_argument("--seed", type=int, default=11)
+    args = ap.parse_args(argv)
+    if min(args.clients, args.calls, args.rounds, args.pool) < 1 or (args.rate is not None and args.rate <= 0):
+        ap.error("--clients, --calls, --rounds, --pool must be ≥ 1 and --rate > 0")
+    res = asyncio.run(run(args))
+    ser = res["serial"]
+    print(f"\n| measure ({args.clients} clients x {args.calls} calls, "
+          f"{'unpaced' if not args.rate else f'{args.rate}/s per client'}) | value |\n|---|---|")
+    print(f"| serial reference p50 / p99 (ms), 1 client, {len(ser)} calls | {pct(ser, .5)*1e3:.1f} / {pct(ser, .99)*1e3:.1f} |")
+    ok = True
+    for i, (wall, st) in enumerate(res["rounds"], 1):
+        lat = st["latency"]
+        print(f"| round {i}: calls / errors / results differing from serial | {len(lat):,} / {len(st['errors'])} / "
+              f"{st['mismatches']} |")
+        print(f"| round {i}: p50 / p99 latency (ms) | {pct(lat, .5)*1e3:.1f} / {pct(lat, .99)*1e3:.1f} |")
+        print(f"| round {i}: throughput (calls/s) | {len(lat) / wall:.0f} |")
+        for tool, ts in sorted(st["by_tool"].items()):
+            print(f"| round {i}: {tool} p50 / p99 (ms) | {pct(ts, .5)*1e3:.1f} / {pct(ts, .99)*1e3:.1f} |")
+        ok = ok and not st["errors"] and not st["mismatches"]
+        for e in st["errors"][:5]:
+            print(f"| error | {e} |")
+    for label, mib in res["rss"]:
+        print(f"| server RSS {label} (MiB) | {mib:.0f} |")
+    print(f"\nerrors_total: {sum(len(st['errors']) for _, st in res['rounds'])}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -29,7 +29,19 @@ BACKENDS: dict[str, Callable[[Path], KnowledgeGraph]] = {
     "memory": lambda tmp: open_file_kg("mv", MOVIES_TTL, SMALL_LIMITS, backend="memory"),
     "oxigraph-in-memory": lambda tmp: open_file_kg("mv", MOVIES_TTL, SMALL_LIMITS, store="memory"),
     "oxigraph-on-disk": lambda tmp: open_file_kg("mv", MOVIES_TTL, SMALL_LIMITS, store=str(tmp / "store")),
+    "oxigraph-bulk-loaded": lambda tmp: _bulk_loaded(tmp),
 }
+
+
+def _bulk_loaded(tmp: Path) -> KnowledgeGraph:
+    """The same graph through ``tot-mcp load`` (N-Triples in 7-line chunks), searched with its on-disk FTS index."""
+    from kg_adapters.bulk_load import BulkLoader
+    from kg_adapters.oxigraph_store import open_store_kg
+
+    BulkLoader(tmp / "bulk", chunk_lines=7, progress=False).load([FIXTURES / "local_movies.nt"])
+    kg = open_store_kg("mv", tmp / "bulk", SMALL_LIMITS)
+    assert type(kg.labels).__name__ == "FtsLabelIndex"
+    return kg
 
 
 @pytest.fixture(params=sorted(BACKENDS))

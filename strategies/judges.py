@@ -186,7 +186,7 @@ class RuleQueryAnalyser:
                         + 0.2 * (entity_count >= 2))
         complexity = min(1.0, 0.1 + 0.2 * max(0, hops - 1) + 0.15 * reasoning + 0.15 * (entity_count >= 2)
                          + 0.1 * (len(content) > 12) + 0.15 * (hops >= 3))
-        if entity_count >= 2 and hops >= 1:
+        if entity_count >= 2:  # several anchors: what links them is the question
             qtype: QueryType = "path"
         elif any(c in low for c in _SUBGRAPH_CUES):
             qtype = "subgraph"

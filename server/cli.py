@@ -1,7 +1,7 @@
 """``tot-mcp``: serve knowledge graphs over MCP (stdio by default, or streamable HTTP), or check a configuration.
 
-Precedence: command-line flags > ``--config`` TOML > built-in defaults. With no ``--kg`` and no KGs in the
-config, the embedded MetaQA movie KG is served as ``movies``. Bad input never shows a traceback: one message on
+Precedence: command-line flags > ``--config`` TOML > built-in defaults. ``--kg`` and the config's KGs are
+combined (``--kg`` wins for a name); with neither, the embedded MetaQA movie KG is served as ``movies``. Bad input never shows a traceback: one message on
 stderr and exit code 2.
 """
 
@@ -12,16 +12,14 @@ import importlib
 import logging
 import os
 import sys
-import time
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
 from kg_adapters.base import Limits
-from kg_adapters.embedded import DEFAULT_KG_NAME
+from kg_adapters.config import Config, load_config
 from kg_adapters.errors import KGError
-from kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
+from kg_adapters.spec import parse_kg_arg
 
 from . import __version__
 
@@ -79,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kg", action="append", default=[], metavar="NAME=SPEC",
                    help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
                    "'wikidata', 'wikidata:ENDPOINT_URL', 'sparql:ENDPOINT_URL' or 'store:PATH'")
-    p.add_argument("--config", type=Path, metavar="FILE", help="TOML configuration (KGs, limits, server, llm)")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="TOML configuration: [kg.NAME] / [kgs], [[link]], [limits], [server], [llm] (see docs)")
     p.add_argument("--transport", choices=["stdio", "http"], default=None, help="default: stdio")
     p.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=None, help="HTTP port (default 8000; 0 = any free port)")
@@ -96,63 +95,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- configuration --------------------------------------------------------------------------------------------
-def load_config(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise UsageError(f"--config {path}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"--config {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"--config {path}: invalid TOML: {e}") from None
+def read_config(path: Path | None) -> Config:
+    """The ``--config`` TOML, validated by :mod:`kg_adapters.config` (its errors name the file and key)."""
+    return load_config(path) if path is not None else Config()
 
 
-def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
-    value = config.get(key, {})
-    if not isinstance(value, dict):
-        raise UsageError(f"config: [{key}] must be a table")
-    return value
-
-
-def resolve_limits(args: argparse.Namespace, config: dict[str, Any]) -> Limits:
-    table = _table(config, "limits")
-    known = {f.name for f in fields(Limits)}
-    unknown = set(table) - known
-    if unknown:
-        raise UsageError(f"config [limits]: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-    values: dict[str, int] = {}
-    for name in known:
-        v = getattr(args, name, None)
-        if v is None:
-            v = table.get(name)
-        if v is not None:
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise UsageError(f"config [limits] {name} = {v!r}: must be an integer ≥ 1")
-            values[name] = v
+def resolve_limits(args: argparse.Namespace, config: Config) -> Limits:
+    """``--max-*`` flags over the config's ``[limits]`` over the defaults."""
+    values = config.limits.model_dump(exclude_none=True)
+    values.update({f.name: getattr(args, f.name) for f in fields(Limits) if getattr(args, f.name, None) is not None})
     return Limits(**values)
 
 
-def resolve_specs(args: argparse.Namespace, config: dict[str, Any]) -> list[KGSpec]:
-    """``--kg`` flags win over the config's ``[kgs]`` table (``NAME = "SPEC"``); neither → the embedded KG."""
-    if args.kg:
-        return [parse_kg_arg(a) for a in args.kg]
-    table = _table(config, "kgs")
-    specs = []
-    for name, spec in table.items():
-        if not isinstance(spec, str):
-            raise UsageError(f'config [kgs] {name}: expected a SPEC string, e.g. {name} = "embedded"')
-        specs.append(make_spec(name, spec))
-    return specs or [make_spec(DEFAULT_KG_NAME, "embedded")]
-
-
-def _setting(args: argparse.Namespace, config: dict[str, Any], key: str, default: Any) -> Any:
+def _setting(args: argparse.Namespace, config: Config, key: str, default: Any) -> Any:
     value = getattr(args, key)
     if value is None:
-        value = _table(config, "server").get(key)
+        value = getattr(config.server, key, None)
     return default if value is None else value
+
+
+def resolve_token(args: argparse.Namespace, config: Config) -> str | None:
+    """``--token``, else ``$TOT_MCP_TOKEN``, else the variable named by the config's ``[server] token_env``."""
+    if args.token:
+        return args.token
+    for env in (TOKEN_ENV, config.server.token_env):
+        if env and os.environ.get(env):
+            return os.environ[env]
+    return None
 
 
 def _configure_logging(level: str) -> None:
@@ -187,12 +156,13 @@ def run_check(runtime) -> int:
 
     failed = 0
     for name, info, err in anyio.run(infos):
-        loaded = runtime.load_report.seconds.get(name)
         if err is not None:
             failed += 1
             print(f"{name}: FAILED: {err}")
         else:
-            print(render_kg_info(info) + (f"\n  opened in {loaded:.2f}s" if loaded is not None else ""))
+            print(render_kg_info(info))
+    if runtime.load_seconds is not None:
+        print(f"opened {len(runtime.kgs)} KG(s) in {runtime.load_seconds:.2f}s")
     lim = runtime.limits
     print(
         f"limits: max_ids={lim.max_ids} max_relations={lim.max_relations} max_edges={lim.max_edges} "
@@ -238,22 +208,21 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> tuple[int, bool]:
     """Returns (exit code, whether a server ran)."""
     args = build_parser().parse_args(argv)
-    config = load_config(args.config)
-    _configure_logging(_setting(args, config, "log_level", "WARNING").upper())
+    config = read_config(args.config)
+    level = str(_setting(args, config, "log_level", "WARNING")).upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    _configure_logging(level)
     limits = resolve_limits(args, config)
-    specs = resolve_specs(args, config)
+    specs = [parse_kg_arg(a) for a in args.kg]
     transport = _setting(args, config, "transport", "stdio")
-    if transport not in ("stdio", "http"):
-        raise UsageError(f"transport {transport!r}: use stdio or http")
     host = _setting(args, config, "host", "127.0.0.1")
     port = _setting(args, config, "port", 8000)
-    token = args.token or os.environ.get(TOKEN_ENV) or _table(config, "server").get("token") or None
+    token = resolve_token(args, config)
 
     from .runtime import Runtime
 
-    t0 = time.perf_counter()
     runtime = Runtime.open(specs, limits, config)
-    logging.getLogger("tot_mcp.cli").info("KGs ready in %.2fs", time.perf_counter() - t0)
     if args.check:
         return run_check(runtime), False
 

@@ -8,13 +8,11 @@ only asked ``get_edges`` never pays for them.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,7 +20,9 @@ import anyio
 from kg_adapters.base import KnowledgeGraph, Limits
 from kg_adapters.errors import InvalidInput, KGError, UnknownKG
 from kg_adapters.models import split_id
-from kg_adapters.spec import KGSpec, open_kg
+from kg_adapters.config import Config, open_kgs
+from kg_adapters.embedded import DEFAULT_KG_NAME
+from kg_adapters.spec import KGSpec, make_spec
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     from strategies.embeddings import Embedder
@@ -35,35 +35,23 @@ class ServiceUnavailable(KGError):
     """A shared service (embedder, LLM) is not installed or not configured; the message says how to fix it."""
 
 
-@dataclass
-class LoadReport:
-    """How long each KG took to open; shown by ``tot-mcp --check``."""
-
-    seconds: dict[str, float] = field(default_factory=dict)
-
-
 LLMFactory = Callable[[Mapping[str, Any], Any], "LLM"]
 
 
 def llm_from_config(options: Mapping[str, Any], ctx: Any = None) -> "LLM":
-    """Default LLM factory: ``[llm] backend = "NAME"`` imports ``strategies.llm.NAME`` and calls its ``create``.
-
-    ``create(options, ctx)`` gets the ``[llm]`` table and the MCP ``Context`` of the current request (or None), so
-    a backend that asks the client's own model (MCP sampling) can reach the session.
-    """
-    backend = str(options.get("backend", "")).strip()
+    """Default LLM factory: the ``[llm]`` table's ``backend`` (anthropic, sampling, scripted) and ``model``, built by
+    :func:`strategies.llm.factory.make_llm`; ``ctx`` is the MCP request context that sampling needs."""
+    backend = str(options.get("backend") or "").strip()
     if not backend:
-        raise ServiceUnavailable("no LLM configured: add an [llm] table with backend = \"...\" to the --config file")
-    if not backend.isidentifier():
-        raise ServiceUnavailable(f"LLM backend {backend!r} is not a valid module name")
+        raise ServiceUnavailable('no LLM configured: add an [llm] table with backend = "anthropic" (or "sampling") '
+                                 "to the --config file")
+    from strategies.llm.base import LLMError
+    from strategies.llm.factory import make_llm
+
     try:
-        module = importlib.import_module(f"strategies.llm.{backend}")
-    except ImportError as e:
-        raise ServiceUnavailable(f"LLM backend {backend!r} is not available: {e}") from e
-    create = getattr(module, "create", None)
-    if create is None:
-        raise ServiceUnavailable(f"LLM backend module strategies.llm.{backend} has no create(options, ctx)")
-    return create(dict(options), ctx)
+        return make_llm(backend, ctx=ctx, model=options.get("model"), options=dict(options))
+    except LLMError as e:
+        raise ServiceUnavailable(str(e)) from e
 
 
 class Runtime:
@@ -73,7 +61,7 @@ class Runtime:
         self,
         kgs: Mapping[str, KnowledgeGraph],
         limits: Limits | None = None,
-        config: Mapping[str, Any] | None = None,
+        config: Config | None = None,
         *,
         embedder_factory: Callable[[], "Embedder"] | None = None,
         llm_factory: LLMFactory | None = None,
@@ -82,41 +70,43 @@ class Runtime:
             raise InvalidInput("no KG configured")
         self.kgs: dict[str, KnowledgeGraph] = dict(kgs)
         self.limits = limits or Limits()
-        self.config: dict[str, Any] = dict(config or {})
+        self.config = config or Config()
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
         self._llm: LLM | None = None
-        self.load_report = LoadReport()
+        self.load_seconds: float | None = None
 
     # -- construction ---------------------------------------------------------------------------------------
     @classmethod
     def open(
         cls,
-        specs: Sequence[KGSpec],
+        specs: Sequence[KGSpec] = (),
         limits: Limits | None = None,
-        config: Mapping[str, Any] | None = None,
+        config: Config | None = None,
         **kwargs: Any,
     ) -> "Runtime":
-        """Open every KG (loading files happens here, once). Anything printed while loading goes to stderr, so a
-        noisy loader can never corrupt the stdio protocol stream."""
-        limits = limits or Limits()
-        kgs: dict[str, KnowledgeGraph] = {}
-        report = LoadReport()
+        """Open the KGs of ``specs`` (``--kg``) and of ``config`` (``--config``; ``--kg`` wins for a name), or the
+        embedded movie KG if neither names one. Loading files happens here, once. Anything printed while loading
+        goes to stderr, so a noisy loader can never corrupt the stdio protocol stream."""
+        config = config or Config()
+        limits = limits or config.limits.to_limits()
+        names = [s.name for s in specs]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise InvalidInput(f"KG name {duplicated[0]!r} is given twice")
+        if not specs and not config.specs():
+            specs = [make_spec(DEFAULT_KG_NAME, "embedded")]
+        t0 = time.perf_counter()
         with contextlib.redirect_stdout(sys.stderr):
-            for spec in specs:
-                if spec.name in kgs:
-                    raise InvalidInput(f"KG name {spec.name!r} is given twice")
-                t0 = time.perf_counter()
-                try:
-                    kgs[spec.name] = open_kg(spec, limits)
-                except ImportError as e:
-                    raise InvalidInput(f"KG {spec.name!r} ({spec.kind}): its backend is not available here ({e})")
-                report.seconds[spec.name] = time.perf_counter() - t0
-                log.info("opened KG %s (%s) in %.2fs", spec.name, spec.kind, report.seconds[spec.name])
+            try:
+                kgs = open_kgs(list(specs), config, limits)
+            except ImportError as e:
+                raise InvalidInput(f"a KG backend is not available here: {e}") from None
         runtime = cls(kgs, limits, config, **kwargs)
-        runtime.load_report = report
+        runtime.load_seconds = time.perf_counter() - t0
+        log.info("opened %d KG(s) in %.2fs", len(kgs), runtime.load_seconds)
         return runtime
 
     # -- routing ----------------------------------------------------------------------------------------------
@@ -181,8 +171,8 @@ class Runtime:
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the request
         context are created once and shared (so their usage counters add up); ``ctx`` is passed for sampling."""
-        options = self.config.get("llm", {}) or {}
-        if ctx is not None and str(options.get("backend", "")) == "sampling":
+        options = self.config.llm.model_dump(exclude_none=True)
+        if ctx is not None and options.get("backend") == "sampling":
             return self._llm_factory(options, ctx)
         if self._llm is None:
             self._llm = self._llm_factory(options, None)

@@ -34,11 +34,11 @@ def test_check_reads_kgs_and_limits_from_a_toml_config(tmp_path):
     kb = tmp_path / "tiny.txt"
     kb.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n")
     config = tmp_path / "tot.toml"
-    config.write_text(f'[kgs]\ntiny = "{kb}"\n\n[limits]\nmax_ids = 7\n')
-    result = run("--config", str(config), "--check")
+    config.write_text('[kgs]\ntiny = "tiny.txt"\n\n[limits]\nmax_ids = 7\nmax_edges = 9\n')
+    result = run("--config", str(config), "--check", "--max-edges", "11")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("tiny (memory): 2 entities, 1 triples, 1 relations")
-    assert "max_ids=7" in result.stdout
+    assert result.stdout.startswith("tiny (memory): 2 entities, 1 triples, 1 relations")  # path relative to config
+    assert "max_ids=7" in result.stdout and "max_edges=11" in result.stdout  # flags win over the file
 
 
 def _busy_port() -> socket.socket:
@@ -61,7 +61,7 @@ def _busy_port() -> socket.socket:
         (["--transport", "http", "--port", "70000"], "port 70000 is out of range"),
         (["--transport", "http", "--port", "eighty"], "port 'eighty' is not an integer"),
         (["--max-edges", "0"], "0 must be ≥ 1"),
-        (["--config", "/no/such/config.toml"], "no such file"),
+        (["--config", "/no/such/config.toml"], "no such config file"),
         (["--log-level", "LOUD"], "invalid choice"),
     ],
 )
@@ -79,7 +79,7 @@ def test_bad_config_file_and_unknown_limit_key(tmp_path):
     broken.write_text("[limits\nmax_ids = 3\n")
     unknown = tmp_path / "unknown.toml"
     unknown.write_text("[limits]\nmax_widgets = 3\n")
-    for path, message in [(broken, "invalid TOML"), (unknown, "unknown key(s) max_widgets")]:
+    for path, message in [(broken, "invalid TOML"), (unknown, "limits.max_widgets: unknown key")]:
         result = run("--config", str(path), "--check")
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 

@@ -9,14 +9,17 @@ search code drops backslashes from search text before it gets this far.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from ..errors import InvalidInput
 
 _ECHAR = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _NEEDS_ECHAR = re.compile(r'["\\\n\r\t\b\f]')
 _FORBIDDEN_IN_LITERAL = re.compile(r"[\x00-\x07\x0b\x0e-\x1f\x7f\ud800-\udfff]|\\[uU]")
-_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|^`\\\x7f-\x9f\ud800-\udfff]*$")
-LANG_TAG = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
+_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|^`\\\x7f-\x9f\ud800-\udfff]*\Z")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zs", "Zl", "Zp"})
+LANG_TAG = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\\]")
 
 
@@ -36,8 +39,13 @@ def sparql_literal(text: str, lang: str | None = None) -> str:
 
 
 def is_safe_iri(iri: str) -> bool:
-    """True when ``iri`` has a scheme and none of ``<>"{}|^`\\``, whitespace or control characters."""
-    return isinstance(iri, str) and len(iri) <= 4096 and bool(_IRI.match(iri))
+    """True when ``iri`` has a scheme, none of ``<>"{}|^`\\``, no whitespace, control or format characters
+    (Unicode ones included) and only well-formed ``%XX`` escapes — what strict parsers (oxigraph) accept."""
+    if not isinstance(iri, str) or len(iri) > 4096 or not _IRI.match(iri) or _BAD_PERCENT.search(iri):
+        return False
+    if iri.count("#") > 1:  # a fragment cannot contain '#'
+        return False
+    return not any(ord(c) > 0x7F and unicodedata.category(c) in _BAD_CATEGORIES for c in iri)
 
 
 def iri_ref(iri: str) -> str:

@@ -22,11 +22,11 @@ from ..errors import InvalidInput, NotFound
 from .escape import is_safe_iri
 
 WD = "http://www.wikidata.org/entity/"
-QID = re.compile(r"^Q[1-9][0-9]{0,10}$")
-PID = re.compile(r"^P[1-9][0-9]{0,10}$")
-PREFIX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-_LOCAL = re.compile(r"^[A-Za-z0-9_~-][A-Za-z0-9_.~-]{0,255}$")
-_B64 = re.compile(r"^~[A-Za-z0-9_-]{2,511}$")
+QID = re.compile(r"^Q[1-9][0-9]{0,10}\Z")
+PID = re.compile(r"^P[1-9][0-9]{0,10}\Z")
+PREFIX_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}\Z")
+_LOCAL = re.compile(r"^[A-Za-z0-9_~-][A-Za-z0-9_.~-]{0,255}\Z")
+_B64 = re.compile(r"^~[A-Za-z0-9_-]{2,511}\Z")
 
 
 def wikidata_entity(local: str) -> str:

@@ -46,7 +46,7 @@ DEFAULT_PREFIXES = {
 DEFAULT_LABELS = ("rdfs:label", "skos:prefLabel", "schema:name")
 DEFAULT_DESCRIPTIONS = ("rdfs:comment", "schema:description")
 DEFAULT_ALIASES = ("skos:altLabel",)
-_CURIE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):([A-Za-z0-9_.~-]+)$")
+_CURIE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):([A-Za-z0-9_.~-]+)\Z")
 
 
 def check_languages(langs: Sequence[str]) -> list[str]:

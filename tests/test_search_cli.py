@@ -105,33 +105,60 @@ def _write_metaqa(tmp_path: Path, n: int = 8) -> Path:
     return f
 
 
-def test_resume_continues_after_an_interruption_without_redoing_or_losing_answers(capsys, tmp_path, monkeypatch):
-    qfile, out_file = _write_metaqa(tmp_path), tmp_path / "out.jsonl"
-    calls = {"n": 0}
+_RUN_WITH_SLOW_POLICY = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import strategies.llm.factory as factory
+from tot_cli_policy import OneHopPolicy
 
-    class Interrupting(OneHopPolicy):
-        async def propose(self, state, k):
-            if "Meg Ryan" in state.question:  # the 5th question: Ctrl-C arrives
-                raise KeyboardInterrupt
-            calls["n"] += 1
-            return await super().propose(state, k)
+class Slow(OneHopPolicy):
+    async def propose(self, state, k):
+        import asyncio
+        await asyncio.sleep(0.3)
+        return await super().propose(state, k)
 
-    monkeypatch.setattr(factory, "make_policy", lambda *a, **k: Interrupting())
-    code, _, err = run(capsys, "--questions", qfile, "--out", out_file, "--quiet")
-    assert code == 130 and "--resume" in err
+factory.make_policy = lambda *a, **k: Slow()
+factory.needs_embedder = lambda kind: False
+from strategies.search_cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_resume_continues_after_ctrl_c_without_redoing_or_losing_answers(capsys, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    actors = ["Joely Richardson", "Keanu Reeves", "Sandra Bullock", "Tom Hanks", "Meg Ryan", "Brad Pitt"]
+    kb = tmp_path / "kb.txt"
+    kb.write_text("".join(f"Film {i}|starred_actors|{a}\n" for i, a in enumerate(actors)), encoding="utf-8")
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("".join(f"what movies did [{a}] star in\tFilm {i}\n" for i, a in enumerate(actors)))
+    out_file = tmp_path / "out.jsonl"
+    args = ["--questions", qfile, "--kg", f"films={kb}", "--out", out_file, "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-c", _RUN_WITH_SLOW_POLICY, str(Path(__file__).parent), *map(str, args)],
+                            cwd=Path(__file__).resolve().parents[1], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until two questions are answered, then press Ctrl-C
+        if out_file.exists() and out_file.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err
     first = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert [r["id"] for r in first] == ["q:1", "q:2", "q:3", "q:4"]
+    assert 2 <= len(first) < 6 and [r["id"] for r in first] == [f"q:{i}" for i in range(1, len(first) + 1)]
     # a crash can also leave half a line behind
     with open(out_file, "a") as fh:
-        fh.write('{"id": "q:5", "quest')
+        fh.write('{"id": "q:9", "quest')
 
-    monkeypatch.setattr(factory, "make_policy", lambda *a, **k: OneHopPolicy())
-    code, out, err = run(capsys, "--questions", qfile, "--out", out_file, "--resume", "--quiet")
-    assert code == 0 and "resuming: 4 done, 4 to go" in err
+    code, out, err = run(capsys, *args, "--resume")
+    assert code == 0 and f"resuming: {len(first)} done, {6 - len(first)} to go" in err
     rows = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert [r["id"] for r in rows] == [f"q:{i}" for i in range(1, 9)]
-    assert rows[:4] == first
-    assert "questions              8" in out or re.search(r"^questions\s+8$", out, re.M)
+    assert [r["id"] for r in rows] == [f"q:{i}" for i in range(1, 7)]
+    assert rows[: len(first)] == first
+    assert re.search(r"^questions\s+6$", out, re.M) and all(r["correct"] for r in rows)
 
 
 def test_out_file_is_not_overwritten_without_resume(capsys, tmp_path):

@@ -374,12 +374,10 @@ class SparqlKG(KnowledgeGraph):
         literals = [sparql_literal(v, lang or None) for v in _variants(text) for lang in self.profile.langs]
         rows = await self._select(queries.find_labels(self.profile, literals, max(4 * limit, 50)))
         matches = self._matches(rows, {key(text): text})
-        if len(matches) < limit and self.label_search == "contains":
+        if not matches and self.label_search == "contains":  # a substring scan only when nothing matched exactly
             needle = sparql_literal(text.lower())
             rows = await self._select(queries.contains_labels(self.profile, needle, max(4 * limit, 50)))
-            for m in self._matches(rows, {key(text): text}, contains=text):
-                if all(m.entity.id != x.entity.id for x in matches):
-                    matches.append(m)
+            matches = self._matches(rows, {key(text): text}, contains=text)
         return matches[:limit]
 
     def _matches(self, rows: list[Row], wanted: dict[str, str], contains: str | None = None) -> list[EntityMatch]:

@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tot-scale")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--samples", type=int, default=300, help="calls per measured operation")
-    ap.add_argument("--chunk-lines", type=int, default=1_000_000)
+    ap.add_argument("--chunk-lines", type=int, default=500_000)
     ap.add_argument("--fresh", action="store_true", help="regenerate and reload even if present")
     ap.add_argument("--no-mcp", action="store_true", help="skip the MCP stdio measurements")
     args = ap.parse_args(argv)

@@ -618,6 +618,11 @@ class RetrievalService:
                         self._embedder = Embedder()
         return self._embedder
 
+    def use_embedder(self, embedder: "Embedder") -> None:
+        """Share an already loaded embedder (e.g. the runtime's) instead of loading another copy."""
+        with self._lock:
+            self._embedder = embedder
+
     def static_model(self) -> StaticModel:
         if self._static is None:
             with self._lock:

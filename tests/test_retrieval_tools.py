@@ -1,0 +1,61 @@
+"""The retrieval strategies as MCP tools, through the real ``tot-mcp`` process and the SDK client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_client import stdio_session
+from retrieval_fixtures import TRIPLES
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tools")
+    path = tmp / "mini_kb.txt"
+    path.write_text(TRIPLES, encoding="utf-8")
+    return path, tmp / "cache"
+
+
+async def test_retrieval_tools_end_to_end(kb):
+    path, cache = kb
+    async with stdio_session(["--kg", f"mini={path}"], env={"TOT_MCP_CACHE_DIR": str(cache)},
+                             read_timeout=300) as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+        assert {"ark_retrieve", "route_query", "router_stats", "beam_search", "rerank_retrieve",
+                "build_index"} <= names
+
+        ark = await s.call_tool("ark_retrieve", {"query": "what genres are the films directed by [Eli Park]"})
+        assert not ark.is_error, ark.content
+        data = ark.structured_content
+        assert [h["decision"] for h in data["history"]] == ["expand", "expand", "sufficient"]
+        assert {"Thriller", "Drama"} <= {r["label"] for r in data["results"][:2]}
+        assert "d0 expand" in ark.content[0].text
+
+        routed = await s.call_tool("route_query", {"query": "which films did [Ada Stone] direct"})
+        assert not routed.is_error, routed.content
+        assert routed.structured_content["route"] in ("traditional", "combined", "graph")
+        stats = await s.call_tool("router_stats", {})
+        assert stats.structured_content["total"] == 1
+
+        beam = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan", "beam": 2, "top_k": 4})
+        assert not beam.is_error, beam.content
+        assert len(beam.structured_content["l0"]) <= 2 and len(beam.structured_content["results"]) <= 4
+
+        rr = await s.call_tool("rerank_retrieve", {"query": "films directed by Ivo Tan", "max_iterations": 2,
+                                                   "quality_threshold": 2.0})
+        assert not rr.is_error, rr.content
+        assert len(rr.structured_content["iterations"]) == 2
+
+        built = await s.call_tool("build_index", {"index": "all"})
+        assert not built.is_error and built.structured_content["levels"]["L2"] > 0
+
+        bad = await s.call_tool("ark_retrieve", {"query": "   "})
+        assert bad.is_error and "empty" in bad.content[0].text
+        unknown = await s.call_tool("beam_search", {"query": "x", "kg": "nope"})
+        assert unknown.is_error and "nope" in unknown.content[0].text
+        no_llm = await s.call_tool("ark_retrieve", {"query": "films by [Ada Stone]", "judge": "llm"})
+        assert no_llm.is_error and "LLM" in no_llm.content[0].text
+        json.dumps(data)  # structured content is plain JSON
+

@@ -79,6 +79,14 @@ async def test_iris_outside_the_prefixes_are_entities_too(g):
     assert described.iri == MARY and described.entity.description == "Scottish scientist and writer (1780–1872)"
 
 
+async def test_entity_keys_are_iris_and_resolve_back_for_linking(g):
+    assert await g.entity_key("g:" + b64(MARY)) == MARY
+    assert await g.resolve_key(MARY) == "g:" + b64(MARY)
+    assert await g.resolve_key(EX + "Ada_Lovelace") == "g:ex.Ada_Lovelace"
+    assert await g.resolve_key(EX + "Nobody") is None
+    assert await g.resolve_key("not an iri") is None
+
+
 async def test_initialize_links_names_in_a_question(g):
     hits = await g.initialize("what did charles babbage design?")
     assert (hits[0].entity.id, hits[0].mention) == ("g:ex.Charles_Babbage", "charles babbage")

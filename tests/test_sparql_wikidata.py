@@ -212,6 +212,16 @@ async def test_info_names_the_backend_and_samples_the_property_vocabulary(wd, wi
     assert len(labels) == 20 and "occupation" in labels and not any(label.startswith("P") for label in labels)
 
 
+async def test_entity_keys_are_iris_and_resolve_back_for_linking(wd):
+    assert await wd.entity_key("wd:Q1299") == "http://www.wikidata.org/entity/Q1299"
+    assert await wd.resolve_key("http://www.wikidata.org/entity/Q1299") == "wd:Q1299"
+    assert await wd.resolve_key("https://www.wikidata.org/entity/Q1299") == "wd:Q1299"
+    assert await wd.resolve_key("Q1299") == "wd:Q1299"
+    assert await wd.resolve_key("Q999999999") is None
+    assert await wd.resolve_key("b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d") is None  # literals are not addressable
+    assert await wd.resolve_key('http://x/"> } INSERT') is None
+
+
 async def test_the_spec_string_opens_this_backend(wikidata_sparql_url):
     kg = open_kg(make_spec("mirror", f"wikidata:{wikidata_sparql_url}"), registry=EndpointRegistry())
     assert (await kg.search_entities("Abbey Road"))[0].entity.id == "mirror:Q173643"

@@ -30,6 +30,7 @@ from ..text import bracketed_mentions, humanize, key, strip_brackets
 from . import queries
 from .endpoint import JsonEndpoint
 from .escape import clean_search_text, sparql_literal
+from .ids import WD, wikidata_local
 from .results import Row, Term, parse_select
 from .vocab import GenericProfile, WikidataProfile
 from .wbsearch import wbsearchentities
@@ -525,6 +526,25 @@ class SparqlKG(KnowledgeGraph):
         what = "Wikidata" if self.backend == "wikidata" else "RDF"
         desc = self.description or f"{what} via the SPARQL endpoint {self.endpoint}"
         return KGInfo(name=self.name, backend=self.backend, description=desc + note, relation_sample=sample)
+
+    async def entity_key(self, entity_id: str) -> str | None:
+        """The entity's IRI, without a query (IDs encode it)."""
+        ((local, _),) = self._terms([entity_id])
+        return self.profile.iri(local)
+
+    async def resolve_key(self, key: str) -> str | None:
+        """The ID of the entity with IRI ``key`` (a bare ``Q42`` too, for Wikidata) if the endpoint has it.
+        Literal values are not addressable in SPARQL backends: None."""
+        if not isinstance(key, str):
+            return None
+        term = Term("uri", key.strip())
+        local = self.profile.entity_local(term)
+        if local is None and self.backend == "wikidata":
+            local = wikidata_local(WD + key.strip()) or wikidata_local(key.strip().replace("https://", "http://", 1))
+        if local is None:
+            return None
+        data = await self.sparql.request("GET", {"query": queries.exists(self.profile, self.profile.entity_term(local))})
+        return self._qid(local) if data.get("boolean") else None
 
     async def aclose(self) -> None:
         await self.sparql.aclose()

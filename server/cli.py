@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tot-mcp",
         description="Tree-of-Traversals knowledge-graph tools over MCP. With no arguments: serve the embedded "
         "MetaQA movie KG ('movies') over stdio.",
+        epilog="Subcommands: " + ", ".join(f"tot-mcp {name} ... (tot-mcp {name} --help)" for name in SUBCOMMANDS)
+        if SUBCOMMANDS else None,
     )
     p.add_argument("--kg", action="append", default=[], metavar="NAME=SPEC",
                    help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
@@ -190,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     try:
-        code, served = _main(argv)
+        code, served = _main(argv, own_logging=as_program)
     except UsageError as e:
         return _fail(str(e))
     except KGError as e:
@@ -205,14 +207,15 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _main(argv: list[str]) -> tuple[int, bool]:
-    """Returns (exit code, whether a server ran)."""
+def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
+    """Returns (exit code, whether a server ran). ``own_logging``: set up stderr logging (not when embedded)."""
     args = build_parser().parse_args(argv)
     config = read_config(args.config)
     level = str(_setting(args, config, "log_level", "WARNING")).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
-    _configure_logging(level)
+    if own_logging:
+        _configure_logging(level)
     limits = resolve_limits(args, config)
     specs = [parse_kg_arg(a) for a in args.kg]
     transport = _setting(args, config, "transport", "stdio")

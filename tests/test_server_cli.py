@@ -9,6 +9,7 @@ import pytest
 from mcp_client import REPO, SERVER_CMD, server_env
 
 from server import __version__
+from server.cli import main
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -65,13 +66,20 @@ def _busy_port() -> socket.socket:
         (["--log-level", "LOUD"], "invalid choice"),
     ],
 )
-def test_bad_arguments_give_one_clear_line_and_exit_2(args, message):
-    result = run(*args)
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    err = result.stderr.strip()
+def test_bad_arguments_give_one_clear_line_and_exit_2(args, message, capsys):
+    code = main(args)  # in-process: the same code path as the console script, minus the interpreter start
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    err = err.strip()
     assert err.startswith("tot-mcp: error: ") and message in err, err
     assert "\n" not in err and "Traceback" not in err
-    assert result.stdout == ""
+    assert out == ""
+
+
+def test_the_console_script_exits_with_code_2_on_bad_arguments():
+    result = run("--kg", "movies")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "tot-mcp: error: --kg 'movies': expected NAME=SPEC, e.g. movies=embedded or wd=wikidata\n"
 
 
 def test_bad_config_file_and_unknown_limit_key(tmp_path):
@@ -82,6 +90,7 @@ def test_bad_config_file_and_unknown_limit_key(tmp_path):
     for path, message in [(broken, "invalid TOML"), (unknown, "limits.max_widgets: unknown key")]:
         result = run("--config", str(path), "--check")
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_a_port_already_in_use_is_a_clear_error():

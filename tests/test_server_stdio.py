@@ -8,6 +8,11 @@ TOM_HANKS = "movies:E1407"
 
 
 async def test_default_server_offers_tools_resource_and_prompt_and_walks_the_embedded_kg():
+    updates = []
+
+    async def on_progress(progress, total, message):
+        updates.append((progress, total, message))
+
     async with stdio_session() as session:
         tools = {t.name for t in (await session.list_tools()).tools}
         resources = [str(r.uri) for r in (await session.list_resources()).resources]
@@ -19,6 +24,8 @@ async def test_default_server_offers_tools_resource_and_prompt_and_walks_the_emb
         films = await session.call_tool(
             "get_edges", {"entity_ids": [actor], "relation_id": "movies:starred_actors", "direction": "backward"}
         )
+        await session.call_tool("list_kgs", {}, progress_callback=on_progress)
+    assert updates == [(1.0, 1.0, "movies answered")]  # progress notifications reach the stdio client
     assert {"initialize", "search_entities", "get_relations", "get_edges", "describe_entity", "list_kgs"} <= tools
     assert resources == ["kg://movies"]
     assert "tree_of_traversals" in prompts
@@ -47,17 +54,6 @@ async def test_errors_come_back_as_tool_errors_and_the_process_keeps_serving():
     assert all("\n" not in text_of(r) and "Traceback" not in text_of(r) for r in errors)
     assert not results[-1].is_error  # injection-looking text is just a query
     assert not after.is_error and after.structured_content["entity"]["label"] == "Tom Hanks"
-
-
-async def test_progress_notifications_reach_the_stdio_client():
-    updates = []
-
-    async def on_progress(progress, total, message):
-        updates.append((progress, total, message))
-
-    async with stdio_session() as session:
-        await session.call_tool("list_kgs", {}, progress_callback=on_progress)
-    assert updates == [(1.0, 1.0, "movies answered")]
 
 
 async def test_a_triples_file_kg_served_beside_the_embedded_one(tmp_path):

@@ -68,6 +68,9 @@ class Runtime:
     ) -> None:
         if not kgs:
             raise InvalidInput("no KG configured")
+        for key, kg in kgs.items():
+            if kg.name != key:  # IDs carry kg.name, so routing by prefix needs the two to agree
+                raise InvalidInput(f"KG registered as {key!r} is named {kg.name!r}")
         self.kgs: dict[str, KnowledgeGraph] = dict(kgs)
         self.limits = limits or Limits()
         self.config = config or Config()

@@ -278,3 +278,13 @@ async def test_progress_is_reported_per_kg(embedded_kg, mini_kg):
     async with inprocess_client(Runtime({"movies": embedded_kg, "mini": mini_kg})) as client:
         await client.call_tool("initialize", {"query": "[Tom Hanks]"}, progress_callback=on_progress)
     assert sorted(updates) == [(1, 2), (2, 2)]
+
+
+async def test_tools_are_open_world_when_a_remote_kg_is_served(embedded_kg, mini_kg):
+    class Remote(MemoryKG):
+        backend = "sparql"
+
+    async with inprocess_client(Runtime({"movies": embedded_kg, "wd": Remote("wd", mini_kg.index)})) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert tools["get_edges"].annotations.open_world_hint is True
+    assert tools["get_edges"].annotations.read_only_hint is True

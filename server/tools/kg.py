@@ -71,9 +71,14 @@ class KGList(BaseModel):
 
 # -- helpers ----------------------------------------------------------------------------------------------------
 def is_remote(kg: KnowledgeGraph) -> bool:
+    """Whether answers come from a server we do not control (an explicit ``remote`` attribute wins; a composite
+    KG is remote if any member is)."""
     remote = getattr(kg, "remote", None)
     if isinstance(remote, bool):
         return remote
+    members = getattr(kg, "kgs", None)
+    if isinstance(members, dict) and members and all(isinstance(m, KnowledgeGraph) for m in members.values()):
+        return any(is_remote(m) for m in members.values())
     return str(getattr(kg, "backend", "")).lower() in REMOTE_BACKENDS
 
 

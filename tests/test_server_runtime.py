@@ -1,0 +1,63 @@
+"""``Runtime``: routing IDs to KGs, and shared services that exist only once someone asks for them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kg_adapters.config import parse_config
+from kg_adapters.errors import InvalidInput, UnknownKG
+from kg_adapters.memory import MemoryKG
+from server.app import build_server
+from server.runtime import Runtime, ServiceUnavailable
+
+
+def test_ids_are_routed_by_prefix_grouped_per_kg_and_deduplicated(embedded_kg):
+    films = MemoryKG("films", embedded_kg.index)
+    runtime = Runtime({"movies": embedded_kg, "films": films})
+    assert runtime.kg_of("movies:E1") is embedded_kg and runtime.kg_of("films:E1") is films
+    assert runtime.group_by_kg(["movies:E1", "films:E2", "movies:E1", "movies:E3"]) == {
+        "movies": ["movies:E1", "movies:E3"], "films": ["films:E2"]}
+    assert [k.name for k in runtime.select_kgs(None)] == [k.name for k in runtime.select_kgs("all")]
+    with pytest.raises(UnknownKG, match="configured: movies, films"):
+        runtime.kg_of("wd:Q42")
+    with pytest.raises(InvalidInput, match="malformed ID"):
+        runtime.group_by_kg(["E1"])
+    with pytest.raises(InvalidInput, match="registered as 'cinema' is named 'movies'"):
+        Runtime({"cinema": embedded_kg})
+
+
+async def test_the_embedder_is_created_on_first_use_only_and_shared(embedded_kg):
+    made = []
+
+    def factory():
+        made.append(1)
+        return object()
+
+    runtime = Runtime({"movies": embedded_kg}, embedder_factory=factory)
+    build_server(runtime)
+    assert made == []  # building the server does not load the model
+    first, second = await asyncio.gather(runtime.aembedder(), runtime.aembedder())
+    assert first is second and runtime.embedder() is first and made == [1]
+
+
+def test_the_llm_comes_from_the_config_and_is_built_once(embedded_kg):
+    bare = Runtime({"movies": embedded_kg})
+    with pytest.raises(ServiceUnavailable, match=r"no LLM configured: add an \[llm\] table"):
+        bare.llm()
+    config = parse_config({"llm": {"backend": "scripted"}})
+    runtime = Runtime({"movies": embedded_kg}, config=config)
+    assert runtime.llm() is runtime.llm()
+    assert type(runtime.llm()).__name__ == "ScriptedLLM"
+    with pytest.raises(ServiceUnavailable, match="unknown LLM kind"):
+        Runtime({"movies": embedded_kg}, config=parse_config({"llm": {"backend": "nope"}})).llm()
+
+
+def test_open_defaults_to_the_embedded_kg_and_rejects_a_name_given_twice():
+    from kg_adapters.spec import make_spec
+
+    with pytest.raises(InvalidInput, match="given twice"):
+        Runtime.open([make_spec("a", "embedded"), make_spec("a", "embedded")])
+    runtime = Runtime.open()
+    assert list(runtime.kgs) == ["movies"] and runtime.load_seconds is not None

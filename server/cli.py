@@ -8,6 +8,7 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
@@ -235,6 +236,10 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     from .transports import bind_socket, serve_http, serve_stdio
 
     server = build_server(runtime)
+    # The loaded KGs are millions of long-lived objects; freezing them keeps every garbage collection from
+    # re-scanning them while serving (measured: MCP get_edges round trip p50 3.1 → 2.2 ms on MetaQA).
+    gc.collect()
+    gc.freeze()
     if transport == "stdio":
         if args.token:
             print("tot-mcp: warning: --token only applies to --transport http", file=sys.stderr)

@@ -24,6 +24,9 @@ STOPWORDS = frozenset(
 )
 
 
+_PREP = frozenset("in on at to for by with from of about into over under as".split())
+
+
 def tokenize(text: str) -> list[str]:
     """Case-folded tokens; ``_`` reads as a space (``place_of_birth`` ≡ ``place of birth``)."""
     return _TOKEN.findall(text.replace("_", " ").casefold())
@@ -44,6 +47,7 @@ class ParsedQuestion:
     tokens: list[str]  # the question's tokens with the mention removed
     mention_at: int | None  # index in ``tokens`` where the mention was
     spans: list[Span]
+    focus: str | None = None  # the phrase naming what is asked for ("which actors", "who"), if any
 
 
 def find_mention(question: str, topic_labels: list[str]) -> tuple[str, str | None]:
@@ -77,10 +81,36 @@ def parse_question(question: str, topic_labels: list[str], max_span: int = 4) ->
                 continue  # a phrase does not run across the entity
             words = toks[s:e]
             content = sum(1 for w in words if w not in STOPWORDS)
-            if content == 0 or words[0] in ("'s",) or not any(ch.isalnum() for ch in "".join(words)):
+            # a phrase starts with a content word and ends with one or with a preposition ("directed by")
+            if content == 0 or words[0] in STOPWORDS or (words[-1] in STOPWORDS and words[-1] not in _PREP):
                 continue
             spans.append(Span(" ".join(words), s, e, _distance(toks, mention_at, s, e), content))
-    return ParsedQuestion(question, toks, mention_at, spans)
+    return ParsedQuestion(question, toks, mention_at, spans, find_focus(raw))
+
+
+_WH = ("what", "which", "who", "whom", "whose", "where", "when", "how")
+_SKIP = frozenset("is are was were be the a an kind kinds type types sort of".split())
+
+
+def find_focus(toks: list[str]) -> str | None:
+    """The answer's type phrase: the noun after a determiner wh-word ("which actors", "what is the nationality"),
+    or the wh-word itself when it stands for a kind of thing ("who", "when", "where")."""
+    for i, t in enumerate(toks):
+        if t not in _WH:
+            continue
+        if t in ("what", "which", "whose", "how"):
+            j = i + 1
+            while j < len(toks) and toks[j] in _SKIP:
+                j += 1
+            words = []
+            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != "zzmentionzz":
+                words.append(toks[j])
+                j += 1
+            if words:
+                return " ".join(words)
+            continue
+        return t
+    return None
 
 
 def _distance(toks: list[str], mention_at: int | None, s: int, e: int) -> float:

@@ -50,6 +50,7 @@ class QuestionScorer:
         self.q = question
         self.stats = stats
         self.settings = settings
+        self.embedder = embedder
         self.spans = question.spans
         self.span_vecs = (
             embedder.encode([s.text for s in self.spans]) if self.spans else np.zeros((0, embedder.dim), np.float32)
@@ -102,18 +103,19 @@ class QuestionScorer:
         return [Alignment(score, spans) for spans, score in best]
 
     async def type_scores(self, hops: list[Hop]) -> dict[Hop, float]:
-        """Best match between a question phrase and each hop's answer type, centred over these candidate hops
-        (so it ranks the candidates against each other and is 0 when there is nothing to choose)."""
+        """How well the question's focus phrase ("which actors", "who") matches each hop's answer type, as a z-score
+        over these candidate hops (it ranks them against each other and is 0 when there is nothing to choose)."""
         hops = list(dict.fromkeys(hops))
         out = {h: 0.0 for h in hops}
-        if not len(self.spans):
+        if not self.q.focus:
             return out
         tv = await self.stats.type_vectors(hops)
         have = [h for h in hops if tv.get(h) is not None]
         if len(have) >= 2:
-            sims = self.span_vecs @ np.stack([tv[h] for h in have]).T  # (spans, hops)
-            best = (sims - sims.mean(axis=1, keepdims=True)).max(axis=0)
-            out.update({h: float(b) for h, b in zip(have, best)})
+            f = self.embedder.encode_one(self.q.focus)
+            sims = np.stack([tv[h] for h in have]) @ f
+            z = (sims - sims.mean()) / max(float(sims.std()), self.settings.type_std_floor)
+            out.update({h: float(v) for h, v in zip(have, z)})
         return out
 
 

@@ -12,13 +12,14 @@ class OfflineSettings(BaseModel):
     beam: int = Field(40, ge=1, description="Partial paths kept per depth.")
     max_span: int = Field(4, ge=1, le=8, description="Longest question phrase (tokens) matched to one hop.")
     spans_per_hop: int = Field(6, ge=1, description="Best phrases tried for each hop in the alignment.")
-    hop_price: float = Field(0.18, description="τ: a hop must match its phrase this much above average to pay.")
+    hop_price: float = Field(0.30, description="τ: a hop must match its phrase this much above average to pay.")
     unmatched_cost: float = Field(0.45, description="Cost of a hop that matches no phrase at all.")
     sibling_cost: float = Field(0.12, description="Cost of the wordless return hop r⁻¹ right after r "
                                 "('films that share actors with X').")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
-    type_weight: float = Field(0.5, description="Weight of the answer-type prior (question phrase vs the last "
+    type_weight: float = Field(0.1, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")
+    type_std_floor: float = Field(0.05, gt=0, description="Floor of the spread the answer-type z-score divides by.")
     type_sample: int = Field(32, ge=1, description="Target names sampled per relation to embed its answer type.")
     max_frontier: int = Field(3000, ge=1, description="Paths reaching more entities than this are not expanded.")
     max_answers: int = Field(200, ge=1, description="Answers kept per plan.")

@@ -195,12 +195,6 @@ async def test_a_429_during_concurrent_calls_holds_back_every_request_after_it(f
     assert len([t for t in later if t - first_429 >= 0.37]) >= len(results) - 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kg_adapters/sparql/endpoint.py checks the breaker before waiting for a concurrency slot, so calls "
-    "already queued when it opens still each hit the slow endpoint (10 requests here, not <= 4). Fix: re-check "
-    "the breaker after acquiring the slot. Remove this mark when fixed.",
-)
 async def test_a_slow_endpoint_bounds_every_concurrent_callers_time_and_the_breaker_ends_the_queue(fault_server):
     fault_server.default = Reply(delay=1.5)
     kg = scripted_kg(fault_server, EndpointRegistry(), timeout=0.2, retries=0, max_concurrent=2,

@@ -94,6 +94,11 @@ class EndpointGuard:
         self._probing = True
         return True
 
+    def refuse_if_open(self) -> None:
+        """Re-check after waiting for a slot: calls queued before the circuit opened must not still go out."""
+        if self.opened_at is not None:
+            raise CircuitOpen(f"{self.url}: {self.failures} consecutive failures; calls suspended")
+
     def leave(self, probe: bool, ok: bool | None) -> None:
         """``ok`` None means the outcome says nothing about the endpoint's health (e.g. cancelled, 429)."""
         if probe:
@@ -191,6 +196,8 @@ class JsonEndpoint:
             for attempt in range(policy.retries + 1):
                 try:
                     async with self.guard.slot():
+                        if not probe:
+                            self.guard.refuse_if_open()
                         self.attempts += 1
                         result = await self._once(method, params, form)
                     ok = True
@@ -203,7 +210,7 @@ class JsonEndpoint:
                         break
                     if r.kind != "rate" or r.wait is None:
                         await asyncio.sleep(policy.backoff * (2**attempt))
-                except RateLimited:
+                except (RateLimited, CircuitOpen):
                     raise
                 except BackendError:
                     ok = True  # the endpoint answered; it refused this request

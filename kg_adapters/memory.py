@@ -40,6 +40,9 @@ class MemoryKG(KnowledgeGraph):
         ]
         self._labels = LabelIndex([n.label for n in index.nodes], priors=degree)
         self._prefix = f"{name}:"
+        # Entity models are immutable, so each node's is built once, on first use: building them was the main
+        # cost of get_edges (bounded by the KG's own size).
+        self._entities: list[Entity | None] = [None] * len(index.nodes)
 
     # -- id mapping -------------------------------------------------------------------------------------------
     def node_id(self, i: int) -> str:
@@ -52,8 +55,12 @@ class MemoryKG(KnowledgeGraph):
         return int(m.group(1))
 
     def entity(self, i: int) -> Entity:
-        n = self.index.nodes[i]
-        return Entity.model_construct(id=f"{self._prefix}E{i}", label=n.label, description=n.description, kg=self.name)
+        e = self._entities[i]
+        if e is None:
+            n = self.index.nodes[i]
+            e = Entity.model_construct(id=f"{self._prefix}E{i}", label=n.label, description=n.description, kg=self.name)
+            self._entities[i] = e
+        return e
 
     def relation_model(self, r: int, direction: Direction, count: int | None = None) -> Relation:
         label = self.index.rel_labels[r]
@@ -131,15 +138,17 @@ class MemoryKG(KnowledgeGraph):
             if room == 0:
                 truncated = True
                 break
-            src = self.node_id(i)
-            entities.setdefault(src, self.entity(i))
+            source = self.entity(i)
+            src = source.id
+            entities[src] = source
             chunk = targets[skip : skip + room]
             truncated = skip + room < len(targets)
             skip = 0
             room -= len(chunk)
             for j in chunk:
                 node = self.index.nodes[j]
-                tid = self.node_id(j)
+                target = self.entity(j)
+                tid = target.id
                 value = (
                     Literal.model_construct(value=node.key, datatype=node.datatype, lang=node.lang)
                     if node.is_literal
@@ -150,7 +159,7 @@ class MemoryKG(KnowledgeGraph):
                         source=src, relation=rel_id, direction=direction, target=tid, value=value, qualifiers=[]
                     )
                 )
-                entities.setdefault(tid, self.entity(j))
+                entities[tid] = target
             if truncated:
                 break
         end = offset + len(edges)

@@ -137,10 +137,13 @@ class OfflineReasoner:
         if not done:
             return Reasoning(question, topic_ids, [])
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
-        scored = sorted(
-            ((p.align + st.type_weight * type_by_hop.get(p.hops[-1], 0.0), p) for p in done),
-            key=lambda sp: -sp[0],
-        )
+        mentions = scorer.relation_mentions()
+
+        def final(p: _Partial) -> float:
+            read = max(a.score - st.coverage_weight * scorer.uncovered(a, mentions) for a in p.aligns)
+            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
+
+        scored = sorted(((final(p), p) for p in done), key=lambda sp: -sp[0])
         plans: list[Plan] = []
         for score, p in scored[: max(st.plans, 1)]:
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]

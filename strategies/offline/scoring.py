@@ -20,7 +20,7 @@ from kg_adapters.models import Direction
 from ..embeddings import Embedder
 from .graph import Hop
 from .kgstats import KGStats
-from .question import ParsedQuestion
+from .question import STOPWORDS, ParsedQuestion
 from .settings import OfflineSettings
 
 UNMATCHED = -1
@@ -31,6 +31,23 @@ SIBLING = -2
 class Alignment:
     score: float
     spans: tuple[int, ...]  # per hop: index into the question's spans, UNMATCHED or SIBLING
+
+
+def _shares_stem(span: str, stems: list[str]) -> float:
+    """1 if a content word of the span contains the first half (≥ 4 letters) of a word of the relation phrase
+    ("directors" ~ "directed", "screenwriter" ~ "written"): morphology the sentence embedding blurs, at no cost."""
+    for w in span.split():
+        if len(w) < 4 or w in STOPWORDS:
+            continue
+        for b in stems:
+            if b[:4] not in w:
+                continue
+            k = 4
+            while k < len(b) and b[: k + 1] in w:
+                k += 1
+            if k >= 0.5 * len(b):
+                return 1.0
+    return 0.0
 
 
 def is_return(hop: Hop, prev: Hop | None) -> bool:
@@ -68,9 +85,13 @@ class QuestionScorer:
         if not todo:
             return
         vecs = self.stats.phrase_vectors(todo)
-        m = self.settings.spans_per_hop
+        st = self.settings
+        m = st.spans_per_hop
         for r in todo:
             sims = (self.span_vecs @ vecs[r].T).max(axis=1) - self._vocab_mean if len(self.spans) else np.zeros(0)
+            if st.lexical_weight and len(self.spans):
+                stems = [w for p in self.stats.phrases(r) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
+                sims = sims + st.lexical_weight * np.array([_shares_stem(sp.text, stems) for sp in self.spans])
             self._rel_sims[r] = sims
             self._rel_top[r] = [int(i) for i in np.argsort(-sims, kind="stable")[:m]]
 
@@ -101,6 +122,33 @@ class QuestionScorer:
             add((*a.spans, UNMATCHED), a.score - st.unmatched_cost)
         best = sorted(cands.items(), key=lambda kv: -kv[1])[:keep]
         return [Alignment(score, spans) for spans, score in best]
+
+    def relation_mentions(self) -> list[tuple[int, float]]:
+        """The question's relation words: non-overlapping phrases, best first, that match some relation seen in this
+        search better than τ. A plan that leaves one of them unexplained is probably missing a hop."""
+        if not self._rel_sims or not len(self.spans):
+            return []
+        best = np.max(np.stack(list(self._rel_sims.values())), axis=0)
+        chosen: list[tuple[int, float]] = []
+        for i in np.argsort(-best, kind="stable"):
+            b = float(best[i])
+            if b <= self.settings.hop_price:
+                break
+            sp = self.spans[i]
+            if any(sp.start < self.spans[j].end and self.spans[j].start < sp.end for j, _ in chosen):
+                continue
+            chosen.append((int(i), b))
+        return chosen
+
+    def uncovered(self, align: Alignment, mentions: list[tuple[int, float]]) -> float:
+        """Σ (strength − τ) of the relation words no hop of this alignment is matched to."""
+        used = [self.spans[i] for i in align.spans if i >= 0]
+        total = 0.0
+        for i, b in mentions:
+            m = self.spans[i]
+            if not any(m.start < u.end and u.start < m.end for u in used):
+                total += b - self.settings.hop_price
+        return total
 
     async def type_scores(self, hops: list[Hop]) -> dict[Hop, float]:
         """How well the question's focus phrase ("which actors", "who") matches each hop's answer type, as a z-score

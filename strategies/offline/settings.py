@@ -13,9 +13,12 @@ class OfflineSettings(BaseModel):
     max_span: int = Field(4, ge=1, le=8, description="Longest question phrase (tokens) matched to one hop.")
     spans_per_hop: int = Field(6, ge=1, description="Best phrases tried for each hop in the alignment.")
     hop_price: float = Field(0.30, description="τ: a hop must match its phrase this much above average to pay.")
+    lexical_weight: float = Field(0.15, description="Bonus when a question word shares a stem with the hop's phrase.")
     unmatched_cost: float = Field(0.45, description="Cost of a hop that matches no phrase at all.")
     sibling_cost: float = Field(0.12, description="Cost of the wordless return hop r⁻¹ right after r "
                                 "('films that share actors with X').")
+    coverage_weight: float = Field(1.0, description="Cost per unit of a question relation word (a phrase matching "
+                                   "some relation better than τ) that no hop of the plan explains.")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
     type_weight: float = Field(0.1, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")

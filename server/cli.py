@@ -59,6 +59,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be ≥ 0")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -90,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, (field, help_text) in LIMIT_FLAGS.items():
         p.add_argument(flag, dest=field, type=_positive, default=None, metavar="N",
                        help=f"max {help_text} (default {getattr(Limits(), field)})")
+    p.add_argument("--cache-size", type=_nonnegative, default=200_000, metavar="N",
+                   help="result cache for remote and on-disk KGs, in cached edges+entities (0 = off; default 200000)")
+    p.add_argument("--cache-ttl", type=float, default=600.0, metavar="SECONDS",
+                   help="how long a cached result stays valid (default 600)")
     p.add_argument("--log-level", default=None, type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="stderr log level (default WARNING)")
     p.add_argument("--check", action="store_true", help="load the KGs, print a summary of each and exit")
@@ -226,7 +240,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
 
     from .runtime import Runtime
 
-    runtime = Runtime.open(specs, limits, config)
+    runtime = Runtime.open(specs, limits, config, cache_weight=args.cache_size, cache_ttl=args.cache_ttl)
     if args.check:
         return run_check(runtime), False
 

@@ -88,6 +88,9 @@ class Runtime:
         specs: Sequence[KGSpec] = (),
         limits: Limits | None = None,
         config: Config | None = None,
+        *,
+        cache_weight: int = 200_000,
+        cache_ttl: float = 600.0,
         **kwargs: Any,
     ) -> "Runtime":
         """Open the KGs of ``specs`` (``--kg``) and of ``config`` (``--config``; ``--kg`` wins for a name), or the
@@ -107,6 +110,7 @@ class Runtime:
                 kgs = open_kgs(list(specs), config, limits)
             except ImportError as e:
                 raise InvalidInput(f"a KG backend is not available here: {e}") from None
+        kgs = _with_cache(kgs, cache_weight, cache_ttl)
         runtime = cls(kgs, limits, config, **kwargs)
         runtime.load_seconds = time.perf_counter() - t0
         log.info("opened %d KG(s) in %.2fs", len(kgs), runtime.load_seconds)
@@ -187,3 +191,16 @@ class Runtime:
                 await kg.aclose()
             except Exception:  # closing must not hide the reason we are shutting down
                 log.exception("closing KG %s failed", kg.name)
+
+
+def _with_cache(kgs: dict[str, KnowledgeGraph], max_weight: int, ttl: float) -> dict[str, KnowledgeGraph]:
+    """Put one bounded LRU/TTL result cache in front of every KG that does I/O (SPARQL, stores, composites).
+
+    In-memory KGs stay bare: a lookup there is as fast as a cache hit, and strategies use their index directly.
+    """
+    if max_weight <= 0:
+        return kgs
+    from kg_adapters.cache import ResultCache, CachedKG
+
+    cache = ResultCache(max_weight, ttl)
+    return {name: kg if getattr(kg, "backend", "") == "memory" else CachedKG(kg, cache) for name, kg in kgs.items()}

@@ -61,3 +61,25 @@ def test_open_defaults_to_the_embedded_kg_and_rejects_a_name_given_twice():
         Runtime.open([make_spec("a", "embedded"), make_spec("a", "embedded")])
     runtime = Runtime.open()
     assert list(runtime.kgs) == ["movies"] and runtime.load_seconds is not None
+
+
+async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp_path):
+    from kg_adapters.cache import CachedKG
+    from kg_adapters.files import open_file_kg
+    from kg_adapters.memory import MemoryKG
+    from server.runtime import _with_cache
+
+    path = tmp_path / "tiny.txt"
+    path.write_text("Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8")
+    mem = open_file_kg("mem", path)
+    store = open_file_kg("store", path, backend="oxigraph", store="memory")
+    kgs = _with_cache({"mem": mem, "store": store}, max_weight=1000, ttl=60)
+    assert isinstance(kgs["mem"], MemoryKG)
+    assert isinstance(kgs["store"], CachedKG)
+    (scott,) = [m.entity.id for m in await kgs["store"].initialize("[Ridley Scott]", limit=1)]
+    rel = (await kgs["store"].get_relations([scott])).relations[0]
+    first = await kgs["store"].get_edges([scott], rel.id, rel.direction)
+    again = await kgs["store"].get_edges([scott], rel.id, rel.direction)
+    assert again == first and len(first.edges) == 2
+    assert kgs["store"].cache.stats().hits >= 1
+    assert _with_cache({"store": store}, max_weight=0, ttl=60)["store"] is store

@@ -97,7 +97,12 @@ MethodFactory = Callable[[MethodOptions, Services], Method]
 _FACTORIES: dict[str, str] = {
     "tot": "strategies.methods:tot_method",
     "chain": "strategies.methods:chain_method",
-    # F: "ark": "strategies.retrieval.ark:method", "router": ..., "beam": ..., "rerank": ..., "bfs": ..., "dfs": ...
+    "ark": "strategies.retrieval_methods:ark_method",
+    "bfs": "strategies.retrieval_methods:bfs_method",
+    "dfs": "strategies.retrieval_methods:dfs_method",
+    "router": "strategies.retrieval_methods:router_method",
+    "beam": "strategies.retrieval_methods:beam_method",
+    "rerank": "strategies.retrieval_methods:rerank_method",
 }
 
 

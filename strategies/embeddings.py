@@ -43,7 +43,8 @@ class Embedder:
             ) from e
         self.model_path = model_path or default_model_path()
         self._model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
-        self.dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim() or 384)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()

@@ -140,7 +140,7 @@ class OfflineReasoner:
         mentions = scorer.relation_mentions()
 
         def final(p: _Partial) -> float:
-            read = max(a.score - st.coverage_weight * scorer.uncovered(a, mentions) for a in p.aligns)
+            read = max(a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions) for a in p.aligns)
             return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
 
         scored = sorted(((final(p), p) for p in done), key=lambda sp: -sp[0])

@@ -23,6 +23,8 @@ from .kgstats import KGStats
 from .question import STOPWORDS, ParsedQuestion
 from .settings import OfflineSettings
 
+# How English says "the other things with the same r" (the path r · r⁻¹); compared by embedding, not matched.
+SHARING_WORDS = ("same", "shared", "also")
 UNMATCHED = -1
 SIBLING = -2
 
@@ -75,6 +77,7 @@ class QuestionScorer:
         self._vocab_mean: np.ndarray | None = None
         self._rel_sims: dict[str, np.ndarray] = {}
         self._rel_top: dict[str, list[int]] = {}
+        self._sibling: dict[str, float] = {}
 
     async def prepare(self, relation_ids: list[str]) -> None:
         """Centre and cache the similarity of every question phrase to each of these relations."""
@@ -95,6 +98,21 @@ class QuestionScorer:
             self._rel_sims[r] = sims
             self._rel_top[r] = [int(i) for i in np.argsort(-sims, kind="stable")[:m]]
 
+    def sibling_bonus(self, relation_id: str) -> float:
+        """How much the question talks about *sharing* r ("the same actor", "share directors", "also directed")
+        rather than about r itself: the best gain of a question phrase's similarity to "same r" over "r"."""
+        b = self._sibling.get(relation_id)
+        if b is None:
+            b = 0.0
+            if len(self.spans) and self.settings.sibling_weight:
+                phrases = self.stats.phrases(relation_id)
+                variants = [f"{w} {p}" for p in phrases for w in SHARING_WORDS]
+                plain = self.span_vecs @ self.stats.phrase_vectors([relation_id])[relation_id].T
+                shared = self.span_vecs @ self.embedder.encode(variants).T
+                b = max(0.0, float((shared.max(axis=1) - plain.max(axis=1)).max())) * self.settings.sibling_weight
+            self._sibling[relation_id] = b
+        return b
+
     def hop_similarity(self, relation_id: str) -> float:
         sims = self._rel_sims.get(relation_id)
         return float(sims.max()) if sims is not None and len(sims) else 0.0
@@ -109,7 +127,12 @@ class QuestionScorer:
             if cands.get(spans, -1e9) < score:
                 cands[spans] = score
 
+        ret = is_return(hop, prev)
         for a in aligns:
+            if ret:
+                # r⁻¹ right after r names nothing new (the phrase for r covers "films that share r with X")
+                add((*a.spans, SIBLING), a.score - st.sibling_cost + self.sibling_bonus(hop[0]))
+                continue
             used = [self.spans[i] for i in a.spans if i >= 0]
             for i in self._rel_top[hop[0]]:
                 sp = self.spans[i]
@@ -117,37 +140,40 @@ class QuestionScorer:
                     continue
                 order = sum(st.order_weight if u.distance < sp.distance else -st.order_weight for u in used)
                 add((*a.spans, i), a.score + float(sims[i]) - st.hop_price + order)
-            if is_return(hop, prev):
-                add((*a.spans, SIBLING), a.score - st.sibling_cost)
             add((*a.spans, UNMATCHED), a.score - st.unmatched_cost)
         best = sorted(cands.items(), key=lambda kv: -kv[1])[:keep]
         return [Alignment(score, spans) for spans, score in best]
 
-    def relation_mentions(self) -> list[tuple[int, float]]:
+    def relation_mentions(self) -> list[tuple[int, float, str]]:
         """The question's relation words: non-overlapping phrases, best first, that match some relation seen in this
-        search better than τ. A plan that leaves one of them unexplained is probably missing a hop."""
+        search better than τ, with that relation. A plan that leaves one unexplained probably misses a hop."""
         if not self._rel_sims or not len(self.spans):
             return []
-        best = np.max(np.stack(list(self._rel_sims.values())), axis=0)
-        chosen: list[tuple[int, float]] = []
+        rels = list(self._rel_sims)
+        mat = np.stack([self._rel_sims[r] for r in rels])
+        best, arg = mat.max(axis=0), mat.argmax(axis=0)
+        chosen: list[tuple[int, float, str]] = []
         for i in np.argsort(-best, kind="stable"):
             b = float(best[i])
             if b <= self.settings.hop_price:
                 break
             sp = self.spans[i]
-            if any(sp.start < self.spans[j].end and self.spans[j].start < sp.end for j, _ in chosen):
+            if any(sp.start < self.spans[j].end and self.spans[j].start < sp.end for j, _, _ in chosen):
                 continue
-            chosen.append((int(i), b))
+            chosen.append((int(i), b, rels[int(arg[i])]))
         return chosen
 
-    def uncovered(self, align: Alignment, mentions: list[tuple[int, float]]) -> float:
-        """Σ (strength − τ) of the relation words no hop of this alignment is matched to."""
+    def uncovered(self, align: Alignment, hops: tuple[Hop, ...], mentions: list[tuple[int, float, str]]) -> float:
+        """Σ (strength − τ) of the relation words that no hop of this alignment is matched to, except words for a
+        relation the path already follows (a question may name one relation twice: "the director that directed")."""
         used = [self.spans[i] for i in align.spans if i >= 0]
+        on_path = {h[0] for h in hops}
         total = 0.0
-        for i, b in mentions:
+        for i, b, rel in mentions:
             m = self.spans[i]
-            if not any(m.start < u.end and u.start < m.end for u in used):
-                total += b - self.settings.hop_price
+            if rel in on_path or any(m.start < u.end and u.start < m.end for u in used):
+                continue
+            total += b - self.settings.hop_price
         return total
 
     async def type_scores(self, hops: list[Hop]) -> dict[Hop, float]:

@@ -19,6 +19,8 @@ class OfflineSettings(BaseModel):
                                 "('films that share actors with X').")
     coverage_weight: float = Field(1.0, description="Cost per unit of a question relation word (a phrase matching "
                                    "some relation better than τ) that no hop of the plan explains.")
+    sibling_weight: float = Field(1.0, description="Weight of the question's 'same r / share r' reading, which "
+                                  "offsets the sibling cost.")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
     type_weight: float = Field(0.1, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")

@@ -40,7 +40,9 @@ async def serve_http(server: MCPServer, sock: socket.socket, token: str | None, 
     import uvicorn
 
     host, port = sock.getsockname()[:2]
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, max_sessions=1000, session_idle_timeout=600
+    )
     asgi = BearerTokenMiddleware(app, token) if token else app
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False)
     url_host = f"[{host}]" if ":" in host else host

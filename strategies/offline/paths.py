@@ -16,7 +16,7 @@ from ..embeddings import Embedder
 from .graph import GraphView, Hop, view_for
 from .kgstats import KGStats
 from .question import parse_question
-from .scoring import Alignment, QuestionScorer
+from .scoring import SIBLING, Alignment, QuestionScorer
 from .settings import OfflineSettings
 
 
@@ -31,6 +31,7 @@ class Plan:
     answers: list[str]  # entity IDs, best first (the topic, if reached, last)
     answer_labels: list[str]
     frontiers: list[list[str]] = field(default_factory=list)  # entity IDs reached after each hop (capped)
+    phrases: list[str | None] = field(default_factory=list)  # the question phrase each hop was read from
     confidence: float = 0.0  # 0..1, from the margin over the next different plan
 
 
@@ -139,13 +140,16 @@ class OfflineReasoner:
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         mentions = scorer.relation_mentions()
 
-        def final(p: _Partial) -> float:
-            read = max(a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions) for a in p.aligns)
-            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
+        def final(p: _Partial) -> tuple[float, Alignment]:
+            read, best = max(
+                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in p.aligns),
+                key=lambda x: x[0],
+            )
+            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0), best
 
-        scored = sorted(((final(p), p) for p in done), key=lambda sp: -sp[0])
+        scored = sorted(((*final(p), p) for p in done), key=lambda sp: -sp[0])
         plans: list[Plan] = []
-        for score, p in scored[: max(st.plans, 1)]:
+        for score, align, p in scored[: max(st.plans, 1)]:
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]
             ordered = ordered[: st.max_answers]
             plans.append(
@@ -157,6 +161,8 @@ class OfflineReasoner:
                     answers=[view.node_id(n) for n in ordered],
                     answer_labels=[view.label(n) for n in ordered],
                     frontiers=[[view.node_id(n) for n in f[: st.max_answers]] for f in p.frontiers],
+                    phrases=[scorer.spans[i].text if i >= 0 else ("(same)" if i == SIBLING else None)
+                             for i in align.spans],
                 )
             )
         _calibrate(plans, st.value_scale)

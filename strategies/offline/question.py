@@ -103,7 +103,7 @@ def find_focus(toks: list[str]) -> str | None:
             while j < len(toks) and toks[j] in _SKIP:
                 j += 1
             words = []
-            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != "zzmentionzz":
+            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 1 and toks[j] != "zzmentionzz":
                 words.append(toks[j])
                 j += 1
             if words:

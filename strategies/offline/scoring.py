@@ -130,8 +130,12 @@ class QuestionScorer:
         ret = is_return(hop, prev)
         for a in aligns:
             if ret:
-                # r⁻¹ right after r names nothing new (the phrase for r covers "films that share r with X")
-                add((*a.spans, SIBLING), a.score - st.sibling_cost + self.sibling_bonus(hop[0]))
+                # r⁻¹ right after r names nothing new (the phrase for r covers "films that share r with X");
+                # two wordless hops in a row would read one "same r" twice
+                if not a.spans or a.spans[-1] != SIBLING:
+                    add((*a.spans, SIBLING), a.score - st.sibling_cost + self.sibling_bonus(hop[0]))
+                else:
+                    add((*a.spans, UNMATCHED), a.score - st.unmatched_cost)
                 continue
             used = [self.spans[i] for i in a.spans if i >= 0]
             for i in self._rel_top[hop[0]]:

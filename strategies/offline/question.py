@@ -80,6 +80,8 @@ def parse_question(question: str, topic_labels: list[str], max_span: int = 4) ->
             if mention_at is not None and s < mention_at < e:
                 continue  # a phrase does not run across the entity
             words = toks[s:e]
+            if "'s" in words[1:]:
+                continue  # a possessive separates two relations ("X 's son 's wife"), never inside one
             content = sum(1 for w in words if w not in STOPWORDS)
             # a phrase starts with a content word and ends with one or with a preposition ("directed by")
             if content == 0 or words[0] in STOPWORDS or (words[-1] in STOPWORDS and words[-1] not in _PREP):

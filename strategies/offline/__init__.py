@@ -5,9 +5,10 @@ from __future__ import annotations
 from kg_adapters.models import EntityMatch
 
 from .paths import OfflineReasoner, Plan, Reasoning
+from .policy import OfflinePolicy
 from .settings import OfflineSettings
 
-__all__ = ["OfflineReasoner", "OfflineSettings", "Plan", "Reasoning", "topics_from_matches"]
+__all__ = ["OfflinePolicy", "OfflineReasoner", "OfflineSettings", "Plan", "Reasoning", "topics_from_matches"]
 
 
 def topics_from_matches(matches: list[EntityMatch]) -> list[str]:

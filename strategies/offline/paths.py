@@ -169,6 +169,28 @@ class OfflineReasoner:
         return Reasoning(question, topic_ids, plans)
 
 
+    async def rank_sources(
+        self, kg: KnowledgeGraph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
+    ) -> list[str]:
+        """``candidates`` (entities reached after hop ``level``) ordered by how many of the plan's answers they
+        lead to through the remaining hops, earlier answers counting more — so a capped expansion keeps the
+        entities that matter for the answer."""
+        view = self.stats_for(kg).view
+        weight = {a: 1.0 / (1 + i) for i, a in enumerate(plan.answers[:200])}
+        topics = set(await view.nodes_for(topic_ids))
+        scored = []
+        for pos, cid in enumerate(candidates):
+            nodes = await view.nodes_for([cid])
+            for hop in plan.hops[level:]:
+                nb = await view.neighbours(nodes, hop)
+                nodes = list(dict.fromkeys(t for n in nodes for t in nb.get(n, ())))
+                if hop is not plan.hops[-1]:
+                    nodes = [n for n in nodes if n not in topics] or nodes
+            gain = sum(weight.get(view.node_id(n), 0.0) for n in nodes)
+            scored.append((-gain, pos, cid))
+        return [c for _, _, c in sorted(scored)]
+
+
 def _calibrate(plans: list[Plan], scale: float) -> None:
     """Confidence = logistic of (the plan's score over the best plan with a different answer set) and of its
     absolute score: a plan that clearly beats every alternative and reads the question well is near 1."""

@@ -1,0 +1,202 @@
+"""``OfflinePolicy``: every Tree-of-Traversals decision and value judgement from the KG and sentence embeddings.
+
+The reasoning core (:class:`OfflineReasoner`) ranks whole relation paths once per question; the policy then reads
+the trajectory so far (the expansions in the local subgraph) as a prefix of those plans and proposes the next
+step of the best plans that are still consistent with it. Values are the plans' calibrated confidences, so a
+trajectory that left every good plan scores low and the tree search backtracks.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from kg_adapters.base import KnowledgeGraph
+from kg_adapters.models import Direction, split_id
+
+from ..embeddings import Embedder
+from ..tot.actions import Action, Answer, ExpandKG, SelectEntities, SelectRelation
+from ..tot.policy import Policy
+from ..tot.state import AsmState, TraversalState
+from .paths import OfflineReasoner, Plan, Reasoning
+from .settings import OfflineSettings
+
+# Per-KG statistics outlive one question's policy (the driver builds a policy per question); keyed weakly by the
+# embedder so they go away with it, and inside by KG instance.
+_REASONERS: "weakref.WeakKeyDictionary[Embedder, dict[OfflineSettings, OfflineReasoner]]" = (
+    weakref.WeakKeyDictionary()
+)
+MAX_SELECT = 10  # the ASM's default cap on entities per SELECT_ENTITIES
+
+
+def shared_reasoner(embedder: Embedder, settings: OfflineSettings) -> OfflineReasoner:
+    by_settings = _REASONERS.setdefault(embedder, {})
+    r = by_settings.get(settings)
+    if r is None:
+        r = by_settings[settings] = OfflineReasoner(embedder, settings)
+    return r
+
+
+class OfflinePolicy(Policy):
+    """No LLM, no network. ``options`` may override :class:`OfflineSettings` fields (e.g. ``{"beam": 20}``)."""
+
+    def __init__(
+        self,
+        kgs: list[KnowledgeGraph] | KnowledgeGraph,
+        embedder: Embedder | None = None,
+        options: dict | None = None,
+        settings: OfflineSettings | None = None,
+    ) -> None:
+        super().__init__()
+        self.kgs = {kg.name: kg for kg in ([kgs] if isinstance(kgs, KnowledgeGraph) else list(kgs))}
+        fields = set(OfflineSettings.model_fields)
+        overrides = {k: v for k, v in (options or {}).items() if k in fields}
+        self.settings = settings or OfflineSettings(**overrides)
+        self.embedder = embedder or Embedder()
+        self.reasoner = shared_reasoner(self.embedder, self.settings)
+        self._reasoning: dict[tuple[str, tuple[str, ...]], Reasoning] = {}
+
+    # -- the plans for this question -----------------------------------------------------------------------------
+    async def plans(self, state: TraversalState) -> list[Plan]:
+        key = (state.question, tuple(state.topic_entities))
+        res = self._reasoning.get(key)
+        if res is None:
+            by_kg: dict[str, list[str]] = {}
+            for t in state.topic_entities:
+                by_kg.setdefault(split_id(t)[0], []).append(t)
+            plans: list[Plan] = []
+            for name, ids in by_kg.items():
+                kg = self.kgs.get(name)
+                if kg is not None:
+                    plans.extend((await self.reasoner.reason(kg, state.question, ids)).plans)
+            plans.sort(key=lambda p: -p.score)
+            res = Reasoning(state.question, list(state.topic_entities), plans)
+            self._reasoning[key] = res
+        return res.plans
+
+    @staticmethod
+    def trajectory(state: TraversalState) -> list[tuple[str, Direction]]:
+        return [(x.relation_id, x.direction) for x in state.subgraph.expansions]
+
+    async def consistent(self, state: TraversalState) -> list[Plan]:
+        """Plans (best first) whose first hops are exactly the expansions made so far."""
+        done = self.trajectory(state)
+        return [p for p in await self.plans(state) if list(p.hops[: len(done)]) == done and len(p.hops) >= len(done)]
+
+    # -- decisions -----------------------------------------------------------------------------------------------
+    async def propose(self, state: TraversalState, k: int) -> list[Action]:
+        if state.asm_state is AsmState.DEFAULT:
+            out = await self._propose_default(state)
+        elif state.asm_state is AsmState.SELECTING_ENTITIES:
+            out = await self._propose_entities(state)
+        elif state.asm_state is AsmState.SELECTING_RELATION:
+            out = await self._propose_relations(state)
+        else:
+            out = []
+        seen: set[tuple] = set()
+        uniq = []
+        for a in out:
+            if a.key() not in seen:
+                seen.add(a.key())
+                uniq.append(a)
+        return uniq[: max(1, k)]
+
+    async def _propose_default(self, state: TraversalState) -> list[Action]:
+        done = len(self.trajectory(state))
+        out: list[Action] = []
+        for p in await self.consistent(state):
+            if len(p.hops) == done:
+                ids = self.answer_ids(p, state)
+                if ids:
+                    out.append(Answer(entity_ids=ids))
+            elif not state.must_answer:
+                out.append(ExpandKG())
+        if not out or state.must_answer and not any(isinstance(a, Answer) for a in out):
+            ids = self.fallback_answer(state)
+            if ids:
+                out.append(Answer(entity_ids=ids))
+        return out
+
+    async def _propose_entities(self, state: TraversalState) -> list[Action]:
+        done = len(self.trajectory(state))
+        out: list[Action] = []
+        for p in await self.consistent(state):
+            if len(p.hops) <= done:
+                continue
+            ids = await self.sources(p, done, state)
+            if ids:
+                out.append(SelectEntities(entity_ids=ids))
+        if not out:
+            last = state.subgraph.expansions[-1].entities_added if state.subgraph.expansions else []
+            ids = [i for i in (last or state.topic_entities) if i in state.subgraph.entities][:MAX_SELECT]
+            if ids:
+                out.append(SelectEntities(entity_ids=ids))
+        return out
+
+    async def _propose_relations(self, state: TraversalState) -> list[Action]:
+        done = len(self.trajectory(state))
+        cands = {(r.id, Direction(r.direction)) for r in state.candidate_relations}
+        out: list[Action] = []
+        for p in await self.consistent(state):
+            if len(p.hops) > done and p.hops[done] in cands:
+                out.append(SelectRelation(relation_id=p.hops[done][0], direction=p.hops[done][1]))
+        # then every other candidate, by how well its phrase matches the question
+        ranked = sorted(cands, key=lambda h: (-self._hop_score(state, h), h[0], h[1].value))
+        out.extend(SelectRelation(relation_id=r, direction=d) for r, d in ranked)
+        return out
+
+    def _hop_score(self, state: TraversalState, hop: tuple[str, Direction]) -> float:
+        res = self._reasoning.get((state.question, tuple(state.topic_entities)))
+        if res is None:
+            return 0.0
+        return max((p.score for p in res.plans if hop in p.hops), default=-1.0)
+
+    # -- entity choice -------------------------------------------------------------------------------------------
+    async def sources(self, plan: Plan, level: int, state: TraversalState) -> list[str]:
+        """Entities of the local subgraph to expand for hop ``level`` of ``plan``: those on the plan's frontier,
+        preferring the ones that lead to its best-ranked answers, at most ``MAX_SELECT``."""
+        sub = state.subgraph.entities
+        if level == 0:
+            return [t for t in state.topic_entities if t in sub][:MAX_SELECT]
+        frontier = [e for e in plan.frontiers[level - 1] if e in sub]
+        topics = set(state.topic_entities)
+        frontier = [e for e in frontier if e not in topics] or frontier
+        if len(frontier) <= MAX_SELECT:
+            return frontier
+        kg = self.kgs.get(split_id(frontier[0])[0])
+        if kg is None:
+            return frontier[:MAX_SELECT]
+        ranked = await self.reasoner.rank_sources(kg, plan, level, frontier, state.topic_entities)
+        return ranked[:MAX_SELECT]
+
+    @staticmethod
+    def answer_ids(plan: Plan, state: TraversalState) -> list[str]:
+        sub = state.subgraph.entities
+        return [a for a in plan.answers if a in sub][:50]
+
+    @staticmethod
+    def fallback_answer(state: TraversalState) -> list[str]:
+        """Nothing consistent is left: answer with what the last expansion found (else the topic)."""
+        for x in reversed(state.subgraph.expansions):
+            ids = [i for i in x.entities_added if i not in state.topic_entities]
+            if ids:
+                return ids[:50]
+        return [t for t in state.topic_entities if t in state.subgraph.entities][:1]
+
+    # -- judgement -----------------------------------------------------------------------------------------------
+    async def value(self, state: TraversalState) -> float:
+        plans = await self.consistent(state)
+        if state.asm_state is AsmState.DONE:
+            ans = state.answer.entity_ids if state.answer else []
+            done = len(self.trajectory(state))
+            for p in plans:
+                if len(p.hops) == done and ans and ans[0] in p.answers:
+                    return p.confidence
+            return 0.05
+        if not plans:
+            return 0.05
+        if state.asm_state is AsmState.SELECTING_RELATION:
+            done = len(self.trajectory(state))
+            cands = {(r.id, Direction(r.direction)) for r in state.candidate_relations}
+            plans = [p for p in plans if len(p.hops) > done and p.hops[done] in cands] or plans
+        # a trajectory is worth its best completion; a hair less than the answer itself so answers win ties
+        return max(p.confidence for p in plans) * 0.99

@@ -73,19 +73,33 @@ def load_questions(fmt: str, path: Path) -> list[tuple[str, list[str], str]]:
     return out
 
 
-async def run_set(name: str, kg: MemoryKG, reasoner: OfflineReasoner, limit: int | None, errors: int) -> dict:
+async def run_set(
+    name: str, kg: MemoryKG, reasoner: OfflineReasoner, limit: int | None, errors: int, policy: bool = False
+) -> dict:
     fmt, qfile, _ = SETS[name]
     qs = load_questions(fmt, BENCH / qfile)[:limit]
     hits, f1s, lat, shown = 0, [], [], 0
     lengths: Counter = Counter()
     for q, gold, goldpath in qs:
         t0 = time.perf_counter()
-        topics = topics_from_matches(await kg.initialize(q))
-        res = await reasoner.reason(kg, q, topics)
-        lat.append(time.perf_counter() - t0)
+        if policy:
+            from strategies.offline import OfflinePolicy
+            from strategies.tot.asm import TraversalASM
+            from strategies.tot.search import SearchConfig, TreeSearch
+
+            pol = OfflinePolicy([kg], embedder=reasoner.embedder, settings=reasoner.settings)
+            result = await TreeSearch(TraversalASM([kg]), pol, SearchConfig()).run(q)
+            lat.append(time.perf_counter() - t0)
+            res = (await pol.plans(result.nodes[0].state)) and pol._reasoning[next(iter(pol._reasoning))]
+            pred_labels = result.answer.labels
+        else:
+            topics = topics_from_matches(await kg.initialize(q))
+            res = await reasoner.reason(kg, q, topics)
+            lat.append(time.perf_counter() - t0)
+            pred_labels = res.best.answer_labels if res.best else []
         gold_n = {norm(g) for g in gold}
-        best = res.best
-        pred = [norm(a) for a in best.answer_labels] if best else []
+        best = res.best if res else None
+        pred = [norm(a) for a in pred_labels]
         hit = bool(pred) and pred[0] in gold_n
         hits += hit
         ps = set(pred)
@@ -133,7 +147,7 @@ async def main_async(args: argparse.Namespace) -> int:
             kgs[kb] = MemoryKG("kb", load_triples_file(BENCH / kb))
             print(f"loaded {kb} in {time.perf_counter() - t1:.1f}s")
         # warm the per-KG caches (relation phrases, type samples) outside the timed loop
-        rows.append(await run_set(name, kgs[kb], reasoner, args.limit, args.errors))
+        rows.append(await run_set(name, kgs[kb], reasoner, args.limit, args.errors, args.policy))
         r = rows[-1]
         print(f"{name:5s} n={r['n']:3d} hits@1={r['hits1']:.3f} f1={r['f1']:.3f} "
               f"median={r['median_ms']:.0f}ms p90={r['p90_ms']:.0f}ms hops={r['hops']}", flush=True)
@@ -149,6 +163,7 @@ def main() -> int:
     ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     ap.add_argument("--limit", type=int, default=None, help="first N questions per set")
     ap.add_argument("--errors", type=int, default=0, help="print this many misses per set")
+    ap.add_argument("--policy", action="store_true", help="run OfflinePolicy through the tree search (k=3, τ=0.8)")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an OfflineSettings field")
     return asyncio.run(main_async(ap.parse_args()))
 

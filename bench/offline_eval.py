@@ -79,6 +79,7 @@ async def run_set(
     fmt, qfile, _ = SETS[name]
     qs = load_questions(fmt, BENCH / qfile)[:limit]
     hits, f1s, lat, shown = 0, [], [], 0
+    calib: list[tuple[float, float, float, bool]] = []
     lengths: Counter = Counter()
     for q, gold, goldpath in qs:
         t0 = time.perf_counter()
@@ -107,6 +108,8 @@ async def run_set(
         f1s.append(0.0 if not tp else 2 * tp / (len(ps) + len(gold_n)))
         if best:
             lengths[len(best.hops)] += 1
+            rival = next((p.score for p in res.plans[1:] if p.answers[:1] != best.answers[:1]), None)
+            calib.append((best.score, best.score - rival if rival is not None else 1.0, best.confidence, hit))
         if not hit and shown < errors:
             shown += 1
             path = " → ".join(f"{r.split(':', 1)[1]}{'' if d.value == 'forward' else '⁻¹'}" for r, d in best.hops) if best else "-"
@@ -125,6 +128,7 @@ async def run_set(
         "median_ms": 1000 * statistics.median(lat) if lat else 0.0,
         "p90_ms": 1000 * sorted(lat)[int(0.9 * (len(lat) - 1))] if lat else 0.0,
         "hops": dict(sorted(lengths.items())),
+        "calib": calib,
     }
 
 
@@ -151,6 +155,15 @@ async def main_async(args: argparse.Namespace) -> int:
         r = rows[-1]
         print(f"{name:5s} n={r['n']:3d} hits@1={r['hits1']:.3f} f1={r['f1']:.3f} "
               f"median={r['median_ms']:.0f}ms p90={r['p90_ms']:.0f}ms hops={r['hops']}", flush=True)
+    if args.calibration:
+        rows_c = [c for r in rows for c in r["calib"]]
+        print("\nconfidence bin | questions | fraction correct")
+        for lo in (0.0, 0.2, 0.4, 0.6, 0.8, 0.9):
+            hi = {0.8: 0.9, 0.9: 1.01}.get(lo, lo + 0.2)
+            b = [c for c in rows_c if lo <= c[2] < hi]
+            print(f"[{lo:.1f}, {min(hi, 1.0):.1f}) | {len(b)} | {sum(c[3] for c in b) / len(b) if b else float('nan'):.3f}")
+        if args.calibration_out:
+            Path(args.calibration_out).write_text("\n".join(f"{a:.4f}\t{m:.4f}\t{c:.4f}\t{int(h)}" for a, m, c, h in rows_c))
     print("\n| set | n | Hits@1 | target | F1 | median latency | p90 latency |\n|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['set']} | {r['n']} | {r['hits1']:.3f} | {TARGET[r['set']]:.2f} | {r['f1']:.3f} | "
@@ -164,6 +177,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N questions per set")
     ap.add_argument("--errors", type=int, default=0, help="print this many misses per set")
     ap.add_argument("--policy", action="store_true", help="run OfflinePolicy through the tree search (k=3, τ=0.8)")
+    ap.add_argument("--calibration", action="store_true", help="print fraction correct per confidence bin")
+    ap.add_argument("--calibration-out", default=None, help="write score, margin, confidence, hit per question")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an OfflineSettings field")
     return asyncio.run(main_async(ap.parse_args()))
 

@@ -29,4 +29,6 @@ class OfflineSettings(BaseModel):
     max_frontier: int = Field(3000, ge=1, description="Paths reaching more entities than this are not expanded.")
     max_answers: int = Field(200, ge=1, description="Answers kept per plan.")
     plans: int = Field(10, ge=1, description="Ranked plans returned.")
-    value_scale: float = Field(6.0, description="Slope of the logistic turning a plan's margin into a 0..1 value.")
+    value_scale: float = Field(10.0, description="Slope of the logistic turning a plan's margin over its best rival "
+                               "into a 0..1 value (fitted on the dev samples).")
+    value_bias: float = Field(0.1, description="Intercept of that logistic.")

@@ -25,11 +25,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
+import itertools
 import json
 import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,13 +157,15 @@ class _TripleLineConverter:
 
     def _entity(self, name: str, out: list[str]) -> str:
         iri = self._iris.get(name)
-        if iri is None:
-            if len(self._iris) >= self._max_names:
-                self._iris.clear()
-            local = name.translate(self._table) if name.isascii() else self._name_iri(name, "")
-            iri = self._iris[name] = f"<{self._ens}{local}>"
-            out.append(f"{iri} {self._label} {_nt_literal(name)} .\n")
-            self._new_names.append((iri[1:-1], name, "label"))
+        return iri if iri is not None else self._new_entity(name, out)
+
+    def _new_entity(self, name: str, out: list[str]) -> str:
+        if len(self._iris) >= self._max_names:
+            self._iris.clear()
+        local = name.translate(self._table) if name.isascii() else self._name_iri(name, "")
+        iri = self._iris[name] = f"<{self._ens}{local}>"
+        out.append(f"{iri} {self._label} {_nt_literal(name)} .\n")
+        self._new_names.append((iri[1:-1], name, "label"))
         return iri
 
     def take_names(self) -> list[tuple[str, str, str]]:
@@ -168,28 +174,67 @@ class _TripleLineConverter:
         return names
 
     def convert(self, lines: list[bytes], first_lineno: int) -> tuple[bytes, int]:
-        out: list[str] = []
+        """Convert a chunk: one decode and one split for the whole chunk; a line that is not a plain
+        ``head|relation|tail`` (tabs, blank, malformed, a bad byte) goes through :meth:`_convert_line`, which
+        also names the offending line."""
+        try:
+            text = b"".join(lines).decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is None or "\t" in text:
+            out: list[str] = []
+            n = sum(self._convert_line(raw, first_lineno + k, out) for k, raw in enumerate(lines))
+            return "".join(out).encode("utf-8"), n
+        out = []
+        iris, relations, new_entity = self._iris, self._relations, self._new_entity
         n = 0
-        for k, raw in enumerate(lines):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise InvalidInput(f"{self._source}:{first_lineno + k}: not UTF-8") from None
-            if not line.strip():
+        for k, line in enumerate(text.split("\n")):
+            parts = line.split("|")
+            if len(parts) != 3:
+                if line.strip():
+                    n += self._convert_line(line.encode("utf-8"), first_lineno + k, out)
                 continue
-            parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
-            if len(parts) != 3 or not all(p.strip() for p in parts):
-                raise InvalidInput(
-                    f"{self._source}:{first_lineno + k}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}"
-                )
-            h, r, t = (p.strip() for p in parts)
-            rel = self._relations.get(r)
+            h, r, t = parts[0].strip(), parts[1].strip(), parts[2].strip()
+            if not (h and r and t):
+                n += self._convert_line(line.encode("utf-8"), first_lineno + k, out)
+                continue
+            rel = relations.get(r)
             if rel is None:
-                rel = self._relations[r] = f"<{self._name_iri(r, self._rns)}>"
-                out.append(f"{rel} {self._label} {_nt_literal(humanize(r))} .\n")
-            out.append(f"{self._entity(h, out)} {rel} {self._entity(t, out)} .\n")
+                rel = self._new_relation(r, out)
+            hi = iris.get(h)
+            if hi is None:
+                hi = new_entity(h, out)
+            ti = iris.get(t)
+            if ti is None:
+                ti = new_entity(t, out)
+            out.append(f"{hi} {rel} {ti} .\n")
             n += 1
         return "".join(out).encode("utf-8"), n
+
+    def _new_relation(self, r: str, out: list[str]) -> str:
+        rel = self._relations[r] = f"<{self._name_iri(r, self._rns)}>"
+        out.append(f"{rel} {self._label} {_nt_literal(humanize(r))} .\n")
+        return rel
+
+    def _convert_line(self, raw: bytes, lineno: int, out: list[str]) -> int:
+        """One line, general path (tab- or pipe-separated, validated); 1 if it held a triple, 0 if blank."""
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{self._source}:{lineno}: not UTF-8") from None
+        if not line.strip():
+            return 0
+        parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            raise InvalidInput(
+                f"{self._source}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}"
+            )
+        h, r, t = (p.strip() for p in parts)
+        rel = self._relations.get(r)
+        if rel is None:
+            rel = self._new_relation(r, out)
+        out.append(f"{self._entity(h, out)} {rel} {self._entity(t, out)} .\n")
+        return 1
 
 
 class BulkLoader:
@@ -340,59 +385,133 @@ class BulkLoader:
         conv = _TripleLineConverter(path) if prog.kind == "triples" else None
         bar = self._bar(path, prog)
         chunks = lines = 0
-        try:
-            with _open_binary(path) as fh:
-                if prog.offset:
-                    fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
-                    self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
-                while True:
-                    batch = list(_take_lines(fh, self.chunk_lines))
-                    if not batch:
-                        break
-                    nbytes = sum(len(b) for b in batch)
-                    if conv is not None:
-                        data, _ = conv.convert(batch, prog.lines + 1)
-                    else:
-                        data = b"".join(batch)
+        with _open_binary(path) as fh:
+            if prog.offset:
+                fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
+                self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
+            # The next chunk is read and converted (and its names indexed) in a thread while this one is
+            # bulk-loaded: pyoxigraph releases the GIL in bulk_load, so the two overlap on a multi-core machine.
+            prepared = _Prefetch(self._prepare_chunks(fh, conv, prog.lines + 1))
+            # a chunk's names go into the label index while its triples go into the store (SQLite releases the
+            # GIL too); progress is recorded only when both are in
+            indexer = ThreadPoolExecutor(1, thread_name_prefix="tot-load-labels") if labels_index is not None else None
+            try:
+                for chunk in prepared:
+                    indexed = indexer.submit(labels_index.add, chunk.names) if indexer and chunk.names else None
                     try:
                         if conv is not None:  # IRIs we percent-encoded ourselves: skip re-validating them
-                            store.bulk_load(input=data, format=fmt, lenient=True)
+                            store.bulk_load(input=chunk.data, format=fmt, lenient=True)
                         else:
                             # keep blank-node labels as written (bulk_load would rename them per call): a node
                             # split across chunks stays one node, and a replayed chunk adds nothing
-                            store.bulk_extend(ox.parse(input=data, format=fmt, rename_blank_nodes=False))
+                            store.bulk_extend(ox.parse(input=chunk.data, format=fmt, rename_blank_nodes=False))
                     except SyntaxError as e:
                         raise InvalidInput(
-                            f"{path}: could not parse lines {prog.lines + 1:,}-{prog.lines + len(batch):,}: "
+                            f"{path}: could not parse lines {prog.lines + 1:,}-{prog.lines + chunk.lines:,}: "
                             f"{str(e).splitlines()[0][:300]}"
                         ) from None
-                    if conv is not None and labels_index is not None:
-                        labels_index.add(conv.take_names())  # replayed chunks add nothing: INSERT OR IGNORE
-                    prog.offset += nbytes
-                    prog.lines += len(batch)
+                    finally:
+                        if indexed is not None:
+                            indexed.result()
+                    prog.offset += chunk.nbytes
+                    prog.lines += chunk.lines
                     prog.chunks += 1
                     chunks += 1
-                    lines += len(batch)
+                    lines += chunk.lines
                     state.write(self.state_file)
                     if bar is not None:
-                        bar.update(nbytes)
+                        bar.update(chunk.nbytes)
                         bar.set_postfix(lines=f"{prog.lines:,}", refresh=False)
                     if self.on_chunk is not None:
                         self.on_chunk(prog)
-        finally:
-            if bar is not None:
-                bar.close()
+            finally:
+                prepared.close()  # stops and joins the thread before the file is closed
+                if indexer is not None:
+                    indexer.shutdown()
+                if bar is not None:
+                    bar.close()
         prog.done = True
         state.write(self.state_file)
         return chunks, lines
 
+    def _prepare_chunks(self, fh, conv: "_TripleLineConverter | None", first_lineno: int):
+        """Chunks of ``chunk_lines`` whole lines, converted to N-Triples (with the names they introduce) when
+        they are ``head|relation|tail`` lines."""
+        lineno = first_lineno
+        while True:
+            batch = list(itertools.islice(fh, self.chunk_lines))
+            if not batch:
+                return
+            nbytes = sum(map(len, batch))
+            if conv is not None:
+                data, _ = conv.convert(batch, lineno)
+                names = conv.take_names()
+            else:
+                data, names = b"".join(batch), []
+            yield _Chunk(data, len(batch), nbytes, names)
+            lineno += len(batch)
 
-def _take_lines(fh, n: int):
-    for _ in range(n):
-        line = fh.readline()
-        if not line:
-            return
-        yield line
+
+@dataclass
+class _Chunk:
+    data: bytes
+    lines: int  # input lines (blank ones included): what the byte offset and line numbers count
+    nbytes: int  # input bytes (decompressed)
+    names: list[tuple[str, str, str]]  # label index rows for the names first seen in this chunk
+
+
+class _Prefetch:
+    """Run a generator one item ahead in a daemon thread; its exceptions surface in the consumer, in order.
+
+    ``close()`` stops the producer at its next item and joins it, so the caller may then close what the
+    generator reads from.
+    """
+
+    _END = object()
+
+    def __init__(self, items, depth: int = 1) -> None:
+        self._items = items
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tot-load-prepare", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for item in self._items:
+                if not self._put((item, None)):
+                    return
+            self._put((self._END, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
+            self._put((None, e))
+        finally:
+            self._items.close()
+
+    def __iter__(self):
+        while True:
+            item, error = self._queue.get()
+            if error is not None:
+                raise error
+            if item is self._END:
+                return
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                self._thread.join(0.05)
 
 
 def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:

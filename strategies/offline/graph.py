@@ -55,6 +55,10 @@ class GraphView(abc.ABC):
         """Labels of up to ``limit`` nodes reached along ``hop`` anywhere in the KG (for its answer-type prior)."""
         return []
 
+    async def target_nodes(self, hop: Hop, limit: int) -> list:
+        """Up to ``limit`` nodes reached along ``hop`` anywhere in the KG (as node keys)."""
+        return []
+
 
 class MemoryGraph(GraphView):
     def __init__(self, kg: MemoryKG) -> None:
@@ -122,6 +126,14 @@ class MemoryGraph(GraphView):
         if self._targets is None:
             self._targets = self._sample_targets(limit)
         return [self.index.nodes[j].label for j in self._targets.get((r, hop[1] is Direction.forward), [])]
+
+    async def target_nodes(self, hop: Hop, limit: int) -> list[int]:
+        r = self._rel_by_id.get(hop[0])
+        if r is None:
+            return []
+        if self._targets is None:
+            self._targets = self._sample_targets(limit)
+        return self._targets.get((r, hop[1] is Direction.forward), [])[:limit]
 
     def _sample_targets(self, limit: int) -> dict[tuple[int, bool], list[int]]:
         """One pass over the index: the first ``limit`` distinct targets per relation and direction, spread over
@@ -234,6 +246,9 @@ class InterfaceGraph(GraphView):
 
     async def target_sample(self, hop: Hop, limit: int) -> list[str]:
         return [self.label(t) for t in list(self._targets.get(hop, {}))[:limit]]
+
+    async def target_nodes(self, hop: Hop, limit: int) -> list[str]:
+        return list(self._targets.get(hop, {}))[:limit]
 
 
 def view_for(kg: KnowledgeGraph) -> GraphView:

@@ -52,6 +52,7 @@ class KGStats:
         self._types: dict[Hop, np.ndarray | None] = {}
         self._vocab_matrix: np.ndarray | None = None
         self._vocab_ids: list[str] = []
+        self._support: dict[tuple[Hop, Hop], float] = {}
 
     def phrases(self, relation_id: str) -> list[str]:
         p = self._phrases.get(relation_id)
@@ -101,6 +102,26 @@ class KGStats:
             else:
                 self._types[h] = None
         return {h: self._types[h] for h in hops}
+
+
+    async def chain_support(self, first: Hop, second: Hop) -> float:
+        """Of the nodes ``first`` typically reaches anywhere in the KG, the fraction that have ``second``: how
+        much the KG itself composes these two relations. A chain that only connects through a rare coincidence
+        (a film titled "2010" reached as a release year) is an unlikely reading of any question."""
+        key = (first, second)
+        s = self._support.get(key)
+        if s is None:
+            nodes = await self.view.target_nodes(first, self.type_sample)
+            if not nodes:
+                s = 1.0  # nothing known: no opinion
+            else:
+                have = 0
+                for n in nodes:
+                    if second in await self.view.relations([n]):
+                        have += 1
+                s = have / len(nodes)
+            self._support[key] = s
+        return s
 
 
 def flip(hop: Hop) -> Hop:

@@ -140,14 +140,20 @@ class OfflineReasoner:
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         mentions = scorer.relation_mentions()
 
-        def final(p: _Partial) -> tuple[float, Alignment]:
+        async def chain(p: _Partial) -> float:
+            total = 0.0
+            for a, b in zip(p.hops, p.hops[1:]):
+                total += math.log(min(1.0, max(await stats.chain_support(a, b), 0.001) / st.chain_floor))
+            return st.chain_weight * total
+
+        async def final(p: _Partial) -> tuple[float, Alignment]:
             read, best = max(
                 ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in p.aligns),
                 key=lambda x: x[0],
             )
-            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0), best
+            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p), best
 
-        scored = sorted(((*final(p), p) for p in done), key=lambda sp: -sp[0])
+        scored = sorted([(*(await final(p)), p) for p in done], key=lambda sp: -sp[0])
         plans: list[Plan] = []
         for score, align, p in scored[: max(st.plans, 1)]:
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]

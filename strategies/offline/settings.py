@@ -21,6 +21,10 @@ class OfflineSettings(BaseModel):
                                    "some relation better than τ) that no hop of the plan explains.")
     sibling_weight: float = Field(1.0, description="Weight of the question's 'same r / share r' reading, which "
                                   "offsets the sibling cost.")
+    chain_weight: float = Field(0.0, description="Weight of log(support / chain_floor) for each consecutive hop "
+                                "pair r1 → r2 whose support (fraction of the KG's r1 targets that have r2) is below "
+                                "the floor; sparse KGs compose real chains at well above it.")
+    chain_floor: float = Field(0.1, gt=0, le=1, description="Support at which a chain stops being suspicious.")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
     type_weight: float = Field(0.1, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")

@@ -2,6 +2,7 @@
 
     python -m bench.load_test                       # 50 sessions x 200 calls, as fast as they can go
     python -m bench.load_test --rate 2              # each session paced at 2 calls/s (an agent's think time)
+    python -m bench.load_test --rate 1,2,4,8 --rounds 1 --calls 60   # a sweep: one round per rate
 
 Starts ``python -m server.cli --transport http --port 0 --kg movies=embedded`` on 127.0.0.1 (the MetaQA KB;
 loopback only), builds a deterministic pool of mixed calls (initialize, search_entities, get_relations,
@@ -11,7 +12,15 @@ result is identical to the serial one. It does this ``--rounds`` times and repor
 after each round, so per-session state that is never freed would show as growth.
 
 With unpaced clients the run is closed-loop: 50 clients each waiting for their previous answer keep the server
-saturated, so latency ≈ clients / throughput; ``--rate`` measures latency at a given offered load instead.
+saturated, so latency ≈ clients / throughput; ``--rate`` measures latency at a given offered load instead. A
+paced client behaves like an agent that thinks between calls: it starts its next call an exponentially
+distributed time (mean 1/R) after starting the previous one, or at once if the previous one took longer.
+
+The concurrent clients speak streamable HTTP directly (``--client raw``, the default: the same POSTs the SDK
+client makes — initialize, notifications/initialized, tools/call, DELETE at the end — minus the SDK client's
+JSON-schema validation of every result and its standalone GET stream), because on a 2-core machine 50 SDK
+clients cost more CPU than the server they measure. ``--client sdk`` uses the SDK's ``ClientSession`` instead.
+The serial reference always uses the SDK client, so the raw results are also checked against the SDK's reading.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 _URL_RE = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
+_PROTOCOL_VERSION = "2025-06-18"  # what the raw clients ask for; the server's answer is what they then send
 
 
 def rss_mib(pid: int) -> float:
@@ -88,6 +98,76 @@ async def session(url: str):
                 yield s
 
 
+class RawSession:
+    """A minimal streamable-HTTP MCP client session: initialize, then ``tools/call`` POSTs whose answer (JSON or
+    an SSE stream) is read for the response with the request's id; DELETE on exit ends the server session."""
+
+    def __init__(self, client, url: str) -> None:
+        self._client, self._url = client, url
+        self._headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        self._next_id = 0
+
+    async def _post(self, method: str, params: dict, notify: bool = False) -> dict | None:
+        msg: dict = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not notify:
+            self._next_id += 1
+            msg["id"] = self._next_id
+        r = await self._client.post(self._url, content=json.dumps(msg), headers=self._headers)
+        if r.status_code >= 400:
+            raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
+        if sid := r.headers.get("mcp-session-id"):
+            self._headers["mcp-session-id"] = sid
+        if notify:
+            return None
+        if r.headers.get("content-type", "").startswith("application/json"):
+            return r.json()
+        for line in r.text.splitlines():  # SSE: notifications (progress) may precede the response
+            if line.startswith("data:") and line[5:].strip():
+                obj = json.loads(line[5:])
+                if obj.get("id") == msg["id"]:
+                    return obj
+        raise RuntimeError(f"{method}: no response in the SSE stream")
+
+    async def initialize(self) -> None:
+        resp = await self._post("initialize", {"protocolVersion": _PROTOCOL_VERSION, "capabilities": {},
+                                               "clientInfo": {"name": "tot-load-test", "version": "1"}})
+        if "error" in resp:
+            raise RuntimeError(f"initialize: {resp['error']}")
+        self._headers["mcp-protocol-version"] = resp["result"]["protocolVersion"]
+        await self._post("notifications/initialized", {}, notify=True)
+
+    async def call_tool(self, name: str, arguments: dict) -> "RawResult":
+        resp = await self._post("tools/call", {"name": name, "arguments": arguments})
+        if "error" in resp:
+            raise RuntimeError(f"JSON-RPC error {resp['error']}")
+        res = resp["result"]
+        return RawResult(bool(res.get("isError", False)), res.get("structuredContent"))
+
+    async def close(self) -> None:
+        if "mcp-session-id" in self._headers:
+            await self._client.delete(self._url, headers=self._headers)
+
+
+class RawResult:
+    __slots__ = ("is_error", "structured_content")
+
+    def __init__(self, is_error: bool, structured_content) -> None:
+        self.is_error, self.structured_content = is_error, structured_content
+
+
+@asynccontextmanager
+async def raw_session(url: str):
+    import httpx
+
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=120.0)) as client:
+        s = RawSession(client, url)
+        await s.initialize()
+        try:
+            yield s
+        finally:
+            await s.close()
+
+
 def call_pool(size: int, seed: int) -> list[tuple[str, dict]]:
     """Deterministic mixed calls over the embedded movie KB (built in-process from the same data)."""
     from kg_adapters.embedded import load_embedded
@@ -118,7 +198,7 @@ def call_pool(size: int, seed: int) -> list[tuple[str, dict]]:
 
 
 def canonical(result) -> str:
-    return json.dumps([result.is_error, result.structured_content], sort_keys=True, default=str)
+    return json.dumps([bool(result.is_error), result.structured_content], sort_keys=True, default=str)
 
 
 async def serial_reference(url: str, pool: list[tuple[str, dict]]) -> tuple[list[str], list[float]]:
@@ -133,12 +213,12 @@ async def serial_reference(url: str, pool: list[tuple[str, dict]]) -> tuple[list
 
 
 async def one_client(url: str, pool, reference, k: int, calls: int, rate: float | None, seed: int, stats: dict,
-                     ready: asyncio.Barrier):
+                     ready: asyncio.Barrier, open_session=raw_session):
     rng = random.Random(seed * 1000 + k)
     picks = [rng.randrange(len(pool)) for _ in range(calls)]
     try:
         t0 = time.perf_counter()
-        async with session(url) as s:
+        async with open_session(url) as s:
             stats["setup"].append(time.perf_counter() - t0)
             await ready.wait()  # every session is open before the first call: setup is not call latency
             if rate:
@@ -169,63 +249,105 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (from /proc, so it works for the server child too)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def run(args) -> dict:
     pool = call_pool(args.pool, args.seed)
+    open_session = raw_session if args.client == "raw" else session
     with http_server(["--kg", "movies=embedded"]) as (url, pid):
         reference, serial_times = await serial_reference(url, pool)
         rss = [("after serial reference", rss_mib(pid))]
         rounds = []
-        for rnd in range(args.rounds):
+        plan = [(rate, rnd) for rate in args.rates for rnd in range(args.rounds)]
+        for i, (rate, rnd) in enumerate(plan):
             stats = {"latency": [], "errors": [], "mismatches": 0, "by_tool": {}, "setup": []}
             ready = asyncio.Barrier(args.clients + 1)
             tasks = [asyncio.create_task(
-                one_client(url, pool, reference, k, args.calls, args.rate, args.seed + rnd, stats, ready)
+                one_client(url, pool, reference, k, args.calls, rate, args.seed + i, stats, ready, open_session)
             ) for k in range(args.clients)]
             try:
                 await ready.wait()
             except asyncio.BrokenBarrierError:
                 pass
-            t0 = time.perf_counter()
+            t0, server_cpu, client_cpu = time.perf_counter(), cpu_seconds(pid), time.process_time()
             await asyncio.gather(*tasks)
             wall = time.perf_counter() - t0
-            rss.append((f"after round {rnd + 1}", rss_mib(pid)))
-            rounds.append((wall, stats))
+            stats["server_cpu"] = cpu_seconds(pid) - server_cpu
+            stats["client_cpu"] = time.process_time() - client_cpu
+            label = f"round {i + 1}" + (f" ({rate:g}/s per client)" if rate else "")
+            rss.append((f"after {label}", rss_mib(pid)))
+            rounds.append((label, wall, stats))
     return {"pool": pool, "serial": serial_times, "rss": rss, "rounds": rounds}
+
+
+def _rates(text: str) -> list[float | None]:
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected calls/s per client, e.g. 2 or 0.5,1,2,4") from None
+    if not rates or any(r <= 0 for r in rates):
+        raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
+    return rates
+
+
+def _run_loop(coro):
+    """uvloop when installed (the clients' own event-loop overhead shares the cores with the server)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.load_test", description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--calls", type=int, default=200, help="calls per client session")
-    ap.add_argument("--rate", type=float, default=None, help="calls/s per client (Poisson pacing); default unpaced")
+    ap.add_argument("--rate", type=_rates, default=None, metavar="R[,R...]",
+                    help="calls/s per client (an agent's think time between calls); several = a sweep, "
+                         "--rounds rounds each; default unpaced (closed loop)")
     ap.add_argument("--rounds", type=int, default=2, help="repeat to check the server's memory stays flat")
     ap.add_argument("--pool", type=int, default=400, help="distinct calls the clients draw from")
+    ap.add_argument("--client", choices=("raw", "sdk"), default="raw",
+                    help="concurrent clients: raw streamable-HTTP requests (cheap) or the SDK ClientSession")
     ap.add_argument("--seed", type=int, default=11)
     args = ap.parse_args(argv)
-    if min(args.clients, args.calls, args.rounds, args.pool) < 1 or (args.rate is not None and args.rate <= 0):
-        ap.error("--clients, --calls, --rounds, --pool must be ≥ 1 and --rate > 0")
-    res = asyncio.run(run(args))
+    if min(args.clients, args.calls, args.rounds, args.pool) < 1:
+        ap.error("--clients, --calls, --rounds, --pool must be ≥ 1")
+    args.rates = args.rate or [None]
+    res = _run_loop(run(args))
     ser = res["serial"]
-    print(f"\n| measure ({args.clients} clients x {args.calls} calls, "
-          f"{'unpaced' if not args.rate else f'{args.rate}/s per client'}) | value |\n|---|---|")
-    print(f"| serial reference p50 / p99 (ms), 1 client, {len(ser)} calls | {pct(ser, .5)*1e3:.1f} / {pct(ser, .99)*1e3:.1f} |")
+    pacing = "unpaced (closed loop)" if args.rate is None else "paced at " + ", ".join(f"{r:g}" for r in args.rate) + "/s per client"
+    print(f"\n| measure ({args.clients} {args.client} clients x {args.calls} calls, {pacing}) | value |\n|---|---|")
+    print(f"| serial reference p50 / p99 (ms), 1 SDK client, {len(ser)} calls | "
+          f"{pct(ser, .5)*1e3:.1f} / {pct(ser, .99)*1e3:.1f} |")
     ok = True
-    for i, (wall, st) in enumerate(res["rounds"], 1):
+    for label, wall, st in res["rounds"]:
         lat = st["latency"]
-        print(f"| round {i}: calls / errors / results differing from serial | {len(lat):,} / {len(st['errors'])} / "
+        n = max(1, len(lat))
+        print(f"| {label}: calls / errors / results differing from serial | {len(lat):,} / {len(st['errors'])} / "
               f"{st['mismatches']} |")
-        print(f"| round {i}: p50 / p99 latency (ms) | {pct(lat, .5)*1e3:.1f} / {pct(lat, .99)*1e3:.1f} |")
-        print(f"| round {i}: throughput (calls/s) | {len(lat) / wall:.0f} |")
-        print(f"| round {i}: session setup p50 / max (ms), all {len(st['setup'])} opened before the calls | "
+        print(f"| {label}: p50 / p99 / max latency (ms) | {pct(lat, .5)*1e3:.1f} / {pct(lat, .99)*1e3:.1f} / "
+              f"{max(lat, default=float('nan'))*1e3:.1f} |")
+        print(f"| {label}: throughput (calls/s) | {len(lat) / wall:.0f} |")
+        print(f"| {label}: CPU per call, server / all clients (ms) | {st['server_cpu'] / n * 1e3:.2f} / "
+              f"{st['client_cpu'] / n * 1e3:.2f} |")
+        print(f"| {label}: session setup p50 / max (ms), all {len(st['setup'])} opened before the calls | "
               f"{pct(st['setup'], .5)*1e3:.0f} / {max(st['setup'], default=float('nan'))*1e3:.0f} |")
         for tool, ts in sorted(st["by_tool"].items()):
-            print(f"| round {i}: {tool} p50 / p99 (ms) | {pct(ts, .5)*1e3:.1f} / {pct(ts, .99)*1e3:.1f} |")
+            print(f"| {label}: {tool} p50 / p99 (ms) | {pct(ts, .5)*1e3:.1f} / {pct(ts, .99)*1e3:.1f} |")
         ok = ok and not st["errors"] and not st["mismatches"]
         for e in st["errors"][:5]:
             print(f"| error | {e} |")
     for label, mib in res["rss"]:
         print(f"| server RSS {label} (MiB) | {mib:.0f} |")
-    print(f"\nerrors_total: {sum(len(st['errors']) for _, st in res['rounds'])}")
+    print(f"\nerrors_total: {sum(len(st['errors']) for _, _, st in res['rounds'])}")
     return 0 if ok else 1
 
 

@@ -98,7 +98,13 @@ async def _fan_out(
             if ctx is not None:
                 await ctx.report_progress(done, len(kgs), f"{kg.name} answered")
 
-    outcomes = await asyncio.gather(*(one(kg) for kg in kgs), return_exceptions=True)
+    if len(kgs) == 1:  # the common case: no task to spawn (a measurable share of a ~2 ms call over HTTP)
+        try:
+            outcomes: list = [await one(kgs[0])]
+        except Exception as e:  # noqa: BLE001 - same handling as gather(return_exceptions=True) below
+            outcomes = [e]
+    else:
+        outcomes = await asyncio.gather(*(one(kg) for kg in kgs), return_exceptions=True)
     ok: list[tuple[KnowledgeGraph, T]] = []
     errors: list[tuple[KnowledgeGraph, BaseException]] = []
     for kg, out in zip(kgs, outcomes):

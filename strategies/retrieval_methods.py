@@ -24,7 +24,13 @@ FACTORIES = {
 
 
 def _service(services: Services, options: MethodOptions) -> RetrievalService:
-    return RetrievalService(cache_dir=options.extra.get("cache_dir"))
+    """One RetrievalService per ``Services`` and cache dir, so methods run side by side share their indexes."""
+    key = f"_retrieval_service:{options.extra.get('cache_dir')}"
+    svc = getattr(services, key, None)
+    if svc is None:
+        svc = RetrievalService(cache_dir=options.extra.get("cache_dir"))
+        setattr(services, key, svc)
+    return svc
 
 
 async def _prepare(svc: RetrievalService, services: Services) -> None:
@@ -113,19 +119,24 @@ def router_method(options: MethodOptions, services: Services) -> Method:
 
 
 def beam_method(options: MethodOptions, services: Services) -> Method:
-    from strategies.deep_graphrag import beam_search, hierarchy_for
+    """Deep GraphRAG beam search; ``extra``: ``beam`` (3), ``top_k`` (10), ``anchor`` (True: the communities of
+    the entities the question names are entered first; False: descent by cosine only)."""
+    from strategies.deep_graphrag import beam_search, hierarchy_for, topic_anchors
 
     svc = _service(services, options)
     beam = int(options.extra.get("beam", 3))
+    anchor = bool(options.extra.get("anchor", True))
 
     async def run(q: BenchmarkQuestion, kg: KnowledgeGraph) -> MethodResult:
         await _prepare(svc, services)
         res = svc.resources(kg)
         h = hierarchy_for(res, progress=True)  # first question of a KG: build or load from the cache
         started = time.perf_counter()
-        out = beam_search(kg, q.text, res, h, beam=beam, top_k=int(options.extra.get("top_k", 10)))
+        anchors = await topic_anchors(kg, res, q.text) if anchor else []
+        out = beam_search(kg, q.text, res, h, beam=beam, top_k=int(options.extra.get("top_k", 10)), anchors=anchors)
         return _result(list(out.results), started, {"l0": [c.id for c in out.l0], "l1": [c.id for c in out.l1],
-                                                    "scanned": out.scanned_entities})
+                                                    "anchors": anchors, "scanned": out.scanned_entities,
+                                                    "vectors": out.scanned_vectors})
 
     return run
 

@@ -7,7 +7,16 @@ import pytest
 
 from kg_adapters.errors import InvalidInput
 from retrieval_fixtures import make_kg, make_service
-from strategies.deep_graphrag import HierarchyParams, beam_search, exhaustive_search, hierarchy_for
+from kg_adapters.memory import MemoryKG
+from kg_adapters.triples_file import load_triples_file
+from strategies.deep_graphrag import (
+    HierarchyParams,
+    beam_search,
+    exhaustive_search,
+    find_hubs,
+    hierarchy_for,
+    topic_anchors,
+)
 from strategies.retrieval_common import IndexNotBuilt
 
 SMALL_LEAVES = HierarchyParams(leaf_size=6)  # the mini KG has 32 nodes: force a real second level
@@ -37,7 +46,8 @@ def test_hierarchy_has_three_levels_and_every_entity_in_exactly_one_leaf(setup):
 
     assert l0("Ivo Tan") == l0("Blue Canyon") != l0("Ada Stone")
     assert all(t.startswith("Community of ") for t in h.l0_text + h.l1_text)
-    assert np.allclose(np.linalg.norm(h.l1_vecs, axis=1), 1.0, atol=1e-4)
+    assert np.allclose(np.linalg.norm(h.l1_reps, axis=1), 1.0, atol=1e-4)
+    assert np.allclose(np.linalg.norm(h.l0_reps, axis=1), 1.0, atol=1e-4)
 
 
 def test_hierarchy_is_deterministic_and_cached_on_disk(setup, tmp_path):
@@ -79,3 +89,79 @@ def test_bad_queries(setup):
         beam_search(kg, " ", res, h)
     with pytest.raises(InvalidInput):
         beam_search(kg, "y" * 3000, res, h)
+
+
+def _idx(kg, label: str) -> int:
+    return next(k for k, x in enumerate(kg.index.nodes) if x.label == label)
+
+
+def test_every_community_is_scored_by_its_best_representative_vector(setup):
+    kg, res, h = setup
+    q = res.service.embedder().encode_one("films directed by Ivo Tan")
+    scores = h.l0_scores(q)
+    for c in range(h.levels["L0"]):
+        reps = h.l0_reps[h.l0_rep_start[c]: h.l0_rep_start[c + 1]]
+        assert len(reps) >= 2  # at least one member centroid and the description
+        assert scores[c] == pytest.approx(float((reps @ q).max()), abs=1e-5)
+    kids, s1 = h.l1_scores(list(range(h.levels["L0"])), q)
+    assert kids.tolist() == list(range(h.levels["L1"]))
+    for c, s in zip(kids, s1):
+        assert s == pytest.approx(float((h.l1_reps[h.l1_rep_start[c]: h.l1_rep_start[c + 1]] @ q).max()), abs=1e-5)
+
+
+async def test_anchored_beam_descends_into_the_named_entitys_communities(setup):
+    kg, res, h = setup
+    query = "which films did [Ivo Tan] direct"
+    anchors = await topic_anchors(kg, res, query)
+    assert anchors == [_idx(kg, "Ivo Tan")]
+    out = beam_search(kg, query, res, h, beam=1, top_k=5, anchors=anchors)
+    home = h.community_of(anchors[0])
+    assert [c.id for c in out.l0] == [home[0]] and out.l0[0].anchored
+    assert [c.id for c in out.l1] == [home[1]] and out.l1[0].anchored
+    films = {"Blue Canyon", "Red Summit", "Green Ridge"}
+    neighbourhood = films | {"Ivo Tan", "Jun Mori", "Kai Sato", "Lea Ford", "Adventure", "Japanese", "Documentary"}
+    labels = {r.label for r in out.results}
+    assert labels <= neighbourhood and labels & films
+    cosine = beam_search(kg, query, res, h, beam=1, top_k=5)  # no anchors: cosine decides, nothing is anchored
+    assert not any(c.anchored for c in cosine.l0 + cosine.l1)
+    assert out.scanned_vectors >= out.scanned_entities > 0
+
+
+def _hub_kg(tmp) -> MemoryKG:
+    """Two casts that never meet, whose twelve films all share one genre and one year (the hubs)."""
+    lines = []
+    for side, cast in (("North", ["Ann Vale", "Bo Reyes", "Cy Moss"]), ("South", ["Dee Holt", "Eve Park", "Fin Roe"])):
+        for k in range(6):
+            film = f"{side} Story {k}"
+            lines += [f"{film}|directed_by|{side} Director", f"{film}|has_genre|Drama", f"{film}|release_year|2001"]
+            lines += [f"{film}|starred_actors|{a}" for a in cast[: 2 + k % 2]]
+    path = tmp / "hub_kb.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return MemoryKG("hubs", load_triples_file(path))
+
+
+def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
+    kg = _hub_kg(tmp_path)
+    res = make_service(tmp_path / "cache").resources(kg)
+    params = HierarchyParams(hub_min_degree=8, hub_quantile=0.9, leaf_size=8, min_community=3)
+    hubs = find_hubs(res.graph, params)
+    assert {kg.index.nodes[i].label for i in np.flatnonzero(hubs)} == {"Drama", "2001"}
+    h = hierarchy_for(res, params)
+    assert sorted(h.hubs.tolist()) == sorted(np.flatnonzero(hubs).tolist())
+    members = np.concatenate(h.members)
+    assert sorted(members.tolist()) == list(range(len(kg.index.nodes)))  # hubs included, each entity once
+
+    def l0(label):
+        return h.community_of(_idx(kg, label))[0]
+
+    # the shared genre and year do not glue the two casts together
+    assert l0("North Story 0") == l0("Ann Vale") == l0("North Director")
+    assert l0("South Story 0") == l0("Dee Holt") == l0("South Director")
+    assert l0("North Story 0") != l0("South Story 0")
+    assert l0("Drama") in {l0("North Story 0"), l0("South Story 0")}
+
+
+def test_cache_file_names_the_hierarchy_version_and_parameters(setup):
+    kg, res, h = setup
+    names = [p.name for p in res.cache_path("x").parent.glob("hierarchy-*.npz")]
+    assert any(n.startswith("hierarchy-v2-") and "-l6-" in n for n in names)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from kg_adapters.base import KnowledgeGraph
 from strategies.ark import ArkConfig, ArkResult, ark_search
-from strategies.deep_graphrag import BeamResult, HierarchyParams, hierarchy_for
+from strategies.deep_graphrag import BeamResult, HierarchyParams, hierarchy_for, topic_anchors
 from strategies.deep_graphrag import beam_search as _beam
 from strategies.judges import LLMArkJudge, LLMQueryAnalyser, RuleQueryAnalyser
 from strategies.rerank import RerankConfig, RerankResult, adaptive_rerank
@@ -201,6 +201,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         kg: KgArg = None,
         beam: Annotated[int, Field(ge=1, le=20, description="Communities kept per level.")] = 3,
         top_k: Annotated[int, Field(ge=1, le=100, description="Entities returned.")] = 10,
+        anchor: Annotated[bool, Field(description="Enter the communities of the entities the query names first "
+                                                  "(false: descend by cosine only).")] = True,
         build: Annotated[bool | None, Field(description="Build the hierarchy if missing (default: only for small "
                                                         "KGs; else call build_index).")] = None,
         ctx: Context | None = None,
@@ -210,9 +212,12 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         k = pick(kg)
         res = await resources(k)
         h = await hierarchy(res, ctx, build)
-        out = await anyio.to_thread.run_sync(lambda: _beam(k, query, res, h, beam=beam, top_k=top_k))
-        comm = "communities: " + " | ".join(f"L0#{c.id} {c.score:.2f}" for c in out.l0) + " → " + \
-            " | ".join(f"L1#{c.id} {c.score:.2f}" for c in out.l1)
+        anchors = await topic_anchors(k, res, query) if anchor else []
+        out = await anyio.to_thread.run_sync(lambda: _beam(k, query, res, h, beam=beam, top_k=top_k,
+                                                           anchors=anchors))
+        comm = "communities: " + " | ".join(f"L0#{c.id} {c.score:.2f}{'*' if c.anchored else ''}" for c in out.l0) \
+            + " → " + " | ".join(f"L1#{c.id} {c.score:.2f}{'*' if c.anchored else ''}" for c in out.l1) \
+            + (" (* anchored on a named entity)" if anchors else "")
         return tool_result(out, _lines(f"Beam search for {out.query!r}", list(out.results), [comm]))
 
     # -- rerank ---------------------------------------------------------------------------------------------

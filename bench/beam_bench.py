@@ -1,0 +1,109 @@
+"""Deep GraphRAG beam search against the exhaustive cosine scan it is meant to replace (the issue's target: beam
+latency ≤ 0.2× exhaustive at equal or better Recall@10 of the gold answers).
+
+Per set: Recall@10 and Hits@1 of the beam (anchored on the entities the question names, and purely by cosine)
+and of the exhaustive faiss scan over every entity vector; p50 search latency of each on the same precomputed query
+vector; the beam/exhaustive latency ratio; the linker's own p50 (what the anchored beam pays on top); and how many
+vectors each compares with the query.
+
+    python bench/beam_bench.py --sets mqa1 mqa2 mqa3 PQ-2H PQ-3H --limit 100
+
+Data: ``../shared/benchmarks`` beside the repo. The hierarchy is built (or loaded from the cache) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.strategies_bench import SETS  # noqa: E402
+from kg_adapters.memory import MemoryKG  # noqa: E402
+from kg_adapters.triples_file import load_triples_file  # noqa: E402
+from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
+from strategies.deep_graphrag import beam_search, exhaustive_search, hierarchy_for, topic_anchors  # noqa: E402
+from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
+
+
+def p50(xs: list[float]) -> float:
+    return 1000 * statistics.median(xs)
+
+
+async def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "benchmarks")
+    p.add_argument("--sets", nargs="+", default=["mqa1", "mqa2", "mqa3", "PQ-2H", "PQ-3H"], choices=list(SETS))
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--beam", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=3, help="timing repetitions per question (the best is kept)")
+    p.add_argument("--cache-dir", type=Path, default=None)
+    args = p.parse_args(argv)
+    if not args.data.is_dir():
+        print(f"beam_bench: no benchmark data at {args.data}", file=sys.stderr)
+        return 2
+    service = RetrievalService(cache_dir=args.cache_dir)
+    kgs: dict[str, MemoryKG] = {}
+    rows = []
+    for set_name in args.sets:
+        qfile, kbfile, fmt, kg_name = SETS[set_name]
+        if kg_name not in kgs:
+            kgs[kg_name] = MemoryKG(kg_name, load_triples_file(args.data / kbfile))
+        kg = kgs[kg_name]
+        res = service.resources(kg)
+        h = hierarchy_for(res, progress=True)
+        print(f"[{set_name}] {h.levels}, representatives {h.representatives}, hubs {len(h.hubs)}, built in "
+              f"{h.build_seconds}s (0 = loaded)", file=sys.stderr, flush=True)
+        emb = service.embedder()
+        questions = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)][: args.limit]
+        stats: dict[str, dict[str, list[float]]] = {m: {} for m in ("beam", "cosine", "exhaustive")}
+        link_t: list[float] = []
+        for q in questions:
+            text = q.public().text
+            vec = emb.encode_one(text)
+            t = time.perf_counter()
+            anchors = await topic_anchors(kg, res, text)
+            link_t.append(time.perf_counter() - t)
+            runs = {
+                "beam": lambda: beam_search(kg, text, res, h, beam=args.beam, query_vec=vec, anchors=anchors),
+                "cosine": lambda: beam_search(kg, text, res, h, beam=args.beam, query_vec=vec),
+                "exhaustive": lambda: exhaustive_search(kg, text, res, top_k=10, query_vec=vec),
+            }
+            for m, fn in runs.items():
+                best = float("inf")
+                for _ in range(args.repeat):
+                    t = time.perf_counter()
+                    out = fn()
+                    best = min(best, time.perf_counter() - t)
+                st = stats[m]
+                st.setdefault("t", []).append(best)
+                st.setdefault("vectors", []).append(out.scanned_vectors)
+                for k, v in ranking_metrics([r.label for r in out.results], q.answers, k=10).items():
+                    st.setdefault(k, []).append(v)
+        ex = p50(stats["exhaustive"]["t"])
+        for m in ("beam", "cosine", "exhaustive"):
+            st = stats[m]
+            rows.append(dict(set=set_name, method={"beam": "beam (anchored)", "cosine": "beam (cosine only)"}.get(m, m),
+                             n=len(questions), hits1=statistics.fmean(st["hits@1"]),
+                             recall=statistics.fmean(st["recall@10"]), ms=p50(st["t"]), ratio=p50(st["t"]) / ex,
+                             vectors=statistics.fmean(st["vectors"]),
+                             link=p50(link_t) if m == "beam" else None))
+            r = rows[-1]
+            print(f"{set_name:6s} {r['method']:18s} recall@10={r['recall']:.3f} hits@1={r['hits1']:.3f} "
+                  f"p50={r['ms']:.2f}ms ratio={r['ratio']:.2f} vectors={r['vectors']:.0f}", file=sys.stderr, flush=True)
+    print("| set | search | n | Recall@10 | Hits@1 | p50 ms | ratio to exhaustive | vectors compared | + linking p50 ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        link = "" if r["link"] is None else f"{r['link']:.2f}"
+        print(f"| {r['set']} | {r['method']} | {r['n']} | {r['recall']:.3f} | {r['hits1']:.3f} | {r['ms']:.2f} | "
+              f"{r['ratio']:.2f} | {r['vectors']:.0f} | {link} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

@@ -110,7 +110,7 @@ def sparql_kg(url: str, **extra):
 
 
 async def test_a_killed_endpoint_fails_fast_and_clearly_then_recovers_without_a_restart(endpoint):
-    kg = sparql_kg(endpoint.url)
+    kg = sparql_kg(endpoint.url, timeout=10.0)  # far above the bound below, so the two cannot be confused
     before = await kg.get_edges([ADA], KNOWS)
     assert "g:ex.Charles_Babbage" in {e.target for e in before.edges}
 
@@ -121,7 +121,7 @@ async def test_a_killed_endpoint_fails_fast_and_clearly_then_recovers_without_a_
     started = time.monotonic()
     endpoint.kill()
     results = await asyncio.gather(*in_flight, return_exceptions=True)
-    assert time.monotonic() - started < 2.0  # failed on the dropped connection, not at the 3 s timeout
+    assert time.monotonic() - started < 5.0  # failed on the dropped connection, not at the 10 s timeout
     for r in results:
         assert isinstance(r, BackendError), r
         assert endpoint.url in str(r) and ("connection failed" in str(r) or "suspended" in str(r))

@@ -1,0 +1,80 @@
+"""Run ``tot-search`` over every dev sample in ``../shared/benchmarks`` and print the README's results table.
+
+    python -m bench.tot_table                          # all sets, all questions, offline policy, paper defaults
+    python -m bench.tot_table --limit 50 --sets mqa1 pq2 --method chain
+
+Each set is one real ``tot-search`` run (same settings everywhere) writing ``runs/<method>-<set>.jsonl``; the table
+is computed from those files, so it shows exactly what the CLI measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+SETS = {
+    "mqa1": ("MetaQA 1-hop", "metaqa/1-hop/qa_dev_sample.txt", "metaqa", None),
+    "mqa2": ("MetaQA 2-hop", "metaqa/2-hop/qa_dev_sample.txt", "metaqa", None),
+    "mqa3": ("MetaQA 3-hop", "metaqa/3-hop/qa_dev_sample.txt", "metaqa", None),
+    "pq2": ("PQ-2H", "pathquestion/PQ-2H/dev_sample.txt", "pathquestion", "pathquestion/kb/2H-kb.txt"),
+    "pq3": ("PQ-3H", "pathquestion/PQ-3H/dev_sample.txt", "pathquestion", "pathquestion/kb/3H-kb.txt"),
+    "pql2": ("PQL-2H", "pathquestion/PQL-2H/dev_sample.txt", "pathquestion", "pathquestion/kb/PQL2-KB.txt"),
+    "pql3": ("PQL-3H", "pathquestion/PQL-3H/dev_sample.txt", "pathquestion", "pathquestion/kb/PQL3-KB.txt"),
+}
+
+
+def run_set(key: str, args: argparse.Namespace, out: Path) -> None:
+    _, questions, fmt, kb = SETS[key]
+    cmd = ["tot-search", "--questions", str(SHARED / questions), "--format", fmt, "--method", args.method,
+           "--out", str(out), "--quiet", "--no-trace"]
+    if kb:
+        cmd += ["--kg", str(SHARED / kb)]
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    out.unlink(missing_ok=True)
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def summarize(path: Path) -> dict:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lat = [r["latency_s"] for r in rows]
+    return {
+        "n": len(rows),
+        "hits1": statistics.fmean(r["hits1"] for r in rows),
+        "f1": statistics.fmean(r["f1"] for r in rows),
+        "median_ms": 1000 * statistics.median(lat),
+        "expansions": statistics.median(r["expansions"] for r in rows),
+        "calls": statistics.fmean(r["llm_calls"] for r in rows),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
+    ap.add_argument("--method", default="tot")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--runs", type=Path, default=Path("runs"))
+    args = ap.parse_args(argv)
+    if not SHARED.is_dir():
+        print(f"bench.tot_table: {SHARED} not found (the benchmark data sits beside the repository)", file=sys.stderr)
+        return 2
+    args.runs.mkdir(parents=True, exist_ok=True)
+    print("| set | n | Hits@1 | answer F1 | median latency | median expansions | LLM calls / question |")
+    print("|---|---|---|---|---|---|---|")
+    for key in args.sets:
+        out = args.runs / f"{args.method}-{key}.jsonl"
+        run_set(key, args, out)
+        s = summarize(out)
+        print(f"| {SETS[key][0]} | {s['n']} | {s['hits1']:.3f} | {s['f1']:.3f} | {s['median_ms']:.0f} ms | "
+              f"{s['expansions']:g} | {s['calls']:.1f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,18 +1,23 @@
 """Deep GraphRAG: hierarchical beam search over a community hierarchy (after arXiv 2601.11144, "Deep GraphRAG").
 
-The KG (as an undirected graph) is partitioned by weighted Louvain (networkx ``louvain_communities``, resolution
-1.0, fixed seed) into L0 communities; each L0 community that is larger than ``leaf_size`` is partitioned again into
-L1 sub-communities (smaller ones become a single L1 child); entities are L2, each in exactly one L1 leaf. Edge
-weights are the number of triples between two nodes divided by log2(2 + the larger degree), so hubs (genres,
-years, languages) bind weakly and communities form around films and people rather than around "Drama".
+Hierarchy (version 2). Hubs — nodes whose degree is above both ``hub_min_degree`` (50) and the 99.5th percentile:
+genres, years, languages, popular tags — are left out of community detection, because every community touches them
+and they would glue unrelated films into a few giant communities. Weighted Louvain (networkx, resolution 1.0, fixed
+seed; weight = Σ triples / log2(2 + the larger degree)) over the remaining graph gives the L0 communities;
+communities under ``min_community`` (5) are dissolved; hubs and dissolved nodes then join the community most of
+their neighbours are in. L0 communities larger than ``leaf_size`` (60) are partitioned the same way into L1 leaves;
+entities (L2) sit in exactly one leaf.
 
-Each community is described (its most connected entities and its relations, verbalised) and embedded with MiniLM;
-its vector is the normalised mean of that description's embedding and the centroid of its members' descriptor
-embeddings (the description alone names only a handful of members, the centroid speaks for all of them).
+Representation. A single centroid of hundreds of films, people and tags resembles no question, so each community is
+represented by several unit vectors: spherical k-means centroids of its members' descriptor vectors (one per
+``members_per_vector`` = 12 members, at most 48) plus the embedding of its description (its most connected members
+and its relations, verbalised). A community's score is the best cosine over its representatives.
 
-Beam search for a query: the top ``beam`` (3) L0 communities by cosine, their children ranked and the top 3 kept,
-then the top ``top_k`` (10) entities inside those leaves — each returned with its community path. The hierarchy and
-all vectors are built once per KG and cached on disk (keyed by a hash of the KG content and the build parameters).
+Beam search (global → local, k = 3 / 3, m = 10): the top ``beam`` L0 communities, the top ``beam`` of their L1
+children, the top ``top_k`` entities inside those leaves, each returned with its community path. ``anchors`` — the
+entities the query names, from the KG's own linker — make their communities enter the beam first at both levels
+(the local entry point); without anchors the descent is by cosine alone. The hierarchy and its vectors are built
+once per KG and cached on disk, keyed by the KG content, the hierarchy version and every build parameter.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kg_adapters.errors import InvalidInput
-from retrieval_fixtures import make_kg, make_service
+from retrieval_fixtures import make_kg, make_service, shared_embedder
 from kg_adapters.memory import MemoryKG
 from kg_adapters.triples_file import load_triples_file
 from strategies.deep_graphrag import (
@@ -165,3 +165,24 @@ def test_cache_file_names_the_hierarchy_version_and_parameters(setup):
     kg, res, h = setup
     names = [p.name for p in res.cache_path("x").parent.glob("hierarchy-*.npz")]
     assert any(n.startswith("hierarchy-v2-") and "-l6-" in n for n in names)
+
+
+async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setup):
+    from strategies.benchmarks.runner import run_questions, summarize
+    from strategies.methods import BenchmarkQuestion, MethodOptions, Services, get_method_factory
+
+    kg, res, h = setup
+    cache = str(res.service.cache_dir)
+    q = BenchmarkQuestion(id="q1", text="which films did [Ivo Tan] direct", answers=["Blue Canyon", "Red Summit"])
+    records = {}
+    for anchor in (True, False):
+        services = Services([kg], embedder_factory=shared_embedder)
+        options = MethodOptions(extra={"cache_dir": cache, "anchor": anchor, "beam": 1, "top_k": 5})
+        method = get_method_factory("beam")(options, services)
+        records[anchor] = (await run_questions([q], method, "beam", [kg], keep_trace=True))[0]
+    anchored = records[True]
+    assert anchored.error is None and anchored.llm_calls == 0
+    assert anchored.trace["anchors"] == [_idx(kg, "Ivo Tan")]
+    assert anchored.recall10 is not None and anchored.recall10 > 0
+    assert records[False].trace["anchors"] == []
+    assert summarize([anchored]).recall10 == anchored.recall10

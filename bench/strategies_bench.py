@@ -43,7 +43,7 @@ METHODS = ["ark", "bfs", "dfs", "router", "beam", "exhaustive", "rerank"]
 
 async def run_method(method: str, kg, res, text: str):
     from strategies.ark import ark_search, fixed_bfs, fixed_dfs
-    from strategies.deep_graphrag import beam_search, exhaustive_search, hierarchy_for
+    from strategies.deep_graphrag import beam_search, exhaustive_search, hierarchy_for, topic_anchors
     from strategies.rerank import adaptive_rerank
     from strategies.router import route_query
 
@@ -58,8 +58,9 @@ async def run_method(method: str, kg, res, text: str):
     if method in ("beam", "exhaustive"):
         # the query vector is computed before the clock starts: the comparison is search work only
         q = res.service.embedder().encode_one(text)
-        if method == "beam":
-            return beam_search(kg, text, res, hierarchy_for(res, build=False), top_k=10, query_vec=q)
+        if method == "beam":  # anchored on the named entities, as the tool and tot-search do by default
+            anchors = await topic_anchors(kg, res, text)
+            return beam_search(kg, text, res, hierarchy_for(res, build=False), top_k=10, query_vec=q, anchors=anchors)
         return exhaustive_search(kg, text, res, top_k=10, query_vec=q)
     if method == "rerank":
         return (await adaptive_rerank(kg, text, res)).results

@@ -139,7 +139,7 @@ async def main_async(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     embedder = Embedder()
     overrides = dict(kv.split("=", 1) for kv in args.set or [])
-    settings = OfflineSettings(**{k: float(v) if "." in v else int(v) for k, v in overrides.items()})
+    settings = OfflineSettings(**{k: _value(v) for k, v in overrides.items()})
     reasoner = OfflineReasoner(embedder, settings)
     print(f"embedder loaded in {time.perf_counter() - t0:.1f}s; settings {settings.model_dump()}")
     kgs: dict[str, MemoryKG] = {}
@@ -169,6 +169,15 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"| {r['set']} | {r['n']} | {r['hits1']:.3f} | {TARGET[r['set']]:.2f} | {r['f1']:.3f} | "
               f"{r['median_ms']:.0f} ms | {r['p90_ms']:.0f} ms |")
     return 0
+
+
+def _value(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def main() -> int:

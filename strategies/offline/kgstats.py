@@ -43,10 +43,12 @@ def readable(name: str) -> str:
 
 
 class KGStats:
-    def __init__(self, view: GraphView, embedder: Embedder, type_sample: int) -> None:
+    def __init__(self, view: GraphView, embedder: Embedder, type_sample: int, value_examples: int = 0) -> None:
         self.view = view
         self.embedder = embedder
         self.type_sample = type_sample
+        self.value_examples = value_examples
+        self._value_vecs: dict[str, np.ndarray] = {}  # relation → (0 or 1, dim)
         self._phrases: dict[str, list[str]] = {}
         self._phrase_vecs: dict[str, np.ndarray] = {}  # relation → (variants, dim)
         self._types: dict[Hop, np.ndarray | None] = {}
@@ -72,6 +74,34 @@ class KGStats:
                 self._phrase_vecs[r] = vecs[i : i + n]
                 i += n
         return {r: self._phrase_vecs[r] for r in relation_ids}
+
+    async def value_vectors(self, relation_ids: list[str]) -> dict[str, np.ndarray]:
+        """One verbalisation per relation with values it typically reaches ("has tags: thriller, martial arts"),
+        as a (1, dim) array, or (0, dim) when ``value_examples`` is 0 or nothing is known. The values say what a
+        relation is about when its label alone is vague or unusual."""
+        missing = [r for r in dict.fromkeys(relation_ids) if r not in self._value_vecs]
+        texts, owners = [], []
+        for r in missing:
+            names: list[str] = []
+            if self.value_examples:
+                names = [readable(n) for n in await self.view.target_sample((r, Direction.forward), self.type_sample)]
+                names = [n for n in dict.fromkeys(names) if n][: self.value_examples]
+            if names:
+                texts.append(f"{self.phrases(r)[0]}: {', '.join(names)}")
+                owners.append(r)
+            else:
+                self._value_vecs[r] = np.zeros((0, self.embedder.dim), np.float32)
+        if texts:
+            for r, v in zip(owners, self.embedder.encode(texts)):
+                self._value_vecs[r] = v[None, :]
+        return {r: self._value_vecs[r] for r in relation_ids}
+
+    async def value_matrix(self, extra: list[str]) -> np.ndarray:
+        """The value verbalisations of the whole relation vocabulary: their own centring reference (values make
+        every verbalisation resemble the KG's domain, so they are centred apart from the bare phrases)."""
+        ids = list(dict.fromkeys([*(await self.view.vocabulary()), *extra]))
+        vecs = await self.value_vectors(ids)
+        return np.concatenate([vecs[r] for r in ids], axis=0)
 
     async def vocabulary_matrix(self, extra: list[str]) -> np.ndarray:
         """Phrase vectors of the KG's relation vocabulary (plus ``extra``): the reference a question phrase's

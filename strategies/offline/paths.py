@@ -69,7 +69,7 @@ class OfflineReasoner:
     def stats_for(self, kg: KnowledgeGraph) -> KGStats:
         st = self._stats.get(kg)
         if st is None:
-            st = KGStats(view_for(kg), self.embedder, self.settings.type_sample)
+            st = KGStats(view_for(kg), self.embedder, self.settings.type_sample, self.settings.value_examples)
             self._stats[kg] = st
         return st
 

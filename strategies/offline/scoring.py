@@ -75,6 +75,7 @@ class QuestionScorer:
             embedder.encode([s.text for s in self.spans]) if self.spans else np.zeros((0, embedder.dim), np.float32)
         )
         self._vocab_mean: np.ndarray | None = None
+        self._value_mean: np.ndarray | None = None
         self._rel_sims: dict[str, np.ndarray] = {}
         self._rel_top: dict[str, list[int]] = {}
         self._sibling: dict[str, float] = {}
@@ -84,14 +85,30 @@ class QuestionScorer:
         if self._vocab_mean is None:
             vocab = await self.stats.vocabulary_matrix(relation_ids)
             self._vocab_mean = (self.span_vecs @ vocab.T).mean(axis=1) if len(self.spans) else np.zeros(0)
+            values = await self.stats.value_matrix(relation_ids) if self.settings.value_examples else None
+            if values is not None and len(values) and len(self.spans):
+                ref = values if self.settings.value_centring == "apart" else np.concatenate([vocab, values])
+                self._value_mean = (self.span_vecs @ ref.T).mean(axis=1)
+                focus = set((self.q.focus or "").split())
+                self._not_focus = np.array([not (focus & set(sp.text.split())) for sp in self.spans])
+                if self.settings.value_centring == "mixed":
+                    # the focus phrase is left out of value readings entirely, centring included
+                    self._vocab_mean = np.where(self._not_focus, self._value_mean, self._vocab_mean)
         todo = [r for r in dict.fromkeys(relation_ids) if r not in self._rel_sims]
         if not todo:
             return
         vecs = self.stats.phrase_vectors(todo)
+        values = await self.stats.value_vectors(todo) if self._value_mean is not None else {}
         st = self.settings
         m = st.spans_per_hop
         for r in todo:
             sims = (self.span_vecs @ vecs[r].T).max(axis=1) - self._vocab_mean if len(self.spans) else np.zeros(0)
+            if r in values and len(values[r]):
+                # the reading with example values, centred on the other relations' value readings; not for the
+                # focus phrase, which meets the values through the answer-type prior already ("which movies"
+                # would otherwise read as any relation whose values are film-like)
+                vs = st.value_weight * ((self.span_vecs @ values[r].T).max(axis=1) - self._value_mean)
+                sims = np.maximum(sims, np.where(self._not_focus, vs, -np.inf))
             if st.lexical_weight and len(self.spans):
                 stems = [w for p in self.stats.phrases(r) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
                 sims = sims + st.lexical_weight * np.array([_shares_stem(sp.text, stems) for sp in self.spans])

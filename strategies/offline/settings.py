@@ -25,6 +25,14 @@ class OfflineSettings(BaseModel):
                                 "pair r1 → r2 whose support (fraction of the KG's r1 targets that have r2) is below "
                                 "the floor; sparse KGs compose real chains at well above it.")
     chain_floor: float = Field(0.1, gt=0, le=1, description="Support at which a chain stops being suspicious.")
+    value_examples: int = Field(3, ge=0, description="Values (sampled targets) in a relation's extra verbalisation "
+                                "'<relation>: v1, v2, ...' that question phrases are also compared with; 0: off.")
+    value_weight: float = Field(1.0, description="Weight of that centred value reading (the better of it and the "
+                                "bare reading counts).")
+    value_centring: str = Field("mixed", pattern="^(apart|shared|mixed)$", description="What similarities are "
+                                "centred on: 'mixed' — every reading on the bare phrases and value readings of the "
+                                "whole vocabulary together; 'shared' — only value readings on both; 'apart' — value "
+                                "readings on value readings only.")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
     type_weight: float = Field(0.1, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")

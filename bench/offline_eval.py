@@ -23,22 +23,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.datasets import BENCHMARKS, DEV_SETS  # noqa: E402
 from kg_adapters.memory import MemoryKG  # noqa: E402
 from kg_adapters.triples_file import load_triples_file  # noqa: E402
 from strategies.embeddings import Embedder  # noqa: E402
 from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches  # noqa: E402
 
-BENCH = ROOT.parent / "shared" / "benchmarks"
+BENCH = BENCHMARKS
 
-SETS = {
-    "mqa1": ("metaqa", "metaqa/1-hop/qa_dev_sample.txt", "metaqa/kb.txt"),
-    "mqa2": ("metaqa", "metaqa/2-hop/qa_dev_sample.txt", "metaqa/kb.txt"),
-    "mqa3": ("metaqa", "metaqa/3-hop/qa_dev_sample.txt", "metaqa/kb.txt"),
-    "pq2": ("pq", "pathquestion/PQ-2H/dev_sample.txt", "pathquestion/kb/2H-kb.txt"),
-    "pq3": ("pq", "pathquestion/PQ-3H/dev_sample.txt", "pathquestion/kb/3H-kb.txt"),
-    "pql2": ("pq", "pathquestion/PQL-2H/dev_sample.txt", "pathquestion/kb/PQL2-KB.txt"),
-    "pql3": ("pq", "pathquestion/PQL-3H/dev_sample.txt", "pathquestion/kb/PQL3-KB.txt"),
-}
+SETS = {key: ("metaqa" if d.fmt == "metaqa" else "pq", d.questions, d.kb) for key, d in DEV_SETS.items()}
 TARGET = {"mqa1": 0.90, "mqa2": 0.80, "mqa3": 0.70, "pq2": 0.70, "pq3": 0.70, "pql2": 0.70, "pql3": 0.70}
 
 

@@ -26,21 +26,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.datasets import by_benchmark_name  # noqa: E402
 from kg_adapters.spec import make_spec, open_kg  # noqa: E402
 from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
 from strategies.benchmarks.runner import RunRecord, load_done, run_questions, summarize  # noqa: E402
 from strategies.methods import MethodOptions, Services, available_methods, get_method_factory  # noqa: E402
 
 # set → (question file, format, KG name, KB file), paths relative to the benchmark directory
-SETS = {
-    "mqa1": ("metaqa/1-hop/qa_dev_sample.txt", "metaqa", "metaqa", "metaqa/kb.txt"),
-    "mqa2": ("metaqa/2-hop/qa_dev_sample.txt", "metaqa", "metaqa", "metaqa/kb.txt"),
-    "mqa3": ("metaqa/3-hop/qa_dev_sample.txt", "metaqa", "metaqa", "metaqa/kb.txt"),
-    "PQ-2H": ("pathquestion/PQ-2H/dev_sample.txt", "pathquestion", "pq2", "pathquestion/kb/2H-kb.txt"),
-    "PQ-3H": ("pathquestion/PQ-3H/dev_sample.txt", "pathquestion", "pq3", "pathquestion/kb/3H-kb.txt"),
-    "PQL-2H": ("pathquestion/PQL-2H/dev_sample.txt", "pathquestion", "pql2", "pathquestion/kb/PQL2-KB.txt"),
-    "PQL-3H": ("pathquestion/PQL-3H/dev_sample.txt", "pathquestion", "pql3", "pathquestion/kb/PQL3-KB.txt"),
-}
+SETS = {name: (d.questions, d.fmt, d.kg_name, d.kb) for name, d in by_benchmark_name().items()}
 METHODS = ["tot", "chain", "ark", "router", "beam", "rerank", "bfs", "dfs"]
 
 

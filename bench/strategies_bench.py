@@ -27,17 +27,10 @@ sys.path.insert(0, str(REPO))
 from kg_adapters.memory import MemoryKG  # noqa: E402
 from kg_adapters.triples_file import load_triples_file  # noqa: E402
 from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
+from bench.datasets import by_benchmark_name  # noqa: E402
 from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
 
-SETS = {
-    "mqa1": ("metaqa/1-hop/qa_dev_sample.txt", "metaqa/kb.txt", "metaqa", "metaqa"),
-    "mqa2": ("metaqa/2-hop/qa_dev_sample.txt", "metaqa/kb.txt", "metaqa", "metaqa"),
-    "mqa3": ("metaqa/3-hop/qa_dev_sample.txt", "metaqa/kb.txt", "metaqa", "metaqa"),
-    "PQ-2H": ("pathquestion/PQ-2H/dev_sample.txt", "pathquestion/kb/2H-kb.txt", "pathquestion", "pq2"),
-    "PQ-3H": ("pathquestion/PQ-3H/dev_sample.txt", "pathquestion/kb/3H-kb.txt", "pathquestion", "pq3"),
-    "PQL-2H": ("pathquestion/PQL-2H/dev_sample.txt", "pathquestion/kb/PQL2-KB.txt", "pathquestion", "pql2"),
-    "PQL-3H": ("pathquestion/PQL-3H/dev_sample.txt", "pathquestion/kb/PQL3-KB.txt", "pathquestion", "pql3"),
-}
+SETS = {name: (d.questions, d.kb, d.fmt, d.kg_name) for name, d in by_benchmark_name().items()}
 METHODS = ["ark", "bfs", "dfs", "router", "beam", "exhaustive", "rerank"]
 
 

@@ -16,16 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
-SETS = {
-    "mqa1": ("MetaQA 1-hop", "metaqa/1-hop/qa_dev_sample.txt", "metaqa", None),
-    "mqa2": ("MetaQA 2-hop", "metaqa/2-hop/qa_dev_sample.txt", "metaqa", None),
-    "mqa3": ("MetaQA 3-hop", "metaqa/3-hop/qa_dev_sample.txt", "metaqa", None),
-    "pq2": ("PQ-2H", "pathquestion/PQ-2H/dev_sample.txt", "pathquestion", "pathquestion/kb/2H-kb.txt"),
-    "pq3": ("PQ-3H", "pathquestion/PQ-3H/dev_sample.txt", "pathquestion", "pathquestion/kb/3H-kb.txt"),
-    "pql2": ("PQL-2H", "pathquestion/PQL-2H/dev_sample.txt", "pathquestion", "pathquestion/kb/PQL2-KB.txt"),
-    "pql3": ("PQL-3H", "pathquestion/PQL-3H/dev_sample.txt", "pathquestion", "pathquestion/kb/PQL3-KB.txt"),
-}
+from bench.datasets import BENCHMARKS as SHARED, DEV_SETS
+
+# MetaQA runs on the embedded KG (the same triples as metaqa/kb.txt); PathQuestion sets name their own KB.
+SETS = {key: (d.title, d.questions, d.fmt, None if d.fmt == "metaqa" else d.kb) for key, d in DEV_SETS.items()}
 
 
 def run_set(key: str, args: argparse.Namespace, out: Path) -> None:

@@ -1,0 +1,40 @@
+"""The dev samples in ``../shared/benchmarks`` (beside the repository), named once for every benchmark script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+
+
+@dataclass(frozen=True)
+class DevSet:
+    key: str  # short name: mqa1..3, pq2, pq3, pql2, pql3
+    title: str  # as the benchmark names it: "MetaQA 1-hop", "PQ-2H", ...
+    questions: str  # question file, relative to BENCHMARKS
+    fmt: str  # metaqa | pathquestion
+    kb: str  # KB file, relative to BENCHMARKS
+    kg_name: str  # the KG name the scripts give that KB
+
+
+DEV_SETS: dict[str, DevSet] = {
+    s.key: s
+    for s in (
+        DevSet("mqa1", "MetaQA 1-hop", "metaqa/1-hop/qa_dev_sample.txt", "metaqa", "metaqa/kb.txt", "metaqa"),
+        DevSet("mqa2", "MetaQA 2-hop", "metaqa/2-hop/qa_dev_sample.txt", "metaqa", "metaqa/kb.txt", "metaqa"),
+        DevSet("mqa3", "MetaQA 3-hop", "metaqa/3-hop/qa_dev_sample.txt", "metaqa", "metaqa/kb.txt", "metaqa"),
+        DevSet("pq2", "PQ-2H", "pathquestion/PQ-2H/dev_sample.txt", "pathquestion", "pathquestion/kb/2H-kb.txt", "pq2"),
+        DevSet("pq3", "PQ-3H", "pathquestion/PQ-3H/dev_sample.txt", "pathquestion", "pathquestion/kb/3H-kb.txt", "pq3"),
+        DevSet("pql2", "PQL-2H", "pathquestion/PQL-2H/dev_sample.txt", "pathquestion", "pathquestion/kb/PQL2-KB.txt",
+               "pql2"),
+        DevSet("pql3", "PQL-3H", "pathquestion/PQL-3H/dev_sample.txt", "pathquestion", "pathquestion/kb/PQL3-KB.txt",
+               "pql3"),
+    )
+}
+
+
+def by_benchmark_name() -> dict[str, DevSet]:
+    """MetaQA sets by short key (mqa1..3), PathQuestion sets by their own names (PQ-2H ...), as the strategy
+    benches spell them on the command line."""
+    return {s.key if s.fmt == "metaqa" else s.title: s for s in DEV_SETS.values()}

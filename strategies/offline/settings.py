@@ -34,7 +34,7 @@ class OfflineSettings(BaseModel):
                                 "whole vocabulary together; 'shared' — only value readings on both; 'apart' — value "
                                 "readings on value readings only.")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
-    type_weight: float = Field(0.1, description="Weight of the answer-type prior (question phrase vs the last "
+    type_weight: float = Field(0.07, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")
     type_std_floor: float = Field(0.05, gt=0, description="Floor of the spread the answer-type z-score divides by.")
     type_sample: int = Field(32, ge=1, description="Target names sampled per relation to embed its answer type.")

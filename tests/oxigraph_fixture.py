@@ -20,13 +20,13 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
     try:
         q = urllib.parse.urlencode({"query": "ASK { ?s ?p ?o }"})
         with urllib.request.urlopen(f"{url}?{q}", timeout=1) as r:
@@ -40,7 +40,7 @@ def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:
     if exe is None:
         pytest.skip("the oxigraph binary is not installed (pip install oxigraph)")
     subprocess.run([exe, "load", "--location", str(store), "--file", str(data)], check=True, capture_output=True)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [exe, "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,
@@ -48,7 +48,7 @@ def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:
     )
     url = f"http://127.0.0.1:{port}/query"
     deadline = time.monotonic() + 15
-    while not _answers(url):
+    while not answers(url):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""

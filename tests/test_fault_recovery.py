@@ -16,37 +16,19 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
+from oxigraph_fixture import FIXTURES, answers, free_port
 from sparql_fault_server import FaultServer, Reply
 
 from kg_adapters.errors import BackendError, CircuitOpen, KGError
 from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ADA = "g:ex.Ada_Lovelace"
 KNOWS = "g:foaf.knows"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def answers(url: str) -> bool:
-    try:
-        q = urllib.parse.urlencode({"query": "ASK { ?s ?p ?o }"})
-        with urllib.request.urlopen(f"{url}?{q}", timeout=1) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 class Endpoint:

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from typing import Literal as TypingLiteral
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .base import KnowledgeGraph, Limits
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
+from .lru import LRU
 from .models import (
     Direction,
     EdgePage,
@@ -76,24 +76,6 @@ class LinkRule(BaseModel):
         return self
 
 
-class _LRU(OrderedDict):
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def get_fresh(self, k):
-        v = self.get(k)
-        if v is not None:
-            self.move_to_end(k)
-        return v
-
-    def put(self, k, v) -> None:
-        self[k] = v
-        self.move_to_end(k)
-        while len(self) > self.size:
-            self.popitem(last=False)
-
-
 class CompositeKG(KnowledgeGraph):
     backend = "composite"
 
@@ -118,7 +100,7 @@ class CompositeKG(KnowledgeGraph):
                     raise InvalidInput(f"link rule names KG {side!r}, which is not one of {sorted(kgs)}")
         self.kgs = dict(kgs)
         self.links = list(links)
-        self._cache = _LRU(cache_size)
+        self._cache = LRU(cache_size)
 
     # -- routing --------------------------------------------------------------------------------------------------
     def member(self, kg_name: str) -> KnowledgeGraph:

@@ -27,7 +27,6 @@ import gzip
 import hashlib
 import os
 import tempfile
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -40,6 +39,7 @@ import pyoxigraph as ox
 from .base import KnowledgeGraph, Limits
 from .errors import BackendError, InvalidInput, NotFound
 from .label_index import Hit, LabelIndex
+from .lru import LRU
 from .models import (
     Direction,
     Edge,
@@ -226,18 +226,6 @@ class InMemoryLabelSearch:
         return self._dedupe(self._build().link(query, limit * 2), limit)
 
 
-class _LRU(OrderedDict):
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def put(self, k, v) -> None:
-        self[k] = v
-        self.move_to_end(k)
-        if len(self) > self.size:
-            self.popitem(last=False)
-
-
 # -- the backend -----------------------------------------------------------------------------------------------
 class OxigraphKG(KnowledgeGraph):
     backend = "oxigraph"
@@ -265,7 +253,7 @@ class OxigraphKG(KnowledgeGraph):
             relation_base if relation_base is not None else meta.get("relationBase"),
         )
         self.labels: LabelSearch = label_search or InMemoryLabelSearch(store)
-        self._entity_cache: _LRU = _LRU(cache_size)
+        self._entity_cache: LRU = LRU(cache_size)
         self._relation_labels: dict[str, str] = {}
         self._info: KGInfo | None = None  # a full scan: computed once
         self._prefix = f"{name}:"

@@ -64,7 +64,7 @@ from .rdf_file import (
     rdf_format_for,
 )
 from .text import humanize
-from .triples_file import is_triples_file
+from .triples_file import is_triples_file, iter_triples
 
 ENTITY_NS = "urn:tot:e:"  # head/tail names of head|relation|tail files, percent-encoded
 RELATION_NS = "urn:tot:r:"  # relation names of head|relation|tail files, percent-encoded
@@ -563,21 +563,12 @@ def _nt_string(text: str) -> str:
 
 def _triples_to_ntriples(source: Path, out: Path) -> int:
     """Rewrite a head|relation|tail file as N-Triples: names become IRIs, each gets its rdfs:label once."""
-    from .triples_file import _open_text
-
     label = f"<{RDFS}label>"
     seen_e: set[str] = set()
     seen_r: set[str] = set()
     n = 0
-    with _open_text(source) as fh, open(out, "w", encoding="utf-8") as w:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
-            if len(parts) != 3 or not all(p.strip() for p in parts):
-                raise InvalidInput(f"{source}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
-            h, r, t = (p.strip() for p in parts)
+    with open(out, "w", encoding="utf-8") as w:
+        for h, r, t in iter_triples(source):
             w.write(f"<{name_iri(h)}> <{name_iri(r, RELATION_NS)}> <{name_iri(t)}> .\n")
             n += 1
             for e in (h, t):

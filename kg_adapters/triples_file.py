@@ -22,15 +22,11 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8")
 
 
-def load_triples_file(path: str | Path, index: TripleIndex | None = None) -> TripleIndex:
-    """Read one triple per line. The separator is a tab if the line has exactly two, else ``|``.
+def iter_triples(path: Path):
+    """``(head, relation, tail)`` per non-blank line. The separator is a tab if the line has exactly two, else ``|``.
 
     A malformed line raises :class:`InvalidInput` naming the file and line, rather than being silently dropped.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidInput(f"triple file not found: {path}")
-    index = index or TripleIndex()
     with _open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")
@@ -40,6 +36,16 @@ def load_triples_file(path: str | Path, index: TripleIndex | None = None) -> Tri
             if len(parts) != 3 or not all(p.strip() for p in parts):
                 raise InvalidInput(f"{path}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
             h, r, t = (p.strip() for p in parts)
-            index.add(index.node(h), index.relation(r), index.node(t))
+            yield h, r, t
+
+
+def load_triples_file(path: str | Path, index: TripleIndex | None = None) -> TripleIndex:
+    """Read a triple file into an in-memory index (see :func:`iter_triples` for the format)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput(f"triple file not found: {path}")
+    index = index or TripleIndex()
+    for h, r, t in iter_triples(path):
+        index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
     return index

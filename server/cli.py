@@ -50,24 +50,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see tot-mcp --help)")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be ≥ 1")
-    return value
+def _int_at_least(minimum: int):
+    """An argparse type: an integer ≥ ``minimum``, with a message that says which rule was broken."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} must be ≥ {minimum}")
+        return value
+
+    return parse
 
 
-def _nonnegative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be ≥ 0")
-    return value
+_positive = _int_at_least(1)
+_nonnegative = _int_at_least(0)
 
 
 def _port(text: str) -> int:

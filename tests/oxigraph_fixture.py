@@ -7,32 +7,13 @@ store, binds 127.0.0.1 on a free port, and is stopped at the end of the session.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def answers(url: str) -> bool:
-    try:
-        q = urllib.parse.urlencode({"query": "ASK { ?s ?p ?o }"})
-        with urllib.request.urlopen(f"{url}?{q}", timeout=1) as r:
-            return r.status == 200
-    except OSError:
-        return False
+from net_helpers import FIXTURES, answers, free_port
 
 
 def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:

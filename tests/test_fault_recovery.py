@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from oxigraph_fixture import FIXTURES, answers, free_port
+from net_helpers import FIXTURES, answers, free_port
 from sparql_fault_server import FaultServer, Reply
 
 from kg_adapters.errors import BackendError, CircuitOpen, KGError

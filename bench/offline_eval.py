@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import time
@@ -73,6 +74,7 @@ async def run_set(
     qs = load_questions(fmt, BENCH / qfile)[:limit]
     hits, f1s, lat, shown = 0, [], [], 0
     calib: list[tuple[float, float, float, bool]] = []
+    per_question: list[dict] = []
     lengths: Counter = Counter()
     for q, gold, goldpath in qs:
         t0 = time.perf_counter()
@@ -99,6 +101,8 @@ async def run_set(
         ps = set(pred)
         tp = len(ps & gold_n)
         f1s.append(0.0 if not tp else 2 * tp / (len(ps) + len(gold_n)))
+        per_question.append({"set": name, "question": q, "hit": hit, "path": [
+            f"{r.split(':', 1)[1]}{'' if d.value == 'forward' else '^-1'}" for r, d in best.hops] if best else []})
         if best:
             lengths[len(best.hops)] += 1
             rival = next((p.score for p in res.plans[1:] if p.answers[:1] != best.answers[:1]), None)
@@ -122,6 +126,7 @@ async def run_set(
         "p90_ms": 1000 * sorted(lat)[int(0.9 * (len(lat) - 1))] if lat else 0.0,
         "hops": dict(sorted(lengths.items())),
         "calib": calib,
+        "per_question": per_question,
     }
 
 
@@ -157,6 +162,10 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"[{lo:.1f}, {min(hi, 1.0):.1f}) | {len(b)} | {sum(c[3] for c in b) / len(b) if b else float('nan'):.3f}")
         if args.calibration_out:
             Path(args.calibration_out).write_text("\n".join(f"{a:.4f}\t{m:.4f}\t{c:.4f}\t{int(h)}" for a, m, c, h in rows_c))
+    if args.per_question:
+        with open(args.per_question, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.writelines(json.dumps(x) + "\n" for x in r["per_question"])
     print("\n| set | n | Hits@1 | target | F1 | median latency | p90 latency |\n|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['set']} | {r['n']} | {r['hits1']:.3f} | {TARGET[r['set']]:.2f} | {r['f1']:.3f} | "
@@ -181,6 +190,8 @@ def main() -> int:
     ap.add_argument("--policy", action="store_true", help="run OfflinePolicy through the tree search (k=3, τ=0.8)")
     ap.add_argument("--calibration", action="store_true", help="print fraction correct per confidence bin")
     ap.add_argument("--calibration-out", default=None, help="write score, margin, confidence, hit per question")
+    ap.add_argument("--per-question", default=None, help="write one JSON line per question (set, question, hit, "
+                    "chosen path), e.g. to diff two settings")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE", help="override an OfflineSettings field")
     return asyncio.run(main_async(ap.parse_args()))
 

@@ -54,7 +54,9 @@ class KGStats:
         self._types: dict[Hop, np.ndarray | None] = {}
         self._vocab_matrix: np.ndarray | None = None
         self._vocab_ids: list[str] = []
-        self._support: dict[tuple[Hop, Hop], float] = {}
+        self._mismatch: dict[tuple[Hop, Hop], bool] = {}
+        self._reference: list[frozenset] | None = None
+        self._node_rels: dict = {}
 
     def phrases(self, relation_id: str) -> list[str]:
         p = self._phrases.get(relation_id)
@@ -134,24 +136,44 @@ class KGStats:
         return {h: self._types[h] for h in hops}
 
 
-    async def chain_support(self, first: Hop, second: Hop) -> float:
-        """Of the nodes ``first`` typically reaches anywhere in the KG, the fraction that have ``second``: how
-        much the KG itself composes these two relations. A chain that only connects through a rare coincidence
-        (a film titled "2010" reached as a release year) is an unlikely reading of any question."""
+    async def chain_mismatch(self, first: Hop, second: Hop, min_expected: float, max_ratio: float) -> bool:
+        """Whether the KG itself says ``second`` does not follow ``first``: of the nodes ``first`` typically reaches,
+        far fewer have ``second`` than the KG's nodes at large (a film titled "2010" reached as a release year is a
+        coincidence, not a reading of "what year was X released"). Judged only when the sample is big enough for
+        the base rate to predict at least ``min_expected`` such nodes, so a sparse KG, where every relation is
+        rare, is never judged on too little evidence."""
         key = (first, second)
-        s = self._support.get(key)
-        if s is None:
+        hit = self._mismatch.get(key)
+        if hit is None:
             nodes = await self.view.target_nodes(first, self.type_sample)
-            if not nodes:
-                s = 1.0  # nothing known: no opinion
-            else:
-                have = 0
-                for n in nodes:
-                    if second in await self.view.relations([n]):
-                        have += 1
-                s = have / len(nodes)
-            self._support[key] = s
-        return s
+            pool = await self._reference_nodes()
+            hit = False
+            if nodes and pool:
+                base = sum(second in rels for rels in pool) / len(pool)
+                have = sum([second in await self._relations_of(n) for n in nodes])
+                expected = base * len(nodes)
+                hit = expected >= min_expected and have < max_ratio * expected
+            self._mismatch[key] = hit
+        return hit
+
+    async def _relations_of(self, node) -> frozenset:
+        rels = self._node_rels.get(node)
+        if rels is None:
+            rels = self._node_rels[node] = frozenset(await self.view.relations([node]))
+        return rels
+
+    async def _reference_nodes(self) -> list[frozenset]:
+        """The relations of the nodes the KG's relations point at, a few per relation and direction: the population
+        a hop's targets are compared with."""
+        if self._reference is None:
+            seen: dict = {}
+            per = max(1, self.type_sample // 4)
+            for rid in await self.view.vocabulary():
+                for d in (Direction.forward, Direction.backward):
+                    for n in (await self.view.target_nodes((rid, d), self.type_sample))[:per]:
+                        seen[n] = None
+            self._reference = [await self._relations_of(n) for n in seen]
+        return self._reference
 
 
 def flip(hop: Hop) -> Hop:

@@ -141,10 +141,11 @@ class OfflineReasoner:
         mentions = scorer.relation_mentions()
 
         async def chain(p: _Partial) -> float:
-            total = 0.0
-            for a, b in zip(p.hops, p.hops[1:]):
-                total += math.log(min(1.0, max(await stats.chain_support(a, b), 0.001) / st.chain_floor))
-            return st.chain_weight * total
+            if not st.chain_cost:
+                return 0.0
+            rare = [await stats.chain_mismatch(a, b, st.chain_min_expected, st.chain_max_ratio)
+                    for a, b in zip(p.hops, p.hops[1:])]
+            return -st.chain_cost * sum(rare)
 
         async def final(p: _Partial) -> tuple[float, Alignment]:
             read, best = max(

@@ -21,10 +21,12 @@ class OfflineSettings(BaseModel):
                                    "some relation better than τ) that no hop of the plan explains.")
     sibling_weight: float = Field(1.0, description="Weight of the question's 'same r / share r' reading, which "
                                   "offsets the sibling cost.")
-    chain_weight: float = Field(0.0, description="Weight of log(support / chain_floor) for each consecutive hop "
-                                "pair r1 → r2 whose support (fraction of the KG's r1 targets that have r2) is below "
-                                "the floor; sparse KGs compose real chains at well above it.")
-    chain_floor: float = Field(0.1, gt=0, le=1, description="Support at which a chain stops being suspicious.")
+    chain_cost: float = Field(1.0, description="Cost of each consecutive hop pair r1 → r2 that the KG rarely "
+                              "composes: r1's typical targets have r2 far less often than the KG's nodes at large.")
+    chain_min_expected: float = Field(5.0, gt=0, description="Judge a pair only when the base rate predicts at least "
+                                      "this many of r1's sampled targets to have r2.")
+    chain_max_ratio: float = Field(0.2, gt=0, le=1, description="A pair is rare when fewer than this fraction of "
+                                   "the expected targets have r2.")
     value_examples: int = Field(3, ge=0, description="Values (sampled targets) in a relation's extra verbalisation "
                                 "'<relation>: v1, v2, ...' that question phrases are also compared with; 0: off.")
     value_weight: float = Field(1.0, description="Weight of that centred value reading (the better of it and the "

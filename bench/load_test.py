@@ -5,10 +5,10 @@
     python -m bench.load_test --rate 1,2,4,8 --rounds 1 --calls 60   # a sweep: one round per rate
 
 Starts ``python -m server.cli --transport http --port 0 --kg movies=embedded`` on 127.0.0.1 (the MetaQA KB;
-loopback only), builds a deterministic pool of mixed calls (initialize, search_entities, get_relations,
-get_edges) from the same KB, runs every pool call once serially as the reference, then runs ``--clients``
-concurrent SDK sessions that each make ``--calls`` calls drawn from the pool, and checks every concurrent
-result is identical to the serial one. It does this ``--rounds`` times and reports the server's RSS before and
+loopback only; started by :mod:`server.http_child`, as the end-to-end tests start it), builds a deterministic
+pool of mixed calls (initialize, search_entities, get_relations, get_edges) from the same KB, runs every pool
+call once serially as the reference, then runs ``--clients`` concurrent sessions that each make ``--calls``
+calls drawn from the pool, and checks every concurrent result is identical to the serial one. It does this ``--rounds`` times and reports the server's RSS before and
 after each round, so per-session state that is never freed would show as growth.
 
 With unpaced clients the run is closed-loop: 50 clients each waiting for their previous answer keep the server
@@ -30,16 +30,11 @@ import asyncio
 import json
 import os
 import random
-import re
-import subprocess
-import sys
-import threading
 import time
-from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
+from contextlib import asynccontextmanager
 
-REPO = Path(__file__).resolve().parents[1]
-_URL_RE = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
+from server.http_child import http_child
+
 _PROTOCOL_VERSION = "2025-06-18"  # what the raw clients ask for; the server's answer is what they then send
 
 
@@ -49,40 +44,6 @@ def rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-@contextmanager
-def http_server(kg_args: list[str], startup_timeout: float = 90.0):
-    """The real server process on a free loopback port; yields (url, pid)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("TOT_MCP_TOKEN", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "--transport", "http", "--host", "127.0.0.1", "--port", "0", *kg_args],
-        cwd=str(REPO), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    found, url, log = threading.Event(), [], []
-
-    def pump() -> None:  # keep draining stderr so the server never blocks on a full pipe
-        for line in proc.stderr:  # type: ignore[union-attr]
-            log.append(line)
-            m = _URL_RE.search(line)
-            if m and not url:
-                url.append(m.group(1))
-                found.set()
-        found.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        if not found.wait(startup_timeout) or not url:
-            raise SystemExit("server did not start:\n" + "".join(log[-40:]))
-        yield url[0], proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @asynccontextmanager
@@ -259,7 +220,8 @@ def cpu_seconds(pid: int) -> float:
 async def run(args) -> dict:
     pool = call_pool(args.pool, args.seed)
     open_session = raw_session if args.client == "raw" else session
-    with http_server(["--kg", "movies=embedded"]) as (url, pid):
+    with http_child(["--kg", "movies=embedded"], startup_timeout=90.0) as child:
+        url, pid = child.url, child.pid
         reference, serial_times = await serial_reference(url, pool)
         rss = [("after serial reference", rss_mib(pid))]
         rounds = []

@@ -17,33 +17,19 @@ endpoint URL; ``http_session`` connects to such a URL. Everything runs on 127.0.
 from __future__ import annotations
 
 import contextlib
-import os
-import re
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from pathlib import Path
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-REPO = Path(__file__).resolve().parents[1]
-# Run the server module with this interpreter so the test needs no installed console script on PATH.
-SERVER_CMD = [sys.executable, "-m", "server.cli"]
-_URL_RE = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
+from server.http_child import REPO, SERVER_CMD, http_child, server_env
 
-
-def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.pop("TOT_MCP_TOKEN", None)
-    env.update(extra or {})
-    return env
+__all__ = ["REPO", "SERVER_CMD", "server_env", "stdio_session", "run_http_server", "http_server", "http_session",
+           "text_of", "inprocess_client"]
 
 
 @contextlib.asynccontextmanager
@@ -69,54 +55,9 @@ async def stdio_session(
 @contextlib.contextmanager
 def run_http_server(args: Sequence[str] = (), *, env: dict[str, str] | None = None,
                     startup_timeout: float = 60.0) -> Iterator[str]:
-    """Synchronous core of :func:`http_server`: start the process, yield the URL once it listens, stop it."""
-    proc = subprocess.Popen(
-        [*SERVER_CMD, "--transport", "http", "--host", "127.0.0.1", "--port", "0", *args],
-        cwd=str(REPO), env=server_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True,
-    )
-    lines: list[str] = []
-    found = threading.Event()
-    url: list[str] = []
-
-    def pump() -> None:  # keep draining stderr so the server never blocks on a full pipe
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            m = _URL_RE.search(line)
-            if m and not url:
-                url.append(m.group(1))
-                found.set()
-        found.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while not found.wait(0.05):
-            if time.monotonic() > deadline:
-                raise TimeoutError("tot-mcp did not start listening in time:\n" + "".join(lines))
-        if not url:
-            raise RuntimeError(f"tot-mcp exited with {proc.wait()}:\n" + "".join(lines))
-        _wait_listening(url[0], deadline)
-        yield url[0]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_listening(url: str, deadline: float) -> None:
-    while True:
-        try:
-            httpx2.get(url, timeout=2.0)
-            return
-        except httpx2.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    """Synchronous core of :func:`http_server` (the launcher the load benchmark uses too): yields the URL."""
+    with http_child(args, env=env, startup_timeout=startup_timeout) as child:
+        yield child.url
 
 
 @contextlib.asynccontextmanager

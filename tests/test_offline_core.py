@@ -213,3 +213,46 @@ async def test_a_chain_the_kg_never_composes_loses_to_the_one_hop_reading():
     # the same KG without the check takes the coincidental chain: the test can fail
     blind = await ask(OfflineReasoner(shared_embedder(), OfflineSettings(chain_cost=0.0)), kg, question)
     assert hops(blind.best) == ["release_year", "release_year"]
+
+
+def test_a_possessive_or_of_chain_on_the_mention_counts_its_relation_nouns():
+    def slots(q):
+        p = parse_question(q, [])
+        return [" ".join(p.tokens[s:e]) for s, e in p.slots]
+
+    assert slots("the spouse of the other half of [Ann] 's spouse ?") == ["spouse", "the other half", "the spouse"]
+    assert slots("what is the name of the son of [Ann] ?") == ["the son"]  # "name of" names no relation
+    assert slots("what year was [Alpha] released") == []
+    assert slots("[Ann] 's son 's wife 's job") == ["son", "wife", "job"]
+
+
+def _couple() -> MemoryKG:
+    index = TripleIndex()
+    for h, r, t in [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
+                    ("Ann Vale", "profession", "Judge"), ("Bob Stone", "profession", "Baker"),
+                    ("Cy Vale", "parents", "Ann Vale"), ("Ann Vale", "place_of_birth", "Rome"),
+                    ("Bob Stone", "place_of_birth", "Oslo"), ("Cy Vale", "place_of_birth", "Oslo")]:
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return MemoryKG("people", index)
+
+
+async def test_every_chained_relation_noun_is_a_hop_even_a_synonym_the_embedding_misses():
+    """"other half" means spouse, which MiniLM does not see; the chain still says there are three hops, and the
+    round trip Ann → Bob → Ann → Bob ends at Bob, not back at Ann."""
+    kg = _couple()
+    question = "the spouse of the other half of [Ann Vale] 's spouse ?"
+    res = await ask(OfflineReasoner(shared_embedder()), kg, question)
+    assert len(res.best.hops) == 3 and res.best.answer_labels[0] == "Bob Stone"
+    blind = await ask(OfflineReasoner(shared_embedder(), OfflineSettings(slot_cost=0.0)), kg, question)
+    assert len(blind.best.hops) == 2 and blind.best.answer_labels[0] == "Ann Vale"
+
+
+async def test_an_of_phrase_that_names_one_relation_is_not_split_into_two():
+    kg = _couple()
+    question = "what is the place of birth of [Ann Vale] 's spouse ?"
+    reasoner = OfflineReasoner(shared_embedder())
+    topics = topics_from_matches(await kg.initialize(question))
+    res = await reasoner.reason(kg, question, topics)
+    assert [h[0].split(":")[1] for h in res.best.hops] == ["spouse", "place_of_birth"]
+    assert res.best.answer_labels == ["Oslo"]

@@ -139,6 +139,7 @@ class OfflineReasoner:
             return Reasoning(question, topic_ids, [])
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         mentions = scorer.relation_mentions()
+        chained = scorer.chained_relations() if st.slot_cost else 0
 
         async def chain(p: _Partial) -> float:
             if not st.chain_cost:
@@ -152,7 +153,8 @@ class OfflineReasoner:
                 ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in p.aligns),
                 key=lambda x: x[0],
             )
-            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p), best
+            short = max(0, min(chained, st.max_hops) - len(p.hops))  # chained relation nouns left unread
+            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p) - st.slot_cost * short, best
 
         scored = sorted([(*(await final(p)), p) for p in done], key=lambda sp: -sp[0])
         plans: list[Plan] = []

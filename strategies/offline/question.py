@@ -48,6 +48,7 @@ class ParsedQuestion:
     mention_at: int | None  # index in ``tokens`` where the mention was
     spans: list[Span]
     focus: str | None = None  # the phrase naming what is asked for ("which actors", "who"), if any
+    slots: tuple[tuple[int, int], ...] = ()  # relation nouns chained to the mention by "of" / "'s" (token ranges)
 
 
 def find_mention(question: str, topic_labels: list[str]) -> tuple[str, str | None]:
@@ -87,7 +88,8 @@ def parse_question(question: str, topic_labels: list[str], max_span: int = 4) ->
             if content == 0 or words[0] in STOPWORDS or (words[-1] in STOPWORDS and words[-1] not in _PREP):
                 continue
             spans.append(Span(" ".join(words), s, e, _distance(toks, mention_at, s, e), content))
-    return ParsedQuestion(question, toks, mention_at, spans, find_focus(raw))
+    return ParsedQuestion(question, toks, mention_at, spans, find_focus(raw), tuple(
+        (s - (s > mention_at), e - (e > mention_at)) for s, e in chain_slots(raw)))
 
 
 _WH = ("what", "which", "who", "whom", "whose", "where", "when", "how")
@@ -113,6 +115,46 @@ def find_focus(toks: list[str]) -> str | None:
             continue
         return t
     return None
+
+
+# Nouns that name the answer's form, not a relation ("the name of the son of X" is one hop).
+_META = frozenset("name names kind kinds type types sort sorts".split())
+_MARK = "zzmentionzz"
+
+
+def chain_slots(toks: list[str]) -> list[tuple[int, int]]:
+    """Relation nouns in a possessive / "of" chain on the mention, as token ranges of ``toks`` (the mention marker
+    still in): "the spouse of the other half of X 's spouse" has three, whatever the words mean — English composes
+    relations this way, so a reading with fewer hops leaves one out. Each block of words between two links counts
+    if it has a content word; blocks are ordered from the mention outwards."""
+    if _MARK not in toks:
+        return []
+    at = toks.index(_MARK)
+    out: list[tuple[int, int]] = []
+
+    def keep(s: int, e: int) -> None:
+        if any(w not in STOPWORDS and w not in _META and w.isalpha() for w in toks[s:e]):
+            out.append((s, e))
+
+    i = at + 1
+    while i < len(toks) and toks[i] == "'s":
+        j = i + 1
+        while j < len(toks) and _word(toks[j]):
+            j += 1
+        keep(i + 1, j)
+        i = j
+    i = at - 1
+    while i >= 0 and toks[i] == "of":
+        j = i - 1
+        while j >= 0 and toks[j] != "of" and _word(toks[j]):
+            j -= 1
+        keep(j + 1, i)
+        i = j
+    return out
+
+
+def _word(t: str) -> bool:
+    return t != "'s" and t != _MARK and t[:1].isalnum()
 
 
 def _distance(toks: list[str], mention_at: int | None, s: int, e: int) -> float:

@@ -184,6 +184,29 @@ class QuestionScorer:
             chosen.append((int(i), b, rels[int(arg[i])]))
         return chosen
 
+    def chained_relations(self) -> int:
+        """How many relations the question's possessive / "of" chain names: its blocks, except that two blocks
+        joined by "of" count once when they read better as one relation phrase ("the cause of death of X 's
+        father" chains two relations, not three)."""
+        blocks = list(self.q.slots)
+        if len(blocks) < 2 or not self._rel_sims:
+            return len(blocks)
+        best = np.stack(list(self._rel_sims.values())).max(axis=0)
+
+        def within(s: int, e: int) -> float:
+            return max((float(best[i]) for i, sp in enumerate(self.spans) if s <= sp.start and sp.end <= e),
+                       default=-1.0)
+
+        n = len(blocks)
+        for (s1, e1), (s2, e2) in zip(blocks, blocks[1:]):
+            if e2 + 1 != s1:
+                continue  # not two "of"-joined neighbours on the left of the mention
+            merged = max((float(best[i]) for i, sp in enumerate(self.spans)
+                          if s2 <= sp.start < e2 and sp.end == e1), default=-1.0)
+            if merged > self.settings.hop_price and merged >= max(within(s1, e1), within(s2, e2)):
+                n -= 1
+        return n
+
     def uncovered(self, align: Alignment, hops: tuple[Hop, ...], mentions: list[tuple[int, float, str]]) -> float:
         """Σ (strength − τ) of the relation words that no hop of this alignment is matched to, except words for a
         relation the path already follows (a question may name one relation twice: "the director that directed")."""

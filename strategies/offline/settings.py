@@ -19,6 +19,8 @@ class OfflineSettings(BaseModel):
                                 "('films that share actors with X').")
     coverage_weight: float = Field(1.0, description="Cost per unit of a question relation word (a phrase matching "
                                    "some relation better than τ) that no hop of the plan explains.")
+    slot_cost: float = Field(0.3, description="Cost per relation noun of the question's possessive / 'of' chain "
+                             "on the mention ('the spouse of the other half of X 's spouse': 3) beyond the plan's hops.")
     sibling_weight: float = Field(1.0, description="Weight of the question's 'same r / share r' reading, which "
                                   "offsets the sibling cost.")
     chain_cost: float = Field(1.0, description="Cost of each consecutive hop pair r1 → r2 that the KG rarely "

@@ -27,12 +27,13 @@ sys.path.insert(0, str(ROOT))
 from bench.datasets import BENCHMARKS, DEV_SETS  # noqa: E402
 from kg_adapters.memory import MemoryKG  # noqa: E402
 from kg_adapters.triples_file import load_triples_file  # noqa: E402
+from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
 from strategies.embeddings import Embedder  # noqa: E402
 from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches  # noqa: E402
 
 BENCH = BENCHMARKS
 
-SETS = {key: ("metaqa" if d.fmt == "metaqa" else "pq", d.questions, d.kb) for key, d in DEV_SETS.items()}
+SETS = {key: (d.fmt, d.questions, d.kb) for key, d in DEV_SETS.items()}
 TARGET = {"mqa1": 0.90, "mqa2": 0.80, "mqa3": 0.70, "pq2": 0.70, "pq3": 0.70, "pql2": 0.70, "pql3": 0.70}
 
 
@@ -40,31 +41,9 @@ def norm(label: str) -> str:
     return " ".join(label.replace("_", " ").casefold().split())
 
 
-def parse_pq_answers(col: str) -> list[str]:
-    """``main(alt1/alt2/)``; names may contain parentheses, so split where the prefix is one of the items."""
-    for i, ch in enumerate(col):
-        if ch == "(" and col.endswith("/)"):
-            head, inner = col[:i], col[i + 1 : -2]
-            items = inner.split("/")
-            if head in items:
-                return items
-    return [col]
-
-
-def load_questions(fmt: str, path: Path) -> list[tuple[str, list[str], str]]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        if fmt == "metaqa":
-            out.append((parts[0], parts[1].split("|"), ""))
-        else:
-            q, ans, gold = parts[0].strip(), parts[1], parts[2]
-            topic = gold.split("#", 1)[0]
-            q = q.replace(topic, f"[{topic}]", 1) if "[" not in q else q
-            out.append((q, parse_pq_answers(ans), gold))
-    return out
+def load_questions(fmt: str, path: Path) -> list[tuple[str, list[str]]]:
+    """(question with its topic bracketed, gold answers), through the same parsers tot-search uses."""
+    return [(q.text, q.answers) for q in read_questions(path, fmt) if not isinstance(q, BadLine)]
 
 
 async def run_set(
@@ -76,7 +55,7 @@ async def run_set(
     calib: list[tuple[float, float, float, bool]] = []
     per_question: list[dict] = []
     lengths: Counter = Counter()
-    for q, gold, goldpath in qs:
+    for q, gold in qs:
         t0 = time.perf_counter()
         if policy:
             from strategies.offline import OfflinePolicy
@@ -114,7 +93,7 @@ async def run_set(
                 f"{' → '.join(r.split(':', 1)[1] + ('' if d.value == 'forward' else '⁻¹') for r, d in p.hops)} {p.score:.2f}"
                 for p in res.plans[1:4]
             )
-            print(f"  MISS {q}\n       gold={gold[:3]} {goldpath}\n       got {path} {best.score if best else 0:.2f} "
+            print(f"  MISS {q}\n       gold={gold[:3]}\n       got {path} {best.score if best else 0:.2f} "
                   f"{pred[:3]}\n       alts: {alts}")
     n = len(qs)
     return {

@@ -112,9 +112,12 @@ import strategies.llm.factory as factory
 from tot_cli_policy import OneHopPolicy
 
 class Slow(OneHopPolicy):
+    # answers the first two questions at once, then thinks for minutes: Ctrl-C always lands mid-question 3
+
     async def propose(self, state, k):
         import asyncio
-        await asyncio.sleep(0.3)
+        if "Sandra Bullock" in state.question:
+            await asyncio.sleep(300)
         return await super().propose(state, k)
 
 factory.make_policy = lambda *a, **k: Slow()
@@ -148,7 +151,7 @@ def test_resume_continues_after_ctrl_c_without_redoing_or_losing_answers(capsys,
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err
     first = [json.loads(x) for x in out_file.read_text().splitlines()]
-    assert 2 <= len(first) < 6 and [r["id"] for r in first] == [f"q:{i}" for i in range(1, len(first) + 1)]
+    assert [r["id"] for r in first] == ["q:1", "q:2"]
     # a crash can also leave half a line behind
     with open(out_file, "a") as fh:
         fh.write('{"id": "q:9", "quest')

@@ -47,7 +47,8 @@ def load_questions(fmt: str, path: Path) -> list[tuple[str, list[str]]]:
 
 
 async def run_set(
-    name: str, kg: MemoryKG, reasoner: OfflineReasoner, limit: int | None, errors: int, policy: bool = False
+    name: str, kg: MemoryKG, reasoner: OfflineReasoner, limit: int | None, errors: int, policy: bool = False,
+    shared: dict | None = None,
 ) -> dict:
     fmt, qfile, _ = SETS[name]
     qs = load_questions(fmt, BENCH / qfile)[:limit]
@@ -62,7 +63,7 @@ async def run_set(
             from strategies.tot.asm import TraversalASM
             from strategies.tot.search import SearchConfig, TreeSearch
 
-            pol = OfflinePolicy([kg], embedder=reasoner.embedder, settings=reasoner.settings)
+            pol = OfflinePolicy([kg], embedder=reasoner.embedder, settings=reasoner.settings, shared=shared)
             result = await TreeSearch(TraversalASM([kg]), pol, SearchConfig()).run(q)
             lat.append(time.perf_counter() - t0)
             res = (await pol.plans(result.nodes[0].state)) and pol._reasoning[next(iter(pol._reasoning))]
@@ -120,6 +121,7 @@ async def main_async(args: argparse.Namespace) -> int:
     reasoner = OfflineReasoner(embedder, settings)
     print(f"embedder loaded in {time.perf_counter() - t0:.1f}s; settings {settings.model_dump()}")
     kgs: dict[str, MemoryKG] = {}
+    shared: dict = {}  # --policy: one reasoner (and its KG statistics) for every question's policy
     rows = []
     for name in args.sets:
         kb = SETS[name][2]
@@ -128,7 +130,7 @@ async def main_async(args: argparse.Namespace) -> int:
             kgs[kb] = MemoryKG("kb", load_triples_file(BENCH / kb))
             print(f"loaded {kb} in {time.perf_counter() - t1:.1f}s")
         # warm the per-KG caches (relation phrases, type samples) outside the timed loop
-        rows.append(await run_set(name, kgs[kb], reasoner, args.limit, args.errors, args.policy))
+        rows.append(await run_set(name, kgs[kb], reasoner, args.limit, args.errors, args.policy, shared))
         r = rows[-1]
         print(f"{name:5s} n={r['n']:3d} hits@1={r['hits1']:.3f} f1={r['f1']:.3f} "
               f"median={r['median_ms']:.0f}ms p90={r['p90_ms']:.0f}ms hops={r['hops']}", flush=True)

@@ -78,6 +78,7 @@ class Runtime:
         self._llm_factory = llm_factory or llm_from_config
         self._embedder: Embedder | None = None
         self._embedder_lock = threading.Lock()
+        self.policy_state: dict = {}  # kept by tree-search policies between calls (offline KG statistics)
         self._llm: LLM | None = None
         self.load_seconds: float | None = None
 

@@ -78,6 +78,7 @@ class Services:
         self._embedder_factory = embedder_factory
         self._embedder: Any = None
         self._lock = asyncio.Lock()
+        self.shared: dict = {}  # state policies keep between questions of this run (see factory.make_policy)
 
     async def embedder(self) -> Any:
         """The shared embedder (loaded once, in a worker thread: ~6 s)."""
@@ -133,7 +134,8 @@ def tot_method(options: MethodOptions, services: Services) -> Method:
     async def run(question: BenchmarkQuestion, kg: KnowledgeGraph) -> MethodResult:
         kgs = [kg] + [g for g in services.kgs if g.name != kg.name]
         embedder = await services.embedder() if factory.needs_embedder(options.llm) else None
-        policy = factory.make_policy(options.llm, kgs, model=options.model, embedder=embedder, options=options.extra)
+        policy = factory.make_policy(options.llm, kgs, model=options.model, embedder=embedder, options=options.extra,
+                                     shared=services.shared)
         started = time.perf_counter()
         try:
             result = await TreeSearch(TraversalASM(kgs, asm_config), policy, config).run(question.text)

@@ -123,3 +123,13 @@ async def test_options_override_settings(kg):
     assert policy.settings.max_hops == 1
     state = await TraversalASM([kg]).initial_state("who directed the films that share actors with [Alpha]")
     assert all(len(p.hops) == 1 for p in await policy.plans(state))
+
+
+async def test_policies_built_with_one_shared_dict_reuse_one_reasoner_and_its_kg_statistics(kg):
+    shared: dict = {}
+    first = OfflinePolicy([kg], embedder=shared_embedder(), shared=shared)
+    second = OfflinePolicy([kg], embedder=shared_embedder(), shared=shared)
+    assert first.reasoner is second.reasoner
+    assert OfflinePolicy([kg], embedder=shared_embedder()).reasoner is not first.reasoner  # nothing global
+    assert OfflinePolicy([kg], embedder=shared_embedder(), shared=shared, options={"beam": 5}).reasoner \
+        is not first.reasoner  # other settings, other statistics

@@ -73,7 +73,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 kind = "offline"
         try:
             embedder = await runtime.aembedder() if factory.needs_embedder(kind) else None
-            policy = factory.make_policy(kind, kgs, ctx=ctx, embedder=embedder)
+            policy = factory.make_policy(kind, kgs, ctx=ctx, embedder=embedder, shared=runtime.policy_state)
         except LLMError as e:
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
 

@@ -42,11 +42,13 @@ def make_policy(
     embedder: Any = None,
     llm: LLM | None = None,
     options: dict | None = None,
+    shared: dict | None = None,
 ):
     """A fresh :class:`strategies.tot.policy.Policy` (one per question, so its ``usage`` is that question's).
 
     ``offline`` uses ``strategies.offline.OfflinePolicy``; it is given the KGs and, if its constructor takes them,
-    the shared ``embedder`` and ``options``. ``llm`` overrides the backend of the LLM kinds (tests)."""
+    the shared ``embedder``, ``options`` and ``shared`` (the caller's dict for state kept between questions, e.g.
+    the offline reasoner's per-KG statistics). ``llm`` overrides the backend of the LLM kinds (tests)."""
     from strategies.tot.prompted import PromptedPolicy
 
     kgs = [kg] if isinstance(kg, KnowledgeGraph) else list(kg)
@@ -58,7 +60,7 @@ def make_policy(
                 "the offline policy (strategies.offline.OfflinePolicy) is not available in this build; "
                 "use --llm anthropic (with ANTHROPIC_API_KEY) instead"
             ) from e
-        return _construct(OfflinePolicy, kgs, embedder=embedder, options=options)
+        return _construct(OfflinePolicy, kgs, embedder=embedder, options=options, shared=shared)
     if kind not in POLICY_KINDS:
         raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(POLICY_KINDS)}")
     backend = llm or make_llm(kind, ctx=ctx, model=model, options=options)

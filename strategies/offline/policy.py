@@ -8,8 +8,6 @@ trajectory that left every good plan scores low and the tree search backtracks.
 
 from __future__ import annotations
 
-import weakref
-
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.models import Direction, split_id
 
@@ -20,24 +18,15 @@ from ..tot.state import AsmState, TraversalState
 from .paths import OfflineReasoner, Plan, Reasoning
 from .settings import OfflineSettings
 
-# Per-KG statistics outlive one question's policy (the driver builds a policy per question); keyed weakly by the
-# embedder so they go away with it, and inside by KG instance.
-_REASONERS: "weakref.WeakKeyDictionary[Embedder, dict[OfflineSettings, OfflineReasoner]]" = (
-    weakref.WeakKeyDictionary()
-)
 MAX_SELECT = 10  # the ASM's default cap on entities per SELECT_ENTITIES
 
 
-def shared_reasoner(embedder: Embedder, settings: OfflineSettings) -> OfflineReasoner:
-    by_settings = _REASONERS.setdefault(embedder, {})
-    r = by_settings.get(settings)
-    if r is None:
-        r = by_settings[settings] = OfflineReasoner(embedder, settings)
-    return r
-
-
 class OfflinePolicy(Policy):
-    """No LLM, no network. ``options`` may override :class:`OfflineSettings` fields (e.g. ``{"beam": 20}``)."""
+    """No LLM, no network. ``options`` may override :class:`OfflineSettings` fields (e.g. ``{"beam": 20}``).
+
+    ``shared`` is a dict owned by whoever builds a policy per question (a server runtime, a benchmark run): the
+    reasoner — with its per-KG statistics, minutes of embedding on a large KG — is kept there between questions.
+    Without it the policy builds its own."""
 
     def __init__(
         self,
@@ -45,6 +34,7 @@ class OfflinePolicy(Policy):
         embedder: Embedder | None = None,
         options: dict | None = None,
         settings: OfflineSettings | None = None,
+        shared: dict | None = None,
     ) -> None:
         super().__init__()
         self.kgs = {kg.name: kg for kg in ([kgs] if isinstance(kgs, KnowledgeGraph) else list(kgs))}
@@ -52,7 +42,13 @@ class OfflinePolicy(Policy):
         overrides = {k: v for k, v in (options or {}).items() if k in fields}
         self.settings = settings or OfflineSettings(**overrides)
         self.embedder = embedder or Embedder()
-        self.reasoner = shared_reasoner(self.embedder, self.settings)
+        key = ("offline-reasoner", self.embedder, self.settings)
+        reasoner = shared.get(key) if shared is not None else None
+        if reasoner is None:
+            reasoner = OfflineReasoner(self.embedder, self.settings)
+            if shared is not None:
+                shared[key] = reasoner
+        self.reasoner = reasoner
         self._reasoning: dict[tuple[str, tuple[str, ...]], Reasoning] = {}
 
     # -- the plans for this question -----------------------------------------------------------------------------

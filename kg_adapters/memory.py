@@ -170,6 +170,7 @@ class MemoryKG(KnowledgeGraph):
             next_offset=end if truncated else None,
             partial=False,
             warnings=[],
+            relation=self.relation_model(r, direction),
         )
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:

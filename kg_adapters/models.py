@@ -116,6 +116,11 @@ class EdgePage(_Model):
     next_offset: int | None = Field(default=None, description="Pass as offset to fetch the next page.")
     partial: bool = False
     warnings: list[str] = Field(default_factory=list)
+    relation: Relation | None = Field(
+        default=None,
+        description="The relation followed, with its label, in the direction asked (IDs alone can be opaque, "
+        "e.g. 'wd:P57'); None when the backend could not say.",
+    )
 
 
 class EntityDescription(_Model):

@@ -466,6 +466,7 @@ class OxigraphKG(KnowledgeGraph):
             next_offset=offset + len(edges) if truncated else None,
             partial=False,
             warnings=[],
+            relation=self.relation_model(pred.value, direction),
         )
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:

@@ -20,6 +20,7 @@ from kg_adapters.models import (
     Relation,
     RelationList,
 )
+from kg_adapters.text import humanize, key
 
 _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
 
@@ -97,8 +98,18 @@ def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
     return "?"
 
 
+def relation_ref(relation_id: str, relation: Relation | None) -> str:
+    """``P57 director``: the relation's local ID (to pass back) and its label, unless the ID already reads as it
+    (``directed_by``)."""
+    local = relation_id.split(":", 1)[1] if ":" in relation_id else relation_id
+    if relation is None or relation.id != relation_id or not relation.label.strip():
+        return local
+    label = " ".join(relation.label.split())
+    return local if key(label) == key(humanize(local)) else f"{local} {label}"
+
+
 def render_edges(page: EdgePage) -> str:
-    """Edges grouped by source, then by relation and direction, with a count per group."""
+    """Edges grouped by source, then by relation (named by ID and label) and direction, with a count per group."""
     if not page.edges:
         return "\n".join(["no edges", *_footer(page.truncated, page.partial, page.warnings)])
     groups: dict[str, dict[tuple[str, Direction], list[str]]] = {}
@@ -109,9 +120,8 @@ def render_edges(page: EdgePage) -> str:
     for source, by_rel in groups.items():
         lines.append(f"{entity_ref(source, page.entities)}:")
         for (relation, direction), targets in by_rel.items():
-            local = relation.split(":", 1)[1] if ":" in relation else relation
             inverse = " (inverse)" if direction is Direction.backward else ""
-            lines.append(f"  {local}{inverse} [{len(targets)}]: {', '.join(targets)}")
+            lines.append(f"  {relation_ref(relation, page.relation)}{inverse} [{len(targets)}]: {', '.join(targets)}")
     more = f"call get_edges again with offset={page.next_offset} for more" if page.next_offset is not None else ""
     return "\n".join(lines + _footer(page.truncated, page.partial, page.warnings, more))
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.cache import CachedKG, ResultCache
+from kg_adapters.composite import CompositeKG
 from kg_adapters.errors import InvalidInput, NotFound, UnknownKG
 from kg_adapters.files import open_file_kg
 from kg_adapters.models import Direction
@@ -190,6 +192,30 @@ async def test_limit_is_capped_by_the_configured_maximum(make_kg):
     starring = next(r for r in (await make_kg.get_relations(ids)).relations if r.label == "starring")
     page = await make_kg.get_edges(ids, starring.id, limit=1000)
     assert len(page.edges) == 5  # max_edges is 10: the cap does not cut a smaller result
+
+
+async def test_get_edges_reports_the_relations_label_in_the_direction_asked(make_kg):
+    matrix = await entity_id(make_kg, "The Matrix")
+    directed = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "directed by")
+    page = await make_kg.get_edges([matrix], directed.id)
+    assert (page.relation.id, page.relation.label, page.relation.direction) == (
+        directed.id, "directed by", Direction.forward)
+    director = page.edges[0].target
+    back = await make_kg.get_edges([director], directed.id, Direction.backward)
+    assert (back.relation.id, back.relation.label, back.relation.direction) == (
+        directed.id, "directed by", Direction.backward)
+    assert back.relation.inverse_label == "inverse of directed by"
+
+
+async def test_caching_and_composite_wrappers_pass_the_relation_label_through(make_kg):
+    cached = CachedKG(make_kg, ResultCache())
+    both = CompositeKG("both", {"mv": cached}, [])
+    matrix = await entity_id(make_kg, "The Matrix")
+    starring = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "starring")
+    for kg in (cached, cached, both):  # the second call is a cache hit
+        page = await kg.get_edges([matrix], starring.id)
+        assert (page.relation.id, page.relation.label) == (starring.id, "starring")
+    assert cached.cache.stats().hits >= 1
 
 
 # -- bad input ---------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ def _valid_page() -> dict:
         entities={"movies:E1": tom, "movies:E2": film},
         truncated=True,
         next_offset=2,
+        relation=Relation(id="movies:starred_actors", label="starred actors", direction=Direction.backward),
     ).model_dump(mode="json")
 
 
@@ -37,6 +38,8 @@ def _mutations(doc: dict) -> list[dict]:
         (("entities", "movies:E2", "description"), ["x"]),
         (("next_offset",), "2"),
         (("edges", 0, "extra"), 1),
+        (("relation", "label"), 3),
+        (("relation", "direction"), "sideways"),
     ]:
         bad = copy.deepcopy(doc)
         node = bad
@@ -64,6 +67,8 @@ def test_lean_and_original_edge_page_schemas_agree_on_valid_and_invalid_document
     v_lean = validators.validator_for(lean)(lean)
     good = _valid_page()
     assert v_orig.is_valid(good) and v_lean.is_valid(good)
+    older = {k: v for k, v in good.items() if k != "relation"}  # pages without the relation stay valid
+    assert v_orig.is_valid(older) and v_lean.is_valid(older)
     for bad in _mutations(good):
         assert v_orig.is_valid(bad) == v_lean.is_valid(bad) is False, bad
 

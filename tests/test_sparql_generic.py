@@ -117,6 +117,14 @@ async def test_edges_reach_entities_with_labels_and_literals_with_datatypes(g):
     assert [back.entities[e.target].label for e in back.edges] == ["Charles Babbage"]
 
 
+async def test_edges_name_the_relation_by_its_label_or_its_humanized_local_name(g):
+    designed = await g.get_edges(["g:ex.Analytical_Engine"], "g:ex.designed", Direction.backward)
+    assert (designed.relation.id, designed.relation.label, designed.relation.direction) == (
+        "g:ex.designed", "designed", Direction.backward)
+    born = await g.get_edges(["g:ex.Ada_Lovelace"], "g:schema.birthDate")  # no label triple: as get_relations
+    assert born.relation.label == "birth date"
+
+
 async def test_an_unlabelled_entity_falls_back_to_its_local_name_and_urns_work(g):
     page = await g.get_edges(["g:ex.Analytical_Engine"], "g:ex.inspired")
     (edge,) = page.edges

@@ -125,6 +125,30 @@ async def test_edges_carry_qualifiers_of_the_statement(wd):
     assert page.entities["wd:Q14623681"].label == "Jane Belson" and page.entities["wd:Q42"].label == "Douglas Adams"
 
 
+async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
+    queries = []
+    request = wd.sparql.request
+
+    async def counted(*args, **kwargs):
+        queries.append(args)
+        return await request(*args, **kwargs)
+
+    wd.sparql.request = counted
+    page = await wd.get_edges(["wd:Q42"], "wd:P26")  # cold: the label comes with the source/qualifier labels
+    assert (page.relation.id, page.relation.label, page.relation.direction) == ("wd:P26", "spouse", Direction.forward)
+    assert len(queries) == 2  # the edges, then one label query for source, relation and qualifier properties
+    back = await wd.get_edges(["wd:Q1299"], "wd:P463", Direction.backward)
+    assert (back.relation.label, back.relation.direction) == ("member of", Direction.backward)
+    queries.clear()
+    assert (await wd.get_edges(["wd:Q42"], "wd:P26")).relation.label == "spouse"
+    assert len(queries) == 1  # every label is cached now
+
+
+async def test_the_relation_label_follows_the_configured_languages(wikidata_sparql_url):
+    de = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"])
+    assert (await de.get_edges(["wd:Q42"], "wd:P26")).relation.label == "Ehepartner"
+
+
 async def test_two_statements_with_one_value_give_one_edge_with_both_qualifier_sets(wd):
     (edge,) = (await wd.get_edges(["wd:Q8016"], "wd:P39")).edges
     starts = sorted(q.value.value[:10] for q in edge.qualifiers if q.relation.id == "wd:P580")

@@ -131,16 +131,17 @@ class SparqlKG(KnowledgeGraph):
             self._labels.popitem(last=False)
         return label
 
-    async def _ensure_labels(self, locals_: Iterable[str], as_relation: bool = False) -> None:
-        missing = [x for x in dict.fromkeys(locals_) if x not in self._labels]
-        node = self.profile.relation_node if as_relation else self.profile.entity_term
-        for batch in _chunks(missing, self.batch_size):
-            terms = {node(x): x for x in batch}
-            rows = await self._select(queries.labels(self.profile, list(terms)))
+    async def _ensure_labels(self, entities: Iterable[str], relations: Iterable[str] = ()) -> None:
+        """Fetch the labels not cached yet, entities and relations together (one query per batch)."""
+        p = self.profile
+        missing = {p.entity_term(x): x for x in entities if x not in self._labels}
+        missing.update((p.relation_node(x), x) for x in relations if x not in self._labels)
+        for batch in _chunks(list(missing.items()), self.batch_size):
+            rows = await self._select(queries.labels(p, [t for t, _ in batch]))
             grouped: dict[str, list[Row]] = {}
             for r in rows:
                 grouped.setdefault(r["e"].value, []).append(r)
-            for local in batch:
+            for _, local in batch:
                 iri = self.profile.iri(local)
                 self._remember(local, self._best(grouped.get(iri, []), "l", "lp", self.profile.label_preds))
 
@@ -307,8 +308,7 @@ class SparqlKG(KnowledgeGraph):
                     qlocal, _ = self._value(r["qv"])
                     if qlocal is not None:
                         need_labels.append(qlocal)
-        await self._ensure_labels(need_labels)
-        await self._ensure_labels(qual_props, as_relation=True)
+        await self._ensure_labels(need_labels, [rel_local, *qual_props])  # one query, none once all are cached
         edges: list[Edge] = []
         entities: dict[str, Entity] = {}
         for src, t, rows in grouped:
@@ -333,7 +333,14 @@ class SparqlKG(KnowledgeGraph):
             next_offset=offset + len(edges) if truncated else None,
             partial=False,
             warnings=[],
+            relation=self._relation_model(rel_local, self._relation_label(rel_local), direction, None),
         )
+
+    def _relation_label(self, local: str) -> str:
+        """The cached label; a missing one reads as get_relations shows it (humanized local name)."""
+        label = self._labels.get(local)
+        fallback = self.profile.fallback_label(local)
+        return humanize(fallback) if label is None or label == fallback else label
 
     def _qualifiers(self, rows: list[Row], entities: dict[str, Entity]) -> list[Qualifier]:
         out: dict[tuple, Qualifier] = {}

@@ -23,10 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.datasets import load_sets  # noqa: E402
 from bench.strategies_bench import SETS  # noqa: E402
-from kg_adapters.memory import MemoryKG  # noqa: E402
-from kg_adapters.triples_file import load_triples_file  # noqa: E402
-from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
 from strategies.deep_graphrag import beam_search, exhaustive_search, hierarchy_for, topic_anchors  # noqa: E402
 from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
 
@@ -48,19 +46,13 @@ async def main(argv: list[str] | None = None) -> int:
         print(f"beam_bench: no benchmark data at {args.data}", file=sys.stderr)
         return 2
     service = RetrievalService(cache_dir=args.cache_dir)
-    kgs: dict[str, MemoryKG] = {}
     rows = []
-    for set_name in args.sets:
-        qfile, kbfile, fmt, kg_name = SETS[set_name]
-        if kg_name not in kgs:
-            kgs[kg_name] = MemoryKG(kg_name, load_triples_file(args.data / kbfile))
-        kg = kgs[kg_name]
+    for set_name, kg, questions in load_sets(args.data, args.sets, args.limit):
         res = service.resources(kg)
         h = hierarchy_for(res, progress=True)
         print(f"[{set_name}] {h.levels}, representatives {h.representatives}, hubs {len(h.hubs)}, built in "
               f"{h.build_seconds}s (0 = loaded)", file=sys.stderr, flush=True)
         emb = service.embedder()
-        questions = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)][: args.limit]
         stats: dict[str, dict[str, list[float]]] = {m: {} for m in ("beam", "cosine", "exhaustive")}
         link_t: list[float] = []
         for q in questions:

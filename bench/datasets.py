@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,3 +39,20 @@ def by_benchmark_name() -> dict[str, DevSet]:
     """MetaQA sets by short key (mqa1..3), PathQuestion sets by their own names (PQ-2H ...), as the strategy
     benches spell them on the command line."""
     return {s.key if s.fmt == "metaqa" else s.title: s for s in DEV_SETS.values()}
+
+
+def load_sets(data: Path, names: Iterable[str], limit: int | None = None) -> Iterator[tuple[str, object, list]]:
+    """(name, KG, first ``limit`` questions) per set named as :func:`by_benchmark_name` spells it; each KB is loaded
+    once and shared by the sets that ask the same KB. Malformed question lines are skipped."""
+    from kg_adapters.memory import MemoryKG
+    from kg_adapters.triples_file import load_triples_file
+    from strategies.benchmarks.formats import BadLine, read_questions
+
+    sets = by_benchmark_name()
+    kgs: dict[str, MemoryKG] = {}
+    for name in names:
+        d = sets[name]
+        if d.kg_name not in kgs:
+            kgs[d.kg_name] = MemoryKG(d.kg_name, load_triples_file(data / d.kb))
+        questions = [q for q in read_questions(data / d.questions, d.fmt) if not isinstance(q, BadLine)][:limit]
+        yield name, kgs[d.kg_name], questions

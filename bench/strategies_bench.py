@@ -24,10 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kg_adapters.memory import MemoryKG  # noqa: E402
-from kg_adapters.triples_file import load_triples_file  # noqa: E402
-from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
-from bench.datasets import by_benchmark_name  # noqa: E402
+from bench.datasets import by_benchmark_name, load_sets  # noqa: E402
 from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
 
 SETS = {name: (d.questions, d.kb, d.fmt, d.kg_name) for name, d in by_benchmark_name().items()}
@@ -72,13 +69,8 @@ async def main(argv: list[str] | None = None) -> int:
         print(f"strategies_bench: no benchmark data at {args.data}", file=sys.stderr)
         return 2
     service = RetrievalService(cache_dir=args.cache_dir)
-    kgs: dict[str, MemoryKG] = {}
     rows = []
-    for set_name in args.sets:
-        qfile, kbfile, fmt, kg_name = SETS[set_name]
-        if kg_name not in kgs:
-            kgs[kg_name] = MemoryKG(kg_name, load_triples_file(args.data / kbfile))
-        kg = kgs[kg_name]
+    for set_name, kg, questions in load_sets(args.data, args.sets, args.limit):
         res = service.resources(kg)
         t0 = time.perf_counter()
         res.bm25()
@@ -93,7 +85,6 @@ async def main(argv: list[str] | None = None) -> int:
             h = hierarchy_for(res, progress=True)
             print(f"[{set_name}] hierarchy {h.levels}, built in {h.build_seconds}s (0 = loaded)", file=sys.stderr)
         print(f"[{set_name}] indexes ready in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        questions = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)][: args.limit]
         for method in args.methods:
             metrics: dict[str, list[float]] = {}
             latencies = []

@@ -205,8 +205,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     ) -> Annotated[CallToolResult, EdgePage]:
         """Tree-of-Traversals step 3: the edges from the entities along one relation, and the entities reached.
 
-        Text groups targets by source and relation: `source: relation (inverse) [count]: id label, ...`. When
-        truncated, call again with offset=next_offset."""
+        Text groups targets by source and relation: `source: relation label (inverse) [count]: id label, ...`
+        (the label is left out when the relation ID already reads as it). When truncated, call again with
+        offset=next_offset."""
         kg = runtime.kg_of(relation_id)
         limits.check_ids(entity_ids)
         for qid in entity_ids:

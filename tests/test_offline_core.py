@@ -256,3 +256,33 @@ async def test_an_of_phrase_that_names_one_relation_is_not_split_into_two():
     res = await reasoner.reason(kg, question, topics)
     assert [h[0].split(":")[1] for h in res.best.hops] == ["spouse", "place_of_birth"]
     assert res.best.answer_labels == ["Oslo"]
+
+
+async def test_a_return_hop_may_read_its_own_words_when_the_walk_goes_on(reasoner):
+    """"the films *written by* the writer of X": r⁻¹ after r is named in the question, and the third relation
+    follows it; nesting outward from the mention puts the hops in that order. Here the writer also directed a
+    film, so "writer → films he directed → their writers" reads three words too, in the wrong order."""
+    index = TripleIndex()
+    for line in (TRIPLES + "Omega|directed_by|Sam Poe\nOmega|written_by|Ray Vox\n").strip().splitlines():
+        h, r, t = line.split("|")
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    kg = MemoryKG("films", index)
+    question = "who directed the films written by the writer of [Alpha]"
+    res = await ask(reasoner, kg, question)
+    assert hops(res.best) == ["written_by", "written_by^-1", "directed_by"]
+    assert res.best.answer_labels == ["Eli Fox"]  # Gamma's director; Alpha itself is not walked back through
+    silent = await ask(OfflineReasoner(shared_embedder(), OfflineSettings(return_reads=False)), kg, question)
+    assert hops(silent.best) != ["written_by", "written_by^-1", "directed_by"]
+
+
+async def test_a_return_hop_that_ends_the_walk_reads_no_words(reasoner, kg):
+    """"the director that directed X" names one relation twice; r · r⁻¹ reading both words is not a reading."""
+    res = await ask(reasoner, kg, "who is the director that directed [Alpha]")
+    assert hops(res.best) == ["directed_by"] and res.best.answer_labels == ["Dana Reed"]
+
+
+def test_the_noun_right_before_the_mention_names_its_type_not_a_relation():
+    spans = {s.text for s in parse_question("the film [Alpha] starred which actors", []).spans}
+    assert "film" not in spans and "starred" in spans
+    assert "directed" in {s.text for s in parse_question("which person directed [Alpha]", []).spans}

@@ -149,14 +149,18 @@ class OfflineReasoner:
             return -st.chain_cost * sum(rare)
 
         async def final(p: _Partial) -> tuple[float, Alignment]:
+            aligns = [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
+            if not aligns:
+                return -1e9, p.aligns[0]
             read, best = max(
-                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in p.aligns),
+                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in aligns),
                 key=lambda x: x[0],
             )
             short = max(0, min(chained, st.max_hops) - len(p.hops))  # chained relation nouns left unread
             return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p) - st.slot_cost * short, best
 
         scored = sorted([(*(await final(p)), p) for p in done], key=lambda sp: -sp[0])
+        scored = [sp for sp in scored if sp[0] > -1e8]  # no complete reading of the question
         plans: list[Plan] = []
         for score, align, p in scored[: max(st.plans, 1)]:
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]

@@ -24,6 +24,7 @@ STOPWORDS = frozenset(
 )
 
 
+_DET = frozenset("the a an".split())
 _PREP = frozenset("in on at to for by with from of about into over under as".split())
 
 
@@ -80,6 +81,8 @@ def parse_question(question: str, topic_labels: list[str], max_span: int = 4) ->
             e = s + n
             if mention_at is not None and s < mention_at < e:
                 continue  # a phrase does not run across the entity
+            if e == mention_at and s > 0 and toks[s - 1] in _DET and toks[e - 1] not in STOPWORDS:
+                continue  # "the film [X]": a noun right before the entity says what it is, not a relation
             words = toks[s:e]
             if "'s" in words[1:]:
                 continue  # a possessive separates two relations ("X 's son 's wife"), never inside one

@@ -113,7 +113,11 @@ class QuestionScorer:
                 stems = [w for p in self.stats.phrases(r) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
                 sims = sims + st.lexical_weight * np.array([_shares_stem(sp.text, stems) for sp in self.spans])
             self._rel_sims[r] = sims
-            self._rel_top[r] = [int(i) for i in np.argsort(-sims, kind="stable")[:m]]
+            order = [int(i) for i in np.argsort(-sims, kind="stable")]
+            if self.q.focus and [t for t in self.q.tokens if t[:1].isalnum()][-1:] == [self.q.focus]:
+                # a question ending "... which films" names the answer's type there, not one more relation
+                order = [i for i in order if self.spans[i].text != self.q.focus]
+            self._rel_top[r] = order[:m]
 
     def sibling_bonus(self, relation_id: str) -> float:
         """How much the question talks about *sharing* r ("the same actor", "share directors", "also directed")
@@ -147,13 +151,15 @@ class QuestionScorer:
         ret = is_return(hop, prev)
         for a in aligns:
             if ret:
-                # r⁻¹ right after r names nothing new (the phrase for r covers "films that share r with X");
-                # two wordless hops in a row would read one "same r" twice
+                # r⁻¹ right after r usually names nothing new (the phrase for r covers "films that share r with
+                # X"), but may have words of its own ("the films *written by* the writer of X"; see
+                # complete_reading); two wordless hops in a row would read one "same r" twice
                 if not a.spans or a.spans[-1] != SIBLING:
                     add((*a.spans, SIBLING), a.score - st.sibling_cost + self.sibling_bonus(hop[0]))
                 else:
                     add((*a.spans, UNMATCHED), a.score - st.unmatched_cost)
-                continue
+                if not st.return_reads:
+                    continue
             used = [self.spans[i] for i in a.spans if i >= 0]
             for i in self._rel_top[hop[0]]:
                 sp = self.spans[i]
@@ -164,6 +170,17 @@ class QuestionScorer:
             add((*a.spans, UNMATCHED), a.score - st.unmatched_cost)
         best = sorted(cands.items(), key=lambda kv: -kv[1])[:keep]
         return [Alignment(score, spans) for spans, score in best]
+
+    @staticmethod
+    def complete_reading(align: Alignment, hops: tuple[Hop, ...]) -> bool:
+        """A return hop r⁻¹ that reads words of its own ("the films *written by* the writer of X") passes the walk
+        on to a new relation; ending there, or turning back again, is one relation named twice ("the director
+        that directed X", "the release date of X"), which the wordless reading covers."""
+        for i in range(1, len(hops)):
+            if align.spans[i] >= 0 and is_return(hops[i], hops[i - 1]):
+                if i == len(hops) - 1 or is_return(hops[i + 1], hops[i]):
+                    return False
+        return True
 
     def relation_mentions(self) -> list[tuple[int, float, str]]:
         """The question's relation words: non-overlapping phrases, best first, that match some relation seen in this

@@ -19,6 +19,9 @@ class OfflineSettings(BaseModel):
                                 "('films that share actors with X').")
     coverage_weight: float = Field(1.0, description="Cost per unit of a question relation word (a phrase matching "
                                    "some relation better than τ) that no hop of the plan explains.")
+    return_reads: bool = Field(True, description="Let a return hop r⁻¹ (right after r) read words of its own when "
+                               "the walk goes on to a new relation ('who directed the films written by the writer "
+                               "of X'); otherwise it only has the wordless 'same r' reading.")
     slot_cost: float = Field(0.3, description="Cost per relation noun of the question's possessive / 'of' chain "
                              "on the mention ('the spouse of the other half of X 's spouse': 3) beyond the plan's hops.")
     sibling_weight: float = Field(1.0, description="Weight of the question's 'same r / share r' reading, which "

@@ -148,19 +148,21 @@ class OfflineReasoner:
                     for a, b in zip(p.hops, p.hops[1:])]
             return -st.chain_cost * sum(rare)
 
-        async def final(p: _Partial) -> tuple[float, Alignment]:
+        async def final(p: _Partial) -> tuple[float, Alignment] | None:
+            """The plan's score and its best alignment; None when no alignment is a complete reading."""
             aligns = [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
             if not aligns:
-                return -1e9, p.aligns[0]
+                return None
             read, best = max(
                 ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in aligns),
                 key=lambda x: x[0],
             )
             short = max(0, min(chained, st.max_hops) - len(p.hops))  # chained relation nouns left unread
-            return read + st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p) - st.slot_cost * short, best
+            prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p) - st.slot_cost * short
+            return read + prior, best
 
-        scored = sorted([(*(await final(p)), p) for p in done], key=lambda sp: -sp[0])
-        scored = [sp for sp in scored if sp[0] > -1e8]  # no complete reading of the question
+        finals = [(await final(p), p) for p in done]
+        scored = sorted([(*f, p) for f, p in finals if f is not None], key=lambda sp: -sp[0])
         plans: list[Plan] = []
         for score, align, p in scored[: max(st.plans, 1)]:
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]

@@ -51,13 +51,13 @@ class GraphView(abc.ABC):
         """Relation IDs this KG is known to use (all of them when cheap; else a sample plus those seen)."""
         return []
 
-    async def target_sample(self, hop: Hop, limit: int) -> list[str]:
-        """Labels of up to ``limit`` nodes reached along ``hop`` anywhere in the KG (for its answer-type prior)."""
-        return []
-
     async def target_nodes(self, hop: Hop, limit: int) -> list:
         """Up to ``limit`` nodes reached along ``hop`` anywhere in the KG (as node keys)."""
         return []
+
+    async def target_sample(self, hop: Hop, limit: int) -> list[str]:
+        """Labels of :meth:`target_nodes` (for the answer-type prior and value readings)."""
+        return [self.label(n) for n in await self.target_nodes(hop, limit)]
 
 
 class MemoryGraph(GraphView):
@@ -118,14 +118,6 @@ class MemoryGraph(GraphView):
 
     async def vocabulary(self) -> list[str]:
         return list(self._rel_ids)
-
-    async def target_sample(self, hop: Hop, limit: int) -> list[str]:
-        r = self._rel_by_id.get(hop[0])
-        if r is None:
-            return []
-        if self._targets is None:
-            self._targets = self._sample_targets(limit)
-        return [self.index.nodes[j].label for j in self._targets.get((r, hop[1] is Direction.forward), [])]
 
     async def target_nodes(self, hop: Hop, limit: int) -> list[int]:
         r = self._rel_by_id.get(hop[0])
@@ -243,9 +235,6 @@ class InterfaceGraph(GraphView):
             except KGError:
                 pass
         return list(self._vocab)
-
-    async def target_sample(self, hop: Hop, limit: int) -> list[str]:
-        return [self.label(t) for t in list(self._targets.get(hop, {}))[:limit]]
 
     async def target_nodes(self, hop: Hop, limit: int) -> list[str]:
         return list(self._targets.get(hop, {}))[:limit]

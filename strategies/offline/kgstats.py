@@ -135,7 +135,6 @@ class KGStats:
                 self._types[h] = None
         return {h: self._types[h] for h in hops}
 
-
     async def chain_mismatch(self, first: Hop, second: Hop, min_expected: float, max_ratio: float) -> bool:
         """Whether the KG itself says ``second`` does not follow ``first``: of the nodes ``first`` typically reaches,
         far fewer have ``second`` than the KG's nodes at large (a film titled "2010" reached as a release year is a

@@ -183,7 +183,6 @@ class OfflineReasoner:
         _calibrate(plans, st.value_scale, st.value_bias)
         return Reasoning(question, topic_ids, plans)
 
-
     async def rank_sources(
         self, kg: KnowledgeGraph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
     ) -> list[str]:

@@ -79,6 +79,9 @@ class QuestionScorer:
         self._rel_sims: dict[str, np.ndarray] = {}
         self._rel_top: dict[str, list[int]] = {}
         self._sibling: dict[str, float] = {}
+        # a question ending "... which films" names the answer's type there, not one more relation
+        final_focus = question.focus and [t for t in question.tokens if t[:1].isalnum()][-1:] == [question.focus]
+        self._type_only = {i for i, sp in enumerate(self.spans) if final_focus and sp.text == question.focus}
 
     async def prepare(self, relation_ids: list[str]) -> None:
         """Centre and cache the similarity of every question phrase to each of these relations."""
@@ -114,10 +117,7 @@ class QuestionScorer:
                 sims = sims + st.lexical_weight * np.array([_shares_stem(sp.text, stems) for sp in self.spans])
             self._rel_sims[r] = sims
             order = [int(i) for i in np.argsort(-sims, kind="stable")]
-            if self.q.focus and [t for t in self.q.tokens if t[:1].isalnum()][-1:] == [self.q.focus]:
-                # a question ending "... which films" names the answer's type there, not one more relation
-                order = [i for i in order if self.spans[i].text != self.q.focus]
-            self._rel_top[r] = order[:m]
+            self._rel_top[r] = [i for i in order if i not in self._type_only][:m]
 
     def sibling_bonus(self, relation_id: str) -> float:
         """How much the question talks about *sharing* r ("the same actor", "share directors", "also directed")

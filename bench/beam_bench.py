@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.datasets import load_sets  # noqa: E402
+from bench.datasets import BENCHMARKS, load_sets  # noqa: E402
 from bench.strategies_bench import SETS  # noqa: E402
 from strategies.deep_graphrag import beam_search, exhaustive_search, hierarchy_for, topic_anchors  # noqa: E402
 from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
@@ -35,7 +35,7 @@ def p50(xs: list[float]) -> float:
 
 async def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "benchmarks")
+    p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--sets", nargs="+", default=["mqa1", "mqa2", "mqa3", "PQ-2H", "PQ-3H"], choices=list(SETS))
     p.add_argument("--limit", type=int, default=100)
     p.add_argument("--beam", type=int, default=3)

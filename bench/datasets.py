@@ -42,13 +42,14 @@ def by_benchmark_name() -> dict[str, DevSet]:
 
 
 def load_sets(data: Path, names: Iterable[str], limit: int | None = None) -> Iterator[tuple[str, object, list]]:
-    """(name, KG, first ``limit`` questions) per set named as :func:`by_benchmark_name` spells it; each KB is loaded
-    once and shared by the sets that ask the same KB. Malformed question lines are skipped."""
+    """(name, KG, first ``limit`` questions) per set, named by key (``pq2``) or as :func:`by_benchmark_name` spells
+    it (``PQ-2H``); each KB is loaded once and shared by the sets that ask the same KB. Malformed question lines
+    are skipped."""
     from kg_adapters.memory import MemoryKG
     from kg_adapters.triples_file import load_triples_file
     from strategies.benchmarks.formats import BadLine, read_questions
 
-    sets = by_benchmark_name()
+    sets = {**DEV_SETS, **by_benchmark_name()}
     kgs: dict[str, MemoryKG] = {}
     for name in names:
         d = sets[name]

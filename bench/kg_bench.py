@@ -25,8 +25,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.datasets import BENCHMARKS
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED_KB = REPO.parent / "shared" / "benchmarks" / "metaqa" / "kb.txt"
+SHARED_KB = BENCHMARKS / "metaqa" / "kb.txt"
 
 
 @dataclass(frozen=True)

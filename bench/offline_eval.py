@@ -24,16 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.datasets import BENCHMARKS, DEV_SETS  # noqa: E402
+from bench.datasets import BENCHMARKS, DEV_SETS, load_sets  # noqa: E402
 from kg_adapters.memory import MemoryKG  # noqa: E402
-from kg_adapters.triples_file import load_triples_file  # noqa: E402
-from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
 from strategies.embeddings import Embedder  # noqa: E402
+from strategies.methods import BenchmarkQuestion  # noqa: E402
 from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches  # noqa: E402
 
-BENCH = BENCHMARKS
-
-SETS = {key: (d.fmt, d.questions, d.kb) for key, d in DEV_SETS.items()}
 TARGET = {"mqa1": 0.90, "mqa2": 0.80, "mqa3": 0.70, "pq2": 0.70, "pq3": 0.70, "pql2": 0.70, "pql3": 0.70}
 
 
@@ -41,17 +37,11 @@ def norm(label: str) -> str:
     return " ".join(label.replace("_", " ").casefold().split())
 
 
-def load_questions(fmt: str, path: Path) -> list[tuple[str, list[str]]]:
-    """(question with its topic bracketed, gold answers), through the same parsers tot-search uses."""
-    return [(q.text, q.answers) for q in read_questions(path, fmt) if not isinstance(q, BadLine)]
-
-
 async def run_set(
-    name: str, kg: MemoryKG, reasoner: OfflineReasoner, limit: int | None, errors: int, policy: bool = False,
-    shared: dict | None = None,
+    name: str, kg: MemoryKG, questions: list[BenchmarkQuestion], reasoner: OfflineReasoner, errors: int,
+    policy: bool = False, shared: dict | None = None,
 ) -> dict:
-    fmt, qfile, _ = SETS[name]
-    qs = load_questions(fmt, BENCH / qfile)[:limit]
+    qs = [(q.text, q.answers) for q in questions]
     hits, f1s, lat, shown = 0, [], [], 0
     calib: list[tuple[float, float, float, bool]] = []
     per_question: list[dict] = []
@@ -111,8 +101,8 @@ async def run_set(
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    if not BENCH.is_dir():
-        print(f"benchmarks not found at {BENCH}", file=sys.stderr)
+    if not BENCHMARKS.is_dir():
+        print(f"benchmarks not found at {BENCHMARKS}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
     embedder = Embedder()
@@ -120,17 +110,10 @@ async def main_async(args: argparse.Namespace) -> int:
     settings = OfflineSettings(**{k: _value(v) for k, v in overrides.items()})
     reasoner = OfflineReasoner(embedder, settings)
     print(f"embedder loaded in {time.perf_counter() - t0:.1f}s; settings {settings.model_dump()}")
-    kgs: dict[str, MemoryKG] = {}
     shared: dict = {}  # --policy: one reasoner (and its KG statistics) for every question's policy
     rows = []
-    for name in args.sets:
-        kb = SETS[name][2]
-        if kb not in kgs:
-            t1 = time.perf_counter()
-            kgs[kb] = MemoryKG("kb", load_triples_file(BENCH / kb))
-            print(f"loaded {kb} in {time.perf_counter() - t1:.1f}s")
-        # warm the per-KG caches (relation phrases, type samples) outside the timed loop
-        rows.append(await run_set(name, kgs[kb], reasoner, args.limit, args.errors, args.policy, shared))
+    for name, kg, questions in load_sets(BENCHMARKS, args.sets, args.limit):
+        rows.append(await run_set(name, kg, questions, reasoner, args.errors, args.policy, shared))
         r = rows[-1]
         print(f"{name:5s} n={r['n']:3d} hits@1={r['hits1']:.3f} f1={r['f1']:.3f} "
               f"median={r['median_ms']:.0f}ms p90={r['p90_ms']:.0f}ms hops={r['hops']}", flush=True)
@@ -165,7 +148,7 @@ def _value(text: str) -> int | float | str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    ap.add_argument("--sets", nargs="+", default=list(DEV_SETS), choices=list(DEV_SETS))
     ap.add_argument("--limit", type=int, default=None, help="first N questions per set")
     ap.add_argument("--errors", type=int, default=0, help="print this many misses per set")
     ap.add_argument("--policy", action="store_true", help="run OfflinePolicy through the tree search (k=3, τ=0.8)")

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.datasets import by_benchmark_name  # noqa: E402
+from bench.datasets import BENCHMARKS, by_benchmark_name  # noqa: E402
 from kg_adapters.spec import make_spec, open_kg  # noqa: E402
 from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
 from strategies.benchmarks.runner import RunRecord, load_done, run_questions, summarize  # noqa: E402
@@ -91,7 +91,7 @@ async def run(args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "benchmarks")
+    p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     p.add_argument("--methods", nargs="+", default=METHODS, choices=available_methods())
     p.add_argument("--limit", type=int, default=100, help="questions per set (the first N of each dev sample)")

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.datasets import by_benchmark_name, load_sets  # noqa: E402
+from bench.datasets import BENCHMARKS, by_benchmark_name, load_sets  # noqa: E402
 from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
 
 SETS = {name: (d.questions, d.kb, d.fmt, d.kg_name) for name, d in by_benchmark_name().items()}
@@ -59,7 +59,7 @@ async def run_method(method: str, kg, res, text: str):
 
 async def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=REPO.parent / "shared" / "benchmarks")
+    p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     p.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     p.add_argument("--limit", type=int, default=100)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
 import random
 import statistics
 import sys
@@ -151,9 +150,10 @@ async def time_mcp_stdio(kb: Path, kg_name: str, calls: list[tuple[str, str, str
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "--kg", f"{kg_name}={kb}"],
-                                   env=env, cwd=str(REPO))
+    from server.http_child import SERVER_CMD, server_env
+
+    params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], "--kg", f"{kg_name}={kb}"],
+                                   env=server_env(), cwd=str(REPO))
     times: list[float] = []
     pings: list[float] = []
     with tempfile.TemporaryFile("w+") as errlog:

@@ -174,9 +174,10 @@ async def over_mcp(store: Path, heads: list[str], rels: list[str], rows: list) -
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
+    from server.http_child import SERVER_CMD, server_env
+
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "server.cli", "--kg", f"{KG}=store:{store}"],
-        env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=str(REPO),
+        command=SERVER_CMD[0], args=[*SERVER_CMD[1:], "--kg", f"{KG}=store:{store}"], env=server_env(), cwd=str(REPO),
     )
     n = len(heads)
     with open(os.devnull, "w") as devnull:

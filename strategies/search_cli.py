@@ -19,6 +19,9 @@ from kg_adapters.spec import make_spec, open_kg, parse_kg_arg
 USAGE_ERROR = 2
 
 
+_BAD_LINES_SHOWN = 20  # malformed question lines reported one by one; the rest are counted
+
+
 class UsageError(Exception):
     pass
 
@@ -162,9 +165,15 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"--questions {ns.questions}: cannot read ({e})") from None
     bad = [i for i in items if isinstance(i, BadLine)]
-    for b in bad:
-        print(f"skipping malformed line: {b}", file=sys.stderr)
     questions = [i for i in items if not isinstance(i, BadLine)]
+    if not questions:  # nothing to run: most likely the wrong --format or the wrong file
+        first = f"; first: {bad[0]}" if bad else ""
+        raise UsageError(f"--questions {ns.questions}: no question could be read as {fmt} "
+                         f"({len(bad)} malformed line(s){first})")
+    for b in bad[:_BAD_LINES_SHOWN]:
+        print(f"skipping malformed line: {b}", file=sys.stderr)
+    if len(bad) > _BAD_LINES_SHOWN:
+        print(f"... and {len(bad) - _BAD_LINES_SHOWN} more malformed lines skipped", file=sys.stderr)
     if ns.limit is not None:
         questions = questions[: ns.limit]
     done = []

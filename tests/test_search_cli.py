@@ -211,6 +211,26 @@ def test_malformed_lines_are_skipped_and_missing_topics_are_reported(capsys, tmp
     assert re.search(r"^errors\s+1$", out, re.M) and "skipped malformed lines: 1" in out
 
 
+def test_a_file_with_no_readable_question_is_a_usage_error_not_an_empty_run(capsys, tmp_path):
+    kb_as_questions = tmp_path / "kb.txt"  # the wrong file: every line is malformed as MetaQA questions
+    kb_as_questions.write_text("".join(f"Film {i}|starred_actors|Actor {i}\n" for i in range(50)), encoding="utf-8")
+    code, out, err = run(capsys, "--questions", kb_as_questions, "--format", "metaqa", "--quiet")
+    assert code == 2 and "no question could be read as metaqa (50 malformed line(s); first: " in err
+    assert "kb.txt:1:" in err and "hits@1" not in out
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n", encoding="utf-8")
+    code, _, err = run(capsys, "--questions", empty, "--format", "metaqa", "--quiet")
+    assert code == 2 and "no question could be read as metaqa (0 malformed line(s))" in err
+
+
+def test_many_malformed_lines_are_counted_after_the_first_twenty(capsys, tmp_path):
+    f = tmp_path / "noisy.txt"
+    f.write_text("what movies did [Keanu Reeves] star in\tSpeed\n" + "broken\n" * 30, encoding="utf-8")
+    code, _, err = run(capsys, "--questions", f, "--format", "metaqa", "--quiet")
+    assert code == 0 and err.count("skipping malformed line") == 20
+    assert "... and 10 more malformed lines skipped" in err
+
+
 def test_html_report_is_self_contained(capsys, tmp_path):
     html_file = tmp_path / "r.html"
     code, _, _ = run(capsys, "--questions", _write_metaqa(tmp_path, 3), "--html", html_file, "--quiet")

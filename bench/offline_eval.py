@@ -72,7 +72,8 @@ async def run_set(
         tp = len(ps & gold_n)
         f1s.append(0.0 if not tp else 2 * tp / (len(ps) + len(gold_n)))
         per_question.append({"set": name, "question": q, "hit": hit, "path": [
-            f"{r.split(':', 1)[1]}{'' if d.value == 'forward' else '^-1'}" for r, d in best.hops] if best else []})
+            f"{r.split(':', 1)[1]}{'' if d.value == 'forward' else '^-1'}" for r, d in best.hops] if best else [],
+            "score": round(best.score, 4) if best else None})
         if best:
             lengths[len(best.hops)] += 1
             rival = next((p.score for p in res.plans[1:] if p.answers[:1] != best.answers[:1]), None)

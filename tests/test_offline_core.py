@@ -286,3 +286,30 @@ def test_the_noun_right_before_the_mention_names_its_type_not_a_relation():
     spans = {s.text for s in parse_question("the film [Alpha] starred which actors", []).spans}
     assert "film" not in spans and "starred" in spans
     assert "directed" in {s.text for s in parse_question("which person directed [Alpha]", []).spans}
+
+
+def _tagged_film() -> MemoryKG:
+    """One film with six tags, two actors and one genre, among others so relations have typical values."""
+    index = TripleIndex()
+    triples = [("Alpha", "has_tags", t) for t in ("heist", "ann lee", "twist ending", "london", "bo chan", "1999")]
+    triples += [("Alpha", "starred_actors", "Ann Lee"), ("Alpha", "starred_actors", "Bo Chan"),
+                ("Alpha", "has_genre", "Crime"), ("Alpha", "in_language", "English"), ("Alpha", "release_year", "1999")]
+    triples += [("Beta", "has_tags", "romance"), ("Beta", "has_genre", "Comedy"), ("Beta", "in_language", "French"),
+                ("Beta", "starred_actors", "Cy Dorn"), ("Beta", "release_year", "2003")]
+    for h, r, t in triples:
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return MemoryKG("films", index)
+
+
+async def test_a_question_naming_no_relation_gets_what_the_kg_says_most_about_the_topic():
+    """"Describe X in a few words" names no relation (MiniLM puts "words" nearest *language*); the plan along the
+    relation with the most edges at the topic wins. A question that does name one is unaffected."""
+    kg = _tagged_film()
+    question = "describe the movie [Alpha] in a few words"
+    res = await ask(OfflineReasoner(shared_embedder()), kg, question)
+    assert hops(res.best) == ["has_tags"] and "heist" in res.best.answer_labels
+    blind = await ask(OfflineReasoner(shared_embedder(), OfflineSettings(salience_weight=0.0)), kg, question)
+    assert hops(blind.best) != ["has_tags"]
+    named = await ask(OfflineReasoner(shared_embedder()), kg, "what genre is [Alpha]")
+    assert hops(named.best) == ["has_genre"] and named.best.answer_labels == ["Crime"]

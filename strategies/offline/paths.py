@@ -140,6 +140,8 @@ class OfflineReasoner:
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         mentions = scorer.relation_mentions()
         chained = scorer.chained_relations() if st.slot_cost else 0
+        # a question that names no relation ("describe X in a few words") is asking what the KG says most about X
+        topic_edges = await relations_of(list(topics)) if st.salience_weight and not mentions else {}
 
         async def chain(p: _Partial) -> float:
             if not st.chain_cost:
@@ -159,6 +161,8 @@ class OfflineReasoner:
             )
             short = max(0, min(chained, st.max_hops) - len(p.hops))  # chained relation nouns left unread
             prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p) - st.slot_cost * short
+            if topic_edges:
+                prior += st.salience_weight * math.log1p(topic_edges.get(p.hops[0], 0))
             return read + prior, best
 
         finals = [(await final(p), p) for p in done]

@@ -40,6 +40,9 @@ class OfflineSettings(BaseModel):
                                 "centred on: 'mixed' — every reading on the bare phrases and value readings of the "
                                 "whole vocabulary together; 'shared' — only value readings on both; 'apart' — value "
                                 "readings on value readings only.")
+    salience_weight: float = Field(0.35, ge=0, description="When no question phrase names a relation (none matches "
+                                   "one better than τ: 'describe X in a few words'), a plan gains this × ln(1 + edges "
+                                   "its first hop has at the topic) — the answer is what the KG says most about X.")
     order_weight: float = Field(0.05, description="Bonus per hop pair whose phrases nest outward from the topic.")
     type_weight: float = Field(0.07, description="Weight of the answer-type prior (question phrase vs the last "
                                "hop's typical targets).")

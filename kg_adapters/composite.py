@@ -39,6 +39,7 @@ from .models import (
     RelationList,
     split_id,
 )
+from .text import humanize
 
 log = logging.getLogger(__name__)
 
@@ -324,16 +325,19 @@ class CompositeKG(KnowledgeGraph):
         if foreign:
             groups = await self._linked(foreign, warnings)
             routed.update(dict.fromkeys(groups.get(kg.name, [])))
+        # an empty page still names the relation asked for (its label as the ID reads: no member was asked)
+        asked = Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
         if not routed:
             return EdgePage(
                 edges=[],
+                relation=asked,
                 warnings=warnings + [f"none of the entities is linked into KG {kg.name!r}"],
                 partial=bool(warnings),
             )
         try:
             page = await kg.get_edges(list(routed)[: kg.limits.max_ids], relation_id, direction, limit, offset)
         except BackendError as e:
-            return EdgePage(edges=[], partial=True, warnings=warnings + [f"KG {kg.name!r} failed: {e}"])
+            return EdgePage(edges=[], relation=asked, partial=True, warnings=warnings + [f"KG {kg.name!r} failed: {e}"])
         if not warnings:
             return page
         return page.model_copy(update={"partial": True, "warnings": page.warnings + warnings})

@@ -84,6 +84,7 @@ async def test_an_entity_linked_nowhere_gets_an_empty_page_with_a_reason():
     rock = await wd_id(kg, "rock music")
     page = await kg.get_edges([rock], "mb:released")
     assert page.edges == [] and "is linked into KG 'mb'" in page.warnings[0]
+    assert page.relation is not None and (page.relation.id, page.relation.label) == ("mb:released", "released")
 
 
 class FailingKG(MemoryKG):
@@ -114,6 +115,7 @@ async def test_a_failing_member_gives_a_partial_result_naming_it():
     assert [r.label for r in rels.relations] == ["genre"]
     page = await kg.get_edges([jackson], "mb:released")
     assert page.partial and page.edges == [] and "mb" in page.warnings[-1]
+    assert page.relation is not None and page.relation.id == "mb:released"
 
 
 async def test_link_resolutions_are_cached_and_the_cache_is_bounded():

@@ -185,6 +185,10 @@ def test_question_parse_orders_phrases_outward_from_the_mention():
     assert all("'s" not in s.text.split()[1:] for s in q.spans)  # never across a possessive
     assert parse_question("the films written by [X] were in which languages", []).focus == "languages"
     assert parse_question("who directed [X]", []).focus == "who"
+    # the answer's type is a whole noun phrase when one stands before "of", else the first word after the wh-word
+    assert parse_question("what were the release years of the movies directed by [X]", []).focus == "release years"
+    assert parse_question("which person wrote the films acted by [X]", []).focus == "person"
+    assert parse_question("which actors acted in [X]", []).focus == "actors"
     # without brackets the topic is found by its label
     q2 = parse_question("what is the nationality of claudius 's parents ?", ["claudius"])
     assert q2.mention_at is not None and "claudius" not in q2.tokens

@@ -110,11 +110,13 @@ def find_focus(toks: list[str]) -> str | None:
             while j < len(toks) and toks[j] in _SKIP:
                 j += 1
             words = []
-            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 1 and toks[j] != "zzmentionzz":
+            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != "zzmentionzz":
                 words.append(toks[j])
                 j += 1
             if words:
-                return " ".join(words)
+                # a run of words right before "of" is one noun phrase ("the release years of"); otherwise only the
+                # first word is surely a noun ("which person wrote ...", "which actors acted in ...")
+                return " ".join(words if j < len(toks) and toks[j] == "of" else words[:1])
             continue
         return t
     return None

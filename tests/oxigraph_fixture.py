@@ -32,7 +32,7 @@ def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:
     while not answers(url):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            err = proc.communicate()[1].decode(errors="replace")
             raise RuntimeError(f"oxigraph did not start on {url}: {err[:500]}")
         time.sleep(0.05)
     return proc, url
@@ -40,15 +40,15 @@ def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:
 
 def _serve(data: Path, tmp: Path) -> Iterator[str]:
     proc, url = start_oxigraph(data, tmp / "store")
-    try:
-        yield url
-    finally:
-        proc.terminate()
+    with proc:  # on exit: closes the stderr pipe and reaps the process
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 @pytest.fixture(scope="session")
@@ -61,3 +61,9 @@ def wikidata_sparql_url(tmp_path_factory) -> Iterator[str]:
 def generic_sparql_url(tmp_path_factory) -> Iterator[str]:
     """A plain RDF endpoint serving tests/fixtures/generic_sample.ttl."""
     yield from _serve(FIXTURES / "generic_sample.ttl", tmp_path_factory.mktemp("oxigraph-generic"))
+
+
+@pytest.fixture(scope="session")
+def movies_sparql_url(tmp_path_factory) -> Iterator[str]:
+    """The shared backend suite's graph (tests/fixtures/local_movies.ttl), for its generic-SPARQL run."""
+    yield from _serve(FIXTURES / "local_movies.ttl", tmp_path_factory.mktemp("oxigraph-movies"))

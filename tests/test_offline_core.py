@@ -317,3 +317,28 @@ async def test_a_question_naming_no_relation_gets_what_the_kg_says_most_about_th
     assert hops(blind.best) != ["has_tags"]
     named = await ask(OfflineReasoner(shared_embedder()), kg, "what genre is [Alpha]")
     assert hops(named.best) == ["has_genre"] and named.best.answer_labels == ["Crime"]
+
+
+def _couple_among_many() -> MemoryKG:
+    """A married couple among forty people who all have a gender: "male" and "female" are hubs."""
+    index = TripleIndex()
+    triples = [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
+               ("Ann Vale", "gender", "female"), ("Bob Stone", "gender", "male")]
+    triples += [(f"Person {i}", "gender", "male" if i % 2 else "female") for i in range(40)]
+    triples += [(f"Person {i}", "spouse", f"Person {i + 1}") for i in range(0, 40, 2)]
+    for h, r, t in triples:
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return MemoryKG("people", index)
+
+
+async def test_a_same_value_hop_through_a_hub_does_not_stand_for_a_relation_noun():
+    """Three chained nouns (gender, other half, couple); "couple" means spouse, which MiniLM does not see. Walking
+    gender and back through "female" (everyone of the same gender) is three hops but reads only two of the nouns."""
+    kg = _couple_among_many()
+    question = "who is the gender of other half of [Ann Vale] 's couple ?"
+    res = await ask(OfflineReasoner(shared_embedder()), kg, question)
+    assert [h.split("^")[0] for h in hops(res.best)] == ["spouse", "spouse", "gender"]
+    assert res.best.answer_labels == ["female"]
+    blind = await ask(OfflineReasoner(shared_embedder(), OfflineSettings(hub_fanout=1e9)), kg, question)
+    assert hops(blind.best)[-2:] == ["gender", "gender^-1"]

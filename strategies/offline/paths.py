@@ -155,12 +155,20 @@ class OfflineReasoner:
             aligns = [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
             if not aligns:
                 return None
+
+            def unread(a: Alignment) -> int:
+                """Chained relation nouns no hop stands for. A wordless return hop through a hub ("everyone of
+                the same gender") stands for none of them."""
+                hubs = sum(1 for k, i in enumerate(a.spans) if i == SIBLING and k > 0
+                           and len(p.frontiers[k]) > st.hub_fanout * len(p.frontiers[k - 1]))
+                return max(0, min(chained, st.max_hops) - len(p.hops) + hubs)
+
             read, best = max(
-                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions), a) for a in aligns),
+                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions) - st.slot_cost * unread(a), a)
+                 for a in aligns),
                 key=lambda x: x[0],
             )
-            short = max(0, min(chained, st.max_hops) - len(p.hops))  # chained relation nouns left unread
-            prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p) - st.slot_cost * short
+            prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p)
             if topic_edges:
                 prior += st.salience_weight * math.log1p(topic_edges.get(p.hops[0], 0))
             return read + prior, best

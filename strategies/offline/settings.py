@@ -24,6 +24,9 @@ class OfflineSettings(BaseModel):
                                "of X'); otherwise it only has the wordless 'same r' reading.")
     slot_cost: float = Field(0.3, description="Cost per relation noun of the question's possessive / 'of' chain "
                              "on the mention ('the spouse of the other half of X 's spouse': 3) beyond the plan's hops.")
+    hub_fanout: float = Field(10.0, gt=1, description="A wordless return hop ('the same r') that multiplies the "
+                              "frontier by more than this ('everyone of the same gender') does not stand for one of "
+                              "the chain's relation nouns (see slot_cost).")
     sibling_weight: float = Field(1.0, description="Weight of the question's 'same r / share r' reading, which "
                                   "offsets the sibling cost.")
     chain_cost: float = Field(1.0, description="Cost of each consecutive hop pair r1 → r2 that the KG rarely "

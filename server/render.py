@@ -90,12 +90,22 @@ def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
     return "\n".join(lines + _footer(result.truncated, result.partial, result.warnings, "more relations exist"))
 
 
-def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
-    if edge.target is not None:
-        return entity_ref(edge.target, entities)
-    if edge.value is not None:
-        return literal_text(edge.value)
+def _node_text(target: str | None, value: Literal | None, entities: dict[str, Entity]) -> str:
+    if target is not None:
+        return entity_ref(target, entities)
+    if value is not None:
+        return literal_text(value)
     return "?"
+
+
+def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
+    """The node reached, then its qualifiers in braces — a Wikidata statement's (start time, end time...) or a
+    blank node's own properties over generic SPARQL (``"Note G" {type: g:ex.Program Program; comment: "..."}``)."""
+    text = _node_text(edge.target, edge.value, entities)
+    if not edge.qualifiers:
+        return text
+    quals = "; ".join(f"{q.relation.label}: {_node_text(q.target, q.value, entities)}" for q in edge.qualifiers)
+    return f"{text} {{{quals}}}"
 
 
 def relation_ref(relation_id: str, relation: Relation | None) -> str:

@@ -11,6 +11,8 @@ import pytest
 from kg_adapters.errors import InvalidInput, NotFound
 from kg_adapters.models import Direction
 from kg_adapters.sparql import EndpointRegistry, IriIds, open_sparql_kg
+from kg_adapters.sparql.kg import BNODE_PROPERTIES
+from server.render import render_edges
 
 pytest_plugins = ["oxigraph_fixture"]
 
@@ -136,9 +138,82 @@ async def test_an_unlabelled_entity_falls_back_to_its_local_name_and_urns_work(g
     assert typed.target == "g:schema.Person" and (await g.get_edges([typed.target], "g:rdf.type", "backward")).edges
 
 
-async def test_a_blank_node_is_reported_as_an_unknown_value(g):
-    (edge,) = (await g.get_edges(["g:ex.Notes_on_the_Analytical_Engine"], "g:ex.contains")).edges
-    assert edge.target is None and edge.value.value == "unknown value"
+def quals(edge) -> set[tuple[str, str | None]]:
+    return {(q.relation.label, q.target or q.value.value) for q in edge.qualifiers}
+
+
+async def test_a_blank_node_object_is_its_label_with_its_own_properties_as_qualifiers(g):
+    page = await g.get_edges(["g:ex.Notes_on_the_Analytical_Engine"], "g:ex.contains")
+    (edge,) = page.edges
+    assert edge.target is None and edge.value.value == "Note G"  # its label (English first), not a qualifier
+    assert quals(edge) == {
+        ("type", "g:ex.Program"),
+        ("comment", "the first published computer program"),
+        ("runs on", "g:ex.Analytical_Engine"),
+        ("computes", "(structured value)"),  # one level only: a blank node inside is not expanded
+    }
+    assert page.entities["g:ex.Analytical_Engine"].label == "Analytical Engine"  # qualifier targets are named
+    assert not page.warnings
+
+
+async def test_an_unlabelled_blank_node_is_a_structured_value_and_backward_edges_bring_theirs_too(g):
+    (weight,) = (await g.get_edges(["g:ex.Difference_Engine"], "g:schema.weight")).edges
+    assert weight.value.value == "(structured value)"
+    assert {(q.relation.label, q.value.value, q.value.datatype) for q in weight.qualifiers} == {
+        ("value", "5", "http://www.w3.org/2001/XMLSchema#decimal"), ("unit text", "tonnes", None)}
+    (note,) = (await g.get_edges(["g:ex.Analytical_Engine"], "g:ex.runsOn", Direction.backward)).edges
+    assert note.value.value == "Note G" and note.direction is Direction.backward
+    assert ("runs on", "g:ex.Analytical_Engine") not in quals(note)  # the edge walked is not repeated
+    assert ("comment", "the first published computer program") in quals(note)
+
+
+async def test_the_text_an_agent_reads_shows_a_blank_nodes_properties(g):
+    text = render_edges(await g.get_edges(["g:ex.Difference_Engine"], "g:schema.weight"))
+    assert text == (
+        "g:ex.Difference_Engine Difference Engine:\n"
+        '  schema.weight weight [1]: "(structured value)" {unit text: "tonnes"; value: "5" (decimal)}'
+    )
+
+
+WIDE = {"big": 70, "wide": 45, "mid": 25, "small": 3, "bare": 0}  # blank node label → its property count
+
+
+@pytest.fixture(scope="module")
+def wide_url(tmp_path_factory):
+    """A graph whose blank nodes have from 0 to 70 properties, to page through under the per-node cap."""
+    from oxigraph_fixture import start_oxigraph  # the plugin pytest loads (importing it at the top warns)
+    tmp = tmp_path_factory.mktemp("wide-bnodes")
+    nodes = [f'[ rdfs:label "{name}" {"".join(f"; ex:p{i:02d} {i}" for i in range(n))} ]' for name, n in WIDE.items()]
+    ttl = tmp / "wide.ttl"
+    ttl.write_text(f"@prefix ex: <{EX}> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                   f"ex:Source ex:has {', '.join(nodes)} .\n")
+    proc, url = start_oxigraph(ttl, tmp / "store")
+    with proc:
+        yield url
+        proc.terminate()
+        proc.wait(timeout=5)
+
+
+async def test_blank_node_properties_are_capped_per_node_and_paging_still_covers_every_edge_once(wide_url):
+    g = open_sparql_kg("g", "sparql", wide_url, registry=EndpointRegistry(), prefixes={"ex": EX})
+    whole = await g.get_edges(["g:ex.Source"], "g:ex.has")
+    got = {e.value.value: len(e.qualifiers) for e in whole.edges}
+    assert got == {name: min(n, BNODE_PROPERTIES) for name, n in WIDE.items()}
+    assert whole.warnings == [
+        f"some structured values (blank nodes) have more than {BNODE_PROPERTIES} properties: the first "
+        f"{BNODE_PROPERTIES} (by property and value) are shown as qualifiers"]
+    big = next(e for e in whole.edges if e.value.value == "big")
+    assert [q.value.value for q in big.qualifiers] == [str(i) for i in range(BNODE_PROPERTIES)]
+    # pages of 2 fetch at most 3 × BNODE_PROPERTIES property rows: a page ends early rather than lose any
+    seen, offset = [], 0
+    while True:
+        page = await g.get_edges(["g:ex.Source"], "g:ex.has", limit=2, offset=offset)
+        assert 1 <= len(page.edges) <= 2
+        seen += [(e.value.value, tuple(e.qualifiers)) for e in page.edges]
+        if not page.truncated:
+            break
+        offset = page.next_offset
+    assert seen == [(e.value.value, tuple(e.qualifiers)) for e in whole.edges]
 
 
 async def test_label_predicates_are_configurable(generic_sparql_url):

@@ -47,6 +47,13 @@ _MAX_NGRAM = 6
 _MAX_GRAMS = 150
 _MAX_MENTIONS = 8
 _GET_LIMIT = 1800  # longer queries are POSTed
+# Generic RDF: a blank-node object (an award with a name and a year) is shown as the edge's value — its label, or
+# STRUCTURED if it has none — with its own properties as the edge's qualifiers, at most BNODE_PROPERTIES each;
+# the query fetches at most BNODE_PROPERTIES × (page size + 1) such rows, so one huge node cannot blow up a page.
+# One level only: a blank node among those properties is shown as STRUCTURED.
+BNODE_PROPERTIES = 20
+STRUCTURED = "(structured value)"
+UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
 
 
 def _chunks(items: Sequence, size: int) -> list[Sequence]:
@@ -156,8 +163,10 @@ class SparqlKG(KnowledgeGraph):
 
     def _value(self, term: Term) -> tuple[str | None, Literal | None]:
         """A result node as (entity local ID, None) or (None, literal value)."""
+        if term.kind == "bnode" and self.backend == "sparql":
+            return None, Literal.model_construct(value=STRUCTURED, datatype=None, lang=None)
         if term.kind == "bnode" or term.value.startswith(_GENID):
-            return None, Literal.model_construct(value="unknown value", datatype=None, lang=None)
+            return None, Literal.model_construct(value=UNKNOWN, datatype=None, lang=None)
         if term.kind == "uri":
             local = self.profile.entity_local(term)
             if local is not None:
@@ -242,6 +251,7 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput("offset must be an integer ≥ 0")
         forward = direction is Direction.forward
         statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
+        structured = self.backend == "sparql"  # blank-node targets bring their properties (generic RDF only)
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[tuple[str, Term, list[Row]]] = []
         skip, room, truncated = offset, limit, False
@@ -255,10 +265,16 @@ class SparqlKG(KnowledgeGraph):
                 if n <= skip:
                     skip -= n
                     continue
-            rows = await self._select(queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement))
+            cap = (room + 1) * BNODE_PROPERTIES if structured else None
+            query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap)
+            rows = await self._select(query)
             page = self._group_edges(rows)
+            cut = False
+            if cap is not None and sum("qp" in r for r in rows) >= cap:
+                kept = self._before_cut(rows, page)
+                cut, page = len(kept) < len(page), kept
             skip = 0
-            if len(page) > room:
+            if len(page) > room or cut:
                 grouped.extend(page[:room])
                 truncated = True
                 break
@@ -272,27 +288,49 @@ class SparqlKG(KnowledgeGraph):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
 
+    def _edge_key(self, r: Row) -> tuple | None:
+        src = self.profile.entity_local(r["src"]) if "src" in r and "tgt" in r else None
+        if src is None:
+            return None
+        t = r["tgt"]
+        return (src, t.kind, t.value, t.lang, t.datatype)
+
     def _group_edges(self, rows: list[Row]) -> list[tuple[str, Term, list[Row]]]:
         """Rows (one per label × qualifier) → one entry per (source, target), in the query's order."""
         out: dict[tuple, tuple[str, Term, list[Row]]] = {}
         for r in rows:
-            if "src" not in r or "tgt" not in r:
+            k = self._edge_key(r)
+            if k is None:
                 continue
-            src = self.profile.entity_local(r["src"])
-            if src is None:
-                continue
-            t = r["tgt"]
-            k = (src, t.kind, t.value, t.lang, t.datatype)
             if k not in out:
-                out[k] = (src, t, [])
+                out[k] = (k[0], r["tgt"], [])
             out[k][2].append(r)
         return list(out.values())
+
+    def _before_cut(self, rows: list[Row], page: list[tuple[str, Term, list[Row]]]) -> list:
+        """The blank-node property rows hit their cap: edges after the last one that got properties may be missing
+        theirs, so the page ends there (the caller marks it truncated if that dropped any). That last edge stays if
+        it got all it can show, or if it is the first (a page always advances)."""
+        keys = [self._edge_key(rs[0]) for _, _, rs in page]
+        cut_at = [k for r in rows if "qp" in r and (k := self._edge_key(r)) in keys]
+        if not cut_at:
+            return page
+        i = keys.index(cut_at[-1])
+        got = sum("qp" in r for r in page[i][2])
+        return page[: i + 1] if got >= BNODE_PROPERTIES or i == 0 else page[:i]
 
     async def _edge_page(
         self, grouped: list[tuple[str, Term, list[Row]]], rel_local: str, direction: Direction, truncated: bool,
         offset: int,
     ) -> EdgePage:
         rel_id = self._qid(rel_local)
+        structured = self.backend == "sparql"
+        capped = structured and any(
+            t.kind == "bnode" and sum("qp" in r for r in rows) > BNODE_PROPERTIES for _, t, rows in grouped
+        )
+        if capped:  # the first properties in the query's (property, value) order, whichever page the node is on
+            grouped = [(src, t, self._first_properties(rows)) if t.kind == "bnode" else (src, t, rows)
+                       for src, t, rows in grouped]
         need_labels: list[str] = []
         qual_props: list[str] = []
         for src, t, rows in grouped:
@@ -316,6 +354,11 @@ class SparqlKG(KnowledgeGraph):
             local, value = self._value(t)
             if local is not None:
                 entities.setdefault(self._qid(local), self._entity(local))
+            qualifiers = self._qualifiers(rows, entities)
+            if t.kind == "bnode" and structured:
+                label = self._best(rows, "l", "lp", self.profile.label_preds)
+                if label is not None:
+                    value = Literal.model_construct(value=label, datatype=None, lang=None)
             edges.append(
                 Edge.model_construct(
                     source=self._qid(src),
@@ -323,8 +366,14 @@ class SparqlKG(KnowledgeGraph):
                     direction=direction,
                     target=self._qid(local) if local is not None else None,
                     value=value,
-                    qualifiers=self._qualifiers(rows, entities),
+                    qualifiers=qualifiers,
                 )
+            )
+        warnings = []
+        if capped:
+            warnings.append(
+                f"some structured values (blank nodes) have more than {BNODE_PROPERTIES} properties: "
+                f"the first {BNODE_PROPERTIES} (by property and value) are shown as qualifiers"
             )
         return EdgePage.model_construct(
             edges=edges,
@@ -332,9 +381,15 @@ class SparqlKG(KnowledgeGraph):
             truncated=truncated,
             next_offset=offset + len(edges) if truncated else None,
             partial=False,
-            warnings=[],
+            warnings=warnings,
             relation=self._relation_model(rel_local, self._relation_label(rel_local), direction, None),
         )
+
+    @staticmethod
+    def _first_properties(rows: list[Row]) -> list[Row]:
+        """A blank node's label rows and its first BNODE_PROPERTIES property rows (rows come in query order)."""
+        props = [r for r in rows if "qp" in r]
+        return [r for r in rows if "qp" not in r] + props[:BNODE_PROPERTIES]
 
     def _relation_label(self, local: str) -> str:
         """The cached label; a missing one reads as get_relations shows it (humanized local name)."""
@@ -351,14 +406,14 @@ class SparqlKG(KnowledgeGraph):
             if qp is None:
                 continue
             local, value = self._value(r["qv"])
-            k = (qp, local, value.value if value else None, value.datatype if value else None)
+            nested = r["qv"].value if r["qv"].kind == "bnode" else None  # two nested nodes are two qualifiers
+            k = (qp, local, value.value if value else None, value.datatype if value else None, nested)
             if k in out:
                 continue
             if local is not None:
                 entities.setdefault(self._qid(local), self._entity(local))
-            label = self._labels.get(qp) or qp
             out[k] = Qualifier.model_construct(
-                relation=self._relation_model(qp, label, Direction.forward, None),
+                relation=self._relation_model(qp, self._relation_label(qp), Direction.forward, None),
                 target=self._qid(local) if local is not None else None,
                 value=value,
             )

@@ -84,10 +84,22 @@ def edges(
     limit: int,
     offset: int,
     statement: tuple[str, str] | None = None,
+    bnode_rows: int | None = None,
 ) -> str:
     """One page of ``?src relation ?tgt`` (or reversed), ordered for stable paging, with target labels and —
-    for Wikidata — the qualifiers of the matching non-deprecated statements."""
+    for Wikidata — the qualifiers of the matching non-deprecated statements, or — with ``bnode_rows`` — the
+    properties of blank-node targets as ``?qp ?qv`` (see :func:`_bnode_properties`)."""
     triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    page = (
+        f"{{ SELECT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} "
+        f"ORDER BY ?src ?tgt LIMIT {_int(limit)} OFFSET {_int(offset)} }}"
+    )
+    if bnode_rows is not None:
+        return f"""{p.prefixes}SELECT ?src ?tgt ?qp ?qv ?l ?lp WHERE {{
+  {{ {page} {_labels(p, "?tgt")} }}
+  UNION
+  {_bnode_properties(p, page, relation, forward, bnode_rows)}
+}} ORDER BY ?src ?tgt ?qp ?qv"""
     quals = ""
     if statement is not None:
         claim, stmt = statement
@@ -97,10 +109,24 @@ def edges(
             f"FILTER(?rank != wikibase:DeprecatedRank) ?st ?pqp ?qv . ?qp wikibase:qualifier ?pqp . }}"
         )
     return f"""{p.prefixes}SELECT ?src ?tgt ?qp ?qv ?l ?lp WHERE {{
-  {{ SELECT ?src ?tgt WHERE {{ {_values("?src", sources)} {triple} }} ORDER BY ?src ?tgt LIMIT {_int(limit)} OFFSET {_int(offset)} }}
+  {page}
   {quals}
   {_labels(p, "?tgt")}
 }} ORDER BY ?src ?tgt"""
+
+
+def _bnode_properties(p: Profile, page: str, relation: str, forward: bool, rows: int) -> str:
+    """The page again, kept to its blank-node targets, joined with their own triples: a UNION branch rather than
+    an OPTIONAL because engines (oxigraph) evaluate ``OPTIONAL { ?tgt ?qp ?qv FILTER(isBlank(?tgt)) }`` by reading
+    every IRI target's triples before filtering (~25× slower on a page of well-connected targets, docs/sparql.md), while a filter
+    on the page alone is applied first. Both branches bind the same blank nodes (one query, one result), which is
+    what ties a node's properties to its edge — a second query could not name them. Label triples are left out
+    (the best label is the edge's value), and so is, backward, the edge itself. ``rows`` caps the branch, in
+    ``(source, target, property, value)`` order so a cut falls at the end of the page."""
+    back = "" if forward else f"FILTER(!sameTerm(?qp, {relation}) || !sameTerm(?qv, ?src))"
+    return f"""{{ SELECT ?src ?tgt ?qp ?qv WHERE {{ {page} FILTER(isBlank(?tgt)) ?tgt ?qp ?qv .
+      FILTER(?qp NOT IN ({", ".join(p.label_preds)})) {back}
+  }} ORDER BY ?src ?tgt ?qp ?qv LIMIT {_int(rows)} }}"""
 
 
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:

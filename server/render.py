@@ -23,6 +23,7 @@ from kg_adapters.models import (
 from kg_adapters.text import humanize, key
 
 _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
+_QUALIFIERS_SHOWN = 8  # per edge in the text; a statement with dozens would drown the page
 
 
 def _short(text: str | None, limit: int = _ELLIPSIS_AT) -> str:
@@ -104,8 +105,11 @@ def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
     text = _node_text(edge.target, edge.value, entities)
     if not edge.qualifiers:
         return text
-    quals = "; ".join(f"{q.relation.label}: {_node_text(q.target, q.value, entities)}" for q in edge.qualifiers)
-    return f"{text} {{{quals}}}"
+    shown = [f"{q.relation.label}: {_node_text(q.target, q.value, entities)}"
+             for q in edge.qualifiers[:_QUALIFIERS_SHOWN]]
+    if len(edge.qualifiers) > _QUALIFIERS_SHOWN:  # all of them stay in the structured result
+        shown.append(f"+{len(edge.qualifiers) - _QUALIFIERS_SHOWN} more")
+    return f"{text} {{{'; '.join(shown)}}}"
 
 
 def relation_ref(relation_id: str, relation: Relation | None) -> str:

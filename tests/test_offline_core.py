@@ -43,13 +43,21 @@ Zed Quinn|place_of_birth|Oslo
 """
 
 
-def build_kg(name: str = "films") -> MemoryKG:
+def kg_of(name: str, triples) -> MemoryKG:
+    """An in-memory KG of (head, relation, tail) name triples."""
     index = TripleIndex()
-    for line in TRIPLES.strip().splitlines():
-        h, r, t = line.split("|")
+    for h, r, t in triples:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
     return MemoryKG(name, index)
+
+
+def lines(text: str) -> list[list[str]]:
+    return [line.split("|") for line in text.strip().splitlines()]
+
+
+def build_kg(name: str = "films") -> MemoryKG:
+    return kg_of(name, lines(TRIPLES))
 
 
 class Delegating(KnowledgeGraph):
@@ -196,15 +204,11 @@ def test_question_parse_orders_phrases_outward_from_the_mention():
 
 def _films_with_a_year_for_a_title() -> MemoryKG:
     """Forty films over twenty years, one of them titled "2010" (released 1984): a year node that is also a film."""
-    index = TripleIndex()
     triples = [(f"Film {i}", "release_year", str(1990 + i % 20)) for i in range(40)]
     triples += [(f"Film {i}", "directed_by", f"Director {i % 7}") for i in range(40)]
     triples += [("Lone Ranch", "release_year", "2010"), ("Lone Ranch", "directed_by", "Director 1"),
                 ("2010", "release_year", "1984"), ("2010", "directed_by", "Director 2")]
-    for h, r, t in triples:
-        index.add(index.node(h), index.relation(r), index.node(t))
-    index.freeze()
-    return MemoryKG("films", index)
+    return kg_of("films", triples)
 
 
 async def test_a_chain_the_kg_never_composes_loses_to_the_one_hop_reading():
@@ -231,14 +235,10 @@ def test_a_possessive_or_of_chain_on_the_mention_counts_its_relation_nouns():
 
 
 def _couple() -> MemoryKG:
-    index = TripleIndex()
-    for h, r, t in [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
-                    ("Ann Vale", "profession", "Judge"), ("Bob Stone", "profession", "Baker"),
-                    ("Cy Vale", "parents", "Ann Vale"), ("Ann Vale", "place_of_birth", "Rome"),
-                    ("Bob Stone", "place_of_birth", "Oslo"), ("Cy Vale", "place_of_birth", "Oslo")]:
-        index.add(index.node(h), index.relation(r), index.node(t))
-    index.freeze()
-    return MemoryKG("people", index)
+    return kg_of("people", [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
+                            ("Ann Vale", "profession", "Judge"), ("Bob Stone", "profession", "Baker"),
+                            ("Cy Vale", "parents", "Ann Vale"), ("Ann Vale", "place_of_birth", "Rome"),
+                            ("Bob Stone", "place_of_birth", "Oslo"), ("Cy Vale", "place_of_birth", "Oslo")])
 
 
 async def test_every_chained_relation_noun_is_a_hop_even_a_synonym_the_embedding_misses():
@@ -266,12 +266,7 @@ async def test_a_return_hop_may_read_its_own_words_when_the_walk_goes_on(reasone
     """"the films *written by* the writer of X": r⁻¹ after r is named in the question, and the third relation
     follows it; nesting outward from the mention puts the hops in that order. Here the writer also directed a
     film, so "writer → films he directed → their writers" reads three words too, in the wrong order."""
-    index = TripleIndex()
-    for line in (TRIPLES + "Omega|directed_by|Sam Poe\nOmega|written_by|Ray Vox\n").strip().splitlines():
-        h, r, t = line.split("|")
-        index.add(index.node(h), index.relation(r), index.node(t))
-    index.freeze()
-    kg = MemoryKG("films", index)
+    kg = kg_of("films", lines(TRIPLES + "Omega|directed_by|Sam Poe\nOmega|written_by|Ray Vox\n"))
     question = "who directed the films written by the writer of [Alpha]"
     res = await ask(reasoner, kg, question)
     assert hops(res.best) == ["written_by", "written_by^-1", "directed_by"]
@@ -294,16 +289,12 @@ def test_the_noun_right_before_the_mention_names_its_type_not_a_relation():
 
 def _tagged_film() -> MemoryKG:
     """One film with six tags, two actors and one genre, among others so relations have typical values."""
-    index = TripleIndex()
     triples = [("Alpha", "has_tags", t) for t in ("heist", "ann lee", "twist ending", "london", "bo chan", "1999")]
     triples += [("Alpha", "starred_actors", "Ann Lee"), ("Alpha", "starred_actors", "Bo Chan"),
                 ("Alpha", "has_genre", "Crime"), ("Alpha", "in_language", "English"), ("Alpha", "release_year", "1999")]
     triples += [("Beta", "has_tags", "romance"), ("Beta", "has_genre", "Comedy"), ("Beta", "in_language", "French"),
                 ("Beta", "starred_actors", "Cy Dorn"), ("Beta", "release_year", "2003")]
-    for h, r, t in triples:
-        index.add(index.node(h), index.relation(r), index.node(t))
-    index.freeze()
-    return MemoryKG("films", index)
+    return kg_of("films", triples)
 
 
 async def test_a_question_naming_no_relation_gets_what_the_kg_says_most_about_the_topic():
@@ -321,15 +312,11 @@ async def test_a_question_naming_no_relation_gets_what_the_kg_says_most_about_th
 
 def _couple_among_many() -> MemoryKG:
     """A married couple among forty people who all have a gender: "male" and "female" are hubs."""
-    index = TripleIndex()
     triples = [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
                ("Ann Vale", "gender", "female"), ("Bob Stone", "gender", "male")]
     triples += [(f"Person {i}", "gender", "male" if i % 2 else "female") for i in range(40)]
     triples += [(f"Person {i}", "spouse", f"Person {i + 1}") for i in range(0, 40, 2)]
-    for h, r, t in triples:
-        index.add(index.node(h), index.relation(r), index.node(t))
-    index.freeze()
-    return MemoryKG("people", index)
+    return kg_of("people", triples)
 
 
 async def test_a_same_value_hop_through_a_hub_does_not_stand_for_a_relation_noun():

@@ -78,6 +78,17 @@ class LocalSubgraph(BaseModel):
         e = self.entities.get(entity_id)
         return e.label if e else entity_id
 
+    def _qualifier_text(self, edge: Edge, shown: int = 5) -> str:
+        """`` {start time: '1999'; end time: '2004'}``: a statement's qualifiers, or a structured (blank-node)
+        value's own properties, which say what the bare value cannot."""
+        if not edge.qualifiers:
+            return ""
+        parts = [f"{q.relation.label}: " + (self.label(q.target) if q.target else repr(q.value.value) if q.value else "?")
+                 for q in edge.qualifiers[:shown]]
+        if len(edge.qualifiers) > shown:
+            parts.append(f"+{len(edge.qualifiers) - shown} more")
+        return " {" + "; ".join(parts) + "}"
+
     def render(self, max_edges_per_group: int = 20) -> str:
         """The paper's token-efficient form: ``id: label - description`` lines, then edges grouped by source
         entity and relation with counts (long groups elided)."""
@@ -94,7 +105,7 @@ class LocalSubgraph(BaseModel):
                 other = f"{edge.target} ({self.label(edge.target)})"
             else:
                 other = repr(edge.value.value) if edge.value else "?"
-            groups[edge.source][(edge.relation, edge.direction)].append(other)
+            groups[edge.source][(edge.relation, edge.direction)].append(other + self._qualifier_text(edge))
         lines.append("EDGES:")
         if not groups:
             lines.append("  (none)")
@@ -112,8 +123,13 @@ class LocalSubgraph(BaseModel):
 
 
 def _triple_key(edge: Edge) -> tuple:
+    """The KG statement an edge shows, the same from either end. A value with no node of its own (a blank node
+    over generic SPARQL: "(structured value)") is told apart by its properties, so two awards stay two edges."""
     s, r, o = edge.triple()
-    return (s, r, o if isinstance(o, str) else ("literal", o.value, o.datatype, o.lang))
+    if isinstance(o, str):
+        return (s, r, o)
+    quals = tuple((q.relation.id, q.target, q.value.value if q.value else None) for q in edge.qualifiers)
+    return (s, r, ("literal", o.value, o.datatype, o.lang), quals)
 
 
 class InvalidAction(BaseModel):

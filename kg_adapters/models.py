@@ -32,6 +32,10 @@ def make_id(kg: str, local: str) -> str:
     return f"{kg}:{local}"
 
 
+# The value of an edge to a node with no name and no ID of its own (an unlabelled blank node over SPARQL); its
+# properties come as the edge's qualifiers.
+STRUCTURED_VALUE = "(structured value)"
+
 class Direction(str, Enum):
     """``forward``: the entity is the subject (e —r→ x); ``backward``: the entity is the object (x —r→ e)."""
 

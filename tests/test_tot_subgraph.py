@@ -1,5 +1,6 @@
-"""The local subgraph a Tree-of-Traversals policy reads: a value with properties of its own (a statement's qualifiers,
-a blank node over generic SPARQL) shows them, and two such values under one relation stay two edges."""
+"""Values with properties of their own (a statement's qualifiers, a nameless blank node over generic SPARQL) in
+Tree-of-Traversals: the local subgraph a policy reads shows the properties, two such values under one relation stay
+two edges, and the offline reasoner answers them as two answers."""
 
 from __future__ import annotations
 
@@ -38,3 +39,32 @@ async def test_a_blank_node_reached_over_generic_sparql_shows_its_properties_to_
         assert "'(structured value)' {unit text: 'tonnes'; value: '5'}" in s.subgraph.render()
     finally:
         await kg.aclose()
+
+
+async def test_the_offline_reasoner_answers_two_nameless_structured_values_as_two(tmp_path):
+    """Two unlabelled blank-node awards are two answers, each with its properties, not one "(structured value)"."""
+    from oxigraph_fixture import start_oxigraph  # the plugin pytest loads
+
+    from retrieval_fixtures import shared_embedder
+
+    from strategies.offline import OfflineReasoner, topics_from_matches
+
+    ttl = tmp_path / "awards.ttl"
+    ttl.write_text('@prefix ex: <http://example.org/p/> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
+                   'ex:Ada rdfs:label "Ada Byron" ; ex:award [ ex:awardName "Gold Medal" ] , '
+                   '[ ex:awardName "Silver Medal" ] ; ex:birthPlace ex:London .\n'
+                   'ex:London rdfs:label "London" .\n')
+    proc, url = start_oxigraph(ttl, tmp_path / "store")
+    with proc:
+        kg = open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": "http://example.org/p/"})
+        try:
+            question = "what award did [Ada Byron] receive"
+            res = await OfflineReasoner(shared_embedder()).reason(kg, question, topics_from_matches(
+                await kg.initialize(question)))
+            assert [h[0] for h in res.best.hops] == ["g:ex.award"]
+            assert sorted(res.best.answer_labels) == ["(structured value) {award name: Gold Medal}",
+                                                      "(structured value) {award name: Silver Medal}"]
+        finally:
+            await kg.aclose()
+            proc.terminate()
+            proc.wait(timeout=5)

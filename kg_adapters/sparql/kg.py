@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from ..base import KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, NotFound
 from ..models import (
+    STRUCTURED_VALUE,
     Direction,
     Edge,
     EdgePage,
@@ -52,7 +53,7 @@ _GET_LIMIT = 1800  # longer queries are POSTed
 # the query fetches at most BNODE_PROPERTIES × (page size + 1) such rows, so one huge node cannot blow up a page.
 # One level only: a blank node among those properties is shown as STRUCTURED.
 BNODE_PROPERTIES = 20
-STRUCTURED = "(structured value)"
+STRUCTURED = STRUCTURED_VALUE
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
 from kg_adapters.memory import MemoryKG
-from kg_adapters.models import Direction
+from kg_adapters.models import STRUCTURED_VALUE, Direction
 from kg_adapters.text import humanize
 
 Hop = tuple[str, Direction]
@@ -207,11 +207,12 @@ class InterfaceGraph(GraphView):
                 for eid, ent in page.entities.items():
                     self._labels.setdefault(eid, ent.label)
                 for e in page.edges:
-                    tgt = e.target if e.target is not None else (f"literal:{e.value.value}" if e.value else None)
+                    text = _value_text(e) if e.target is None and e.value is not None else None
+                    tgt = e.target if e.target is not None else (f"literal:{text}" if text else None)
                     if tgt is None:
                         continue
-                    if e.target is None and e.value is not None:
-                        self._labels.setdefault(tgt, e.value.value)
+                    if text:
+                        self._labels.setdefault(tgt, text)
                     res.setdefault(e.source, []).append(tgt)
                     if len(seen_targets) < 64:
                         seen_targets.setdefault(tgt, None)
@@ -242,3 +243,12 @@ class InterfaceGraph(GraphView):
 
 def view_for(kg: KnowledgeGraph) -> GraphView:
     return MemoryGraph(kg) if isinstance(kg, MemoryKG) else InterfaceGraph(kg)
+
+
+def _value_text(edge) -> str:
+    """A literal answer as people read it; a nameless structured value (a blank node over generic SPARQL) with its
+    own properties, so two of them are two answers: ``(structured value) {award name: Gold Medal}``."""
+    if edge.value.value != STRUCTURED_VALUE or not edge.qualifiers:
+        return edge.value.value
+    parts = [f"{q.relation.label}: {q.value.value if q.value else q.target}" for q in edge.qualifiers[:5]]
+    return f"{edge.value.value} {{{'; '.join(parts)}}}"

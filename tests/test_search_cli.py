@@ -141,14 +141,25 @@ def test_resume_continues_after_ctrl_c_without_redoing_or_losing_answers(capsys,
     out_file = tmp_path / "out.jsonl"
     args = ["--questions", qfile, "--kg", f"films={kb}", "--out", out_file, "--quiet"]
     proc = subprocess.Popen([sys.executable, "-c", _RUN_WITH_SLOW_POLICY, str(Path(__file__).parent), *map(str, args)],
-                            cwd=Path(__file__).resolve().parents[1], stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:  # wait until two questions are answered, then press Ctrl-C
-        if out_file.exists() and out_file.read_text().count("\n") >= 2:
+                            cwd=Path(__file__).resolve().parents[1], stderr=subprocess.PIPE, text=True,
+                            # a shell's background job inherits SIGINT ignored (so would this child): a user's
+                            # Ctrl-C reaches a foreground run, which is what this test plays
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    started = time.monotonic()
+    while time.monotonic() - started < 60:  # wait until two questions are answered, then press Ctrl-C
+        if proc.poll() is not None or (out_file.exists() and out_file.read_text().count("\n") >= 2):
             break
         time.sleep(0.05)
+    assert proc.poll() is None, f"tot-search ended before Ctrl-C: {proc.communicate()[1][-2000:]}"
+    waited = time.monotonic() - started
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"tot-search still running 60 s after Ctrl-C (sent {waited:.1f} s after start, answers so far: "
+                    f"{out_file.read_text().count(chr(10)) if out_file.exists() else 0}); stderr: {err[-2000:]}")
     assert proc.returncode == 130 and "--resume" in err and "Traceback" not in err
     first = [json.loads(x) for x in out_file.read_text().splitlines()]
     assert [r["id"] for r in first] == ["q:1", "q:2"]

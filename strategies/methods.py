@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -89,8 +90,32 @@ class Services:
                     from strategies.embeddings import Embedder
 
                     factory = Embedder
-                self._embedder = await asyncio.to_thread(factory)
+                self._embedder = await _in_daemon_thread(factory)
         return self._embedder
+
+
+async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a daemon thread: unlike ``asyncio.to_thread``, whose executor ``asyncio.run`` joins on the way
+    out, a Ctrl-C during a slow load (the embedder, ~6 s) does not wait for the load to finish."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def work() -> None:
+        try:
+            ok, value = True, fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the awaiting task, which re-raises it
+            ok, value = False, e
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop is gone: the run was interrupted meanwhile
+            pass
+
+    threading.Thread(target=work, name="tot-load", daemon=True).start()
+    return await fut
 
 
 MethodFactory = Callable[[MethodOptions, Services], Method]

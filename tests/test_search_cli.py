@@ -251,3 +251,31 @@ def test_html_report_is_self_contained(capsys, tmp_path):
     assert not re.search(r"https?://", page)
     assert page.count('<details class="q ') == 3
     assert 'class="node path"' in page and "Joely Richardson" in page
+
+
+def test_an_interrupted_run_does_not_wait_for_a_slow_embedder_load():
+    """Ctrl-C cancels the run while the embedder is still loading (~6 s for MiniLM): the process must not wait for
+    the load to finish on its way out, as it would for ``asyncio.to_thread``'s joined executor."""
+    import asyncio
+    import threading
+    import time
+
+    from strategies.methods import Services
+
+    loading = threading.Event()
+
+    def slow_load():
+        loading.set()
+        time.sleep(20)
+
+    async def interrupted_run():
+        task = asyncio.create_task(Services([], embedder_factory=slow_load).embedder())
+        while not loading.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(interrupted_run())
+    assert time.monotonic() - started < 5

@@ -25,6 +25,7 @@ STOPWORDS = frozenset(
 
 
 _DET = frozenset("the a an".split())
+_MARK = "zzmentionzz"  # stands for the topic mention in the token list
 _PREP = frozenset("in on at to for by with from of about into over under as".split())
 
 
@@ -72,9 +73,9 @@ def find_mention(question: str, topic_labels: list[str]) -> tuple[str, str | Non
 
 def parse_question(question: str, topic_labels: list[str], max_span: int = 4) -> ParsedQuestion:
     marked, _ = find_mention(question, topic_labels)
-    raw = _TOKEN.findall(marked.replace("_", " ").casefold().replace("\x00", " zzmentionzz "))
-    mention_at = raw.index("zzmentionzz") if "zzmentionzz" in raw else None
-    toks = [t for t in raw if t != "zzmentionzz"]
+    raw = _TOKEN.findall(marked.replace("_", " ").casefold().replace("\x00", f" {_MARK} "))
+    mention_at = raw.index(_MARK) if _MARK in raw else None
+    toks = [t for t in raw if t != _MARK]
     spans: list[Span] = []
     for n in range(1, max_span + 1):
         for s in range(0, len(toks) - n + 1):
@@ -110,7 +111,7 @@ def find_focus(toks: list[str]) -> str | None:
             while j < len(toks) and toks[j] in _SKIP:
                 j += 1
             words = []
-            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != "zzmentionzz":
+            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != _MARK:
                 words.append(toks[j])
                 j += 1
             if words:
@@ -124,7 +125,6 @@ def find_focus(toks: list[str]) -> str | None:
 
 # Nouns that name the answer's form, not a relation ("the name of the son of X" is one hop).
 _META = frozenset("name names kind kinds type types sort sorts".split())
-_MARK = "zzmentionzz"
 
 
 def chain_slots(toks: list[str]) -> list[tuple[int, int]]:

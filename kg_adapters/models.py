@@ -36,6 +36,7 @@ def make_id(kg: str, local: str) -> str:
 # properties come as the edge's qualifiers.
 STRUCTURED_VALUE = "(structured value)"
 
+
 class Direction(str, Enum):
     """``forward``: the entity is the subject (e —r→ x); ``backward``: the entity is the object (x —r→ e)."""
 

@@ -49,12 +49,16 @@ _MAX_GRAMS = 150
 _MAX_MENTIONS = 8
 _GET_LIMIT = 1800  # longer queries are POSTed
 # Generic RDF: a blank-node object (an award with a name and a year) is shown as the edge's value — its label, or
-# STRUCTURED if it has none — with its own properties as the edge's qualifiers, at most BNODE_PROPERTIES each;
+# STRUCTURED_VALUE if it has none — with its own properties as the edge's qualifiers, at most BNODE_PROPERTIES each;
 # the query fetches at most BNODE_PROPERTIES × (page size + 1) such rows, so one huge node cannot blow up a page.
-# One level only: a blank node among those properties is shown as STRUCTURED.
+# One level only: a blank node among those properties is shown as STRUCTURED_VALUE.
 BNODE_PROPERTIES = 20
-STRUCTURED = STRUCTURED_VALUE
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
+
+
+def _property_rows(rows: Sequence[Row]) -> int:
+    """Rows carrying a property of a blank-node target (or a Wikidata qualifier): ``?qp`` bound."""
+    return sum("qp" in r for r in rows)
 
 
 def _chunks(items: Sequence, size: int) -> list[Sequence]:
@@ -88,6 +92,7 @@ class SparqlKG(KnowledgeGraph):
         super().__init__(name, limits)
         self.profile = profile
         self.backend = profile.kind
+        self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql
         self.search_api = search_api
         self.search_language = search_language
@@ -164,8 +169,8 @@ class SparqlKG(KnowledgeGraph):
 
     def _value(self, term: Term) -> tuple[str | None, Literal | None]:
         """A result node as (entity local ID, None) or (None, literal value)."""
-        if term.kind == "bnode" and self.backend == "sparql":
-            return None, Literal.model_construct(value=STRUCTURED, datatype=None, lang=None)
+        if term.kind == "bnode" and self.structured_bnodes:
+            return None, Literal.model_construct(value=STRUCTURED_VALUE, datatype=None, lang=None)
         if term.kind == "bnode" or term.value.startswith(_GENID):
             return None, Literal.model_construct(value=UNKNOWN, datatype=None, lang=None)
         if term.kind == "uri":
@@ -252,7 +257,6 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput("offset must be an integer ≥ 0")
         forward = direction is Direction.forward
         statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
-        structured = self.backend == "sparql"  # blank-node targets bring their properties (generic RDF only)
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[tuple[str, Term, list[Row]]] = []
         skip, room, truncated = offset, limit, False
@@ -266,12 +270,12 @@ class SparqlKG(KnowledgeGraph):
                 if n <= skip:
                     skip -= n
                     continue
-            cap = (room + 1) * BNODE_PROPERTIES if structured else None
+            cap = (room + 1) * BNODE_PROPERTIES if self.structured_bnodes else None
             query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap)
             rows = await self._select(query)
             page = self._group_edges(rows)
             cut = False
-            if cap is not None and sum("qp" in r for r in rows) >= cap:
+            if cap is not None and _property_rows(rows) >= cap:
                 kept = self._before_cut(rows, page)
                 cut, page = len(kept) < len(page), kept
             skip = 0
@@ -317,7 +321,7 @@ class SparqlKG(KnowledgeGraph):
         if not cut_at:
             return page
         i = keys.index(cut_at[-1])
-        got = sum("qp" in r for r in page[i][2])
+        got = _property_rows(page[i][2])
         return page[: i + 1] if got >= BNODE_PROPERTIES or i == 0 else page[:i]
 
     async def _edge_page(
@@ -325,9 +329,8 @@ class SparqlKG(KnowledgeGraph):
         offset: int,
     ) -> EdgePage:
         rel_id = self._qid(rel_local)
-        structured = self.backend == "sparql"
-        capped = structured and any(
-            t.kind == "bnode" and sum("qp" in r for r in rows) > BNODE_PROPERTIES for _, t, rows in grouped
+        capped = self.structured_bnodes and any(
+            t.kind == "bnode" and _property_rows(rows) > BNODE_PROPERTIES for _, t, rows in grouped
         )
         if capped:  # the first properties in the query's (property, value) order, whichever page the node is on
             grouped = [(src, t, self._first_properties(rows)) if t.kind == "bnode" else (src, t, rows)
@@ -356,7 +359,7 @@ class SparqlKG(KnowledgeGraph):
             if local is not None:
                 entities.setdefault(self._qid(local), self._entity(local))
             qualifiers = self._qualifiers(rows, entities)
-            if t.kind == "bnode" and structured:
+            if t.kind == "bnode" and self.structured_bnodes:
                 label = self._best(rows, "l", "lp", self.profile.label_preds)
                 if label is not None:
                     value = Literal.model_construct(value=label, datatype=None, lang=None)

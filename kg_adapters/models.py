@@ -7,6 +7,7 @@ after the first colon belongs to the adapter, which validates it before it goes 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -98,6 +99,17 @@ class Edge(_Model):
         if self.direction is Direction.forward:
             return (self.source, self.relation, other)
         return (other, self.relation, self.source)  # type: ignore[return-value]
+
+    def qualifier_text(self, node_text: Callable[[Qualifier], str], shown: int, more: bool = True) -> str:
+        """`` {start time: 1999; end time: 2004}`` to follow the target in a text: the first ``shown`` qualifiers
+        (a statement's, or a blank node's own properties), each as ``label: node_text(q)``, then ``+N more``
+        unless ``more`` is False; empty when there are none."""
+        if not self.qualifiers:
+            return ""
+        parts = [f"{q.relation.label}: {node_text(q)}" for q in self.qualifiers[:shown]]
+        if more and len(self.qualifiers) > shown:
+            parts.append(f"+{len(self.qualifiers) - shown} more")
+        return " {" + "; ".join(parts) + "}"
 
 
 class EntityMatch(_Model):

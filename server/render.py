@@ -102,14 +102,8 @@ def _node_text(target: str | None, value: Literal | None, entities: dict[str, En
 def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
     """The node reached, then its qualifiers in braces — a Wikidata statement's (start time, end time...) or a
     blank node's own properties over generic SPARQL (``"Note G" {type: g:ex.Program Program; comment: "..."}``)."""
-    text = _node_text(edge.target, edge.value, entities)
-    if not edge.qualifiers:
-        return text
-    shown = [f"{q.relation.label}: {_node_text(q.target, q.value, entities)}"
-             for q in edge.qualifiers[:_QUALIFIERS_SHOWN]]
-    if len(edge.qualifiers) > _QUALIFIERS_SHOWN:  # all of them stay in the structured result
-        shown.append(f"+{len(edge.qualifiers) - _QUALIFIERS_SHOWN} more")
-    return f"{text} {{{'; '.join(shown)}}}"
+    quals = edge.qualifier_text(lambda q: _node_text(q.target, q.value, entities), _QUALIFIERS_SHOWN)
+    return _node_text(edge.target, edge.value, entities) + quals  # all qualifiers stay in the structured result
 
 
 def relation_ref(relation_id: str, relation: Relation | None) -> str:

@@ -248,7 +248,6 @@ def view_for(kg: KnowledgeGraph) -> GraphView:
 def _value_text(edge) -> str:
     """A literal answer as people read it; a nameless structured value (a blank node over generic SPARQL) with its
     own properties, so two of them are two answers: ``(structured value) {award name: Gold Medal}``."""
-    if edge.value.value != STRUCTURED_VALUE or not edge.qualifiers:
+    if edge.value.value != STRUCTURED_VALUE:
         return edge.value.value
-    parts = [f"{q.relation.label}: {q.value.value if q.value else q.target}" for q in edge.qualifiers[:5]]
-    return f"{edge.value.value} {{{'; '.join(parts)}}}"
+    return edge.value.value + edge.qualifier_text(lambda q: q.value.value if q.value else q.target, 5, more=False)

@@ -78,16 +78,11 @@ class LocalSubgraph(BaseModel):
         e = self.entities.get(entity_id)
         return e.label if e else entity_id
 
-    def _qualifier_text(self, edge: Edge, shown: int = 5) -> str:
-        """`` {start time: '1999'; end time: '2004'}``: a statement's qualifiers, or a structured (blank-node)
-        value's own properties, which say what the bare value cannot."""
-        if not edge.qualifiers:
-            return ""
-        parts = [f"{q.relation.label}: " + (self.label(q.target) if q.target else repr(q.value.value) if q.value else "?")
-                 for q in edge.qualifiers[:shown]]
-        if len(edge.qualifiers) > shown:
-            parts.append(f"+{len(edge.qualifiers) - shown} more")
-        return " {" + "; ".join(parts) + "}"
+    def _qualifier_text(self, edge: Edge) -> str:
+        """A statement's qualifiers, or a structured (blank-node) value's own properties, which say what the bare
+        value cannot: `` {start time: '1999'; end time: '2004'}``."""
+        return edge.qualifier_text(
+            lambda q: self.label(q.target) if q.target else repr(q.value.value) if q.value else "?", shown=5)
 
     def render(self, max_edges_per_group: int = 20) -> str:
         """The paper's token-efficient form: ``id: label - description`` lines, then edges grouped by source

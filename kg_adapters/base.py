@@ -8,6 +8,7 @@ reach. Everything is async because most backends do I/O; the in-memory backend s
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import InvalidInput, UnknownKG
@@ -16,10 +17,12 @@ from .models import (
     EdgePage,
     EntityDescription,
     EntityMatch,
+    Entity,
     KGInfo,
     RelationList,
     split_id,
 )
+from .text import key as label_key
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,26 @@ class Limits:
         return min(limit, cap)
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend offers, declared by the backend (as rdflib's ``Store`` declares its flags) so callers never
+    guess from class names or attributes."""
+
+    backend: str = "unknown"  # shown to users: memory, oxigraph, sparql, wikidata, linked
+    remote: bool = False  # answers come from a server we do not control (tools get openWorldHint; worth caching)
+    local_index: bool = False  # every triple sits in an in-memory TripleIndex (``kg.index``) strategies may read
+
+
 class KnowledgeGraph(abc.ABC):
     """A named KG. IDs it accepts and returns are namespaced with ``self.name``."""
 
     name: str
     limits: Limits
+    capabilities: Capabilities = Capabilities()
+
+    @property
+    def backend(self) -> str:
+        return self.capabilities.backend
 
     def __init__(self, name: str, limits: Limits | None = None) -> None:
         self.name = name
@@ -105,6 +123,30 @@ class KnowledgeGraph(abc.ABC):
     async def entity_key(self, entity_id: str) -> str | None:
         """The IRI (or triple-file name) behind an entity ID, the inverse of :meth:`resolve_key`."""
         return (await self.describe_entity(entity_id)).iri
+
+    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
+        """Entities named exactly ``label``, else case-insensitively (how label links are made; no fuzzy matches).
+        The fallback filters :meth:`search_entities`; backends with a label index answer directly."""
+        if not label.strip():
+            return []
+        hits = await self.search_entities(label, limit=min(max(limit, 1), self.limits.max_search))
+        exact = [h.entity for h in hits if h.match == "exact" and h.entity.label == label]
+        want = label_key(label)
+        return (exact or [h.entity for h in hits if label_key(h.entity.label) == want])[:limit]
+
+    async def same_as(self, entity_id: str, into: str | None = None) -> list[str]:
+        """The same entity in the other linked KGs (only in KG ``into``, if given). A KG on its own knows none;
+        :class:`~kg_adapters.linked.LinkedKG` answers by its link rules."""
+        return []
+
+    def relation_vocabulary(self) -> frozenset[str] | None:
+        """Every relation ID this KG has, when it can say without I/O (local backends); None when unknown. Used to
+        reject a configuration naming a relation that does not exist."""
+        return None
+
+    def members(self) -> Mapping[str, "KnowledgeGraph"]:
+        """The KGs this one answers from, by name: itself, unless it federates several (:class:`LinkedKG`)."""
+        return {self.name: self}
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections or files."""

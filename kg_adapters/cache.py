@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from .base import KnowledgeGraph
 from .errors import InvalidInput
-from .models import Direction, EdgePage, EntityDescription, EntityMatch, KGInfo, RelationList
+from .models import Direction, EdgePage, Entity, EntityDescription, EntityMatch, KGInfo, RelationList
 
 T = TypeVar("T")
 _tokens = itertools.count(1)
@@ -137,7 +137,7 @@ class CachedKG(KnowledgeGraph):
         super().__init__(inner.name, inner.limits)
         self.inner = inner
         self.cache = cache or ResultCache()
-        self.backend = getattr(inner, "backend", type(inner).__name__)
+        self.capabilities = inner.capabilities
         # the per-wrapper token keeps two wrappers apart even when name, class and limits coincide
         self._identity = (inner.name, type(inner).__module__, type(inner).__qualname__, next(_tokens), inner.limits)
 
@@ -200,6 +200,18 @@ class CachedKG(KnowledgeGraph):
 
     async def info(self) -> KGInfo:
         return await self.inner.info()
+
+    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
+        return await self.inner.find_by_label(label, limit)
+
+    async def resolve_key(self, key: str) -> str | None:
+        return await self.inner.resolve_key(key)
+
+    async def entity_key(self, entity_id: str) -> str | None:
+        return await self.inner.entity_key(entity_id)
+
+    def relation_vocabulary(self) -> frozenset[str] | None:
+        return self.inner.relation_vocabulary()
 
     async def aclose(self) -> None:
         await self.inner.aclose()

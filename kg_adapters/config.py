@@ -34,10 +34,11 @@ Example::
     backend = "anthropic"
     model = "claude-sonnet-4-5"
 
-Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. With ``[[link]]``
-rules, :func:`open_kgs` adds a :class:`~kg_adapters.composite.CompositeKG` named ``linked`` (or
-``[composite] name``) over the linked members; its IDs keep each member's prefix (``wd:Q1299``, ``mb:…``), so
-it can be served beside its members without clashes.
+    [linking]                         # optional: enabled = false, or label-link only some pairs
+    pairs = [["wd", "mb"]]
+
+Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. When several KGs are
+served they are linked (:mod:`kg_adapters.linking`): by the ``[[link]]`` rules if there are any, else by label.
 """
 
 from __future__ import annotations
@@ -49,12 +50,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .base import KnowledgeGraph, Limits
-from .composite import CompositeKG, LinkRule
+from .linking import LinkingConfig, LinkRule
 from .errors import InvalidInput
 from .models import KG_NAME_RE
 from .spec import KGSpec, make_spec, open_kg
 
-DEFAULT_COMPOSITE_NAME = "linked"
 _PATH_OPTIONS = ("store",)
 
 
@@ -97,11 +97,6 @@ class LLMConfig(_Strict):
     model: str | None = None
 
 
-class CompositeConfig(_Strict):
-    name: str = Field(default=DEFAULT_COMPOSITE_NAME, pattern=KG_NAME_RE.pattern)
-    cache_size: int = Field(default=10_000, ge=1)
-
-
 class Config(_Strict):
     kg: dict[str, KGConfig] = Field(default_factory=dict)
     kgs: dict[str, str] = Field(default_factory=dict, description="Shorthand NAME = SPEC tables.")
@@ -109,7 +104,7 @@ class Config(_Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
-    composite: CompositeConfig = Field(default_factory=CompositeConfig)
+    linking: LinkingConfig = Field(default_factory=LinkingConfig)
     base_dir: Path | None = Field(default=None, exclude=True)
 
     @field_validator("kg", "kgs")
@@ -182,8 +177,7 @@ def open_kgs(
     specs: list[KGSpec] | None = None, config: Config | None = None, limits: Limits | None = None
 ) -> dict[str, KnowledgeGraph]:
     """Open the KGs of ``specs`` (e.g. from ``--kg``, which win over the config's KGs of the same name) and of
-    ``config``; add the composite (see module docstring) when the config has link rules. Opened in order; if
-    one fails, the error propagates and nothing after it is opened."""
+    ``config``. Opened in order; if one fails, the error propagates and nothing after it is opened."""
     config = config or Config()
     limits = limits or config.limits.to_limits()
     wanted: dict[str, tuple[KGSpec, dict[str, Any]]] = {s.name: (s, o) for s, o in config.specs()}
@@ -195,14 +189,5 @@ def open_kgs(
             kgs[name] = open_kg(spec, limits, **opts)
         except TypeError as e:  # an opener that takes no such keyword
             raise InvalidInput(f"[kg.{name}]: {e}") from None
-    if config.link:
-        cname = config.composite.name
-        if cname in kgs:
-            raise InvalidInput(f"[composite] name {cname!r} clashes with a KG of that name; set [composite] name")
-        members = {n: kgs[n] for n in dict.fromkeys(x for r in config.link for x in (r.from_kg, r.to_kg)) if n in kgs}
-        missing = {x for r in config.link for x in (r.from_kg, r.to_kg)} - set(members)
-        if missing:
-            raise InvalidInput(f"[[link]] names KG(s) {', '.join(sorted(missing))} that are not configured")
-        kgs[cname] = CompositeKG(cname, members, config.link, limits=limits, cache_size=config.composite.cache_size)
     return kgs
 

@@ -193,6 +193,15 @@ class LabelIndex:
         return float(self._priors[i]) if self._priors is not None else 0.0
 
     # -- search -----------------------------------------------------------------------------------------------
+    def named(self, label: str) -> list[int]:
+        """Positions whose label is exactly ``label``, else those whose lookup key equals its key (case, spacing
+        and punctuation aside); no fuzzy matches. What cross-KG label links are made of."""
+        exact = self._exact.get(label)
+        if exact:
+            return list(exact)
+        k = key(label)
+        return list(self._by_key.get(k, ())) if k else []
+
     def search(self, text: str, limit: int = 10) -> list[Hit]:
         """Best first: exact label, then case-insensitive, then fuzzy and word-overlap candidates."""
         if limit < 1:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .base import KnowledgeGraph, Limits
+from .base import Capabilities, KnowledgeGraph, Limits
 from .errors import InvalidInput, NotFound
 from .label_index import LabelIndex
 from .models import (
@@ -29,7 +29,7 @@ _ENTITY_LOCAL = re.compile(r"^E(0|[1-9][0-9]{0,9})$")
 
 
 class MemoryKG(KnowledgeGraph):
-    backend = "memory"
+    capabilities = Capabilities(backend="memory", local_index=True)
 
     def __init__(self, name: str, index: TripleIndex, *, description: str = "", limits: Limits | None = None):
         super().__init__(name, limits)
@@ -184,6 +184,12 @@ class MemoryKG(KnowledgeGraph):
             relations=rels,
             iri=node.key if node.key.startswith(("http://", "https://", "urn:")) else None,
         )
+
+    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
+        return [self.entity(i) for i in self._labels.named(label)[:limit]]
+
+    def relation_vocabulary(self) -> frozenset[str]:
+        return frozenset(f"{self._prefix}{loc}" for loc in self.index.rel_local_ids)
 
     async def resolve_key(self, key: str) -> str | None:
         i = self.index.find_node(key)

@@ -65,6 +65,7 @@ class Relation(_Model):
     inverse_label: str | None = Field(default=None, description="How to read the relation backward.")
     direction: Direction = Direction.forward
     count: int | None = Field(default=None, description="Edges the queried entities have with it, if known.")
+    kg: str | None = Field(default=None, description="The KG it belongs to, when several linked KGs answered.")
 
 
 class Literal(_Model):
@@ -92,6 +93,11 @@ class Edge(_Model):
     target: str | None = None
     value: Literal | None = None
     qualifiers: list[Qualifier] = Field(default_factory=list)
+    via: str | None = Field(
+        default=None,
+        description="The entity asked about, when the edge was followed from its linked equivalent `source` in "
+        "another KG.",
+    )
 
     def triple(self) -> tuple[str, str, str | Literal]:
         """The edge as the KG stores it: (subject, relation, object)."""
@@ -117,6 +123,7 @@ class EntityMatch(_Model):
     score: float = Field(description="Higher is better; 1.0 is an exact label match.")
     match: str = Field(description="How it matched: exact, casefold, fuzzy, bm25, mention, api.")
     mention: str | None = Field(default=None, description="The query text this entity was linked from.")
+    same_as: list[str] = Field(default_factory=list, description="The same entity in the other linked KGs.")
 
 
 class RelationList(_Model):

@@ -36,7 +36,7 @@ from urllib.parse import quote, unquote
 
 import pyoxigraph as ox
 
-from .base import KnowledgeGraph, Limits
+from .base import Capabilities, KnowledgeGraph, Limits
 from .errors import BackendError, InvalidInput, NotFound
 from .label_index import Hit, LabelIndex
 from .lru import LRU
@@ -228,7 +228,7 @@ class InMemoryLabelSearch:
 
 # -- the backend -----------------------------------------------------------------------------------------------
 class OxigraphKG(KnowledgeGraph):
-    backend = "oxigraph"
+    capabilities = Capabilities(backend="oxigraph")
 
     def __init__(
         self,

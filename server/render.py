@@ -77,7 +77,8 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
     lines = [f"{heading}:"]
     for m in matches:
         how = f"{m.match} {m.score:.2f}" + (f' for "{m.mention}"' if m.mention else "")
-        lines.append(f"{entity_line(m.entity)}  [{how}]")
+        same = f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})" if m.same_as else ""
+        lines.append(f"{entity_line(m.entity)}  [{how}]{same}")
     return "\n".join(lines + _footer(False, False, warnings))
 
 
@@ -121,12 +122,16 @@ def render_edges(page: EdgePage) -> str:
     if not page.edges:
         return "\n".join(["no edges", *_footer(page.truncated, page.partial, page.warnings)])
     groups: dict[str, dict[tuple[str, Direction], list[str]]] = {}
+    via: dict[str, str] = {}
     for edge in page.edges:
         by_rel = groups.setdefault(edge.source, {})
         by_rel.setdefault((edge.relation, edge.direction), []).append(_target_text(edge, page.entities))
+        if edge.via:
+            via[edge.source] = edge.via
     lines: list[str] = []
     for source, by_rel in groups.items():
-        lines.append(f"{entity_ref(source, page.entities)}:")
+        linked = f" (same as {via[source]})" if source in via else ""  # followed from the entity asked about
+        lines.append(f"{entity_ref(source, page.entities)}{linked}:")
         for (relation, direction), targets in by_rel.items():
             inverse = " (inverse)" if direction is Direction.backward else ""
             lines.append(f"  {relation_ref(relation, page.relation)}{inverse} [{len(targets)}]: {', '.join(targets)}")

@@ -30,7 +30,7 @@ def register_resources(server: MCPServer, runtime: Runtime) -> None:
                 uri=f"kg://{name}",
                 name=name,
                 title=f"KG {name}",
-                description=f"The {name!r} knowledge graph ({getattr(kg, 'backend', type(kg).__name__)}): size, "
+                description=f"The {name!r} knowledge graph ({kg.backend}): size, "
                 "description and a sample of its relations.",
                 mime_type="application/json",
             )

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from kg_adapters.base import KnowledgeGraph, Limits
-from kg_adapters.errors import InvalidInput, KGError, UnknownKG
-from kg_adapters.models import split_id
 from kg_adapters.config import Config, open_kgs
+from kg_adapters.errors import InvalidInput, KGError, UnknownKG
+from kg_adapters.linked import LinkedKG
+from kg_adapters.linking import Linker, rules_for
 from kg_adapters.embedded import DEFAULT_KG_NAME
 from kg_adapters.spec import KGSpec, make_spec
 
@@ -55,7 +56,7 @@ def llm_from_config(options: Mapping[str, Any], ctx: Any = None) -> "LLM":
 
 
 class Runtime:
-    """The KGs by name plus lazily created shared services. Tools route IDs to KGs through it."""
+    """The KGs by name, ``graph`` (all of them answered as one, linked), and lazily created shared services."""
 
     def __init__(
         self,
@@ -74,6 +75,11 @@ class Runtime:
         self.kgs: dict[str, KnowledgeGraph] = dict(kgs)
         self.limits = limits or Limits()
         self.config = config or Config()
+        linking = self.config.linking
+        rules = rules_for(self.kgs, self.config.link, linking)
+        linker = Linker(self.kgs, rules, cache_size=linking.cache_size, max_label_matches=linking.max_label_matches)
+        # the one place that decides which KG answers a call (and maps entities across KGs)
+        self.graph = LinkedKG(self.kgs, linker, limits=self.limits)
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
         self._embedder: Embedder | None = None
@@ -112,7 +118,7 @@ class Runtime:
             except ImportError as e:
                 raise InvalidInput(f"a KG backend is not available here: {e}") from None
         kgs = _with_cache(kgs, cache_weight, cache_ttl)
-        runtime = cls(kgs, limits, config, **kwargs)
+        runtime = cls(kgs, limits, config, **kwargs)  # a bad link rule is an InvalidInput here (exit 2)
         runtime.load_seconds = time.perf_counter() - t0
         log.info("opened %d KG(s) in %.2fs", len(kgs), runtime.load_seconds)
         return runtime
@@ -124,33 +130,14 @@ class Runtime:
         except KeyError:
             raise UnknownKG(f"no KG named {name!r}; configured: {', '.join(self.kgs)}") from None
 
-    def kg_of(self, qualified_id: str) -> KnowledgeGraph:
-        """The KG an ID belongs to, by its namespace prefix."""
-        name, _ = split_id(qualified_id)
-        try:
-            return self.kgs[name]
-        except KeyError:
-            raise UnknownKG(
-                f"ID {qualified_id!r} names KG {name!r}, which is not configured; configured: {', '.join(self.kgs)}"
-            ) from None
-
-    def group_by_kg(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """Split IDs per KG, keeping first-seen order and dropping duplicates; checks the batch size."""
-        self.limits.check_ids(list(entity_ids))
-        groups: dict[str, list[str]] = {}
-        seen: set[str] = set()
-        for qid in entity_ids:
-            kg = self.kg_of(qid)
-            if qid not in seen:
-                seen.add(qid)
-                groups.setdefault(kg.name, []).append(qid)
-        return groups
-
-    def select_kgs(self, kg: str | None) -> list[KnowledgeGraph]:
-        """``None`` or ``"all"`` → every KG; else the one named (comma-separated names are allowed too)."""
+    def select(self, kg: str | None) -> LinkedKG:
+        """``None`` or ``"all"`` → every KG, linked; else the one named (or several, comma-separated, still linked)."""
         if kg is None or not kg.strip() or kg.strip() == "all":
-            return list(self.kgs.values())
-        return [self.kg(name.strip()) for name in dict.fromkeys(kg.split(",")) if name.strip()]
+            return self.graph
+        names = [name.strip() for name in kg.split(",") if name.strip()]
+        for name in names:
+            self.kg(name)
+        return self.graph.select(names) if names else self.graph
 
     # -- shared services ------------------------------------------------------------------------------------
     def embedder(self) -> "Embedder":
@@ -204,4 +191,4 @@ def _with_cache(kgs: dict[str, KnowledgeGraph], max_weight: int, ttl: float) -> 
     from kg_adapters.cache import ResultCache, CachedKG
 
     cache = ResultCache(max_weight, ttl)
-    return {name: kg if getattr(kg, "backend", "") == "memory" else CachedKG(kg, cache) for name, kg in kgs.items()}
+    return {name: kg if kg.capabilities.local_index else CachedKG(kg, cache) for name, kg in kgs.items()}

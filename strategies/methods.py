@@ -72,14 +72,30 @@ class MethodOptions(BaseModel):
 
 
 class Services:
-    """Shared, lazily created resources for one run: every configured KG and the sentence embedder."""
+    """Shared, lazily created resources for one run: every configured KG, all of them linked as one ``graph``
+    (one per run, so its link cache and the policies' statistics carry over between questions), and the sentence
+    embedder."""
 
-    def __init__(self, kgs: Sequence[KnowledgeGraph], embedder_factory: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        kgs: Sequence[KnowledgeGraph],
+        embedder_factory: Callable[[], Any] | None = None,
+        graph: KnowledgeGraph | None = None,
+    ) -> None:
         self.kgs = list(kgs)
+        self._graph = graph
         self._embedder_factory = embedder_factory
         self._embedder: Any = None
         self._lock = asyncio.Lock()
         self.shared: dict = {}  # state policies keep between questions of this run (see factory.make_policy)
+
+    @property
+    def graph(self) -> KnowledgeGraph:
+        if self._graph is None:
+            from kg_adapters.linked import LinkedKG
+
+            self._graph = LinkedKG.of(self.kgs)
+        return self._graph
 
     async def embedder(self) -> Any:
         """The shared embedder (loaded once, in a worker thread: ~6 s)."""
@@ -157,13 +173,13 @@ def tot_method(options: MethodOptions, services: Services) -> Method:
     asm_config = AsmConfig(max_edges_per_expansion=options.max_edges_per_expansion)
 
     async def run(question: BenchmarkQuestion, kg: KnowledgeGraph) -> MethodResult:
-        kgs = [kg] + [g for g in services.kgs if g.name != kg.name]
+        graph = services.graph  # every KG of the run, linked (the primary ``kg`` is one of them)
         embedder = await services.embedder() if factory.needs_embedder(options.llm) else None
-        policy = factory.make_policy(options.llm, kgs, model=options.model, embedder=embedder, options=options.extra,
+        policy = factory.make_policy(options.llm, graph, model=options.model, embedder=embedder, options=options.extra,
                                      shared=services.shared)
         started = time.perf_counter()
         try:
-            result = await TreeSearch(TraversalASM(kgs, asm_config), policy, config).run(question.text)
+            result = await TreeSearch(TraversalASM(graph, asm_config), policy, config).run(question.text)
         finally:
             await policy.aclose()
         return MethodResult(

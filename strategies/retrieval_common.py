@@ -97,12 +97,12 @@ class LocalGraph:
     """Read-only, integer-indexed view of a KG held in memory (its ``TripleIndex``)."""
 
     def __init__(self, kg: KnowledgeGraph) -> None:
-        index = getattr(kg, "index", None)
-        if index is None or not hasattr(index, "nodes") or not hasattr(kg, "node_id"):
+        if not kg.capabilities.local_index:
             raise RetrievalUnavailable(
-                f"KG {kg.name!r} ({getattr(kg, 'backend', type(kg).__name__)}) is not held locally; the retrieval "
+                f"KG {kg.name!r} ({kg.backend}) is not held locally; the retrieval "
                 "strategies need every entity and triple (use an embedded, triple-file or RDF-file KG)"
             )
+        index = kg.index  # type: ignore[attr-defined] - declared by capabilities.local_index
         if not index.nodes:
             raise RetrievalUnavailable(f"KG {kg.name!r} has no entities")
         self.kg = kg

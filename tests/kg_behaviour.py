@@ -26,7 +26,7 @@ import pytest
 
 from kg_adapters.base import KnowledgeGraph, Limits
 from kg_adapters.cache import CachedKG, ResultCache
-from kg_adapters.composite import CompositeKG
+from kg_adapters.linked import LinkedKG
 from kg_adapters.errors import InvalidInput, NotFound, UnknownKG
 from kg_adapters.files import open_file_kg
 from kg_adapters.models import Direction
@@ -269,9 +269,9 @@ async def test_get_edges_reports_the_relations_label_in_the_direction_asked(make
     assert back.relation.inverse_label == "inverse of directed by"
 
 
-async def test_caching_and_composite_wrappers_pass_the_relation_label_through(make_kg):
+async def test_caching_and_linking_wrappers_pass_the_relation_label_through(make_kg):
     cached = CachedKG(make_kg, ResultCache())
-    both = CompositeKG("both", {"mv": cached}, [])
+    both = LinkedKG({"mv": cached})
     matrix = await entity_id(make_kg, "The Matrix")
     starring = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "starring")
     for kg in (cached, cached, both):  # the second call is a cache hit

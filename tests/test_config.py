@@ -1,4 +1,4 @@
-"""The TOML configuration: KGs with backend options, link rules that add a composite KG, limits, server and LLM
+"""The TOML configuration: KGs with backend options, link rules between them, limits, server and LLM
 settings — and one clear error naming the file and the key for anything wrong."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kg_adapters.composite import CompositeKG
 from kg_adapters.config import load_config, open_kgs, parse_config
 from kg_adapters.errors import InvalidInput
 from kg_adapters.memory import MemoryKG
 from kg_adapters.oxigraph_store import OxigraphKG
 from kg_adapters.spec import make_spec
+from server.runtime import Runtime
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -61,18 +61,18 @@ def write(tmp_path: Path, text: str, name: str = "tot.toml") -> Path:
     return path
 
 
-def test_a_full_config_opens_every_kg_and_a_composite_over_the_linked_ones(tmp_path):
+def test_a_full_config_opens_every_kg_and_links_them_by_its_rules(tmp_path):
     (tmp_path / "linked_mb.ttl").write_bytes((FIXTURES / "linked_mb.ttl").read_bytes())  # relative to the config
     config = load_config(write(tmp_path, LINKED))
     assert config.server.transport == "http" and config.server.port == 8123 and config.server.token_env == "MY_TOKEN"
     assert config.llm.model == "claude-sonnet-4-5"
     kgs = open_kgs(config=config)
-    assert list(kgs) == ["movies", "wd", "mb", "linked"]
+    assert list(kgs) == ["movies", "wd", "mb"]  # no extra KG: the members themselves are linked
     assert isinstance(kgs["wd"], MemoryKG) and isinstance(kgs["mb"], OxigraphKG)
     assert (tmp_path / "mb.store").is_dir()  # the store path was resolved against the config's folder
     assert kgs["wd"].limits.max_edges == 7
-    linked = kgs["linked"]
-    assert isinstance(linked, CompositeKG) and set(linked.kgs) == {"wd", "mb"}
+    linked = Runtime(kgs, config=config).graph
+    assert [r.kind for r in linked.linker.rules] == ["property", "label"]  # the explicit rules, no default
     beatles = asyncio.run(linked.initialize("[The Beatles]"))[0].entity.id
     assert beatles.startswith("wd:")
     assert asyncio.run(linked.describe_entity(beatles)).same_as == ["mb:b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d"]
@@ -112,8 +112,8 @@ def test_bad_backend_options_and_links_fail_when_opening(tmp_path):
     dangling = parse_config(
         {"kgs": {"m": str(FIXTURES / "local_movies.ttl")}, "link": [{"from_kg": "m", "to_kg": "other", "kind": "label"}]}
     )
-    with pytest.raises(InvalidInput, match="not configured"):
-        open_kgs(config=dangling)
+    with pytest.raises(InvalidInput, match="names KG 'other', which is not configured"):
+        Runtime(open_kgs(config=dangling), config=dangling)
     with pytest.raises(InvalidInput, match="no such config file"):
         load_config(tmp_path / "missing.toml")
     with pytest.raises(InvalidInput, match="no such file"):

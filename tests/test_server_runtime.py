@@ -13,17 +13,23 @@ from server.app import build_server
 from server.runtime import Runtime, ServiceUnavailable
 
 
-def test_ids_are_routed_by_prefix_grouped_per_kg_and_deduplicated(embedded_kg):
+async def test_ids_are_routed_by_prefix_and_several_kgs_are_linked_by_label(embedded_kg):
     films = MemoryKG("films", embedded_kg.index)
     runtime = Runtime({"movies": embedded_kg, "films": films})
-    assert runtime.kg_of("movies:E1") is embedded_kg and runtime.kg_of("films:E1") is films
-    assert runtime.group_by_kg(["movies:E1", "films:E2", "movies:E1", "movies:E3"]) == {
-        "movies": ["movies:E1", "movies:E3"], "films": ["films:E2"]}
-    assert [k.name for k in runtime.select_kgs(None)] == [k.name for k in runtime.select_kgs("all")]
+    graph = runtime.graph
+    assert graph.owner("movies:E1") is embedded_kg and graph.owner("films:E1") is films
+    assert runtime.select(None) is runtime.select("all") is graph
+    assert list(runtime.select("films").kgs) == ["films"]
+    assert [(r.from_kg, r.to_kg, r.kind) for r in graph.linker.rules] == [("movies", "films", "label")]
+    assert await graph.same_as("movies:E1407") == ["films:E1407"]  # Tom Hanks, by label
     with pytest.raises(UnknownKG, match="configured: movies, films"):
-        runtime.kg_of("wd:Q42")
+        graph.owner("wd:Q42")
+    with pytest.raises(UnknownKG, match="no KG named 'wd'"):
+        runtime.select("wd")
     with pytest.raises(InvalidInput, match="malformed ID"):
-        runtime.group_by_kg(["E1"])
+        await graph.get_relations(["E1"])
+    assert Runtime({"movies": embedded_kg, "films": films},
+                   config=parse_config({"linking": {"enabled": False}})).graph.linker.rules == []
     with pytest.raises(InvalidInput, match="registered as 'cinema' is named 'movies'"):
         Runtime({"cinema": embedded_kg})
 

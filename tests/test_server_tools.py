@@ -12,7 +12,8 @@ import json
 import pytest
 from mcp_client import inprocess_client, text_of
 
-from kg_adapters.base import Limits
+from kg_adapters.base import Capabilities, Limits
+from kg_adapters.config import parse_config
 from kg_adapters.errors import BackendError
 from kg_adapters.memory import MemoryKG
 from kg_adapters.triples_file import load_triples_file
@@ -135,7 +136,7 @@ async def test_search_describe_and_list_kgs(runtime):
 
 # -- several KGs --------------------------------------------------------------------------------------------------
 async def test_calls_mixing_kgs_are_split_per_kg_and_merged(embedded_kg, mini_kg):
-    runtime = Runtime({"movies": embedded_kg, "mini": mini_kg})
+    runtime = Runtime({"movies": embedded_kg, "mini": mini_kg}, config=parse_config({"linking": {"enabled": False}}))
     async with inprocess_client(runtime) as client:
         linked = await call(client, "initialize", query="[Ada Lovelace] and [Tom Hanks]")
         ids = {m["entity"]["label"]: m["entity"]["id"] for m in linked.structured_content["entities"]}
@@ -147,7 +148,8 @@ async def test_calls_mixing_kgs_are_split_per_kg_and_merged(embedded_kg, mini_kg
     assert ("mini:collaborated_with", "forward") in got and ("movies:starred_actors", "backward") in got
     assert only_mini.structured_content["kgs"] == ["mini"]
     assert all(m["entity"]["kg"] == "mini" for m in only_mini.structured_content["entities"])
-    assert cross.is_error and "belongs to KG 'movies'" in text_of(cross)
+    assert not cross.is_error and cross.structured_content["edges"] == []  # unlinked KGs: an empty page says why
+    assert "no equivalent in KG 'mini'" in text_of(cross)
 
 
 async def test_one_failing_kg_gives_a_partial_result_with_a_warning(embedded_kg, mini_kg):
@@ -282,7 +284,7 @@ async def test_progress_is_reported_per_kg(embedded_kg, mini_kg):
 
 async def test_tools_are_open_world_when_a_remote_kg_is_served(embedded_kg, mini_kg):
     class Remote(MemoryKG):
-        backend = "sparql"
+        capabilities = Capabilities(backend="sparql", remote=True)
 
     async with inprocess_client(Runtime({"movies": embedded_kg, "wd": Remote("wd", mini_kg.index)})) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

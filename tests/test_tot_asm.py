@@ -178,12 +178,17 @@ async def test_entities_added_in_one_kg_are_linked_into_the_others():
                 SelectRelation(relation_id="a:starred_actors", direction=Direction.backward)):
         s = await asm.apply(s, act)
     speed_a, speed_b = await eid(a, "Speed"), await eid(b, "Speed")
-    assert s.subgraph.same_as[speed_a] == [speed_b] and speed_b in s.subgraph.entities
-    assert f"(same as {speed_b})" in s.subgraph.render()
-    # and the linked entity can be expanded in its own KG
-    for act in (ExpandKG(), SelectEntities(entity_ids=[speed_b]), SelectRelation(relation_id="b:filmed_in")):
-        s = await asm.apply(s, act)
-    assert any(e.label == "Los Angeles" for e in s.subgraph.entities.values())
+    assert s.subgraph.same_as[speed_a] == [speed_b]
+    assert f"{speed_a}: Speed (same as {speed_b})" in s.subgraph.render()
+    # the other KG's relations are offered for the entity itself, and followed through its link
+    s = await asm.apply(await asm.apply(s, ExpandKG()), SelectEntities(entity_ids=[speed_a]))
+    assert ("b:filmed_in", Direction.forward) in {(r.id, r.direction) for r in s.candidate_relations}
+    s = await asm.apply(s, SelectRelation(relation_id="b:filmed_in"))
+    (edge,) = [e for e in s.subgraph.edges if e.relation == "b:filmed_in"]
+    assert (edge.source, edge.via, s.subgraph.label(edge.target)) == (speed_b, speed_a, "Los Angeles")
+    # and the linked entity may also be selected by its own ID
+    expanding = await asm.apply(s, ExpandKG())
+    assert not was_rejected(expanding, await asm.apply(expanding, SelectEntities(entity_ids=[speed_b])))
 
 
 def test_states_and_actions_round_trip_through_json():

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
-from ..base import KnowledgeGraph, Limits
+from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, NotFound
 from ..models import (
     STRUCTURED_VALUE,
@@ -91,7 +91,7 @@ class SparqlKG(KnowledgeGraph):
     ) -> None:
         super().__init__(name, limits)
         self.profile = profile
-        self.backend = profile.kind
+        self.capabilities = Capabilities(backend=profile.kind, remote=True)
         self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql
         self.search_api = search_api

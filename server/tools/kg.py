@@ -1,8 +1,8 @@
 """The Tree-of-Traversals KG interface as MCP tools: initialize, get_relations, get_edges, plus helpers.
 
-Each tool routes namespaced IDs (``movies:E12``) to their KG, splits calls that mix KGs, merges the answers and
-returns both the typed result and the compact text of :mod:`server.render`. Every result is bounded by the
-runtime's ``Limits`` and says when it was cut.
+Each tool hands its call to ``runtime.graph`` (:class:`kg_adapters.linked.LinkedKG`), which routes namespaced IDs
+(``movies:E12``) to their KG and follows links across KGs, and returns both the typed result and the compact text
+of :mod:`server.render`. Every result is bounded by the runtime's ``Limits`` and says when it was cut.
 """
 
 
@@ -30,10 +30,6 @@ from ..results import tool_result
 from ..runtime import Runtime
 
 T = TypeVar("T")
-
-# Backends that talk to servers we do not control; their tools get openWorldHint.
-REMOTE_BACKENDS = frozenset({"sparql", "wikidata", "remote"})
-
 
 def _one_or_many(value: Any) -> Any:
     """Accept a bare ID where a list is expected: models often pass ``"movies:E1"`` for ``["movies:E1"]``."""
@@ -70,18 +66,6 @@ class KGList(BaseModel):
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-def is_remote(kg: KnowledgeGraph) -> bool:
-    """Whether answers come from a server we do not control (an explicit ``remote`` attribute wins; a composite
-    KG is remote if any member is)."""
-    remote = getattr(kg, "remote", None)
-    if isinstance(remote, bool):
-        return remote
-    members = getattr(kg, "kgs", None)
-    if isinstance(members, dict) and members and all(isinstance(m, KnowledgeGraph) for m in members.values()):
-        return any(is_remote(m) for m in members.values())
-    return str(getattr(kg, "backend", "")).lower() in REMOTE_BACKENDS
-
-
 async def _fan_out(
     kgs: Sequence[KnowledgeGraph], call: Callable[[KnowledgeGraph], Awaitable[T]], ctx: Context | None = None
 ) -> tuple[list[tuple[KnowledgeGraph, T]], list[str]]:
@@ -121,8 +105,8 @@ async def _fan_out(
 
 def register(server: MCPServer, runtime: Runtime) -> None:
     """Add the KG tools to ``server``; they read KGs and limits from ``runtime``."""
-    open_world = any(is_remote(kg) for kg in runtime.kgs.values())
-    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=open_world)
+    graph = runtime.graph
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=graph.capabilities.remote)
     limits = runtime.limits
     kg_names = ", ".join(runtime.kgs)
 
@@ -131,17 +115,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     ) -> EntityMatches:
         query = limits.check_query(query)
         limit = limits.clamp(limit, limits.max_search)
-        kgs = runtime.select_kgs(kg)
+        async def progress(done: int, total: int, name: str) -> None:
+            if ctx is not None:
+                await ctx.report_progress(done, total, f"{name} answered")
 
-        async def call(k: KnowledgeGraph) -> list[EntityMatch]:
-            return await (k.initialize(query, limit) if how == "link" else k.search_entities(query, limit))
-
-        answered, warnings = await _fan_out(kgs, call, ctx)
-        merged = sorted((m for _, ms in answered for m in ms), key=lambda m: -m.score)
-        merged = merged[:limit]
-        return EntityMatches(
-            query=query, kgs=[k.name for k in kgs], entities=merged, partial=bool(warnings), warnings=warnings
-        )
+        found = await runtime.select(kg).find_matches(query, limit, how, progress)  # each real-world entity once
+        return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, partial=bool(found.warnings),
+                             warnings=found.warnings)
 
     @server.tool(title="Link the entities of a question", annotations=read_only)
     async def initialize(
@@ -179,18 +159,10 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
         `forward` means entity -relation-> x; `backward` means x -relation-> entity (read as the inverse). Pick
         one relation and direction, then call get_edges."""
-        groups = runtime.group_by_kg(entity_ids)
-        answered, warnings = await _fan_out(
-            [runtime.kg(n) for n in groups], lambda k: k.get_relations(groups[k.name]), ctx
-        )
-        relations = [r for _, rl in answered for r in rl.relations]
-        warnings += [w for _, rl in answered for w in rl.warnings]
+        ids = list(dict.fromkeys(entity_ids))
+        rl = await graph.get_relations(ids)
         result = RelationsResult(
-            entity_ids=[i for ids in groups.values() for i in ids],
-            relations=relations[: limits.max_relations],
-            truncated=any(rl.truncated for _, rl in answered) or len(relations) > limits.max_relations,
-            partial=bool(warnings) or any(rl.partial for _, rl in answered),
-            warnings=warnings,
+            entity_ids=ids, relations=rl.relations, truncated=rl.truncated, partial=rl.partial, warnings=rl.warnings
         )
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
 
@@ -208,12 +180,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         Text groups targets by source and relation: `source: relation label (inverse) [count]: id label, ...`
         (the label is left out when the relation ID already reads as it). When truncated, call again with
         offset=next_offset."""
-        kg = runtime.kg_of(relation_id)
-        limits.check_ids(entity_ids)
-        for qid in entity_ids:
-            runtime.kg_of(qid)  # a clear "not configured" error before the adapter's own check
         limit = limits.clamp(limit, limits.max_edges)  # the server's cap holds whatever the adapter's is
-        page = await kg.get_edges(list(dict.fromkeys(entity_ids)), relation_id, direction, limit, offset)
+        page = await graph.get_edges(list(dict.fromkeys(entity_ids)), relation_id, direction, limit, offset)
         return tool_result(page, render.render_edges(page))
 
     @server.tool(title="Describe one entity", annotations=read_only)
@@ -221,7 +189,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         entity_id: Annotated[str, Field(description="One namespaced entity ID, e.g. 'movies:E1407'.")],
     ) -> Annotated[CallToolResult, EntityDescription]:
         """Label, description, aliases, IDs in linked KGs and the relation summary of one entity."""
-        desc = await runtime.kg_of(entity_id).describe_entity(entity_id)
+        desc = await graph.describe_entity(entity_id)
         return tool_result(desc, render.render_description(desc))
 
     @server.tool(title="List the configured KGs", annotations=read_only)

@@ -63,7 +63,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         policy and value function, best-first, until an answer scores ≥ tau. Returns the answer entities, the final
         subgraph and the search tree. Use it when you want an answer in one call instead of driving
         initialize / get_relations / get_edges yourself."""
-        kgs = runtime.select_kgs(kg)
+        graph = runtime.select(kg)
         warnings: list[str] = []
         kind = llm
         if kind == "sampling":
@@ -73,7 +73,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 kind = "offline"
         try:
             embedder = await runtime.aembedder() if factory.needs_embedder(kind) else None
-            policy = factory.make_policy(kind, kgs, ctx=ctx, embedder=embedder, shared=runtime.policy_state)
+            policy = factory.make_policy(kind, graph, ctx=ctx, embedder=embedder, shared=runtime.policy_state)
         except LLMError as e:
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
 
@@ -83,7 +83,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 await ctx.report_progress(p.expansions, p.max_expansions, f"{p.message}{best}")
 
         search = TreeSearch(
-            TraversalASM(kgs, AsmConfig(max_edges_per_expansion=min(50, runtime.limits.max_edges))),
+            TraversalASM(graph, AsmConfig(max_edges_per_expansion=min(50, runtime.limits.max_edges))),
             policy,
             SearchConfig(k=k, max_depth=max_depth, tau=tau, max_expansions=max_expansions),
         )

@@ -51,7 +51,9 @@ def make_policy(
     the offline reasoner's per-KG statistics). ``llm`` overrides the backend of the LLM kinds (tests)."""
     from strategies.tot.prompted import PromptedPolicy
 
-    kgs = [kg] if isinstance(kg, KnowledgeGraph) else list(kg)
+    from kg_adapters.linked import LinkedKG
+
+    graph = kg if isinstance(kg, KnowledgeGraph) else LinkedKG.of(list(kg))
     if kind == "offline":
         try:
             from strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
@@ -60,7 +62,7 @@ def make_policy(
                 "the offline policy (strategies.offline.OfflinePolicy) is not available in this build; "
                 "use --llm anthropic (with ANTHROPIC_API_KEY) instead"
             ) from e
-        return _construct(OfflinePolicy, kgs, embedder=embedder, options=options, shared=shared)
+        return _construct(OfflinePolicy, graph, embedder=embedder, options=options, shared=shared)
     if kind not in POLICY_KINDS:
         raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(POLICY_KINDS)}")
     backend = llm or make_llm(kind, ctx=ctx, model=model, options=options)
@@ -78,11 +80,7 @@ def needs_embedder(kind: str) -> bool:
     return "embedder" in inspect.signature(OfflinePolicy).parameters
 
 
-def _construct(cls: type, kgs: list[KnowledgeGraph], **extras: Any):
+def _construct(cls: type, graph: KnowledgeGraph, **extras: Any):
     params = inspect.signature(cls).parameters
     kwargs = {k: v for k, v in extras.items() if k in params and v is not None}
-    if "kgs" in params:
-        return cls(kgs=kgs, **kwargs)
-    if "kg" in params:
-        return cls(kg=kgs[0] if len(kgs) == 1 else kgs, **kwargs)
-    return cls(kgs, **kwargs)
+    return cls(graph, **kwargs)

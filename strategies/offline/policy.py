@@ -8,8 +8,11 @@ trajectory that left every good plan scores low and the tree search backtracks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kg_adapters.base import KnowledgeGraph
-from kg_adapters.models import Direction, split_id
+from kg_adapters.linked import LinkedKG
+from kg_adapters.models import Direction
 
 from ..embeddings import Embedder
 from ..tot.actions import Action, Answer, ExpandKG, SelectEntities, SelectRelation
@@ -30,14 +33,15 @@ class OfflinePolicy(Policy):
 
     def __init__(
         self,
-        kgs: list[KnowledgeGraph] | KnowledgeGraph,
+        kg: KnowledgeGraph | Sequence[KnowledgeGraph],
         embedder: Embedder | None = None,
         options: dict | None = None,
         settings: OfflineSettings | None = None,
         shared: dict | None = None,
     ) -> None:
         super().__init__()
-        self.kgs = {kg.name: kg for kg in ([kgs] if isinstance(kgs, KnowledgeGraph) else list(kgs))}
+        # several KGs are reasoned over as one linked graph (pass the run's LinkedKG to share its links and statistics)
+        self.kg = kg if isinstance(kg, KnowledgeGraph) else LinkedKG.of(list(kg))
         fields = set(OfflineSettings.model_fields)
         overrides = {k: v for k, v in (options or {}).items() if k in fields}
         self.settings = settings or OfflineSettings(**overrides)
@@ -56,16 +60,7 @@ class OfflinePolicy(Policy):
         key = (state.question, tuple(state.topic_entities))
         res = self._reasoning.get(key)
         if res is None:
-            by_kg: dict[str, list[str]] = {}
-            for t in state.topic_entities:
-                by_kg.setdefault(split_id(t)[0], []).append(t)
-            plans: list[Plan] = []
-            for name, ids in by_kg.items():
-                kg = self.kgs.get(name)
-                if kg is not None:
-                    plans.extend((await self.reasoner.reason(kg, state.question, ids)).plans)
-            plans.sort(key=lambda p: -p.score)
-            res = Reasoning(state.question, list(state.topic_entities), plans)
+            res = await self.reasoner.reason(self.kg, state.question, list(state.topic_entities))
             self._reasoning[key] = res
         return res.plans
 
@@ -158,10 +153,7 @@ class OfflinePolicy(Policy):
         frontier = [e for e in frontier if e not in topics] or frontier
         if len(frontier) <= MAX_SELECT:
             return frontier
-        kg = self.kgs.get(split_id(frontier[0])[0])
-        if kg is None:
-            return frontier[:MAX_SELECT]
-        ranked = await self.reasoner.rank_sources(kg, plan, level, frontier, state.topic_entities)
+        ranked = await self.reasoner.rank_sources(self.kg, plan, level, frontier, state.topic_entities)
         return ranked[:MAX_SELECT]
 
     @staticmethod

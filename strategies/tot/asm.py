@@ -10,12 +10,12 @@ the state with the rejection appended to ``invalid_actions`` and everything else
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
+from kg_adapters.linked import LinkedKG
 from kg_adapters.models import Entity, EntityMatch, split_id
 
 from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
@@ -29,37 +29,39 @@ class AsmConfig:
     max_edges_per_expansion: int = 50
     max_selected_entities: int = 10
     topic_limit: int = 5  # linked topic entities kept from initialize
-    link_min_score: float = 0.99  # cross-KG linking accepts only (near-)exact label matches
-    link_new_entities: bool = True  # when several KGs are configured, link every new entity into the others
+    link_min_score: float = 0.99  # further matches of one mention kept only when (near-)exact
+    link_new_entities: bool = True  # with several KGs, record every new entity's equivalents (same_as)
 
 
 class TraversalASM:
-    """Applies actions to states against one or more KGs (IDs are routed to their KG by namespace)."""
+    """Applies actions to states against a KG — typically several linked KGs answered as one
+    (:class:`~kg_adapters.linked.LinkedKG`), which routes IDs by namespace and follows links across KGs."""
 
     def __init__(
         self,
-        kgs: KnowledgeGraph | Sequence[KnowledgeGraph] | Mapping[str, KnowledgeGraph],
+        kg: KnowledgeGraph | Sequence[KnowledgeGraph] | Mapping[str, KnowledgeGraph],
         config: AsmConfig | None = None,
     ) -> None:
-        if isinstance(kgs, KnowledgeGraph):
-            kgs = [kgs]
-        if isinstance(kgs, Mapping):
-            kgs = list(kgs.values())
-        self.kgs: dict[str, KnowledgeGraph] = {kg.name: kg for kg in kgs}
-        if not self.kgs:
-            raise ValueError("TraversalASM needs at least one knowledge graph")
+        if isinstance(kg, Mapping):
+            kg = list(kg.values())
+        if not isinstance(kg, KnowledgeGraph):
+            if not kg:
+                raise ValueError("TraversalASM needs at least one knowledge graph")
+            kg = LinkedKG.of(list(kg))  # several KGs given: linked by label (build one graph per run to share links)
+        self.kg = kg
+        self.linked = len(kg.members()) > 1
         self.config = config or AsmConfig()
 
     # -- the start state ---------------------------------------------------------------------------------------
     async def initial_state(self, question: str, max_depth: int = 7) -> TraversalState:
-        """Link the question's entities in every KG; they form the initial local subgraph.
+        """Link the question's entities (in every KG; an entity's equivalents come with it); they form the initial
+        local subgraph.
 
         Per mention only the best match is kept (plus other matches of score ≥ ``link_min_score``), so a fuzzy
         near-namesake never becomes a topic entity next to the exact one. KG errors propagate (KGError): a question
         whose entities cannot be linked at all is the caller's to report."""
-        results = await asyncio.gather(*(kg.initialize(question, limit=10) for kg in self.kgs.values()))
         chosen: list[EntityMatch] = []
-        for matches in results:
+        for matches in [await self.kg.initialize(question, limit=10)]:
             best_per_mention: dict[str, EntityMatch] = {}
             for m in matches:
                 key = m.mention or ""
@@ -75,8 +77,8 @@ class TraversalASM:
         state.topic_entities = [m.entity.id for m in chosen]
         for m in chosen:
             state.subgraph.add_entity(m.entity)
-        if self.config.link_new_entities and len(self.kgs) > 1:
-            await self._link([m.entity for m in chosen], state)
+            for other in m.same_as:
+                state.subgraph.link(m.entity.id, other)
         return self._refresh(state)
 
     # -- transitions -------------------------------------------------------------------------------------------
@@ -142,24 +144,15 @@ class TraversalASM:
             return self._reject(state, action, "no entities selected")
         if len(ids) > self.config.max_selected_entities:
             return self._reject(state, action, f"{len(ids)} entities selected; at most {self.config.max_selected_entities}")
-        unknown = [i for i in ids if i not in state.subgraph.entities]
+        sub = state.subgraph
+        unknown = [i for i in ids if i not in sub.entities and not any(i in v for v in sub.same_as.values())]
         if unknown:
             return self._reject(state, action, f"entities not in the local subgraph: {', '.join(unknown)}")
-        by_kg: dict[str, list[str]] = {}
-        for i in ids:
-            by_kg.setdefault(split_id(i)[0], []).append(i)
-        relations = []
-        truncated = False
         try:
-            for kg_name, kg_ids in by_kg.items():
-                kg = self.kgs.get(kg_name)
-                if kg is None:
-                    return self._reject(state, action, f"no configured KG named {kg_name!r}")
-                result = await kg.get_relations(kg_ids)
-                relations.extend(result.relations)
-                truncated |= result.truncated
+            result = await self.kg.get_relations(ids)  # with linked KGs: the equivalents' relations too
         except KGError as e:
             return self._reject(state, action, f"get_relations failed: {e}")
+        relations, truncated = result.relations, result.truncated
         if not relations:
             return self._reject(state, action, "the selected entities have no relations; select others")
         new = self._step(state, action.model_copy(update={"entity_ids": ids}))
@@ -180,13 +173,9 @@ class TraversalASM:
             flipped = any(r.id == action.relation_id for r in state.candidate_relations)
             hint = " in that direction" if flipped else ""
             return self._reject(state, action, f"relation {action.relation_id!r} is not among the candidates{hint}")
-        kg_name = split_id(action.relation_id)[0]
-        kg = self.kgs.get(kg_name)
-        if kg is None:
-            return self._reject(state, action, f"no configured KG named {kg_name!r}")
-        sources = [i for i in state.selected_entities if split_id(i)[0] == kg_name]
+        sources = list(state.selected_entities)  # entities of another KG are followed through their equivalents
         try:
-            page = await kg.get_edges(
+            page = await self.kg.get_edges(
                 sources, action.relation_id, action.direction, limit=self.config.max_edges_per_expansion
             )
         except KGError as e:
@@ -203,7 +192,9 @@ class TraversalASM:
                     sub.add_entity(ent)
                     new_entities.append(ent)
             added_edges += sub.add_edge(edge)
-        if self.config.link_new_entities and len(self.kgs) > 1 and new_entities:
+            if edge.via:
+                sub.link(edge.via, edge.source)
+        if self.config.link_new_entities and self.linked and new_entities:
             await self._link(new_entities, new)
         note = "" if added_edges else "expansion added nothing new"
         if page.truncated:
@@ -227,19 +218,14 @@ class TraversalASM:
 
     # -- helpers -----------------------------------------------------------------------------------------------
     async def _link(self, entities: list[Entity], state: TraversalState) -> None:
-        """Find each entity in the other KGs by label; exact matches join the subgraph as ``same_as``."""
+        """The paper's "entity linking when adding new entities": record each new entity's equivalents in the other
+        KGs (the KG's link rules decide; answers are cached there), so the subgraph shows where a walk may cross."""
         for ent in entities:
-            for name, kg in self.kgs.items():
-                if name == ent.kg:
-                    continue
-                try:
-                    matches = await kg.search_entities(ent.label, limit=1)
-                except KGError:
-                    continue
-                if matches and matches[0].score >= self.config.link_min_score:
-                    other = matches[0].entity
-                    state.subgraph.add_entity(other)
-                    state.subgraph.link(ent.id, other.id)
+            try:
+                for other in await self.kg.same_as(ent.id):
+                    state.subgraph.link(ent.id, other)
+            except KGError:
+                continue
 
     def _step(self, state: TraversalState, action: Action) -> TraversalState:
         new = state.fork()

@@ -1,0 +1,348 @@
+"""Several KGs answered as one: IDs keep the prefix of the KG that owns them, and a :class:`~.linking.Linker`
+maps entities across.
+
+This is the one place that decides which KG answers a call:
+
+* ``initialize`` / ``search_entities`` ask every KG and list each real-world entity once, its equivalents in the
+  other KGs as ``same_as``;
+* ``get_relations`` lists the relations of the entities *and* of their equivalents, each marked with its KG;
+* ``get_edges`` asks the KG that owns the relation, with the entities' equivalents there; an edge followed from an
+  equivalent names the entity asked about in ``via``;
+* ``describe_entity`` adds ``same_as`` in every linked KG.
+
+A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when every KG did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel, Field
+
+from .base import Capabilities, KnowledgeGraph, Limits
+from .errors import BackendError, InvalidInput, KGError, UnknownKG
+from .linking import Linker, LinkingConfig, LinkRule, rules_for
+from .models import (
+    Direction,
+    EdgePage,
+    Entity,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    Relation,
+    RelationList,
+    split_id,
+)
+from .text import humanize
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_NAME = "linked"
+
+
+@dataclass
+class Report:
+    """What a call collects on its way for the caller: warnings to show, and whether some KG failed."""
+
+    warnings: list[str] = field(default_factory=list)
+    failed: bool = False
+
+    def note(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+
+class Matches(BaseModel):
+    """Entities found for a text across the KGs, with what went wrong on the way."""
+
+    entities: list[EntityMatch]
+    kgs: list[str] = Field(description="The KGs that were searched.")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class LinkedKG(KnowledgeGraph):
+    def __init__(
+        self,
+        kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph],
+        linker: Linker | None = None,
+        *,
+        name: str = DEFAULT_NAME,
+        limits: Limits | None = None,
+    ) -> None:
+        members = dict(kgs) if isinstance(kgs, Mapping) else {kg.name: kg for kg in kgs}
+        if not members:
+            raise InvalidInput("no KG to serve")
+        for key, kg in members.items():
+            if kg.name != key:  # IDs carry kg.name, so routing by prefix needs the two to agree
+                raise InvalidInput(f"KG registered as {key!r} is named {kg.name!r}")
+        super().__init__(name, limits or next(iter(members.values())).limits)
+        self.kgs = members
+        self.linker = linker or Linker(members, [])
+        self._selections: dict[tuple[str, ...], LinkedKG] = {}
+        self.capabilities = Capabilities(backend="linked", remote=any(k.capabilities.remote for k in members.values()))
+
+    @classmethod
+    def of(
+        cls,
+        kgs: Sequence[KnowledgeGraph],
+        rules: list[LinkRule] | None = None,
+        config: LinkingConfig | None = None,
+        limits: Limits | None = None,
+    ) -> KnowledgeGraph:
+        """The KGs as one: the KG itself when there is one, else linked by ``rules`` (default: label, every pair)."""
+        kgs = list(kgs)
+        if len(kgs) == 1:
+            return kgs[0]
+        config = config or LinkingConfig()
+        members = {k.name: k for k in kgs}
+        linker = Linker(members, rules_for(members, rules or [], config), cache_size=config.cache_size,
+                        max_label_matches=config.max_label_matches)
+        return cls(members, linker, limits=limits)
+
+    def members(self) -> Mapping[str, KnowledgeGraph]:
+        return self.kgs
+
+    def select(self, names: Sequence[str]) -> LinkedKG:
+        """Only the KGs named, still linked among themselves (sharing this linker and its cache)."""
+        chosen = {n: self.member(n) for n in dict.fromkeys(names)}
+        if list(chosen) == list(self.kgs):
+            return self
+        key = tuple(chosen)
+        if key not in self._selections:  # kept, so what callers learn about a selection (statistics) lasts
+            self._selections[key] = LinkedKG(chosen, self.linker, name=self.name, limits=self.limits)
+        return self._selections[key]
+
+    # -- routing --------------------------------------------------------------------------------------------------
+    def member(self, kg_name: str) -> KnowledgeGraph:
+        kg = self.kgs.get(kg_name)
+        if kg is None:
+            raise UnknownKG(f"no KG named {kg_name!r}; configured: {', '.join(self.kgs)}")
+        return kg
+
+    def owner(self, qualified_id: str) -> KnowledgeGraph:
+        name = split_id(qualified_id)[0]
+        kg = self.kgs.get(name)
+        if kg is None:
+            raise UnknownKG(f"ID {qualified_id!r} names KG {name!r}, which is not configured; configured: "
+                            f"{', '.join(self.kgs)}")
+        return kg
+
+    def partners(self, kg_name: str) -> list[str]:
+        return [p for p in self.linker.partners(kg_name) if p in self.kgs]
+
+    # -- linking --------------------------------------------------------------------------------------------------
+    async def equivalents(self, entity_id: str, report: Report | None = None, into: str | None = None
+                          ) -> dict[str, list[str]]:
+        """The entity's equivalents per linked KG (only in ``into``, if given: other KGs are not asked). A KG that
+        failed, or a capped hub label, goes to ``report``."""
+        report = report if report is not None else Report()
+        out: dict[str, list[str]] = {}
+        for other in self.partners(self.owner(entity_id).name):
+            if into is not None and other != into:
+                continue
+            try:
+                links = await self.linker.equivalents(entity_id, other)
+            except BackendError as e:
+                report.failed = True
+                report.note(f"linking {entity_id} into KG {other!r} failed ({e}); its equivalents there are missing")
+                continue
+            if links.note:
+                report.note(links.note)
+            if links.ids:
+                out[other] = list(links.ids)
+        return out
+
+    async def same_as(self, entity_id: str, into: str | None = None, report: Report | None = None) -> list[str]:
+        return [i for ids in (await self.equivalents(entity_id, report, into)).values() for i in ids]
+
+    # -- fan-out --------------------------------------------------------------------------------------------------
+    async def _each(
+        self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report
+    ) -> list[tuple[str, T]]:
+        """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the first is raised
+        (a bad query reads as a bad query, not as an empty result)."""
+        if len(names) == 1:
+            return [(names[0], await call(self.kgs[names[0]]))]
+        outcomes = await asyncio.gather(*(call(self.kgs[n]) for n in names), return_exceptions=True)
+        ok, errors = [], []
+        for n, res in zip(names, outcomes, strict=True):
+            if isinstance(res, KGError):
+                errors.append((n, res))
+            elif isinstance(res, BaseException):
+                raise res
+            else:
+                ok.append((n, res))
+        if errors and not ok:
+            raise errors[0][1]
+        for n, e in errors:
+            report.failed = True
+            report.note(f"KG {n!r} failed: {e}")
+        return ok
+
+    # -- interface ------------------------------------------------------------------------------------------------
+    async def find_matches(
+        self, text: str, limit: int = 10, how: str = "link",
+        progress: Callable[[int, int, str], Awaitable[None]] | None = None,
+    ) -> Matches:
+        """``initialize`` (``how="link"``) or ``search_entities`` over every KG: best first, each real-world entity
+        once, with its equivalents as ``same_as``. ``progress(done, total, kg_name)`` is awaited as each KG answers."""
+        text = self.limits.check_query(text)
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        report = Report()
+        names = list(self.kgs)
+
+        done = 0
+
+        async def call(kg: KnowledgeGraph) -> list[EntityMatch]:
+            nonlocal done
+            try:
+                return await (kg.initialize(text, limit) if how == "link" else kg.search_entities(text, limit))
+            finally:
+                done += 1
+                if progress is not None:
+                    await progress(done, len(names), kg.name)
+
+        found = [m for _, ms in await self._each(names, call, report) for m in ms]
+        found.sort(key=lambda m: -m.score)  # stable: KG order breaks ties
+        out: list[EntityMatch] = []
+        covered: set[str] = set()
+        for m in found:
+            if m.entity.id in covered:
+                continue
+            same = await self.same_as(m.entity.id, report=report) if len(self.kgs) > 1 else []
+            covered.update([m.entity.id, *same])
+            out.append(m.model_copy(update={"same_as": same}) if same else m)
+            if len(out) >= limit:
+                break
+        return Matches(entities=out, kgs=names, warnings=report.warnings)
+
+    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        return (await self.find_matches(query, limit, "link")).entities
+
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        return (await self.find_matches(text, limit, "search")).entities
+
+    async def _grouped(self, entity_ids: list[str], report: Report) -> dict[str, list[str]]:
+        """The IDs and their equivalents, grouped by KG (order kept, no duplicates)."""
+        self.limits.check_ids(entity_ids)
+        groups: dict[str, dict[str, None]] = {}
+        for eid in entity_ids:
+            groups.setdefault(self.owner(eid).name, {})[eid] = None
+        for eid in entity_ids:
+            for other, ids in (await self.equivalents(eid, report)).items():
+                groups.setdefault(other, {}).update(dict.fromkeys(ids))
+        return {k: list(v) for k, v in groups.items()}
+
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        report = Report()
+        groups = await self._grouped(list(dict.fromkeys(entity_ids)), report)
+        answered = await self._each(
+            list(groups), lambda kg: kg.get_relations(groups[kg.name][: kg.limits.max_ids]), report
+        )
+        several = len(self.kgs) > 1
+        rels: list[Relation] = []
+        for name, rl in answered:
+            rels.extend(r.model_copy(update={"kg": name}) if several else r for r in rl.relations)
+            for w in rl.warnings:
+                report.note(w)
+            report.failed |= rl.partial
+        cap = self.limits.max_relations
+        truncated = any(rl.truncated for _, rl in answered) or len(rels) > cap
+        return RelationList(relations=rels[:cap], truncated=truncated, partial=report.failed, warnings=report.warnings)
+
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        self.limits.check_ids(entity_ids)
+        kg = self.owner(relation_id)
+        entity_ids = list(dict.fromkeys(entity_ids))
+        report = Report()
+        routed: dict[str, None] = {}
+        via: dict[str, str] = {}
+        unlinked: list[str] = []
+        for eid in entity_ids:
+            if self.owner(eid) is kg:
+                routed[eid] = None
+                continue
+            eqs = (await self.equivalents(eid, report, into=kg.name)).get(kg.name, [])
+            if not eqs:
+                unlinked.append(eid)
+            for e in eqs:
+                routed.setdefault(e, None)
+                via.setdefault(e, eid)
+        if unlinked:
+            shown = ", ".join(unlinked[:5]) + (f" and {len(unlinked) - 5} more" if len(unlinked) > 5 else "")
+            report.note(f"{shown}: no equivalent in KG {kg.name!r}, so no {relation_id} edges from "
+                        f"{'it' if len(unlinked) == 1 else 'them'}")
+        warnings = report.warnings
+        asked = Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
+        if not routed:
+            return EdgePage(edges=[], relation=asked, warnings=warnings, partial=report.failed)
+        try:
+            page = await kg.get_edges(list(routed)[: kg.limits.max_ids], relation_id, direction, limit, offset)
+        except BackendError as e:
+            if len(self.kgs) == 1:
+                raise
+            return EdgePage(edges=[], relation=asked, partial=True, warnings=[*warnings, f"KG {kg.name!r} failed: {e}"])
+        if not via and not warnings:
+            return page
+        edges = [e.model_copy(update={"via": via[e.source]}) if e.source in via else e for e in page.edges]
+        return page.model_copy(update={"edges": edges, "partial": page.partial or report.failed,
+                                       "warnings": [*page.warnings, *warnings]})
+
+    async def describe_entity(self, entity_id: str) -> EntityDescription:
+        desc = await self.owner(entity_id).describe_entity(entity_id)
+        same = await self.same_as(entity_id)
+        if not same:
+            return desc
+        return desc.model_copy(update={"same_as": list(dict.fromkeys([*desc.same_as, *same]))})
+
+    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
+        out: list[Entity] = []
+        for kg in self.kgs.values():
+            out.extend(await kg.find_by_label(label, limit))
+        return out[:limit]
+
+    async def resolve_key(self, key: str) -> str | None:
+        for kg in self.kgs.values():
+            if found := await kg.resolve_key(key):
+                return found
+        return None
+
+    async def entity_key(self, entity_id: str) -> str | None:
+        return await self.owner(entity_id).entity_key(entity_id)
+
+    def relation_vocabulary(self) -> frozenset[str] | None:
+        vocabs = [kg.relation_vocabulary() for kg in self.kgs.values()]
+        return None if any(v is None for v in vocabs) else frozenset().union(*vocabs)  # type: ignore[arg-type]
+
+    async def info(self) -> KGInfo:
+        infos = [i for _, i in await self._each(list(self.kgs), lambda k: k.info(), Report())]
+        rules = "; ".join(r.describe() for r in self.linker.rules if {r.from_kg, r.to_kg} <= set(self.kgs))
+        return KGInfo(
+            name=self.name,
+            backend=self.backend,
+            description=f"KGs {', '.join(self.kgs)} answered as one; IDs keep their KG's prefix. "
+            f"Links: {rules or 'none'}.",
+            entities=sum(i.entities or 0 for i in infos) or None,
+            triples=sum(i.triples or 0 for i in infos) or None,
+            relations=sum(i.relations or 0 for i in infos) or None,
+            relation_sample=[r for i in infos for r in i.relation_sample[:10]],
+        )
+
+    async def aclose(self) -> None:
+        for kg in self.kgs.values():
+            try:
+                await kg.aclose()
+            except Exception:  # closing one must not keep the others open
+                log.exception("closing KG %s failed", kg.name)

@@ -1,0 +1,303 @@
+"""How an entity of one KG is found in another: the one place where cross-KG identity is decided.
+
+``Linker.equivalents("movies:E11296", into="wd")`` answers "which entities of ``wd`` are ``movies:E11296``?" by the
+link rules joining the two KGs (Markowitz et al. 2024 link Wikidata and MusicBrainz the same ways):
+
+* ``same_as`` — the entity's ``owl:sameAs`` edges (a relation labelled "same as", or ``relation``) give IRIs that
+  the other KG resolves (:meth:`KnowledgeGraph.resolve_key`);
+* ``property`` — an external-ID property (``relation``, e.g. Wikidata ``P434`` or ``P345``) whose value, put into
+  ``template`` (``"https://musicbrainz.org/artist/{value}"``) or taken as is (``match="key"``: the other KG's
+  IRI/name; ``match="id"``: its local ID), names the entity in the other KG;
+* ``label`` — the other KG's entities with exactly the same label, else the same label case-insensitively
+  (:meth:`KnowledgeGraph.find_by_label`); at most ``max_label_matches``, and a hub label that matches more says so.
+
+Rules work both ways. With no rule configured, every pair of KGs is linked by label (the paper's fallback).
+Linking is lazy — a KG is asked only when an entity is used with one of its relations — and every answer is kept in
+a bounded LRU, so a walk that meets the same films again asks nobody.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal as TypingLiteral
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .base import KnowledgeGraph
+from .errors import BackendError, InvalidInput, KGError
+from .lru import LRU
+from .models import Direction, EdgePage, Relation, split_id
+
+log = logging.getLogger(__name__)
+
+SAME_AS_LABELS = ("same as", "sameas", "same_as")
+
+
+class LinkRule(BaseModel):
+    """How entities of ``from_kg`` are found in ``to_kg`` (and back)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    from_kg: str
+    to_kg: str
+    kind: TypingLiteral["same_as", "property", "label"] = "same_as"
+    relation: str | None = Field(
+        default=None,
+        description="same_as: the sameAs relation if not labelled 'same as'; property: the external-ID relation "
+        "(its ID with or without the KG prefix, or its label).",
+    )
+    template: str | None = Field(default=None, description="property: '{value}' is replaced by the value.")
+    match: TypingLiteral["key", "iri", "id"] = Field(
+        default="key",
+        description="property without template: the value is the other KG's entity key/IRI ('key', 'iri') or "
+        "local ID ('id').",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> LinkRule:
+        if self.from_kg == self.to_kg:
+            raise ValueError("a link rule must join two different KGs")
+        if self.kind == "property" and not self.relation:
+            raise ValueError("a property link needs relation=, e.g. 'P434'")
+        if self.template is not None and "{value}" not in self.template:
+            raise ValueError("template must contain '{value}'")
+        return self
+
+    def describe(self) -> str:
+        return f"{self.from_kg}↔{self.to_kg} by {self.kind}" + (f" ({self.relation})" if self.relation else "")
+
+
+class LinkingConfig(BaseModel):
+    """The ``[linking]`` table (and ``--no-link`` / ``--link A=B``): whether and between which KGs to link."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(default=True, description="false: serve the KGs side by side, unlinked.")
+    pairs: list[tuple[str, str]] | None = Field(
+        default=None, description="Label-link only these KG pairs (default: every pair), when no [[link]] is given."
+    )
+    cache_size: int = Field(default=100_000, ge=1, description="Link answers kept (entity × target KG).")
+    max_label_matches: int = Field(default=20, ge=1, description="Label links kept per entity and KG.")
+
+
+def rules_for(names: Iterable[str], explicit: list[LinkRule], config: LinkingConfig | None = None) -> list[LinkRule]:
+    """The rules in force: none when linking is off; the explicit ``[[link]]`` rules if there are any; else a label
+    rule for every pair of KGs (or for ``config.pairs``)."""
+    config = config or LinkingConfig()
+    names = list(names)
+    if not config.enabled:
+        return []
+    if explicit:
+        return list(explicit)
+    pairs = config.pairs if config.pairs is not None else list(itertools.combinations(names, 2))
+    return [LinkRule(from_kg=a, to_kg=b, kind="label") for a, b in pairs]
+
+
+def check_rules(rules: list[LinkRule], kgs: Mapping[str, KnowledgeGraph]) -> None:
+    """Reject, with one line, a rule naming a KG that is not configured or a relation its KG does not have (where
+    the KG can list its relations without I/O)."""
+    for rule in rules:
+        for side in (rule.from_kg, rule.to_kg):
+            if side not in kgs:
+                raise InvalidInput(f"link rule {rule.describe()} names KG {side!r}, which is not configured "
+                                   f"(configured: {', '.join(kgs)})")
+        if rule.relation and rule.kind in ("same_as", "property"):
+            vocab = kgs[rule.from_kg].relation_vocabulary()
+            if vocab is not None and not any(_names_relation(rule.relation, rid, None) for rid in vocab):
+                raise InvalidInput(f"link rule {rule.describe()}: KG {rule.from_kg!r} has no relation "
+                                   f"{rule.relation!r}")
+
+
+def _names_relation(wanted: str, relation_id: str, label: str | None) -> bool:
+    local = relation_id.split(":", 1)[-1]
+    tail = local.rsplit("/", 1)[-1].rsplit("#", 1)[-1]
+    return wanted in (relation_id, local, tail) or (label is not None and wanted == label)
+
+
+@dataclass(frozen=True)
+class Links:
+    """The equivalents of one entity in one other KG, and anything the caller should be told (a capped hub)."""
+
+    ids: tuple[str, ...] = ()
+    note: str | None = None
+
+
+class LinkStats(BaseModel):
+    lookups: int = Field(description="Link answers asked for (entity × target KG).")
+    hits: int = Field(description="Answered from the cache.")
+    entries: int
+    capped: int = Field(description="Label links cut at max_label_matches.")
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hits / self.lookups if self.lookups else 0.0
+
+
+class Linker:
+    """Answers "which entities of KG B are this entity of KG A" by the rules, lazily, with a bounded cache."""
+
+    def __init__(
+        self,
+        kgs: Mapping[str, KnowledgeGraph],
+        rules: list[LinkRule],
+        *,
+        cache_size: int = 100_000,
+        max_label_matches: int = 20,
+    ) -> None:
+        check_rules(rules, kgs)
+        self.kgs = dict(kgs)
+        self.rules = list(rules)
+        self.max_label_matches = max_label_matches
+        self._cache: LRU = LRU(cache_size)
+        self._partners: dict[str, list[str]] = {}
+        for r in self.rules:
+            for a, b in ((r.from_kg, r.to_kg), (r.to_kg, r.from_kg)):
+                if b not in self._partners.setdefault(a, []):
+                    self._partners[a].append(b)
+        self._lookups = self._hits = self._capped = 0
+
+    def partners(self, kg_name: str) -> list[str]:
+        """The KGs an entity of ``kg_name`` can be linked into."""
+        return self._partners.get(kg_name, [])
+
+    def stats(self) -> LinkStats:
+        return LinkStats(lookups=self._lookups, hits=self._hits, entries=len(self._cache), capped=self._capped)
+
+    async def equivalents(self, entity_id: str, into: str) -> Links:
+        """The entity's equivalents in KG ``into`` (cached). Raises BackendError when a KG failed (not cached)."""
+        key = (entity_id, into)
+        self._lookups += 1
+        cached = self._cache.get_fresh(key)
+        if cached is not None:
+            self._hits += 1
+            return cached
+        here = split_id(entity_id)[0]
+        found: dict[str, None] = {}
+        notes: list[str] = []
+        failures: list[str] = []
+        for rule in self.rules:
+            if {rule.from_kg, rule.to_kg} != {here, into}:
+                continue
+            try:
+                ids, note = await self._resolve(rule, entity_id, rule.from_kg == here)
+            except BackendError as e:
+                failures.append(f"KG {into if rule.from_kg == here else here!r}: {e}")
+                continue
+            except KGError as e:  # e.g. the rule's relation is absent for this entity
+                log.debug("link rule %s for %s: %s", rule.describe(), entity_id, e)
+                continue
+            found.update(dict.fromkeys(i for i in ids if split_id(i)[0] == into))
+            if note:
+                notes.append(note)
+        if failures:
+            raise BackendError("; ".join(failures))
+        links = Links(tuple(found), "; ".join(notes) or None)
+        self._cache.put(key, links)
+        return links
+
+    # -- the three kinds ------------------------------------------------------------------------------------------
+    async def _resolve(self, rule: LinkRule, entity_id: str, forward: bool) -> tuple[list[str], str | None]:
+        this = self.kgs[rule.from_kg if forward else rule.to_kg]
+        other = self.kgs[rule.to_kg if forward else rule.from_kg]
+        if rule.kind == "label":
+            return await self._by_label(this, entity_id, other)
+        if rule.kind == "same_as":
+            return await self._by_same_as(rule, this, entity_id, other, forward), None
+        return await self._by_property(rule, this, entity_id, other, forward), None
+
+    async def _by_label(self, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph) -> tuple[list[str], str | None]:
+        label = (await this.describe_entity(entity_id)).entity.label
+        if not label.strip():
+            return [], None
+        cap = self.max_label_matches
+        found = await other.find_by_label(label, limit=cap + 1)
+        if len(found) <= cap:
+            return [e.id for e in found], None
+        self._capped += 1
+        return [e.id for e in found[:cap]], (f"label {label!r} names more than {cap} entities in KG {other.name!r}; "
+                                             f"linked to the first {cap}")
+
+    async def _by_same_as(
+        self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
+    ) -> list[str]:
+        if forward:  # follow this entity's sameAs edges to IRIs, and find those in the other KG
+            keys = await self._edge_keys(this, entity_id, rule, Direction.forward)
+            return [e for k in keys if (e := await other.resolve_key(k))]
+        key = await this.entity_key(entity_id)  # the other KG's sameAs edges point at our IRI
+        node = await other.resolve_key(key) if key else None
+        if node is None:
+            return []
+        page = await self._edges(other, node, rule, Direction.backward)
+        return [e.target for e in page.edges if e.target]  # backward: the targets are the subjects
+
+    async def _by_property(
+        self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
+    ) -> list[str]:
+        if forward:  # this entity's external-ID values name entities of the other KG
+            out = []
+            for v in await self._edge_keys(this, entity_id, rule, Direction.forward):
+                if rule.template is not None:
+                    e = await other.resolve_key(rule.template.replace("{value}", v))
+                elif rule.match == "id":
+                    e = f"{other.name}:{v}"
+                    try:
+                        await other.describe_entity(e)
+                    except KGError:
+                        e = None
+                else:
+                    e = await other.resolve_key(v)
+                if e:
+                    out.append(e)
+            return out
+        # backward: which entities of the other KG carry a value naming this entity?
+        key = await this.entity_key(entity_id) if rule.match != "id" else split_id(entity_id)[1]
+        if key is None:
+            return []
+        if rule.template is not None:
+            head, _, tail = rule.template.partition("{value}")
+            if not (key.startswith(head) and key.endswith(tail)) or len(key) < len(head) + len(tail):
+                return []
+            key = key[len(head) : len(key) - len(tail)]
+        node = await other.resolve_key(key)
+        if node is None:
+            return []
+        page = await self._edges(other, node, rule, Direction.backward)
+        return [e.target for e in page.edges if e.target]
+
+    # -- helpers --------------------------------------------------------------------------------------------------
+    async def _find_relation(
+        self, kg: KnowledgeGraph, entity_id: str, rule: LinkRule, direction: Direction
+    ) -> Relation | None:
+        for r in (await kg.get_relations([entity_id])).relations:
+            if r.direction is not direction:
+                continue
+            if rule.relation:
+                if _names_relation(rule.relation, r.id, r.label):
+                    return r
+            else:
+                local = r.id.split(":", 1)[1]
+                if r.label.casefold() in SAME_AS_LABELS or local.endswith(("#sameAs", "/sameAs")) or local == "sameAs":
+                    return r
+        return None
+
+    async def _edges(self, kg: KnowledgeGraph, entity_id: str, rule: LinkRule, direction: Direction) -> EdgePage:
+        rel = await self._find_relation(kg, entity_id, rule, direction)
+        if rel is None:
+            return EdgePage(edges=[])
+        return await kg.get_edges([entity_id], rel.id, direction, limit=20)
+
+    async def _edge_keys(self, kg: KnowledgeGraph, entity_id: str, rule: LinkRule, direction: Direction) -> list[str]:
+        """Values reached along the rule's relation: literal values as is, entities as their key/IRI."""
+        page = await self._edges(kg, entity_id, rule, direction)
+        keys = []
+        for e in page.edges:
+            if e.value is not None:
+                keys.append(e.value.value)
+            elif e.target:
+                k = await kg.entity_key(e.target)
+                if k:
+                    keys.append(k)
+        return keys

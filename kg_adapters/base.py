@@ -124,6 +124,19 @@ class KnowledgeGraph(abc.ABC):
         """The IRI (or triple-file name) behind an entity ID, the inverse of :meth:`resolve_key`."""
         return (await self.describe_entity(entity_id)).iri
 
+    async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
+        """Entities whose ``relation_id`` has the literal ``value`` (an external ID back to its item). The fallback
+        finds the literal as a node (:meth:`resolve_key`) and walks the relation backward; SPARQL asks directly."""
+        node = await self.resolve_key(value)
+        if node is None:
+            return []
+        page = await self.get_edges([node], relation_id, Direction.backward, limit=limit)
+        return [e.target for e in page.edges if e.target]
+
+    async def label_of(self, entity_id: str) -> str:
+        """The entity's label (backends with the label at hand answer without describing the whole entity)."""
+        return (await self.describe_entity(entity_id)).entity.label
+
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         """Entities named exactly ``label``, else case-insensitively (how label links are made; no fuzzy matches).
         The fallback filters :meth:`search_entities`; backends with a label index answer directly."""

@@ -207,6 +207,9 @@ class CachedKG(KnowledgeGraph):
     async def resolve_key(self, key: str) -> str | None:
         return await self.inner.resolve_key(key)
 
+    async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
+        return await self.inner.find_by_value(relation_id, value, limit)
+
     async def entity_key(self, entity_id: str) -> str | None:
         return await self.inner.entity_key(entity_id)
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from .base import Capabilities, KnowledgeGraph, Limits
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
-from .linking import Linker, LinkingConfig, LinkRule, rules_for
+from .linking import Linker, LinkingConfig, LinkRule
 from .models import (
     Direction,
     EdgePage,
@@ -98,11 +98,8 @@ class LinkedKG(KnowledgeGraph):
         kgs = list(kgs)
         if len(kgs) == 1:
             return kgs[0]
-        config = config or LinkingConfig()
         members = {k.name: k for k in kgs}
-        linker = Linker(members, rules_for(members, rules or [], config), cache_size=config.cache_size,
-                        max_label_matches=config.max_label_matches)
-        return cls(members, linker, limits=limits)
+        return cls(members, Linker.configured(members, rules, config), limits=limits)
 
     def members(self) -> Mapping[str, KnowledgeGraph]:
         return self.kgs
@@ -306,6 +303,9 @@ class LinkedKG(KnowledgeGraph):
         if not same:
             return desc
         return desc.model_copy(update={"same_as": list(dict.fromkeys([*desc.same_as, *same]))})
+
+    async def label_of(self, entity_id: str) -> str:
+        return await self.owner(entity_id).label_of(entity_id)
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         out: list[Entity] = []

@@ -83,6 +83,22 @@ class LinkingConfig(BaseModel):
     max_label_matches: int = Field(default=20, ge=1, description="Label links kept per entity and KG.")
 
 
+def with_flags(config: LinkingConfig, no_link: bool = False, pairs: Iterable[str] = ()) -> LinkingConfig:
+    """``--no-link`` and ``--link A=B`` (repeatable) over the ``[linking]`` table."""
+    update: dict = {}
+    if no_link:
+        update["enabled"] = False
+    parsed = []
+    for text in pairs:
+        a, sep, b = text.partition("=")
+        if not sep or not a.strip() or not b.strip() or a.strip() == b.strip():
+            raise InvalidInput(f"--link {text!r}: expected two different KG names, e.g. --link movies=wd")
+        parsed.append((a.strip(), b.strip()))
+    if parsed:
+        update["pairs"] = parsed
+    return config.model_copy(update=update) if update else config
+
+
 def rules_for(names: Iterable[str], explicit: list[LinkRule], config: LinkingConfig | None = None) -> list[LinkRule]:
     """The rules in force: none when linking is off; the explicit ``[[link]]`` rules if there are any; else a label
     rule for every pair of KGs (or for ``config.pairs``)."""
@@ -115,6 +131,16 @@ def _names_relation(wanted: str, relation_id: str, label: str | None) -> bool:
     local = relation_id.split(":", 1)[-1]
     tail = local.rsplit("/", 1)[-1].rsplit("#", 1)[-1]
     return wanted in (relation_id, local, tail) or (label is not None and wanted == label)
+
+
+def _relation_id(kg: KnowledgeGraph, wanted: str) -> str:
+    """The rule's relation as an ID of ``kg``: looked up in its vocabulary when known, else given that prefix."""
+    vocab = kg.relation_vocabulary()
+    if vocab:
+        found = sorted(r for r in vocab if _names_relation(wanted, r, None))
+        if found:
+            return found[0]
+    return wanted if wanted.startswith(f"{kg.name}:") else f"{kg.name}:{wanted}"
 
 
 @dataclass(frozen=True)
@@ -158,6 +184,15 @@ class Linker:
                 if b not in self._partners.setdefault(a, []):
                     self._partners[a].append(b)
         self._lookups = self._hits = self._capped = 0
+
+    @classmethod
+    def configured(
+        cls, kgs: Mapping[str, KnowledgeGraph], explicit: list[LinkRule] | None = None, config: LinkingConfig | None = None
+    ) -> Linker:
+        """The linker for these KGs: the ``[[link]]`` rules, else label links (see :func:`rules_for`)."""
+        config = config or LinkingConfig()
+        return cls(kgs, rules_for(kgs, explicit or [], config), cache_size=config.cache_size,
+                   max_label_matches=config.max_label_matches)
 
     def partners(self, kg_name: str) -> list[str]:
         """The KGs an entity of ``kg_name`` can be linked into."""
@@ -209,7 +244,7 @@ class Linker:
         return await self._by_property(rule, this, entity_id, other, forward), None
 
     async def _by_label(self, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph) -> tuple[list[str], str | None]:
-        label = (await this.describe_entity(entity_id)).entity.label
+        label = await this.label_of(entity_id)
         if not label.strip():
             return [], None
         cap = self.max_label_matches
@@ -261,11 +296,16 @@ class Linker:
             if not (key.startswith(head) and key.endswith(tail)) or len(key) < len(head) + len(tail):
                 return []
             key = key[len(head) : len(key) - len(tail)]
-        node = await other.resolve_key(key)
-        if node is None:
-            return []
-        page = await self._edges(other, node, rule, Direction.backward)
-        return [e.target for e in page.edges if e.target]
+        try:
+            return await other.find_by_value(_relation_id(other, rule.relation or ""), key)
+        except BackendError:
+            raise
+        except KGError:  # the rule names the relation by its label: find it on the value's node instead
+            node = await other.resolve_key(key)
+            if node is None:
+                return []
+            page = await self._edges(other, node, rule, Direction.backward)
+            return [e.target for e in page.edges if e.target]
 
     # -- helpers --------------------------------------------------------------------------------------------------
     async def _find_relation(

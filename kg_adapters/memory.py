@@ -185,6 +185,10 @@ class MemoryKG(KnowledgeGraph):
             iri=node.key if node.key.startswith(("http://", "https://", "urn:")) else None,
         )
 
+    async def label_of(self, entity_id: str) -> str:
+        (local,) = self.local_ids([entity_id])
+        return self.index.nodes[self.node_index(local)].label
+
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         return [self.entity(i) for i in self._labels.named(label)[:limit]]
 

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from kg_adapters.base import Limits
 from kg_adapters.config import Config, load_config
 from kg_adapters.errors import KGError
+from kg_adapters.linking import with_flags
 from kg_adapters.spec import parse_kg_arg
 
 from . import __version__
@@ -92,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "'wikidata', 'wikidata:ENDPOINT_URL', 'sparql:ENDPOINT_URL' or 'store:PATH'")
     p.add_argument("--config", type=Path, metavar="FILE",
                    help="TOML configuration: [kg.NAME] / [kgs], [[link]], [limits], [server], [llm] (see docs)")
+    p.add_argument("--no-link", action="store_true",
+                   help="serve several KGs side by side, unlinked (default: linked by [[link]] rules, else by label)")
+    p.add_argument("--link", action="append", default=[], metavar="A=B",
+                   help="label-link only these KG pairs (repeatable; default: every pair)")
     p.add_argument("--transport", choices=["stdio", "http"], default=None, help="default: stdio")
     p.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=None, help="HTTP port (default 8000; 0 = any free port)")
@@ -242,6 +247,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     """Returns (exit code, whether a server ran). ``own_logging``: set up stderr logging (not when embedded)."""
     args = build_parser().parse_args(argv)
     config = read_config(args.config)
+    config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
     level = str(_setting(args, config, "log_level", "WARNING")).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")

@@ -21,7 +21,7 @@ from kg_adapters.base import KnowledgeGraph, Limits
 from kg_adapters.config import Config, open_kgs
 from kg_adapters.errors import InvalidInput, KGError, UnknownKG
 from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker, rules_for
+from kg_adapters.linking import Linker
 from kg_adapters.embedded import DEFAULT_KG_NAME
 from kg_adapters.spec import KGSpec, make_spec
 
@@ -75,10 +75,8 @@ class Runtime:
         self.kgs: dict[str, KnowledgeGraph] = dict(kgs)
         self.limits = limits or Limits()
         self.config = config or Config()
-        linking = self.config.linking
-        rules = rules_for(self.kgs, self.config.link, linking)
-        linker = Linker(self.kgs, rules, cache_size=linking.cache_size, max_label_matches=linking.max_label_matches)
         # the one place that decides which KG answers a call (and maps entities across KGs)
+        linker = Linker.configured(self.kgs, self.config.link, self.config.linking)
         self.graph = LinkedKG(self.kgs, linker, limits=self.limits)
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config

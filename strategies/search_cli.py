@@ -14,6 +14,8 @@ from pathlib import Path
 
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
+from kg_adapters.linked import LinkedKG
+from kg_adapters.linking import Linker, with_flags
 from kg_adapters.spec import make_spec, open_kg, parse_kg_arg
 
 USAGE_ERROR = 2
@@ -37,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question", nargs="?", help="a question to answer (mark the topic entity with [brackets])")
     p.add_argument("--kg", action="append", default=[], metavar="SPEC",
                    help="NAME=SPEC or a bare SPEC/path (repeatable); default: the embedded movie KG")
+    p.add_argument("--no-link", action="store_true", help="several --kg: do not link them (default: linked by label)")
+    p.add_argument("--link", action="append", default=[], metavar="A=B",
+                   help="label-link only these KG pairs (repeatable; default: every pair)")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="a tot-mcp TOML; its [[link]] rules and [linking] table decide how the --kg KGs link")
     p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
     p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
     p.add_argument("--method", default="tot", help=f"one of: {', '.join(available_methods())} (default tot)")
@@ -113,7 +120,20 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError(f"--questions {ns.questions}: no such file")
 
 
-def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph]):
+def link_kgs(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> LinkedKG | None:
+    """Several KGs as one linked graph (None for one KG): ``--config``'s [[link]] rules, else label links."""
+    from kg_adapters.config import Config, load_config
+
+    config = load_config(ns.config) if ns.config is not None else Config()
+    linking = with_flags(config.linking, ns.no_link, ns.link)
+    if len(kgs) == 1:
+        Linker.configured({kgs[0].name: kgs[0]}, config.link, linking)  # still reject rules naming absent KGs
+        return None
+    members = {kg.name: kg for kg in kgs}
+    return LinkedKG(members, Linker.configured(members, config.link, linking))
+
+
+def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph], graph: KnowledgeGraph | None = None):
     from strategies.methods import MethodOptions, Services, get_method_factory
 
     try:
@@ -124,13 +144,13 @@ def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph]):
         llm=ns.llm, model=ns.model, k=ns.k, max_depth=ns.max_depth, tau=ns.tau,
         max_expansions=ns.max_expansions, max_edges_per_expansion=ns.max_edges,
     )
-    return factory(options, Services(kgs))
+    return factory(options, Services(kgs, graph=graph))
 
 
-async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
+async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: LinkedKG | None) -> int:
     from strategies.methods import BenchmarkQuestion
 
-    method = _method(ns, kgs)
+    method = _method(ns, kgs, linked)
     q = BenchmarkQuestion(id="cli", text=ns.question)
     result = await method(q, kgs[0])
     if result.error:
@@ -154,7 +174,7 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> in
     return 0
 
 
-async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
+async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: LinkedKG | None) -> int:
     from strategies.benchmarks.formats import BadLine, read_questions
     from strategies.benchmarks.report import render_report
     from strategies.benchmarks.runner import load_done, run_questions, summarize
@@ -188,7 +208,7 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
     todo = [q for q in questions if q.id not in done_ids]
     if ns.resume and done:
         print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)
-    method = _method(ns, kgs)
+    method = _method(ns, kgs, linked)
 
     bar = None
     if not ns.quiet:
@@ -222,6 +242,10 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> int:
     print(f"method: {ns.method}  llm: {ns.llm}  k: {ns.k}  file: {ns.questions}  format: {fmt}"
           + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
     print(summary.table())
+    if linked is not None:
+        st = linked.linker.stats()
+        print(f"{'link cache':<23}{st.lookups} lookups, hit rate {st.hit_rate:.3f}, {st.entries} entries, "
+              f"{st.capped} capped")
     print(f"hits@1: {summary.hits1:.3f}")
     return 0
 
@@ -233,10 +257,11 @@ def main(argv: list[str] | None = None) -> int:
         _validate(ns)
         try:
             kgs = open_kgs(ns.kg)
+            linked = link_kgs(ns, kgs)
         except KGError as e:
             raise UsageError(str(e)) from None
         runner = _one_question if ns.question is not None else _benchmark
-        code = asyncio.run(runner(ns, kgs))
+        code = asyncio.run(runner(ns, kgs, linked))
     except UsageError as e:
         print(f"tot-search: error: {e}", file=sys.stderr)
         return USAGE_ERROR

@@ -598,6 +598,12 @@ class SparqlKG(KnowledgeGraph):
         ((local, _),) = self._terms([entity_id])
         return self.profile.iri(local)
 
+    async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
+        _, relation = self._relation(relation_id)
+        rows = await self._select(queries.subjects_with_value(self.profile, relation, sparql_literal(value), limit))
+        locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
+        return [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
+
     async def resolve_key(self, key: str) -> str | None:
         """The ID of the entity with IRI ``key`` (a bare ``Q42`` too, for Wikidata) if the endpoint has it.
         Literal values are not addressable in SPARQL backends: None."""

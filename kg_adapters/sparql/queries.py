@@ -129,6 +129,11 @@ def _bnode_properties(p: Profile, page: str, relation: str, forward: bool, rows:
   }} ORDER BY ?src ?tgt ?qp ?qv LIMIT {_int(rows)} }}"""
 
 
+def subjects_with_value(p: Profile, relation: str, literal: str, limit: int) -> str:
+    """Entities whose ``relation`` has the (escaped) literal value: an external ID back to the item."""
+    return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} {literal} . {p.entity_filter} }} LIMIT {_int(limit)}"
+
+
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:
     triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
     return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {_values('?src', sources)} {triple} }}"

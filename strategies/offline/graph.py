@@ -245,8 +245,7 @@ class InterfaceGraph(GraphView):
 class LinkedGraph(GraphView):
     """Several KGs' views joined by their links. A node is ``(kg name, node of that KG's view)``; the relations of
     a node are its own and its equivalents', and a hop along another KG's relation leaves from the node's
-    equivalents there. Links come from the KG (``kg.same_as``, decided and cached by its linker); this view only
-    remembers their translation into node keys (bounded)."""
+    equivalents there. Links come from the KG (``kg.same_as``, decided and cached by its linker)."""
 
     def __init__(self, kg: KnowledgeGraph, cache_size: int = 200_000) -> None:
         self.kg = kg
@@ -274,7 +273,8 @@ class LinkedGraph(GraphView):
             view.remember_label(entity_id, label)
 
     async def _equivalents(self, node, into: str) -> list:
-        """The node's equivalents in KG ``into``, as that view's node keys (empty when linked nowhere there)."""
+        """The node's equivalents in KG ``into``, as that view's node keys (empty when linked nowhere there). The
+        translation is kept here too: a beam asks for the same frontier's links many times per question."""
         key = (node, into)
         got = self._eq.get_fresh(key)
         if got is None:

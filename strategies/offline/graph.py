@@ -13,11 +13,11 @@ Nodes are opaque hashable keys (ints for the memory view, entity IDs for the int
 from __future__ import annotations
 
 import abc
+from bisect import bisect_right
 from collections.abc import Iterable
 
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
-from kg_adapters.lru import LRU
 from kg_adapters.models import STRUCTURED_VALUE, Direction, split_id
 from kg_adapters.text import humanize
 
@@ -47,6 +47,10 @@ class GraphView(abc.ABC):
 
     @abc.abstractmethod
     def relation_label(self, relation_id: str) -> str: ...
+
+    def int_nodes(self) -> int | None:
+        """How many nodes, when they are the integers 0..n-1 (so a joined view can shift them); else None."""
+        return None
 
     async def vocabulary(self) -> list[str]:
         """Relation IDs this KG is known to use (all of them when cheap; else a sample plus those seen)."""
@@ -85,6 +89,9 @@ class MemoryGraph(GraphView):
 
     def node_id(self, node: int) -> str:
         return f"{self._prefix}E{node}"
+
+    def int_nodes(self) -> int:
+        return len(self.index.nodes)
 
     def label(self, node: int) -> str:
         return self.index.nodes[node].label
@@ -243,14 +250,40 @@ class InterfaceGraph(GraphView):
 
 
 class LinkedGraph(GraphView):
-    """Several KGs' views joined by their links. A node is ``(kg name, node of that KG's view)``; the relations of
-    a node are its own and its equivalents', and a hop along another KG's relation leaves from the node's
-    equivalents there. Links come from the KG (``kg.same_as``, decided and cached by its linker)."""
+    """Several KGs' views joined by their links: the relations of a node are its own and its equivalents', and a
+    hop along another KG's relation leaves from the node's equivalents there. Links come from the KG
+    (``kg.same_as``, decided and cached by its linker).
+
+    Node keys stay cheap: a memory view's integer nodes are shifted into one integer range per KG (the first KG's
+    unshifted, so most hops pass its neighbour lists through untouched); other views' nodes are their entity IDs."""
 
     def __init__(self, kg: KnowledgeGraph, cache_size: int = 200_000) -> None:
         self.kg = kg
         self.views: dict[str, GraphView] = {name: view_for(m) for name, m in kg.members().items()}
-        self._eq: LRU = LRU(cache_size)
+        self._base: dict[str, int] = {}
+        self._ranges: list[tuple[int, str]] = []
+        base = 0
+        for name, view in self.views.items():
+            size = view.int_nodes()
+            if size is not None:
+                self._base[name] = base
+                self._ranges.append((base, name))
+                base += size
+        self._starts = [b for b, _ in self._ranges]
+        self._eq: dict[tuple, list] = {}  # (node, KG) → that view's nodes; cleared when it reaches cache_size
+        self._cache_size = cache_size
+
+    # -- node keys ------------------------------------------------------------------------------------------------
+    def _split(self, node) -> tuple[str, object]:
+        """(KG name, the node in that KG's view)."""
+        if type(node) is int:
+            base, name = self._ranges[bisect_right(self._starts, node) - 1]
+            return name, node - base
+        return node.split(":", 1)[0], node
+
+    def _keys(self, name: str, local: list) -> list:
+        base = self._base.get(name, 0)
+        return local if not base else [n + base for n in local]
 
     async def nodes_for(self, entity_ids: Iterable[str]) -> list:
         out = []
@@ -258,51 +291,59 @@ class LinkedGraph(GraphView):
             name = split_id(eid)[0]
             view = self.views.get(name)
             if view is not None:
-                out.extend((name, n) for n in await view.nodes_for([eid]))
+                out.extend(self._keys(name, await view.nodes_for([eid])))
         return out
 
     def node_id(self, node) -> str:
-        return self.views[node[0]].node_id(node[1])
+        name, local = self._split(node)
+        return self.views[name].node_id(local)
 
     def label(self, node) -> str:
-        return self.views[node[0]].label(node[1])
+        name, local = self._split(node)
+        return self.views[name].label(local)
 
     def remember_label(self, entity_id: str, label: str) -> None:
         view = self.views.get(split_id(entity_id)[0])
         if isinstance(view, InterfaceGraph):
             view.remember_label(entity_id, label)
 
+    # -- links ----------------------------------------------------------------------------------------------------
     async def _equivalents(self, node, into: str) -> list:
-        """The node's equivalents in KG ``into``, as that view's node keys (empty when linked nowhere there). The
-        translation is kept here too: a beam asks for the same frontier's links many times per question."""
+        """The node's equivalents in KG ``into`` as that view's nodes (empty when linked nowhere there). Kept here
+        too: a beam asks for the same frontier's links many times per question."""
         key = (node, into)
-        got = self._eq.get_fresh(key)
+        got = self._eq.get(key)
         if got is None:
             try:
                 eqs = await self.kg.same_as(self.node_id(node), into=into)
             except KGError:
                 eqs = []
             got = await self.views[into].nodes_for(eqs) if eqs else []
-            self._eq.put(key, got)
+            if len(self._eq) >= self._cache_size:
+                self._eq.clear()
+            self._eq[key] = got
         return got
 
-    async def _in(self, nodes: list, name: str) -> dict:
-        """``{node: [its nodes in KG name]}``: itself when it is of that KG, else its equivalents there."""
-        out: dict = {}
+    async def _in(self, nodes: list, name: str) -> tuple[list, dict]:
+        """The nodes of KG ``name`` among ``nodes`` (as that view's nodes), and ``{other node: its equivalents
+        there}`` for the rest."""
+        own, linked = [], {}
         for n in nodes:
-            if n[0] == name:
-                out[n] = [n[1]]
+            kg, local = self._split(n)
+            if kg == name:
+                own.append(local)
             else:
                 eq = await self._equivalents(n, name)
                 if eq:
-                    out[n] = eq
-        return out
+                    linked[n] = eq
+        return own, linked
 
+    # -- the graph ------------------------------------------------------------------------------------------------
     async def relations(self, nodes: list) -> dict[Hop, int]:
         counts: dict[Hop, int] = {}
         for name, view in self.views.items():
-            mapped = await self._in(nodes, name)
-            local = list(dict.fromkeys(m for ms in mapped.values() for m in ms))
+            own, linked = await self._in(nodes, name)
+            local = list(dict.fromkeys([*own, *(m for ms in linked.values() for m in ms)])) if linked else own
             if local:
                 for hop, c in (await view.relations(local)).items():
                     counts[hop] = counts.get(hop, 0) + c
@@ -313,13 +354,21 @@ class LinkedGraph(GraphView):
         view = self.views.get(name)
         if view is None:
             return {}
-        mapped = await self._in(nodes, name)
-        nb = await view.neighbours(list(dict.fromkeys(m for ms in mapped.values() for m in ms)), hop)
-        res: dict = {}
-        for n, ms in mapped.items():
-            targets = [(name, t) for m in ms for t in nb.get(m, ())]
+        own, linked = await self._in(nodes, name)
+        asked = list(dict.fromkeys([*own, *(m for ms in linked.values() for m in ms)])) if linked else own
+        nb = await view.neighbours(asked, hop)
+        base = self._base.get(name, 0)
+        if base or name not in self._base:  # keys differ from the view's: translate
+            res = {self._keys(name, [n])[0] if name in self._base else n: self._keys(name, t) for n, t in nb.items()}
+        else:
+            res = dict(nb)  # the first memory KG: its nodes are the keys
+        for n, ms in linked.items():
+            targets = [t for m in ms for t in nb.get(m, ())]
             if targets:
-                res[n] = list(dict.fromkeys(targets)) if len(ms) > 1 else targets
+                res[n] = self._keys(name, list(dict.fromkeys(targets)) if len(ms) > 1 else targets)
+        if own and len(own) < len(nodes) and linked:  # keep only what was asked for: a node's own twin may be listed
+            wanted = set(nodes)
+            res = {n: t for n, t in res.items() if n in wanted}
         return res
 
     def relation_label(self, relation_id: str) -> str:
@@ -332,7 +381,7 @@ class LinkedGraph(GraphView):
     async def target_nodes(self, hop: Hop, limit: int) -> list:
         name = split_id(hop[0])[0]
         view = self.views.get(name)
-        return [(name, n) for n in await view.target_nodes(hop, limit)] if view else []
+        return self._keys(name, await view.target_nodes(hop, limit)) if view else []
 
 
 def view_for(kg: KnowledgeGraph) -> GraphView:

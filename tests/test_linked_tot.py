@@ -1,0 +1,72 @@
+"""Tree-of-Traversals over two linked KGs that share no identifiers (the linked-MetaQA shape, in miniature): people
+and films in one, each film's year and genre in the other, joined only by the films' labels. A walk must cross
+from one KG to the other after its first hop — the entities an expansion adds are linked, not only the topic."""
+
+from __future__ import annotations
+
+import pytest
+from retrieval_fixtures import shared_embedder
+from test_offline_core import kg_of, lines
+
+from kg_adapters.linked import LinkedKG
+from strategies.offline import OfflinePolicy
+from strategies.tot.asm import TraversalASM
+from strategies.tot.search import SearchConfig, TreeSearch
+
+FILMS = """
+Alpha|directed_by|Dana Reed
+Alpha|written_by|Sam Poe
+Beta|directed_by|Fay Gold
+Gamma|directed_by|Eli Fox
+Gamma|written_by|Sam Poe
+Delta|directed_by|Eli Fox
+"""
+
+CATALOG = """
+Alpha|release_year|1999
+Alpha|has_genre|Drama
+Beta|release_year|2003
+Beta|has_genre|Comedy
+Gamma|release_year|2010
+Gamma|has_genre|Thriller
+Delta|release_year|2012
+Delta|has_genre|Horror
+"""
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return LinkedKG.of([kg_of("films", lines(FILMS)), kg_of("catalog", lines(CATALOG))])
+
+
+async def answer(graph, question: str):
+    policy = OfflinePolicy(graph, embedder=shared_embedder())
+    return await TreeSearch(TraversalASM(graph), policy, SearchConfig(k=3)).run(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what genres are the films directed by [Eli Fox]", {"Thriller", "Horror"}),  # crosses at hop 2
+        # crosses at hop 3; as in MetaQA, the topic film itself is not one of "the films written by its writer"
+        ("when were the films written by the writer of [Gamma] released", {"1999"}),
+        ("what genre is [Beta]", {"Comedy"}),  # the topic itself is linked: its catalog twin answers
+    ],
+)
+async def test_a_walk_crosses_into_the_other_kg_at_any_hop(graph, question, expected):
+    result = await answer(graph, question)
+    assert result.status == "answered" and set(result.answer.labels) == expected
+    assert all(i.startswith("catalog:") for i in result.answer.entity_ids)
+
+
+async def test_the_crossing_is_visible_in_the_subgraph(graph):
+    result = await answer(graph, "what genres are the films directed by [Eli Fox]")
+    # the films reached in 'films' show their twins in 'catalog', so a model reading the subgraph sees the bridge
+    assert "(same as catalog:" in result.subgraph_text
+    assert "catalog:has_genre" in result.subgraph_text
+
+
+async def test_without_links_the_other_kg_is_out_of_reach(graph):
+    unlinked = LinkedKG(graph.kgs)  # same KGs, no link rules
+    result = await answer(unlinked, "what genres are the films directed by [Eli Fox]")
+    assert not {"Thriller", "Horror"} & set(result.answer.labels)

@@ -29,7 +29,9 @@ log = logging.getLogger("tot_mcp.server")
 INSTRUCTIONS = (
     "Knowledge-graph access in the Tree-of-Traversals style. Start with initialize(query) to link the entities of a "
     "question, then alternate get_relations(entity_ids) and get_edges(entity_ids, relation_id, direction) to grow a "
-    "subgraph; IDs are namespaced by KG (movies:E12). The prompt 'tree_of_traversals' explains the procedure."
+    "subgraph; IDs are namespaced by KG (movies:E12). With several KGs, an entity's equivalents in the others are "
+    "linked (same_as): its get_relations lists their relations too, and get_edges follows another KG's relation "
+    "from it directly. The prompt 'tree_of_traversals' explains the procedure."
 )
 
 

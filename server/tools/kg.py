@@ -62,6 +62,7 @@ class RelationsResult(BaseModel):
 
 class KGList(BaseModel):
     kgs: list[KGInfo]
+    links: list[str] = Field(default_factory=list, description="How entities are linked across the KGs.")
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -196,6 +197,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:
         """Name, backend, size and a sample of the relation vocabulary of every configured KG."""
         answered, warnings = await _fan_out(list(runtime.kgs.values()), lambda k: k.info(), ctx)
-        result = KGList(kgs=[info for _, info in answered], warnings=warnings)
-        text = "\n".join([render.render_kg_infos(result.kgs), *(f"warning: {w}" for w in warnings)])
+        links = [r.describe() for r in graph.linker.rules]
+        result = KGList(kgs=[info for _, info in answered], links=links, warnings=warnings)
+        linked = [f"links: {'; '.join(links)} (get_relations and get_edges follow them)"] if links else []
+        text = "\n".join([render.render_kg_infos(result.kgs), *linked, *(f"warning: {w}" for w in warnings)])
         return tool_result(result, text)

@@ -26,6 +26,10 @@ Hop = tuple[str, Direction]
 
 class GraphView(abc.ABC):
     kg: KnowledgeGraph
+    knows_labels: bool = True  # label() answers from memory; else labels are learnt as entities are seen
+
+    def remember_label(self, entity_id: str, label: str) -> None:  # noqa: B027 - only views that learn labels
+        """Note an entity's label read elsewhere (views that learn labels as they go keep it)."""
 
     @abc.abstractmethod
     async def nodes_for(self, entity_ids: Iterable[str]) -> list:
@@ -160,6 +164,8 @@ class MemoryGraph(GraphView):
 class InterfaceGraph(GraphView):
     """Any backend, through ``get_relations``/``get_edges`` only: batches of ``limits.max_ids``, paged edges,
     and a cap on edges per hop so a hub entity cannot stall a question."""
+
+    knows_labels = False
 
     def __init__(self, kg: KnowledgeGraph, max_edges_per_hop: int = 2000) -> None:
         self.kg = kg
@@ -302,9 +308,13 @@ class LinkedGraph(GraphView):
         name, local = self._split(node)
         return self.views[name].label(local)
 
+    @property
+    def knows_labels(self) -> bool:  # type: ignore[override]
+        return all(v.knows_labels for v in self.views.values())
+
     def remember_label(self, entity_id: str, label: str) -> None:
         view = self.views.get(split_id(entity_id)[0])
-        if isinstance(view, InterfaceGraph):
+        if view is not None:
             view.remember_label(entity_id, label)
 
     # -- links ----------------------------------------------------------------------------------------------------

@@ -81,8 +81,9 @@ class OfflineReasoner:
         topics = await view.nodes_for(topic_ids)
         if not topics:
             return Reasoning(question, topic_ids, [])
-        labels = [view.label(t) for t in topics] if not hasattr(view, "remember_label") else []
-        if not labels:
+        if view.knows_labels:
+            labels = [view.label(t) for t in topics]
+        else:
             labels = await _labels_via_interface(kg, topic_ids, view)
         q = parse_question(question, labels, st.max_span)
         scorer = QuestionScorer(q, stats, self.embedder, st)
@@ -231,10 +232,9 @@ async def _labels_via_interface(kg: KnowledgeGraph, topic_ids: list[str], view: 
     out = []
     for tid in topic_ids:
         try:
-            d = await kg.describe_entity(tid)
+            label = await kg.label_of(tid)
         except Exception:  # noqa: BLE001 - a label is a nicety; the mention may still be bracketed
             continue
-        out.append(d.entity.label)
-        if hasattr(view, "remember_label"):
-            view.remember_label(tid, d.entity.label)
+        out.append(label)
+        view.remember_label(tid, label)
     return out

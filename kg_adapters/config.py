@@ -90,6 +90,8 @@ class ServerConfig(_Strict):
     port: int | None = Field(default=None, ge=0, le=65535)
     token_env: str | None = Field(default=None, description="Name of the environment variable holding the token.")
     log_level: str | None = None
+    handles: int | None = Field(default=None, ge=1, description="Result handles kept (default 2000).")
+    handle_ttl: float | None = Field(default=None, gt=0, description="Seconds a result handle lives (default 3600).")
 
 
 class LLMConfig(_Strict):

@@ -62,7 +62,8 @@ class MemoryKG(KnowledgeGraph):
             self._entities[i] = e
         return e
 
-    def relation_model(self, r: int, direction: Direction, count: int | None = None) -> Relation:
+    def relation_model(self, r: int, direction: Direction, count: int | None = None, entities: int | None = None
+                       ) -> Relation:
         label = self.index.rel_labels[r]
         return Relation.model_construct(
             id=f"{self._prefix}{self.index.rel_local_ids[r]}",
@@ -70,6 +71,8 @@ class MemoryKG(KnowledgeGraph):
             inverse_label=f"inverse of {label}",
             direction=direction,
             count=count,
+            entities=entities,
+            kg=None,
         )
 
     def relation_index(self, relation_id: str) -> int:
@@ -97,16 +100,19 @@ class MemoryKG(KnowledgeGraph):
         ]
 
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
-        nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
+        nodes = list(dict.fromkeys(self.node_index(x) for x in self.local_ids(entity_ids)))
         counts: dict[tuple[int, Direction], int] = {}
+        having: dict[tuple[int, Direction], int] = {}  # how many of the entities have it
         for i in nodes:
             for r, objs in self.index.out[i].items():
                 counts[(r, Direction.forward)] = counts.get((r, Direction.forward), 0) + len(objs)
+                having[(r, Direction.forward)] = having.get((r, Direction.forward), 0) + 1
             for r, subs in self.index.inc[i].items():
                 counts[(r, Direction.backward)] = counts.get((r, Direction.backward), 0) + len(subs)
+                having[(r, Direction.backward)] = having.get((r, Direction.backward), 0) + 1
         ordered = sorted(counts.items(), key=lambda kv: (kv[0][1] is Direction.backward, self.index.rel_keys[kv[0][0]]))
         cap = self.limits.max_relations
-        rels = [self.relation_model(r, d, c) for (r, d), c in ordered[:cap]]
+        rels = [self.relation_model(r, d, c, having[(r, d)]) for (r, d), c in ordered[:cap]]
         return RelationList.model_construct(relations=rels, truncated=len(ordered) > cap, partial=False, warnings=[])
 
     async def get_edges(

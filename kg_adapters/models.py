@@ -66,6 +66,7 @@ class Relation(_Model):
     direction: Direction = Direction.forward
     count: int | None = Field(default=None, description="Edges the queried entities have with it, if known.")
     kg: str | None = Field(default=None, description="The KG it belongs to, when several linked KGs answered.")
+    entities: int | None = Field(default=None, description="How many of the queried entities have it, if known.")
 
 
 class Literal(_Model):

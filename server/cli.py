@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve several KGs side by side, unlinked (default: linked by [[link]] rules, else by label)")
     p.add_argument("--link", action="append", default=[], metavar="A=B",
                    help="label-link only these KG pairs (repeatable; default: every pair)")
+    p.add_argument("--handles", type=_positive, default=None, metavar="N",
+                   help="result handles (from_result) kept (default 2000)")
+    p.add_argument("--handle-ttl", type=float, default=None, metavar="SECONDS",
+                   help="how long a result handle lives (default 3600)")
     p.add_argument("--transport", choices=["stdio", "http"], default=None, help="default: stdio")
     p.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=None, help="HTTP port (default 8000; 0 = any free port)")
@@ -248,6 +252,11 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     args = build_parser().parse_args(argv)
     config = read_config(args.config)
     config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
+    if args.handle_ttl is not None and args.handle_ttl <= 0:
+        raise UsageError("--handle-ttl must be > 0 seconds")
+    handle_flags = {k: v for k, v in (("handles", args.handles), ("handle_ttl", args.handle_ttl)) if v is not None}
+    if handle_flags:
+        config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
     level = str(_setting(args, config, "log_level", "WARNING")).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")

@@ -54,11 +54,22 @@ def literal_text(value: Literal) -> str:
     return out
 
 
-def relation_line(rel: Relation) -> str:
-    """``movies:starred_actors (backward) [32]: inverse of starred actors``."""
+def relation_line(rel: Relation, of: int | None = None) -> str:
+    """``movies:starred_actors (backward) [32]: inverse of starred actors``; with ``of`` (entities asked about,
+    when several) ``[32; 3 of 5 entities]``."""
     label = rel.inverse_label if rel.direction is Direction.backward and rel.inverse_label else rel.label
-    count = f" [{rel.count}]" if rel.count is not None else ""
+    parts = [str(rel.count)] if rel.count is not None else []
+    if of is not None and of > 1 and rel.entities is not None:
+        parts.append(f"{rel.entities} of {of} entities")
+    count = f" [{'; '.join(parts)}]" if parts else ""
     return f"{rel.id} ({rel.direction.value}){count}: {label}"
+
+
+def handle_line(handle: str | None, count: int, what: str = "entities") -> list[str]:
+    """How to pass a result on without copying its IDs."""
+    if not handle or count < 2:  # one ID is as short as a handle
+        return []
+    return [f"result {handle} = these {count} {what} (pass from_result instead of their IDs)"]
 
 
 def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str = "") -> list[str]:
@@ -71,7 +82,8 @@ def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str =
     return lines
 
 
-def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Sequence[str] = ()) -> str:
+def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Sequence[str] = (),
+                   handle: str | None = None) -> str:
     if not matches:
         return "\n".join([f"{heading}: no entities found", *_footer(False, False, warnings)])
     lines = [f"{heading}:"]
@@ -79,7 +91,7 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
         how = f"{m.match} {m.score:.2f}" + (f' for "{m.mention}"' if m.mention else "")
         same = f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})" if m.same_as else ""
         lines.append(f"{entity_line(m.entity)}  [{how}]{same}")
-    return "\n".join(lines + _footer(False, False, warnings))
+    return "\n".join(lines + _footer(False, False, warnings) + handle_line(handle, len(matches)))
 
 
 def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
@@ -87,8 +99,9 @@ def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
     if not result.relations:
         lines = [f"{shown}: no relations"]
     else:
-        lines = [f"Relations of {shown} (id (direction) [edges]: reading):"]
-        lines.extend(relation_line(r) for r in result.relations)
+        several = len(entity_ids) > 1
+        lines = [f"Relations of {shown} (id (direction) [edges{'; entities having it' if several else ''}]: reading):"]
+        lines.extend(relation_line(r, len(entity_ids)) for r in result.relations)
     return "\n".join(lines + _footer(result.truncated, result.partial, result.warnings, "more relations exist"))
 
 
@@ -174,3 +187,47 @@ def render_kg_info(info: KGInfo) -> str:
 
 def render_kg_infos(infos: Iterable[KGInfo]) -> str:
     return "\n".join(render_kg_info(i) for i in infos) or "no KGs configured"
+
+
+def render_edges_result(result) -> str:
+    """:func:`render_edges`, then what a model would otherwise count or guess: the distinct targets, the sources
+    that had no such edge, why an empty page is empty, and the handle of what was reached."""
+    lines = [render_edges(result)]
+    if result.edges:
+        on_page = " on this page" if result.truncated else ""
+        lines.append(f"{result.targets} distinct target{'s' if result.targets != 1 else ''}{on_page}")
+    if result.sources_without_edges:
+        quiet = result.sources_without_edges
+        shown = ", ".join(quiet[:10]) + (f" and {len(quiet) - 10} more" if len(quiet) > 10 else "")
+        lines.append(f"no such edge from: {shown}")
+    if result.hint:
+        lines.append(result.hint)
+    lines.extend(handle_line(result.result_id, len({e.target for e in result.edges if e.target})))
+    return "\n".join(lines)
+
+
+def render_paths(result) -> str:
+    """``follow_path``: the path, what each hop reached, then the targets (most paths first) with one example."""
+    def name(x: str) -> str:
+        e = result.entities.get(x)
+        return e.label if e is not None else x
+
+    path = " → ".join(f"{h.relation_id}{' (inverse)' if h.direction is Direction.backward else ''}" for h in result.hops)
+    start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
+    lines = [f"From {start} along {path}:",
+             "reached per hop: " + ", ".join(str(n) for n in result.reached)]
+    if not result.targets:
+        lines.append("no targets")
+    else:
+        first = (result.next_offset or result.total) - len(result.targets) + 1 if result.truncated else 1
+        lines.append(f"{result.total} distinct targets (showing {first}-{first + len(result.targets) - 1}; "
+                     "[paths] via one example):")
+        for t in result.targets:
+            ref = f"{t.id} {t.label}" if t.id else literal_text(t.value) if t.value else t.label
+            via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
+            lines.append(f"  {ref} [{t.paths}]" + (f" via {via}" if via else ""))
+    more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
+    lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
+    lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
+                             "target entities"))
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ only asked ``get_edges`` never pays for them.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sys
 import threading
@@ -24,6 +25,8 @@ from kg_adapters.linked import LinkedKG
 from kg_adapters.linking import Linker
 from kg_adapters.embedded import DEFAULT_KG_NAME
 from kg_adapters.spec import KGSpec, make_spec
+
+from .handles import HandleStore
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     from strategies.embeddings import Embedder
@@ -78,6 +81,10 @@ class Runtime:
         # the one place that decides which KG answers a call (and maps entities across KGs)
         linker = Linker.configured(self.kgs, self.config.link, self.config.linking)
         self.graph = LinkedKG(self.kgs, linker, limits=self.limits)
+        server = self.config.server
+        fingerprint = json.dumps([sorted((n, k.backend) for n, k in self.kgs.items()),
+                                  [r.describe() for r in linker.rules]])
+        self.handles = HandleStore(fingerprint, server.handles or 2000, server.handle_ttl or 3600.0)
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
         self._embedder: Embedder | None = None

@@ -68,5 +68,5 @@ async def test_a_triples_file_kg_served_beside_the_embedded_one(tmp_path):
             "get_edges", {"entity_ids": [TOM_HANKS], "relation_id": "movies:starred_actors", "direction": "backward"}
         )
     assert [k["name"] for k in kgs.structured_content["kgs"]] == ["tiny", "movies"]
-    assert text_of(edges) == f"{ada} Ada Lovelace:\n  collaborated_with [1]: tiny:E1 Charles Babbage"
+    assert text_of(edges) == f"{ada} Ada Lovelace:\n  collaborated_with [1]: tiny:E1 Charles Babbage\n1 distinct target"
     assert len(capped.structured_content["edges"]) == 3 and capped.structured_content["next_offset"] == 3

@@ -51,8 +51,11 @@ async def test_lists_the_six_kg_tools_read_only_with_input_and_output_schemas(ru
         assert tool.output_schema and tool.output_schema["type"] == "object"
         assert tool.description
     edges = tools["get_edges"].input_schema
-    assert set(edges["required"]) == {"entity_ids", "relation_id"}
-    assert "ctx" not in edges["properties"]
+    assert set(edges["required"]) == {"relation_id"}  # entity_ids, or from_result in their place
+    assert {"entity_ids", "from_result"} <= set(edges["properties"]) and "ctx" not in edges["properties"]
+    assert edges["properties"]["entity_ids"]["maxItems"] == 50  # every cap is in the schema
+    assert edges["properties"]["limit"]["maximum"] == 200
+    assert tools["follow_path"].input_schema["properties"]["hops"]["maxItems"] == 4
 
 
 # -- the Tree-of-Traversals walk ----------------------------------------------------------------------------------

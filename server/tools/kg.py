@@ -14,8 +14,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
+from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.errors import InvalidInput, KGError
+from kg_adapters.follow import MAX_HOPS, Hop, PathResult, edges_from
+from kg_adapters.follow import follow_path as follow_path_in
 from kg_adapters.models import (
     Direction,
     EdgePage,
@@ -36,10 +38,21 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-EntityIds = Annotated[
-    list[str],
-    BeforeValidator(_one_or_many),
-    Field(description="Namespaced entity IDs, e.g. ['movies:E1407']. IDs of several KGs may be mixed."),
+def _ids_field(limits: Limits) -> Any:
+    """``entity_ids``: optional where ``from_result`` may stand for them. The cap is stated in the schema
+    (``maxItems``) and enforced with a message that names the way around it."""
+    return Annotated[
+        list[str] | None,
+        BeforeValidator(_one_or_many),
+        Field(description=f"Namespaced entity IDs, e.g. ['movies:E1407'] (at most {limits.max_ids}; for more, "
+              "pass from_result). IDs of several KGs may be mixed.", json_schema_extra={"maxItems": limits.max_ids}),
+    ]
+
+
+FromResult = Annotated[
+    str | None,
+    Field(description="A result handle ('r…') from an earlier initialize / search_entities / get_edges / "
+          "follow_path: stands for every entity that result reached, instead of entity_ids."),
 ]
 
 
@@ -48,6 +61,7 @@ class EntityMatches(BaseModel):
     query: str
     kgs: list[str] = Field(description="The KGs that were searched.")
     entities: list[EntityMatch]
+    result_id: str | None = Field(default=None, description="Handle of these entities, for from_result.")
     partial: bool = Field(default=False, description="True when some KG failed; see warnings.")
     warnings: list[str] = Field(default_factory=list)
 
@@ -58,6 +72,17 @@ class RelationsResult(BaseModel):
     truncated: bool = False
     partial: bool = False
     warnings: list[str] = Field(default_factory=list)
+
+
+class EdgesResult(EdgePage):
+    targets: int = Field(default=0, description="Distinct entities and values reached on this page.")
+    result_id: str | None = Field(default=None, description="Handle of the entities reached, for from_result.")
+    sources_without_edges: list[str] = Field(default_factory=list, description="Sources with no such edge.")
+    hint: str | None = Field(default=None, description="What to try when the page is empty.")
+
+
+class PathsResult(PathResult):
+    result_id: str | None = Field(default=None, description="Handle of every final target entity, for from_result.")
 
 
 class KGList(BaseModel):
@@ -105,31 +130,61 @@ async def _fan_out(
 
 
 def register(server: MCPServer, runtime: Runtime) -> None:
-    """Add the KG tools to ``server``; they read KGs and limits from ``runtime``."""
+    """Add the KG tools to ``server``; they read KGs, limits and result handles from ``runtime``."""
     graph = runtime.graph
+    handles = runtime.handles
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=graph.capabilities.remote)
     limits = runtime.limits
     kg_names = ", ".join(runtime.kgs)
+    EntityIds = _ids_field(limits)
+    Limit = Annotated[int | None, Field(ge=1, description=f"Edges per page (at most {limits.max_edges}).",
+                                        json_schema_extra={"maximum": limits.max_edges})]
+    SearchLimit = Annotated[int, Field(ge=1, description=f"Maximum entities returned (at most {limits.max_search}).",
+                                       json_schema_extra={"maximum": limits.max_search})]
+    Query = Annotated[str, Field(json_schema_extra={"maxLength": limits.max_query_chars})]
+
+    def sources(entity_ids: list[str] | None, from_result: str | None, many: bool = True) -> list[str]:
+        """The entities a call is about: ``entity_ids`` (capped), or every entity of a result handle."""
+        if from_result is not None and entity_ids:
+            raise InvalidInput("give entity_ids or from_result, not both")
+        if from_result is not None:
+            ids = list(handles.get(from_result).entity_ids)
+            if not ids:
+                raise InvalidInput(f"result {from_result.strip()} reached no entities; nothing to expand")
+            return ids if many else ids[: limits.max_ids]
+        if not entity_ids:
+            raise InvalidInput("no entity IDs given: pass entity_ids, or from_result with a result handle")
+        ids = list(dict.fromkeys(entity_ids))
+        if len(ids) > limits.max_ids:
+            raise InvalidInput(f"{len(ids)} IDs given; at most {limits.max_ids} per call (pass from_result to "
+                               "use a whole earlier result)")
+        return ids
+
+    def args_of(**kw: Any) -> dict[str, Any]:
+        return {k: (v.value if isinstance(v, Direction) else v) for k, v in kw.items() if v is not None}
 
     async def _link(
         query: str, kg: str | None, limit: int, ctx: Context | None, how: str
     ) -> EntityMatches:
         query = limits.check_query(query)
         limit = limits.clamp(limit, limits.max_search)
+
         async def progress(done: int, total: int, name: str) -> None:
             if ctx is not None:
                 await ctx.report_progress(done, total, f"{name} answered")
 
         found = await runtime.select(kg).find_matches(query, limit, how, progress)  # each real-world entity once
-        return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, partial=bool(found.warnings),
-                             warnings=found.warnings)
+        ids = [m.entity.id for m in found.entities]
+        handle = handles.put(how, args_of(query=query, kg=kg, limit=limit), ids).handle if ids else None
+        return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, result_id=handle,
+                             partial=bool(found.warnings), warnings=found.warnings)
 
     @server.tool(title="Link the entities of a question", annotations=read_only)
     async def initialize(
-        query: Annotated[str, Field(description="The question or text whose entities to find. "
-                                                "Put explicit entity mentions in [brackets].")],
+        query: Annotated[Query, Field(description="The question or text whose entities to find. "
+                                                  "Put explicit entity mentions in [brackets].")],
         kg: Annotated[str | None, Field(description=f"KG name to search (one of: {kg_names}); default all.")] = None,
-        limit: Annotated[int, Field(ge=1, description="Maximum entities returned.")] = 10,
+        limit: SearchLimit = 10,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, EntityMatches]:
         """Tree-of-Traversals step 1: link the entities mentioned in a query to KG entities (entity linking).
@@ -138,58 +193,158 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         that fit the question."""
         result = await _link(query, kg, limit, ctx, "link")
         return tool_result(result, render.render_matches(f"Entities linked from {query!r}", result.entities,
-                                                         result.warnings))
+                                                         result.warnings, result.result_id))
 
     @server.tool(title="Search entities by label", annotations=read_only)
     async def search_entities(
-        text: Annotated[str, Field(description="A name or label to look up (exact, case-insensitive, fuzzy, BM25).")],
+        text: Annotated[Query, Field(description="A name or label to look up (exact, case-insensitive, fuzzy, "
+                                                 "BM25).")],
         kg: Annotated[str | None, Field(description=f"KG name to search (one of: {kg_names}); default all.")] = None,
-        limit: Annotated[int, Field(ge=1, description="Maximum entities returned.")] = 10,
+        limit: SearchLimit = 10,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, EntityMatches]:
         """Find entities whose label matches a text, best first. Use when initialize missed an entity."""
         result = await _link(text, kg, limit, ctx, "search")
         return tool_result(result, render.render_matches(f"Entities matching {text!r}", result.entities,
-                                                         result.warnings))
+                                                         result.warnings, result.result_id))
+
+    async def relations_of(ids: list[str]) -> RelationsResult:
+        """get_relations over any number of entities, in batches, counts added up."""
+        merged: dict[tuple[str, Direction], Relation] = {}
+        truncated = partial = False
+        warnings: list[str] = []
+        for i in range(0, len(ids), limits.max_ids):
+            rl = await graph.get_relations(ids[i : i + limits.max_ids])
+            truncated |= rl.truncated
+            partial |= rl.partial
+            warnings.extend(w for w in rl.warnings if w not in warnings)
+            for r in rl.relations:
+                key = (r.id, r.direction)
+                old = merged.get(key)
+                if old is None:
+                    merged[key] = r
+                else:
+                    add = {f: (getattr(old, f) or 0) + (getattr(r, f) or 0) for f in ("count", "entities")
+                           if getattr(old, f) is not None or getattr(r, f) is not None}
+                    merged[key] = old.model_copy(update=add)
+        rels = list(merged.values())
+        return RelationsResult(entity_ids=ids, relations=rels[: limits.max_relations],
+                               truncated=truncated or len(rels) > limits.max_relations, partial=partial,
+                               warnings=warnings)
 
     @server.tool(title="List the relations of entities", annotations=read_only)
     async def get_relations(
-        entity_ids: EntityIds, ctx: Context | None = None
+        entity_ids: EntityIds = None, from_result: FromResult = None, ctx: Context | None = None
     ) -> Annotated[CallToolResult, RelationsResult]:
-        """Tree-of-Traversals step 2: the relation types the entities have, in both directions, with edge counts.
+        """Tree-of-Traversals step 2: the relation types the entities have, in both directions, with edge counts
+        and how many of the entities have each.
 
         `forward` means entity -relation-> x; `backward` means x -relation-> entity (read as the inverse). Pick
         one relation and direction, then call get_edges."""
-        ids = list(dict.fromkeys(entity_ids))
-        rl = await graph.get_relations(ids)
-        result = RelationsResult(
-            entity_ids=ids, relations=rl.relations, truncated=rl.truncated, partial=rl.partial, warnings=rl.warnings
-        )
+        result = await relations_of(sources(entity_ids, from_result))
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
+
+    async def edges_page(ids: list[str], relation_id: str, direction: Direction, limit: int, offset: int) -> EdgePage:
+        if len(ids) <= limits.max_ids:
+            return await graph.get_edges(ids, relation_id, direction, limit, offset)
+        reach = await edges_from(graph, ids, relation_id, direction, budget=offset + limit + 1)
+        edges = reach.edges[offset : offset + limit]
+        more = reach.truncated or len(reach.edges) > offset + limit
+        shown = {x for e in edges for x in (e.source, e.target, e.via) if x}
+        return EdgePage(edges=edges, entities={k: v for k, v in reach.entities.items() if k in shown},
+                        truncated=more, next_offset=offset + limit if more else None, partial=reach.partial,
+                        warnings=reach.warnings, relation=reach.relation)
+
+    async def explain_empty(ids: list[str], relation_id: str, direction: Direction) -> str | None:
+        """Why a first page is empty, and the call that would find edges (the other direction), if any."""
+        try:
+            rels = (await relations_of(ids)).relations
+        except KGError:
+            return None
+        other = direction.flip()
+        back = next((r for r in rels if r.id == relation_id and r.direction is other), None)
+        if back is not None:
+            many = f" ({back.count} edges)" if back.count is not None else ""
+            return (f"no {relation_id} edges {direction.value} from these entities, but it runs {other.value}"
+                    f"{many}: call get_edges again with direction=\"{other.value}\"")
+        if not any(r.id == relation_id for r in rels):
+            return f"these entities have no {relation_id} edges either way; call get_relations to see theirs"
+        return None
 
     @server.tool(title="Follow one relation from entities", annotations=read_only)
     async def get_edges(
-        entity_ids: EntityIds,
         relation_id: Annotated[str, Field(description="A relation ID from get_relations, e.g. 'movies:starred_actors'.")],
+        entity_ids: EntityIds = None,
         direction: Annotated[Direction, Field(description="forward: entity is the subject; backward: the object.")]
         = Direction.forward,
-        limit: Annotated[int | None, Field(ge=1, description=f"Edges per page (at most {limits.max_edges}).")] = None,
+        limit: Limit = None,
         offset: Annotated[int, Field(ge=0, description="Skip this many edges (use next_offset to page).")] = 0,
-    ) -> Annotated[CallToolResult, EdgePage]:
+        from_result: FromResult = None,
+    ) -> Annotated[CallToolResult, EdgesResult]:
         """Tree-of-Traversals step 3: the edges from the entities along one relation, and the entities reached.
 
-        Text groups targets by source and relation: `source: relation label (inverse) [count]: id label, ...`
-        (the label is left out when the relation ID already reads as it). When truncated, call again with
-        offset=next_offset."""
+        Text groups targets by source: `source: relation (inverse) [count]: id label, ...`, then the distinct
+        targets and a result handle for them. When truncated, call again with offset=next_offset."""
+        ids = sources(entity_ids, from_result)
         limit = limits.clamp(limit, limits.max_edges)  # the server's cap holds whatever the adapter's is
-        page = await graph.get_edges(list(dict.fromkeys(entity_ids)), relation_id, direction, limit, offset)
-        return tool_result(page, render.render_edges(page))
+        page = await edges_page(ids, relation_id, direction, limit, offset)
+        reached = list(dict.fromkeys(e.target for e in page.edges if e.target))
+        values = {e.value.value for e in page.edges if e.target is None and e.value is not None}
+        had = {e.via or e.source for e in page.edges}
+        quiet = [i for i in ids if i not in had] if offset == 0 and not page.truncated else []
+        hint = await explain_empty(ids, relation_id, direction) if not page.edges and offset == 0 else None
+        handle = None
+        if reached:
+            call = args_of(entity_ids=None if from_result else ids, from_result=from_result,
+                           relation_id=relation_id, direction=direction, limit=limit, offset=offset)
+            handle = handles.put("get_edges", call, reached).handle
+        result = EdgesResult(**page.model_dump(), targets=len(reached) + len(values), result_id=handle,
+                             sources_without_edges=quiet if page.edges else [], hint=hint)
+        return tool_result(result, render.render_edges_result(result))
+
+    @server.tool(title="Follow a path of relations in one call", annotations=read_only)
+    async def follow_path(
+        hops: Annotated[list[Hop], Field(min_length=1, max_length=MAX_HOPS,
+                                         description=f"The relations to follow in order (1 to {MAX_HOPS}), each "
+                                         "{relation_id, direction}.")],
+        entity_ids: EntityIds = None,
+        from_result: FromResult = None,
+        exclude_start: Annotated[bool, Field(description="Leave the start entities out of the targets.")] = True,
+        limit: Limit = None,
+        offset: Annotated[int, Field(ge=0, description="Skip this many targets (use next_offset to page).")] = 0,
+    ) -> Annotated[CallToolResult, PathsResult]:
+        """Follow a chain of relations from the entities in one call: the distinct final targets, most paths
+        first, with how many paths reach each and one example path. Use it once you know the path; explore with
+        get_relations / get_edges."""
+        ids = sources(entity_ids, from_result)
+        limit = limits.clamp(limit, limits.max_edges)
+        res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, limit=limit, offset=offset)
+        handle = None
+        if res.target_ids:
+            call = args_of(entity_ids=None if from_result else ids, from_result=from_result,
+                           hops=[h.model_dump(mode="json") for h in hops], exclude_start=exclude_start)
+            handle = handles.put("follow_path", call, res.target_ids).handle
+        result = PathsResult(**res.model_dump(), result_id=handle)
+        return tool_result(result, render.render_paths(result))
 
     @server.tool(title="Describe one entity", annotations=read_only)
     async def describe_entity(
-        entity_id: Annotated[str, Field(description="One namespaced entity ID, e.g. 'movies:E1407'.")],
+        entity_id: Annotated[str | None, Field(description="One namespaced entity ID, e.g. 'movies:E1407'.")] = None,
+        from_result: FromResult = None,
+        position: Annotated[int, Field(ge=0, description="With from_result: which of its entities (0 = first).")]
+        = 0,
     ) -> Annotated[CallToolResult, EntityDescription]:
         """Label, description, aliases, IDs in linked KGs and the relation summary of one entity."""
+        if from_result is not None:
+            if entity_id:
+                raise InvalidInput("give entity_id or from_result, not both")
+            ids = handles.get(from_result).entity_ids
+            if position >= len(ids):
+                raise InvalidInput(f"result {from_result.strip()} holds {len(ids)} entities; position is 0 to "
+                                   f"{len(ids) - 1}")
+            entity_id = ids[position]
+        if not entity_id:
+            raise InvalidInput("no entity given: pass entity_id, or from_result (and position)")
         desc = await graph.describe_entity(entity_id)
         return tool_result(desc, render.render_description(desc))
 

@@ -31,7 +31,9 @@ INSTRUCTIONS = (
     "question, then alternate get_relations(entity_ids) and get_edges(entity_ids, relation_id, direction) to grow a "
     "subgraph; IDs are namespaced by KG (movies:E12). With several KGs, an entity's equivalents in the others are "
     "linked (same_as): its get_relations lists their relations too, and get_edges follows another KG's relation "
-    "from it directly. The prompt 'tree_of_traversals' explains the procedure."
+    "from it directly. A result that reaches several entities names them with a handle: pass from_result instead "
+    "of copying IDs; follow_path walks a known chain of relations in one call. The prompt 'tree_of_traversals' "
+    "explains the procedure."
 )
 
 

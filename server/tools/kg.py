@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from kg_adapters.base import KnowledgeGraph, Limits
 from kg_adapters.errors import InvalidInput, KGError
-from kg_adapters.follow import MAX_HOPS, Hop, PathResult, edges_from
+from kg_adapters.follow import HOP_EDGE_BUDGET, HOP_FRONTIER, MAX_HOPS, Hop, PathResult, edges_from
 from kg_adapters.follow import follow_path as follow_path_in
 from kg_adapters.models import (
     Direction,
@@ -209,10 +209,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                                          result.warnings, result.result_id))
 
     async def relations_of(ids: list[str]) -> RelationsResult:
-        """get_relations over any number of entities, in batches, counts added up."""
+        """get_relations over any number of entities (the first ``HOP_FRONTIER``), in batches, counts added up."""
         merged: dict[tuple[str, Direction], Relation] = {}
         truncated = partial = False
         warnings: list[str] = []
+        if len(ids) > HOP_FRONTIER:
+            warnings.append(f"relations of the first {HOP_FRONTIER} of {len(ids)} entities")
+            ids, truncated = ids[:HOP_FRONTIER], True
         for i in range(0, len(ids), limits.max_ids):
             rl = await graph.get_relations(ids[i : i + limits.max_ids])
             truncated |= rl.truncated
@@ -247,6 +250,12 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     async def edges_page(ids: list[str], relation_id: str, direction: Direction, limit: int, offset: int) -> EdgePage:
         if len(ids) <= limits.max_ids:
             return await graph.get_edges(ids, relation_id, direction, limit, offset)
+        if offset + limit > HOP_EDGE_BUDGET:
+            raise InvalidInput(f"offset {offset} is past the first {HOP_EDGE_BUDGET} edges of a whole result; "
+                               "use follow_path (distinct targets) or fewer entities")
+        if len(ids) > HOP_FRONTIER:
+            raise InvalidInput(f"result has {len(ids)} entities; get_edges follows at most {HOP_FRONTIER} "
+                               "(follow_path counts distinct targets over large sets)")
         reach = await edges_from(graph, ids, relation_id, direction, budget=offset + limit + 1)
         edges = reach.edges[offset : offset + limit]
         more = reach.truncated or len(reach.edges) > offset + limit

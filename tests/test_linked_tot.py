@@ -70,3 +70,14 @@ async def test_without_links_the_other_kg_is_out_of_reach(graph):
     unlinked = LinkedKG(graph.kgs)  # same KGs, no link rules
     result = await answer(unlinked, "what genres are the films directed by [Eli Fox]")
     assert not {"Thriller", "Horror"} & set(result.answer.labels)
+
+
+async def test_follow_path_crosses_the_link_in_one_call(graph):
+    from kg_adapters.follow import Hop, follow_path
+
+    eli = (await graph.initialize("[Eli Fox]"))[0].entity.id
+    hops = [Hop(relation_id="films:directed_by", direction="backward"), Hop(relation_id="catalog:has_genre")]
+    result = await follow_path(graph, [eli], hops)
+    assert result.reached == [2, 2] and {t.label for t in result.targets} == {"Thriller", "Horror"}
+    # the example path names the film in 'films', where the walk was when it crossed
+    assert all(t.example[1].startswith("films:") and t.example[2].startswith("catalog:") for t in result.targets)

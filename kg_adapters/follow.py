@@ -120,8 +120,11 @@ async def follow_path(
     reached: list[int] = []
     warnings: list[str] = []
     truncated = partial = False
+    starts = set(start)
     for n, hop in enumerate(hops, 1):
         frontier = [x for x in counts if x not in values]  # literal values are ends, not sources
+        if exclude_start and n > 1:  # a walk does not come back through where it started ("X's other films")
+            frontier = [x for x in frontier if x not in starts]
         if len(frontier) > HOP_FRONTIER:
             warnings.append(f"hop {n} starts from {len(frontier)} entities; followed from the first {HOP_FRONTIER}")
             frontier, truncated = frontier[:HOP_FRONTIER], True
@@ -147,7 +150,7 @@ async def follow_path(
         if not counts:
             break
     if exclude_start:
-        counts = {k: v for k, v in counts.items() if k not in set(start)}
+        counts = {k: v for k, v in counts.items() if k not in starts}
     ordered = sorted(counts, key=lambda k: -counts[k])  # stable: first reached first among equals
     page = ordered[offset : offset + limit]
     targets = []

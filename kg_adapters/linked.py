@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_NAME = "linked"
+EXACT_ENOUGH = 0.9  # a match this good is kept next to an exact one (near-identical spellings)
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Matches(BaseModel):
 
     entities: list[EntityMatch]
     kgs: list[str] = Field(description="The KGs that were searched.")
+    omitted: int = Field(default=0, description="Fuzzy look-alikes of mentions that matched exactly, left out.")
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -206,6 +208,12 @@ class LinkedKG(KnowledgeGraph):
 
         found = [m for _, ms in await self._each(names, call, report) for m in ms]
         found.sort(key=lambda m: -m.score)  # stable: KG order breaks ties
+        omitted = 0
+        if how == "link":  # a mention matched by name needs no fuzzy look-alikes (search_entities lists them)
+            named = {m.mention for m in found if m.mention is not None and m.match in ("exact", "casefold")}
+            kept = [m for m in found if m.mention not in named or m.match in ("exact", "casefold")
+                    or m.score >= EXACT_ENOUGH]
+            omitted, found = len(found) - len(kept), kept
         out: list[EntityMatch] = []
         covered: set[str] = set()
         for m in found:
@@ -216,7 +224,7 @@ class LinkedKG(KnowledgeGraph):
             out.append(m.model_copy(update={"same_as": same}) if same else m)
             if len(out) >= limit:
                 break
-        return Matches(entities=out, kgs=names, warnings=report.warnings)
+        return Matches(entities=out, kgs=names, omitted=omitted, warnings=report.warnings)
 
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
         return (await self.find_matches(query, limit, "link")).entities

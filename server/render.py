@@ -69,7 +69,7 @@ def handle_line(handle: str | None, count: int, what: str = "entities") -> list[
     """How to pass a result on without copying its IDs."""
     if not handle or count < 2:  # one ID is as short as a handle
         return []
-    return [f"result {handle} = these {count} {what} (pass from_result instead of their IDs)"]
+    return [f"result {handle} = these {count} {what} (from_result)"]
 
 
 def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str = "") -> list[str]:
@@ -83,7 +83,7 @@ def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str =
 
 
 def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Sequence[str] = (),
-                   handle: str | None = None) -> str:
+                   handle: str | None = None, omitted: int = 0) -> str:
     if not matches:
         return "\n".join([f"{heading}: no entities found", *_footer(False, False, warnings)])
     lines = [f"{heading}:"]
@@ -91,6 +91,9 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
         how = f"{m.match} {m.score:.2f}" + (f' for "{m.mention}"' if m.mention else "")
         same = f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})" if m.same_as else ""
         lines.append(f"{entity_line(m.entity)}  [{how}]{same}")
+    if omitted:
+        lines.append(f"({omitted} fuzzy look-alike{'s' if omitted != 1 else ''} of exact matches left out; "
+                     "search_entities lists them)")
     return "\n".join(lines + _footer(False, False, warnings) + handle_line(handle, len(matches)))
 
 
@@ -214,18 +217,24 @@ def render_paths(result) -> str:
 
     path = " → ".join(f"{h.relation_id}{' (inverse)' if h.direction is Direction.backward else ''}" for h in result.hops)
     start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
-    lines = [f"From {start} along {path}:",
-             "reached per hop: " + ", ".join(str(n) for n in result.reached)]
+    lines = [f"From {start} along {path}:"]
+    if len(result.hops) > 1:
+        lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
     if not result.targets:
         lines.append("no targets")
     else:
-        first = (result.next_offset or result.total) - len(result.targets) + 1 if result.truncated else 1
-        lines.append(f"{result.total} distinct targets (showing {first}-{first + len(result.targets) - 1}; "
-                     "[paths] via one example):")
+        shown = ""
+        if result.truncated and result.total > len(result.targets):
+            first = (result.next_offset or result.total) - len(result.targets) + 1
+            shown = f" (showing {first}-{first + len(result.targets) - 1})"
+        plural = "s" if result.total != 1 else ""
+        legend = "; [paths] via one example" if len(result.hops) > 1 else ""
+        lines.append(f"{result.total} distinct target{plural}{shown}{legend}:")
         for t in result.targets:
             ref = f"{t.id} {t.label}" if t.id else literal_text(t.value) if t.value else t.label
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
-            lines.append(f"  {ref} [{t.paths}]" + (f" via {via}" if via else ""))
+            paths = f" [{t.paths}]" if len(result.hops) > 1 or t.paths > 1 else ""
+            lines.append(f"  {ref}{paths}" + (f" via {via}" if via else ""))
     more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
     lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,

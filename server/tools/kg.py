@@ -62,6 +62,7 @@ class EntityMatches(BaseModel):
     kgs: list[str] = Field(description="The KGs that were searched.")
     entities: list[EntityMatch]
     result_id: str | None = Field(default=None, description="Handle of these entities, for from_result.")
+    omitted: int = Field(default=0, description="Fuzzy look-alikes of mentions matched exactly, left out.")
     partial: bool = Field(default=False, description="True when some KG failed; see warnings.")
     warnings: list[str] = Field(default_factory=list)
 
@@ -177,7 +178,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         ids = [m.entity.id for m in found.entities]
         handle = handles.put(how, args_of(query=query, kg=kg, limit=limit), ids).handle if ids else None
         return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, result_id=handle,
-                             partial=bool(found.warnings), warnings=found.warnings)
+                             omitted=found.omitted, partial=bool(found.warnings), warnings=found.warnings)
 
     @server.tool(title="Link the entities of a question", annotations=read_only)
     async def initialize(
@@ -193,7 +194,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         that fit the question."""
         result = await _link(query, kg, limit, ctx, "link")
         return tool_result(result, render.render_matches(f"Entities linked from {query!r}", result.entities,
-                                                         result.warnings, result.result_id))
+                                                         result.warnings, result.result_id, result.omitted))
 
     @server.tool(title="Search entities by label", annotations=read_only)
     async def search_entities(

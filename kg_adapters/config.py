@@ -97,6 +97,9 @@ class ServerConfig(_Strict):
 class LLMConfig(_Strict):
     backend: str | None = None
     model: str | None = None
+    base_url: str | None = Field(default=None, description="openai / anthropic: the API's base URL.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds per LLM request.")
+    max_retries: int | None = Field(default=None, ge=0, description="Retries after a transient LLM failure.")
 
 
 class Config(_Strict):

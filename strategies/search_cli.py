@@ -1,7 +1,10 @@
 """``tot-search``: answer one question (printing the answer and its search tree) or run a benchmark file.
 
-Usage errors (bad flags, unreadable files, unknown formats, KGs that do not open) print one line and exit 2.
-A malformed question line is reported and skipped; the rest of the run goes on.
+Usage errors (bad flags, unreadable files, unknown formats, KGs that do not open, an LLM backend that cannot be
+built — no key, no model) print one line and exit 2. A malformed question line is reported and skipped; the rest of
+the run goes on. In a benchmark run a question whose LLM failed (after the backend's bounded retries) is recorded
+with its ``error`` in the JSONL and the run goes on; a single question whose LLM failed prints one line
+``tot-search: error: …`` and exits 1.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from kg_adapters.linking import Linker, with_flags
 from kg_adapters.spec import make_spec, open_kg, parse_kg_arg
 
 USAGE_ERROR = 2
+LLM_CHOICES = ("offline", "anthropic", "openai")
 
 
 _BAD_LINES_SHOWN = 20  # malformed question lines reported one by one; the rest are counted
@@ -47,8 +51,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
     p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
     p.add_argument("--method", default="tot", help=f"one of: {', '.join(available_methods())} (default tot)")
-    p.add_argument("--llm", default="offline", choices=["offline", "anthropic"], help="policy backend (default offline)")
-    p.add_argument("--model", default=None, help="model name for --llm anthropic")
+    p.add_argument("--llm", default="offline", choices=list(LLM_CHOICES),
+                   help="policy backend (default offline): offline (no LLM), anthropic (ANTHROPIC_API_KEY), "
+                        "openai (any OpenAI-compatible server: --base-url, --model; OPENAI_API_KEY if it needs one)")
+    p.add_argument("--model", default=None,
+                   help="model name for --llm anthropic/openai (default: TOT_ANTHROPIC_MODEL or claude-sonnet-4-5; "
+                        "TOT_OPENAI_MODEL)")
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="API base URL for --llm openai (e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or "
+                        "https://api.openai.com/v1) or anthropic (a proxy)")
+    p.add_argument("--llm-timeout", type=float, default=None, metavar="S",
+                   help="seconds per LLM request before it is retried (default 60)")
+    p.add_argument("--llm-retries", type=int, default=None, metavar="N",
+                   help="retries of a failed LLM request: timeouts, 429/5xx, malformed bodies (default 2)")
     p.add_argument("-k", type=int, default=3, help="branching factor (default 3; 1 = Chain-of-Traversals)")
     p.add_argument("--max-depth", type=int, default=7, help="actions before an answer is forced (default 7)")
     p.add_argument("--tau", type=float, default=0.8, help="accept an answer valued at least this (default 0.8)")
@@ -118,6 +133,37 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("--resume needs --out (the file to continue)")
     if ns.questions is not None and not ns.questions.is_file():
         raise UsageError(f"--questions {ns.questions}: no such file")
+    if ns.llm == "offline" and (ns.base_url or ns.llm_timeout is not None or ns.llm_retries is not None):
+        raise UsageError("--base-url, --llm-timeout and --llm-retries need --llm anthropic or --llm openai")
+    if ns.llm_timeout is not None and not 0 < ns.llm_timeout <= 3600:
+        raise UsageError("--llm-timeout must be between 0 and 3600 seconds")
+    if ns.llm_retries is not None and not 0 <= ns.llm_retries <= 20:
+        raise UsageError("--llm-retries must be between 0 and 20")
+
+
+def _llm_options(ns: argparse.Namespace) -> dict:
+    """The LLM backend's options from the flags (handed to ``make_llm`` through ``MethodOptions.extra``)."""
+    if ns.llm == "offline":
+        return {}
+    options = {"base_url": ns.base_url, "timeout": ns.llm_timeout, "max_retries": ns.llm_retries}
+    return {k: v for k, v in options.items() if v is not None}
+
+
+async def _check_llm(ns: argparse.Namespace) -> None:
+    """Build (and close) the LLM backend once before the run (and before the KGs load), so a missing key or model
+    is one usage error, not one error per question."""
+    if ns.llm == "offline":
+        return
+    from strategies.llm.base import LLMError
+    from strategies.llm.factory import make_llm
+
+    try:
+        llm = make_llm(ns.llm, model=ns.model, options=_llm_options(ns))
+    except LLMError as e:
+        raise UsageError(str(e)) from None
+    close = getattr(llm, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def link_kgs(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> LinkedKG | None:
@@ -142,7 +188,7 @@ def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph], graph: KnowledgeG
         raise UsageError(str(e.args[0])) from None
     options = MethodOptions(
         llm=ns.llm, model=ns.model, k=ns.k, max_depth=ns.max_depth, tau=ns.tau,
-        max_expansions=ns.max_expansions, max_edges_per_expansion=ns.max_edges,
+        max_expansions=ns.max_expansions, max_edges_per_expansion=ns.max_edges, extra=_llm_options(ns),
     )
     return factory(options, Services(kgs, graph=graph))
 
@@ -154,7 +200,8 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linke
     q = BenchmarkQuestion(id="cli", text=ns.question)
     result = await method(q, kgs[0])
     if result.error:
-        print(f"error: {result.error}", file=sys.stderr)
+        print(f"tot-search: error: {_one_line(result.error)}", file=sys.stderr)
+        return 1
     shown = ", ".join(result.answer_labels) or result.answer_text or "no answer found"
     print(f"answer: {shown}")
     if result.answer_ids:
@@ -250,11 +297,18 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
     return 0
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
+    from strategies.llm.base import LLMError
+
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
         _validate(ns)
+        asyncio.run(_check_llm(ns))
         try:
             kgs = open_kgs(ns.kg)
             linked = link_kgs(ns, kgs)
@@ -269,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
         where = f"; rerun with --resume --out {ns.out} to continue" if ns.out else ""
         print(f"\ntot-search: interrupted{where}", file=sys.stderr)
         return 130
-    except KGError as e:
-        print(f"tot-search: error: {e}", file=sys.stderr)
+    except (KGError, LLMError) as e:
+        print(f"tot-search: error: {_one_line(str(e))}", file=sys.stderr)
         return 1
     return code
 

@@ -51,8 +51,9 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         max_depth: Annotated[int, Field(ge=1, le=30, description="Actions before an answer is forced.")] = 7,
         tau: Annotated[float, Field(ge=0.0, le=1.0, description="Stop at an answer valued at least this.")] = 0.8,
         llm: Annotated[
-            Literal["offline", "sampling", "anthropic"],
-            Field(description="Policy: offline (no LLM), sampling (this client's model), anthropic (server's key)."),
+            Literal["offline", "sampling", "anthropic", "openai"],
+            Field(description="Policy: offline (no LLM), sampling (this client's model), anthropic (server's key), "
+                  "openai (an OpenAI-compatible server: OPENAI_BASE_URL, TOT_OPENAI_MODEL)."),
         ] = "offline",
         kg: Annotated[str | None, Field(description=f"KG name(s), comma-separated (of: {kg_names}); default all.")] = None,
         max_expansions: Annotated[int, Field(ge=1, le=200, description="Give up after this many expansions.")] = 25,

@@ -1,19 +1,38 @@
-"""Claude through the official ``anthropic`` SDK (async client); needs ``ANTHROPIC_API_KEY``."""
+"""Claude through the official ``anthropic`` SDK (async client); needs ``ANTHROPIC_API_KEY``.
+
+Retries are ours, not the SDK's (the SDK client is built with ``max_retries=0``): the same bounded policy as the
+OpenAI-compatible backend (:mod:`strategies.llm.retry`), so a 429/529 with ``Retry-After``, a timeout, a connection
+closed mid-body or a body that is not JSON is retried a bounded number of times and then becomes one
+:class:`LLMError` line — never a traceback. (The SDK lets ``json.JSONDecodeError`` escape for a malformed JSON body
+and returns a bare ``str`` for a non-JSON content type; both are caught here.)
+"""
 
 from __future__ import annotations
 
 import os
 
 from .base import LLM, LLMError
+from .retry import (
+    Retryable,
+    RetryPolicy,
+    parse_retry_after,
+    retryable_status,
+    with_retries,
+)
 
+#: A current model ID: one of the installed SDK's known models (``anthropic.types.ModelParam``) and not in its
+#: ``DEPRECATED_MODELS`` (which lists claude-sonnet-4-5, end of life 2026-11-30; tests/test_llm_faults.py checks
+#: both). Override with ``--model`` or ``TOT_ANTHROPIC_MODEL``.
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
 
 class AnthropicLLM(LLM):
     """One Messages API call per completion; usage comes from the response's token counts.
 
-    ``base_url`` exists for proxies and for tests (a fake server on loopback). Every SDK error — connection,
-    timeout, rate limit, 4xx/5xx — becomes :class:`LLMError` with the status and message.
+    ``base_url`` exists for proxies and for tests (a fake server on loopback). ``max_retries`` retries after the
+    first attempt, waiting ``Retry-After`` (at most ``max_retry_wait`` s) or an exponential backoff from
+    ``retry_backoff`` s. Every failure — connection, timeout, rate limit, malformed body, 4xx/5xx — ends as
+    :class:`LLMError` with the status and message.
     """
 
     name = "anthropic"
@@ -26,6 +45,8 @@ class AnthropicLLM(LLM):
         base_url: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
+        retry_backoff: float = 0.5,
+        max_retry_wait: float = 30.0,
     ) -> None:
         super().__init__()
         try:
@@ -36,10 +57,12 @@ class AnthropicLLM(LLM):
         if not key:
             raise LLMError("ANTHROPIC_API_KEY is not set; export it or choose another LLM (e.g. --llm offline)")
         self.model = model or os.environ.get("TOT_ANTHROPIC_MODEL") or DEFAULT_MODEL
-        self._anthropic = anthropic
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        self.timeout = float(timeout)
+        self.retry = RetryPolicy(
+            max_retries=max(0, int(max_retries)), backoff=float(retry_backoff), max_retry_wait=float(max_retry_wait)
         )
+        self._anthropic = anthropic
+        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
 
     async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
         # The Messages API of the installed SDK (anthropic 2.x) has no temperature parameter: sampled diversity
@@ -53,18 +76,48 @@ class AnthropicLLM(LLM):
             kwargs["system"] = system
         if stop:
             kwargs["stop_sequences"] = stop
-        try:
-            response = await self._client.messages.create(**kwargs)
-        except self._anthropic.APIStatusError as e:
-            raise LLMError(f"Anthropic API error {e.status_code}: {_message(e)}") from e
-        except self._anthropic.APIError as e:
-            raise LLMError(f"Anthropic API unreachable: {e}") from e
+        response = await with_retries(self.retry, lambda: self._attempt(kwargs))
         self.usage.calls += 1
         usage = getattr(response, "usage", None)
         if usage is not None:
             self.usage.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
             self.usage.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
         return "".join(getattr(block, "text", "") for block in response.content if getattr(block, "type", "") == "text")
+
+    async def _attempt(self, kwargs: dict):
+        a = self._anthropic
+        try:
+            response = await self._client.messages.create(**kwargs)
+        except a.APIStatusError as e:
+            status = e.status_code
+            msg = _one_line(_message(e))
+            if status == 404:
+                raise LLMError(
+                    f"Anthropic API error 404: model {self.model!r} not found or not available to this key ({msg}); "
+                    "choose another with --model or TOT_ANTHROPIC_MODEL"
+                ) from None
+            text = f"Anthropic API error {status}: {msg}"
+            if retryable_status(status):
+                raise Retryable(text, parse_retry_after(e.response.headers)) from None
+            raise LLMError(text) from None
+        except a.APITimeoutError:
+            raise Retryable(f"Anthropic API timed out after {self.timeout:g}s (model {self.model!r})") from None
+        except a.APIConnectionError as e:
+            cause = f": {_one_line(str(e.__cause__))}" if e.__cause__ is not None and str(e.__cause__) else ""
+            raise Retryable(f"Anthropic API unreachable: {_one_line(str(e))}{cause}") from None
+        except a.APIResponseValidationError as e:
+            raise Retryable(f"Anthropic API returned a malformed response: {_one_line(str(e))}") from None
+        except a.APIError as e:
+            raise Retryable(f"Anthropic API error: {_one_line(str(e))}") from None
+        except (ValueError, TypeError, KeyError, AttributeError) as e:  # json.JSONDecodeError is a ValueError
+            raise Retryable(
+                f"Anthropic API returned a malformed response (not a Messages API JSON body: {_one_line(str(e))})"
+            ) from None
+        content = getattr(response, "content", None)
+        if not isinstance(content, list):
+            snippet = _one_line(str(response))[:80]
+            raise Retryable(f"Anthropic API returned a malformed response (not a Messages API body: {snippet!r})")
+        return response
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -79,8 +132,12 @@ def _message(e: Exception) -> str:
     return str(e)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
 def create(options: dict, ctx=None) -> AnthropicLLM:
-    """``[llm] backend = "anthropic_llm"`` with optional ``model``, ``base_url``, ``timeout``, ``max_retries``."""
+    """``[llm] backend = "anthropic"`` with optional ``model``, ``base_url``, ``timeout``, ``max_retries``."""
     return AnthropicLLM(
         options.get("model"),
         base_url=options.get("base_url"),

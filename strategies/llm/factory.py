@@ -1,5 +1,6 @@
-"""Build a Tree-of-Traversals policy by kind: ``offline`` (no LLM), ``anthropic`` (Claude API), ``sampling``
-(the MCP client's own model), ``scripted`` (tests and demos)."""
+"""Build a Tree-of-Traversals policy by kind: ``offline`` (no LLM), ``anthropic`` (Claude API), ``openai`` (any
+OpenAI-compatible Chat Completions server: OpenAI, vLLM, llama.cpp, Ollama), ``sampling`` (the MCP client's own
+model), ``scripted`` (tests and demos)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,22 @@ from kg_adapters.base import KnowledgeGraph
 
 from .base import LLM, LLMError
 
-PolicyKind = Literal["offline", "anthropic", "sampling", "scripted"]
-POLICY_KINDS: tuple[str, ...] = ("offline", "anthropic", "sampling", "scripted")
+PolicyKind = Literal["offline", "anthropic", "openai", "sampling", "scripted"]
+POLICY_KINDS: tuple[str, ...] = ("offline", "anthropic", "openai", "sampling", "scripted")
+LLM_KINDS: tuple[str, ...] = ("anthropic", "openai", "sampling", "scripted")
+
+# Options of the HTTP backends passed through from ``options`` (the ``[llm]`` table, or tot-search's flags).
+_HTTP_OPTIONS = ("base_url", "timeout", "max_retries", "retry_backoff", "max_retry_wait")
+
+
+def _http_options(options: dict) -> dict:
+    out: dict = {}
+    for name in _HTTP_OPTIONS:
+        value = options.get(name)
+        if value is None:
+            continue
+        out[name] = str(value) if name == "base_url" else (int(value) if name == "max_retries" else float(value))
+    return out
 
 
 def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: dict | None = None) -> LLM:
@@ -21,7 +36,12 @@ def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: d
     if kind == "anthropic":
         from .anthropic_llm import AnthropicLLM
 
-        return AnthropicLLM(model or options.get("model"), base_url=options.get("base_url"))
+        return AnthropicLLM(model or options.get("model"), **_http_options(options))
+    if kind == "openai":
+        from .openai_llm import OpenAICompatibleLLM
+
+        extra = {"max_tokens_param": str(options["max_tokens_param"])} if options.get("max_tokens_param") else {}
+        return OpenAICompatibleLLM(model or options.get("model"), **_http_options(options), **extra)
     if kind == "sampling":
         from .sampling import SamplingLLM
 
@@ -30,7 +50,7 @@ def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: d
         from .scripted import ScriptedLLM
 
         return ScriptedLLM(options.get("responses", []))
-    raise LLMError(f"unknown LLM kind {kind!r}; choose one of anthropic, sampling, scripted")
+    raise LLMError(f"unknown LLM kind {kind!r}; choose one of {', '.join(LLM_KINDS)}")
 
 
 def make_policy(

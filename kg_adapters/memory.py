@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .base import Capabilities, KnowledgeGraph, Limits
+from .describe import Describer
 from .errors import InvalidInput, NotFound
 from .label_index import LabelIndex
 from .models import (
@@ -31,7 +32,17 @@ _ENTITY_LOCAL = re.compile(r"^E(0|[1-9][0-9]{0,9})$")
 class MemoryKG(KnowledgeGraph):
     capabilities = Capabilities(backend="memory", local_index=True)
 
-    def __init__(self, name: str, index: TripleIndex, *, description: str = "", limits: Limits | None = None):
+    def __init__(
+        self,
+        name: str,
+        index: TripleIndex,
+        *,
+        description: str = "",
+        limits: Limits | None = None,
+        derive_descriptions: bool = True,
+    ):
+        """``derive_descriptions``: give each entity with no description of its own a short one read off its edges
+        (``release year 1994; directed by Robert Zemeckis; …``; see :mod:`kg_adapters.describe`)."""
         super().__init__(name, limits)
         self.index = index
         self.description = description
@@ -43,6 +54,7 @@ class MemoryKG(KnowledgeGraph):
         # Entity models are immutable, so each node's is built once, on first use: building them was the main
         # cost of get_edges (bounded by the KG's own size).
         self._entities: list[Entity | None] = [None] * len(index.nodes)
+        self._describe = Describer(index) if derive_descriptions else None
 
     # -- id mapping -------------------------------------------------------------------------------------------
     def node_id(self, i: int) -> str:
@@ -58,7 +70,8 @@ class MemoryKG(KnowledgeGraph):
         e = self._entities[i]
         if e is None:
             n = self.index.nodes[i]
-            e = Entity.model_construct(id=f"{self._prefix}E{i}", label=n.label, description=n.description, kg=self.name)
+            desc = n.description or (self._describe(i) if self._describe is not None else None)
+            e = Entity.model_construct(id=f"{self._prefix}E{i}", label=n.label, description=desc, kg=self.name)
             self._entities[i] = e
         return e
 

@@ -18,7 +18,8 @@ async def test_get_edges_text_shows_the_relation_label_next_to_its_id(wikidata_s
     assert not spouse.is_error and not members.is_error
     assert text_of(spouse) == (  # the statement's qualifiers follow the target, in braces
         "wd:Q42 Douglas Adams:\n  P26 spouse [1]: wd:Q14623681 Jane Belson "
-        '{start time: "1991-11-25T00:00:00Z" (dateTime); end time: "2001-05-11T00:00:00Z" (dateTime)}'
+        '{start time: "1991-11-25T00:00:00Z" (dateTime); end time: "2001-05-11T00:00:00Z" (dateTime)}\n'
+        "1 distinct target"
     )
     assert text_of(members).startswith("wd:Q1299 The Beatles:\n  P463 member of (inverse) [4]: wd:Q1203 John Lennon")
     relation = spouse.structured_content["relation"]

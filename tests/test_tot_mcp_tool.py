@@ -25,7 +25,7 @@ def respond(prompt: str) -> str:
         return "SELECT_RELATION: directed_by forward" if "directed by" in prompt else "SELECT_RELATION: 1"
     if "SELECT_ENTITIES" in asked:
         return "SELECT_ENTITIES: The Matrix, Speed" if "(The Matrix)" in prompt else "SELECT_ENTITIES: Keanu Reeves"
-    if "Lana Wachowski" in prompt.split("Actions so far")[0]:
+    if ": Lana Wachowski" in prompt.split("Actions so far")[0]:  # her entity line, not a film's description
         return "ANSWER: Lana Wachowski, Jan de Bont"
     return "EXPAND_KG"
 

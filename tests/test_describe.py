@@ -1,0 +1,199 @@
+"""Derived descriptions: an in-memory KG with no descriptions of its own says what each entity is, from its edges.
+
+Small hand-made film KGs (the shape of MetaQA: ``film|relation|value`` triples, nothing typed) and one check on the
+embedded KG, where look-alike labels (``Mikael Håfström`` the director, ``mikael håfström`` the tag) must read
+differently. See kg_adapters/describe.py for the rule.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_adapters import describe
+from kg_adapters.memory import MemoryKG
+from kg_adapters.models import Direction
+from kg_adapters.triple_index import TripleIndex
+
+FILMS = [
+    # title, years, directors, actors, tags
+    ("Forrest Gump", ["1994"], ["Robert Zemeckis"], ["Tom Hanks", "Sally Field", "Gary Sinise"], ["war", "tom hanks"]),
+    ("Cast Away", ["2000"], ["Robert Zemeckis"], ["Tom Hanks"], ["tom hanks"]),
+    ("Big", ["1988"], ["Penny Marshall"], ["Tom Hanks", "Elizabeth Perkins"], ["tom hanks"]),
+    ("Larry Crowne", ["2011"], ["Tom Hanks"], ["Tom Hanks", "Julia Roberts"], []),
+    ("Fargo", ["1996"], ["Joel Coen", "Ethan Coen"], ["Frances McDormand"], ["crime"]),  # co-directed: one film
+    ("Ransom", ["1956", "1996"], ["Alex Segal", "Ron Howard"], ["Glenn Ford", "Mel Gibson"], []),  # two films
+]
+# Enough ordinary films (one year, one director each) for the KG's statistics to say both relations are normally
+# single-valued: 24 of 26 films have one director (92%), 25 of 26 one release year.
+FILLER = [
+    (f"Film {n}", [str(1960 + n)], [f"Director {n}"], [f"Actor {n}", f"Actor {n + 1}"], ["drama", f"tag {n}"])
+    for n in range(20)
+]
+
+
+def film_triples(films=FILMS + FILLER):
+    for title, years, directors, actors, tags in films:
+        yield from ((title, "release_year", y) for y in years)
+        yield from ((title, "directed_by", d) for d in directors)
+        yield from ((title, "starred_actors", a) for a in actors)
+        yield from ((title, "has_tags", t) for t in tags)
+    yield "Larry Crowne", "written_by", "Tom Hanks"
+
+
+def index_of(triples) -> TripleIndex:
+    index = TripleIndex()
+    for h, r, t in triples:
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return index
+
+
+def kg_of(triples=None, **options) -> MemoryKG:
+    return MemoryKG("films", index_of(film_triples() if triples is None else triples), **options)
+
+
+async def described(kg: MemoryKG, label: str) -> str | None:
+    (entity,) = await kg.find_by_label(label)
+    return entity.description
+
+
+# -- what each kind of node reads like ---------------------------------------------------------------------------
+async def test_a_film_gets_its_year_and_director_first_then_counts():
+    kg = kg_of()
+    assert await described(kg, "Forrest Gump") == (
+        "release year 1994; directed by Robert Zemeckis; tags war, tom hanks; 3 starred actors"
+    )
+
+
+async def test_a_person_gets_what_they_are_the_object_of_with_counts_most_first():
+    kg = kg_of()
+    assert await described(kg, "Tom Hanks") == "starred actor of 4; directed 1; written 1"
+    assert await described(kg, "Robert Zemeckis") == "directed 2"
+
+
+async def test_a_tag_reads_as_a_tag():
+    kg = kg_of()
+    assert await described(kg, "tom hanks") == "tag of 3"
+    assert await described(kg, "1994") == "release year of 1"
+
+
+async def test_a_merged_node_is_flagged_when_a_normally_single_valued_relation_has_several_values():
+    kg = kg_of()
+    assert await described(kg, "Ransom") == (
+        "release years 1956, 1996; directed by Alex Segal, Ron Howard; 2 starred actors "
+        '(may be 2 things named "Ransom")'
+    )
+
+
+async def test_a_second_director_alone_does_not_flag_a_film_whose_one_release_year_says_it_is_one():
+    text = await described(kg_of(), "Fargo")
+    assert text.startswith("release year 1996; directed by Ethan Coen, Joel Coen") and "may be" not in text
+
+
+async def test_nothing_is_flagged_when_the_relation_is_not_normally_single_valued():
+    # Without the filler films, "directed by" and "release year" have too few subjects to call single-valued.
+    kg = kg_of(film_triples(FILMS))
+    assert "may be" not in await described(kg, "Ransom")
+
+
+async def test_readings_come_from_the_shape_of_the_relation_label_not_its_name():
+    kg = kg_of([
+        ("Ada", "member_of", "Club"), ("Bob", "member_of", "Club"), ("Cy", "member_of", "Club"),
+        ("Ada", "born_in", "Paris"), ("Ada", "birthPlace", "London"), ("Bob", "birthPlace", "London"),
+        ("Speed", "starring", "Keanu Reeves"), ("Speed", "starring", "Sandra Bullock"),
+    ])
+    assert await described(kg, "Club") == "3 members"
+    assert await described(kg, "Paris") == "1 born in it"
+    assert await described(kg, "London") == "birth place of 2"
+    assert await described(kg, "Speed") == "starring Keanu Reeves, Sandra Bullock"  # no "starrings"
+    assert await described(kg, "Keanu Reeves") == "starring of 1"
+    # Too few subjects to rank these relations: they come in the order the KG has them.
+    assert await described(kg, "Ada") == "member of Club; born in Paris; birth place London"
+
+
+async def test_descriptions_are_short_and_cut_long_values():
+    long_name = "Sir " + "Very Long Name " * 10
+    kg = kg_of([("Film", "directed_by", long_name), *(("Film", f"rel_{n}", f"value {n}") for n in range(10))])
+    text = await described(kg, "Film")
+    assert len(text) <= 120 and text.count("; ") <= 3
+    assert f"directed by {long_name[:39]}…" in text
+
+
+def test_literals_and_isolated_nodes_get_none():
+    index = index_of([("Film", "release_year", "1994")])
+    lit = index.node("1994", is_literal=True, datatype="http://www.w3.org/2001/XMLSchema#gYear")
+    index.add(index.node("Film"), index.relation("release_year"), lit)
+    lonely = index.node("nobody")
+    kg = MemoryKG("films", index)
+    assert kg.entity(lit).description is None and kg.entity(lonely).description is None
+
+
+# -- where descriptions come from, and what they cost --------------------------------------------------------------
+async def test_real_descriptions_are_kept_and_only_missing_ones_are_derived():
+    index = index_of(film_triples())
+    gump = index.find_node("Forrest Gump")
+    index.nodes[gump].description = "1994 film by Robert Zemeckis"  # as an RDF file's rdfs:comment would set it
+    kg = MemoryKG("films", index)
+    assert await described(kg, "Forrest Gump") == "1994 film by Robert Zemeckis"
+    assert await described(kg, "Cast Away") == (
+        "release year 2000; directed by Robert Zemeckis; tag tom hanks; starred actor Tom Hanks"
+    )
+
+
+async def test_every_tool_shows_the_same_cached_entity():
+    kg = kg_of()
+    gump = kg.index.find_node("Forrest Gump")
+    entity = kg.entity(gump)
+    assert kg.entity(gump) is entity  # built once, description included
+    assert (await kg.search_entities("Forrest Gump"))[0].entity is entity
+    assert (await kg.initialize("who starred in [Forrest Gump]"))[0].entity is entity
+    page = await kg.get_edges([kg.node_id(kg.index.find_node("Tom Hanks"))], "films:starred_actors", Direction.backward)
+    assert page.entities[entity.id] is entity
+    assert (await kg.describe_entity(entity.id)).entity.description == entity.description
+
+
+async def test_the_kg_statistics_are_computed_once_lazily(monkeypatch):
+    calls = []
+    real = describe.relation_readings
+    monkeypatch.setattr(describe, "relation_readings", lambda index: calls.append(1) or real(index))
+    kg = kg_of()
+    assert calls == []  # loading the KG costs nothing extra
+    for label in ("Forrest Gump", "Tom Hanks", "tom hanks", "Ransom"):
+        await described(kg, label)
+    assert calls == [1]
+
+
+async def test_the_switch_turns_derivation_off_but_keeps_real_descriptions():
+    index = index_of(film_triples())
+    index.nodes[index.find_node("Big")].description = "1988 film"
+    kg = MemoryKG("films", index, derive_descriptions=False)
+    assert await described(kg, "Forrest Gump") is None and await described(kg, "Tom Hanks") is None
+    assert await described(kg, "Big") == "1988 film"
+
+
+# -- the embedded movie KG ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("Tom Hanks", "starred actor of 32; directed 2; written 2"),
+        ("tom hanks", "tag of 29"),
+        ("Mikael Håfström", "directed 6; written 1"),
+        ("mikael håfström", "tag of 3"),
+        ("ransom", "tag of 2"),
+    ],
+)
+async def test_embedded_people_and_tags(embedded_kg, label, expected):
+    assert await described(embedded_kg, label) == expected
+
+
+async def test_embedded_films_and_look_alikes_read_differently(embedded_kg):
+    gump = await described(embedded_kg, "Forrest Gump")
+    assert gump.startswith("release year 1994; directed by Robert Zemeckis")
+    assert gump != await described(embedded_kg, "Tom Hanks")
+    assert (await described(embedded_kg, "Ransom")).startswith("release year 1996; directed by Ron Howard")
+    remade = await described(embedded_kg, "The Man Who Knew Too Much")
+    assert remade.startswith("release years 1934, 1956") and remade.endswith(
+        '(may be 2 things named "The Man Who Knew Too Much")'
+    )
+    for a, b in [("Mikael Håfström", "mikael håfström"), ("Ransom", "ransom"), ("Tom Hanks", "tom hanks")]:
+        assert await described(embedded_kg, a) != await described(embedded_kg, b)

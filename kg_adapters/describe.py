@@ -141,6 +141,9 @@ class RelationReading:
             return cls(f"{label} ", f"{label} ", f"{label} {{k}}", f"{{n}} {label} it", f"{{n}} {label} it",
                        single_valued, weight)
         one = _singular(noun)
+        if len(low[-1]) > 4 and low[-1].endswith("ed"):  # a participle: S released O → "released 2", O "released by 1"
+            return cls(f"{noun} ", f"{noun} ", f"{noun} {{k}}", f"{noun} by {{n}}", f"{noun} by {{n}}",
+                       single_valued, weight)
         if len(low[-1]) > 4 and low[-1].endswith("ing"):  # "starring": no plural ("starring A, B", "starring 3")
             return cls(f"{noun} ", f"{noun} ", f"{noun} {{k}}", f"{noun} of {{n}}", f"{noun} of {{n}}",
                        single_valued, weight)
@@ -279,3 +282,23 @@ class Describer:
         if note:
             text = f"{text} {note}" if text else note
         return text or None
+
+
+def describe_relations(relations, *, max_parts: int = MAX_PARTS, max_chars: int = MAX_CHARS) -> str | None:
+    """A description from a ``get_relations`` answer alone (label, direction, edge count per relation): for
+    backends without an in-memory index, where one call is all an entity's listing can afford. No values and no
+    statistics, so it reads counts only, what the entity is the object of first: ``starred actor of 32; directed
+    2``, ``2 starring; directed by 1``."""
+    backward = sorted((r for r in relations if r.direction.value == "backward" and r.count), key=lambda r: -r.count)
+    forward = sorted((r for r in relations if r.direction.value == "forward" and r.count), key=lambda r: -r.count)
+    parts = []
+    for r in [*backward, *forward][:max_parts]:
+        rd = RelationReading.of(r.label, 0.0, 0, 0.0)
+        pre, post = (rd.inverse_one if r.count == 1 else rd.inverse) if r in backward else rd.count
+        parts.append(f"{pre}{r.count}{post}")
+    chosen, used = [], -2
+    for text in parts:
+        if used + 2 + len(text) <= max_chars:
+            chosen.append(text)
+            used += 2 + len(text)
+    return "; ".join(chosen) or None

@@ -24,6 +24,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from .base import Capabilities, KnowledgeGraph, Limits
+from .describe import describe_relations
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
 from .linking import Linker, LinkingConfig, LinkRule
 from .models import (
@@ -221,7 +222,12 @@ class LinkedKG(KnowledgeGraph):
                 continue
             same = await self.same_as(m.entity.id, report=report) if len(self.kgs) > 1 else []
             covered.update([m.entity.id, *same])
-            out.append(m.model_copy(update={"same_as": same}) if same else m)
+            update: dict = {"same_as": same} if same else {}
+            if not m.entity.description and not self.owner(m.entity.id).capabilities.local_index:
+                entity = await self._described(m.entity)
+                if entity is not m.entity:
+                    update["entity"] = entity
+            out.append(m.model_copy(update=update) if update else m)
             if len(out) >= limit:
                 break
         return Matches(entities=out, kgs=names, omitted=omitted, warnings=report.warnings)
@@ -307,10 +313,25 @@ class LinkedKG(KnowledgeGraph):
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         desc = await self.owner(entity_id).describe_entity(entity_id)
+        update: dict = {}
+        if not desc.entity.description and desc.relations:  # a KG without descriptions: say what kind of thing
+            derived = describe_relations(desc.relations)
+            if derived:
+                update["entity"] = desc.entity.model_copy(update={"description": derived})
         same = await self.same_as(entity_id)
-        if not same:
-            return desc
-        return desc.model_copy(update={"same_as": list(dict.fromkeys([*desc.same_as, *same]))})
+        if same:
+            update["same_as"] = list(dict.fromkeys([*desc.same_as, *same]))
+        return desc.model_copy(update=update) if update else desc
+
+    async def _described(self, entity: Entity) -> Entity:
+        """The entity with a description derived from its relations, when its KG has none (one get_relations;
+        in-memory KGs derive richer ones themselves)."""
+        try:
+            rels = (await self.owner(entity.id).get_relations([entity.id])).relations
+        except KGError:
+            return entity
+        derived = describe_relations(rels)
+        return entity.model_copy(update={"description": derived}) if derived else entity
 
     async def label_of(self, entity_id: str) -> str:
         return await self.owner(entity_id).label_of(entity_id)

@@ -197,3 +197,20 @@ async def test_embedded_films_and_look_alikes_read_differently(embedded_kg):
     )
     for a, b in [("Mikael Håfström", "mikael håfström"), ("Ransom", "ransom"), ("Tom Hanks", "tom hanks")]:
         assert await described(embedded_kg, a) != await described(embedded_kg, b)
+
+
+async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts():
+    """An on-disk/oxigraph store (no in-memory index): initialize and describe_entity say what kind of thing each
+    match is from one get_relations, so look-alikes still read differently."""
+    from pathlib import Path
+
+    from kg_adapters.files import open_file_kg
+    from kg_adapters.linked import LinkedKG
+
+    store = open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory")
+    assert not store.capabilities.local_index
+    graph = LinkedKG({"mb": store})
+    band, album = await graph.initialize("[The Beatles] and [Abbey Road]")
+    assert (band.entity.label, band.entity.description) == ("The Beatles", "released 2")
+    assert (album.entity.label, album.entity.description) == ("Abbey Road", "released by 1")
+    assert (await graph.describe_entity(band.entity.id)).entity.description == "released 2"

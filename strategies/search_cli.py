@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 from pathlib import Path
@@ -319,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"tot-search: error: {e}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:  # the reader went away (``tot-search ... | head``): stop quietly, like other CLIs
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         where = f"; rerun with --resume --out {ns.out} to continue" if ns.out else ""
         print(f"\ntot-search: interrupted{where}", file=sys.stderr)

@@ -30,8 +30,9 @@ async def _at_relation_choice(kg):
 
 
 async def test_samples_k_completions_and_dedupes_them(kg):
+    """The paper's protocol (batch=False): the same prompt sampled k times, duplicates dropped."""
     llm = ScriptedLLM(["EXPAND_KG", "expand_kg", "THINK: find his films first"])
-    policy = PromptedPolicy(llm)
+    policy = PromptedPolicy(llm, batch=False)
     state = await TraversalASM(kg).initial_state(Q)
     actions = await policy.propose(state, 3)
     assert actions == [ExpandKG(), Think(text="find his films first")]
@@ -81,7 +82,7 @@ async def test_relation_selection_by_number_id_or_label_with_direction(kg):
 async def test_relation_prompt_lists_numbered_candidates(kg):
     s = await _at_relation_choice(kg)
     llm = ScriptedLLM(["SELECT_RELATION: 1"])
-    await PromptedPolicy(llm).propose(s, 1)
+    await PromptedPolicy(llm, batch=False).propose(s, 1)  # batched, a lone candidate would need no call at all
     assert "1. m:starred_actors backward: inverse of starred actors [2]" in llm.prompts[0]
 
 

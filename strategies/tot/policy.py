@@ -47,5 +47,13 @@ class Policy(abc.ABC):
         """0..1. For a DONE state, how likely ``state.answer`` is correct; otherwise how promising the trajectory
         is for reaching a correct answer."""
 
+    async def values(
+        self, states: list[TraversalState], *, parent: TraversalState | None = None, parent_value: float | None = None
+    ) -> list[float]:
+        """The values of one node's children, in order (``parent`` is the expanded state, ``parent_value`` its
+        value). The default asks :meth:`value` once per state; a policy may judge them together (one LLM call) or
+        skip judging when there is nothing to rank."""
+        return [await self.value(s) for s in states]
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients the policy owns."""

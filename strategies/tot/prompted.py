@@ -1,4 +1,5 @@
-"""The LLM-driven policy of Tree-of-Traversals: one prompt template per ASM state, k samples per expansion.
+"""The LLM-driven policy of Tree-of-Traversals: one prompt template per ASM state; one call proposes up to k distinct
+actions and one call values a node's children (``batch=False``: the original k samples, one value call per child).
 
 Model output is parsed forgivingly (IDs, labels, numbers, upper/lower case, extra prose around the action line);
 anything that still does not parse comes back as :class:`Invalid` so the ASM records it and the search can retry
@@ -25,17 +26,39 @@ _ID_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+")
 class PromptedPolicy(Policy):
     """:class:`Policy` backed by any :class:`LLM`. ``usage`` is the LLM's own counter (calls and tokens)."""
 
-    def __init__(self, llm: LLM, *, temperature: float = 0.7, max_tokens: int = 256, max_entities: int = 10):
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        temperature: float = 0.7,
+        max_tokens: int = 256,
+        max_entities: int = 10,
+        batch: bool = True,
+    ):
+        """``batch`` (default) spends calls only where there is a choice:
+        no call when a state has a single valid action, one call proposing up to k distinct actions, one call
+        valuing all of a node's children, and none for a lone intermediate child (nothing to rank). ``batch=False``
+        is the original protocol: the same prompt sampled k times, one value call per child."""
         super().__init__()
         self.llm = llm
         self.usage = llm.usage
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_entities = max_entities
+        self.batch = batch
         self.system = prompts.load("tot_system").strip()
 
     # -- proposing ---------------------------------------------------------------------------------------------
     async def propose(self, state: TraversalState, k: int) -> list[Action]:
+        if not self.batch:
+            return await self._propose_sampled(state, k)
+        only = only_option(state)
+        if only is not None:
+            return [only]
+        text = await self._complete(self.prompt_for(state, k), max_tokens=self.max_tokens * (2 if k > 1 else 1))
+        return parse_action_lines(text, state)[:k]
+
+    async def _propose_sampled(self, state: TraversalState, k: int) -> list[Action]:
         prompt = self.prompt_for(state)
         texts = await asyncio.gather(*(self._complete(prompt) for _ in range(k)), return_exceptions=True)
         actions: list[Action] = []
@@ -47,8 +70,13 @@ class PromptedPolicy(Policy):
             actions.append(parse_action_text(t, state))
         return distinct(actions)
 
-    def prompt_for(self, state: TraversalState) -> str:
+    def prompt_for(self, state: TraversalState, k: int = 1) -> str:
+        """The proposal prompt; with ``k`` > 1 it asks for up to k alternative action lines in one reply."""
+        reply_intro = (
+            prompts.load("tot_reply_alternatives").strip().format(k=k) if k > 1 else "Reply with exactly one line"
+        )
         common = {
+            "reply_intro": reply_intro,
             "question": state.question,
             "subgraph": state.subgraph.render(),
             "trajectory": trajectory_text(state),
@@ -88,15 +116,78 @@ class PromptedPolicy(Policy):
         score = parse_score(text)
         return fallback if score is None else score
 
-    async def _complete(self, prompt: str) -> str:
+    async def values(
+        self, states: list[TraversalState], *, parent: TraversalState | None = None, parent_value: float | None = None
+    ) -> list[float]:
+        if not self.batch:
+            return [await self.value(s) for s in states]
+        out: list[float | None] = [None] * len(states)
+        answers = [i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None]
+        steps = [i for i in range(len(states)) if i not in answers]
+        if len(steps) == 1:  # a lone intermediate child: nothing to rank, it carries on its parent's value
+            out[steps[0]] = 0.5 if parent_value is None else parent_value
+        elif steps:
+            scores = await self._value_steps([states[i] for i in steps], parent)
+            for i, v in zip(steps, scores):
+                out[i] = v
+        if len(answers) == 1:  # answers are always judged: τ decides whether the search stops
+            out[answers[0]] = await self.value(states[answers[0]])
+        elif answers:
+            scores = await self._value_answers([states[i] for i in answers])
+            for i, v in zip(answers, scores):
+                out[i] = v
+        return [0.5 if v is None else v for v in out]
+
+    async def _value_steps(self, states: list[TraversalState], parent: TraversalState | None) -> list[float]:
+        base = parent or states[0]
+        labels = dict((i, e.label) for s in states for i, e in s.subgraph.entities.items())
+        lines = [f"{n}. {step_text(s, base, labels)}" for n, s in enumerate(states, 1)]
+        prompt = prompts.render(
+            "tot_value_batch",
+            question=base.question,
+            subgraph=base.subgraph.render(),
+            trajectory=trajectory_text(base),
+            candidates="\n".join(lines),
+        )
+        text = await self.llm.complete(prompt, system=self.system, max_tokens=16 * len(states) + 16, temperature=0.0)
+        return [0.5 if v is None else v for v in parse_scores(text, len(states))]
+
+    async def _value_answers(self, states: list[TraversalState]) -> list[float]:
+        base = states[0]
+        lines = []
+        for n, s in enumerate(states, 1):
+            ans = s.answer
+            assert ans is not None
+            lines.append(f"{n}. {ans.text}" + (f" ({', '.join(ans.entity_ids)})" if ans.entity_ids else ""))
+        prompt = prompts.render(
+            "tot_value_answers",
+            question=base.question,
+            subgraph=base.subgraph.render(),
+            trajectory=trajectory_text(base.model_copy(update={"actions": base.actions[:-1]})),
+            candidates="\n".join(lines),
+        )
+        text = await self.llm.complete(prompt, system=self.system, max_tokens=16 * len(states) + 16, temperature=0.0)
+        return [0.0 if v is None else v for v in parse_scores(text, len(states))]
+
+    async def _complete(self, prompt: str, max_tokens: int | None = None) -> str:
         return await self.llm.complete(
-            prompt, system=self.system, max_tokens=self.max_tokens, temperature=self.temperature
+            prompt, system=self.system, max_tokens=max_tokens or self.max_tokens, temperature=self.temperature
         )
 
     async def aclose(self) -> None:
         close = getattr(self.llm, "aclose", None)
         if close is not None:
             await close()
+
+
+def only_option(state: TraversalState) -> Action | None:
+    """The single valid action of ``state`` when there is exactly one (no choice: no LLM call), else None."""
+    if state.asm_state is AsmState.SELECTING_RELATION and len(state.candidate_relations) == 1:
+        r = state.candidate_relations[0]
+        return SelectRelation(relation_id=r.id, direction=r.direction)
+    if state.asm_state is AsmState.SELECTING_ENTITIES and len(state.subgraph.entities) == 1:
+        return SelectEntities(entity_ids=list(state.subgraph.entities))
+    return None
 
 
 # -- rendering helpers ---------------------------------------------------------------------------------------------
@@ -122,6 +213,27 @@ def candidates_text(state: TraversalState) -> str:
     if state.relations_truncated:
         lines.append("(more relations exist; only these are shown)")
     return "\n".join(lines)
+
+
+def step_text(state: TraversalState, parent: TraversalState, labels: dict[str, str]) -> str:
+    """What a child state adds to its parent: the action taken and, for an expansion, what it reached."""
+    if len(state.actions) <= len(parent.actions):
+        return "(no change)"
+    action = state.actions[-1]
+    if isinstance(action, SelectEntities):
+        text = "SELECT_ENTITIES: " + ", ".join(f"{i} ({labels.get(i, i)})" for i in action.entity_ids)
+    else:
+        text = action.describe()
+    if isinstance(action, SelectRelation) and len(state.subgraph.expansions) > len(parent.subgraph.expansions):
+        x = state.subgraph.expansions[-1]
+        reached = [f"{labels.get(i, i)} ({i})" for i in x.entities_added[:8]]
+        more = f", ... (+{len(x.entities_added) - 8} more)" if len(x.entities_added) > 8 else ""
+        text += f" -> {x.edges_added} new edges"
+        if reached:
+            text += f", reaching {', '.join(reached)}{more}"
+        if x.note:
+            text += f" ({x.note})"
+    return text
 
 
 # -- parsing -------------------------------------------------------------------------------------------------------
@@ -208,6 +320,51 @@ def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
         chosen = next((c for c in options if direction is None or c.direction is direction), options[0])
         direction = direction or chosen.direction
     return SelectRelation(relation_id=chosen.id, direction=direction)
+
+
+_LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,2}[.):]|[-*\u2022])\s+")
+
+
+def parse_action_lines(text: str, state: TraversalState) -> list[Action]:
+    """A reply listing alternative actions, one a line (list markers allowed) → the distinct parsed actions, best
+    first. Lines that do not parse are dropped when another line does; a reply with no usable line gives one
+    :class:`Invalid` (via :func:`parse_action_text`) so the rejection is recorded and fed back."""
+    actions: list[Action] = []
+    for line in (text or "").splitlines():
+        line = _LIST_MARK.sub("", line.strip())
+        if _ACTION_LINE.match(line):
+            actions.append(parse_action_text(line, state))
+    valid = [a for a in actions if not isinstance(a, Invalid)]
+    if valid:
+        return distinct(valid)
+    return [actions[0] if actions else parse_action_text(text, state)]
+
+
+def parse_scores(text: str, n: int) -> list[float | None]:
+    """One score per candidate from a reply like ``1. SCORE: 0.8`` / ``2: score 0.1`` (or bare numbers a line, in
+    order); None for a candidate the reply leaves out."""
+    out: list[float | None] = [None] * n
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        m = re.search(r"score", line, re.I)
+        idx = None
+        if m:
+            num = re.search(r"(\d+)", line[: m.start()])
+            idx = int(num.group(1)) - 1 if num else None
+            value = parse_score(line[m.start():])
+        else:
+            value = parse_score(_LIST_MARK.sub("", line) if re.match(r"^\s*\d+[.):]\s+\S", line) else line)
+            lead = re.match(r"^\s*(\d+)[.):]\s+\S", line)
+            idx = int(lead.group(1)) - 1 if lead else None
+        if value is None:
+            continue
+        if idx is None or not 0 <= idx < n or out[idx] is not None:
+            idx = next((i for i, v in enumerate(out) if v is None), None)
+        if idx is not None:
+            out[idx] = value
+    return out
 
 
 def parse_score(text: str) -> float | None:

@@ -1,7 +1,8 @@
 """Best-first tree search over ASM states (the "tree" of Tree-of-Traversals; k=1 is Chain-of-Traversals).
 
 Each expansion takes the most valuable unexpanded node (ties → deeper, then older), asks the policy for up to k
-distinct actions, applies each through the ASM and scores every new child with the policy's value function.
+distinct actions, applies each through the ASM and scores the new children with the policy's value function (all of
+one node's children in one :meth:`Policy.values` call).
 Because every unexpanded node stays on the frontier, a branch whose children score low is abandoned for a better
 node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ; a node in DEFAULT at
 depth ≥ max_depth may only answer; after ``max_expansions`` it returns its best answer so far (status
@@ -242,7 +243,12 @@ class TreeSearch:
             )
             nodes.append(child)
             node.children.append(child.id)
-            child.value = _clamp(await self.policy.value(new_state))
+        if node.children:
+            # All children judged together (one call for an LLM policy; the default asks per child).
+            kids = [nodes[c] for c in node.children]
+            scores = await self.policy.values([c.state for c in kids], parent=state, parent_value=node.value)
+            for c, v in zip(kids, list(scores) + [None] * (len(kids) - len(scores))):
+                c.value = _clamp(v)
         if not node.children:
             # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
             # valued a little below its parent so an alternative elsewhere wins ties.

@@ -1,0 +1,102 @@
+"""Calls are spent only where there is a choice: no call for a single option, one propose call per expansion
+returning distinct actions, one value call for a node's children, no intermediate value calls at k=1."""
+
+from __future__ import annotations
+
+from tot_fixtures import eid, make_kg
+
+from strategies.llm.scripted import ScriptedLLM
+from strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
+from strategies.tot.asm import TraversalASM
+from strategies.tot.prompted import PromptedPolicy
+from strategies.tot.search import SearchConfig, TreeSearch
+
+Q = "who directed the films [Keanu Reeves] acted in"
+
+
+def respond(prompt: str) -> str:
+    asked = prompt.rsplit("Reply with", 1)[-1]
+    if "Candidate next steps" in prompt:
+        lines = [ln for ln in prompt.split("Candidate next steps", 1)[1].splitlines()[1:] if ln[:1].isdigit()]
+        return "\n".join(f"{ln.split('.')[0]}. SCORE: {0.9 if 'directed_by' in ln else 0.2}" for ln in lines)
+    if "Proposed answer:" in prompt:
+        return "SCORE: 0.9" if "Lana Wachowski" in prompt.split("Proposed answer:")[1] else "SCORE: 0.1"
+    if "Candidate answers:" in prompt:
+        return "1. SCORE: 0.9\n2. SCORE: 0.1"
+    if "SCORE" in asked:
+        return "SCORE: 0.6"
+    if "SELECT_RELATION" in asked:
+        return "SELECT_RELATION: directed_by forward\nSELECT_RELATION: release_year forward\n" \
+               "SELECT_RELATION: directed_by forward"
+    if "SELECT_ENTITIES" in asked:
+        return "SELECT_ENTITIES: The Matrix, Speed"
+    if ": Lana Wachowski" in prompt.split("Actions so far")[0]:
+        return "ANSWER: Lana Wachowski, Jan de Bont"
+    return "EXPAND_KG\nEXPAND_KG"
+
+
+async def test_single_option_makes_no_call():
+    kg = make_kg()
+    asm = TraversalASM(kg)
+    s = await asm.apply(await asm.initial_state(Q), ExpandKG())
+    assert len(s.subgraph.entities) == 1
+    llm = ScriptedLLM(respond)
+    policy = PromptedPolicy(llm)
+    assert await policy.propose(s, 3) == [SelectEntities(entity_ids=list(s.subgraph.entities))]
+    s = await asm.apply(s, SelectEntities(entity_ids=list(s.subgraph.entities)))
+    assert len(s.candidate_relations) == 1
+    assert await policy.propose(s, 3) == [SelectRelation(relation_id=s.candidate_relations[0].id,
+                                                         direction=s.candidate_relations[0].direction)]
+    assert llm.usage.calls == 0
+
+
+async def test_one_propose_call_returns_distinct_actions():
+    kg = make_kg()
+    asm = TraversalASM(kg)
+    s = await asm.apply(await asm.initial_state(Q), ExpandKG())
+    s = await asm.apply(s, SelectEntities(entity_ids=list(s.subgraph.entities)))
+    s = await asm.apply(s, s and SelectRelation(relation_id=s.candidate_relations[0].id,
+                                                direction=s.candidate_relations[0].direction))
+    s = await asm.apply(await asm.apply(s, ExpandKG()),
+                        SelectEntities(entity_ids=[await eid(kg, "The Matrix"), await eid(kg, "Speed")]))
+    llm = ScriptedLLM(respond)
+    actions = await PromptedPolicy(llm).propose(s, 3)
+    assert llm.usage.calls == 1 and "Reply with up to 3 lines" in llm.prompts[0]
+    assert [a.relation_id.split(":")[1] for a in actions] == ["directed_by", "release_year"]
+
+
+async def test_k3_search_values_children_in_one_call_and_answers():
+    llm = ScriptedLLM(respond)
+    result = await TreeSearch(TraversalASM(make_kg()), PromptedPolicy(llm), SearchConfig(k=3)).run(Q)
+    assert result.status == "answered"
+    assert set(result.answer.labels) == {"Lana Wachowski", "Jan de Bont"}
+    value_prompts = [p for p in llm.prompts if "SCORE" in p.rsplit("Reply with", 1)[-1]]
+    # one batch call for the two relation alternatives, one for the answer
+    assert sum("Candidate next steps" in p for p in value_prompts) == 1
+    assert len(value_prompts) == 2
+    expanded = [n for n in result.nodes if n.expanded_at is not None]
+    propose_calls = len(llm.prompts) - len(value_prompts)
+    assert propose_calls <= len(expanded)
+    assert llm.usage.calls == propose_calls + 2 <= 7
+    ranked = [n for n in result.nodes if n.action is not None and n.action.kind == "select_relation"
+              and len(result.nodes[n.parent].children) > 1]
+    assert sorted(n.value for n in ranked) == [0.2, 0.9]
+
+
+async def test_k1_makes_no_intermediate_value_calls():
+    llm = ScriptedLLM(respond)
+    result = await TreeSearch(TraversalASM(make_kg()), PromptedPolicy(llm), SearchConfig(k=1)).run(Q)
+    assert result.status == "answered" and "Lana Wachowski" in result.answer.labels
+    asked = [p.rsplit("Reply with", 1)[-1] for p in llm.prompts]
+    assert sum("SCORE" in a for a in asked) == 1 and "Proposed answer:" in llm.prompts[-1]
+    assert all("Reply with exactly one line" in p for p in llm.prompts[:-1])
+
+
+async def test_batch_false_keeps_the_sampled_protocol():
+    state = await TraversalASM(make_kg()).initial_state(Q)
+    old = ScriptedLLM(["EXPAND_KG", "EXPAND_KG", "THINK: films first"])
+    assert len(await PromptedPolicy(old, batch=False).propose(state, 3)) == 2
+    assert old.usage.calls == 3 and len(set(old.prompts)) == 1
+    new = ScriptedLLM(respond)
+    assert await PromptedPolicy(new).propose(state, 3) == [ExpandKG()]
+    assert new.usage.calls == 1

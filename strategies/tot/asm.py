@@ -27,7 +27,7 @@ class AsmConfig:
     """Bounds on what one step may pull from the KG."""
 
     max_edges_per_expansion: int = 50
-    max_selected_entities: int = 10
+    max_selected_entities: int = 50  # "all the films of these directors" (the KG's own batch limit)
     topic_limit: int = 5  # linked topic entities kept from initialize
     link_min_score: float = 0.99  # further matches of one mention kept only when (near-)exact
     link_new_entities: bool = True  # with several KGs, record every new entity's equivalents (same_as)
@@ -199,8 +199,10 @@ class TraversalASM:
         note = "" if added_edges else "expansion added nothing new"
         if page.truncated:
             note = (note + "; " if note else "") + f"capped at {self.config.max_edges_per_expansion} edges"
+        reached_from = {e.via or e.source for e in page.edges}
         sub.expansions.append(
             Expansion(
+                empty_sources=[] if page.truncated else [s for s in sources if s not in reached_from],
                 entity_ids=sources,
                 relation_id=action.relation_id,
                 direction=action.direction,

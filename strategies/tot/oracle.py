@@ -138,7 +138,9 @@ class OracleLLM(LLM):
             return self._select_relation(prompt, gold, taken)
         if "SELECT_ENTITIES" in asked:
             reached = set(await self._reach(question, taken)) if self._on_path(gold, taken) else set()
-            ids = [i for i in entities if i in reached][:10] or entities[:1]
+            if taken:  # a perfect reader of "the films of X's director" does not walk back through X
+                reached -= set(await self._topic(question))
+            ids = [i for i in entities if i in reached][:50] or entities[:1]
             return "SELECT_ENTITIES: " + ", ".join(ids)
         if self._on_path(gold, taken) and len(taken) == len(gold):
             topic = set(await self._topic(question))

@@ -32,7 +32,8 @@ class PromptedPolicy(Policy):
         *,
         temperature: float = 0.7,
         max_tokens: int = 256,
-        max_entities: int = 10,
+        max_entities: int = 50,
+        max_edges: int = 50,
         batch: bool = True,
     ):
         """``batch`` (default) spends calls only where there is a choice:
@@ -45,6 +46,7 @@ class PromptedPolicy(Policy):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_entities = max_entities
+        self.max_edges = max_edges
         self.batch = batch
         self.system = prompts.load("tot_system").strip()
 
@@ -81,9 +83,11 @@ class PromptedPolicy(Policy):
             "subgraph": state.subgraph.render(),
             "trajectory": trajectory_text(state),
             "feedback": feedback_text(state),
+            "budget": budget_text(state),
         }
         if state.asm_state is AsmState.SELECTING_ENTITIES:
-            return prompts.render("tot_selecting_entities", max_entities=self.max_entities, **common)
+            return prompts.render("tot_selecting_entities", max_entities=self.max_entities,
+                                  max_edges=self.max_edges, **common)
         if state.asm_state is AsmState.SELECTING_RELATION:
             return prompts.render(
                 "tot_selecting_relation",
@@ -91,15 +95,19 @@ class PromptedPolicy(Policy):
                 candidates=candidates_text(state),
                 **common,
             )
-        if state.must_answer:
-            allowed = "- ANSWER (the maximum depth is reached: you must answer now)"
+        answer = ("ANSWER: <answer text> | <comma-separated entity IDs from the subgraph, best first>\n"
+                  "ANSWER: NONE |   (only when the needed relations were expanded and the subgraph holds no answer)")
+        if state.must_answer:  # the format offers only what is allowed now
+            allowed = "- ANSWER (no steps are left: answer now, or say NONE)"
+            formats = answer
         else:
             allowed = (
-                "- THINK: reason about what is known and what is missing\n"
+                "- THINK: reason about what is known and what is missing (costs one step)\n"
                 "- EXPAND_KG: gather more facts from the knowledge graph\n"
                 "- ANSWER: give the final answer once the subgraph supports it"
             )
-        return prompts.render("tot_default", allowed=allowed, **common)
+            formats = "THINK: <a short thought about what is still missing>\nEXPAND_KG\n" + answer
+        return prompts.render("tot_default", allowed=allowed, formats=formats, **common)
 
     # -- valuing -----------------------------------------------------------------------------------------------
     async def value(self, state: TraversalState) -> float:
@@ -194,7 +202,18 @@ def only_option(state: TraversalState) -> Action | None:
 def trajectory_text(state: TraversalState) -> str:
     if not state.actions:
         return "(none yet)"
-    return "\n".join(f"{i + 1}. {a.describe()}" for i, a in enumerate(state.actions))
+    lines = [f"{i + 1}. {a.describe()}" for i, a in enumerate(state.actions)]
+    if state.asm_state is AsmState.SELECTING_ENTITIES:
+        lines.append("(an expansion is pending: its entities are not chosen yet)")
+    elif state.asm_state is AsmState.SELECTING_RELATION:
+        lines.append(f"(an expansion is pending: relation not chosen yet for {', '.join(state.selected_entities)})")
+    return "\n".join(lines)
+
+
+def budget_text(state: TraversalState) -> str:
+    """How many actions are left before an answer is forced (THINK spends one too)."""
+    left = max(0, state.max_depth - state.depth)
+    return f"Steps left before you must answer: {left} (an expansion takes 3: EXPAND_KG, SELECT_ENTITIES, SELECT_RELATION)."
 
 
 def feedback_text(state: TraversalState) -> str:

@@ -33,6 +33,7 @@ class Expansion(BaseModel):
     edges_added: int = 0
     entities_added: list[str] = Field(default_factory=list)
     truncated: bool = Field(default=False, description="More edges existed than the per-expansion cap.")
+    empty_sources: list[str] = Field(default_factory=list, description="Selected entities that had no such edge.")
     note: str = ""
 
 
@@ -114,6 +115,19 @@ class LocalSubgraph(BaseModel):
                 shown = others[:max_edges_per_group]
                 more = f", ... (+{len(others) - len(shown)} more)" if len(others) > len(shown) else ""
                 lines.append(f"    {rel_id} [{name}] ({len(others)}): {', '.join(shown)}{more}")
+        if self.expansions:  # what was looked up, including what found nothing (negative evidence)
+            lines.append("EXPANSIONS:")
+            for n, x in enumerate(self.expansions, 1):
+                who = ", ".join(x.entity_ids[:3]) + (f" +{len(x.entity_ids) - 3} more" if len(x.entity_ids) > 3 else "")
+                what = (f"{x.edges_added} new edge{'s' if x.edges_added != 1 else ''}" if x.edges_added
+                        else "nothing new")
+                empty = ""
+                if x.empty_sources:
+                    none = ", ".join(x.empty_sources[:3]) + (f" +{len(x.empty_sources) - 3}" if len(x.empty_sources) > 3
+                                                             else "")
+                    empty = f"; none for {none}"
+                cut = "; capped (more edges exist)" if x.truncated else ""
+                lines.append(f"  {n}. {who} → {x.relation_id} {x.direction.value}: {what}{empty}{cut}")
         return "\n".join(lines)
 
 

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="policy backend (default offline): offline (no LLM), anthropic (ANTHROPIC_API_KEY), "
                         "openai (any OpenAI-compatible server: --base-url, --model; OPENAI_API_KEY if it needs one)")
     p.add_argument("--model", default=None,
-                   help="model name for --llm anthropic/openai (default: TOT_ANTHROPIC_MODEL or claude-sonnet-4-5; "
+                   help="model name for --llm anthropic/openai (default: TOT_ANTHROPIC_MODEL or claude-sonnet-5-5; "
                         "TOT_OPENAI_MODEL)")
     p.add_argument("--base-url", default=None, metavar="URL",
                    help="API base URL for --llm openai (e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or "
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="skip questions already in --out and append the rest")
     p.add_argument("--no-trace", action="store_true", help="leave search trees out of --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--prices", type=Path, default=None, metavar="FILE",
+                   help='LLM prices for the cost estimate, TOML: [models."MODEL-ID"] input = 3.0 output = 15.0 '
+                        "cache_write = 3.75 cache_read = 0.30 (USD per million tokens; added to the built-in table)")
     return p
 
 
@@ -140,6 +143,20 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("--llm-timeout must be between 0 and 3600 seconds")
     if ns.llm_retries is not None and not 0 <= ns.llm_retries <= 20:
         raise UsageError("--llm-retries must be between 0 and 20")
+    if ns.prices is not None:
+        _prices(ns)  # a bad price file is a usage error before anything loads
+
+
+def _prices(ns: argparse.Namespace):
+    """The price table for the cost estimate: the built-in one, updated from ``--prices FILE``."""
+    from strategies.llm.prices import DEFAULT_PRICES, PricesError, load_prices
+
+    if ns.prices is None:
+        return DEFAULT_PRICES
+    try:
+        return load_prices(ns.prices)
+    except PricesError as e:
+        raise UsageError(str(e)) from None
 
 
 def _llm_options(ns: argparse.Namespace) -> dict:
@@ -197,6 +214,9 @@ def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph], graph: KnowledgeG
 async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: LinkedKG | None) -> int:
     from strategies.methods import BenchmarkQuestion
 
+    from strategies.llm.prices import cost_usd, format_cost
+
+    prices = _prices(ns)
     method = _method(ns, kgs, linked)
     q = BenchmarkQuestion(id="cli", text=ns.question)
     result = await method(q, kgs[0])
@@ -209,7 +229,7 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linke
         print(f"entities: {', '.join(result.answer_ids)}")
     print(f"value: {result.value:.2f}  status: {result.status}  expansions: {result.expansions}  "
           f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
-          f"latency: {result.latency_s:.2f}s")
+          f"cost: {format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s")
     if result.trace and result.trace.get("nodes") is not None:
         from strategies.tot.search import SearchResult
 
@@ -227,6 +247,7 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
     from strategies.benchmarks.report import render_report
     from strategies.benchmarks.runner import load_done, run_questions, summarize
 
+    prices = _prices(ns)
     fmt = ns.format or _guess_format(ns.questions)
     try:
         items = list(read_questions(ns.questions, fmt))
@@ -274,13 +295,22 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
 
     try:
         new = await run_questions(
-            todo, method, ns.method, kgs, out=ns.out, workers=ns.workers, keep_trace=not ns.no_trace, on_done=tick
+            todo, method, ns.method, kgs, out=ns.out, workers=ns.workers, keep_trace=not ns.no_trace, on_done=tick,
+            prices=prices,
         )
     finally:
         if bar is not None:
             bar.close()
     order = {q.id: i for i, q in enumerate(questions)}
     records = sorted(done + new, key=lambda r: order.get(r.id, 0))
+    if ns.resume and ns.prices is not None:  # re-price the resumed records with the table of this run
+        from strategies.llm.base import LLMUsage
+        from strategies.llm.prices import cost_usd
+
+        for r in done:
+            r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, input_tokens=r.input_tokens,
+                                           output_tokens=r.output_tokens, cache_read_tokens=r.cache_read_tokens,
+                                           cache_write_tokens=r.cache_write_tokens, model=r.model), prices)
     summary = summarize(records)
     if ns.html is not None:
         ns.html.parent.mkdir(parents=True, exist_ok=True)

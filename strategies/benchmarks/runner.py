@@ -17,6 +17,7 @@ from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
 from kg_adapters.text import key
 from strategies.llm.base import LLMError
+from strategies.llm.prices import ModelPrice, cost_usd, format_cost
 from strategies.methods import BenchmarkQuestion, Method, MethodResult
 
 from . import metrics
@@ -42,6 +43,10 @@ class RunRecord(BaseModel):
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    model: str = ""
+    cost_usd: float | None = Field(default=0.0, description="Estimated USD; null when the model has no price.")
     expansions: int = 0
     method: str = ""
     error: str | None = None
@@ -59,6 +64,12 @@ class Summary(BaseModel):
     median_latency_s: float = 0.0
     llm_calls: int = 0
     tokens: int = 0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+    cost_median_usd: float | None = 0.0
+    cost_total_usd: float | None = 0.0
+    unpriced: int = Field(default=0, description="Questions whose model has no price (their cost is unknown).")
 
     def table(self) -> str:
         rows = [
@@ -74,12 +85,17 @@ class Summary(BaseModel):
             ("latency mean / median", f"{self.mean_latency_s:.3f}s / {self.median_latency_s:.3f}s"),
             ("LLM calls (total)", str(self.llm_calls)),
             ("tokens (total)", str(self.tokens)),
+            ("tokens in / cached read / out", f"{self.input_tokens} / {self.cache_read_tokens} / {self.output_tokens}"),
+            ("cost median / total (est.)", f"{format_cost(self.cost_median_usd)} / {format_cost(self.cost_total_usd)}"
+             + (f"  ({self.unpriced} question(s) with no price for the model)" if self.unpriced else "")),
         ]
         width = max(len(r[0]) for r in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-def score(question: BenchmarkQuestion, result: MethodResult, method: str) -> RunRecord:
+def score(
+    question: BenchmarkQuestion, result: MethodResult, method: str, prices: dict[str, ModelPrice] | None = None
+) -> RunRecord:
     gold = question.answers
     hits = metrics.hits_at_1(result.answer_labels, gold)
     recall = None
@@ -103,6 +119,10 @@ def score(question: BenchmarkQuestion, result: MethodResult, method: str) -> Run
         llm_calls=result.usage.calls,
         input_tokens=result.usage.input_tokens,
         output_tokens=result.usage.output_tokens,
+        cache_read_tokens=result.usage.cache_read_tokens,
+        cache_write_tokens=result.usage.cache_write_tokens,
+        model=result.usage.model,
+        cost_usd=cost_usd(result.usage, prices),
         expansions=result.expansions,
         method=method,
         error=result.error,
@@ -116,6 +136,9 @@ def summarize(records: Sequence[RunRecord]) -> Summary:
         return Summary(n=0, hits1=0.0, f1=0.0, em_in=0.0)
     recalls = [r.recall10 for r in records if r.recall10 is not None]
     lat = [r.latency_s for r in records]
+    costs = [r.cost_usd for r in records]
+    known = [c for c in costs if c is not None]
+    unpriced = len(costs) - len(known)
     return Summary(
         n=n,
         hits1=sum(r.hits1 for r in records) / n,
@@ -127,6 +150,12 @@ def summarize(records: Sequence[RunRecord]) -> Summary:
         median_latency_s=statistics.median(lat),
         llm_calls=sum(r.llm_calls for r in records),
         tokens=sum(r.input_tokens + r.output_tokens for r in records),
+        input_tokens=sum(r.input_tokens for r in records),
+        cache_read_tokens=sum(r.cache_read_tokens for r in records),
+        output_tokens=sum(r.output_tokens for r in records),
+        cost_median_usd=None if unpriced else statistics.median(known),
+        cost_total_usd=None if unpriced else sum(known),
+        unpriced=unpriced,
     )
 
 
@@ -179,6 +208,7 @@ async def run_questions(
     workers: int = 1,
     keep_trace: bool = True,
     on_done: Callable[[RunRecord], None] | None = None,
+    prices: dict[str, ModelPrice] | None = None,
 ) -> list[RunRecord]:
     """Answer ``questions`` with ``workers`` running at once; each finished record is appended to ``out`` and
     flushed before the next is written, so an interrupted run loses at most the questions in flight."""
@@ -192,14 +222,14 @@ async def run_questions(
             started = time.perf_counter()
             problem = await topic_problem(q, kgs)
             if problem:
-                record = score(q, MethodResult(status="error", error=problem), method_name)
+                record = score(q, MethodResult(status="error", error=problem), method_name, prices)
             else:
                 try:
                     result = await method(q.public(), kgs[0])
                 except (KGError, LLMError, ValueError) as e:
                     result = MethodResult(status="error", error=f"{type(e).__name__}: {e}")
                 result.latency_s = result.latency_s or (time.perf_counter() - started)
-                record = score(q, result, method_name)
+                record = score(q, result, method_name, prices)
             if not keep_trace:
                 record.trace = None
             async with lock:

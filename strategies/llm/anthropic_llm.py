@@ -25,6 +25,11 @@ from .retry import (
 #: both). Override with ``--model`` or ``TOT_ANTHROPIC_MODEL``.
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
+#: A system prompt at least this long is marked for prompt caching when ``cache_system`` is left at auto. The API
+#: caches nothing below a model-dependent minimum (1,024 tokens or more, roughly 4 characters a token), so shorter
+#: prompts go out as a plain string; the threshold is deliberately low because an ignored mark costs nothing.
+CACHE_MIN_CHARS = 1024
+
 
 class AnthropicLLM(LLM):
     """One Messages API call per completion; usage comes from the response's token counts.
@@ -47,8 +52,10 @@ class AnthropicLLM(LLM):
         max_retries: int = 2,
         retry_backoff: float = 0.5,
         max_retry_wait: float = 30.0,
+        cache_system: bool | None = None,
     ) -> None:
         super().__init__()
+        self.cache_system = cache_system
         try:
             import anthropic
         except ImportError as e:  # pragma: no cover - anthropic is a declared dependency
@@ -73,15 +80,29 @@ class AnthropicLLM(LLM):
             "messages": [{"role": "user", "content": prompt}],
         }
         if system:
-            kwargs["system"] = system
+            # The system prompt is the stable prefix of every call (the same for a whole run): mark it for prompt
+            # caching, so repeated calls read it from the cache (billed at the cache-read rate) instead of paying
+            # full input price. ``cache_system``: True always, False never, None when it is long enough to matter.
+            cache = self.cache_system if self.cache_system is not None else len(system) >= CACHE_MIN_CHARS
+            if cache:
+                kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+            else:
+                kwargs["system"] = system
         if stop:
             kwargs["stop_sequences"] = stop
         response = await with_retries(self.retry, lambda: self._attempt(kwargs))
         self.usage.calls += 1
         usage = getattr(response, "usage", None)
+        self.usage.model = self.model
         if usage is not None:
-            self.usage.input_tokens += int(getattr(usage, "input_tokens", 0) or 0)
-            self.usage.output_tokens += int(getattr(usage, "output_tokens", 0) or 0)
+            # The Messages API's ``input_tokens`` are the uncached ones; cache writes and reads come separately.
+            # ``LLMUsage.input_tokens`` counts all three.
+            write = _count(getattr(usage, "cache_creation_input_tokens", 0))
+            read = _count(getattr(usage, "cache_read_input_tokens", 0))
+            self.usage.input_tokens += _count(getattr(usage, "input_tokens", 0)) + write + read
+            self.usage.cache_write_tokens += write
+            self.usage.cache_read_tokens += read
+            self.usage.output_tokens += _count(getattr(usage, "output_tokens", 0))
         return "".join(getattr(block, "text", "") for block in response.content if getattr(block, "type", "") == "text")
 
     async def _attempt(self, kwargs: dict):
@@ -123,6 +144,13 @@ class AnthropicLLM(LLM):
         await self._client.close()
 
 
+def _count(v) -> int:
+    try:
+        return max(0, int(v or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 def _message(e: Exception) -> str:
     body = getattr(e, "body", None)
     if isinstance(body, dict):
@@ -143,4 +171,5 @@ def create(options: dict, ctx=None) -> AnthropicLLM:
         base_url=options.get("base_url"),
         timeout=float(options.get("timeout", 60.0)),
         max_retries=int(options.get("max_retries", 2)),
+        cache_system=options.get("cache_system"),
     )

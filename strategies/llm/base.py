@@ -17,14 +17,27 @@ class LLMError(RuntimeError):
 
 
 class LLMUsage(BaseModel):
+    """Calls and tokens. ``input_tokens`` counts every prompt token, cached or not; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the parts of it read from / written to the provider's prompt cache (so the uncached
+    remainder is ``input_tokens - cache_read_tokens - cache_write_tokens``). ``model`` is the model ID the backend
+    called ("" when no model was called, "mixed" when usages of different models were added up); the cost
+    estimate (:mod:`strategies.llm.prices`) looks it up."""
+
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    model: str = ""
 
     def add(self, other: "LLMUsage") -> None:
         self.calls += other.calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        if other.model and other.model != self.model:
+            self.model = other.model if not self.model else "mixed"
 
     def snapshot(self) -> "LLMUsage":
         return self.model_copy()
@@ -34,6 +47,9 @@ class LLMUsage(BaseModel):
             calls=self.calls - before.calls,
             input_tokens=self.input_tokens - before.input_tokens,
             output_tokens=self.output_tokens - before.output_tokens,
+            cache_read_tokens=self.cache_read_tokens - before.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens - before.cache_write_tokens,
+            model=self.model,
         )
 
 

@@ -95,11 +95,13 @@ class OpenAICompatibleLLM(LLM):
             body["stop"] = list(stop)[:4]  # the API accepts at most four stop sequences
         text, usage = await with_retries(self.retry, lambda: self._attempt(body))
         self.usage.calls += 1
+        self.usage.model = self.model
         self.usage.input_tokens += usage[0]
         self.usage.output_tokens += usage[1]
+        self.usage.cache_read_tokens += min(usage[2], usage[0]) if usage[0] else usage[2]
         return text
 
-    async def _attempt(self, body: dict) -> tuple[str, tuple[int, int]]:
+    async def _attempt(self, body: dict) -> tuple[str, tuple[int, int, int]]:
         where = f"OpenAI-compatible server {self.base_url}"
         try:
             response = await self._client.post(self.url, json=body)
@@ -143,9 +145,13 @@ class OpenAICompatibleLLM(LLM):
                 f"{where} returned a malformed response (no choices[0].message.content: {e}; body {snippet})"
             ) from None
         usage = payload.get("usage") if isinstance(payload, dict) else None
-        counts = (0, 0)
+        counts = (0, 0, 0)
         if isinstance(usage, dict):
-            counts = (_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+            # ``prompt_tokens`` includes the cached ones (``prompt_tokens_details.cached_tokens``, when the server
+            # reports them); OpenAI-style caching is automatic and has no separate write count.
+            details = usage.get("prompt_tokens_details")
+            cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+            counts = (_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), cached)
         return content, counts
 
     async def aclose(self) -> None:

@@ -6,15 +6,13 @@ of :mod:`server.render`. Every result is bounded by the runtime's ``Limits`` and
 """
 
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
-from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.base import Limits
 from kg_adapters.errors import InvalidInput, KGError
 from kg_adapters.follow import HOP_EDGE_BUDGET, HOP_FRONTIER, MAX_HOPS, Hop, PathResult, edges_from
 from kg_adapters.follow import follow_path as follow_path_in
@@ -31,7 +29,6 @@ from .. import render
 from ..results import tool_result
 from ..runtime import Runtime
 
-T = TypeVar("T")
 
 def _one_or_many(value: Any) -> Any:
     """Accept a bare ID where a list is expected: models often pass ``"movies:E1"`` for ``["movies:E1"]``."""
@@ -93,41 +90,15 @@ class KGList(BaseModel):
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-async def _fan_out(
-    kgs: Sequence[KnowledgeGraph], call: Callable[[KnowledgeGraph], Awaitable[T]], ctx: Context | None = None
-) -> tuple[list[tuple[KnowledgeGraph, T]], list[str]]:
-    """Run ``call`` on every KG concurrently. Failures of some KGs become warnings; if all fail, the first error
-    is raised (so a bad query reads as a bad query, not as an empty result)."""
-    done = 0
+def progress_to(ctx: Context | None) -> Any:
+    """A progress callback reporting "<KG> answered" to the client, when the client asked for progress."""
+    if ctx is None:
+        return None
 
-    async def one(kg: KnowledgeGraph) -> T:
-        nonlocal done
-        try:
-            return await call(kg)
-        finally:
-            done += 1
-            if ctx is not None:
-                await ctx.report_progress(done, len(kgs), f"{kg.name} answered")
+    async def report(done: int, total: int, name: str) -> None:
+        await ctx.report_progress(done, total, f"{name} answered")
 
-    if len(kgs) == 1:  # the common case: no task to spawn (a measurable share of a ~2 ms call over HTTP)
-        try:
-            outcomes: list = [await one(kgs[0])]
-        except Exception as e:  # noqa: BLE001 - same handling as gather(return_exceptions=True) below
-            outcomes = [e]
-    else:
-        outcomes = await asyncio.gather(*(one(kg) for kg in kgs), return_exceptions=True)
-    ok: list[tuple[KnowledgeGraph, T]] = []
-    errors: list[tuple[KnowledgeGraph, BaseException]] = []
-    for kg, out in zip(kgs, outcomes):
-        if isinstance(out, BaseException):
-            if not isinstance(out, KGError):
-                raise out
-            errors.append((kg, out))
-        else:
-            ok.append((kg, out))
-    if not ok and errors:
-        raise errors[0][1]
-    return ok, [f"KG {kg.name!r} failed: {err}" for kg, err in errors]
+    return report
 
 
 def register(server: MCPServer, runtime: Runtime) -> None:
@@ -144,7 +115,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                        json_schema_extra={"maximum": limits.max_search})]
     Query = Annotated[str, Field(json_schema_extra={"maxLength": limits.max_query_chars})]
 
-    def sources(entity_ids: list[str] | None, from_result: str | None, many: bool = True) -> list[str]:
+    def sources(entity_ids: list[str] | None, from_result: str | None) -> list[str]:
         """The entities a call is about: ``entity_ids`` (capped), or every entity of a result handle."""
         if from_result is not None and entity_ids:
             raise InvalidInput("give entity_ids or from_result, not both")
@@ -152,7 +123,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             ids = list(handles.get(from_result).entity_ids)
             if not ids:
                 raise InvalidInput(f"result {from_result.strip()} reached no entities; nothing to expand")
-            return ids if many else ids[: limits.max_ids]
+            return ids
         if not entity_ids:
             raise InvalidInput("no entity IDs given: pass entity_ids, or from_result with a result handle")
         ids = list(dict.fromkeys(entity_ids))
@@ -161,22 +132,20 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                "use a whole earlier result)")
         return ids
 
-    def args_of(**kw: Any) -> dict[str, Any]:
-        return {k: (v.value if isinstance(v, Direction) else v) for k, v in kw.items() if v is not None}
+    def remember(tool: str, reached: list[str], **call: Any) -> str | None:
+        """The handle of the entities a call reached, derived from the call (None when it reached none)."""
+        if not reached:
+            return None
+        args = {k: (v.value if isinstance(v, Direction) else v) for k, v in call.items() if v is not None}
+        return handles.put(tool, args, reached).handle
 
     async def _link(
         query: str, kg: str | None, limit: int, ctx: Context | None, how: str
     ) -> EntityMatches:
         query = limits.check_query(query)
         limit = limits.clamp(limit, limits.max_search)
-
-        async def progress(done: int, total: int, name: str) -> None:
-            if ctx is not None:
-                await ctx.report_progress(done, total, f"{name} answered")
-
-        found = await runtime.select(kg).find_matches(query, limit, how, progress)  # each real-world entity once
-        ids = [m.entity.id for m in found.entities]
-        handle = handles.put(how, args_of(query=query, kg=kg, limit=limit), ids).handle if ids else None
+        found = await runtime.select(kg).find_matches(query, limit, how, progress_to(ctx))  # each entity once
+        handle = remember(how, [m.entity.id for m in found.entities], query=query, kg=kg, limit=limit)
         return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, result_id=handle,
                              omitted=found.omitted, partial=bool(found.warnings), warnings=found.warnings)
 
@@ -303,11 +272,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         had = {e.via or e.source for e in page.edges}
         quiet = [i for i in ids if i not in had] if offset == 0 and not page.truncated else []
         hint = await explain_empty(ids, relation_id, direction) if not page.edges and offset == 0 else None
-        handle = None
-        if reached:
-            call = args_of(entity_ids=None if from_result else ids, from_result=from_result,
-                           relation_id=relation_id, direction=direction, limit=limit, offset=offset)
-            handle = handles.put("get_edges", call, reached).handle
+        handle = remember("get_edges", reached, entity_ids=None if from_result else ids, from_result=from_result,
+                          relation_id=relation_id, direction=direction, limit=limit, offset=offset)
         result = EdgesResult(**page.model_dump(), targets=len(reached) + len(values), result_id=handle,
                              sources_without_edges=quiet if page.edges else [], hint=hint)
         return tool_result(result, render.render_edges_result(result))
@@ -329,11 +295,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         ids = sources(entity_ids, from_result)
         limit = limits.clamp(limit, limits.max_edges)
         res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, limit=limit, offset=offset)
-        handle = None
-        if res.target_ids:
-            call = args_of(entity_ids=None if from_result else ids, from_result=from_result,
-                           hops=[h.model_dump(mode="json") for h in hops], exclude_start=exclude_start)
-            handle = handles.put("follow_path", call, res.target_ids).handle
+        handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,
+                          from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],
+                          exclude_start=exclude_start)
         result = PathsResult(**res.model_dump(), result_id=handle)
         return tool_result(result, render.render_paths(result))
 
@@ -361,9 +325,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     @server.tool(title="List the configured KGs", annotations=read_only)
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:
         """Name, backend, size and a sample of the relation vocabulary of every configured KG."""
-        answered, warnings = await _fan_out(list(runtime.kgs.values()), lambda k: k.info(), ctx)
+        infos, warnings = await graph.member_infos(progress_to(ctx))
         links = [r.describe() for r in graph.linker.rules]
-        result = KGList(kgs=[info for _, info in answered], links=links, warnings=warnings)
+        result = KGList(kgs=infos, links=links, warnings=warnings)
         linked = [f"links: {'; '.join(links)} (get_relations and get_edges follow them)"] if links else []
         text = "\n".join([render.render_kg_infos(result.kgs), *linked, *(f"warning: {w}" for w in warnings)])
         return tool_result(result, text)

@@ -367,18 +367,14 @@ class LinkedGraph(GraphView):
         own, linked = await self._in(nodes, name)
         asked = list(dict.fromkeys([*own, *(m for ms in linked.values() for m in ms)])) if linked else own
         nb = await view.neighbours(asked, hop)
-        base = self._base.get(name, 0)
-        if base or name not in self._base:  # keys differ from the view's: translate
-            res = {self._keys(name, [n])[0] if name in self._base else n: self._keys(name, t) for n, t in nb.items()}
-        else:
-            res = dict(nb)  # the first memory KG: its nodes are the keys
+        base = self._base.get(name, 0)  # 0: the view's nodes are the keys (the first memory KG, or entity IDs)
+        if not linked:  # the common case: every node is of this KG
+            return {n + base: self._keys(name, t) for n, t in nb.items()} if base else nb
+        res = {(m + base if base else m): self._keys(name, nb[m]) for m in own if m in nb}
         for n, ms in linked.items():
             targets = [t for m in ms for t in nb.get(m, ())]
             if targets:
                 res[n] = self._keys(name, list(dict.fromkeys(targets)) if len(ms) > 1 else targets)
-        if own and len(own) < len(nodes) and linked:  # keep only what was asked for: a node's own twin may be listed
-            wanted = set(nodes)
-            res = {n: t for n, t in res.items() if n in wanted}
         return res
 
     def relation_label(self, relation_id: str) -> str:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from llm_wire import anthropic_message, send_json, serve
 
 from strategies.llm.anthropic_llm import AnthropicLLM
 from strategies.llm.base import LLMError
@@ -23,18 +23,8 @@ class FakeAnthropic(BaseHTTPRequestHandler):
         if FakeAnthropic.status != 200:
             payload = {"type": "error", "error": {"type": "overloaded_error", "message": "try later"}}
         else:
-            payload = {
-                "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": "EXPAND_KG"}],
-                "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 42, "output_tokens": 3},
-            }
-        data = json.dumps(payload).encode()
-        self.send_response(FakeAnthropic.status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            payload = anthropic_message(body["model"], "EXPAND_KG", {"input_tokens": 42, "output_tokens": 3})
+        send_json(self, FakeAnthropic.status, payload)
 
     def log_message(self, *args):
         pass
@@ -44,12 +34,8 @@ class FakeAnthropic(BaseHTTPRequestHandler):
 def fake_api():
     FakeAnthropic.requests = []
     FakeAnthropic.status = 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAnthropic)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(FakeAnthropic) as url:
+        yield url
 
 
 async def test_completion_sends_a_messages_request_and_counts_tokens(fake_api):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import typing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from llm_wire import anthropic_message, openai_completion, send_json, serve
 
 from strategies.benchmarks.runner import RunRecord, summarize
 from strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
@@ -35,20 +35,10 @@ class Fake(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
         Fake.requests.append({"path": self.path, "body": body})
         if self.path.endswith("/messages"):
-            payload = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
-                       "content": [{"type": "text", "text": Fake.reply_text}], "stop_reason": "end_turn",
-                       "stop_sequence": None, "usage": ANTHROPIC_USAGE}
+            payload = anthropic_message(body.get("model"), Fake.reply_text, ANTHROPIC_USAGE)
         else:
-            payload = {"id": "c1", "object": "chat.completion", "created": 1, "model": body.get("model"),
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": Fake.reply_text}}],
-                       "usage": OPENAI_USAGE}
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            payload = openai_completion(body.get("model"), Fake.reply_text, OPENAI_USAGE)
+        send_json(self, 200, payload)
 
     def log_message(self, *args):
         pass
@@ -56,11 +46,8 @@ class Fake(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serve(Fake) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 import time
 import typing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from llm_wire import anthropic_message, openai_completion, send, send_json, serve
 
 from strategies.llm import factory
 from strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
@@ -55,9 +55,9 @@ class Faulty(BaseHTTPRequestHandler):
         what = Faulty.plan.pop(0) if Faulty.plan else Faulty.default
         try:
             if what == "ok":
-                self._json(200, self._ok(body))
+                send_json(self, 200, self._ok(body))
             elif what == "not_json":
-                self._send(200, NOT_JSON, Faulty.not_json_type)
+                send(self, 200, NOT_JSON, Faulty.not_json_type)
             elif what == "cut":
                 data = json.dumps(self._ok(body)).encode()
                 self.send_response(200)
@@ -70,39 +70,18 @@ class Faulty(BaseHTTPRequestHandler):
                 self.close_connection = True
             elif isinstance(what, tuple) and what[0] == "sleep":
                 time.sleep(what[1])
-                self._json(200, self._ok(body))
+                send_json(self, 200, self._ok(body))
             else:
                 status, headers, payload = what
-                self._json(status, payload, headers)
+                send_json(self, status, payload, headers)
         except OSError:  # the client gave up (timeout) and closed the socket
             self.close_connection = True
 
     def _ok(self, body: dict) -> dict:
         if self.path.endswith("/messages"):
-            return {
-                "id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
-                "content": [{"type": "text", "text": Faulty.reply_text}],
-                "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 40, "output_tokens": 7},
-            }
-        return {
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body.get("model"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": Faulty.reply_text}}],
-            "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35},
-        }
-
-    def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        self._send(status, json.dumps(payload).encode(), "application/json", headers)
-
-    def _send(self, status: int, data: bytes, ctype: str, headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+            return anthropic_message(body.get("model"), Faulty.reply_text, {"input_tokens": 40, "output_tokens": 7})
+        return openai_completion(body.get("model"), Faulty.reply_text,
+                                 {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35})
 
     def log_message(self, *args):
         pass
@@ -110,12 +89,8 @@ class Faulty(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Faulty)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serve(Faulty) as url:
+        yield url
 
 
 @pytest.fixture(autouse=True)

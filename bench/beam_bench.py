@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO))
 from bench.datasets import BENCHMARKS, load_sets  # noqa: E402
 from bench.strategies_bench import SETS  # noqa: E402
 from strategies.deep_graphrag import beam_search, exhaustive_search, hierarchy_for, topic_anchors  # noqa: E402
-from strategies.retrieval_common import RetrievalService, ranking_metrics  # noqa: E402
+from strategies.benchmarks.metrics import ranking_metrics  # noqa: E402
+from strategies.services import Services  # noqa: E402
 
 
 def p50(xs: list[float]) -> float:
@@ -45,10 +46,10 @@ async def main(argv: list[str] | None = None) -> int:
     if not args.data.is_dir():
         print(f"beam_bench: no benchmark data at {args.data}", file=sys.stderr)
         return 2
-    service = RetrievalService(cache_dir=args.cache_dir)
+    service = Services({}, cache_dir=args.cache_dir)
     rows = []
     for set_name, kg, questions in load_sets(args.data, args.sets, args.limit):
-        res = service.resources(kg)
+        res = service.resources_now(kg)
         h = hierarchy_for(res, progress=True)
         print(f"[{set_name}] {h.levels}, representatives {h.representatives}, hubs {len(h.hubs)}, built in "
               f"{h.build_seconds}s (0 = loaded)", file=sys.stderr, flush=True)

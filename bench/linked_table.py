@@ -27,14 +27,14 @@ SETS = {"2hop": "dev_2hop.txt", "3hop": "dev_3hop.txt"}
 async def measure(data: Path, key: str, args: argparse.Namespace, single: list, linked: list, embedder) -> dict:
     from strategies.benchmarks.formats import BadLine, read_questions
     from strategies.benchmarks.runner import score
-    from strategies.methods import MethodOptions, Services, get_method_factory
+    from strategies.methods import MethodOptions, make_method
+    from strategies.services import Services
 
     questions = [q for q in read_questions(data / SETS[key], "metaqa") if not isinstance(q, BadLine)][: args.limit]
-    factory = get_method_factory(args.method)
     runs = {}
     for name, kgs in (("single", single), ("linked", linked)):
         services = Services(kgs, embedder_factory=lambda: embedder)
-        runs[name] = (factory(MethodOptions(), services), kgs, services, [], [])
+        runs[name] = (make_method(args.method, MethodOptions(), services), kgs, services, [], [])
     for q in questions:
         for method, kgs, _, latencies, records in runs.values():
             result = await method(q.public(), kgs[0])

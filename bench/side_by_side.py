@@ -1,23 +1,26 @@
-"""Side-by-side table of every ``tot-search --method`` on the MetaQA and PathQuestion dev samples, run through the
-same runner ``tot-search --questions`` uses (``strategies.benchmarks.runner.run_questions``), so the numbers are the
-CLI's: Hits@1, Recall@10 (retrievers only), median latency, LLM calls. Offline policy and judges by default.
+"""Side-by-side table of every registered strategy on the MetaQA and PathQuestion dev samples: each method a row,
+each job's figure a column, run through the same runner ``tot-search --questions`` uses, so the numbers are the
+CLI's. Offline policy and judges by default.
 
-One JSONL per set × method lands in ``--out`` (resumable: finished questions are skipped on a rerun), and the
-table is printed from every JSONL found there, so methods can be run in separate invocations:
+* Hits@1 — the answer (every method; the job of tot, chain and the router);
+* context recall / median context tokens — the share of gold answers named in the context a method returns for a
+  client to read, and its size (characters / 4): ARK's job;
+* Recall@10 — gold answers among the first 10 entities: the job of beam (and bfs/dfs);
+* linking acc@1 — on the same questions with the brackets removed and one typo in the mention
+  (:mod:`strategies.benchmarks.linking`, fixed seed): rerank's job, next to ``initialize`` (the KG's own linker).
 
-    python bench/side_by_side.py --limit 100                               # every method, every set
-    python bench/side_by_side.py --methods beam --sets mqa1 --limit 100
-    python bench/side_by_side.py --table-only                              # just print the table
+One JSONL per set × method × task lands in ``--out`` (resumable), and the table is printed from every JSONL found
+there, so methods can run in separate invocations:
 
-Each set's KB is opened as ``tot-search --kg NAME=FILE`` would (MetaQA as ``metaqa=.../kb.txt``), one
-``Services`` (one MiniLM) per KB shared by the methods; retrieval indexes come from the on-disk cache.
+    python bench/side_by_side.py --limit 100                                   # every method, every set
+    python bench/side_by_side.py --methods router tot chain --sets mqa1 mqa2 mqa3 PQ-2H --limit 100
+    python bench/side_by_side.py --table-only
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -26,32 +29,60 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.datasets import BENCHMARKS, by_benchmark_name  # noqa: E402
-from kg_adapters.spec import make_spec, open_kg  # noqa: E402
-from strategies.benchmarks.formats import BadLine, read_questions  # noqa: E402
-from strategies.benchmarks.runner import RunRecord, load_done, run_questions, summarize  # noqa: E402
-from strategies.methods import MethodOptions, Services, available_methods, get_method_factory  # noqa: E402
+from bench.datasets import BENCHMARKS, by_benchmark_name
+from kg_adapters.spec import make_spec, open_kg
+from strategies.benchmarks.formats import BadLine, read_questions
+from strategies.benchmarks.linking import linking_question
+from strategies.benchmarks.runner import RunRecord, load_done, run_questions
+from strategies.methods import MethodOptions, make_method
+from strategies.registry import available, get
+from strategies.services import Services
 
-# set → (question file, format, KG name, KB file), paths relative to the benchmark directory
 SETS = {name: (d.questions, d.fmt, d.kg_name, d.kb) for name, d in by_benchmark_name().items()}
-METHODS = ["tot", "chain", "ark", "router", "beam", "rerank", "bfs", "dfs"]
+LINKING = ("rerank", "initialize")  # methods also run on the linking task
+
+
+def _tasks(method: str) -> list[str]:
+    return ["answer", "linking"] if method in LINKING else ["answer"]
+
+
+def _records(out: Path, sets: list[str], method: str, task: str, limit: int) -> list[RunRecord]:
+    recs: list[RunRecord] = []
+    for s in sets:
+        path = out / f"{s}-{method}-{task}.jsonl"
+        if path.is_file():
+            recs += load_done(path)[:limit]
+    return recs
+
+
+def _mean(xs: list[float]) -> str:
+    return f"{sum(xs) / len(xs):.3f}" if xs else "—"
 
 
 def table(out: Path, sets: list[str], methods: list[str], limit: int) -> str:
-    lines = ["| set | method | n | Hits@1 | Recall@10 | median latency s | LLM calls | errors |",
-             "|---|---|---|---|---|---|---|---|"]
-    for s in sets:
-        for m in methods:
-            path = out / f"{s}-{m}.jsonl"
-            if not path.is_file():
-                continue
-            recs = load_done(path)[:limit]
-            if not recs:
-                continue
-            summ = summarize(recs)
-            rec = "—" if summ.recall10 is None else f"{summ.recall10:.3f}"
-            lines.append(f"| {s} | {m} | {summ.n} | {summ.hits1:.3f} | {rec} | {summ.median_latency_s:.3f} | "
-                         f"{summ.llm_calls} | {summ.errors} |")
+    lines = [f"sets: {', '.join(sets)} (first {limit} questions each)", "",
+             ("| method | n | Hits@1 | context recall | context tokens (median) | Recall@10 | linking acc@1 | "
+              "median latency s | LLM calls |"), "|---|---|---|---|---|---|---|---|---|"]
+    for m in methods:
+        recs = _records(out, sets, m, "answer", limit)
+        if not recs:
+            continue
+        link = _records(out, sets, m, "linking", limit)
+        ctx = [r for r in recs if r.context_recall is not None]
+        rec10 = [r.recall10 for r in recs if r.recall10 is not None]
+        lines.append(
+            f"| {m} | {len(recs)} | {_mean([r.hits1 for r in recs])} | {_mean([r.context_recall for r in ctx])} | "
+            + (f"{statistics.median(r.context_tokens or 0 for r in ctx):.0f}" if ctx else "—")
+            + f" | {_mean(rec10)} | {_mean([r.hits1 for r in link])} | "
+            f"{statistics.median(r.latency_s for r in recs):.3f} | {sum(r.llm_calls for r in recs)} |")
+    lines += ["", "Hits@1 per set:", "", "| method | " + " | ".join(sets) + " |", "|---|" + "---|" * len(sets)]
+    for m in methods:
+        cells = []
+        for s in sets:
+            recs = _records(out, [s], m, "answer", limit)
+            cells.append(_mean([r.hits1 for r in recs]))
+        if any(c != "—" for c in cells):
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -69,35 +100,33 @@ async def run(args) -> None:
         print(f"[{name}] opened in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
         if embedder is None:
             embedder = Embedder()
-        services = Services([kg], embedder_factory=lambda: embedder)
+        services = Services([kg], embedder_factory=lambda e=embedder: e, cache_dir=args.cache_dir, wait_for_builds=True)
         for m in args.methods:
-            extra = {"cache_dir": str(args.cache_dir)} if args.cache_dir else {}
-            method = get_method_factory(m)(MethodOptions(llm=args.llm, extra=extra), services)
+            method = make_method(m, MethodOptions(llm=args.llm), services)
             for s in set_names:
                 qfile, fmt = SETS[s][0], SETS[s][1]
                 qs = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)][: args.limit]
-                out = args.out / f"{s}-{m}.jsonl"
-                done = {r.id for r in load_done(out)} if out.exists() else set()
-                todo = [q for q in qs if q.id not in done]
-                t0 = time.perf_counter()
-                new = await run_questions(todo, method, m, [kg], out=out, workers=1, keep_trace=False)
-                recs: list[RunRecord] = load_done(out)[: args.limit]
-                summ = summarize(recs)
-                print(f"{s:7s} {m:7s} n={summ.n} (+{len(new)} in {time.perf_counter() - t0:.0f}s) "
-                      f"hits@1={summ.hits1:.3f} recall@10={summ.recall10} "
-                      f"median={summ.median_latency_s:.3f}s llm={summ.llm_calls} errors={summ.errors}",
-                      file=sys.stderr, flush=True)
+                for task in _tasks(m):
+                    todo_qs = [linking_question(q) for q in qs if q.topic] if task == "linking" else qs
+                    out = args.out / f"{s}-{m}-{task}.jsonl"
+                    done = {r.id for r in load_done(out)} if out.exists() else set()
+                    todo = [q for q in todo_qs if q.id not in done]
+                    t0 = time.perf_counter()
+                    new = await run_questions(todo, method, m, [kg], out=out, workers=1, keep_trace=False)
+                    recs = load_done(out)[: args.limit]
+                    print(f"{s:7s} {m:10s} {task:7s} n={len(recs)} (+{len(new)} in {time.perf_counter() - t0:.0f}s) "
+                          f"hits@1={_mean([r.hits1 for r in recs])}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
-    p.add_argument("--methods", nargs="+", default=METHODS, choices=available_methods())
+    p.add_argument("--methods", nargs="+", default=available(), choices=available())
     p.add_argument("--limit", type=int, default=100, help="questions per set (the first N of each dev sample)")
     p.add_argument("--llm", default="offline")
     p.add_argument("--out", type=Path, default=REPO / "runs" / "side_by_side")
-    p.add_argument("--cache-dir", type=Path, default=None, help="retrieval index cache (default: user cache dir)")
+    p.add_argument("--cache-dir", type=Path, default=None, help="index cache (default: the user cache dir)")
     p.add_argument("--table-only", action="store_true")
     args = p.parse_args(argv)
     if args.limit < 1:
@@ -105,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_dir():
         print(f"side_by_side: no benchmark data at {args.data}", file=sys.stderr)
         return 2
+    for m in args.methods:
+        get(m)  # an unknown or broken registration fails before anything loads
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.table_only:
         asyncio.run(run(args))

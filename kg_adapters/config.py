@@ -102,6 +102,16 @@ class LLMConfig(_Strict):
     max_retries: int | None = Field(default=None, ge=0, description="Retries after a transient LLM failure.")
 
 
+class RetrievalConfig(_Strict):
+    cache_dir: Path | None = Field(default=None, description="On-disk index cache (default $TOT_MCP_CACHE_DIR or "
+                                                            "$XDG_CACHE_HOME/tot-mcp).")
+    cross_encoder_path: str | None = Field(default=None, description="A local sentence-transformers CrossEncoder "
+                                                                     "directory for rerank's second stage.")
+    build_limit: int | None = Field(default=None, ge=0, description="Entities up to which a missing index is built "
+                                                                     "within the call (default 5000); above, it is "
+                                                                     "built in the background.")
+
+
 class Config(_Strict):
     kg: dict[str, KGConfig] = Field(default_factory=dict)
     kgs: dict[str, str] = Field(default_factory=dict, description="Shorthand NAME = SPEC tables.")
@@ -110,6 +120,7 @@ class Config(_Strict):
     server: ServerConfig = Field(default_factory=ServerConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     linking: LinkingConfig = Field(default_factory=LinkingConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     base_dir: Path | None = Field(default=None, exclude=True)
 
     @field_validator("kg", "kgs")

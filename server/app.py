@@ -76,6 +76,13 @@ class TotServer(MCPServer):
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and arguments:  # the SDK drops unknown arguments: a misspelt one would go unnoticed
+            known = set((tool.parameters or {}).get("properties", {}))
+            unknown = sorted(set(arguments) - known)
+            if unknown:
+                raise ToolError(_one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
+                                          f"(valid: {', '.join(sorted(known)) or 'none'})"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

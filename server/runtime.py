@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import logging
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -87,10 +87,17 @@ class Runtime:
         self.handles = HandleStore(fingerprint, server.handles or 2000, server.handle_ttl or 3600.0)
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
-        self._embedder: Embedder | None = None
-        self._embedder_lock = threading.Lock()
-        self.policy_state: dict = {}  # kept by tree-search policies between calls (offline KG statistics)
         self._llm: LLM | None = None
+        from strategies.services import DEFAULT_BUILD_LIMIT, Services
+
+        retrieval = self.config.retrieval
+        # the strategies' one services object: models, per-KG indexes, what policies keep between calls
+        self.services = Services(
+            self.kgs, graph=self.graph, embedder_factory=self._load_embedder, llm_factory=self.llm,
+            cache_dir=self.config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else None,
+            build_limit=DEFAULT_BUILD_LIMIT if retrieval.build_limit is None else retrieval.build_limit,
+            cross_encoder_path=retrieval.cross_encoder_path or os.environ.get("TOT_MCP_CROSS_ENCODER"),
+        )
         self.load_seconds: float | None = None
 
     # -- construction ---------------------------------------------------------------------------------------
@@ -145,28 +152,28 @@ class Runtime:
         return self.graph.select(names) if names else self.graph
 
     # -- shared services ------------------------------------------------------------------------------------
+    def _load_embedder(self) -> "Embedder":
+        if self._embedder_factory is not None:
+            return self._embedder_factory()
+        from strategies.embeddings import EmbeddingUnavailable, Embedder
+
+        try:
+            return Embedder()
+        except EmbeddingUnavailable as e:
+            raise ServiceUnavailable(str(e)) from e
+
+    @property
+    def policy_state(self) -> dict:
+        """What tree-search policies keep between calls (the offline reasoner's KG statistics)."""
+        return self.services.policy_state
+
     def embedder(self) -> "Embedder":
         """The shared sentence embedder, loaded on first use (blocking, ~6 s): call from a worker thread or use
         :meth:`aembedder` in async code."""
-        if self._embedder is None:
-            with self._embedder_lock:
-                if self._embedder is None:
-                    factory = self._embedder_factory
-                    if factory is None:
-                        from strategies.embeddings import EmbeddingUnavailable, Embedder
-
-                        try:
-                            self._embedder = Embedder()
-                        except EmbeddingUnavailable as e:
-                            raise ServiceUnavailable(str(e)) from e
-                    else:
-                        self._embedder = factory()
-        return self._embedder
+        return self.services.models.embedder()
 
     async def aembedder(self) -> "Embedder":
-        if self._embedder is not None:
-            return self._embedder
-        return await anyio.to_thread.run_sync(self.embedder)
+        return await self.services.aembedder()
 
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the request

@@ -13,30 +13,137 @@ same roots and the same path scorer, so the side-by-side benchmark isolates the 
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+import prompts
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.models import Direction
-from strategies.judges import ArkDecision, ArkJudge, OfflineArkJudge
-from strategies.retrieval_common import (
-    GraphResources,
-    LocalGraph,
+from strategies.indexes import GraphResources
+from strategies.llm.base import LLM, LLMError
+from strategies.llm.replies import extract_json
+from strategies.local_graph import LocalGraph
+from strategies.registry import Call, Progress, Strategy
+from strategies.relevance import QueryRelevance
+from strategies.results import (
+    RetrievedEntity,
+    StrategyResult,
+    check_query,
+    render_ranked,
+)
+from strategies.traversal import (
     NeighbourCache,
     Reached,
-    RetrievedEntity,
-    check_query,
     expand_frontier,
     rank_answers,
     to_retrieved,
 )
 
-Progress = Callable[[float, float | None, str], Awaitable[None]]
+# -- the per-depth judge (LLM or offline) -------------------------------------------------------------------
+Decision = Literal["sufficient", "expand", "stop"]
+
+
+class ArkDecision(BaseModel):
+    decision: Decision
+    relations: list[str] | None = Field(default=None, description="Relation labels/IDs to follow when expanding")
+    reason: str = ""
+    valid: bool = Field(default=True, description="False when the judge's answer was unusable and 'stop' was forced")
+    raw: str | None = Field(default=None, description="The judge's raw answer when it was not usable")
+
+
+class ArkJudge(Protocol):
+    name: str
+
+    async def judge(
+        self, query: str, depth: int, results: Sequence[RetrievedEntity], relations: Sequence[str]
+    ) -> ArkDecision: ...
+
+
+def parse_ark_decision(text: str) -> ArkDecision:
+    """JSON ``{"decision": ...}`` or a bare keyword; anything else → ``stop`` marked invalid."""
+    data = extract_json(text)
+    if isinstance(data, dict):
+        decision = str(data.get("decision", "")).strip().lower()
+        if decision in ("sufficient", "expand", "stop"):
+            rels = data.get("relations")
+            rels = [str(r) for r in rels if str(r).strip()] if isinstance(rels, list) else None
+            return ArkDecision(decision=decision, relations=rels or None, reason=str(data.get("reason", ""))[:500])
+    elif isinstance(text, str):
+        words = re.findall(r"[a-z]+", text.strip().lower())
+        if len(words) <= 3:
+            hits = [w for w in words if w in ("sufficient", "expand", "stop")]
+            if len(set(hits)) == 1:
+                return ArkDecision(decision=hits[0])  # type: ignore[arg-type]
+    shown = text if isinstance(text, str) else repr(text)
+    return ArkDecision(decision="stop", valid=False, reason="judge answer unusable; stopped", raw=shown[:500])
+
+
+class LLMArkJudge:
+    """Asks the LLM with ``prompts/ark_judge.txt``."""
+
+    name = "llm"
+
+    def __init__(self, llm: LLM, max_results_shown: int = 15) -> None:
+        self.llm = llm
+        self.max_results_shown = max_results_shown
+
+    async def judge(
+        self, query: str, depth: int, results: Sequence[RetrievedEntity], relations: Sequence[str]
+    ) -> ArkDecision:
+        lines = []
+        for k, r in enumerate(results[: self.max_results_shown], 1):
+            via = " → ".join(f"{s.label}{'' if s.direction.value == 'forward' else ' (inverse)'}" for s in r.path)
+            lines.append(f"{k}. {r.label}" + (f"  (via {via})" if via else ""))
+        prompt = prompts.render(
+            "ark_judge",
+            query=query,
+            depth=depth,
+            relations=", ".join(relations[:40]) or "(none)",
+            results="\n".join(lines) or "(no results)",
+        )
+        try:
+            text = await self.llm.complete(prompt, max_tokens=200, temperature=0.0)
+        except LLMError as e:
+            return ArkDecision(decision="stop", valid=False, reason=f"judge LLM failed: {e}", raw=None)
+        return parse_ark_decision(text)
+
+
+class OfflineArkJudge:
+    """No LLM: estimates how many relations the question mentions (span ↔ relation-phrase similarity, see
+    :meth:`QueryRelevance.estimate_hops`) and expands until the traversal is that deep; ``stop`` when nothing is
+    left to expand. ``sufficient`` once depth ≥ the estimate and there are results."""
+
+    name = "offline"
+
+    def __init__(self, relevance: QueryRelevance, topic_labels: Sequence[str] = (), max_hops: int = 3) -> None:
+        self.relevance = relevance
+        self.topic_labels = list(topic_labels)
+        self.max_hops = max_hops
+        self._hops: dict[str, int] = {}
+
+    def hops(self, query: str) -> int:
+        if query not in self._hops:
+            self._hops[query] = max(1, min(self.max_hops, self.relevance.estimate_hops(query, self.topic_labels)))
+        return self._hops[query]
+
+    async def judge(
+        self, query: str, depth: int, results: Sequence[RetrievedEntity], relations: Sequence[str]
+    ) -> ArkDecision:
+        need = self.hops(query)
+        if depth >= need and results:
+            return ArkDecision(decision="sufficient", reason=f"query mentions ~{need} relation(s); depth {depth}")
+        if not relations:
+            return ArkDecision(decision="stop", reason="nothing left to expand")
+        return ArkDecision(decision="expand", reason=f"query mentions ~{need} relation(s); depth {depth}")
 
 
 class ArkConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     initial_k: int = Field(default=20, ge=1, le=500, description="BM25 results at depth 0")
     max_depth: int = Field(default=3, ge=0, le=6)
     min_depth: int = Field(default=0, ge=0, le=6, description="Expand at least this deep before asking the judge")
@@ -49,6 +156,8 @@ class ArkConfig(BaseModel):
     cache_neighbours: bool = True
     node_kind: str | None = Field(default=None, description="'entity' or 'literal': only reach nodes of that kind")
     top_k: int = Field(default=20, ge=1, le=1000, description="Results returned")
+    context_tokens: int = Field(default=1500, ge=100, le=20000, description="Budget of the context returned")
+    context_hops: int = Field(default=1, ge=0, le=2, description="Hops the context reaches past the judged depth")
 
 
 class ArkStep(BaseModel):
@@ -63,16 +172,12 @@ class ArkStep(BaseModel):
     frontier: int = 0
 
 
-class ArkResult(BaseModel):
-    query: str
-    kg: str
+class ArkResult(StrategyResult):
     judge: str
-    results: list[RetrievedEntity]
     history: list[ArkStep]
     seeds: list[str] = Field(description="Depth-0 roots the traversal started from")
     depth_reached: int
     neighbour_cache: dict[str, int] = Field(default_factory=dict)
-    seconds: float
 
 
 def _root_score(bm25_norm: float) -> float:
@@ -101,6 +206,19 @@ def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached
         return []
     best = max(c.score for c in cands)
     return sorted((c for c in cands if c.score >= best - margin), key=lambda c: -c.score)[:cap]
+
+
+CONTEXT_PATHS = 5  # relation paths the context's extra hop continues (not one: the scorer's best is often wrong)
+
+
+def _by_signature(cands: Sequence[Reached], paths: int, cap: int) -> list[Reached]:
+    """Every node on the ``paths`` best-scoring relation paths (signatures), best first, at most ``cap``: the
+    frontier of a hop that hedges the scorer (a margin around the single best path would keep only that path)."""
+    groups: dict[tuple, list[Reached]] = {}
+    for c in cands:
+        groups.setdefault(tuple((r, d) for r, d, _ in c.path), []).append(c)
+    best = sorted(groups.values(), key=lambda g: -max(c.score for c in g))[:paths]
+    return sorted((c for g in best for c in g), key=lambda c: -c.score)[:cap]
 
 
 def _relations_at(graph: LocalGraph, frontier: Sequence[Reached], cache: NeighbourCache) -> list[str]:
@@ -184,6 +302,13 @@ async def ark_search(
         depth += 1
     final = [to_retrieved(graph, r) for r in sorted(reached.values(), key=lambda x: -x.score)]
     seed_ids = {graph.entity_id(s) for s in seeds}
+    # the context hedges the judged depth: one hop further, ranked by the same path score (a judge that stopped
+    # one relation short costs the client a few lines, not the answer)
+    around = dict(reached)
+    frontier = _by_signature(last, CONTEXT_PATHS, 10 * cfg.max_frontier) if depth > 0 else []
+    for _ in range(cfg.context_hops if frontier else 0):
+        frontier = expand_frontier(graph, frontier, scorer, around, cache=cache, avoid=seeds, node_kind=cfg.node_kind)
+        frontier = _by_signature(frontier, CONTEXT_PATHS, 10 * cfg.max_frontier)
     return ArkResult(
         query=query,
         kg=kg.name,
@@ -193,19 +318,108 @@ async def ark_search(
         seeds=[graph.entity_id(r.node) for r in roots],
         depth_reached=depth,
         neighbour_cache={"hits": cache.hits - hits0, "misses": cache.misses - miss0},
+        context=context_of(graph, around, seeds, cfg.context_tokens),
         seconds=round(time.perf_counter() - t0, 4),
     )
 
 
+# -- the context a client reads ----------------------------------------------------------------------------------
+LIST_CAP = 30  # entities named per relation and parent; the rest are counted (a hub's 200 films say little)
+
+
+def context_of(graph: LocalGraph, reached: dict[int, Reached], seeds: set[int], budget_tokens: int) -> str:
+    """The reached subgraph as an indented tree a client model reads to answer: from each expanded root, the
+    relation paths ranked by their score, each path with *every* entity it reaches (a question about "the films
+    of X" needs all of them, not the top few), until ``budget_tokens`` (characters / 4) is spent; what did not
+    fit is counted on the last line.
+
+    Paths are grouped by their relation signature (the sequence of relations and directions), so one line names
+    a relation once for all the entities it reaches from one parent."""
+    groups: dict[tuple, list[Reached]] = {}
+    for rec in reached.values():
+        if rec.depth == 0 or rec.node in seeds or not rec.path:
+            continue
+        sig = (_root_of(rec), *((r, d) for r, d, _ in rec.path))
+        groups.setdefault(sig, []).append(rec)
+    ranked = sorted(groups.items(), key=lambda kv: (-max(r.score for r in kv[1]), len(kv[0])))
+    budget = budget_tokens * 4
+    tree: dict = {}
+    used = 0
+    left_out = 0
+    for _, members in ranked:
+        cost = _insertion_cost(graph, tree, members[:LIST_CAP])
+        if used + cost > budget:
+            left_out += len(members)
+            continue
+        used += cost
+        for rec in members:
+            node = tree.setdefault(_root_of(rec), {})
+            for r, d, j in rec.path:
+                node = node.setdefault((r, d), {}).setdefault(j, {})
+    if not tree:
+        return "(nothing reached beyond the question's entities)"
+    lines: list[str] = []
+
+    def walk(children: dict, indent: int) -> None:
+        for (r, d), targets in children.items():
+            rel = graph.rel_labels[r] + ("" if d is Direction.forward else " (inverse)")
+            leaves = [j for j, sub in targets.items() if not sub]
+            inner = [(j, sub) for j, sub in targets.items() if sub]
+            if leaves:
+                more = f"; (+{len(leaves) - LIST_CAP} more)" if len(leaves) > LIST_CAP else ""
+                lines.append(f"{'  ' * indent}{rel}: " + "; ".join(graph.label(j) for j in leaves[:LIST_CAP]) + more)
+            for j, sub in inner:
+                lines.append(f"{'  ' * indent}{rel}: {graph.label(j)}")
+                walk(sub, indent + 1)
+
+    for root, children in tree.items():
+        lines.append(f"{graph.label(root)} [{graph.entity_id(root)}]")
+        walk(children, 1)
+    while len(lines) > 1 and sum(len(x) + 1 for x in lines) > budget:  # the estimate is close; this is the bound
+        lines.pop()
+        left_out += 1
+    if left_out:
+        lines.append(f"(+{left_out} more entities or lines on lower-ranked paths left out to stay within "
+                     f"{budget_tokens} tokens)")
+    return "\n".join(lines)
+
+
+def _insertion_cost(graph: LocalGraph, tree: dict, members: list[Reached]) -> int:
+    """Characters that adding ``members``' paths to ``tree`` would render: a line per new inner node (indent,
+    relation, label), a list item per new leaf, a line per new relation group."""
+    cost = 0
+    seen: set[tuple] = set()
+    for rec in members:
+        node = tree.get(_root_of(rec), {})
+        if not node and ("root", _root_of(rec)) not in seen:
+            seen.add(("root", _root_of(rec)))
+            cost += len(graph.label(_root_of(rec))) + 20
+        prefix: tuple = (_root_of(rec),)
+        for depth, (r, d, j) in enumerate(rec.path, 1):
+            group = node.get((r, d)) if node is not None else None
+            prefix = (*prefix, r, d, j)
+            last = depth == len(rec.path)
+            if (group is None or j not in group) and prefix not in seen:
+                seen.add(prefix)
+                rel = len(graph.rel_labels[r]) + 12
+                cost += len(graph.label(j)) + 2 + (0 if last else 2 * depth + rel)
+                if group is None and (*prefix[:-1], "group") not in seen:
+                    seen.add((*prefix[:-1], "group"))
+                    cost += 2 * depth + rel
+            node = group.get(j) if group is not None else None
+    return cost
+
+
+def _root_of(rec: Reached) -> int:
+    """The node a path starts from: the parent of its first hop (paths store (relation, direction, target))."""
+    return rec.root if rec.root is not None else rec.node
+
+
 # -- fixed-depth baselines ---------------------------------------------------------------------------------------
-class FixedTraversalResult(BaseModel):
-    query: str
-    kg: str
+class FixedTraversalResult(StrategyResult):
     method: str
-    results: list[RetrievedEntity]
     seeds: list[str]
     visited: int
-    seconds: float
 
 
 async def fixed_bfs(
@@ -267,7 +481,8 @@ async def fixed_dfs(
                 score = cur.score + gain
                 if old is not None and old.score >= score:
                     continue
-                rec = Reached(j, score, cur.depth + 1, cur.path + ((r, d, j),), used)
+                rec = Reached(j, score, cur.depth + 1, cur.path + ((r, d, j),), used,
+                              root=cur.node if cur.root is None else cur.root)
                 reached[j] = rec
                 children.append(rec)
         children.sort(key=lambda c: c.score)  # best popped first
@@ -279,3 +494,56 @@ async def fixed_dfs(
         seeds=[graph.entity_id(r.node) for r in roots], visited=visited,
         seconds=round(time.perf_counter() - t0, 4),
     )
+
+
+# -- as registered strategies -----------------------------------------------------------------------------------
+class ArkOptions(ArkConfig):
+    judge: Literal["offline", "llm"] = Field(default="offline", description="Who decides sufficient/expand/stop per "
+                                                                            "depth: the offline judge or the LLM")
+
+
+async def _run_ark(call: Call) -> ArkResult:
+    o: ArkOptions = call.options  # type: ignore[assignment]
+    res = await call.resources()
+    judge = LLMArkJudge(call.llm()) if o.judge == "llm" else None
+    return await ark_search(call.kg, call.query, res, judge=judge, config=ArkConfig(**o.model_dump(exclude={"judge"})),
+                            progress=call.progress)
+
+
+def _render_ark(out: ArkResult) -> str:
+    hist = "decisions: " + "; ".join(f"d{h.depth} {h.decision} ({h.result_count})"
+                                     + ("" if h.valid else " [invalid judge answer]") for h in out.history)
+    return render_ranked(f"ARK results for {out.query!r} (judge: {out.judge})", out.results, [hist])
+
+
+ARK = Strategy(
+    name="ark", job="context", options=ArkOptions, run=_run_ark, render=_render_ark, result=ArkResult,
+    tool="ark_retrieve", title="ARK adaptive retrieval (lexical search, then judged expansion)", llm_option="judge",
+    summary="Retrieve the entities a question needs with ARK: BM25 over entity descriptors, then per depth a judge "
+            "decides whether the results suffice, need one more hop, or should stop. Returns the ranked results "
+            "(with the relation path that reached each) and the decision history.",
+    reference="arXiv 2601.13969 (ARK)",
+)
+
+
+class FixedOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    depth: int | None = Field(default=None, ge=0, le=8, description="Hops (default: 2 for bfs, 5 for dfs)")
+    top_k: int = Field(default=20, ge=1, le=1000)
+
+
+async def _run_fixed(call: Call) -> FixedTraversalResult:
+    o: FixedOptions = call.options  # type: ignore[assignment]
+    res = await call.resources()
+    if call.method == "dfs":
+        return await fixed_dfs(call.kg, call.query, res, depth=o.depth if o.depth is not None else 5, top_k=o.top_k)
+    return await fixed_bfs(call.kg, call.query, res, depth=o.depth if o.depth is not None else 2, top_k=o.top_k)
+
+
+BFS = Strategy(name="bfs", job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
+               summary="Breadth-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
+               reference="arXiv 2601.13969 (ARK), fixed-depth baseline")
+DFS = Strategy(name="dfs", job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
+               summary="Depth-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
+               reference="arXiv 2601.13969 (ARK), fixed-depth baseline")

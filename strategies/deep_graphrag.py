@@ -30,18 +30,19 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kg_adapters.base import KnowledgeGraph
-from strategies.retrieval_common import (
-    GraphResources,
-    IndexNotBuilt,
-    LocalGraph,
+from strategies.indexes import GraphResources, IndexNotBuilt, _progress
+from strategies.local_graph import LocalGraph
+from strategies.registry import Call, Strategy
+from strategies.results import (
     RetrievedEntity,
-    _progress,
+    StrategyResult,
     check_query,
-    linked_seeds,
+    render_ranked,
 )
+from strategies.traversal import linked_seeds
 
 HIERARCHY_VERSION = 2
 
@@ -87,7 +88,7 @@ class Hierarchy:
 
     @property
     def levels(self) -> dict[str, int]:
-        return {"L0": len(self.l0_rep_start) - 1, "L1": len(self.l1_rep_start) - 1, "L2": int(len(self.leaf_of))}
+        return {"L0": len(self.l0_rep_start) - 1, "L1": len(self.l1_rep_start) - 1, "L2": len(self.leaf_of)}
 
     @property
     def representatives(self) -> dict[str, int]:
@@ -123,7 +124,7 @@ class Hierarchy:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path) -> "Hierarchy":
+    def load(cls, path) -> Hierarchy:
         with np.load(path) as z:
             texts = json.loads(str(z["texts"][0]))
             return cls(z["leaf_of"], z["parent_of_leaf"], z["l0_reps"], z["l0_rep_start"], z["l1_reps"],
@@ -298,7 +299,7 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
     l0_text = [describe(graph, m, g, p.describe_top) for m in top]
     l1_text = [describe(graph, m, g, p.describe_top) for m in leaves]
     say("embedding communities")
-    emb = res.service.embedder()
+    emb = res.models.embedder()
     d0 = emb._model.encode(l0_text, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
     d1 = emb._model.encode(l1_text, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
     say("representative vectors")
@@ -324,11 +325,9 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
                   progress: bool = False) -> Hierarchy:
     """The KG's hierarchy: in memory, else from the on-disk cache, else built (unless ``build`` is False)."""
     p = params or HierarchyParams()
-    with res._lock:
-        cached = res.hierarchy
-        if isinstance(cached, tuple) and cached[0] == p:
-            return cached[1]
-        path = res.cache_path(f"hierarchy-{_cache_key(p)}.npz")
+    path = res.cache_path(f"hierarchy-{_cache_key(p)}.npz")
+
+    def load_or_build() -> Hierarchy:
         h = None
         if path.is_file():
             try:
@@ -344,8 +343,15 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
             h = build_hierarchy(res, p, progress=progress)
             h.save(path)
         res.dense(build=build)  # the leaves' entity vectors
-        res.hierarchy = (p, h)
         return h
+
+    return res.own(f"hierarchy-{_cache_key(p)}", load_or_build)
+
+
+def hierarchy_ready(res: GraphResources, params: HierarchyParams | None = None) -> bool:
+    """In memory or on disk: a call can use it without building."""
+    key = _cache_key(params or HierarchyParams())
+    return res.has_own(f"hierarchy-{key}") or (res.cache_path(f"hierarchy-{key}.npz").is_file() and res.dense_ready())
 
 
 class CommunityHit(BaseModel):
@@ -360,9 +366,7 @@ class BeamEntity(RetrievedEntity):
     community_path: list[int] = Field(description="[L0 community, L1 community] the entity was found in")
 
 
-class BeamResult(BaseModel):
-    query: str
-    kg: str
+class BeamResult(StrategyResult):
     results: list[BeamEntity]
     l0: list[CommunityHit]
     l1: list[CommunityHit]
@@ -370,7 +374,6 @@ class BeamResult(BaseModel):
     scanned_vectors: int = Field(default=0, description="All vectors compared with the query: community "
                                                         "representatives plus scanned entities")
     levels: dict[str, int]
-    seconds: float
 
 
 def _ranked(scores: np.ndarray, ids: np.ndarray, first: list[int], beam: int) -> list[int]:
@@ -394,7 +397,7 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
     t0 = time.perf_counter()
     query = check_query(query, kg.limits.max_query_chars)
     graph = res.graph
-    q = query_vec if query_vec is not None else res.service.embedder().encode_one(query)
+    q = query_vec if query_vec is not None else res.models.embedder().encode_one(query)
     q = np.asarray(q, dtype=np.float32)
     ent = res.dense(build=False).vectors
     anchors = [int(a) for a in anchors if 0 <= int(a) < graph.n]
@@ -421,7 +424,7 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
                          anchored=c in anchored0) for c in top0],
         l1=[CommunityHit(level="L1", id=int(c), score=round(float(s1_of[c]), 6), description=hierarchy.l1_text[c],
                          anchored=c in anchored1) for c in top1],
-        scanned_entities=int(len(cand)), scanned_vectors=int(scanned), levels=hierarchy.levels,
+        scanned_entities=len(cand), scanned_vectors=int(scanned), levels=hierarchy.levels,
         seconds=round(time.perf_counter() - t0, 6),
     )
 
@@ -438,7 +441,7 @@ def exhaustive_search(kg: KnowledgeGraph, query: str, res: GraphResources, top_k
     t0 = time.perf_counter()
     query = check_query(query, kg.limits.max_query_chars)
     graph = res.graph
-    q = query_vec if query_vec is not None else res.service.embedder().encode_one(query)
+    q = query_vec if query_vec is not None else res.models.embedder().encode_one(query)
     dense = res.dense(build=False)
     hits = dense.search(q, top_k)
     return BeamResult(
@@ -448,3 +451,41 @@ def exhaustive_search(kg: KnowledgeGraph, query: str, res: GraphResources, top_k
         l0=[], l1=[], scanned_entities=graph.n, scanned_vectors=graph.n, levels={},
         seconds=round(time.perf_counter() - t0, 6),
     )
+
+
+# -- as a registered strategy -----------------------------------------------------------------------------------
+class BeamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    beam: int = Field(default=3, ge=1, le=20, description="Communities kept per level")
+    top_k: int = Field(default=10, ge=1, le=100, description="Entities returned")
+    anchor: bool = Field(default=True, description="Enter the communities of the entities the query names first "
+                                                   "(false: descend by cosine only)")
+
+
+async def _run_beam(call: Call) -> BeamResult:
+    import anyio
+
+    o: BeamOptions = call.options  # type: ignore[assignment]
+    res = await call.resources()
+    h = await anyio.to_thread.run_sync(lambda: hierarchy_for(res, build=False))
+    anchors = await topic_anchors(call.kg, res, call.query) if o.anchor else []
+    return await anyio.to_thread.run_sync(lambda: beam_search(call.kg, call.query, res, h, beam=o.beam,
+                                                              top_k=o.top_k, anchors=anchors))
+
+
+def _render_beam(out: BeamResult) -> str:
+    comm = "communities: " + " | ".join(f"L0#{c.id} {c.score:.2f}{'*' if c.anchored else ''}" for c in out.l0) \
+        + " → " + " | ".join(f"L1#{c.id} {c.score:.2f}{'*' if c.anchored else ''}" for c in out.l1) \
+        + (" (* anchored on a named entity)" if any(c.anchored for c in out.l0) else "")
+    return render_ranked(f"Beam search for {out.query!r}", list(out.results), [comm])
+
+
+BEAM = Strategy(
+    name="beam", job="ranking", options=BeamOptions, run=_run_beam, render=_render_beam, result=BeamResult,
+    needs=("hierarchy",), tool="beam_search", title="Deep GraphRAG hierarchical beam search",
+    summary="Find entities for a query by descending the KG's Louvain community hierarchy: the best L0 communities, "
+            "then their best sub-communities, then the best entities inside them — an overview of a region of the "
+            "graph around the question's entities.",
+    reference="arXiv 2601.11144 (Deep GraphRAG)",
+)

@@ -15,22 +15,32 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+import prompts
 from kg_adapters.base import KnowledgeGraph
-from strategies.judges import llm_candidate_scores
-from strategies.llm.base import LLM
-from strategies.retrieval_common import GraphResources, RetrievalUnavailable, RetrievedEntity, check_query
+from strategies.indexes import GraphResources
+from strategies.llm.base import LLM, LLMError
+from strategies.llm.replies import extract_json
+from strategies.local_graph import RetrievalUnavailable
+from strategies.registry import Call, Progress, Strategy
+from strategies.results import (
+    RetrievedEntity,
+    StrategyResult,
+    check_query,
+    render_ranked,
+)
 
-Progress = Callable[[float, float | None, str], Awaitable[None]]
 DeepenBackend = Literal["cross-encoder", "llm", "bi-encoder"]
 
 
 class RerankConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     k: int = Field(default=50, ge=1, le=1000, description="kNN per model per search")
     top_k: int = Field(default=10, ge=1, le=500, description="Results returned")
     weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0, "static": 0.35})
@@ -55,16 +65,12 @@ class RerankIteration(BaseModel):
     deepen_backend: DeepenBackend | None = None
 
 
-class RerankResult(BaseModel):
-    query: str
-    kg: str
-    results: list[RetrievedEntity]
+class RerankResult(StrategyResult):
     models: dict[str, float] = Field(description="Embedding models fused, with their weights")
     iterations: list[RerankIteration]
     deepen_backend: DeepenBackend | None = Field(description="Which scorer deepened, if any deepening happened")
     stopped: Literal["quality", "max_iterations", "no_candidates"]
     quality: float
-    seconds: float
 
 
 class _Candidates:
@@ -102,7 +108,7 @@ async def _deepen(res: GraphResources, query: str, q: np.ndarray, ids: list[int]
         from sentence_transformers import CrossEncoder
 
         try:
-            model = res.service.cross_encoder(cfg.cross_encoder_path)
+            model = res.models.cross_encoder(cfg.cross_encoder_path)
         except (OSError, ValueError) as e:
             raise RetrievalUnavailable(f"cannot load cross-encoder from {cfg.cross_encoder_path!r}: {e}") from e
         assert isinstance(model, CrossEncoder)
@@ -113,7 +119,7 @@ async def _deepen(res: GraphResources, query: str, q: np.ndarray, ids: list[int]
         if scores is not None:
             return scores, "llm"
         # unusable LLM answer: documented fallback to the bi-encoder
-    vecs = res.service.embedder().encode(texts)
+    vecs = res.models.embedder().encode(texts)
     return [float(x) for x in vecs @ q], "bi-encoder"
 
 
@@ -132,9 +138,9 @@ async def adaptive_rerank(
     rng = np.random.default_rng(cfg.seed)
     models: dict[str, tuple[np.ndarray, object]] = {}
     if cfg.weights.get("minilm", 0) > 0:
-        models["minilm"] = (res.service.embedder().encode_one(query), res.dense())
+        models["minilm"] = (res.models.embedder().encode_one(query), res.dense())
     if cfg.weights.get("static", 0) > 0:
-        models["static"] = (res.service.static_model().encode([query])[0], res.static_dense())
+        models["static"] = (res.models.static_model().encode([query])[0], res.static_dense())
     unknown = set(cfg.weights) - {"minilm", "static"}
     if unknown:
         raise RetrievalUnavailable(f"unknown embedding model(s) {sorted(unknown)}; available: minilm, static")
@@ -175,7 +181,7 @@ async def adaptive_rerank(
             search(0.5, perturb=True)
         else:
             scores, backend = await _deepen(res, query, primary_q if primary_q is not None else
-                                            res.service.embedder().encode_one(query), todo, cfg, llm)
+                                            res.models.embedder().encode_one(query), todo, cfg, llm)
             backend_used = backend
             for i, s in zip(todo, scores):
                 cands.deepened[i] = s
@@ -196,3 +202,69 @@ async def adaptive_rerank(
         deepen_backend=backend_used, stopped=stopped, quality=round(cands.quality(), 4),
         seconds=round(time.perf_counter() - t0, 4),
     )
+
+
+# -- deepening with the LLM -----------------------------------------------------------------------------------
+async def llm_candidate_scores(llm: LLM, query: str, candidates: Sequence[tuple[str, str]]) -> list[float] | None:
+    """0–1 scores for ``(label, descriptor)`` candidates from the LLM; None when the answer is unusable."""
+    listing = "\n".join(f"{k}. {label} — {desc}" for k, (label, desc) in enumerate(candidates, 1))
+    try:
+        text = await llm.complete(prompts.render("rerank_deepen", query=query, candidates=listing), max_tokens=400,
+                                  temperature=0.0)
+    except LLMError:
+        return None
+    data = extract_json(text)
+    if not isinstance(data, list):
+        return None
+    scores = [0.0] * len(candidates)
+    seen = False
+    for item in data:
+        if isinstance(item, dict):
+            try:
+                n, s = int(item["n"]), float(item["score"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if 1 <= n <= len(candidates):
+                scores[n - 1] = max(0.0, min(10.0, s)) / 10.0
+                seen = True
+    return scores if seen else None
+
+
+# -- as a registered strategy -----------------------------------------------------------------------------------
+class RerankOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    top_k: int = Field(default=10, ge=1, le=200)
+    max_iterations: int = Field(default=4, ge=0, le=20)
+    quality_threshold: float = Field(default=0.6, description="Stop when the top-3 mean score reaches this")
+    exploration: float = Field(default=0.6, ge=0, le=1, description="Initial probability of broadening")
+    sigma: float = Field(default=0.05, ge=0, le=1, description="Noise added to the query embedding")
+    deepen: Literal["auto", "llm", "bi-encoder"] = Field(
+        default="auto", description="auto: the cross-encoder if [retrieval] cross_encoder_path is set, else the "
+                                    "bi-encoder; llm: the configured LLM")
+
+
+async def _run_rerank(call: Call) -> RerankResult:
+    o: RerankOptions = call.options  # type: ignore[assignment]
+    res = await call.resources()
+    cfg = RerankConfig(top_k=o.top_k, max_iterations=o.max_iterations, quality_threshold=o.quality_threshold,
+                       exploration=o.exploration, sigma=o.sigma,
+                       cross_encoder_path=call.services.cross_encoder_path if o.deepen == "auto" else None)
+    return await adaptive_rerank(call.kg, call.query, res, cfg, llm=call.llm() if o.deepen == "llm" else None,
+                                 progress=call.progress)
+
+
+def _render_rerank(out: RerankResult) -> str:
+    head = (f"stopped: {out.stopped} after {len(out.iterations)} iteration(s) "
+            f"({', '.join(i.action for i in out.iterations) or 'none'}); deepened with {out.deepen_backend}")
+    return render_ranked(f"Reranked results for {out.query!r}", out.results, [head])
+
+
+RERANK = Strategy(
+    name="rerank", job="linking", options=RerankOptions, run=_run_rerank, render=_render_rerank,
+    result=RerankResult, needs=("dense", "static"), tool="rerank_retrieve", llm_option="deepen",
+    title="Adaptive multi-model dense retrieval with broaden/deepen rerank",
+    summary="Dense retrieval fused over two embedding models, refined while quality is low by broadening (noisy "
+            "query re-search) or deepening (rescoring the top candidates).",
+    reference="AB-MCTS (Inoue et al. 2025, 'Wider or Deeper?') applied to retrieval",
+)

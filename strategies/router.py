@@ -1,108 +1,158 @@
-"""Query router: analyse a query, then send it to the retrieval family that suits it.
+"""The query router — the dispatcher. It analyses a question (hop count, complexity, relationship intensity,
+entity count, query type: by the LLM as JSON when one is configured, by rules offline) and sends it to the
+registered strategy that serves it, keeping statistics of its decisions (the seed's ``route_stats``):
 
-The analysis (complexity 0–1, relationship intensity 0–1, reasoning need, entity count, query type) comes from the
-LLM as JSON (``prompts/router_analyse.txt``) or, when there is no LLM or its JSON is bad, from
-:class:`strategies.judges.RuleQueryAnalyser`. Routing rule (the adaptive-RAG routers' thresholds):
+* one entity and a chain of relations (a lookup or a multi-hop question) → ``chain`` (Chain-of-Traversals, k = 1),
+  escalated to ``tot`` (the tree search, with backtracking) when the chain ends without an answer;
+* several entities (what links them is the question) → ``tot``;
+* no entity the KG can link, or an open "tell me about…" question → ``ark`` (a context of ranked entities with
+  the paths that reach them), on KGs held locally;
+* unsure (the analysis recognises no relation at all) → ``combined``: ``chain`` and ``ark`` both, their results
+  interleaved round-robin.
 
-* complexity < 0.4 → ``traditional``: "dual-level" lexical retrieval (entity level: the KG's own entity linker;
-  topic level: BM25 over entity descriptors) plus dense retrieval (MiniLM + faiss over the same descriptors),
-  merged round-robin with de-duplication;
-* complexity > 0.7 or relationship intensity > 0.7 → ``graph``: by query type, multi-hop traversal from the linked
-  entities, path finding between them, or subgraph extraction around them, ranked by graph relevance (the path
-  scorer of :mod:`strategies.retrieval_common`);
-* otherwise → ``combined``: half of each, merged round-robin.
-
-Route statistics live in a :class:`RouteStats` owned by the runtime's retrieval service (not module state).
+Adaptive routing after the adaptive-RAG routers (Jeong et al. 2024, "Adaptive-RAG"): route on estimated
+complexity, escalate when the cheap route fails.
 """
 
 from __future__ import annotations
 
-import statistics
-import threading
+import re
 import time
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kg_adapters.base import KnowledgeGraph
-from strategies.judges import LLMQueryAnalyser, QueryAnalysis, RuleQueryAnalyser
-from strategies.retrieval_common import (
-    GraphResources,
-    LocalGraph,
-    Reached,
+import prompts
+from strategies.llm.base import LLM, LLMError
+from strategies.llm.replies import extract_json
+from strategies.registry import Call, Strategy, get
+from strategies.relevance import STOPWORDS, QueryRelevance
+from strategies.results import (
     RetrievedEntity,
+    StrategyResult,
     check_query,
-    expand_frontier,
-    linked_seeds,
-    rank_answers,
-    to_retrieved,
+    render_ranked,
 )
 
-Route = Literal["traditional", "graph", "combined"]
-LOW_COMPLEXITY = 0.4
-HIGH = 0.7
+Route = Literal["chain", "tot", "ark", "combined"]
+ROUTES: tuple[str, ...] = ("chain", "tot", "ark", "combined")
 
 
-def choose_route(a: QueryAnalysis) -> Route:
-    if a.complexity > HIGH or a.relationship_intensity > HIGH:
-        return "graph"
-    if a.complexity < LOW_COMPLEXITY:
-        return "traditional"
-    return "combined"
+# -- query analysis (LLM, or rules offline) --------------------------------------------------------------------
+QueryType = Literal["lookup", "multi_hop", "path", "subgraph"]
 
 
-class RouteStatsSnapshot(BaseModel):
-    total: int
-    routes: dict[str, int]
-    query_types: dict[str, int]
-    analysis_sources: dict[str, int]
-    fallbacks: int = Field(description="Analyses where the LLM failed or returned bad JSON and the rules were used")
-    median_seconds: dict[str, float]
+class QueryAnalysis(BaseModel):
+    hops: int = Field(default=1, ge=0, description="Relations the question chains (estimated)")
+    complexity: float = Field(ge=0.0, le=1.0)
+    relationship_intensity: float = Field(ge=0.0, le=1.0)
+    reasoning_needed: bool
+    entity_count: int = Field(ge=0)
+    query_type: QueryType = "lookup"
+    source: Literal["llm", "rules"] = "rules"
+    fallback_reason: str | None = None
 
 
-class RouteStats:
-    """Counts and latencies per route for one runtime. Thread-safe."""
+_REASONING_CUES = frozenset(["why", "how", "compare", "compared", "difference", "both", "either", "same", "share", "shares", "shared", "also", "common", "than", "before", "after", "between", "most", "least"])
+_SUBGRAPH_CUES = ("everything about", "all about", "related to", "connected to", "connections", "neighbourhood",
+                  "neighborhood", "around", "overview")
+_RELATION_CUES = frozenset(["of", "by", "'s", "with", "whose", "share", "shares", "same", "also"])
 
-    def __init__(self, window: int = 1000) -> None:
-        self._lock = threading.Lock()
-        self._routes: dict[str, int] = {}
-        self._types: dict[str, int] = {}
-        self._sources: dict[str, int] = {}
-        self._fallbacks = 0
-        self._seconds: dict[str, deque[float]] = {}
-        self._window = window
 
-    def record(self, route: str, analysis: QueryAnalysis, seconds: float) -> None:
-        with self._lock:
-            self._routes[route] = self._routes.get(route, 0) + 1
-            self._types[analysis.query_type] = self._types.get(analysis.query_type, 0) + 1
-            self._sources[analysis.source] = self._sources.get(analysis.source, 0) + 1
-            self._fallbacks += analysis.fallback_reason is not None
-            self._seconds.setdefault(route, deque(maxlen=self._window)).append(seconds)
+class RuleQueryAnalyser:
+    """Rule-based analysis (no LLM). Relationship intensity and complexity grow with the number of relations the
+    query mentions — estimated from the KG's own relation vocabulary when a :class:`QueryRelevance` is given, else
+    from relational cue words — plus cues for comparison/reasoning and the number of entities."""
 
-    def snapshot(self) -> RouteStatsSnapshot:
-        with self._lock:
-            return RouteStatsSnapshot(
-                total=sum(self._routes.values()),
-                routes=dict(self._routes),
-                query_types=dict(self._types),
-                analysis_sources=dict(self._sources),
-                fallbacks=self._fallbacks,
-                median_seconds={k: round(statistics.median(v), 4) for k, v in self._seconds.items() if v},
+    name = "rules"
+
+    def __init__(self, relevance: QueryRelevance | None = None) -> None:
+        self.relevance = relevance
+
+    def analyse(self, query: str, entity_labels: Sequence[str] = (), entity_count: int | None = None) -> QueryAnalysis:
+        words = re.findall(r"\w+|'s", query.casefold())
+        content = [w for w in words if w not in STOPWORDS]
+        if self.relevance is not None:
+            hops = self.relevance.estimate_hops(query, entity_labels)
+        else:
+            hops = min(4, sum(1 for w in words if w in _RELATION_CUES))
+        mentions = re.findall(r"\[([^\[\]]+)\]", query)
+        if entity_count is None:
+            entity_count = len(mentions) or len(re.findall(r"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*", query[1:]))
+        reasoning = any(w in _REASONING_CUES for w in words)
+        low = query.casefold()
+        intensity = min(1.0, 0.3 * hops + 0.2 * any(w in ("share", "shares", "same", "also") for w in words)
+                        + 0.2 * (entity_count >= 2))
+        complexity = min(1.0, 0.1 + 0.2 * max(0, hops - 1) + 0.15 * reasoning + 0.15 * (entity_count >= 2)
+                         + 0.1 * (len(content) > 12) + 0.15 * (hops >= 3))
+        if entity_count >= 2:  # several anchors: what links them is the question
+            qtype: QueryType = "path"
+        elif any(c in low for c in _SUBGRAPH_CUES):
+            qtype = "subgraph"
+        elif hops >= 2:
+            qtype = "multi_hop"
+        else:
+            qtype = "lookup"
+        return QueryAnalysis(
+            hops=hops,
+            complexity=round(complexity, 3),
+            relationship_intensity=round(intensity, 3),
+            reasoning_needed=reasoning,
+            entity_count=entity_count,
+            query_type=qtype,
+            source="rules",
+        )
+
+
+class LLMQueryAnalyser:
+    """Asks the LLM (``prompts/router_analyse.txt``) for JSON; falls back to the rules on error or bad JSON."""
+
+    name = "llm"
+
+    def __init__(self, llm: LLM, fallback: RuleQueryAnalyser) -> None:
+        self.llm = llm
+        self.fallback = fallback
+
+    async def analyse(
+        self, query: str, entity_labels: Sequence[str] = (), entity_count: int | None = None
+    ) -> QueryAnalysis:
+        try:
+            text = await self.llm.complete(prompts.render("router_analyse", query=query), max_tokens=200,
+                                           temperature=0.0)
+        except LLMError as e:
+            return self._fallback(query, entity_labels, entity_count, f"LLM failed: {e}")
+        data = extract_json(text)
+        if not isinstance(data, dict):
+            return self._fallback(query, entity_labels, entity_count, f"analysis is not JSON: {str(text)[:120]!r}")
+        try:
+            qtype = str(data.get("query_type", "lookup")).strip().lower()
+            return QueryAnalysis(
+                hops=max(0, min(8, int(data.get("hops", 1)))),
+                complexity=float(data["complexity"]),
+                relationship_intensity=float(data["relationship_intensity"]),
+                reasoning_needed=bool(data.get("reasoning_needed", False)),
+                entity_count=int(data.get("entity_count", entity_count or 0)),
+                query_type=qtype if qtype in ("lookup", "multi_hop", "path", "subgraph") else "lookup",
+                source="llm",
             )
+        except (KeyError, TypeError, ValueError, ValidationError) as e:
+            return self._fallback(query, entity_labels, entity_count, f"analysis JSON invalid: {type(e).__name__}")
+
+    def _fallback(self, query, labels, count, reason: str) -> QueryAnalysis:
+        return self.fallback.analyse(query, labels, count).model_copy(update={"fallback_reason": reason})
 
 
-class RouterResult(BaseModel):
-    query: str
-    kg: str
-    analysis: QueryAnalysis
-    route: Route
-    results: list[RetrievedEntity]
-    parts: dict[str, int] = Field(description="How many results each retriever contributed before merging")
-    seeds: list[str]
-    seconds: float
+
+def choose_route(a: QueryAnalysis, linked: int, local: bool) -> Route:
+    """The rule above; ``linked``: entities the KG linked; ``local``: the KG is held locally (ARK can run)."""
+    if (linked == 0 or a.query_type == "subgraph") and local:
+        return "ark"
+    if a.entity_count >= 2 or a.query_type == "path":
+        return "tot"
+    if a.hops == 0 and local:
+        return "combined"
+    return "chain"
 
 
 def round_robin(lists: Sequence[Iterable[RetrievedEntity]], k: int) -> list[RetrievedEntity]:
@@ -125,141 +175,87 @@ def round_robin(lists: Sequence[Iterable[RetrievedEntity]], k: int) -> list[Retr
     return out
 
 
-def _entity(graph: LocalGraph, i: int, score: float, source: str) -> RetrievedEntity:
-    return RetrievedEntity(id=graph.entity_id(i), label=graph.label(i), score=round(float(score), 6), source=source)
+class RouterOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    analyser: Literal["rules", "llm"] = Field(default="rules", description="Query analysis by rules or by the LLM "
+                                                                          "(falls back to rules on bad JSON)")
+    route: Route | None = Field(default=None, description="Force a route instead of choosing one")
+    top_k: int = Field(default=20, ge=1, le=200, description="Results returned")
 
 
-# -- traditional -------------------------------------------------------------------------------------------------
-async def traditional_retrieval(
-    kg: KnowledgeGraph, res: GraphResources, query: str, k: int, seeds: list[tuple[int, float]] | None = None,
-    dense: bool = True,
-) -> tuple[list[RetrievedEntity], dict[str, int]]:
-    graph = res.graph
-    seeds = seeds if seeds is not None else await linked_seeds(kg, graph, query)
-    entity_level = [_entity(graph, i, s, "entity") for i, s in seeds]
-    topic_level = [_entity(graph, i, s, "bm25") for i, s in res.bm25().search(query, k)]
-    lists = [entity_level, topic_level]
-    parts = {"entity": len(entity_level), "bm25": len(topic_level)}
-    if dense:
-        q = res.service.embedder().encode_one(query)
-        dense_hits = [_entity(graph, i, s, "dense") for i, s in res.dense().search(q, k)]
-        lists.append(dense_hits)
-        parts["dense"] = len(dense_hits)
-    return round_robin(lists, k), parts
+class RouterResult(StrategyResult):
+    analysis: QueryAnalysis
+    route: Route
+    ran: list[str] = Field(description="Strategies run, in order (an escalation adds the second)")
+    linked: list[str] = Field(default_factory=list, description="Entities of the question the KG linked")
 
 
-# -- graph -------------------------------------------------------------------------------------------------------
-def _shortest_path(graph: LocalGraph, a: int, b: int, max_depth: int = 4, budget: int = 50_000) -> list[int] | None:
-    """Undirected BFS from ``a`` to ``b`` (parent pointers), bounded in depth and visited nodes."""
-    if a == b:
-        return [a]
-    parent = {a: -1}
-    layer = [a]
-    for _ in range(max_depth):
-        nxt = []
-        for u in layer:
-            for _, _, v in graph.neighbours(u):
-                if v in parent:
-                    continue
-                parent[v] = u
-                if v == b:
-                    path = [v]
-                    while parent[path[-1]] != -1:
-                        path.append(parent[path[-1]])
-                    return path[::-1]
-                nxt.append(v)
-                if len(parent) > budget:
-                    return None
-        layer = nxt
-    return None
+async def _sub(call: Call, name: str) -> StrategyResult:
+    s: Strategy = get(name)
+    sub = Call(services=call.services, kg=call.kg, query=call.query, options=s.parse_options({}),
+               llm_kind=call.llm_kind, llm_factory=call.llm_factory, progress=call.progress, needs=s.needs,
+               method=name, build=call.build)
+    return await s.run(sub)
 
 
-async def graph_retrieval(
-    kg: KnowledgeGraph, res: GraphResources, query: str, analysis: QueryAnalysis, k: int,
-    seeds: list[tuple[int, float]] | None = None,
-) -> tuple[list[RetrievedEntity], dict[str, int]]:
-    graph = res.graph
-    seeds = seeds if seeds is not None else await linked_seeds(kg, graph, query)
-    if not seeds:  # nothing links: start from the lexical search, as ARK does
-        seeds = res.bm25().search(query, 3)
-    labels = [graph.label(i) for i, _ in seeds]
-    relevance = res.relevance()
-    scorer = relevance.scorer(query, labels)
-    seed_set = {i for i, _ in seeds}
-    reached = {i: Reached(i, 0.0, 0, (), frozenset(), "graph") for i, _ in seeds}
-    parts: dict[str, int] = {}
-    lists: list[list[RetrievedEntity]] = []
-    if analysis.query_type == "path" and len(seeds) >= 2:
-        path_nodes: dict[int, None] = {}
-        for x in range(len(seeds)):
-            for y in range(x + 1, min(len(seeds), 4)):
-                p = _shortest_path(graph, seeds[x][0], seeds[y][0])
-                for i in p or []:
-                    path_nodes.setdefault(i, None)
-        on_path = [_entity(graph, i, 1.0, "path") for i in path_nodes if i not in seed_set]
-        parts["path"] = len(on_path)
-        lists.append(on_path)
-    hops = 1 if analysis.query_type == "subgraph" else max(1, min(3, relevance.estimate_hops(query, labels)))
-    frontier = list(reached.values())
-    for _ in range(hops):
-        frontier = expand_frontier(graph, frontier, scorer, reached, cache=res.neighbour_cache, avoid=seed_set)[:300]
-        if not frontier:
-            break
-    if analysis.query_type == "subgraph":  # the whole neighbourhood, most relevant relations first
-        ranked = sorted((r for r in reached.values() if r.node not in seed_set), key=lambda r: -r.score)
-    else:  # multi-hop: answers sit at the estimated depth; shallower nodes rank after them
-        ranked = sorted((r for r in reached.values() if r.node not in seed_set),
-                        key=lambda r: (r.depth != hops, -r.score))
-    traversal = [to_retrieved(graph, r, "graph") for r in ranked[: k * 2]]
-    parts["traversal"] = len(traversal)
-    lists.append(traversal)
-    merged = round_robin(lists, k) if len(lists) > 1 else traversal[:k]
-    return merged, parts
-
-
-# -- the router --------------------------------------------------------------------------------------------------
-async def route_query(
-    kg: KnowledgeGraph,
-    query: str,
-    res: GraphResources,
-    analyser: LLMQueryAnalyser | RuleQueryAnalyser | None = None,
-    top_k: int = 20,
-    stats: RouteStats | None = None,
-    force_route: Route | None = None,
-) -> RouterResult:
-    """Analyse, route, retrieve. ``stats`` (default: the service's) records the route taken."""
+async def _run_router(call: Call) -> RouterResult:
     t0 = time.perf_counter()
-    query = check_query(query, kg.limits.max_query_chars)
-    graph = res.graph
-    seeds = await linked_seeds(kg, graph, query)
-    labels = [graph.label(i) for i, _ in seeds]
-    analyser = analyser or RuleQueryAnalyser(res.relevance())
-    if isinstance(analyser, LLMQueryAnalyser):
-        analysis = await analyser.analyse(query, labels, len(seeds))
+    o: RouterOptions = call.options  # type: ignore[assignment]
+    query = check_query(call.query, call.kg.limits.max_query_chars)
+    local = call.kg.capabilities.local_index
+    try:
+        matches = await call.kg.initialize(query, limit=5)
+    except Exception:  # noqa: BLE001 - nothing linked is a routing signal, not an error
+        matches = []
+    labels = [m.entity.label for m in matches]
+    relevance = None
+    if local:
+        res = await call.services.resources(call.kg)
+        relevance = res.relevance()
+    rules = RuleQueryAnalyser(relevance)
+    if o.analyser == "llm" and not call.offline:
+        analysis = await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None)
     else:
-        analysis = analyser.analyse(query, labels, len(seeds))
-    route = force_route or choose_route(analysis)
-    if route == "traditional":
-        results, parts = await traditional_retrieval(kg, res, query, top_k, seeds)
-    elif route == "graph":
-        results, parts = await graph_retrieval(kg, res, query, analysis, top_k, seeds)
+        analysis = rules.analyse(query, labels, None)
+    route: Route = o.route or choose_route(analysis, len(matches), local)
+    ran: list[str] = []
+    if route == "combined":
+        first, second = await _sub(call, "chain"), await _sub(call, "ark")
+        ran = ["chain", "ark"]
+        results = round_robin([first.results, second.results], o.top_k)
+        out = first.model_copy(update={"results": results})
     else:
-        half = max(1, (top_k + 1) // 2)
-        trad, p1 = await traditional_retrieval(kg, res, query, half, seeds)
-        grp, p2 = await graph_retrieval(kg, res, query, analysis, top_k, seeds)
-        results = round_robin([grp, trad], top_k)
-        parts = {**{f"traditional.{k}": v for k, v in p1.items()}, **{f"graph.{k}": v for k, v in p2.items()}}
-    seed_ids = {graph.entity_id(i) for i, _ in seeds}
-    results = sorted(results, key=lambda e: e.id in seed_ids)  # stable: keeps the merge order, seeds last
+        ran = [route]
+        out = await _sub(call, route)
+        if route == "chain" and out.status != "answered":
+            ran.append("tot")
+            out = await _sub(call, "tot")
     seconds = time.perf_counter() - t0
-    (stats if stats is not None else res.service.route_stats).record(route, analysis, seconds)
+    call.services.route_stats.record(route, analysis, seconds)
     return RouterResult(
-        query=query, kg=kg.name, analysis=analysis, route=route, results=results[:top_k], parts=parts,
-        seeds=sorted(seed_ids), seconds=round(seconds, 4),
+        query=query, kg=call.kg.name, results=out.results[: o.top_k], status=out.status,
+        answer_text=out.answer_text, context=out.context, value=out.value, usage=out.usage, error=out.error,
+        analysis=analysis, route=route, ran=ran, linked=[m.entity.id for m in matches], seconds=round(seconds, 4),
     )
 
 
-__all__ = [
-    "RouteStats", "RouteStatsSnapshot", "RouterResult", "choose_route", "graph_retrieval", "rank_answers",
-    "round_robin", "route_query", "traditional_retrieval",
-]
+def _render_router(out: RouterResult) -> str:
+    a = out.analysis
+    head = (f"route: {out.route} → ran {' then '.join(out.ran)} ({a.hops} hop(s), complexity {a.complexity:.2f}, "
+            f"{a.query_type}, {a.entity_count} entit{'y' if a.entity_count == 1 else 'ies'}, analysis by {a.source}"
+            + (f"; fallback: {a.fallback_reason}" if a.fallback_reason else "") + f"); status: {out.status}")
+    extra = [head] + ([f"answer: {out.answer_text}"] if out.answer_text else [])
+    return render_ranked(f"Routed results for {out.query!r}", out.results, extra)
+
+
+ROUTER = Strategy(
+    name="router", job="answer", options=RouterOptions, run=_run_router, render=_render_router,
+    result=RouterResult, local_only=False, tool="route_query", llm_option="analyser",
+    title="Route a question to the strategy that serves it",
+    summary="Analyse the question (hops, entities, type) and run the strategy that serves it: chain for a lookup or "
+            "a chain of relations (escalated to the tree search when it finds no answer), the tree search when "
+            "several entities are named, ARK's context when nothing links or the question is open. Returns the "
+            "answer entities and which strategies ran.",
+    reference="Adaptive-RAG (Jeong et al., NAACL 2024): complexity-based routing with escalation",
+)

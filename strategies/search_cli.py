@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import sys
@@ -35,7 +36,7 @@ class UsageError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     from strategies.benchmarks.formats import FORMATS
-    from strategies.methods import available_methods
+    from strategies.registry import available
 
     p = argparse.ArgumentParser(
         prog="tot-search",
@@ -51,7 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a tot-mcp TOML; its [[link]] rules and [linking] table decide how the --kg KGs link")
     p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
     p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
-    p.add_argument("--method", default="tot", help=f"one of: {', '.join(available_methods())} (default tot)")
+    p.add_argument("--method", default="tot", help=f"one of: {', '.join(available())} (default tot)")
+    p.add_argument("--task", choices=["answer", "linking"], default="answer",
+                   help="answer: the questions as given (default); linking: find each question's topic entity with "
+                        "its brackets removed and one typo in the mention (fixed seed), scored as linking accuracy@1")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option of the chosen method (repeatable; JSON values), e.g. --option beam=5")
     p.add_argument("--llm", default="offline", choices=list(LLM_CHOICES),
                    help="policy backend (default offline): offline (no LLM), anthropic (ANTHROPIC_API_KEY), "
                         "openai (any OpenAI-compatible server: --base-url, --model; OPENAI_API_KEY if it needs one)")
@@ -65,11 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per LLM request before it is retried (default 60)")
     p.add_argument("--llm-retries", type=int, default=None, metavar="N",
                    help="retries of a failed LLM request: timeouts, 429/5xx, malformed bodies (default 2)")
-    p.add_argument("-k", type=int, default=3, help="branching factor (default 3; 1 = Chain-of-Traversals)")
-    p.add_argument("--max-depth", type=int, default=7, help="actions before an answer is forced (default 7)")
-    p.add_argument("--tau", type=float, default=0.8, help="accept an answer valued at least this (default 0.8)")
-    p.add_argument("--max-expansions", type=int, default=25, help="give up after this many expansions (default 25)")
-    p.add_argument("--max-edges", type=int, default=50, help="edges kept per expansion (default 50)")
+    p.add_argument("-k", type=int, default=None, help="branching factor (default 3; 1 = Chain-of-Traversals)")
+    p.add_argument("--max-depth", type=int, default=None,
+                   help="actions before an answer is forced (tot, chain: default 7), or hops (ark: default 3)")
+    p.add_argument("--tau", type=float, default=None, help="accept an answer valued at least this (default 0.8)")
+    p.add_argument("--max-expansions", type=int, default=None,
+                   help="give up after this many expansions (default 25)")
+    p.add_argument("--max-edges", type=int, default=None, help="edges kept per expansion (default 50)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
     p.add_argument("--workers", type=int, default=1, help="questions answered concurrently (default 1)")
     p.add_argument("--out", type=Path, default=None, help="write one JSONL record per question here")
@@ -121,13 +129,13 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("give a question, or --questions FILE")
     if ns.question is not None and ns.questions is not None:
         raise UsageError("give either a question or --questions FILE, not both")
-    if not 1 <= ns.k <= 10:
+    if ns.k is not None and not 1 <= ns.k <= 10:
         raise UsageError("-k must be between 1 and 10")
-    if not 1 <= ns.max_depth <= 50:
+    if ns.max_depth is not None and not 1 <= ns.max_depth <= 50:
         raise UsageError("--max-depth must be between 1 and 50")
-    if not 0.0 <= ns.tau <= 1.0:
+    if ns.tau is not None and not 0.0 <= ns.tau <= 1.0:
         raise UsageError("--tau must be between 0 and 1")
-    if not 1 <= ns.max_expansions <= 500:
+    if ns.max_expansions is not None and not 1 <= ns.max_expansions <= 500:
         raise UsageError("--max-expansions must be between 1 and 500")
     if ns.workers < 1 or ns.workers > 64:
         raise UsageError("--workers must be between 1 and 64")
@@ -197,24 +205,50 @@ def link_kgs(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> LinkedKG | No
     return LinkedKG(members, Linker.configured(members, config.link, linking))
 
 
-def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph], graph: KnowledgeGraph | None = None):
-    from strategies.methods import MethodOptions, Services, get_method_factory
+def strategy_options(ns: argparse.Namespace) -> dict:
+    """The chosen strategy's options: the search flags it has (-k, --tau, ...; the tree search's) and every
+    ``--option KEY=VALUE`` (validated by the strategy's options model, so a misspelt key is a usage error)."""
+    from strategies.registry import get
 
     try:
-        factory = get_method_factory(ns.method)
-    except KeyError as e:
-        raise UsageError(str(e.args[0])) from None
-    options = MethodOptions(
-        llm=ns.llm, model=ns.model, k=ns.k, max_depth=ns.max_depth, tau=ns.tau,
-        max_expansions=ns.max_expansions, max_edges_per_expansion=ns.max_edges, extra=_llm_options(ns),
-    )
-    return factory(options, Services(kgs, graph=graph))
+        fields = get(ns.method).options.model_fields
+    except KGError as e:
+        raise UsageError(str(e)) from None
+    flags = {"k": ns.k, "max_depth": ns.max_depth, "tau": ns.tau, "max_expansions": ns.max_expansions,
+             "max_edges_per_expansion": ns.max_edges}
+    given = {k: v for k, v in flags.items() if v is not None}
+    unused = [f for f in given if f not in fields]
+    if unused:
+        names = {"k": "-k", "max_edges_per_expansion": "--max-edges"}
+        raise UsageError(f"{', '.join(names.get(f, '--' + f.replace('_', '-')) for f in unused)}: not an option of "
+                         f"--method {ns.method} (its options: {', '.join(fields)})")
+    out = dict(given)
+    for item in ns.option:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option {item!r}: expected KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph], graph: KnowledgeGraph | None = None):
+    from strategies.methods import MethodOptions, make_method
+    from strategies.services import Services
+
+    options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
+    try:
+        return make_method(ns.method, options, Services(kgs, graph=graph, wait_for_builds=True))
+    except KGError as e:
+        raise UsageError(str(e)) from None
 
 
 async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: LinkedKG | None) -> int:
-    from strategies.methods import BenchmarkQuestion
-
     from strategies.llm.prices import cost_usd, format_cost
+    from strategies.methods import BenchmarkQuestion
 
     prices = _prices(ns)
     method = _method(ns, kgs, linked)
@@ -230,6 +264,8 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linke
     print(f"value: {result.value:.2f}  status: {result.status}  expansions: {result.expansions}  "
           f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
           f"cost: {format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s")
+    if result.context:
+        print(f"\ncontext ({(len(result.context) + 3) // 4} tokens, est.):\n{result.context}")
     if result.trace and result.trace.get("nodes") is not None:
         from strategies.tot.search import SearchResult
 
@@ -265,6 +301,10 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
         print(f"... and {len(bad) - _BAD_LINES_SHOWN} more malformed lines skipped", file=sys.stderr)
     if ns.limit is not None:
         questions = questions[: ns.limit]
+    if ns.task == "linking":
+        from strategies.benchmarks.linking import linking_question
+
+        questions = [linking_question(q) for q in questions if q.topic]
     done = []
     if ns.out is not None:
         if ns.resume:
@@ -311,19 +351,21 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
             r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, input_tokens=r.input_tokens,
                                            output_tokens=r.output_tokens, cache_read_tokens=r.cache_read_tokens,
                                            cache_write_tokens=r.cache_write_tokens, model=r.model), prices)
-    summary = summarize(records)
+    summary = summarize(records, ns.task)
     if ns.html is not None:
         ns.html.parent.mkdir(parents=True, exist_ok=True)
         title = f"tot-search · {ns.method} · {ns.questions.name}"
         ns.html.write_text(render_report(records, summary, title), encoding="utf-8")
         print(f"wrote {ns.html}", file=sys.stderr)
-    print(f"method: {ns.method}  llm: {ns.llm}  k: {ns.k}  file: {ns.questions}  format: {fmt}"
+    print(f"method: {ns.method}  task: {ns.task}  llm: {ns.llm}  file: {ns.questions}  format: {fmt}"
           + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
     print(summary.table())
     if linked is not None:
         st = linked.linker.stats()
         print(f"{'link cache':<23}{st.lookups} lookups, hit rate {st.hit_rate:.3f}, {st.entries} entries, "
               f"{st.capped} capped")
+    for line in summary.job_lines():
+        print(line)
     print(f"hits@1: {summary.hits1:.3f}")
     return 0
 

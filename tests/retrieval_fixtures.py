@@ -96,6 +96,6 @@ def shared_embedder():
 
 
 def make_service(cache_dir: Path):
-    from strategies.retrieval_common import RetrievalService
+    from strategies.services import Services
 
-    return RetrievalService(embedder_provider=shared_embedder, cache_dir=cache_dir)
+    return Services({}, embedder_factory=shared_embedder, cache_dir=cache_dir)

@@ -7,7 +7,7 @@ import pytest
 from kg_adapters.errors import InvalidInput
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service, node
 from strategies.ark import ArkConfig, ark_search, fixed_bfs, fixed_dfs
-from strategies.judges import LLMArkJudge, OfflineArkJudge, parse_ark_decision
+from strategies.ark import LLMArkJudge, OfflineArkJudge, parse_ark_decision
 from strategies.llm.base import LLMError
 
 
@@ -15,7 +15,7 @@ from strategies.llm.base import LLMError
 def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ark")
     kg = make_kg(tmp)
-    return kg, make_service(tmp / "cache").resources(kg)
+    return kg, make_service(tmp / "cache").resources_now(kg)
 
 
 def labels(result):

@@ -17,7 +17,7 @@ from strategies.deep_graphrag import (
     hierarchy_for,
     topic_anchors,
 )
-from strategies.retrieval_common import IndexNotBuilt
+from strategies.indexes import IndexNotBuilt
 
 SMALL_LEAVES = HierarchyParams(leaf_size=6)  # the mini KG has 32 nodes: force a real second level
 
@@ -26,7 +26,7 @@ SMALL_LEAVES = HierarchyParams(leaf_size=6)  # the mini KG has 32 nodes: force a
 def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dgr")
     kg = make_kg(tmp)
-    res = make_service(tmp / "cache").resources(kg)
+    res = make_service(tmp / "cache").resources_now(kg)
     return kg, res, hierarchy_for(res, SMALL_LEAVES)
 
 
@@ -52,10 +52,10 @@ def test_hierarchy_has_three_levels_and_every_entity_in_exactly_one_leaf(setup):
 
 def test_hierarchy_is_deterministic_and_cached_on_disk(setup, tmp_path):
     kg, res, h = setup
-    fresh = make_service(res.service.cache_dir).resources(kg)  # same cache dir: loads, does not rebuild
+    fresh = make_service(res.cache_dir).resources_now(kg)  # same cache dir: loads, does not rebuild
     loaded = hierarchy_for(fresh, SMALL_LEAVES, build=False)
     assert np.array_equal(loaded.leaf_of, h.leaf_of) and loaded.l0_text == h.l0_text
-    empty = make_service(tmp_path / "nothing").resources(kg)
+    empty = make_service(tmp_path / "nothing").resources_now(kg)
     with pytest.raises(IndexNotBuilt, match="build_index"):
         hierarchy_for(empty, SMALL_LEAVES, build=False)
 
@@ -97,7 +97,7 @@ def _idx(kg, label: str) -> int:
 
 def test_every_community_is_scored_by_its_best_representative_vector(setup):
     kg, res, h = setup
-    q = res.service.embedder().encode_one("films directed by Ivo Tan")
+    q = res.models.embedder().encode_one("films directed by Ivo Tan")
     scores = h.l0_scores(q)
     for c in range(h.levels["L0"]):
         reps = h.l0_reps[h.l0_rep_start[c]: h.l0_rep_start[c + 1]]
@@ -142,7 +142,7 @@ def _hub_kg(tmp) -> MemoryKG:
 
 def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
     kg = _hub_kg(tmp_path)
-    res = make_service(tmp_path / "cache").resources(kg)
+    res = make_service(tmp_path / "cache").resources_now(kg)
     params = HierarchyParams(hub_min_degree=8, hub_quantile=0.9, leaf_size=8, min_community=3)
     hubs = find_hubs(res.graph, params)
     assert {kg.index.nodes[i].label for i in np.flatnonzero(hubs)} == {"Drama", "2001"}
@@ -169,20 +169,22 @@ def test_cache_file_names_the_hierarchy_version_and_parameters(setup):
 
 async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setup):
     from strategies.benchmarks.runner import run_questions, summarize
-    from strategies.methods import BenchmarkQuestion, MethodOptions, Services, get_method_factory
+    from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
+    from strategies.services import Services
 
     kg, res, h = setup
-    cache = str(res.service.cache_dir)
+    cache = str(res.cache_dir)
     q = BenchmarkQuestion(id="q1", text="which films did [Ivo Tan] direct", answers=["Blue Canyon", "Red Summit"])
     records = {}
     for anchor in (True, False):
-        services = Services([kg], embedder_factory=shared_embedder)
-        options = MethodOptions(extra={"cache_dir": cache, "anchor": anchor, "beam": 1, "top_k": 5})
-        method = get_method_factory("beam")(options, services)
+        services = Services([kg], embedder_factory=shared_embedder, cache_dir=cache)
+        options = MethodOptions(options={"anchor": anchor, "beam": 1, "top_k": 5})
+        method = make_method("beam", options, services)
         records[anchor] = (await run_questions([q], method, "beam", [kg], keep_trace=True))[0]
     anchored = records[True]
     assert anchored.error is None and anchored.llm_calls == 0
-    assert anchored.trace["anchors"] == [_idx(kg, "Ivo Tan")]
+    ivo = _idx(kg, "Ivo Tan")
+    assert [c["id"] for c in anchored.trace["l0"] if c["anchored"]] == [h.community_of(ivo)[0]]
     assert anchored.recall10 is not None and anchored.recall10 > 0
-    assert records[False].trace["anchors"] == []
+    assert not any(c["anchored"] for c in records[False].trace["l0"])
     assert summarize([anchored]).recall10 == anchored.recall10

@@ -6,14 +6,15 @@ import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service
 from strategies.rerank import RerankConfig, adaptive_rerank
-from strategies.retrieval_common import RetrievalUnavailable, ranking_metrics
+from strategies.benchmarks.metrics import ranking_metrics
+from strategies.local_graph import RetrievalUnavailable
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rerank")
     kg = make_kg(tmp)
-    return kg, make_service(tmp / "cache").resources(kg)
+    return kg, make_service(tmp / "cache").resources_now(kg)
 
 
 Q = "films directed by Ivo Tan"

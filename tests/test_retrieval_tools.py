@@ -35,9 +35,13 @@ async def test_retrieval_tools_end_to_end(kb):
 
         routed = await s.call_tool("route_query", {"query": "which films did [Ada Stone] direct"})
         assert not routed.is_error, routed.content
-        assert routed.structured_content["route"] in ("traditional", "combined", "graph")
+        assert routed.structured_content["route"] == "chain" and routed.structured_content["status"] == "answered"
+        assert {r["label"] for r in routed.structured_content["results"]} == {"Night Harbor", "Paper Moons"}
+        assert "route: chain" in routed.content[0].text
         stats = await s.call_tool("router_stats", {})
-        assert stats.structured_content["total"] == 1
+        assert stats.structured_content["total"] == 1 and stats.structured_content["routes"] == {"chain": 1}
+        misspelt = await s.call_tool("beam_search", {"query": "x", "beams": 2})
+        assert misspelt.is_error
 
         beam = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan", "beam": 2, "top_k": 4})
         assert not beam.is_error, beam.content
@@ -59,3 +63,30 @@ async def test_retrieval_tools_end_to_end(kb):
         assert no_llm.is_error and "LLM" in no_llm.content[0].text
         json.dumps(data)  # structured content is plain JSON
 
+
+
+async def test_a_large_kg_builds_its_index_in_the_background_and_says_how_far_it_is(kb, tmp_path):
+    """Above ``[retrieval] build_limit`` entities a missing index is built in a background thread: the call that
+    needs it returns at once with a message saying so (and how far the build is), and a later call succeeds."""
+    import anyio
+
+    path, _ = kb
+    config = tmp_path / "tot.toml"
+    cache = tmp_path / "c"
+    config.write_text(f'[kgs]\nmini = "{path}"\n[retrieval]\nbuild_limit = 0\ncache_dir = "{cache}"\n',
+                      encoding="utf-8")
+    async with stdio_session(["--config", str(config)], read_timeout=300) as s:
+        first = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan"})
+        assert first.is_error
+        text = first.content[0].text
+        assert "being built in the background" in text and "call again" in text
+        with anyio.fail_after(240):
+            while True:
+                again = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan"})
+                if not again.is_error:
+                    break
+                assert "being built in the background" in again.content[0].text, again.content[0].text
+                await anyio.sleep(0.5)
+        assert again.structured_content["results"]
+        edges = await s.call_tool("get_relations", {"entity_ids": ["mini:E0"]})
+        assert not edges.is_error  # the step tools never waited for the index

@@ -1,36 +1,48 @@
-"""Query router: analysis (LLM JSON or rules), the routing thresholds, each route's retrieval, per-runtime stats."""
+"""The query router as a dispatcher: the analysis (LLM JSON or rules), the routing rule, the strategies it runs
+(with escalation from chain to the tree search), and its statistics per services object."""
 
 from __future__ import annotations
 
 import pytest
 
-from retrieval_fixtures import ScriptedLLM, make_kg, make_service
-from strategies.judges import LLMQueryAnalyser, QueryAnalysis, RuleQueryAnalyser
+from retrieval_fixtures import ScriptedLLM, make_kg, shared_embedder
 from strategies.llm.base import LLMError
-from strategies.router import RouteStats, choose_route, round_robin, route_query
-from strategies.retrieval_common import RetrievedEntity
+from strategies.registry import REGISTRY, Call, Strategy, get
+from strategies.results import RetrievedEntity, StrategyResult
+from strategies.router import LLMQueryAnalyser, QueryAnalysis, RuleQueryAnalyser, choose_route, round_robin
+from strategies.services import Services
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("router")
     kg = make_kg(tmp)
-    svc = make_service(tmp / "cache")
-    return kg, svc, svc.resources(kg)
+    svc = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp / "cache")
+    return kg, svc, svc.resources_now(kg)
 
 
-def analysis(c, ri, qtype="multi_hop", n=1):
-    return QueryAnalysis(complexity=c, relationship_intensity=ri, reasoning_needed=False, entity_count=n,
-                         query_type=qtype)
+async def route(svc, kg, query, llm=None, **options):
+    router = get("router")
+    call = Call(services=svc, kg=kg, query=query, options=router.parse_options(options),
+                llm_kind="scripted" if llm else "offline", llm_factory=(lambda: llm) if llm else None,
+                needs=router.needs, method="router")
+    return await router.run(call)
+
+
+def analysis(hops=1, qtype="multi_hop", n=1):
+    return QueryAnalysis(hops=hops, complexity=0.5, relationship_intensity=0.5, reasoning_needed=False,
+                         entity_count=n, query_type=qtype)
 
 
 @pytest.mark.parametrize(
-    ("c", "ri", "route"),
-    [(0.0, 0.0, "traditional"), (0.39, 0.69, "traditional"), (0.4, 0.0, "combined"), (0.7, 0.7, "combined"),
-     (0.71, 0.0, "graph"), (0.1, 0.71, "graph"), (1.0, 1.0, "graph")],
+    ("a", "linked", "local", "expected"),
+    [(analysis(1, "lookup"), 1, True, "chain"), (analysis(3), 1, True, "chain"), (analysis(2, "path", 2), 2, True, "tot"),
+     (analysis(1, "lookup"), 0, True, "ark"), (analysis(1, "subgraph"), 1, True, "ark"),
+     (analysis(0, "lookup"), 1, True, "combined"), (analysis(1, "lookup"), 0, False, "chain"),
+     (analysis(0, "lookup"), 1, False, "chain")],
 )
-def test_routing_thresholds(c, ri, route):
-    assert choose_route(analysis(c, ri)) == route
+def test_routing_rule(a, linked, local, expected):
+    assert choose_route(a, linked, local) == expected
 
 
 def test_round_robin_interleaves_and_deduplicates():
@@ -42,23 +54,54 @@ def test_round_robin_interleaves_and_deduplicates():
     assert len(round_robin([[e("1"), e("2")], [e("3")]], 2)) == 2
 
 
+async def test_a_chain_question_is_answered_by_chain_and_counted_per_services(setup):
+    kg, svc, _ = setup
+    before = svc.route_stats.snapshot().total
+    out = await route(svc, kg, "which films did [Ada Stone] direct")
+    assert out.route == "chain" and out.ran == ["chain"] and out.status == "answered"
+    assert {r.label for r in out.results} == {"Night Harbor", "Paper Moons"}
+    snap = svc.route_stats.snapshot()
+    assert snap.total == before + 1 and snap.routes.get("chain", 0) >= 1
+    other = Services([kg], embedder_factory=shared_embedder)  # another server starts from zero
+    assert other.route_stats.snapshot().total == 0
+
+
+async def test_open_and_unlinkable_questions_get_ark_context(setup):
+    kg, svc, _ = setup
+    out = await route(svc, kg, "tell me everything about mountain adventure films")
+    assert out.route == "ark" and out.ran == ["ark"] and out.results
+
+
+async def test_a_chain_without_answer_escalates_to_the_tree_search(setup, monkeypatch):
+    kg, svc, _ = setup
+
+    async def nothing(call: Call) -> StrategyResult:
+        return StrategyResult(query=call.query, kg=call.kg.name, results=[], status="no_answer")
+
+    chain = get("chain")
+    monkeypatch.setitem(REGISTRY._loaded, "chain", Strategy(name="chain", job="answer", options=chain.options,
+                                                            run=nothing, summary="finds nothing"))
+    out = await route(svc, kg, "which films did [Ada Stone] direct")
+    assert out.ran == ["chain", "tot"] and out.status == "answered"
+    assert {r.label for r in out.results} == {"Night Harbor", "Paper Moons"}
+
+
 async def test_llm_analysis_is_used_when_it_is_valid_json(setup):
-    kg, svc, res = setup
-    llm = ScriptedLLM(['Sure! {"complexity": 0.9, "relationship_intensity": 0.2, "reasoning_needed": true, '
-                       '"entity_count": 1, "query_type": "multi_hop"}'])
-    out = await route_query(kg, "what genres are the movies directed by [Ada Stone]", res,
-                            analyser=LLMQueryAnalyser(llm, RuleQueryAnalyser()), stats=RouteStats())
-    assert out.analysis.source == "llm" and out.analysis.fallback_reason is None
-    assert out.route == "graph"
-    assert {"Drama", "Comedy"} <= {r.label for r in out.results[:3]}
+    kg, svc, _ = setup
+    llm = ScriptedLLM(['Sure! {"hops": 2, "complexity": 0.9, "relationship_intensity": 0.2, "reasoning_needed": true, '
+                       '"entity_count": 1, "query_type": "subgraph"}'])
+    out = await route(svc, kg, "what genres are the movies directed by [Ada Stone]", llm=llm, analyser="llm")
+    assert out.analysis.source == "llm" and out.analysis.fallback_reason is None and out.analysis.hops == 2
+    assert out.route == "ark"  # the LLM called it a subgraph question
+    assert len(llm.prompts) == 1  # ARK's judge stays offline: only the analysis asked the LLM
 
 
 @pytest.mark.parametrize("bad", ["no idea", '{"complexity": "high"}', '{"complexity": 3, "relationship_intensity": 0}',
                                  LLMError("down")])
 async def test_bad_llm_analysis_falls_back_to_rules(setup, bad):
-    kg, _, res = setup
-    analyser = LLMQueryAnalyser(ScriptedLLM([bad]), RuleQueryAnalyser(res.relevance()))
-    out = await route_query(kg, "which films did [Ada Stone] direct", res, analyser=analyser, stats=RouteStats())
+    kg, svc, _ = setup
+    out = await route(svc, kg, "which films did [Ada Stone] direct", llm=ScriptedLLM([bad]), analyser="llm",
+                      route="ark")
     assert out.analysis.source == "rules" and out.analysis.fallback_reason
     assert out.results
 
@@ -70,32 +113,23 @@ def test_rule_analysis_grows_with_relations_and_entities(setup):
     three = rules.analyse("what languages are the films that share actors with the films directed by [Ivo Tan]",
                           ["Ivo Tan"], 1)
     two_entities = rules.analyse("how are [Ada Stone] and [Eli Park] connected", ["Ada Stone", "Eli Park"], 2)
-    assert one.complexity < 0.4 and choose_route(one) == "traditional" and one.query_type == "lookup"
-    assert three.relationship_intensity > one.relationship_intensity and three.complexity > one.complexity
-    assert choose_route(three) == "graph"
-    assert two_entities.query_type == "path"
+    assert one.hops == 1 and one.query_type == "lookup" and choose_route(one, 1, True) == "chain"
+    assert three.hops > one.hops and three.complexity > one.complexity
+    assert two_entities.query_type == "path" and choose_route(two_entities, 2, True) == "tot"
     bare = RuleQueryAnalyser().analyse("movies of the director of [X]")  # no KG vocabulary: cue words
     assert bare.entity_count == 1 and bare.relationship_intensity > 0
 
 
-async def test_each_route_retrieves_and_stats_count_per_runtime(setup):
-    kg, svc, res = setup
-    trad = await route_query(kg, "which films did [Ada Stone] direct", res, force_route="traditional")
-    assert trad.route == "traditional" and {"entity", "bm25", "dense"} <= set(trad.parts)
-    assert {"Night Harbor", "Paper Moons"} <= {r.label for r in trad.results[:6]}
-    comb = await route_query(kg, "which films did [Ada Stone] direct", res, force_route="combined")
-    assert any(k.startswith("graph.") for k in comb.parts) and any(k.startswith("traditional.") for k in comb.parts)
-    path = await route_query(kg, "how are [Night Harbor] and [Iron Orchard] connected", res, force_route="graph")
-    assert path.analysis.query_type == "path" and "Ben Cole" in {r.label for r in path.results[:3]}
-    snap = svc.route_stats.snapshot()
-    assert snap.total == 3 and snap.routes == {"traditional": 1, "combined": 1, "graph": 1}
-    other = make_service(res.service.cache_dir)  # another runtime starts from zero
-    assert other.route_stats.snapshot().total == 0
-
-
 async def test_empty_query_is_a_clear_error(setup):
-    kg, _, res = setup
+    kg, svc, _ = setup
     from kg_adapters.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="empty"):
-        await route_query(kg, "", res)
+        await route(svc, kg, "")
+
+
+async def test_a_misspelt_option_is_an_error_naming_the_valid_ones():
+    from kg_adapters.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="top_kk.*valid options: analyser, route, top_k"):
+        get("router").parse_options({"top_kk": 3})

@@ -260,7 +260,7 @@ def test_an_interrupted_run_does_not_wait_for_a_slow_embedder_load():
     import threading
     import time
 
-    from strategies.methods import Services
+    from strategies.services import Services
 
     loading = threading.Event()
 
@@ -269,7 +269,7 @@ def test_an_interrupted_run_does_not_wait_for_a_slow_embedder_load():
         time.sleep(20)
 
     async def interrupted_run():
-        task = asyncio.create_task(Services([], embedder_factory=slow_load).embedder())
+        task = asyncio.create_task(Services([], embedder_factory=slow_load).aembedder())
         while not loading.is_set():
             await asyncio.sleep(0.01)
         task.cancel()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import kg, retrieval, tot
+from . import kg, strategies, tot
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -31,5 +31,5 @@ Registrar = Callable[["MCPServer", "Runtime"], None]
 REGISTRARS: list[Registrar] = [
     kg.register,
     tot.register,
-    retrieval.register,
+    strategies.register,
 ]

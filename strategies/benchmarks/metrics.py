@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
+
 from kg_adapters.text import key
 
 
@@ -42,3 +45,45 @@ def recall_at(retrieved: list[str], gold: list[str], n: int = 10) -> float:
     if not g:
         return 0.0
     return len(set(_keys(retrieved[:n])) & g) / len(g)
+
+
+def answer_key(label: str) -> str:
+    """Gold answers and labels compare case- and ``_``-insensitively (PathQuestion writes ``anna_of_x``)."""
+    return " ".join(label.replace("_", " ").casefold().split())
+
+
+def ranking_metrics(ranked_labels: Sequence[str], gold: Iterable[str], k: int = 10) -> dict[str, float]:
+    """Hits@1, Recall@k (gold found in the top k / min(|gold|, k)), nDCG@k (binary gains) and MRR."""
+    gold_keys = {answer_key(g) for g in gold if g}
+    keys: list[str] = []
+    for lab in ranked_labels:  # a label listed twice (merged same-name nodes) counts once
+        kk = answer_key(lab)
+        if kk not in keys:
+            keys.append(kk)
+    if not gold_keys:
+        return {"hits@1": 0.0, f"recall@{k}": 0.0, f"ndcg@{k}": 0.0, "mrr": 0.0}
+    rel = [1.0 if x in gold_keys else 0.0 for x in keys]
+    top = rel[:k]
+    dcg = sum(g / math.log2(r + 2) for r, g in enumerate(top))
+    ideal = sum(1.0 / math.log2(r + 2) for r in range(min(len(gold_keys), k)))
+    first = next((r for r, g in enumerate(rel) if g), None)
+    return {
+        "hits@1": rel[0] if rel else 0.0,
+        f"recall@{k}": sum(top) / min(len(gold_keys), k),
+        f"ndcg@{k}": dcg / ideal if ideal else 0.0,
+        "mrr": 1.0 / (first + 1) if first is not None else 0.0,
+    }
+
+
+def context_recall(context: str, gold: list[str]) -> float:
+    """Share of the gold answers named (as a whole-token substring, normalised) in a retrieved context."""
+    g = set(_keys(gold))
+    if not g:
+        return 0.0
+    text = f" {key(context)} "
+    return sum(1 for x in g if f" {x} " in text) / len(g)
+
+
+def estimated_tokens(text: str) -> int:
+    """A context's size in tokens, estimated as characters / 4 (the usual rule for English with BPE tokenizers)."""
+    return (len(text) + 3) // 4

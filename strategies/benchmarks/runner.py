@@ -37,6 +37,8 @@ class RunRecord(BaseModel):
     f1: float = 0.0
     em_in: float = 0.0
     recall10: float | None = None
+    context_recall: float | None = Field(default=None, description="Share of gold answers named in the context")
+    context_tokens: int | None = Field(default=None, description="The context's size, estimated (characters / 4)")
     value: float = 0.0
     status: str = ""
     latency_s: float = 0.0
@@ -59,6 +61,9 @@ class Summary(BaseModel):
     f1: float
     em_in: float
     recall10: float | None = None
+    context_recall: float | None = None
+    context_tokens_median: float | None = None
+    task: str = "answer"
     errors: int = 0
     mean_latency_s: float = 0.0
     median_latency_s: float = 0.0
@@ -92,6 +97,18 @@ class Summary(BaseModel):
         width = max(len(r[0]) for r in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
+    def job_lines(self) -> list[str]:
+        """Each job's figure on a line of its own (what ``tot-search`` prints after the table, before hits@1)."""
+        lines = []
+        if self.context_recall is not None:
+            lines.append(f"context_recall: {self.context_recall:.3f}")
+            lines.append(f"context_tokens_median: {self.context_tokens_median:.0f}")
+        if self.recall10 is not None:
+            lines.append(f"recall@10: {self.recall10:.3f}")
+        if self.task == "linking":
+            lines.append(f"linking_acc@1: {self.hits1:.3f}")
+        return lines
+
 
 def score(
     question: BenchmarkQuestion, result: MethodResult, method: str, prices: dict[str, ModelPrice] | None = None
@@ -101,6 +118,10 @@ def score(
     recall = None
     if result.retrieved_labels:
         recall = metrics.recall_at(result.retrieved_labels, gold, 10)
+    context_recall = context_tokens = None
+    if result.context is not None:
+        context_recall = metrics.context_recall(result.context, gold)
+        context_tokens = metrics.estimated_tokens(result.context)
     return RunRecord(
         id=question.id,
         question=question.text,
@@ -113,6 +134,8 @@ def score(
         f1=metrics.answer_f1(result.answer_labels, gold),
         em_in=metrics.em_in(result.answer_text, result.answer_labels, gold),
         recall10=recall,
+        context_recall=context_recall,
+        context_tokens=context_tokens,
         value=result.value,
         status=result.status,
         latency_s=result.latency_s,
@@ -130,11 +153,12 @@ def score(
     )
 
 
-def summarize(records: Sequence[RunRecord]) -> Summary:
+def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
     n = len(records)
     if n == 0:
-        return Summary(n=0, hits1=0.0, f1=0.0, em_in=0.0)
+        return Summary(n=0, hits1=0.0, f1=0.0, em_in=0.0, task=task)
     recalls = [r.recall10 for r in records if r.recall10 is not None]
+    ctx = [r for r in records if r.context_recall is not None]
     lat = [r.latency_s for r in records]
     costs = [r.cost_usd for r in records]
     known = [c for c in costs if c is not None]
@@ -145,6 +169,9 @@ def summarize(records: Sequence[RunRecord]) -> Summary:
         f1=sum(r.f1 for r in records) / n,
         em_in=sum(r.em_in for r in records) / n,
         recall10=(sum(recalls) / len(recalls)) if recalls else None,
+        context_recall=sum(r.context_recall for r in ctx) / len(ctx) if ctx else None,
+        context_tokens_median=statistics.median(r.context_tokens or 0 for r in ctx) if ctx else None,
+        task=task,
         errors=sum(1 for r in records if r.error),
         mean_latency_s=sum(lat) / n,
         median_latency_s=statistics.median(lat),

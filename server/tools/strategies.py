@@ -1,0 +1,136 @@
+"""The composite strategies as MCP tools, generated from :mod:`strategies.registry`: every registered strategy that
+names a ``tool`` gets one, whose arguments are ``query``, ``kg``, ``build`` and the strategy's own typed options,
+whose description is the strategy's summary and whose structured output is its result type. Plus
+``router_stats`` and ``build_index``.
+
+The tools only map MCP to the strategies; indexes, the load-or-build policy and route statistics live in the
+runtime's one :class:`strategies.services.Services`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from strategies.registry import REGISTRY, Call, Strategy
+from strategies.results import StrategyResult, render_ranked
+from strategies.route_stats import RouteStatsSnapshot
+
+from ..results import tool_result
+from ..runtime import Runtime
+
+KgArg = Annotated[str | None, Field(description="Name of the KG to search; default: the first configured KG.")]
+Query = Annotated[str, Field(description="The question, natural language; [brackets] mark entity mentions.")]
+BuildArg = Annotated[bool | None, Field(description="Build a missing index within this call and wait (true), "
+                                                    "never (false), or as the server decides (default: small KGs "
+                                                    "within the call, large ones in the background).")]
+_RESERVED = {"query", "kg", "build", "ctx"}
+
+
+class IndexStatus(BaseModel):
+    kg: str
+    index: str
+    entities: int
+    levels: dict[str, int] = Field(default_factory=dict, description="Communities per level, when built")
+    seconds: float
+    cache_dir: str
+
+
+def _progress(ctx: Context | None):
+    if ctx is None:
+        return None
+
+    async def report(done: float, total: float | None, message: str) -> None:
+        await ctx.report_progress(done, total, message)
+
+    return report
+
+
+def strategy_tool(strategy: Strategy, runtime: Runtime):
+    """The tool function of ``strategy``: a signature built from its options model, so the SDK derives the input
+    schema (with every option's type, bounds and description) as for a hand-written tool."""
+    fields = strategy.options.model_fields
+    clash = _RESERVED & set(fields)
+    if clash:
+        raise ValueError(f"strategy {strategy.name!r} has options named like the tool's own arguments: {clash}")
+    result_type = strategy.result or StrategyResult
+    services = runtime.services
+    default_kg = next(iter(runtime.kgs))
+
+    async def tool(**kwargs: Any) -> CallToolResult:
+        ctx: Context | None = kwargs.pop("ctx", None)
+        query, kg_name, build = kwargs.pop("query"), kwargs.pop("kg", None), kwargs.pop("build", None)
+        kg = runtime.kg(kg_name.strip() if kg_name and kg_name.strip() else default_kg)
+        options = strategy.parse_options(kwargs)
+        wants_llm = strategy.llm_option is not None and getattr(options, strategy.llm_option) == "llm"
+        call = Call(services=services, kg=kg, query=query, options=options,
+                    llm_kind=runtime.config.llm.backend or "offline" if wants_llm else "offline",
+                    llm_factory=(lambda: runtime.llm(ctx)) if wants_llm else None, progress=_progress(ctx),
+                    needs=strategy.needs, method=strategy.name, build=build)
+        out = await strategy.run(call)
+        if out.usage is None and not call.offline:
+            out.usage = call.usage()
+        text = strategy.render(out) if strategy.render else render_ranked(f"{strategy.name} results", out.results)
+        return tool_result(out, text)
+
+    params = [inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY, annotation=Query),
+              inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=KgArg)]
+    for name, info in fields.items():
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info.get_default(
+            call_default_factory=True), annotation=Annotated[info.annotation, info]))
+    if strategy.needs:
+        params.append(inspect.Parameter("build", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=BuildArg))
+    params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None))
+    ret = Annotated[CallToolResult, result_type]
+    tool.__signature__ = inspect.Signature(params, return_annotation=ret)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": ret}
+    tool.__name__ = strategy.tool or strategy.name
+    tool.__doc__ = strategy.summary
+    return tool
+
+
+def register(server: MCPServer, runtime: Runtime) -> None:
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    for strategy in REGISTRY.all():
+        if strategy.tool:
+            server.tool(name=strategy.tool, title=strategy.title or None, description=strategy.summary,
+                        annotations=read_only)(strategy_tool(strategy, runtime))
+    services = runtime.services
+
+    @server.tool(title="Router statistics of this server", annotations=read_only)
+    async def router_stats() -> Annotated[CallToolResult, RouteStatsSnapshot]:
+        """How many questions took each route since the server started, analysis sources, fallbacks, latencies."""
+        snap = services.route_stats.snapshot()
+        text = f"{snap.total} routed: " + ", ".join(f"{r} {n}" for r, n in snap.routes.items()) + \
+            f"; rule fallbacks {snap.fallbacks}"
+        return tool_result(snap, text)
+
+    @server.tool(title="Build the retrieval indexes of a KG", annotations=ToolAnnotations(
+        read_only_hint=False, idempotent_hint=True, open_world_hint=False))
+    async def build_index(
+        kg: KgArg = None,
+        index: Annotated[Literal["dense", "hierarchy", "all"], Field(description="dense: MiniLM + static entity "
+                         "vectors (rerank); hierarchy: Louvain communities (beam_search); all: both.")] = "all",
+        ctx: Context | None = None,
+    ) -> Annotated[CallToolResult, IndexStatus]:
+        """Build (or load from the on-disk cache) the indexes the strategy tools need, waiting for it with
+        progress. Minutes on a 100k-triple KG; cached on disk, so later servers start at once."""
+        k = runtime.kg(kg.strip() if kg and kg.strip() else next(iter(runtime.kgs)))
+        needs = {"dense": ("dense", "static"), "hierarchy": ("hierarchy",),
+                 "all": ("dense", "static", "hierarchy")}[index]
+        t0 = time.perf_counter()
+        res = await services.resources(k, needs, progress=_progress(ctx), build=True)
+        levels: dict[str, int] = {}
+        if "hierarchy" in needs:
+            from strategies.deep_graphrag import hierarchy_for
+
+            levels = hierarchy_for(res, build=False).levels
+        status = IndexStatus(kg=k.name, index=index, entities=res.graph.n, levels=levels,
+                             seconds=round(time.perf_counter() - t0, 2), cache_dir=str(services.cache_dir))
+        return tool_result(status, f"{index} index of {k.name} ready ({status.entities} entities, "
+                                   f"{status.seconds}s)")

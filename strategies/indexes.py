@@ -1,0 +1,279 @@
+"""The per-KG indexes the strategies read (BM25 over entity descriptors, MiniLM and static dense vectors) and the
+shared models that make them, built on first use, once, and cached on disk keyed by a hash of the KG's content."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kg_adapters.errors import KGError
+from kg_adapters.text import tokens
+from strategies.local_graph import LocalGraph, RetrievalUnavailable
+from strategies.relevance import STOPWORDS, QueryRelevance
+from strategies.traversal import NeighbourCache
+
+if TYPE_CHECKING:
+    from strategies.embeddings import Embedder
+
+
+class IndexNotBuilt(KGError):
+    """An index was asked for with ``build=False`` and is neither in memory nor in the on-disk cache."""
+
+
+
+def default_cache_dir() -> Path:
+    """``$TOT_MCP_CACHE_DIR``, else ``$XDG_CACHE_HOME/tot-mcp``, else ``~/.cache/tot-mcp``."""
+    explicit = os.environ.get("TOT_MCP_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "tot-mcp"
+
+
+
+# -- lexical index over descriptors --------------------------------------------------------------------------------
+class DescriptorBM25:
+    """BM25 (bm25s) over every entity's descriptor. The label is indexed twice so a name match outweighs a
+    neighbour's name."""
+
+    def __init__(self, graph: LocalGraph, neighbours: int = 10) -> None:
+        import bm25s
+
+        corpus: list[list[str]] = []
+        has_text = False
+        for i in range(graph.n):
+            label_toks = [t for t in tokens(graph.label(i)) if t.isalnum()]
+            rest = [t for t in tokens(graph.descriptor(i, neighbours, 600)) if t.isalnum() and t not in STOPWORDS]
+            doc = label_toks * 2 + rest
+            has_text = has_text or bool(doc)
+            corpus.append(doc or ["<empty>"])
+        if not has_text:
+            raise RetrievalUnavailable(f"KG {graph.name!r} has no text to index (every label is empty)")
+        self.graph = graph
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(corpus, show_progress=False)
+
+    def search(self, query: str, k: int = 20) -> list[tuple[int, float]]:
+        """(node, score normalised so the best is 1.0), best first; [] when no query word is in the index."""
+        q = [t for t in tokens(query.replace("[", " ").replace("]", " ")) if t.isalnum() and t not in STOPWORDS]
+        if not q:
+            q = [t for t in tokens(query) if t.isalnum()]
+        if not q:
+            return []
+        k = max(1, min(k, self.graph.n))
+        docs, scores = self._bm25.retrieve([q], k=k, show_progress=False)
+        top = float(scores[0][0]) if len(scores[0]) else 0.0
+        if top <= 0:
+            return []
+        return [(int(d), float(s) / top) for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+
+# -- dense indexes (MiniLM, model2vec) with an on-disk cache ------------------------------------------------------
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="ent", disable=not enabled, leave=False)
+
+
+class DenseIndex:
+    """A faiss ``IndexFlatIP`` over normalised vectors (so inner product = cosine)."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        import faiss
+
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.dim = int(self.vectors.shape[1])
+        self.index = faiss.IndexFlatIP(self.dim)
+        if len(self.vectors):
+            self.index.add(self.vectors)
+
+    def search(self, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+        k = max(1, min(k, len(self.vectors)))
+        if len(self.vectors) == 0:
+            return []
+        D, I = self.index.search(np.ascontiguousarray(q.reshape(1, -1), dtype=np.float32), k)
+        return [(int(i), float(d)) for i, d in zip(I[0], D[0]) if i >= 0]
+
+
+def _cached_matrix(path: Path, compute, expected_rows: int) -> np.ndarray:
+    if path.is_file():
+        try:
+            arr = np.load(path)
+            if arr.shape[0] == expected_rows:
+                return arr
+        except (OSError, ValueError):
+            pass  # a torn or stale cache file: rebuild it
+    arr = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}.npy")
+    np.save(tmp, arr)
+    os.replace(tmp, path)
+    return arr
+
+
+class StaticModel:
+    """The second, independent embedding model for rerank fusion: the model2vec static model shipped by the
+    ``tokenlearn-static-model`` package (64-d). Loaded offline from the package folder."""
+
+    def __init__(self) -> None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("static_model")
+        if spec is None or not spec.submodule_search_locations:
+            raise RetrievalUnavailable("the second embedding model is missing: pip install model2vec tokenlearn-static-model")
+        path = Path(list(spec.submodule_search_locations)[0]) / "model"
+        try:
+            from model2vec import StaticModel as _M
+        except ImportError as e:
+            raise RetrievalUnavailable("model2vec is not installed: pip install model2vec tokenlearn-static-model") from e
+        self._model = _M.from_pretrained(str(path))
+        self.name = "tokenlearn-static-model (model2vec, 64-d)"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        v = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        return v / np.maximum(norms, 1e-9)
+
+
+class GraphResources:
+    """Every index one KG needs, built on first use, once; thread-safe."""
+
+    def __init__(self, graph: LocalGraph, models: Models, cache_dir: Path) -> None:
+        self.graph = graph
+        self.models = models
+        self.cache_dir = cache_dir
+        self._lock = threading.RLock()
+        self._bm25: DescriptorBM25 | None = None
+        self._relevance: QueryRelevance | None = None
+        self._dense: DenseIndex | None = None
+        self._static: DenseIndex | None = None
+        self.neighbour_cache = NeighbourCache()
+        self._own: dict[str, Any] = {}
+
+    def own(self, key: str, make: Callable[[], Any]) -> Any:
+        """A strategy's own index of this KG (the beam search's hierarchy, ...), made once under the lock by
+        ``make`` and kept under ``key``: the strategy owns what it builds, no slot here names it."""
+        with self._lock:
+            if key not in self._own:
+                self._own[key] = make()
+            return self._own[key]
+
+    def has_own(self, key: str) -> bool:
+        return key in self._own
+
+    def cache_path(self, name: str) -> Path:
+        return self.cache_dir / f"{self.graph.name}-{self.graph.content_hash()}" / name
+
+    def bm25(self) -> DescriptorBM25:
+        with self._lock:
+            if self._bm25 is None:
+                self._bm25 = DescriptorBM25(self.graph)
+            return self._bm25
+
+    def relevance(self) -> QueryRelevance:
+        with self._lock:
+            if self._relevance is None:
+                self._relevance = QueryRelevance(self.graph, self.models.embedder())
+            return self._relevance
+
+    def descriptors(self) -> list[str]:
+        # short on purpose: embedding cost grows with length, and 43k entities must embed in minutes on 2 cores
+        return [self.graph.descriptor(i, neighbours=4, max_chars=120) for i in range(self.graph.n)]
+
+    def dense(self, build: bool = True, progress: bool = False,
+              on_progress: Callable[[int, int], None] | None = None) -> DenseIndex:
+        """MiniLM vectors of every entity descriptor (cached on disk; ~2 min for 43k entities on 2 cores)."""
+        with self._lock:
+            if self._dense is None:
+                path = self.cache_path("minilm-descriptors.npy")
+                if not build and not path.is_file():
+                    raise IndexNotBuilt(
+                        f"the dense entity index of KG {self.graph.name!r} is not built yet; call build_index "
+                        "(or tot-search with the method) first"
+                    )
+                emb = self.models.embedder()
+
+                def compute() -> np.ndarray:
+                    texts = self.descriptors()
+                    out = np.empty((len(texts), emb.dim), np.float32)
+                    with _progress(len(texts), f"embedding {self.graph.name} entities", progress) as bar:
+                        for s in range(0, len(texts), 512):
+                            chunk = texts[s: s + 512]
+                            out[s: s + len(chunk)] = emb._model.encode(  # bypass the string cache: 43k one-offs
+                                chunk, batch_size=128, normalize_embeddings=True, convert_to_numpy=True,
+                                show_progress_bar=False,
+                            )
+                            bar.update(len(chunk))
+                            if on_progress is not None:
+                                on_progress(s + len(chunk), len(texts))
+                    return out
+
+                self._dense = DenseIndex(_cached_matrix(path, compute, self.graph.n))
+            return self._dense
+
+    def static_dense(self) -> DenseIndex:
+        with self._lock:
+            if self._static is None:
+                model = self.models.static_model()
+                path = self.cache_path("static-descriptors.npy")
+                self._static = DenseIndex(_cached_matrix(path, lambda: model.encode(self.descriptors()), self.graph.n))
+            return self._static
+
+    def dense_ready(self) -> bool:
+        return self._dense is not None or self.cache_path("minilm-descriptors.npy").is_file()
+
+    def static_ready(self) -> bool:
+        return self._static is not None or self.cache_path("static-descriptors.npy").is_file()
+
+
+class Models:
+    """The models shared by every KG's indexes in one process: the MiniLM embedder (the caller's, so a server loads
+    one copy), the static second model, user-supplied cross-encoders. Each is loaded on first use."""
+
+    def __init__(self, embedder_provider: Callable[[], Embedder] | None = None) -> None:
+        self._embedder_provider = embedder_provider
+        self._embedder: Embedder | None = None
+        self._static: StaticModel | None = None
+        self._cross: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:
+                    if self._embedder_provider is not None:
+                        self._embedder = self._embedder_provider()
+                    else:
+                        from strategies.embeddings import Embedder
+
+                        self._embedder = Embedder()
+        return self._embedder
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Share an already loaded embedder instead of loading another copy."""
+        with self._lock:
+            self._embedder = embedder
+
+    def static_model(self) -> StaticModel:
+        if self._static is None:
+            with self._lock:
+                if self._static is None:
+                    self._static = StaticModel()
+        return self._static
+
+    def cross_encoder(self, path: str):
+        """A local sentence-transformers ``CrossEncoder`` (no PyPI package ships one; the user supplies it)."""
+        with self._lock:
+            if path not in self._cross:
+                if not Path(path).expanduser().is_dir():
+                    raise RetrievalUnavailable(f"cross-encoder path {path!r} is not a directory")
+                from sentence_transformers import CrossEncoder
+
+                self._cross[path] = CrossEncoder(str(Path(path).expanduser()), device="cpu", local_files_only=True)
+            return self._cross[path]

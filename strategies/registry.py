@@ -1,0 +1,170 @@
+"""The one registry of strategies: name → what it does, its typed options, the indexes it needs, how it runs and
+how its result reads. ``tot-search --method NAME`` and the server's composite MCP tools are generated from it, so a
+new strategy is one module (defining a :class:`Strategy`) plus one line in :data:`_BUILTINS`.
+
+Modelled on rdflib's ``plugin.register`` (a name bound to ``"module:attribute"``, imported on first use, so a
+strategy's heavy imports cost nothing until it is chosen) and simonw/llm's ``register_models`` (third-party code
+adds its own with :func:`register`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from kg_adapters.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from kg_adapters.base import KnowledgeGraph
+    from strategies.indexes import GraphResources
+    from strategies.llm.base import LLM
+    from strategies.results import StrategyResult
+    from strategies.services import Services
+
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+Index = Literal["dense", "static", "hierarchy"]
+#: the figure that says whether a strategy does its job (``tot-search`` prints it, the side-by-side table has a
+#: column for each): answers (Hits@1), the context a client reads (recall and size), a ranked list (Recall@10),
+#: the entity a question is about (linking accuracy@1)
+Job = Literal["answer", "context", "ranking", "linking"]
+
+
+@dataclass
+class Call:
+    """Everything one run of a strategy gets: the shared services, the KG, the question, its validated options, a
+    progress callback, and the LLM when one is configured (``llm_kind`` "offline": the offline judges)."""
+
+    services: Services
+    kg: KnowledgeGraph
+    query: str
+    options: BaseModel
+    llm_kind: str = "offline"
+    llm_factory: Callable[[], LLM] | None = None
+    progress: Progress | None = None
+    needs: tuple[Index, ...] = ()
+    method: str = ""  # the registered name the call runs under (one run function may serve two names)
+    build: bool | None = None  # build missing indexes: None = the services' policy
+    _llm: LLM | None = None
+    _before: Any = None
+
+    @property
+    def offline(self) -> bool:
+        return self.llm_factory is None
+
+    def llm(self) -> LLM:
+        """The LLM of this call, made on first use (its usage is counted for this call only)."""
+        if self.llm_factory is None:
+            raise InvalidInput("this call has no LLM (offline)")
+        if self._llm is None:
+            self._llm = self.llm_factory()
+            self._before = self._llm.usage.snapshot()
+        return self._llm
+
+    def usage(self) -> Any:
+        from strategies.llm.base import LLMUsage
+
+        return self._llm.usage.since(self._before) if self._llm is not None else LLMUsage()
+
+    async def resources(self) -> GraphResources:
+        """This KG's indexes, with the ones the strategy declared ready (loaded, or built under the services'
+        load-or-build policy, which refuses a long build with a message saying how far it is)."""
+        return await self.services.resources(self.kg, self.needs, progress=self.progress, build=self.build)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    job: Job
+    summary: str  # the tool description: what job it does for a client model, one paragraph
+    options: type[BaseModel]  # ``extra="forbid"``: a misspelt option is an error
+    run: Callable[[Call], Awaitable[StrategyResult]]
+    needs: tuple[Index, ...] = ()  # indexes beyond BM25 and the relevance model (always cheap)
+    tool: str | None = None  # the MCP tool generated for it (None: served elsewhere, e.g. tree_of_traversals)
+    title: str = ""
+    result: type[BaseModel] | None = None  # the structured output type of the tool (default StrategyResult)
+    local_only: bool = True  # needs every triple of the KG (a ``local_index`` KG)
+    reference: str = ""  # the method it implements, cited
+    render: Callable[[StrategyResult], str] | None = None
+    llm_option: str | None = None  # the option that asks for the LLM (e.g. ``judge="llm"``); None: llm-less
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def parse_options(self, given: dict[str, Any] | None) -> BaseModel:
+        """Validated options; an unknown or ill-typed one is an :class:`InvalidInput` naming it and the valid
+        ones."""
+        try:
+            return self.options.model_validate(given or {})
+        except ValidationError as e:
+            errs = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
+            valid = ", ".join(self.options.model_fields)
+            raise InvalidInput(f"{self.name} options: {errs} (valid options: {valid})") from None
+
+
+# name → "module:attribute" of its Strategy; imported only when the strategy is first asked for
+_BUILTINS: dict[str, str] = {
+    "tot": "strategies.tot.method:TOT",
+    "chain": "strategies.tot.method:CHAIN",
+    "router": "strategies.router:ROUTER",
+    "ark": "strategies.ark:ARK",
+    "bfs": "strategies.ark:BFS",
+    "dfs": "strategies.ark:DFS",
+    "beam": "strategies.deep_graphrag:BEAM",
+    "rerank": "strategies.rerank:RERANK",
+    "initialize": "strategies.link_only:INITIALIZE",
+}
+
+
+class Registry:
+    """Strategies by name. One per process is enough; tests may make their own."""
+
+    def __init__(self, builtins: dict[str, str] | None = None) -> None:
+        self._targets: dict[str, str] = dict(_BUILTINS if builtins is None else builtins)
+        self._loaded: dict[str, Strategy] = {}
+
+    def register(self, strategy: Strategy | str, name: str | None = None) -> None:
+        """Add a strategy object, or a lazy ``"module:attribute"`` under ``name``."""
+        if isinstance(strategy, str):
+            if not name:
+                raise ValueError("a lazy registration needs a name")
+            self._targets[name] = strategy
+            self._loaded.pop(name, None)
+        else:
+            self._loaded[strategy.name] = strategy
+            self._targets.setdefault(strategy.name, "")
+
+    def names(self) -> list[str]:
+        return list(self._targets)
+
+    def get(self, name: str) -> Strategy:
+        if name in self._loaded:
+            return self._loaded[name]
+        target = self._targets.get(name)
+        if not target:
+            raise InvalidInput(f"unknown method {name!r}; available: {', '.join(self._targets)}")
+        module, _, attr = target.partition(":")
+        strategy = getattr(importlib.import_module(module), attr)
+        if strategy.name != name:
+            raise ValueError(f"{target} is registered as {name!r} but calls itself {strategy.name!r}")
+        self._loaded[name] = strategy
+        return strategy
+
+    def all(self) -> list[Strategy]:
+        return [self.get(n) for n in self.names()]
+
+
+REGISTRY = Registry()
+
+
+def register(strategy: Strategy | str, name: str | None = None) -> None:
+    REGISTRY.register(strategy, name)
+
+
+def get(name: str) -> Strategy:
+    return REGISTRY.get(name)
+
+
+def available() -> list[str]:
+    return REGISTRY.names()

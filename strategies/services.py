@@ -1,0 +1,263 @@
+"""The one services object the strategies run on, shared by the MCP server and ``tot-search``: the KGs (and all of
+them linked as one graph), the shared models, each KG's indexes under one load-or-build policy, the LLM when one
+is configured, and what strategies keep between questions (route statistics, the offline reasoner's KG
+statistics).
+
+The load-or-build policy: an index in memory or in the on-disk cache is used at once; a missing one is built within
+the call when the KG is small (``build_limit`` entities) or the caller waits anyway (``tot-search``); otherwise it
+is built in a background thread and the call is refused with :class:`IndexBuilding`, which says how far the build
+is and about how long is left, so no tool call blocks for minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import KGError
+from strategies.indexes import GraphResources, Models, default_cache_dir
+from strategies.local_graph import LocalGraph
+from strategies.route_stats import RouteStats
+
+if TYPE_CHECKING:
+    from strategies.embeddings import Embedder
+    from strategies.llm.base import LLM
+    from strategies.registry import Index, Progress
+
+DEFAULT_BUILD_LIMIT = 5000
+
+
+class IndexBuilding(KGError):
+    """An index is being built in the background; the message says how far it is and when to call again."""
+
+
+@dataclass
+class BuildJob:
+    """One background build of one KG's indexes: what it builds, how far it is, how it ended."""
+
+    kg: str
+    needs: tuple[str, ...]
+    entities: int
+    started: float = field(default_factory=time.monotonic)
+    stage: str = "starting"
+    done: int = 0
+    total: int = 0
+    error: BaseException | None = None
+    finished: bool = False
+
+    def step(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def status(self) -> str:
+        elapsed = time.monotonic() - self.started
+        if self.total and self.done:
+            frac = self.done / self.total
+            left = elapsed / frac * (1 - frac)
+            return f"{self.stage}: {frac:.0%} done, about {_duration(left)} left"
+        return f"{self.stage}, {_duration(elapsed)} so far"
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(1, round(seconds))
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+
+
+class Services:
+    def __init__(
+        self,
+        kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph],
+        *,
+        graph: KnowledgeGraph | None = None,
+        embedder_factory: Callable[[], Embedder] | None = None,
+        llm_factory: Callable[[Any], LLM] | None = None,
+        cache_dir: Path | str | None = None,
+        build_limit: int = DEFAULT_BUILD_LIMIT,
+        wait_for_builds: bool = False,
+        cross_encoder_path: str | None = None,
+    ) -> None:
+        self.kgs: dict[str, KnowledgeGraph] = dict(kgs) if isinstance(kgs, Mapping) else {k.name: k for k in kgs}
+        self._graph = graph
+        self.models = Models(embedder_factory)
+        self._llm_factory = llm_factory
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        self.build_limit = build_limit
+        self.wait_for_builds = wait_for_builds  # tot-search: a benchmark waits for its indexes
+        self.cross_encoder_path = cross_encoder_path
+        self.route_stats = RouteStats()
+        #: the offline policy's reasoner per KG set: KG statistics computed once, kept between questions
+        self.policy_state: dict[str, Any] = {}
+        self._resources: dict[str, GraphResources] = {}
+        self._builds: dict[str, BuildJob] = {}
+        self._lock = threading.Lock()
+
+    # -- the KGs --------------------------------------------------------------------------------------------
+    @property
+    def graph(self) -> KnowledgeGraph:
+        """Every KG, linked (one per services object, so its link cache carries over between questions)."""
+        if self._graph is None:
+            from kg_adapters.linked import LinkedKG
+
+            self._graph = LinkedKG.of(list(self.kgs.values()))
+        return self._graph
+
+    # -- models -----------------------------------------------------------------------------------------------
+    def embedder(self) -> Embedder:
+        """Blocking (~6 s on first use): from a worker thread, or :meth:`aembedder`."""
+        return self.models.embedder()
+
+    async def aembedder(self) -> Embedder:
+        if self.models._embedder is not None:
+            return self.models._embedder
+        return await _in_daemon_thread(self.models.embedder)
+
+    def llm(self, ctx: Any = None) -> LLM:
+        if self._llm_factory is None:
+            from strategies.llm.base import LLMError
+
+            raise LLMError("no LLM is configured for this run")
+        return self._llm_factory(ctx)
+
+    # -- indexes ----------------------------------------------------------------------------------------------
+    def resources_now(self, kg: KnowledgeGraph) -> GraphResources:
+        """The KG's index holder (cheap: nothing is built here). Refuses a KG not held locally."""
+        with self._lock:
+            res = self._resources.get(kg.name)
+            if res is None or res.graph.kg is not kg:
+                res = GraphResources(LocalGraph(kg), self.models, self.cache_dir)
+                self._resources[kg.name] = res
+            return res
+
+    def ready(self, res: GraphResources, needs: Sequence[Index]) -> bool:
+        return all(_ready(res, n) for n in needs)
+
+    async def resources(self, kg: KnowledgeGraph, needs: Sequence[Index] = (),
+                        progress: Progress | None = None, build: bool | None = None) -> GraphResources:
+        """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.
+        ``build`` False: never build (an :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here
+        whatever the size; None: the policy above."""
+        res = await anyio.to_thread.run_sync(lambda: self.resources_now(kg))
+        await self.aembedder()  # the relevance model every strategy ranks with
+        missing = [n for n in needs if not _ready(res, n)]
+        if missing:
+            inline = build is True or self.wait_for_builds or (build is None and res.graph.n <= self.build_limit)
+            if build is False:
+                from strategies.indexes import IndexNotBuilt
+
+                raise IndexNotBuilt(f"the {' and '.join(missing)} index of KG {kg.name!r} is not built; call "
+                                    "build_index first")
+            if inline:
+                job = BuildJob(kg.name, tuple(missing), res.graph.n)
+                if progress is not None:
+                    await progress(0, 1, f"building the {' and '.join(missing)} index of {kg.name} "
+                                         f"({res.graph.n} entities)")
+                await _in_daemon_thread(lambda: _build(res, missing, job))
+            else:
+                job = self.start_build(kg, missing)
+                if job.error is not None:
+                    raise KGError(f"building the {' and '.join(job.needs)} index of KG {kg.name!r} failed: "
+                                  f"{job.error}") from None
+                if not job.finished:
+                    raise IndexBuilding(
+                        f"the {' and '.join(job.needs)} index of KG {kg.name!r} ({job.entities} entities) is being "
+                        f"built in the background ({job.status()}); call again then. The step tools "
+                        "(get_relations, get_edges, follow_path) and tree_of_traversals work meanwhile.")
+        await anyio.to_thread.run_sync(lambda: _load(res, needs))
+        return res
+
+    def start_build(self, kg: KnowledgeGraph, needs: Sequence[Index]) -> BuildJob:
+        """Start (or join) the background build of ``needs`` for ``kg``; returns its job."""
+        res = self.resources_now(kg)
+        with self._lock:
+            job = self._builds.get(kg.name)
+            if job is not None and not job.finished:
+                return job
+            if job is not None and job.finished and job.error is None and all(_ready(res, n) for n in needs):
+                return job
+            job = BuildJob(kg.name, tuple(needs), res.graph.n)
+            self._builds[kg.name] = job
+
+        def work() -> None:
+            try:
+                _build(res, list(needs), job)
+            except BaseException as e:  # noqa: BLE001 - reported by the next call that asks
+                job.error = e
+            finally:
+                job.finished = True
+
+        threading.Thread(target=work, name=f"tot-index-{kg.name}", daemon=True).start()
+        return job
+
+    def build_job(self, kg: str) -> BuildJob | None:
+        return self._builds.get(kg)
+
+
+def _ready(res: GraphResources, need: str) -> bool:
+    if need == "dense":
+        return res.dense_ready()
+    if need == "static":
+        return res.static_ready()
+    if need == "hierarchy":
+        from strategies.deep_graphrag import hierarchy_ready
+
+        return hierarchy_ready(res)
+    raise ValueError(f"unknown index {need!r}")
+
+
+def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
+    for need in needs:
+        if need == "dense" or need == "hierarchy":
+            job.stage = f"embedding {res.graph.n} entity descriptors"
+            res.dense(build=True, on_progress=job.step)
+        if need == "static":
+            job.stage = "static entity vectors"
+            res.static_dense()
+        if need == "hierarchy":
+            from strategies.deep_graphrag import hierarchy_for
+
+            job.stage, job.done, job.total = "community hierarchy", 0, 0
+            hierarchy_for(res, build=True)
+
+
+def _load(res: GraphResources, needs: Sequence[str]) -> None:
+    """Bring ready indexes from disk into memory (seconds), so the strategy itself never builds."""
+    for need in needs:
+        if need == "dense":
+            res.dense(build=False)
+        elif need == "static":
+            res.static_dense()
+        elif need == "hierarchy":
+            from strategies.deep_graphrag import hierarchy_for
+
+            hierarchy_for(res, build=False)
+
+
+async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a daemon thread: unlike ``asyncio.to_thread``, whose executor ``asyncio.run`` joins on the way
+    out, a Ctrl-C during a slow load (the embedder) does not wait for the load to finish."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def work() -> None:
+        try:
+            ok, value = True, fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the awaiting task, which re-raises it
+            ok, value = False, e
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:  # the loop is gone: the run was interrupted meanwhile
+            pass
+
+    threading.Thread(target=work, name="tot-load", daemon=True).start()
+    return await fut

@@ -1,0 +1,62 @@
+"""Each strategy's job and the figure that says whether it does it: ARK's context (recall and size), the linking
+task that rerank is measured on, and the job lines tot-search prints."""
+
+from __future__ import annotations
+
+import random
+
+from retrieval_fixtures import make_kg, shared_embedder
+from strategies.benchmarks.linking import inject_typo, linking_question
+from strategies.benchmarks.metrics import context_recall, estimated_tokens
+from strategies.benchmarks.runner import score, summarize
+from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
+from strategies.services import Services
+
+
+async def test_ark_returns_a_bounded_context_naming_every_answer_with_its_path(tmp_path):
+    kg = make_kg(tmp_path)
+    services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    q = BenchmarkQuestion(id="1", text="which actors starred in the films directed by [Ivo Tan]",
+                          answers=["Jun Mori", "Kai Sato", "Lea Ford"])
+    method = make_method("ark", MethodOptions(options={"context_tokens": 400}), services)
+    result = await method(q.public(), kg)
+    ctx = result.context
+    assert ctx.startswith("Ivo Tan [mini:E")
+    assert context_recall(ctx, q.answers) == 1.0
+    assert "directed by (inverse): " in ctx and "starred actors: " in ctx  # the path that reaches them
+    assert estimated_tokens(ctx) <= 400 + 20
+    record = score(q, result, "ark")
+    assert record.context_recall == 1.0 and 0 < record.context_tokens <= 420
+    lines = summarize([record]).job_lines()
+    assert lines[0] == "context_recall: 1.000" and lines[1].startswith("context_tokens_median: ")
+
+
+async def test_a_tight_budget_cuts_the_context_and_says_so(tmp_path):
+    kg = make_kg(tmp_path)
+    services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    method = make_method("ark", MethodOptions(options={"context_tokens": 100}), services)
+    result = await method(BenchmarkQuestion(id="1", text="which actors starred in the films directed by [Ivo Tan]"),
+                          kg)
+    assert estimated_tokens(result.context) <= 100 + 30
+    assert "left out to stay within 100 tokens" in result.context
+
+
+def test_the_linking_set_is_fixed_by_its_seed_and_hides_the_mention():
+    q = BenchmarkQuestion(id="q7", text="what films did [Ingrid Bergman] star in", answers=["Casablanca"],
+                          topic="Ingrid Bergman")
+    a, b = linking_question(q), linking_question(q)
+    assert a == b  # same seed, same question: same typo on every run
+    assert "[" not in a.text and "Ingrid Bergman" not in a.text and a.answers == ["Ingrid Bergman"]
+    assert a.text.startswith("what films did I") and a.text.endswith(" star in")
+    typos = {inject_typo("Bergman", random.Random(s)) for s in range(40)}
+    assert len(typos) > 10 and all(t.startswith("B") and abs(len(t) - 7) <= 1 and t != "Bergman" for t in typos)
+    assert inject_typo("Ida", random.Random(1)) == "Ida"  # too short to misspell safely
+
+
+def test_job_lines_name_each_figure_once():
+    from strategies.benchmarks.runner import RunRecord
+
+    recs = [RunRecord(id="1", question="q", gold=["x"], hits1=1.0, recall10=0.5),
+            RunRecord(id="2", question="q", gold=["x"], hits1=0.0, recall10=1.0)]
+    assert summarize(recs).job_lines() == ["recall@10: 0.750"]
+    assert summarize(recs, "linking").job_lines() == ["recall@10: 0.750", "linking_acc@1: 0.500"]

@@ -101,7 +101,12 @@ async def run(args) -> None:
         if embedder is None:
             embedder = Embedder()
         services = Services([kg], embedder_factory=lambda e=embedder: e, cache_dir=args.cache_dir, wait_for_builds=True)
+        # each method starts from the embedder's cache as it was before any method ran on this KB: a method must
+        # not be timed on question embeddings another method computed
+        warm = dict(embedder._cache)
         for m in args.methods:
+            embedder._cache.clear()
+            embedder._cache.update(warm)
             method = make_method(m, MethodOptions(llm=args.llm), services)
             for s in set_names:
                 qfile, fmt = SETS[s][0], SETS[s][1]

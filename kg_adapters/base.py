@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import InvalidInput, UnknownKG
 from .models import (
@@ -23,6 +24,10 @@ from .models import (
     split_id,
 )
 from .text import key as label_key
+
+if TYPE_CHECKING:  # the SPARQL package imports this module; the result models are only needed for annotations
+    from .sparql.guard import SparqlRows
+    from .sparql.relsearch import RelationHit
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class Capabilities:
     backend: str = "unknown"  # shown to users: memory, oxigraph, sparql, wikidata, linked
     remote: bool = False  # answers come from a server we do not control (tools get openWorldHint; worth caching)
     local_index: bool = False  # every triple sits in an in-memory TripleIndex (``kg.index``) strategies may read
+    sparql: bool = False  # answers caller-written read-only SPARQL (:meth:`KnowledgeGraph.sparql_query`), guarded
 
 
 class KnowledgeGraph(abc.ABC):
@@ -151,6 +157,32 @@ class KnowledgeGraph(abc.ABC):
         """The same entity in the other linked KGs (only in KG ``into``, if given). A KG on its own knows none;
         :class:`~kg_adapters.linked.LinkedKG` answers by its link rules."""
         return []
+
+    async def sparql_query(
+        self, query: str, *, limit: int | None = None, timeout: float | None = None
+    ) -> SparqlRows:
+        """Run a caller-written **read-only** SPARQL query (SELECT, ASK, CONSTRUCT, DESCRIBE) through
+        :func:`kg_adapters.sparql.guard.check_query`: at most ``limit`` rows (the backend's cap when None), within
+        ``timeout`` seconds. Only backends whose ``capabilities.sparql`` is True answer; the default refuses."""
+        raise InvalidInput(f"KG {self.name!r} ({self.backend}) does not answer SPARQL queries")
+
+    async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
+        """Relations whose label, alias or description matches ``text`` (what they mean), best first. The default
+        ranks :meth:`relation_vocabulary` lexically (labels and counts from :meth:`info`'s sample, else the
+        humanized ID); SPARQL backends search the endpoint's property labels instead."""
+        from .sparql.relsearch import rank
+        from .text import humanize
+
+        vocabulary = self.relation_vocabulary()
+        if vocabulary is None:
+            raise InvalidInput(f"KG {self.name!r} ({self.backend}) cannot list its relations to search them")
+        sample = {r.id: r for r in (await self.info()).relation_sample}
+        candidates = []
+        for rid in sorted(vocabulary):
+            known = sample.get(rid)
+            label = known.label if known is not None else humanize(rid.split(":", 1)[-1])
+            candidates.append((rid, label, None, [], known.count if known is not None else None))
+        return rank(text, candidates, limit)
 
     def relation_vocabulary(self) -> frozenset[str] | None:
         """Every relation ID this KG has, when it can say without I/O (local backends); None when unknown. Used to

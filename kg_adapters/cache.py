@@ -28,7 +28,15 @@ from pydantic import BaseModel
 
 from .base import KnowledgeGraph
 from .errors import InvalidInput
-from .models import Direction, EdgePage, Entity, EntityDescription, EntityMatch, KGInfo, RelationList
+from .models import (
+    Direction,
+    EdgePage,
+    Entity,
+    EntityDescription,
+    EntityMatch,
+    KGInfo,
+    RelationList,
+)
 
 T = TypeVar("T")
 _tokens = itertools.count(1)
@@ -212,6 +220,13 @@ class CachedKG(KnowledgeGraph):
 
     async def entity_key(self, entity_id: str) -> str | None:
         return await self.inner.entity_key(entity_id)
+
+    # -- passed through (raw queries and searches are not traversal calls: not cached) ------------------------
+    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None) -> Any:
+        return await self.inner.sparql_query(query, limit=limit, timeout=timeout)
+
+    async def search_relations(self, text: str, limit: int = 10) -> Any:
+        return await self.inner.search_relations(text, limit=limit)
 
     def relation_vocabulary(self) -> frozenset[str] | None:
         return self.inner.relation_vocabulary()

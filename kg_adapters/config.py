@@ -5,6 +5,7 @@ Example::
     [kg.wd]
     spec = "wikidata"
     timeout = 30                      # anything but `spec` goes to the backend's opener
+    sparql_query = false              # except this: no caller-written SPARQL here (the guarded tool is on by default)
 
     [kg.mb]
     spec = "data/musicbrainz.ttl"
@@ -44,6 +45,7 @@ served they are linked (:mod:`kg_adapters.linking`): by the ``[[link]]`` rules i
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +58,9 @@ from .models import KG_NAME_RE
 from .spec import KGSpec, make_spec, open_kg
 
 _PATH_OPTIONS = ("store",)
+# Per-KG switch for caller-written SPARQL (the sparql_query tool), any backend: on by default where the backend
+# answers SPARQL; `sparql_query = false` in a [kg.NAME] table turns it off for that KG.
+SPARQL_QUERY_KEY = "sparql_query"
 
 
 class _Strict(BaseModel):
@@ -92,6 +97,9 @@ class ServerConfig(_Strict):
     log_level: str | None = None
     handles: int | None = Field(default=None, ge=1, description="Result handles kept (default 2000).")
     handle_ttl: float | None = Field(default=None, gt=0, description="Seconds a result handle lives (default 3600).")
+    stateless: bool | None = Field(default=None, description="HTTP: no sessions, any process answers any request.")
+    allowed_hosts: list[str] | None = Field(default=None, description="HTTP: Host header values accepted besides "
+                                                                      "the bind address ('*': any).")
 
 
 class LLMConfig(_Strict):
@@ -201,9 +209,15 @@ def open_kgs(
         wanted[s.name] = (s, {})  # a --kg flag replaces the config's KG of that name, options and all
     kgs: dict[str, KnowledgeGraph] = {}
     for name, (spec, opts) in wanted.items():
+        opts = dict(opts)
+        sparql_on = opts.pop(SPARQL_QUERY_KEY, True)
+        if not isinstance(sparql_on, bool):
+            raise InvalidInput(f"[kg.{name}]: {SPARQL_QUERY_KEY} must be true or false, got {sparql_on!r}")
         try:
             kgs[name] = open_kg(spec, limits, **opts)
         except TypeError as e:  # an opener that takes no such keyword
             raise InvalidInput(f"[kg.{name}]: {e}") from None
+        if not sparql_on and kgs[name].capabilities.sparql:  # the backend could; the config says no
+            kgs[name].capabilities = replace(kgs[name].capabilities, sparql=False)
     return kgs
 

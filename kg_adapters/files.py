@@ -111,17 +111,24 @@ def open_file_kg(name: str, path: str | Path, limits: Limits | None = None, **op
         from .memory import MemoryKG
 
         if triples_file:
-            index = load_triples_file(path)
-        else:
-            index = load_rdf_file(path, format=fmt, languages=languages)
-        return MemoryKG(name, index, description=description, limits=limits)
+            return MemoryKG(name, load_triples_file(path), description=description, limits=limits)
+        # an RDF file also answers guarded SPARQL (parsed again on its first query)
+        from .rdf_file import RdfFileKG
+
+        index = load_rdf_file(path, format=fmt, languages=languages)
+        return RdfFileKG(name, index, source=path, format=fmt, description=description, limits=limits)
     return _open_as_store(name, path, store, fmt, languages, description, limits)
 
 
 def _open_as_store(name, path: Path, store, fmt, languages, description, limits) -> KnowledgeGraph:
     import pyoxigraph as ox
 
-    from .oxigraph_store import OxigraphKG, default_store_dir, load_into_store, read_meta
+    from .oxigraph_store import (
+        OxigraphKG,
+        default_store_dir,
+        load_into_store,
+        read_meta,
+    )
 
     if store == "memory":
         return OxigraphKG(

@@ -228,7 +228,7 @@ class InMemoryLabelSearch:
 
 # -- the backend -----------------------------------------------------------------------------------------------
 class OxigraphKG(KnowledgeGraph):
-    capabilities = Capabilities(backend="oxigraph")
+    capabilities = Capabilities(backend="oxigraph", sparql=True)
 
     def __init__(
         self,
@@ -534,6 +534,19 @@ class OxigraphKG(KnowledgeGraph):
                 relation_sample=[self.relation_model(p, Direction.forward, n) for p, n in edges[:20]],
             )
         return self._info
+
+
+    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None):
+        """A caller's read-only query, checked by the guard (:mod:`kg_adapters.sparql.guard`) and evaluated on
+        the store over all its graphs but the metadata one; common prefixes (rdf, rdfs, owl, xsd, skos, schema,
+        wd, wdt …) need no declaration."""
+        from .sparql.guard import DEFAULT_MAX_ROWS
+        from .sparql.run import query_store
+
+        if not self.capabilities.sparql:
+            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
+        return await query_store(self.store, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
+                                 hidden=(META_GRAPH,))
 
 
 # -- metadata, loading, opening ------------------------------------------------------------------------------

@@ -9,12 +9,15 @@ can go backward from ``"1999"`` as from any entity. Named graphs are merged (a K
 from __future__ import annotations
 
 import gzip
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote
 
+from .base import Capabilities, Limits
 from .errors import InvalidInput
+from .memory import MemoryKG
 from .triple_index import TripleIndex
 
 RDF_FORMATS = {
@@ -227,3 +230,43 @@ def load_rdf_file(
             index.nodes[i].aliases = list(dict.fromkeys(n for n in names if n != label))
     index.freeze()
     return index
+
+
+class RdfFileKG(MemoryKG):
+    """A :class:`MemoryKG` over an RDF file that also answers caller-written read-only SPARQL
+    (``sparql_query``, through :mod:`kg_adapters.sparql.guard`). The traversal index holds no RDF terms, so on the
+    first query the file is parsed once more into an in-memory pyoxigraph store (lazily: most sessions never ask;
+    it costs about the file's size in memory again)."""
+
+    capabilities = Capabilities(backend="memory", local_index=True, sparql=True)
+
+    def __init__(self, name: str, index: TripleIndex, *, source: str | Path, format: str | None = None,
+                 description: str = "", limits: Limits | None = None) -> None:
+        super().__init__(name, index, description=description, limits=limits)
+        self.source = Path(source)
+        self.format = format
+        self._store = None
+        self._store_lock = threading.Lock()
+
+    def _sparql_store(self):
+        with self._store_lock:
+            if self._store is None:
+                from .oxigraph_store import load_into_store
+
+                self._store = load_into_store(self.source, None, format=self.format)
+            return self._store
+
+    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None):
+        import anyio
+
+        from .oxigraph_store import META_GRAPH
+        from .sparql.guard import DEFAULT_MAX_ROWS, GuardPolicy, check_query
+        from .sparql.run import query_store
+        from .sparql.vocab import DEFAULT_PREFIXES
+
+        if not self.capabilities.sparql:
+            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
+        check_query(query, GuardPolicy(prefixes=DEFAULT_PREFIXES))  # refuse before loading anything
+        store = await anyio.to_thread.run_sync(self._sparql_store)
+        return await query_store(store, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
+                                 hidden=(META_GRAPH,))

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from kg_adapters.errors import BackendError, InvalidInput, KGError, NotFound, UnknownKG
 
 from . import __version__
+from .apps import register_apps
 from .prompts import register_prompts
 from .resources import register_resources
 from .runtime import Runtime, ServiceUnavailable
@@ -109,4 +110,5 @@ def build_server(runtime: Runtime) -> MCPServer:
         register(server, runtime)
     register_resources(server, runtime)
     register_prompts(server, runtime)
+    register_apps(server, runtime)  # MCP Apps: tree_of_traversals' search tree, drawn where the user is
     return server

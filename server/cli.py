@@ -13,8 +13,10 @@ import importlib
 import importlib.util
 import logging
 import os
+import re
 import sys
 from dataclasses import fields
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -80,6 +82,25 @@ def _port(text: str) -> int:
     return value
 
 
+_HOST_RE = re.compile(r"^(\*|\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?)(:(\*|[0-9]{1,5}))?$")
+
+
+def _allowed_host(text: str) -> str:
+    """An argparse type for ``--allowed-host``: a Host header value as a client sends it through a proxy —
+    ``name``, ``name:port``, ``name:*`` (any port), ``[v6]:port``, or ``*`` (accept any Host)."""
+    value = text.strip()
+    if "://" in value or "/" in value:
+        raise argparse.ArgumentTypeError(f"{text!r}: give the host name as in the Host header (e.g. mcp.example.org "
+                                         "or mcp.example.org:8443), not a URL")
+    m = _HOST_RE.match(value)
+    if not m or (m.group(1) == "*" and m.group(3)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a host name, host:port, host:* or *")
+    port = m.group(4)
+    if port and port != "*" and not 0 < int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: port {port} is out of range 1-65535")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tot-mcp",
@@ -106,6 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=None, help="HTTP port (default 8000; 0 = any free port)")
     p.add_argument("--token", default=None,
                    help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: env {TOKEN_ENV})")
+    p.add_argument("--stateless", action="store_true", default=None,
+                   help="HTTP: keep no session between requests (2025-era clients too), so several processes can "
+                   "serve behind a load balancer without sticky sessions; no sampling back-channel then")
+    p.add_argument("--allowed-host", dest="allowed_hosts", action="append", type=_allowed_host, default=None,
+                   metavar="HOST[:PORT]",
+                   help="HTTP: also accept requests whose Host header is HOST (any port unless given; repeatable; "
+                   "'*' = any). Needed behind a reverse proxy that forwards the public host name, which the "
+                   "DNS-rebinding protection otherwise answers with 421")
     for flag, (field, help_text) in LIMIT_FLAGS.items():
         p.add_argument(flag, dest=field, type=_positive, default=None, metavar="N",
                        help=f"max {help_text} (default {getattr(Limits(), field)})")
@@ -148,6 +177,14 @@ def resolve_token(args: argparse.Namespace, config: Config) -> str | None:
         if env and os.environ.get(env):
             return os.environ[env]
     return None
+
+
+def _checked_host(value: Any) -> str:
+    """An ``allowed_hosts`` entry from the config file, checked like ``--allowed-host``."""
+    try:
+        return _allowed_host(str(value))
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"allowed host {e}") from None
 
 
 def _configure_logging(level: str) -> None:
@@ -268,6 +305,9 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     host = _setting(args, config, "host", "127.0.0.1")
     port = _setting(args, config, "port", 8000)
     token = resolve_token(args, config)
+    stateless = bool(_setting(args, config, "stateless", False))
+    allowed_hosts = _setting(args, config, "allowed_hosts", None) or []  # [server] allowed_hosts, if the config has it
+    allowed_hosts = [_checked_host(h) for h in ([allowed_hosts] if isinstance(allowed_hosts, str) else allowed_hosts)]
 
     from .runtime import Runtime
 
@@ -283,8 +323,10 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     server = build_server(runtime)
     freeze_loaded_objects()
     if transport == "stdio":
-        if args.token:
-            print("tot-mcp: warning: --token only applies to --transport http", file=sys.stderr)
+        for flag, given in (("--token", args.token), ("--stateless", args.stateless),
+                            ("--allowed-host", args.allowed_hosts)):
+            if given:
+                print(f"tot-mcp: warning: {flag} only applies to --transport http", file=sys.stderr)
         try:
             anyio.run(serve_stdio, server)
         finally:
@@ -300,7 +342,8 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
-        anyio.run(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
+        anyio.run(partial(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
+                          stateless=stateless, allowed_hosts=allowed_hosts),
                   backend_options=_event_loop_options())
     finally:
         anyio.run(runtime.aclose)

@@ -20,6 +20,7 @@ from kg_adapters.models import (
     Relation,
     RelationList,
 )
+from kg_adapters.sparql.values import WKT, coordinate_value
 from kg_adapters.text import humanize, key
 
 _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
@@ -46,6 +47,8 @@ def entity_ref(entity_id: str, entities: dict[str, Entity]) -> str:
 
 
 def literal_text(value: Literal) -> str:
+    if value.datatype == WKT and (point := coordinate_value(value.value)) is not None:
+        return f'"{point.value}"'  # Point(13.38 52.52) → "52.52°N, 13.38°E"
     out = f'"{value.value}"'
     if value.lang:
         out += f"@{value.lang}"
@@ -155,8 +158,14 @@ def render_edges(page: EdgePage) -> str:
     return "\n".join(lines + _footer(page.truncated, page.partial, page.warnings, more))
 
 
-def render_description(desc: EntityDescription) -> str:
+def render_description(desc: EntityDescription, types: Sequence[Entity] = (), statements: int | None = None) -> str:
+    """The entity line, then — when the KG says (Wikidata) — its classes and statement count, which tell two
+    look-alikes apart; aliases, IRI, links and relations."""
     lines = [entity_line(desc.entity)]
+    if types or statements is not None:
+        kinds = "instance of: " + ", ".join(f"{t.id} {t.label}" for t in types[:10]) if types else ""
+        count = f"{statements:,} statement{'s' if statements != 1 else ''}" if statements is not None else ""
+        lines.append("; ".join(x for x in (kinds, count) if x))
     if desc.aliases:
         lines.append("aliases: " + ", ".join(desc.aliases[:20]))
     if desc.iri:

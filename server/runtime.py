@@ -99,6 +99,8 @@ class Runtime:
             cross_encoder_path=retrieval.cross_encoder_path or os.environ.get("TOT_MCP_CROSS_ENCODER"),
         )
         self.load_seconds: float | None = None
+        #: drawn search trees for the MCP Apps view (server.apps registers them; None: no apps on this server)
+        self.tree_views: Any = None
 
     # -- construction ---------------------------------------------------------------------------------------
     @classmethod

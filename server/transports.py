@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+from collections.abc import Sequence
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import BearerTokenMiddleware
 
@@ -35,20 +38,102 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(server: MCPServer, sock: socket.socket, token: str | None, log_level: str = "warning") -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]  # what the SDK allows by itself on a loopback bind
+
+
+def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding protection for this bind address and the ``--allowed-host`` values.
+
+    A request whose ``Host`` header is not allowed gets ``421 Misdirected Request`` (a disallowed ``Origin``: 403).
+    Bound to loopback, the SDK allows only loopback names; behind a reverse proxy that forwards the public name
+    (``Host: mcp.example.org``) that is a 421, so each ``--allowed-host`` adds a name (any port unless one is
+    given) and its ``http``/``https`` origins. ``*`` turns the check off (the proxy or gateway checks hosts).
+    Bound elsewhere with no ``--allowed-host``, the SDK checks nothing (``None``), as before."""
+    if "*" in allowed_hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    if not allowed_hosts and bind_host not in LOOPBACK:
+        return None
+    names = list(allowed_hosts)
+    if bind_host not in (*LOOPBACK, "0.0.0.0", "::", ""):
+        names.append(f"[{bind_host}]" if ":" in bind_host else bind_host)
+    hosts = list(_LOOPBACK_HOSTS)
+    for name in names:
+        hosts += [name] if _has_port(name) else [name, f"{name}:*"]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=origins)
+
+
+def _has_port(host: str) -> bool:
+    return host.rpartition("]")[2].count(":") == 1 if host.startswith("[") else ":" in host
+
+
+class MisdirectedHint:
+    """ASGI wrapper: the SDK answers a disallowed ``Host`` with a bare ``421 Invalid Host header``; a user behind
+    a proxy needs to know which name was refused and which flag fixes it, so the body says both."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        replaced = False
+
+        async def send_hinted(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 421:
+                replaced = True
+                host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")[:200]
+                body = (f"Misdirected request: Host {host!r} is not allowed here (DNS-rebinding protection). "
+                        f"If this server is meant to answer to that name (e.g. behind a reverse proxy), start it "
+                        f"with --allowed-host {host or 'NAME'}\n").encode()
+                await send({"type": "http.response.start", "status": 421,
+                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            if replaced:  # the SDK's own body of that response
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_hinted)
+
+
+async def serve_http(
+    server: MCPServer,
+    sock: socket.socket,
+    token: str | None,
+    log_level: str = "warning",
+    *,
+    stateless: bool = False,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket.
+
+    ``stateless``: no ``Mcp-Session-Id``: every 2025-era request is served on its own (2026-era requests always
+    are), so any process behind a load balancer can answer any request; the price is the server-to-client request
+    channel (sampling) for 2025-era clients. ``allowed_hosts``: see :func:`transport_security`."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, max_sessions=1000, session_idle_timeout=600
+        streamable_http_path=MCP_PATH, host=host, max_sessions=1000, session_idle_timeout=600,
+        stateless_http=stateless, transport_security=transport_security(host, allowed_hosts),
     )
-    asgi = BearerTokenMiddleware(app, token) if token else app
+    asgi: ASGIApp = MisdirectedHint(app)
+    if token:
+        asgi = BearerTokenMiddleware(asgi, token)
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False)
     url_host = f"[{host}]" if ":" in host else host
+    notes = [n for n, on in (("bearer token required", token), ("stateless", stateless)) if on]
+    if allowed_hosts:
+        notes.append("allowed hosts: " + ", ".join(allowed_hosts))
     print(
         f"tot-mcp: serving MCP over streamable HTTP at http://{url_host}:{port}{MCP_PATH}"
-        + (" (bearer token required)" if token else ""),
+        + "".join(f" ({n})" for n in notes),
         file=sys.stderr,
         flush=True,
     )

@@ -1,14 +1,24 @@
-"""Adaptive rerank: multi-model dense retrieval with an AB-MCTS-style broaden/deepen loop.
+"""Adaptive rerank — entity linking for hard mentions: the entity a question is about when the mention is not
+marked, is misspelt or is only partly given.
 
-After the adaptive branching idea of AB-MCTS (Inoue et al. 2025, "Wider or Deeper?"), applied to retrieval: start
-from the weighted reciprocal-rank fusion of several embedding models' kNN results (all-MiniLM-L6-v2 and the
-independent model2vec static model of ``tokenlearn-static-model``, each over faiss ``IndexFlatIP`` of the entity
-descriptors). While the quality of the top candidates (mean of the top 3 primary scores) is below a threshold,
-either **broaden** — perturb each query embedding with Gaussian noise σ, search again, merge — or **deepen** —
-rescore the top-K with a stronger scorer: a cross-encoder if a local model path is given, else the LLM backend if
-one is given, else the bi-encoder over each candidate's *full* verbalised neighbourhood. Which of the two is chosen
-by an exploration rate ε that decays per iteration (ε_t = ε₀·decay^t, seeded RNG); the loop ends at the quality
-threshold or after ``max_iterations``. The result says which deepening backend was used.
+After the adaptive branching of AB-MCTS (Inoue et al. 2025, "Wider or Deeper?"), applied to linking:
+
+* **Candidates from several models, fused** by weighted reciprocal rank: (a) lexical — every short span of the
+  question (1–4 words, not only stop words) looked up in the KG's own fuzzy label index (``search_entities``:
+  exact, then trigram/edit-distance matching, so "Jya Roach" still finds Jay Roach); (b) MiniLM and (c) the
+  independent model2vec static model, each by cosine between the question and every entity's descriptor (label,
+  description, verbalised neighbourhood), which also catches a name given only in part.
+* **The second stage** — what a cross-encoder would do, with no cross-encoder weights on PyPI to ship — scores each
+  candidate on features that a fused rank cannot see: how closely its label matches a span of the question
+  (character-level similarity), how specific that span is (longer mentions say more), whether the span names a
+  *relation* rather than an entity ("director" is usually the question's relation word, not its topic: the span's
+  similarity to the KG's relation phrases), and whether the candidate's own relations fit the rest of the question
+  (a director's entity has "directed by" edges). A local CrossEncoder (``[retrieval] cross_encoder_path``) or the
+  LLM (``deepen="llm"``) replaces it when configured.
+* **The adaptive loop**: while the best second-stage score is below ``quality_threshold``, either **broaden** —
+  perturb each query embedding with Gaussian noise σ and look spans up with more results each — or **deepen** —
+  score the next ``deepen_k`` fused candidates with the second stage, chosen by an exploration rate that decays per
+  iteration (ε_t = ε₀·decay^t, seeded RNG); it ends at the threshold or after ``max_iterations``.
 """
 
 from __future__ import annotations
@@ -16,18 +26,23 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from rapidfuzz import fuzz
 
 import prompts
 from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import KGError
+from kg_adapters.text import key
 from strategies.indexes import GraphResources
 from strategies.llm.base import LLM, LLMError
 from strategies.llm.replies import extract_json
-from strategies.local_graph import RetrievalUnavailable
+from strategies.local_graph import LocalGraph, RetrievalUnavailable
 from strategies.registry import Call, Progress, Strategy
+from strategies.relevance import STOPWORDS, Span, query_spans
 from strategies.results import (
     RetrievedEntity,
     StrategyResult,
@@ -35,21 +50,23 @@ from strategies.results import (
     render_ranked,
 )
 
-DeepenBackend = Literal["cross-encoder", "llm", "bi-encoder"]
+DeepenBackend = Literal["cross-encoder", "llm", "features"]
+MODELS = ("lexical", "minilm", "static")
 
 
 class RerankConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    k: int = Field(default=50, ge=1, le=1000, description="kNN per model per search")
+    k: int = Field(default=30, ge=1, le=1000, description="Candidates per model per search")
+    span_results: int = Field(default=5, ge=1, le=50, description="Label matches looked up per question span")
     top_k: int = Field(default=10, ge=1, le=500, description="Results returned")
-    weights: dict[str, float] = Field(default_factory=lambda: {"minilm": 1.0, "static": 0.35})
-    quality_threshold: float = Field(default=0.6, description="Stop once the top-3 mean primary score reaches it")
-    max_iterations: int = Field(default=4, ge=0, le=50)
-    exploration: float = Field(default=0.6, ge=0.0, le=1.0, description="ε₀: probability of broadening first")
+    weights: dict[str, float] = Field(default_factory=lambda: {"lexical": 1.0, "minilm": 0.5, "static": 0.25})
+    quality_threshold: float = Field(default=0.85, description="Stop once the best second-stage score reaches it")
+    max_iterations: int = Field(default=3, ge=0, le=50)
+    exploration: float = Field(default=0.5, ge=0.0, le=1.0, description="ε₀: probability of broadening first")
     decay: float = Field(default=0.5, ge=0.0, le=1.0, description="ε is multiplied by this each iteration")
     sigma: float = Field(default=0.05, ge=0.0, le=1.0, description="Std-dev of the query-embedding noise")
-    deepen_k: int = Field(default=20, ge=1, le=200, description="Candidates rescored when deepening")
+    deepen_k: int = Field(default=20, ge=1, le=200, description="Candidates the second stage scores per deepening")
     rrf_k: int = Field(default=60, ge=1)
     seed: int = 0
     cross_encoder_path: str | None = Field(default=None, description="Local sentence-transformers CrossEncoder dir")
@@ -66,33 +83,53 @@ class RerankIteration(BaseModel):
 
 
 class RerankResult(StrategyResult):
-    models: dict[str, float] = Field(description="Embedding models fused, with their weights")
+    models: dict[str, float] = Field(description="Candidate models fused, with their weights")
     iterations: list[RerankIteration]
-    deepen_backend: DeepenBackend | None = Field(description="Which scorer deepened, if any deepening happened")
+    deepen_backend: DeepenBackend | None = Field(description="Which second stage scored the candidates")
     stopped: Literal["quality", "max_iterations", "no_candidates"]
     quality: float
 
 
+# -- candidates ---------------------------------------------------------------------------------------------------
 class _Candidates:
     def __init__(self) -> None:
         self.fused: dict[int, float] = {}
-        self.primary: dict[int, float] = {}  # MiniLM cosine with the *original* query, or the deepened score
-        self.deepened: dict[int, float] = {}
+        self.scored: dict[int, float] = {}  # second-stage scores
 
-    def add_run(self, hits: list[tuple[int, float]], weight: float, rrf_k: int) -> None:
-        for rank, (i, _) in enumerate(hits):
+    def add_run(self, hits: Sequence[int], weight: float, rrf_k: int) -> None:
+        for rank, i in enumerate(dict.fromkeys(hits)):
             self.fused[i] = self.fused.get(i, 0.0) + weight / (rrf_k + rank + 1)
 
     def ranking(self) -> list[int]:
-        deep = sorted(self.deepened, key=lambda i: (-self.deepened[i], -self.fused.get(i, 0.0)))
-        rest = sorted((i for i in self.fused if i not in self.deepened), key=lambda i: -self.fused[i])
-        return deep + rest
+        scored = sorted(self.scored, key=lambda i: (-self.scored[i], -self.fused.get(i, 0.0)))
+        return scored + sorted((i for i in self.fused if i not in self.scored), key=lambda i: -self.fused[i])
 
-    def quality(self, n: int = 3) -> float:
-        top = self.ranking()[:n]
-        if not top:
-            return 0.0
-        return float(np.mean([self.deepened.get(i, self.primary.get(i, 0.0)) for i in top]))
+    def unscored(self) -> list[int]:
+        return [i for i in sorted(self.fused, key=lambda i: -self.fused[i]) if i not in self.scored]
+
+    def quality(self) -> float:
+        return max(self.scored.values(), default=0.0)
+
+
+def mention_spans(query: str) -> list[Span]:
+    """Spans that could name an entity: 1–4 words, not starting or ending with a stop word."""
+    return [s for s in query_spans(query, max_len=4)
+            if s.text.split()[0] not in STOPWORDS and s.text.split()[-1] not in STOPWORDS]
+
+
+async def _lexical(kg: KnowledgeGraph, graph: LocalGraph, spans: Sequence[Span], per_span: int) -> list[int]:
+    """Entities whose label matches a span, best match first (the KG's fuzzy label index per span)."""
+    scored: dict[int, float] = {}
+    for span in spans:
+        try:
+            matches = await kg.search_entities(span.text, limit=per_span)
+        except KGError:  # a span the index refuses (too short, only symbols) is just not a mention
+            continue
+        for m in matches:
+            i = graph.node_of(m.entity.id)
+            if i is not None and not graph.is_literal(i):
+                scored[i] = max(scored.get(i, 0.0), float(m.score))
+    return sorted(scored, key=lambda i: -scored[i])
 
 
 def _perturb(q: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
@@ -100,10 +137,68 @@ def _perturb(q: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarra
     return (v / max(float(np.linalg.norm(v)), 1e-9)).astype(np.float32)
 
 
-async def _deepen(res: GraphResources, query: str, q: np.ndarray, ids: list[int], cfg: RerankConfig,
+# -- the second stage ---------------------------------------------------------------------------------------------
+@dataclass
+class _Question:
+    spans: list[Span]
+    relation_like: np.ndarray  # per span: 1.0 if it overlaps the question's relation word, else 0.0
+    centred: np.ndarray  # spans × relations
+
+
+def _question(res: GraphResources, query: str) -> _Question:
+    sc = res.relevance().scorer(query)
+    spans = sc.spans
+    rel_like = np.zeros(len(spans), np.float32)
+    short = [k for k, sp in enumerate(spans) if sp.end - sp.start <= 2]
+    if sc.centred.size and short:
+        # the short span most like a relation of the KG names the relation asked about: a span overlapping it is
+        # the least likely mention (1.0); one that does not is unpenalised (0.0)
+        best = spans[max(short, key=lambda k: float(sc.centred[k].max()))]
+        rel_like = np.array([1.0 if sp.start < best.end and best.start < sp.end else 0.0 for sp in spans], np.float32)
+    return _Question(spans, rel_like, sc.centred)
+
+
+def feature_scores(graph: LocalGraph, q: _Question, ids: Sequence[int]) -> list[float]:
+    """The second stage: label-to-span similarity, discounted when the span names a relation, plus the span's
+    specificity and how well the candidate's relations fit the rest of the question. 0..~1.3."""
+    out = []
+    mention = [(k, s) for k, s in enumerate(q.spans) if s.text.split()[0] not in STOPWORDS]
+    for i in ids:
+        label = key(graph.label(i))
+        bare = _without_article(label)
+        best = 0.0
+        for k, span in mention:
+            sim = max(fuzz.ratio(span.text, label), fuzz.ratio(span.text, bare)) / 100.0
+            if sim < 0.5:
+                continue
+            specific = min(1.0, len(span.text.replace(" ", "")) / 10.0)
+            relation_like = max(0.0, float(q.relation_like[k])) if q.relation_like.size else 0.0
+            fit = _context_fit(graph, q, i, span)
+            best = max(best, sim - 0.5 * relation_like + 0.3 * specific + 0.3 * fit)
+        out.append(round(best, 6))
+    return out
+
+
+def _without_article(label: str) -> str:
+    """``the package`` → ``package``: spans never start with a stop word, so compare labels without theirs too."""
+    first, _, rest = label.partition(" ")
+    return rest if rest and first in STOPWORDS else label
+
+
+def _context_fit(graph: LocalGraph, q: _Question, i: int, mention: Span) -> float:
+    """Best centred similarity between the candidate's relations and a question span outside the mention."""
+    rels = list(graph.out[i]) + list(graph.inc[i])
+    if not rels or q.centred.size == 0:
+        return 0.0
+    rows = [k for k, s in enumerate(q.spans) if s.end <= mention.start or s.start >= mention.end]
+    if not rows:
+        return 0.0
+    return max(0.0, float(q.centred[np.ix_(rows, rels)].max()))
+
+
+async def _deepen(res: GraphResources, query: str, q: _Question, ids: list[int], cfg: RerankConfig,
                   llm: LLM | None) -> tuple[list[float], DeepenBackend]:
     graph = res.graph
-    texts = [graph.descriptor(i, neighbours=30, max_chars=1200) for i in ids]
     if cfg.cross_encoder_path:
         from sentence_transformers import CrossEncoder
 
@@ -112,17 +207,19 @@ async def _deepen(res: GraphResources, query: str, q: np.ndarray, ids: list[int]
         except (OSError, ValueError) as e:
             raise RetrievalUnavailable(f"cannot load cross-encoder from {cfg.cross_encoder_path!r}: {e}") from e
         assert isinstance(model, CrossEncoder)
+        texts = [graph.descriptor(i, neighbours=12, max_chars=400) for i in ids]
         logits = model.predict([(query, t) for t in texts], show_progress_bar=False)
         return [1.0 / (1.0 + math.exp(-float(x))) for x in np.ravel(logits)], "cross-encoder"
     if llm is not None:
-        scores = await llm_candidate_scores(llm, query, [(graph.label(i), t[:300]) for i, t in zip(ids, texts)])
+        texts = [graph.descriptor(i, neighbours=12, max_chars=300) for i in ids]
+        scores = await llm_candidate_scores(llm, query, [(graph.label(i), t) for i, t in zip(ids, texts)])
         if scores is not None:
             return scores, "llm"
-        # unusable LLM answer: documented fallback to the bi-encoder
-    vecs = res.models.embedder().encode(texts)
-    return [float(x) for x in vecs @ q], "bi-encoder"
+        # unusable LLM answer: documented fallback to the feature scorer
+    return feature_scores(graph, q, ids), "features"
 
 
+# -- the loop -------------------------------------------------------------------------------------------------------
 async def adaptive_rerank(
     kg: KnowledgeGraph,
     query: str,
@@ -134,34 +231,43 @@ async def adaptive_rerank(
     t0 = time.perf_counter()
     query = check_query(query, kg.limits.max_query_chars)
     cfg = config or RerankConfig()
+    unknown = set(cfg.weights) - set(MODELS)
+    if unknown:
+        raise RetrievalUnavailable(f"unknown candidate model(s) {sorted(unknown)}; available: {', '.join(MODELS)}")
+    weights = {m: w for m, w in cfg.weights.items() if w > 0}
+    if not weights:
+        raise RetrievalUnavailable("every model weight is 0: nothing to retrieve with")
     graph = res.graph
     rng = np.random.default_rng(cfg.seed)
-    models: dict[str, tuple[np.ndarray, object]] = {}
-    if cfg.weights.get("minilm", 0) > 0:
-        models["minilm"] = (res.models.embedder().encode_one(query), res.dense())
-    if cfg.weights.get("static", 0) > 0:
-        models["static"] = (res.models.static_model().encode([query])[0], res.static_dense())
-    unknown = set(cfg.weights) - {"minilm", "static"}
-    if unknown:
-        raise RetrievalUnavailable(f"unknown embedding model(s) {sorted(unknown)}; available: minilm, static")
-    if not models:
-        raise RetrievalUnavailable("every model weight is 0: nothing to retrieve with")
-    primary_q = models["minilm"][0] if "minilm" in models else None
-    primary_vecs = res.dense().vectors if primary_q is not None else None
+    dense: dict[str, tuple[np.ndarray, object]] = {}
+    if "minilm" in weights:
+        dense["minilm"] = (res.models.embedder().encode_one(query), res.dense())
+    if "static" in weights:
+        dense["static"] = (res.models.static_model().encode([query])[0], res.static_dense())
+    plain = query.replace("[", " ").replace("]", " ")  # a marked mention is a mention like any other here
+    question = _question(res, plain)
+    spans = mention_spans(plain)
     cands = _Candidates()
 
-    def search(weight_scale: float, perturb: bool) -> None:
-        for name, (q, index) in models.items():
+    async def search(scale: float, perturb: bool, per_span: int) -> None:
+        if "lexical" in weights:
+            cands.add_run(await _lexical(kg, graph, spans, per_span), weights["lexical"] * scale, cfg.rrf_k)
+        for name, (q, index) in dense.items():
             qq = _perturb(q, cfg.sigma, rng) if perturb else q
-            hits = index.search(qq, cfg.k)  # type: ignore[attr-defined]
-            cands.add_run(hits, cfg.weights[name] * weight_scale, cfg.rrf_k)
-            for i, s in hits:
-                if i not in cands.primary:
-                    cands.primary[i] = float(primary_vecs[i] @ primary_q) if primary_q is not None else s
+            hits = [i for i, _ in index.search(qq, cfg.k) if not graph.is_literal(i)]  # type: ignore[attr-defined]
+            cands.add_run(hits, weights[name] * scale, cfg.rrf_k)
 
-    search(1.0, perturb=False)
+    async def deepen() -> DeepenBackend | None:
+        todo = cands.unscored()[: cfg.deepen_k]
+        if not todo:
+            return None
+        scores, backend = await _deepen(res, query, question, todo, cfg, llm)
+        cands.scored.update(zip(todo, scores))
+        return backend
+
+    await search(1.0, perturb=False, per_span=cfg.span_results)
+    backend_used = await deepen()
     iterations: list[RerankIteration] = []
-    backend_used: DeepenBackend | None = None
     stopped: Literal["quality", "max_iterations", "no_candidates"] = "max_iterations"
     for it in range(cfg.max_iterations + 1):
         quality = cands.quality()
@@ -174,33 +280,30 @@ async def adaptive_rerank(
         if it == cfg.max_iterations:
             break
         eps = cfg.exploration * cfg.decay**it
-        todo = [i for i in cands.ranking()[: cfg.deepen_k] if i not in cands.deepened]
-        action: Literal["broaden", "deepen"] = "broaden" if (rng.random() < eps or not todo) else "deepen"
+        action: Literal["broaden", "deepen"] = "broaden" if (rng.random() < eps or not cands.unscored()) \
+            else "deepen"
         backend = None
         if action == "broaden":
-            search(0.5, perturb=True)
+            await search(0.5, perturb=True, per_span=cfg.span_results * 2)
+            backend = await deepen()  # what broadening found is scored like the rest
         else:
-            scores, backend = await _deepen(res, query, primary_q if primary_q is not None else
-                                            res.models.embedder().encode_one(query), todo, cfg, llm)
-            backend_used = backend
-            for i, s in zip(todo, scores):
-                cands.deepened[i] = s
+            backend = await deepen()
+        backend_used = backend or backend_used
         iterations.append(RerankIteration(iteration=it, action=action, epsilon=round(eps, 4),
                                           quality_before=round(quality, 4), quality_after=round(cands.quality(), 4),
                                           candidates=len(cands.fused), deepen_backend=backend))
         if progress is not None:
             await progress(it + 1, cfg.max_iterations, f"iteration {it}: {action}")
-    ranking = cands.ranking()[: cfg.top_k]
     results = [
         RetrievedEntity(id=graph.entity_id(i), label=graph.label(i),
-                        score=round(cands.deepened.get(i, cands.fused.get(i, 0.0)), 6),
-                        source="rerank" if i in cands.deepened else "fusion")
-        for i in ranking
+                        score=round(cands.scored.get(i, cands.fused.get(i, 0.0)), 6),
+                        source="rerank" if i in cands.scored else "fusion")
+        for i in cands.ranking()[: cfg.top_k]
     ]
     return RerankResult(
-        query=query, kg=kg.name, results=results, models={m: cfg.weights[m] for m in models}, iterations=iterations,
-        deepen_backend=backend_used, stopped=stopped, quality=round(cands.quality(), 4),
-        seconds=round(time.perf_counter() - t0, 4),
+        query=query, kg=kg.name, results=results, status="answered" if results else "no_answer",
+        models=weights, iterations=iterations, deepen_backend=backend_used, stopped=stopped,
+        quality=round(cands.quality(), 4), seconds=round(time.perf_counter() - t0, 4),
     )
 
 
@@ -235,13 +338,13 @@ class RerankOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     top_k: int = Field(default=10, ge=1, le=200)
-    max_iterations: int = Field(default=4, ge=0, le=20)
-    quality_threshold: float = Field(default=0.6, description="Stop when the top-3 mean score reaches this")
-    exploration: float = Field(default=0.6, ge=0, le=1, description="Initial probability of broadening")
+    max_iterations: int = Field(default=3, ge=0, le=20)
+    quality_threshold: float = Field(default=0.85, description="Stop when the best candidate's score reaches this")
+    exploration: float = Field(default=0.5, ge=0, le=1, description="Initial probability of broadening")
     sigma: float = Field(default=0.05, ge=0, le=1, description="Noise added to the query embedding")
-    deepen: Literal["auto", "llm", "bi-encoder"] = Field(
-        default="auto", description="auto: the cross-encoder if [retrieval] cross_encoder_path is set, else the "
-                                    "bi-encoder; llm: the configured LLM")
+    deepen: Literal["auto", "llm", "features"] = Field(
+        default="auto", description="The second stage. auto: a local cross-encoder if [retrieval] cross_encoder_path "
+                                    "is set, else the feature scorer; llm: the configured LLM")
 
 
 async def _run_rerank(call: Call) -> RerankResult:
@@ -256,15 +359,18 @@ async def _run_rerank(call: Call) -> RerankResult:
 
 def _render_rerank(out: RerankResult) -> str:
     head = (f"stopped: {out.stopped} after {len(out.iterations)} iteration(s) "
-            f"({', '.join(i.action for i in out.iterations) or 'none'}); deepened with {out.deepen_backend}")
-    return render_ranked(f"Reranked results for {out.query!r}", out.results, [head])
+            f"({', '.join(i.action for i in out.iterations) or 'none'}); second stage: {out.deepen_backend}")
+    return render_ranked(f"Entities {out.query!r} is about", out.results, [head])
 
 
 RERANK = Strategy(
     name="rerank", job="linking", options=RerankOptions, run=_run_rerank, render=_render_rerank,
     result=RerankResult, needs=("dense", "static"), tool="rerank_retrieve", llm_option="deepen",
-    title="Adaptive multi-model dense retrieval with broaden/deepen rerank",
-    summary="Dense retrieval fused over two embedding models, refined while quality is low by broadening (noisy "
-            "query re-search) or deepening (rescoring the top candidates).",
-    reference="AB-MCTS (Inoue et al. 2025, 'Wider or Deeper?') applied to retrieval",
+    title="Find the entity a question is about (unmarked, misspelt or partial mentions)",
+    summary="Entity linking for hard mentions: candidates from the KG's fuzzy label index over every short span of "
+            "the question and from two embedding models, fused, then reranked by how well each label matches a "
+            "span that is not a relation word and how well its relations fit the question; broadens (perturbed "
+            "queries) or deepens (more candidates scored) while the best match is weak. Use it when initialize "
+            "finds nothing or the wrong entity.",
+    reference="AB-MCTS (Inoue et al. 2025, 'Wider or Deeper?') applied to entity linking",
 )

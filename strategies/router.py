@@ -3,7 +3,8 @@ entity count, query type: by the LLM as JSON when one is configured, by rules of
 registered strategy that serves it, keeping statistics of its decisions (the seed's ``route_stats``):
 
 * one entity and a chain of relations (a lookup or a multi-hop question) → ``chain`` (Chain-of-Traversals, k = 1),
-  escalated to ``tot`` (the tree search, with backtracking) when the chain ends without an answer;
+  escalated to ``tot`` (the tree search, with backtracking) when the chain ends without any answer (an answer
+  valued below τ is returned as it is, with its value and status);
 * several entities (what links them is the question) → ``tot``;
 * no entity the KG can link, or an open "tell me about…" question → ``ark`` (a context of ranked entities with
   the paths that reach them), on KGs held locally;
@@ -228,7 +229,7 @@ async def _run_router(call: Call) -> RouterResult:
     else:
         ran = [route]
         out = await _sub(call, route)
-        if route == "chain" and out.status != "answered":
+        if route == "chain" and not out.results:  # no answer at all; a weak one is returned with its value
             ran.append("tot")
             out = await _sub(call, "tot")
     seconds = time.perf_counter() - t0

@@ -86,6 +86,20 @@ async def test_a_chain_without_answer_escalates_to_the_tree_search(setup, monkey
     assert {r.label for r in out.results} == {"Night Harbor", "Paper Moons"}
 
 
+async def test_a_weak_chain_answer_is_returned_with_its_value_not_escalated(setup, monkeypatch):
+    kg, svc, _ = setup
+
+    async def weak(call: Call) -> StrategyResult:
+        hit = RetrievedEntity(id="mini:E0", label="Night Harbor", score=0.3, source="chain")
+        return StrategyResult(query=call.query, kg=call.kg.name, results=[hit], status="below_tau", value=0.3)
+
+    chain = get("chain")
+    monkeypatch.setitem(REGISTRY._loaded, "chain", Strategy(name="chain", job="answer", options=chain.options,
+                                                            run=weak, summary="weak"))
+    out = await route(svc, kg, "which films did [Ada Stone] direct")
+    assert out.ran == ["chain"] and out.status == "below_tau" and out.value == 0.3
+
+
 async def test_llm_analysis_is_used_when_it_is_valid_json(setup):
     kg, svc, _ = setup
     llm = ScriptedLLM(['Sure! {"hops": 2, "complexity": 0.9, "relationship_intensity": 0.2, "reasoning_needed": true, '

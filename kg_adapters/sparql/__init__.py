@@ -17,6 +17,7 @@ from ..base import Limits
 from ..errors import InvalidInput
 from .endpoint import SHARED_ENDPOINTS, EndpointRegistry, JsonEndpoint, Policy, user_agent
 from .escape import LANG_TAG, is_safe_iri, sparql_literal
+from .guard import WIKIBASE_LABEL_SERVICE, GuardPolicy, QueryRefused, SparqlRows, SparqlTerm, check_query
 from .ids import IriIds
 from .kg import SparqlKG
 from .vocab import DEFAULT_ALIASES, DEFAULT_DESCRIPTIONS, DEFAULT_LABELS, GenericProfile, WikidataProfile
@@ -25,8 +26,8 @@ WDQS = "https://query.wikidata.org/sparql"
 WIKIDATA_API = "https://www.wikidata.org/w/api.php"
 
 __all__ = [
-    "WDQS", "EndpointRegistry", "IriIds", "SparqlKG", "SparqlOptions", "is_safe_iri", "open_sparql_kg",
-    "sparql_literal",
+    "WDQS", "EndpointRegistry", "GuardPolicy", "IriIds", "QueryRefused", "SparqlKG", "SparqlOptions", "SparqlRows",
+    "SparqlTerm", "check_query", "is_safe_iri", "open_sparql_kg", "sparql_literal",
 ]
 
 
@@ -57,6 +58,10 @@ class SparqlOptions(BaseModel):
     label_predicates: list[str] | None = None
     description_predicates: list[str] | None = None
     alias_predicates: list[str] | None = None
+    sparql_services: list[str] | None = Field(
+        None, max_length=50, description="SERVICE IRIs a caller's sparql_query may use; default: wikibase:label "
+        "on the public WDQS, none elsewhere."
+    )
     registry: EndpointRegistry | None = Field(None, description="Share limiters; default: process-wide.")
     transport: httpx.AsyncBaseTransport | None = Field(None, description="httpx transport (tests, proxies).")
 
@@ -129,6 +134,12 @@ def open_sparql_kg(
         search_api = JsonEndpoint(
             registry.guard(api_url, api_policy), {"User-Agent": ua, "Accept": "application/json"}, opts.transport
         )
+    services = opts.sparql_services
+    if services is None:
+        services = [WIKIBASE_LABEL_SERVICE] if public and kind == "wikidata" else []
+    bad = [x for x in services if not isinstance(x, str) or not is_safe_iri(x)]
+    if bad:
+        raise InvalidInput(f"KG {name!r}: sparql_services must be absolute IRIs, got {bad[0]!r}")
     return SparqlKG(
         name,
         profile,
@@ -140,4 +151,5 @@ def open_sparql_kg(
         backward_scan=opts.backward_scan,
         label_search=opts.label_search,
         description=opts.description,
+        sparql_services=services,
     )

@@ -187,7 +187,21 @@ class JsonEndpoint:
             await self._client.aclose()
         self._client = self._loop = None
 
-    async def request(self, method: str, params: dict[str, str], *, form: bool = False) -> dict:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, str],
+        *,
+        form: bool = False,
+        timeout: float | None = None,
+        retry_timeouts: bool = True,
+        raw: Raw | None = None,
+    ) -> dict:
+        """Parsed JSON of one request, with the guard's limits, retries and breaker. ``timeout`` lowers the
+        policy's per-attempt timeout; ``retry_timeouts=False`` gives up after the first timeout (a caller's own
+        query would time out again). With ``raw`` the body is not parsed as JSON: it is returned as
+        ``{"content_type": …, "body": bytes}``, sent with ``raw.accept`` and cut off (BackendError) beyond
+        ``raw.max_bytes``."""
         url, policy = self.guard.url, self.policy
         probe = self.guard.enter()
         ok: bool | None = None
@@ -199,14 +213,15 @@ class JsonEndpoint:
                         if not probe:
                             self.guard.refuse_if_open()
                         self.attempts += 1
-                        result = await self._once(method, params, form)
+                        result = await self._once(method, params, form, timeout, raw)
                     ok = True
                     return result
                 except _Retry as r:
                     last = r
                     if r.kind == "rate" and r.wait is not None:
                         self.guard.defer(r.wait)  # every caller of this endpoint waits, not just this one
-                    if attempt == policy.retries:
+                    if attempt == policy.retries or (r.kind == "timeout" and not retry_timeouts):
+                        tries = attempt + 1
                         break
                     if r.kind != "rate" or r.wait is None:
                         await asyncio.sleep(policy.backoff * (2**attempt))
@@ -215,7 +230,8 @@ class JsonEndpoint:
                 except BackendError:
                     ok = True  # the endpoint answered; it refused this request
                     raise
-            tries = policy.retries + 1
+            else:
+                tries = policy.retries + 1
             if last.kind == "rate":
                 raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
             ok = False
@@ -224,16 +240,22 @@ class JsonEndpoint:
         finally:
             self.guard.leave(probe, ok)
 
-    async def _once(self, method: str, params: dict[str, str], form: bool) -> dict:
+    async def _once(
+        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None, raw: Raw | None = None
+    ) -> dict:
         url, policy = self.guard.url, self.policy
+        limit = min(policy.timeout, timeout) if timeout else policy.timeout
         try:
-            if form:
-                call = self.client.request(method, url, data=params, timeout=policy.timeout)
+            if raw is not None:
+                resp = await asyncio.wait_for(self._bounded(method, params, form, limit, raw), limit)
             else:
-                call = self.client.request(method, url, params=params, timeout=policy.timeout)
-            resp = await asyncio.wait_for(call, policy.timeout)
+                if form:
+                    call = self.client.request(method, url, data=params, timeout=limit)
+                else:
+                    call = self.client.request(method, url, params=params, timeout=limit)
+                resp = await asyncio.wait_for(call, limit)
         except (asyncio.TimeoutError, httpx.TimeoutException):
-            raise _Retry(f"no answer within {policy.timeout:g} s", kind="timeout") from None
+            raise _Retry(f"no answer within {limit:g} s", kind="timeout") from None
         except httpx.TransportError as e:
             raise _Retry(f"connection failed ({type(e).__name__}: {e})") from None
         status = resp.status_code
@@ -251,6 +273,8 @@ class JsonEndpoint:
             raise _Retry(f"HTTP {status} {_snippet(body)}")
         if status >= 400:
             raise BackendError(f"{url}: HTTP {status} {_snippet(resp.text)}")
+        if raw is not None:
+            return {"content_type": resp.headers.get("content-type", ""), "body": resp.content}
         try:
             data = json.loads(resp.content)
         except (ValueError, UnicodeDecodeError):
@@ -258,6 +282,34 @@ class JsonEndpoint:
         if not isinstance(data, dict):
             raise _Retry("JSON answer is not an object")
         return data
+
+
+    async def _bounded(
+        self, method: str, params: dict[str, str], form: bool, timeout: float, raw: Raw
+    ) -> httpx.Response:
+        """The response with its body read up to ``raw.max_bytes`` (BackendError beyond: never buffer an answer
+        of unbounded size)."""
+        kwargs = {"data": params} if form else {"params": params}
+        headers = {"Accept": raw.accept}
+        async with self.client.stream(method, self.guard.url, headers=headers, timeout=timeout, **kwargs) as resp:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > raw.max_bytes:
+                    raise BackendError(f"{self.guard.url}: the answer is larger than {raw.max_bytes:,} bytes; "
+                                       "select fewer or shorter values")
+                chunks.append(chunk)
+            return httpx.Response(resp.status_code, headers=resp.headers, content=b"".join(chunks),
+                                  request=resp.request)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Fetch a body as bytes (not JSON): what to accept and the most to read."""
+
+    accept: str
+    max_bytes: int
 
 
 def _snippet(text: str) -> str:

@@ -28,11 +28,14 @@ from ..models import (
     RelationList,
 )
 from ..text import bracketed_mentions, humanize, key, strip_brackets
-from . import queries
+from . import queries, relsearch
 from .endpoint import JsonEndpoint
 from .escape import clean_search_text, sparql_literal
+from .guard import DEFAULT_MAX_ROWS, GuardPolicy, SparqlRows, check_query
 from .ids import WD, wikidata_local
+from .relsearch import RelationHit
 from .results import Row, Term, parse_select
+from .values import UNITLESS, XSD, EntityDetails, quantity_value, time_value
 from .vocab import GenericProfile, WikidataProfile
 from .wbsearch import wbsearchentities
 
@@ -88,10 +91,12 @@ class SparqlKG(KnowledgeGraph):
         label_search: str = "contains",
         description: str = "",
         label_cache: int = 50000,
+        sparql_services: Iterable[str] = (),
     ) -> None:
         super().__init__(name, limits)
         self.profile = profile
-        self.capabilities = Capabilities(backend=profile.kind, remote=True)
+        self.capabilities = Capabilities(backend=profile.kind, remote=True, sparql=True)
+        self.sparql_services = frozenset(sparql_services)  # SERVICE IRIs a caller's query may use
         self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql
         self.search_api = search_api
@@ -180,6 +185,32 @@ class SparqlKG(KnowledgeGraph):
             return None, Literal.model_construct(value=term.value, datatype=XSD_ANYURI, lang=None)
         return None, Literal.model_construct(value=term.value, datatype=term.datatype, lang=term.lang)
 
+    def _units(self, rows: Iterable[Row]) -> list[str]:
+        """Item IDs of the quantity units in ``rows`` (Wikidata value nodes), unitless "1" left out."""
+        out = []
+        for r in rows:
+            for var in ("unit", "qunit"):
+                local = self.profile.entity_local(r[var]) if var in r else None
+                if local is not None and local != UNITLESS:
+                    out.append(local)
+        return out
+
+    def _faithful(self, term: Term, value: Literal, rows: Sequence[Row], tp: str, unit: str) -> Literal:
+        """A Wikidata literal as Wikidata means it (:mod:`kg_adapters.sparql.values`): a time at the precision of
+        its value node, a quantity with its unit. Anything else, or a generic endpoint, keeps the endpoint's value
+        (a WKT coordinate is exact as it is; the text rendering writes it in degrees)."""
+        if self.profile.kind != "wikidata" or term.kind != "literal":
+            return value
+        if term.datatype == XSD + "dateTime":
+            precisions = [int(r[tp].value) for r in rows if tp in r and r[tp].value.isdigit()]
+            return time_value(term.value, max(precisions) if precisions else None) or value
+        units = [r[unit] for r in rows if unit in r]
+        if units:
+            local = self.profile.entity_local(units[0])
+            label = None if local in (None, UNITLESS) else self._labels.get(local) or local
+            return quantity_value(term.value, label)
+        return value
+
     # -- relations --------------------------------------------------------------------------------------------
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         terms = [t for _, t in self._terms(entity_ids)]
@@ -257,6 +288,7 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput("offset must be an integer ≥ 0")
         forward = direction is Direction.forward
         statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
+        value_node = self.profile.value_term(rel_local) if self.profile.qualifiers else None
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[tuple[str, Term, list[Row]]] = []
         skip, room, truncated = offset, limit, False
@@ -271,7 +303,7 @@ class SparqlKG(KnowledgeGraph):
                     skip -= n
                     continue
             cap = (room + 1) * BNODE_PROPERTIES if self.structured_bnodes else None
-            query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap)
+            query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap, value_node)
             rows = await self._select(query)
             page = self._group_edges(rows)
             cut = False
@@ -350,6 +382,7 @@ class SparqlKG(KnowledgeGraph):
                     qlocal, _ = self._value(r["qv"])
                     if qlocal is not None:
                         need_labels.append(qlocal)
+            need_labels.extend(self._units(rows))  # a quantity reads with its unit's label
         await self._ensure_labels(need_labels, [rel_local, *qual_props])  # one query, none once all are cached
         edges: list[Edge] = []
         entities: dict[str, Entity] = {}
@@ -358,6 +391,8 @@ class SparqlKG(KnowledgeGraph):
             local, value = self._value(t)
             if local is not None:
                 entities.setdefault(self._qid(local), self._entity(local))
+            elif value is not None:
+                value = self._faithful(t, value, rows, "tp", "unit")
             qualifiers = self._qualifiers(rows, entities)
             if t.kind == "bnode" and self.structured_bnodes:
                 label = self._best(rows, "l", "lp", self.profile.label_preds)
@@ -410,6 +445,9 @@ class SparqlKG(KnowledgeGraph):
             if qp is None:
                 continue
             local, value = self._value(r["qv"])
+            if local is None and value is not None:
+                same = [x for x in rows if x.get("qp") == r["qp"] and x.get("qv") == r["qv"]]
+                value = self._faithful(r["qv"], value, same, "qtp", "qunit")
             nested = r["qv"].value if r["qv"].kind == "bnode" else None  # two nested nodes are two qualifiers
             k = (qp, local, value.value if value else None, value.datatype if value else None, nested)
             if k in out:
@@ -568,9 +606,36 @@ class SparqlKG(KnowledgeGraph):
             if not data.get("boolean"):
                 raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self.endpoint})")
         self._remember(local, label)
+        if p.kind == "wikidata":
+            return EntityDetails(
+                entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local),
+                statements=self._statement_count(rows), types=self._types(rows),
+            )
         return EntityDescription(
             entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local)
         )
+
+    @staticmethod
+    def _statement_count(rows: list[Row]) -> int | None:
+        """``wikibase:statements`` when the endpoint has it (WDQS), else the statement nodes counted."""
+        for var in ("ns", "nst"):
+            counts = [int(r[var].value) for r in rows if var in r and r[var].value.isdigit()]
+            if counts and (var == "nst" or counts[0]):
+                return counts[0]
+        return None
+
+    def _types(self, rows: list[Row]) -> list[Entity]:
+        """The item's P31 classes, labelled (best label in the configured languages), in ID order."""
+        by_type: dict[str, list[Row]] = {}
+        for r in rows:
+            local = self.profile.entity_local(r["t"]) if "t" in r else None
+            if local is not None:
+                by_type.setdefault(local, []).append(r)
+        out = []
+        for local in sorted(by_type, key=lambda x: (len(x), x)):
+            self._remember(local, self._best(by_type[local], "tl", "tlp", self.profile.label_preds))
+            out.append(self._entity(local))
+        return out
 
     async def info(self) -> KGInfo:
         sample: list[Relation] = []
@@ -599,10 +664,41 @@ class SparqlKG(KnowledgeGraph):
         return self.profile.iri(local)
 
     async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
+        """Entities whose ``relation_id`` has the literal ``value`` (an external ID back to its item). Nothing found
+        and the relation used nowhere → NotFound (one ASK, only then)."""
         _, relation = self._relation(relation_id)
         rows = await self._select(queries.subjects_with_value(self.profile, relation, sparql_literal(value), limit))
         locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
-        return [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
+        found = [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
+        if not found:
+            data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, relation)})
+            if not data.get("boolean"):
+                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call search_relations to find one")
+        return found
+
+    async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
+        """Properties whose label, alias or description (configured languages) contains a content word of
+        ``text`` — one bounded query — ranked lexically (:mod:`kg_adapters.sparql.relsearch`). Usage counts are
+        not known here (counting uses of a property is a full scan on WDQS)."""
+        text = clean_search_text(self.limits.check_query(text))
+        if not text:
+            raise InvalidInput("search text is empty once control characters are removed")
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        words = [sparql_literal(w) for w in relsearch.needles(text)]
+        rows = await self._select(queries.find_relations(self.profile, words, 300))
+        grouped: dict[str, list[Row]] = {}
+        for r in rows:
+            local = self.profile.relation_local(r["r"].value) if "r" in r else None
+            if local is not None:
+                grouped.setdefault(local, []).append(r)
+        candidates = []
+        for local, rs in grouped.items():
+            label = self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
+                                   or humanize(self.profile.fallback_label(local)))
+            desc = self._best(rs, "d", "dp", self.profile.desc_preds)
+            aliases = sorted({r["a"].value for r in rs if "a" in r} - {label})
+            candidates.append((self._qid(local), label, desc, aliases, None))
+        return relsearch.rank(text, candidates, limit)
 
     async def resolve_key(self, key: str) -> str | None:
         """The ID of the entity with IRI ``key`` (a bare ``Q42`` too, for Wikidata) if the endpoint has it.
@@ -617,6 +713,20 @@ class SparqlKG(KnowledgeGraph):
             return None
         data = await self.sparql.request("GET", {"query": queries.exists(self.profile, self.profile.entity_term(local))})
         return self._qid(local) if data.get("boolean") else None
+
+    async def sparql_query(
+        self, query: str, *, limit: int | None = None, timeout: float | None = None
+    ) -> SparqlRows:
+        """A caller's read-only query, checked by the guard, sent through this KG's endpoint (its etiquette and
+        limits); the KG's prefixes (``wd:``, ``wdt:`` … or the configured ones) need no declaration."""
+        from .run import run_remote
+
+        if not self.capabilities.sparql:
+            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
+        policy = GuardPolicy(prefixes=self.profile.prefix_map, services=self.sparql_services,
+                             max_rows=self.limits.clamp(limit, DEFAULT_MAX_ROWS))
+        checked = check_query(query, policy)
+        return await run_remote(self.sparql, self.name, checked, timeout)
 
     async def aclose(self) -> None:
         await self.sparql.aclose()

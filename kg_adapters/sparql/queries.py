@@ -39,6 +39,13 @@ def labels(p: Profile, entities: Sequence[str], descriptions: bool = False) -> s
 def describe(p: Profile, entity: str) -> str:
     desc = _labels(p, entity, "?d", "?dp", p.desc_preds) if p.desc_preds else ""
     alias = _labels(p, entity, "?a", "?ap", p.alias_preds) if p.alias_preds else ""
+    if p.kind == "wikidata":  # branches, not a product of OPTIONALs: + statement count and P31 types with labels
+        return f"""{p.prefixes}SELECT ?l ?lp ?d ?dp ?a ?ns ?nst ?t ?tl ?tlp WHERE {{
+  {{ {_labels(p, entity)} }} UNION {{ {desc} }} UNION {{ {alias} }}
+  UNION {{ {entity} wikibase:statements ?ns }}
+  UNION {{ SELECT (COUNT(DISTINCT ?st) AS ?nst) WHERE {{ {entity} ?claim ?st . ?st wikibase:rank ?rank }} }}
+  UNION {{ {entity} wdt:P31 ?t . {_labels(p, "?t", "?tl", "?tlp")} }}
+}}"""
     return f"""{p.prefixes}SELECT ?l ?lp ?d ?dp ?a WHERE {{
   {_labels(p, entity)}
   {desc}
@@ -85,6 +92,7 @@ def edges(
     offset: int,
     statement: tuple[str, str] | None = None,
     bnode_rows: int | None = None,
+    value: str | None = None,
 ) -> str:
     """One page of ``?src relation ?tgt`` (or reversed), ordered for stable paging, with target labels and —
     for Wikidata — the qualifiers of the matching non-deprecated statements, or — with ``bnode_rows`` — the
@@ -100,19 +108,32 @@ def edges(
   UNION
   {_bnode_properties(p, page, relation, forward, bnode_rows)}
 }} ORDER BY ?src ?tgt ?qp ?qv"""
-    quals = ""
+    quals = values = ""
     if statement is not None:
         claim, stmt = statement
         subj, obj = ("?src", "?tgt") if forward else ("?tgt", "?src")
         quals = (
             f"OPTIONAL {{ {subj} {claim} ?st . ?st {stmt} {obj} ; wikibase:rank ?rank . "
-            f"FILTER(?rank != wikibase:DeprecatedRank) ?st ?pqp ?qv . ?qp wikibase:qualifier ?pqp . }}"
+            f"FILTER(?rank != wikibase:DeprecatedRank) ?st ?pqp ?qv . ?qp wikibase:qualifier ?pqp . "
+            f"OPTIONAL {{ ?qp wikibase:qualifierValue ?pqvp . ?st ?pqvp ?qvn . {_value_node('?qvn', '?qv', '?qtp', '?qunit')} }} }}"
         )
-    return f"""{p.prefixes}SELECT ?src ?tgt ?qp ?qv ?l ?lp WHERE {{
+        if forward and value is not None:  # literal targets: their precision / unit from the statement's value node
+            values = (
+                f"OPTIONAL {{ FILTER(isLiteral(?tgt)) ?src {claim} ?vs . ?vs {stmt} ?tgt ; wikibase:rank ?vrank ; "
+                f"{value} ?vn . FILTER(?vrank != wikibase:DeprecatedRank) {_value_node('?vn', '?tgt', '?tp', '?unit')} }}"
+            )
+    return f"""{p.prefixes}SELECT ?src ?tgt ?qp ?qv ?l ?lp ?tp ?unit ?qtp ?qunit WHERE {{
   {page}
   {quals}
+  {values}
   {_labels(p, "?tgt")}
 }} ORDER BY ?src ?tgt"""
+
+
+def _value_node(node: str, value: str, precision: str, unit: str) -> str:
+    """A Wikidata value node's time precision or quantity unit, tied to the very value it describes."""
+    return (f"{{ {node} wikibase:timeValue {value} ; wikibase:timePrecision {precision} }} UNION "
+            f"{{ {node} wikibase:quantityAmount {value} ; wikibase:quantityUnit {unit} }}")
 
 
 def _bnode_properties(p: Profile, page: str, relation: str, forward: bool, rows: int) -> str:
@@ -127,6 +148,22 @@ def _bnode_properties(p: Profile, page: str, relation: str, forward: bool, rows:
     return f"""{{ SELECT ?src ?tgt ?qp ?qv WHERE {{ {page} FILTER(isBlank(?tgt)) ?tgt ?qp ?qv .
       FILTER(?qp NOT IN ({", ".join(p.label_preds)})) {back}
   }} ORDER BY ?src ?tgt ?qp ?qv LIMIT {_int(rows)} }}"""
+
+
+def find_relations(p: Profile, needles: Sequence[str], limit: int) -> str:
+    """Properties (Wikidata: those with a direct claim; generic: predicates in use) whose label, alias or
+    description contains one of the lower-cased ``needles`` (escaped literals), with their labels, descriptions and
+    aliases in the configured languages."""
+    preds = [*p.label_preds, *p.alias_preds, *p.desc_preds]
+    found = " || ".join(f"CONTAINS(LCASE(STR(?ml)), {n})" for n in needles)
+    used = "?r wikibase:directClaim ?pd ." if p.kind == "wikidata" else "FILTER EXISTS { ?s ?r ?o }"
+    alias = _labels(p, "?r", "?a", "?ap", p.alias_preds) if p.alias_preds else ""
+    desc = _labels(p, "?r", "?d", "?dp", p.desc_preds) if p.desc_preds else ""
+    return f"""{p.prefixes}SELECT ?r ?l ?lp ?d ?dp ?a WHERE {{
+  {{ SELECT DISTINCT ?r WHERE {{ ?r ?mp ?ml . {_values("?mp", preds)} {lang_filter("?ml", p.langs)}
+      FILTER({found}) {used} }} LIMIT {_int(limit)} }}
+  {{ {_labels(p, "?r")} }} UNION {{ {desc} }} UNION {{ {alias} }}
+}}"""
 
 
 def subjects_with_value(p: Profile, relation: str, literal: str, limit: int) -> str:

@@ -21,12 +21,43 @@ WIKIDATA_PREFIXES = """PREFIX wd: <http://www.wikidata.org/entity/>
 PREFIX wdt: <http://www.wikidata.org/prop/direct/>
 PREFIX p: <http://www.wikidata.org/prop/>
 PREFIX ps: <http://www.wikidata.org/prop/statement/>
+PREFIX psv: <http://www.wikidata.org/prop/statement/value/>
 PREFIX pq: <http://www.wikidata.org/prop/qualifier/>
+PREFIX pqv: <http://www.wikidata.org/prop/qualifier/value/>
 PREFIX wikibase: <http://wikiba.se/ontology#>
 PREFIX schema: <http://schema.org/>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
 """
+# What a caller's SPARQL query (sparql_query) may use without declaring it: WDQS's own predeclared prefixes.
+WIKIDATA_PREFIX_MAP = {
+    "wd": "http://www.wikidata.org/entity/",
+    "wds": "http://www.wikidata.org/entity/statement/",
+    "wdv": "http://www.wikidata.org/value/",
+    "wdref": "http://www.wikidata.org/reference/",
+    "wdt": "http://www.wikidata.org/prop/direct/",
+    "wdtn": "http://www.wikidata.org/prop/direct-normalized/",
+    "wdno": "http://www.wikidata.org/prop/novalue/",
+    "p": "http://www.wikidata.org/prop/",
+    "ps": "http://www.wikidata.org/prop/statement/",
+    "psv": "http://www.wikidata.org/prop/statement/value/",
+    "psn": "http://www.wikidata.org/prop/statement/value-normalized/",
+    "pq": "http://www.wikidata.org/prop/qualifier/",
+    "pqv": "http://www.wikidata.org/prop/qualifier/value/",
+    "pqn": "http://www.wikidata.org/prop/qualifier/value-normalized/",
+    "pr": "http://www.wikidata.org/prop/reference/",
+    "prv": "http://www.wikidata.org/prop/reference/value/",
+    "wikibase": "http://wikiba.se/ontology#",
+    "bd": "http://www.bigdata.com/rdf#",
+    "schema": "http://schema.org/",
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+    "skos": "http://www.w3.org/2004/02/skos/core#",
+    "prov": "http://www.w3.org/ns/prov#",
+    "geo": "http://www.opengis.net/ont/geosparql#",
+}
 
 DEFAULT_PREFIXES = {
     "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
@@ -68,6 +99,7 @@ class WikidataProfile:
     kind = "wikidata"
     qualifiers = True
     prefixes = WIKIDATA_PREFIXES
+    prefix_map = WIKIDATA_PREFIX_MAP
     label_preds = ("<http://www.w3.org/2000/01/rdf-schema#label>",)
     desc_preds = ("<http://schema.org/description>",)
     alias_preds = ("<http://www.w3.org/2004/02/skos/core#altLabel>",)
@@ -88,6 +120,10 @@ class WikidataProfile:
     def statement_terms(self, local: str) -> tuple[str, str]:
         pid = wikidata_property(local)
         return f"p:{pid}", f"ps:{pid}"
+
+    def value_term(self, local: str) -> str:
+        """The statement's full value node (time precision, quantity unit): ``psv:P…``."""
+        return f"psv:{wikidata_property(local)}"
 
     def relation_node(self, local: str) -> str:
         """The node that carries the relation's label."""
@@ -126,6 +162,7 @@ class GenericProfile:
         self.langs = [*check_languages(languages), ""]
         self.ids = IriIds({**DEFAULT_PREFIXES, **(prefixes or {})})
         self.prefixes = ""
+        self.prefix_map = self.ids.prefixes  # usable undeclared in a caller's SPARQL query
         self.label_preds = tuple(self._predicate(p, "label_predicates") for p in label_predicates)
         self.desc_preds = tuple(self._predicate(p, "description_predicates") for p in description_predicates)
         self.alias_preds = tuple(self._predicate(p, "alias_predicates") for p in alias_predicates)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import kg, strategies, tot
+from . import kg, sparql, strategies, tot
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -32,4 +32,5 @@ REGISTRARS: list[Registrar] = [
     kg.register,
     tot.register,
     strategies.register,
+    sparql.register,
 ]

@@ -14,12 +14,12 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from kg_adapters.base import Limits
 from kg_adapters.errors import InvalidInput, KGError
+from kg_adapters.sparql.values import EntityDetails
 from kg_adapters.follow import HOP_EDGE_BUDGET, HOP_FRONTIER, MAX_HOPS, Hop, PathResult, edges_from
 from kg_adapters.follow import follow_path as follow_path_in
 from kg_adapters.models import (
     Direction,
     EdgePage,
-    EntityDescription,
     EntityMatch,
     KGInfo,
     Relation,
@@ -307,7 +307,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         from_result: FromResult = None,
         position: Annotated[int, Field(ge=0, description="With from_result: which of its entities (0 = first).")]
         = 0,
-    ) -> Annotated[CallToolResult, EntityDescription]:
+    ) -> Annotated[CallToolResult, EntityDetails]:
         """Label, description, aliases, IDs in linked KGs and the relation summary of one entity."""
         if from_result is not None:
             if entity_id:
@@ -320,7 +320,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         if not entity_id:
             raise InvalidInput("no entity given: pass entity_id, or from_result (and position)")
         desc = await graph.describe_entity(entity_id)
-        return tool_result(desc, render.render_description(desc))
+        details = EntityDetails.model_validate(desc, from_attributes=True)  # + statement count and types, if known
+        return tool_result(details, render.render_description(details, details.types, details.statements))
 
     @server.tool(title="List the configured KGs", annotations=read_only)
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:

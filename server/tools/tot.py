@@ -13,8 +13,15 @@ from strategies.llm import factory
 from strategies.llm.base import LLMError, LLMUsage
 from strategies.llm.sampling import sampling_unavailable_reason
 from strategies.tot.asm import AsmConfig, TraversalASM
-from strategies.tot.search import RankedAnswer, SearchConfig, SearchNode, SearchProgress, TreeSearch
+from strategies.tot.search import (
+    RankedAnswer,
+    SearchConfig,
+    SearchNode,
+    SearchProgress,
+    TreeSearch,
+)
 
+from ..apps import TOOL_META, publish_tree
 from ..results import tool_result
 
 if TYPE_CHECKING:
@@ -36,6 +43,8 @@ class TreeOfTraversalsResult(BaseModel):
     nodes: list[SearchNode] = Field(description="The search tree: nodes with parent, action, value, depth.")
     path: list[int]
     warnings: list[str] = Field(default_factory=list)
+    view: str | None = Field(default=None, description="This search tree drawn as an HTML page: a ui:// resource "
+                             "(MCP Apps; read it with resources/read). Kept by this server process for a while.")
 
 
 def register(server: "MCPServer", runtime: "Runtime") -> None:
@@ -44,6 +53,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
     @server.tool(
         title="Answer a question with Tree-of-Traversals (server-side search)",
         annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=False, openWorldHint=False),
+        meta=TOOL_META,  # MCP Apps: clients that render apps show the search tree inline
     )
     async def tree_of_traversals(
         query: Annotated[str, Field(description="The question; mark the topic entity with [brackets] if you can.")],
@@ -94,6 +104,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             await policy.aclose()
         if result.error:
             warnings.append(result.error)
+        view = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
         model = TreeOfTraversalsResult(
             question=query,
             status=result.status,
@@ -107,12 +118,13 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             nodes=result.nodes,
             path=result.path,
             warnings=warnings,
+            view=view.uri,
         )
         shown = ", ".join(f"{lab} ({i})" for lab, i in zip(result.answer.labels, result.answer.entity_ids))
         text = [
             f"Answer: {shown or result.answer.text}",
-            f"value {result.value:.2f} · {result.status} · {result.expansions} expansions · policy {kind}"
-            f" · {result.usage.calls} LLM calls",
+            (f"value {result.value:.2f} · {result.status} · {result.expansions} expansions · policy {kind}"
+             f" · {result.usage.calls} LLM calls"),
             *(f"warning: {w}" for w in warnings),
             "",
             "Search tree (* = chosen path):",
@@ -121,4 +133,6 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             "Final local subgraph:",
             result.subgraph_text,
         ]
-        return tool_result(model, "\n".join(text))
+        answer = tool_result(model, "\n".join(text))
+        answer.meta = view.meta
+        return answer

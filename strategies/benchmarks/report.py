@@ -9,7 +9,7 @@ from typing import Any
 
 from .runner import RunRecord, Summary
 
-_CSS = """
+CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--mut:#57606a;--bg:#f6f8fa;--line:#d0d7de;--path:#fff8c5}
 *{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328}
 header{padding:16px 24px;background:#24292f;color:#fff}header h1{margin:0 0 6px;font-size:20px}
@@ -69,7 +69,7 @@ def _action_text(node: dict, labels: dict[str, str]) -> tuple[str, str]:
     return kind, ""
 
 
-def _tree(trace: dict) -> str:
+def tree_html(trace: dict) -> str:
     nodes = {n["id"]: n for n in trace.get("nodes", [])}
     if not nodes:
         return "<p class=meta>no search tree recorded</p>"
@@ -111,7 +111,7 @@ def render_report(records: Sequence[RunRecord], summary: Summary, title: str = "
         body = []
         if r.error:
             body.append(f"<p class=err>{_e(r.error)}</p>")
-        body.append(_tree(trace))
+        body.append(tree_html(trace))
         if trace.get("subgraph_text"):
             body.append(f"<details><summary>final local subgraph</summary><pre class=sg>{_e(trace['subgraph_text'])}</pre></details>")
         search_text = _e(f"{r.question} {' '.join(r.gold)} {' '.join(r.prediction)}".lower())
@@ -131,7 +131,7 @@ def render_report(records: Sequence[RunRecord], summary: Summary, title: str = "
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{_e(title)}</title>"
-        f"<style>{_CSS}</style></head><body><header><h1>{_e(title)}</h1><div class=sum>{head}</div></header>"
+        f"<style>{CSS}</style></head><body><header><h1>{_e(title)}</h1><div class=sum>{head}</div></header>"
         "<div class=bar><button data-m=all class=on>all</button><button data-m=ok>correct</button>"
         "<button data-m=bad>incorrect</button><input id=f placeholder='filter by question, gold or prediction'>"
         "<button id=ex>expand all</button><button id=co>collapse all</button></div>"

@@ -28,7 +28,8 @@ def sampling_unavailable_reason(ctx: Any) -> str | None:
     except Exception as e:  # noqa: BLE001 - any failure here means "cannot sample"
         return f"no MCP session available ({e})"
     if caps is None or caps.sampling is None:
-        return "the MCP client did not declare the sampling capability"
+        return ("the MCP client did not declare the sampling capability (or the server runs --stateless, where no "
+                "session remembers what the client declared)")
     version = getattr(ctx, "protocol_version", None)
     if version is not None and version >= "2026-07-28":
         return (

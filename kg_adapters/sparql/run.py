@@ -1,0 +1,181 @@
+"""Run a query the guard has checked (:class:`~kg_adapters.sparql.guard.CheckedQuery`) and bound its answer.
+
+* :func:`run_remote` goes through the KG's :class:`~kg_adapters.sparql.endpoint.JsonEndpoint` — the same
+  per-endpoint slots, ``Retry-After`` handling, breaker and User-Agent as every other query (on the public WDQS:
+  one request at a time) — with the query's timeout, no retry after a timeout (it would time out again), and the
+  answer read to at most :data:`MAX_ANSWER_BYTES`. SELECT/ASK ask for SPARQL JSON results, CONSTRUCT/DESCRIBE for
+  N-Triples (or Turtle).
+* :func:`run_local` queries a pyoxigraph store in a worker thread, stops reading after the cap (or the deadline),
+  and gives up waiting at the timeout (a thread blocked inside one step of the engine cannot be interrupted; it
+  ends by itself, its result unused).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from functools import partial
+from typing import Any
+from urllib.parse import urlencode
+
+import anyio
+
+from ..errors import BackendError, BackendTimeout
+from .endpoint import JsonEndpoint, Raw
+from .guard import DEFAULT_TIMEOUT, CheckedQuery, SparqlRows, SparqlTerm, finish_rows
+
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+_GET_LIMIT = 1800  # longer queries are POSTed (as every other query of the adapter)
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+_TRIPLES_ACCEPT = "application/n-triples, text/turtle;q=0.9"
+_RESULTS_ACCEPT = "application/sparql-results+json"
+
+
+def _term_from_json(t: Any) -> SparqlTerm | None:
+    if not isinstance(t, dict) or not isinstance(t.get("value"), (str, dict)):
+        return None
+    kind = t.get("type")
+    if kind == "typed-literal":  # SPARQL 1.0 JSON, still sent by some servers
+        kind = "literal"
+    if kind in ("uri", "bnode"):
+        return SparqlTerm(type=kind, value=t["value"])
+    if kind == "literal":
+        dt = t.get("datatype") or None
+        return SparqlTerm(type="literal", value=t["value"], lang=t.get("xml:lang") or None,
+                          datatype=None if dt in (_XSD_STRING, _LANG_STRING) else dt)
+    if kind == "triple":  # RDF-star
+        return SparqlTerm(type="triple", value=json.dumps(t["value"], sort_keys=True)[:2000])
+    return None
+
+
+def _term_from_ox(t: Any) -> SparqlTerm:
+    import pyoxigraph as ox
+
+    if isinstance(t, ox.NamedNode):
+        return SparqlTerm(type="uri", value=t.value)
+    if isinstance(t, ox.BlankNode):
+        return SparqlTerm(type="bnode", value=t.value)
+    if isinstance(t, ox.Literal):
+        dt = t.datatype.value if t.datatype is not None else None
+        return SparqlTerm(type="literal", value=t.value, lang=t.language or None,
+                          datatype=None if t.language or dt == _XSD_STRING else dt)
+    return SparqlTerm(type="triple", value=str(t))
+
+
+def _triple_rows(triples: Iterable[Any], cap: int) -> list[dict[str, SparqlTerm]]:
+    rows = []
+    for t in triples:
+        rows.append({"subject": _term_from_ox(t.subject), "predicate": _term_from_ox(t.predicate),
+                     "object": _term_from_ox(t.object)})
+        if len(rows) > cap:
+            break
+    return rows
+
+
+TRIPLE_COLUMNS = ["subject", "predicate", "object"]
+
+
+async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, timeout: float | None) -> SparqlRows:
+    """Send ``checked.text`` (exactly) to the endpoint and read a bounded answer."""
+    params = {"query": checked.text}
+    form = len(urlencode(params)) > _GET_LIMIT
+    graph = checked.form in ("CONSTRUCT", "DESCRIBE")
+    raw = Raw(_TRIPLES_ACCEPT if graph else _RESULTS_ACCEPT, MAX_ANSWER_BYTES)
+    answer = await endpoint.request("POST" if form else "GET", params, form=form,
+                                    timeout=timeout or DEFAULT_TIMEOUT, retry_timeouts=False, raw=raw)
+    url = endpoint.guard.url
+    body: bytes = answer["body"]
+    if graph:
+        import pyoxigraph as ox
+
+        media = answer["content_type"].split(";")[0].strip() or "application/n-triples"
+        fmt = ox.RdfFormat.from_media_type(media)
+        if fmt is None:
+            raise BackendError(f"{url}: answered {checked.form} with {media!r}, not N-Triples or Turtle")
+        try:
+            rows = _triple_rows(ox.parse(body, fmt), checked.max_rows)
+        except SyntaxError as e:
+            raise BackendError(f"{url}: malformed {media} answer ({str(e).splitlines()[0][:200]})") from None
+        return finish_rows(kg, checked, TRIPLE_COLUMNS, rows)
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BackendError(f"{url}: the answer is not SPARQL JSON results ({len(body)} bytes)") from None
+    if checked.form == "ASK":
+        if not isinstance(data, dict) or not isinstance(data.get("boolean"), bool):
+            raise BackendError(f"{url}: the answer to ASK has no boolean")
+        return finish_rows(kg, checked, [], [], boolean=data["boolean"])
+    try:
+        columns = [str(v) for v in data["head"].get("vars", [])]
+        bindings = data["results"]["bindings"]
+        if not isinstance(bindings, list):
+            raise TypeError
+    except (KeyError, TypeError, AttributeError):
+        raise BackendError(f"{url}: the answer is JSON but not SPARQL SELECT results") from None
+    rows = []
+    for b in bindings[: checked.max_rows + 1]:
+        if isinstance(b, dict):
+            rows.append({k: term for k, v in b.items() if (term := _term_from_json(v)) is not None})
+    return finish_rows(kg, checked, columns, rows)
+
+
+def _collect(store: Any, checked: CheckedQuery, deadline: float, graphs: dict) -> tuple[list[str], list, bool | None]:
+    import pyoxigraph as ox
+
+    try:
+        result = store.query(checked.text, **graphs)
+        if isinstance(result, ox.QueryBoolean):
+            return [], [], bool(result)
+        if isinstance(result, ox.QueryTriples):
+            return TRIPLE_COLUMNS, _triple_rows(_until(result, deadline), checked.max_rows), None
+        columns = [v.value for v in result.variables]
+        rows = []
+        for solution in _until(result, deadline):
+            rows.append({c: _term_from_ox(solution[c]) for c in columns if solution[c] is not None})
+            if len(rows) > checked.max_rows:
+                break
+        return columns, rows, None
+    except SyntaxError as e:  # the guard parsed it; the engine's own parser disagreed
+        raise BackendError(f"the store rejected the query: {str(e).splitlines()[0][:200]}") from None
+    except (OSError, RuntimeError) as e:
+        raise BackendError(f"store query failed: {str(e)[:200]}") from None
+
+
+def _until(items: Iterable[Any], deadline: float) -> Iterable[Any]:
+    for x in items:
+        if time.monotonic() > deadline:
+            raise BackendTimeout("the query ran out of time")
+        yield x
+
+
+async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float | None, **graphs: Any) -> SparqlRows:
+    """Evaluate ``checked.text`` on a pyoxigraph store (``graphs``: its ``default_graph`` / ``named_graphs``)."""
+    limit = timeout or DEFAULT_TIMEOUT
+    deadline = time.monotonic() + limit
+    try:
+        with anyio.fail_after(limit):
+            columns, rows, boolean = await anyio.to_thread.run_sync(
+                partial(_collect, store, checked, deadline, graphs), abandon_on_cancel=True
+            )
+    except TimeoutError:
+        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
+    except BackendTimeout:
+        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
+    return finish_rows(kg, checked, columns, rows, boolean=boolean)
+
+
+async def query_store(store: Any, kg: str, query: str, max_rows: int, timeout: float | None,
+                      hidden: tuple[Any, ...] = ()) -> SparqlRows:
+    """Guard ``query`` (the common prefixes predeclared: rdf, rdfs, owl, xsd, skos, schema, wd, wdt …) and evaluate
+    it on a pyoxigraph store over all its graphs but ``hidden`` ones (a store's own metadata graph)."""
+    import pyoxigraph as ox
+
+    from .guard import GuardPolicy, check_query
+    from .vocab import DEFAULT_PREFIXES
+
+    checked = check_query(query, GuardPolicy(prefixes=DEFAULT_PREFIXES, max_rows=max_rows))
+    graphs = [g for g in store.named_graphs() if g not in hidden]
+    return await run_local(store, kg, checked, timeout, default_graph=[ox.DefaultGraph(), *graphs],
+                           named_graphs=graphs)

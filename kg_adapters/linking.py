@@ -43,7 +43,7 @@ class LinkRule(BaseModel):
 
     from_kg: str
     to_kg: str
-    kind: TypingLiteral["same_as", "property", "label"] = "same_as"
+    kind: TypingLiteral["same_as", "property", "label", "iri"] = "same_as"
     relation: str | None = Field(
         default=None,
         description="same_as: the sameAs relation if not labelled 'same as'; property: the external-ID relation "
@@ -239,6 +239,10 @@ class Linker:
         other = self.kgs[rule.to_kg if forward else rule.from_kg]
         if rule.kind == "label":
             return await self._by_label(this, entity_id, other)
+        if rule.kind == "iri":  # the same IRI names the same thing in both (e.g. Wikidata's main and scholarly graphs)
+            key = await this.entity_key(entity_id)
+            found = await other.resolve_key(key) if key else None
+            return ([found] if found else []), None
         if rule.kind == "same_as":
             return await self._by_same_as(rule, this, entity_id, other, forward), None
         return await self._by_property(rule, this, entity_id, other, forward), None

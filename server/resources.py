@@ -1,17 +1,37 @@
-"""One MCP resource per configured KG, ``kg://NAME``: what the KG is, how big, and which relations it has.
+"""MCP resources: one per configured KG, ``kg://NAME``, and the template ``kg://{kg}/entity/{id}``.
 
-Clients read it to decide which KG to query before spending tool calls; the content is ``KnowledgeGraph.info()``
-as JSON.
+``kg://NAME`` is what the KG is, how big, and which relations it has: clients read it to decide which KG to query
+before spending tool calls; the content is ``KnowledgeGraph.info()`` as JSON.
+
+``kg://{kg}/entity/{id}`` is one entity's description as text: exactly what the ``describe_entity`` tool returns as
+its text (the same ``LinkedKG.describe_entity`` call, so IDs in linked KGs are listed as ``same as``, and the same
+``render.render_description``). ``id`` is the entity's ID as the tools print it (``movies:E1407``) or its local part
+(``E1407``): an ``id`` that does not start with ``KG:`` gets that prefix. The ``kg`` argument completes to the
+configured KG names (``completion/complete``). An unknown KG or entity is a one-line ``resources/read`` error.
 """
 
 from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.resources import FunctionResource
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.server.mcpserver.resources import FunctionResource, ResourceSecurity
+from mcp_types import (
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    PromptReference,
+    ResourceTemplateReference,
+)
 
 from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import InvalidInput, KGError, NotFound, UnknownKG
+from kg_adapters.sparql.values import EntityDetails
 
+from . import render
 from .runtime import Runtime
+
+ENTITY_TEMPLATE = "kg://{kg}/entity/{id}"
+_MAX_COMPLETIONS = 100  # the protocol's cap on completion values
 
 
 def _reader(kg: KnowledgeGraph):
@@ -20,6 +40,58 @@ def _reader(kg: KnowledgeGraph):
 
     read.__name__ = f"kg_{kg.name}"
     return read
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def entity_id_of(kg: str, id: str) -> str:
+    """The namespaced ID the tools use: ``movies:E1407`` stays, ``E1407`` becomes ``movies:E1407``."""
+    return id if id.startswith(f"{kg}:") else f"{kg}:{id}"
+
+
+def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
+    graph = runtime.graph
+
+    @server.resource(
+        ENTITY_TEMPLATE,
+        name="entity",
+        title="Entity description",
+        description="One entity of KG `kg`: label, description, aliases, IRI, IDs in linked KGs and its relations "
+        "(the text describe_entity returns). `id` is the namespaced ID (movies:E1407) or its local part (E1407).",
+        mime_type="text/plain",
+        security=ResourceSecurity(exempt_params={"id"}),  # an ID, never a file path: no path checks
+    )
+    async def entity(kg: str, id: str) -> str:
+        if kg not in runtime.kgs:
+            raise ResourceNotFoundError(_one_line(f"unknown KG: no KG named {kg!r}; configured: "
+                                                  f"{', '.join(runtime.kgs)}"))
+        if not id.strip():
+            raise ResourceNotFoundError(f"invalid input: no entity ID in kg://{kg}/entity/")
+        entity_id = entity_id_of(kg, id.strip())
+        try:  # what the describe_entity tool does for entity_id
+            desc = await graph.describe_entity(entity_id)
+        except (NotFound, InvalidInput, UnknownKG) as exc:
+            raise ResourceNotFoundError(_one_line(f"not found: {exc}")) from exc
+        except KGError as exc:
+            raise ResourceError(_one_line(f"error describing {entity_id}: {exc}")) from exc
+        details = EntityDetails.model_validate(desc, from_attributes=True)
+        return render.render_description(details, details.types, details.statements)
+
+    @server.completion()
+    async def complete(
+        ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument,
+        context: CompletionContext | None,
+    ) -> Completion | None:
+        """``kg`` of the entity template: the configured KG names starting with what was typed."""
+        if not (isinstance(ref, ResourceTemplateReference) and ref.uri == ENTITY_TEMPLATE and argument.name == "kg"):
+            return None
+        prefix = argument.value.strip().lower()
+        names = [n for n in runtime.kgs if n.lower().startswith(prefix)]
+        return Completion(values=names[:_MAX_COMPLETIONS], total=len(names),
+                          has_more=len(names) > _MAX_COMPLETIONS)
 
 
 def register_resources(server: MCPServer, runtime: Runtime) -> None:
@@ -35,3 +107,4 @@ def register_resources(server: MCPServer, runtime: Runtime) -> None:
                 mime_type="application/json",
             )
         )
+    register_entity_template(server, runtime)

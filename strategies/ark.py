@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 import prompts
@@ -211,11 +212,14 @@ def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached
 CONTEXT_PATHS = 5  # relation paths the context's extra hop continues (not one: the scorer's best is often wrong)
 
 
-def _by_signature(cands: Sequence[Reached], paths: int, cap: int) -> list[Reached]:
+def _by_signature(cands: Sequence[Reached], paths: int, cap: int, hubs: np.ndarray) -> list[Reached]:
     """Every node on the ``paths`` best-scoring relation paths (signatures), best first, at most ``cap``: the
-    frontier of a hop that hedges the scorer (a margin around the single best path would keep only that path)."""
+    frontier of a hop that hedges the scorer (a margin around the single best path would keep only that path).
+    Paths that pass through a hub (a genre, a year: it connects everything) are not continued."""
     groups: dict[tuple, list[Reached]] = {}
     for c in cands:
+        if any(hubs[j] for _, _, j in c.path):
+            continue
         groups.setdefault(tuple((r, d) for r, d, _ in c.path), []).append(c)
     best = sorted(groups.values(), key=lambda g: -max(c.score for c in g))[:paths]
     return sorted((c for g in best for c in g), key=lambda c: -c.score)[:cap]
@@ -305,10 +309,11 @@ async def ark_search(
     # the context hedges the judged depth: one hop further, ranked by the same path score (a judge that stopped
     # one relation short costs the client a few lines, not the answer)
     around = dict(reached)
-    frontier = _by_signature(last, CONTEXT_PATHS, 10 * cfg.max_frontier) if depth > 0 else []
+    hubs = graph.hubs()
+    frontier = _by_signature(last, CONTEXT_PATHS, 10 * cfg.max_frontier, hubs) if depth > 0 else []
     for _ in range(cfg.context_hops if frontier else 0):
         frontier = expand_frontier(graph, frontier, scorer, around, cache=cache, avoid=seeds, node_kind=cfg.node_kind)
-        frontier = _by_signature(frontier, CONTEXT_PATHS, 10 * cfg.max_frontier)
+        frontier = _by_signature(frontier, CONTEXT_PATHS, 10 * cfg.max_frontier, hubs)
     return ArkResult(
         query=query,
         kg=kg.name,
@@ -341,7 +346,10 @@ def context_of(graph: LocalGraph, reached: dict[int, Reached], seeds: set[int], 
             continue
         sig = (_root_of(rec), *((r, d) for r, d, _ in rec.path))
         groups.setdefault(sig, []).append(rec)
-    ranked = sorted(groups.items(), key=lambda kv: (-max(r.score for r in kv[1]), len(kv[0])))
+    hubs = graph.hubs()
+    through_hub = {sig: any(hubs[j] for r in members for _, _, j in r.path[:-1]) for sig, members in groups.items()}
+    # paths through a hub (every film of a genre) rank after the rest: they name much and say little
+    ranked = sorted(groups.items(), key=lambda kv: (through_hub[kv[0]], -max(r.score for r in kv[1]), len(kv[0])))
     budget = budget_tokens * 4
     tree: dict = {}
     used = 0

@@ -43,6 +43,7 @@ class LocalGraph:
         self._prefix = f"{kg.name}:E"
         self._hash: str | None = None
         self._degree: np.ndarray | None = None
+        self._hubs: tuple | None = None
 
     # identity
     def entity_id(self, i: int) -> str:
@@ -84,6 +85,17 @@ class LocalGraph:
                 dtype=np.int64,
             )
         return self._degree
+
+    def hubs(self, min_degree: int = 50, quantile: float = 0.995) -> np.ndarray:
+        """Boolean mask of hub nodes: degree above both ``min_degree`` and the ``quantile`` of all degrees. In a
+        movie KB these are genres, years, languages, popular tags: attribute values that connect everything, so a
+        path through one says little."""
+        key = (min_degree, quantile)
+        if self._hubs is None or self._hubs[0] != key:
+            deg = self.degrees()
+            limit = max(float(min_degree), float(np.quantile(deg, quantile))) if len(deg) else float(min_degree)
+            self._hubs = (key, deg > limit)
+        return self._hubs[1]
 
     def triples(self) -> Iterator[tuple[int, int, int]]:
         for s, rels in enumerate(self.out):

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from retrieval_fixtures import make_kg, make_service, shared_embedder
 
 from kg_adapters.errors import InvalidInput
-from retrieval_fixtures import make_kg, make_service, shared_embedder
 from kg_adapters.memory import MemoryKG
 from kg_adapters.triples_file import load_triples_file
 from strategies.deep_graphrag import (
     HierarchyParams,
+    adjacency,
+    anchored_neighbourhood,
     beam_search,
     exhaustive_search,
     find_hubs,
     hierarchy_for,
+    neighbour_lists,
     topic_anchors,
 )
 from strategies.indexes import IndexNotBuilt
@@ -31,7 +34,7 @@ def setup(tmp_path_factory):
 
 
 def test_hierarchy_has_three_levels_and_every_entity_in_exactly_one_leaf(setup):
-    kg, res, h = setup
+    kg, _res, h = setup
     n = len(kg.index.nodes)
     assert h.levels["L2"] == n and h.levels["L0"] >= 2 and h.levels["L1"] > h.levels["L0"]
     assert (h.leaf_of >= 0).all() and (h.leaf_of < h.levels["L1"]).all()
@@ -96,7 +99,7 @@ def _idx(kg, label: str) -> int:
 
 
 def test_every_community_is_scored_by_its_best_representative_vector(setup):
-    kg, res, h = setup
+    _kg, res, h = setup
     q = res.models.embedder().encode_one("films directed by Ivo Tan")
     scores = h.l0_scores(q)
     for c in range(h.levels["L0"]):
@@ -161,10 +164,12 @@ def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
     assert l0("Drama") in {l0("North Story 0"), l0("South Story 0")}
 
 
-def test_cache_file_names_the_hierarchy_version_and_parameters(setup):
-    kg, res, h = setup
+def test_cache_file_names_the_hierarchy_version_vectors_and_parameters(setup):
+    _kg, res, _h = setup
     names = [p.name for p in res.cache_path("x").parent.glob("hierarchy-*.npz")]
-    assert any(n.startswith("hierarchy-v2-") and "-l6-" in n for n in names)
+    vectors = res.models.embedder().bulk_name  # the representatives are made of these entity vectors
+    assert any(n.startswith(f"hierarchy-v2-{vectors}-r") and "-l6-" in n for n in names)
+    assert res.cache_path(res.dense_file()).is_file() and res.dense_file() == f"{vectors}-descriptors.npy"
 
 
 async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setup):
@@ -188,3 +193,70 @@ async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setu
     assert anchored.recall10 is not None and anchored.recall10 > 0
     assert not any(c["anchored"] for c in records[False].trace["l0"])
     assert summarize([anchored]).recall10 == anchored.recall10
+
+
+def test_adjacency_is_the_undirected_graph_without_repeats(setup):
+    _kg, res, _h = setup
+    indptr, indices = adjacency(res)
+    nbrs = neighbour_lists(res.graph)
+    for i in range(res.graph.n):
+        assert indices[indptr[i]: indptr[i + 1]].tolist() == sorted(set(nbrs[i]))
+
+
+def test_anchored_neighbourhood_two_hops_without_expanding_hubs(setup):
+    kg, res, _h = setup
+    indptr, indices = adjacency(res)
+    ivo = _idx(kg, "Ivo Tan")
+    hubs = np.zeros(res.graph.n, bool)
+    n1, n2 = anchored_neighbourhood(indptr, indices, [ivo], hubs)
+    label = lambda xs: {kg.index.nodes[i].label for i in xs}
+    assert label(n1) == {"Blue Canyon", "Red Summit", "Green Ridge"}
+    assert label(n2) == {"Jun Mori", "Kai Sato", "Lea Ford", "Adventure", "Japanese", "Documentary"}
+    assert ivo not in n1 and ivo not in n2  # the anchor is the question's subject, never its own neighbour
+    hubs[_idx(kg, "Red Summit")] = True  # reached, but its other neighbours are not
+    n1, n2 = anchored_neighbourhood(indptr, indices, [ivo], hubs)
+    assert "Red Summit" in label(n1) and label(n2) == {"Jun Mori", "Kai Sato", "Lea Ford", "Adventure",
+                                                       "Japanese", "Documentary"}  # all reachable via the others
+    one, none = anchored_neighbourhood(indptr, indices, [ivo], hubs, hops=1)
+    assert label(one) == {"Blue Canyon", "Red Summit", "Green Ridge"} and len(none) == 0
+    small1, small2 = anchored_neighbourhood(indptr, indices, [ivo], np.zeros(res.graph.n, bool), limit=5)
+    assert len(small1) == 3 and len(small2) == 0  # expanding any film would pass the limit: the second hop stops
+    assert [len(x) for x in anchored_neighbourhood(indptr, indices, [], hubs)] == [0, 0]
+
+
+async def test_anchored_beam_ranks_the_anchors_neighbourhood_with_its_hop_distance(setup):
+    kg, res, h = setup
+    query = "which actors starred in the films directed by [Ivo Tan]"
+    anchors = await topic_anchors(kg, res, query)
+    out = beam_search(kg, query, res, h, beam=1, top_k=10, anchors=anchors)
+    by_label = {r.label: r for r in out.results}
+    assert "Ivo Tan" not in by_label  # the named entity is not an answer to its own question
+    for name in ("Jun Mori", "Kai Sato", "Lea Ford"):  # two hops away: reached even outside the chosen leaf
+        assert by_label[name].depth == 2
+    assert all(r.depth in (1, 2) for r in out.results if r.label in {"Blue Canyon", "Red Summit", "Green Ridge"})
+    assert out.scanned_entities >= 9
+    leaves = beam_search(kg, query, res, h, beam=1, top_k=10, anchors=anchors, hops=0)  # the leaves only
+    home = h.members[h.community_of(anchors[0])[1]]
+    assert {r.label for r in leaves.results} <= {kg.index.nodes[i].label for i in home}
+    assert all(r.depth is None for r in leaves.results)
+    cosine = beam_search(kg, query, res, h, beam=1, top_k=10)  # no anchors: no neighbourhood, no bonus
+    assert all(r.depth is None for r in cosine.results)
+
+
+async def test_skipping_the_leaves_when_the_neighbourhood_fills_the_top_k_changes_nothing(setup):
+    kg, res, h = setup
+    query = "which films did [Ivo Tan] direct"
+    anchors = await topic_anchors(kg, res, query)
+    q = res.models.embedder().encode_one(query)
+    out = beam_search(kg, query, res, h, beam=3, top_k=3, query_vec=q, anchors=anchors)
+    assert out.scanned_entities == 9  # three films above 1.0: the leaves' members were not scored
+    # brute force over the neighbourhood and the chosen leaves, every candidate scored
+    n1, n2 = anchored_neighbourhood(*adjacency(res), anchors, h.hub_mask)
+    leaves = np.concatenate([h.members[c.id] for c in out.l1])
+    ent = res.dense(build=False).vectors
+    scored = {int(i): float(ent[i] @ q) + 1.0 for i in n1} | {int(i): float(ent[i] @ q) + 0.5 for i in n2}
+    for i in leaves:
+        if int(i) not in scored and int(i) not in anchors:
+            scored[int(i)] = float(ent[i] @ q)
+    best = sorted(scored, key=lambda i: -scored[i])[:3]
+    assert [r.label for r in out.results] == [kg.index.nodes[i].label for i in best]

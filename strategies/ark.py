@@ -18,16 +18,17 @@ import time
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 import prompts
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.models import Direction
+from kg_adapters.text import bracketed_mentions
 from strategies.indexes import GraphResources
 from strategies.llm.base import LLM, LLMError
 from strategies.llm.replies import extract_json
 from strategies.local_graph import LocalGraph
+from strategies.path_sets import path_sets, render_path_sets
 from strategies.registry import Call, Progress, Strategy
 from strategies.relevance import QueryRelevance
 from strategies.results import (
@@ -158,7 +159,10 @@ class ArkConfig(BaseModel):
     node_kind: str | None = Field(default=None, description="'entity' or 'literal': only reach nodes of that kind")
     top_k: int = Field(default=20, ge=1, le=1000, description="Results returned")
     context_tokens: int = Field(default=1500, ge=100, le=20000, description="Budget of the context returned")
-    context_hops: int = Field(default=1, ge=0, le=2, description="Hops the context reaches past the judged depth")
+    context_hops: int = Field(default=2, ge=0, le=3, description="Relations the context's paths reach past the judged "
+                                                               "depth (up to max_depth)")
+    context_margin: float = Field(default=0.5, ge=0.0, description="The context lists relation paths scoring within "
+                                                                   "this of the best one")
 
 
 class ArkStep(BaseModel):
@@ -187,19 +191,33 @@ def _root_score(bm25_norm: float) -> float:
 
 
 def lexical_roots(res: GraphResources, query: str, k: int) -> tuple[list[Reached], list[str]]:
-    """Depth-0 results from BM25, and the root labels that occur in the query (the topic, excluded from spans)."""
+    """Depth-0 results from BM25, and the labels of the question's topic (excluded from the relation spans).
+
+    The topic is what the question names: its ``[bracketed]`` mentions when it marks any, else every root whose
+    label occurs in it and not inside a longer one's occurrence ("Kansas" inside "Kansas City Confidential"). The
+    topic enters at the top, other hits below it."""
     graph = res.graph
     hits = res.bm25().search(query, k)
-    low = query.replace("_", " ").casefold()
-    def named(i: int) -> bool:
-        lab = graph.label(i).replace("_", " ").casefold()
-        return len(lab) > 2 and lab in low
-
-    # a root whose whole label occurs in the query is the topic: it enters at the top, other hits below it
-    roots = [Reached(i, 0.0 if named(i) else _root_score(s) - 0.2, 0, (), frozenset(), "bm25") for i, s in hits]
+    low = _norm(query)
+    marked = {_norm(m) for m in bracketed_mentions(query)}
+    labels = {i: _norm(graph.label(i)) for i, _ in hits}
+    if marked:
+        topic_nodes = {i for i, lab in labels.items() if lab in marked}
+    else:
+        named = {i: lab for i, lab in labels.items() if len(lab) > 2 and lab in low}
+        spans = {i: [(m.start(), m.end()) for m in re.finditer(re.escape(lab), low)] for i, lab in named.items()}
+        topic_nodes = {
+            i for i, lab in named.items()
+            if any(not any(len(named[j]) > len(lab) and a <= s0 and e0 <= b for j in named for a, b in spans[j])
+                   for s0, e0 in spans[i])
+        }
+    roots = [Reached(i, 0.0 if i in topic_nodes else _root_score(s) - 0.2, 0, (), frozenset(), "bm25") for i, s in hits]
     roots.sort(key=lambda r: -r.score)
-    topic = [graph.label(r.node) for r in roots if named(r.node)]
-    return roots, topic
+    return roots, [graph.label(r.node) for r in roots if r.node in topic_nodes]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("_", " ").casefold().split())
 
 
 def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached]:
@@ -207,22 +225,6 @@ def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached
         return []
     best = max(c.score for c in cands)
     return sorted((c for c in cands if c.score >= best - margin), key=lambda c: -c.score)[:cap]
-
-
-CONTEXT_PATHS = 5  # relation paths the context's extra hop continues (not one: the scorer's best is often wrong)
-
-
-def _by_signature(cands: Sequence[Reached], paths: int, cap: int, hubs: np.ndarray) -> list[Reached]:
-    """Every node on the ``paths`` best-scoring relation paths (signatures), best first, at most ``cap``: the
-    frontier of a hop that hedges the scorer (a margin around the single best path would keep only that path).
-    Paths that pass through a hub (a genre, a year: it connects everything) are not continued."""
-    groups: dict[tuple, list[Reached]] = {}
-    for c in cands:
-        if any(hubs[j] for _, _, j in c.path):
-            continue
-        groups.setdefault(tuple((r, d) for r, d, _ in c.path), []).append(c)
-    best = sorted(groups.values(), key=lambda g: -max(c.score for c in g))[:paths]
-    return sorted((c for g in best for c in g), key=lambda c: -c.score)[:cap]
 
 
 def _relations_at(graph: LocalGraph, frontier: Sequence[Reached], cache: NeighbourCache) -> list[str]:
@@ -306,14 +308,12 @@ async def ark_search(
         depth += 1
     final = [to_retrieved(graph, r) for r in sorted(reached.values(), key=lambda x: -x.score)]
     seed_ids = {graph.entity_id(s) for s in seeds}
-    # the context hedges the judged depth: one hop further, ranked by the same path score (a judge that stopped
-    # one relation short costs the client a few lines, not the answer)
-    around = dict(reached)
-    hubs = graph.hubs()
-    frontier = _by_signature(last, CONTEXT_PATHS, 10 * cfg.max_frontier, hubs) if depth > 0 else []
-    for _ in range(cfg.context_hops if frontier else 0):
-        frontier = expand_frontier(graph, frontier, scorer, around, cache=cache, avoid=seeds, node_kind=cfg.node_kind)
-        frontier = _by_signature(frontier, CONTEXT_PATHS, 10 * cfg.max_frontier, hubs)
+    # the context hedges the judged depth: relation paths up to ``context_hops`` longer, ranked by the same path
+    # score, listed while they score within ``context_margin`` of the best (a judge that stopped one relation
+    # short costs the client a few lines, not the answer)
+    ctx_roots = [(r.node, r.score) for r in _frontier(roots, cfg.relevance_margin, cfg.max_frontier)]
+    paths = path_sets(graph, ctx_roots, scorer, max(1, min(cfg.max_depth, depth + cfg.context_hops)))
+    paths = [p for p in paths if p.score >= paths[0].score - cfg.context_margin] if paths else []
     return ArkResult(
         query=query,
         kg=kg.name,
@@ -323,104 +323,9 @@ async def ark_search(
         seeds=[graph.entity_id(r.node) for r in roots],
         depth_reached=depth,
         neighbour_cache={"hits": cache.hits - hits0, "misses": cache.misses - miss0},
-        context=context_of(graph, around, seeds, cfg.context_tokens),
+        context=render_path_sets(graph, paths, cfg.context_tokens),
         seconds=round(time.perf_counter() - t0, 4),
     )
-
-
-# -- the context a client reads ----------------------------------------------------------------------------------
-LIST_CAP = 30  # entities named per relation and parent; the rest are counted (a hub's 200 films say little)
-
-
-def context_of(graph: LocalGraph, reached: dict[int, Reached], seeds: set[int], budget_tokens: int) -> str:
-    """The reached subgraph as an indented tree a client model reads to answer: from each expanded root, the
-    relation paths ranked by their score, each path with *every* entity it reaches (a question about "the films
-    of X" needs all of them, not the top few), until ``budget_tokens`` (characters / 4) is spent; what did not
-    fit is counted on the last line.
-
-    Paths are grouped by their relation signature (the sequence of relations and directions), so one line names
-    a relation once for all the entities it reaches from one parent."""
-    groups: dict[tuple, list[Reached]] = {}
-    for rec in reached.values():
-        if rec.depth == 0 or rec.node in seeds or not rec.path:
-            continue
-        sig = (_root_of(rec), *((r, d) for r, d, _ in rec.path))
-        groups.setdefault(sig, []).append(rec)
-    hubs = graph.hubs()
-    through_hub = {sig: any(hubs[j] for r in members for _, _, j in r.path[:-1]) for sig, members in groups.items()}
-    # paths through a hub (every film of a genre) rank after the rest: they name much and say little
-    ranked = sorted(groups.items(), key=lambda kv: (through_hub[kv[0]], -max(r.score for r in kv[1]), len(kv[0])))
-    budget = budget_tokens * 4
-    tree: dict = {}
-    used = 0
-    left_out = 0
-    for _, members in ranked:
-        cost = _insertion_cost(graph, tree, members[:LIST_CAP])
-        if used + cost > budget:
-            left_out += len(members)
-            continue
-        used += cost
-        for rec in members:
-            node = tree.setdefault(_root_of(rec), {})
-            for r, d, j in rec.path:
-                node = node.setdefault((r, d), {}).setdefault(j, {})
-    if not tree:
-        return "(nothing reached beyond the question's entities)"
-    lines: list[str] = []
-
-    def walk(children: dict, indent: int) -> None:
-        for (r, d), targets in children.items():
-            rel = graph.rel_labels[r] + ("" if d is Direction.forward else " (inverse)")
-            leaves = [j for j, sub in targets.items() if not sub]
-            inner = [(j, sub) for j, sub in targets.items() if sub]
-            if leaves:
-                more = f"; (+{len(leaves) - LIST_CAP} more)" if len(leaves) > LIST_CAP else ""
-                lines.append(f"{'  ' * indent}{rel}: " + "; ".join(graph.label(j) for j in leaves[:LIST_CAP]) + more)
-            for j, sub in inner:
-                lines.append(f"{'  ' * indent}{rel}: {graph.label(j)}")
-                walk(sub, indent + 1)
-
-    for root, children in tree.items():
-        lines.append(f"{graph.label(root)} [{graph.entity_id(root)}]")
-        walk(children, 1)
-    while len(lines) > 1 and sum(len(x) + 1 for x in lines) > budget:  # the estimate is close; this is the bound
-        lines.pop()
-        left_out += 1
-    if left_out:
-        lines.append(f"(+{left_out} more entities or lines on lower-ranked paths left out to stay within "
-                     f"{budget_tokens} tokens)")
-    return "\n".join(lines)
-
-
-def _insertion_cost(graph: LocalGraph, tree: dict, members: list[Reached]) -> int:
-    """Characters that adding ``members``' paths to ``tree`` would render: a line per new inner node (indent,
-    relation, label), a list item per new leaf, a line per new relation group."""
-    cost = 0
-    seen: set[tuple] = set()
-    for rec in members:
-        node = tree.get(_root_of(rec), {})
-        if not node and ("root", _root_of(rec)) not in seen:
-            seen.add(("root", _root_of(rec)))
-            cost += len(graph.label(_root_of(rec))) + 20
-        prefix: tuple = (_root_of(rec),)
-        for depth, (r, d, j) in enumerate(rec.path, 1):
-            group = node.get((r, d)) if node is not None else None
-            prefix = (*prefix, r, d, j)
-            last = depth == len(rec.path)
-            if (group is None or j not in group) and prefix not in seen:
-                seen.add(prefix)
-                rel = len(graph.rel_labels[r]) + 12
-                cost += len(graph.label(j)) + 2 + (0 if last else 2 * depth + rel)
-                if group is None and (*prefix[:-1], "group") not in seen:
-                    seen.add((*prefix[:-1], "group"))
-                    cost += 2 * depth + rel
-            node = group.get(j) if group is not None else None
-    return cost
-
-
-def _root_of(rec: Reached) -> int:
-    """The node a path starts from: the parent of its first hop (paths store (relation, direction, target))."""
-    return rec.root if rec.root is not None else rec.node
 
 
 # -- fixed-depth baselines ---------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ async def test_ark_returns_a_bounded_context_naming_every_answer_with_its_path(t
     ctx = result.context
     assert ctx.startswith("Ivo Tan [mini:E")
     assert context_recall(ctx, q.answers) == 1.0
-    assert "directed by (inverse): " in ctx and "starred actors: " in ctx  # the path that reaches them
+    assert "\n  directed by (inverse) → starred actors: (3) " in ctx  # the relation path that reaches all of them
     assert estimated_tokens(ctx) <= 400 + 20
     record = score(q, result, "ark")
     assert record.context_recall == 1.0 and 0 < record.context_tokens <= 420
@@ -34,11 +34,14 @@ async def test_ark_returns_a_bounded_context_naming_every_answer_with_its_path(t
 async def test_a_tight_budget_cuts_the_context_and_says_so(tmp_path):
     kg = make_kg(tmp_path)
     services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
-    method = make_method("ark", MethodOptions(options={"context_tokens": 100}), services)
-    result = await method(BenchmarkQuestion(id="1", text="which actors starred in the films directed by [Ivo Tan]"),
-                          kg)
-    assert estimated_tokens(result.context) <= 100 + 30
-    assert "left out to stay within 100 tokens" in result.context
+    wide = make_method("ark", MethodOptions(options={"context_tokens": 400, "context_margin": 5.0}), services)
+    tight = make_method("ark", MethodOptions(options={"context_tokens": 100, "context_margin": 5.0}), services)
+    q = BenchmarkQuestion(id="1", text="tell me about [Gus Hale]")
+    full, cut = (await wide(q, kg)).context, (await tight(q, kg)).context
+    assert estimated_tokens(full) > 100 and "left out" not in full
+    assert estimated_tokens(cut) <= 100
+    assert cut.splitlines()[-1].endswith("relation paths left out to stay within 100 tokens)")
+    assert cut.splitlines()[:3] == full.splitlines()[:3]  # the best paths are the ones kept
 
 
 def test_the_linking_set_is_fixed_by_its_seed_and_hides_the_mention():
@@ -60,3 +63,32 @@ def test_job_lines_name_each_figure_once():
             RunRecord(id="2", question="q", gold=["x"], hits1=0.0, recall10=1.0)]
     assert summarize(recs).job_lines() == ["recall@10: 0.750"]
     assert summarize(recs, "linking").job_lines() == ["recall@10: 0.750", "linking_acc@1: 0.500"]
+
+
+async def test_the_context_lists_every_entity_a_relation_path_reaches_and_a_shared_relation_leaves_out_the_topic(
+        tmp_path):
+    kg = make_kg(tmp_path)
+    services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    method = make_method("ark", MethodOptions(), services)
+    result = await method(BenchmarkQuestion(id="1", text="which films share actors with [Blue Canyon]"), kg)
+    lines = result.context.splitlines()
+    assert lines[0].startswith("Blue Canyon [mini:E")
+    shared = [x for x in lines if x.startswith("  starred actors → starred actors (inverse): ")]
+    assert shared == ["  starred actors → starred actors (inverse): (2) Red Summit; Green Ridge"]
+
+
+async def test_the_topic_is_the_bracketed_mention_not_a_word_inside_the_question(tmp_path):
+    from kg_adapters.memory import MemoryKG
+    from kg_adapters.triples_file import load_triples_file
+
+    kb = tmp_path / "kb.txt"
+    kb.write_text("Kansas City Confidential|directed_by|Phil Karlson\nKansas City Confidential|starred_actors|John Payne\n"
+                  "Kansas|has_tags|director\nWizard Tale|has_tags|director\nWizard Tale|directed_by|Ann Lee\n",
+                  encoding="utf-8")
+    kg = MemoryKG("t", load_triples_file(kb))
+    services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    result = await make_method("ark", MethodOptions(), services)(
+        BenchmarkQuestion(id="1", text="who is the director of [Kansas City Confidential]"), kg)
+    assert result.context.splitlines()[0].startswith("Kansas City Confidential [t:E")
+    assert "Kansas [" not in result.context and "director [" not in result.context
+    assert result.answer_ids[0] == next(f"t:E{i}" for i, n in enumerate(kg.index.nodes) if n.label == "Phil Karlson")

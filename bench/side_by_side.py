@@ -95,18 +95,18 @@ async def run(args) -> None:
         by_kb.setdefault(SETS[s][3], []).append(s)
     for kb, set_names in by_kb.items():
         name = SETS[set_names[0]][2]
-        t0 = time.perf_counter()
-        kg = open_kg(make_spec(name, str(args.data / kb)))
-        print(f"[{name}] opened in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
         if embedder is None:
             embedder = Embedder()
-        services = Services([kg], embedder_factory=lambda e=embedder: e, cache_dir=args.cache_dir, wait_for_builds=True)
-        # each method starts from the embedder's cache as it was before any method ran on this KB: a method must
-        # not be timed on question embeddings another method computed
-        warm = dict(embedder._cache)
+        warm = embedder.cache_snapshot()
         for m in args.methods:
-            embedder._cache.clear()
-            embedder._cache.update(warm)
+            # each method starts from a just-opened KG (its label searches not remembered from another method's
+            # run) and the embedder's cache as it was before any method ran: no method is timed on work another did
+            t0 = time.perf_counter()
+            kg = open_kg(make_spec(name, str(args.data / kb)))
+            print(f"[{name}] opened in {time.perf_counter() - t0:.1f}s for {m}", file=sys.stderr, flush=True)
+            embedder.restore_cache(warm)
+            services = Services([kg], embedder_factory=lambda e=embedder: e, cache_dir=args.cache_dir,
+                                wait_for_builds=True)
             method = make_method(m, MethodOptions(llm=args.llm), services)
             for s in set_names:
                 qfile, fmt = SETS[s][0], SETS[s][1]

@@ -43,6 +43,7 @@ _CANDIDATES = 64  # per candidate generator
 _MIN_SCORE = 0.45
 _MIN_LENGTH_RATIO = 0.2  # of content characters, shorter/longer
 _FUZZY_TOP = 0.9
+_RECENT = 2048  # label searches remembered (a plain dict, emptied when full)
 _COMMON_POSTINGS = 20_000  # words/trigrams this frequent add nothing to candidate generation
 
 
@@ -188,6 +189,9 @@ class LabelIndex:
         self._extra = extra_text  # kept for API compatibility; descriptions are not searched (they add noise)
         self._priors = priors
         self._fuzzy: _FuzzyIndex | None = None  # built on first use: most sessions only need exact lookups
+        # the same mention is looked up again and again (an agent's initialize then search, a router and the
+        # strategy it runs); the labels never change, so recent answers are kept
+        self._recent: dict[str, tuple[int, list[Hit]]] = {}
 
     def _prior(self, i: int) -> float:
         return float(self._priors[i]) if self._priors is not None else 0.0
@@ -206,6 +210,16 @@ class LabelIndex:
         """Best first: exact label, then case-insensitive, then fuzzy and word-overlap candidates."""
         if limit < 1:
             return []
+        known = self._recent.get(text)
+        if known is not None and known[0] >= limit:  # the first ``limit`` of a longer answer are this answer
+            return known[1][:limit]
+        got = self._search(text, limit)
+        if len(self._recent) >= _RECENT:
+            self._recent.clear()
+        self._recent[text] = (limit, got)
+        return list(got)
+
+    def _search(self, text: str, limit: int) -> list[Hit]:
         hits: dict[int, Hit] = {}
 
         def add(i: int, score: float, match: str) -> None:

@@ -44,6 +44,7 @@ from strategies.indexes import (
     _encode_many,
     _progress,
 )
+from strategies.inner_products import inner_products, inner_products_at
 from strategies.local_graph import LocalGraph
 from strategies.registry import Call, Strategy
 from strategies.results import (
@@ -111,7 +112,7 @@ class Hierarchy:
 
     def l0_scores(self, q: np.ndarray) -> np.ndarray:
         """Every L0 community's score: the best cosine over its representative vectors."""
-        return np.maximum.reduceat(_dots(self.l0_reps, q), self.l0_rep_start[:-1])
+        return np.maximum.reduceat(inner_products(self.l0_reps, q), self.l0_rep_start[:-1])
 
     def l1_scores(self, l0: Sequence[int], q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the leaves under the given L0 communities, their scores): one product per L0 community over its
@@ -120,7 +121,7 @@ class Hierarchy:
         for c in l0:
             lo, hi, starts = self._l1_rows[c]
             kids.append(self.children[c])
-            scores.append(np.maximum.reduceat(_dots(self.l1_reps[lo:hi], q), starts))
+            scores.append(np.maximum.reduceat(inner_products(self.l1_reps[lo:hi], q), starts))
         if not kids:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         return np.concatenate(kids), np.concatenate(scores)
@@ -143,20 +144,6 @@ class Hierarchy:
             texts = json.loads(str(z["texts"][0]))
             return cls(z["leaf_of"], z["parent_of_leaf"], z["l0_reps"], z["l0_rep_start"], z["l1_reps"],
                        z["l1_rep_start"], texts["l0"], texts["l1"], z["hubs"], texts.get("seconds", 0.0))
-
-
-def _dots(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``mat @ q`` in one thread. A BLAS gemv this size wakes OpenBLAS's worker threads, which on a busy machine
-    costs ~20 ms — more than the whole beam search. faiss's SIMD kernel (``fvec_inner_products_ny``: no OpenMP)
-    does it in about 0.6× the time of einsum's own loop; einsum when the arrays are not contiguous float32."""
-    if mat.dtype == np.float32 and q.dtype == np.float32 and mat.flags.c_contiguous and q.flags.c_contiguous \
-            and mat.ndim == 2 and len(mat) and mat.shape[1] == len(q):
-        import faiss
-
-        out = np.empty(len(mat), dtype=np.float32)
-        faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(q), faiss.swig_ptr(mat), len(q), len(mat))
-        return out
-    return np.einsum("ij,j->i", mat, q)
 
 
 def find_hubs(graph: LocalGraph, p: HierarchyParams) -> np.ndarray:
@@ -530,12 +517,12 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
         leaf = leaf[near[leaf] == 0]  # the neighbourhood's members once, at their hop; the anchors not at all
     hood = np.concatenate([n1, n2])
     hop = np.concatenate([np.full(len(n1), 1, np.int8), np.full(len(n2), 2, np.int8)])
-    hood_scores = _dots(ent[hood], q) + np.array([0.0, proximity, proximity / 2], dtype=np.float32)[hop]
+    hood_scores = inner_products_at(ent, hood, q) + np.array([0.0, proximity, proximity / 2], dtype=np.float32)[hop]
     if len(hood) >= top_k and np.partition(hood_scores, len(hood) - top_k)[len(hood) - top_k] > 1.0 + 1e-5:
         leaf = leaf[:0]  # a leaf member scores its bare cosine (≤ 1): top_k neighbours above 1 leave it no place
     cand = np.concatenate([hood, leaf])
     hop = np.concatenate([hop, np.zeros(len(leaf), np.int8)])
-    scores = np.concatenate([hood_scores, _dots(ent[leaf], q)])
+    scores = np.concatenate([hood_scores, inner_products_at(ent, leaf, q)])
     order = np.argsort(-scores, kind="stable")[:top_k]
     results = [
         BeamEntity(id=graph.entity_id(node), label=graph.label(node), score=round(float(scores[k]), 6), source="beam",
@@ -564,10 +551,8 @@ async def topic_anchors(kg: KnowledgeGraph, res: GraphResources, query: str, lim
 
 def exhaustive_search(kg: KnowledgeGraph, query: str, res: GraphResources, top_k: int = 10,
                       query_vec: np.ndarray | None = None) -> BeamResult:
-    """The baseline beam search is measured against: cosine with every entity vector (the dense index's faiss flat
-    scan, with faiss's default OpenMP threads). On the shared 2-core machine that single-query scan is ~4× slower
-    with two threads than with one (~20 ms vs ~5 ms for MetaQA's 43k vectors), so ``bench/beam_bench.py`` times it
-    both ways and reports the ratio to the faster too."""
+    """The baseline beam search is measured against: cosine with every entity vector (the dense index's exact scan,
+    on one thread)."""
     t0 = time.perf_counter()
     query = check_query(query, kg.limits.max_query_chars)
     graph = res.graph

@@ -174,6 +174,18 @@ class Embedder:
                 out[i] = v
             return out
 
+    def cache_snapshot(self) -> dict[str, np.ndarray]:
+        """A copy of the string cache, for :meth:`restore_cache`: so a benchmark times each method from the same
+        cache, not on embeddings another method computed."""
+        with self._lock:
+            return dict(self._cache)
+
+    def restore_cache(self, snapshot: dict[str, np.ndarray]) -> None:
+        """Make the string cache what :meth:`cache_snapshot` returned (dropping everything embedded since)."""
+        with self._lock:
+            self._cache.clear()
+            self._cache.update(snapshot)
+
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from kg_adapters.errors import KGError
 from kg_adapters.text import tokens
+from strategies.inner_products import top_k
 from strategies.local_graph import LocalGraph, RetrievalUnavailable
 from strategies.relevance import STOPWORDS, QueryRelevance
 from strategies.traversal import NeighbourCache
@@ -82,23 +83,16 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 class DenseIndex:
-    """A faiss ``IndexFlatIP`` over normalised vectors (so inner product = cosine)."""
+    """Normalised entity vectors (inner product = cosine), searched exactly for one query on one thread
+    (:func:`~strategies.inner_products.top_k`): a faiss flat index would hold a second copy of the vectors and
+    scan them with its OpenMP pool, slower for one query on a busy machine."""
 
     def __init__(self, vectors: np.ndarray) -> None:
-        import faiss
-
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.dim = int(self.vectors.shape[1])
-        self.index = faiss.IndexFlatIP(self.dim)
-        if len(self.vectors):
-            self.index.add(self.vectors)
 
     def search(self, q: np.ndarray, k: int) -> list[tuple[int, float]]:
-        k = max(1, min(k, len(self.vectors)))
-        if len(self.vectors) == 0:
-            return []
-        D, I = self.index.search(np.ascontiguousarray(q.reshape(1, -1), dtype=np.float32), k)
-        return [(int(i), float(d)) for i, d in zip(I[0], D[0]) if i >= 0]
+        return top_k(self.vectors, np.ascontiguousarray(q.reshape(-1), dtype=np.float32), k)
 
 
 def _cached_matrix(path: Path, compute, expected_rows: int) -> np.ndarray:
@@ -252,6 +246,12 @@ class GraphResources:
                 path = self.cache_path("static-descriptors.npy")
                 self._static = DenseIndex(_cached_matrix(path, lambda: model.encode(self.descriptors()), self.graph.n))
             return self._static
+
+    def bm25_ready(self) -> bool:
+        return self._bm25 is not None
+
+    def relevance_ready(self) -> bool:
+        return self._relevance is not None
 
     def dense_ready(self) -> bool:
         return self._dense is not None or self.cache_path(self.dense_file()).is_file()

@@ -33,10 +33,6 @@ class PathSet:
     parent: PathSet | None = None
 
 
-def _inverse(step: Step) -> Step:
-    return step[0], Direction.backward if step[1] is Direction.forward else Direction.forward
-
-
 def grow(graph: LocalGraph, parent: PathSet, scorer: PathScorer, exclude: set[int], hubs: np.ndarray,
          max_nodes: int, echo_price: float) -> list[PathSet]:
     """Every one-relation extension of ``parent``: its nodes' neighbours grouped by (relation, direction).
@@ -56,7 +52,7 @@ def grow(graph: LocalGraph, parent: PathSet, scorer: PathScorer, exclude: set[in
     out = []
     for step, bucket in groups.items():
         gain, used = scorer.hop(step[0], parent.used)
-        echo = bool(parent.steps) and parent.steps[-1] == _inverse(step)
+        echo = bool(parent.steps) and parent.steps[-1] == (step[0], step[1].flip())
         if echo:
             if gain < -echo_price:
                 gain, used = -echo_price, parent.used

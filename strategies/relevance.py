@@ -73,8 +73,10 @@ class QueryRelevance:
         self.phrases = [relation_phrase(x) for x in graph.rel_labels]
         self.rel_vecs = embedder.encode(self.phrases) if self.phrases else np.zeros((0, embedder.dim), np.float32)
 
-    def scorer(self, query: str, topic_labels: Sequence[str] = ()) -> PathScorer:
-        spans = query_spans(query, exclude=topic_labels)
+    def scorer(self, query: str, topic_labels: Sequence[str] = (), spans: Sequence[Span] | None = None) -> PathScorer:
+        """``spans``: the question's candidate relation phrases when the caller has them (default: every 1–4-token
+        span with a content word, :func:`query_spans`)."""
+        spans = list(spans) if spans is not None else query_spans(query, exclude=topic_labels)
         if not spans or len(self.phrases) == 0:
             return PathScorer(spans, np.zeros((len(spans), len(self.phrases)), np.float32), self.hop_price)
         vecs = self.embedder.encode([s.text for s in spans])
@@ -82,10 +84,11 @@ class QueryRelevance:
         centred = sims - sims.mean(axis=1, keepdims=True) if sims.shape[1] > 1 else sims
         return PathScorer(spans, centred.astype(np.float32), self.hop_price)
 
-    def estimate_hops(self, query: str, topic_labels: Sequence[str] = (), threshold: float = 0.18) -> int:
+    def estimate_hops(self, query: str, topic_labels: Sequence[str] = (), threshold: float = 0.18,
+                      spans: Sequence[Span] | None = None) -> int:
         """How many distinct relations the query mentions: greedy non-overlapping spans whose best centred
         similarity to some relation clears ``threshold``. The offline judge's and the router's main signal."""
-        sc = self.scorer(query, topic_labels)
+        sc = self.scorer(query, topic_labels, spans)
         used: set[int] = set()
         hops = 0
         while True:

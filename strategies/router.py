@@ -27,14 +27,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 import prompts
 from strategies.llm.base import LLM, LLMError
 from strategies.llm.replies import extract_json
+from strategies.offline.question import parse_question
 from strategies.registry import Call, Strategy, get
-from strategies.relevance import STOPWORDS, QueryRelevance
+from strategies.relevance import STOPWORDS, QueryRelevance, Span
 from strategies.results import (
     RetrievedEntity,
     StrategyResult,
     check_query,
     render_ranked,
 )
+from strategies.tot.asm import LINK_LIMIT
 
 Route = Literal["chain", "tot", "ark", "combined"]
 ROUTES: tuple[str, ...] = ("chain", "tot", "ark", "combined")
@@ -71,11 +73,18 @@ class RuleQueryAnalyser:
     def __init__(self, relevance: QueryRelevance | None = None) -> None:
         self.relevance = relevance
 
-    def analyse(self, query: str, entity_labels: Sequence[str] = (), entity_count: int | None = None) -> QueryAnalysis:
+    def analyse(self, query: str, entity_labels: Sequence[str] = (), entity_count: int | None = None,
+                hops: int | None = None) -> QueryAnalysis:
+        """``hops``: the hop count when already known (skips the estimate, the only costly part)."""
         words = re.findall(r"\w+|'s", query.casefold())
         content = [w for w in words if w not in STOPWORDS]
-        if self.relevance is not None:
-            hops = self.relevance.estimate_hops(query, entity_labels)
+        if hops is not None:
+            pass
+        elif self.relevance is not None:
+            # the phrases the tree search's offline policy reads too: their embeddings are then computed once
+            parsed = parse_question(query, list(entity_labels)).spans
+            hops = self.relevance.estimate_hops(query, entity_labels,
+                                                spans=[Span(x.text, x.start, x.end) for x in parsed])
         else:
             hops = min(4, sum(1 for w in words if w in _RELATION_CUES))
         mentions = re.findall(r"\[([^\[\]]+)\]", query)
@@ -206,7 +215,7 @@ async def _run_router(call: Call) -> RouterResult:
     query = check_query(call.query, call.kg.limits.max_query_chars)
     local = call.kg.capabilities.local_index
     try:
-        matches = await call.kg.initialize(query, limit=5)
+        matches = (await call.kg.initialize(query, limit=LINK_LIMIT))[:5]
     except Exception:  # noqa: BLE001 - nothing linked is a routing signal, not an error
         matches = []
     labels = [m.entity.label for m in matches]
@@ -215,23 +224,25 @@ async def _run_router(call: Call) -> RouterResult:
         res = await call.services.resources(call.kg)
         relevance = res.relevance()
     rules = RuleQueryAnalyser(relevance)
-    if o.analyser == "llm" and not call.offline:
-        analysis = await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None)
-    else:
-        analysis = rules.analyse(query, labels, None)
+    llm = o.analyser == "llm" and not call.offline
+    analysis = (await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None) if llm
+                else rules.analyse(query, labels, None, hops=1))  # the rules' hop count is read below
     route: Route = o.route or choose_route(analysis, len(matches), local)
-    ran: list[str] = []
+    ran = [route if route != "combined" else "chain"]
+    out = await _sub(call, ran[0])
+    if not llm:
+        # the rules' hop count decides one thing, chain or combined for a single linked entity, and costs the
+        # embeddings of the question's phrases: the chain has just computed them, so it is read after it ran
+        analysis = rules.analyse(query, labels, None)
+        if not o.route and route == "chain":
+            route = choose_route(analysis, len(matches), local)
     if route == "combined":
-        first, second = await _sub(call, "chain"), await _sub(call, "ark")
-        ran = ["chain", "ark"]
-        results = round_robin([first.results, second.results], o.top_k)
-        out = first.model_copy(update={"results": results})
-    else:
-        ran = [route]
-        out = await _sub(call, route)
-        if route == "chain" and not out.results:  # no answer at all; a weak one is returned with its value
-            ran.append("tot")
-            out = await _sub(call, "tot")
+        second = await _sub(call, "ark")
+        ran.append("ark")
+        out = out.model_copy(update={"results": round_robin([out.results, second.results], o.top_k)})
+    elif route == "chain" and not out.results:  # no answer at all; a weak one is returned with its value
+        ran.append("tot")
+        out = await _sub(call, "tot")
     seconds = time.perf_counter() - t0
     call.services.route_stats.record(route, analysis, seconds)
     return RouterResult(

@@ -6,7 +6,10 @@ statistics).
 The load-or-build policy: an index in memory or in the on-disk cache is used at once; a missing one is built within
 the call when the KG is small (``build_limit`` entities) or the caller waits anyway (``tot-search``); otherwise it
 is built in a background thread and the call is refused with :class:`IndexBuilding`, which says how far the build
-is and about how long is left, so no tool call blocks for minutes.
+is and about how long is left, so no tool call blocks for minutes. The indexes every strategy reads without
+declaring them (:data:`BASE`: BM25, the relevance model) take seconds at most, so they are always built within the
+call. Whatever is built or loaded within a call is built in a worker thread, never in the event loop, so a server
+keeps answering its other requests meanwhile.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from strategies.registry import Index, Progress
 
 DEFAULT_BUILD_LIMIT = 5000
+#: the indexes :meth:`Services.resources` makes ready for every strategy, declared or not (``Strategy.needs`` lists
+#: only the ones beyond these): BM25 over the entity descriptors (~4 s for 43k entities) and the relevance model.
+#: Cheap enough to build within any call, whatever the KG's size or ``build``; never sent to the background.
+BASE: tuple[str, ...] = ("bm25", "relevance")
 
 
 class IndexBuilding(KGError):
@@ -140,12 +145,24 @@ class Services:
 
     async def resources(self, kg: KnowledgeGraph, needs: Sequence[Index] = (),
                         progress: Progress | None = None, build: bool | None = None) -> GraphResources:
-        """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.
-        ``build`` False: never build (an :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here
-        whatever the size; None: the policy above."""
-        res = await anyio.to_thread.run_sync(lambda: self.resources_now(kg))
+        """The KG's indexes with :data:`BASE` and ``needs`` ready: loaded, built here, or refused while a background
+        build runs. ``build`` (for the indexes beyond :data:`BASE`) False: never build (an
+        :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here whatever the size; None: the policy
+        above. Everything slow (the local graph, the content hash, every build and load) runs in a worker thread."""
+
+        with self._lock:
+            known = self._resources.get(kg.name)
+        if (known is not None and known.graph.kg is kg and all(n in BASE for n in needs) and known.bm25_ready()
+                and known.relevance_ready()):
+            return known  # every call after the first: nothing to prepare, no thread hop
+
+        def prepare() -> tuple[GraphResources, list[str]]:
+            res = self.resources_now(kg)
+            res.graph.degrees()  # the degree table behind its hub mask (ARK's context, beam): once per KG
+            return res, [n for n in needs if n not in BASE and not _ready(res, n)]
+
+        res, missing = await _in_daemon_thread(prepare)
         await self.aembedder()  # the relevance model every strategy ranks with
-        missing = [n for n in needs if not _ready(res, n)]
         if missing:
             inline = build is True or self.wait_for_builds or (build is None and res.graph.n <= self.build_limit)
             if build is False:
@@ -169,7 +186,7 @@ class Services:
                         f"the {' and '.join(job.needs)} index of KG {kg.name!r} ({job.entities} entities) is being "
                         f"built in the background ({job.status()}); call again then. The step tools "
                         "(get_relations, get_edges, follow_path) and tree_of_traversals work meanwhile.")
-        await anyio.to_thread.run_sync(lambda: _load(res, needs))
+        await _in_daemon_thread(lambda: _load(res, list(dict.fromkeys((*BASE, *needs)))))
         return res
 
     def start_build(self, kg: KnowledgeGraph, needs: Sequence[Index]) -> BuildJob:
@@ -200,6 +217,10 @@ class Services:
 
 
 def _ready(res: GraphResources, need: str) -> bool:
+    if need == "bm25":
+        return res.bm25_ready()
+    if need == "relevance":
+        return res.relevance_ready()
     if need == "dense":
         return res.dense_ready()
     if need == "static":
@@ -213,6 +234,12 @@ def _ready(res: GraphResources, need: str) -> bool:
 
 def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
     for need in needs:
+        if need == "bm25":
+            job.stage = f"BM25 over {res.graph.n} entity descriptors"
+            res.bm25()
+        if need == "relevance":
+            job.stage = "relation-phrase embeddings"
+            res.relevance()
         if need == "dense" or need == "hierarchy":
             job.stage = f"embedding {res.graph.n} entity descriptors"
             res.dense(build=True, on_progress=job.step)
@@ -227,9 +254,14 @@ def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
 
 
 def _load(res: GraphResources, needs: Sequence[str]) -> None:
-    """Bring ready indexes from disk into memory (seconds), so the strategy itself never builds."""
+    """Bring ready indexes from disk into memory (seconds), and build the :data:`BASE` ones (no disk cache; seconds),
+    so the strategy itself never builds."""
     for need in needs:
-        if need == "dense":
+        if need == "bm25":
+            res.bm25()
+        elif need == "relevance":
+            res.relevance()
+        elif need == "dense":
             res.dense(build=False)
         elif need == "static":
             res.static_dense()

@@ -35,3 +35,16 @@ def test_a_bracketed_mention_links_exact_then_casefold_then_fuzzy(embedded_kg):
         ("Roger Dodger", 0.648, "fuzzy", "ginger rogers"),
         ("Roger Nygard", 0.648, "fuzzy", "ginger rogers"),
     ]
+
+
+@pytest.mark.parametrize("query", list(PINNED))
+def test_a_repeated_search_is_answered_from_the_recent_answers_with_the_same_hits_at_any_shorter_limit(
+        embedded_kg, query):
+    index = embedded_kg._labels
+    index._recent.clear()
+    longer = index.search(query, 8)
+    assert index._recent[query][0] == 8
+    for limit in (1, 3, 5, 8):
+        assert index.search(query, limit) == index._search(query, limit)  # from the remembered answer ...
+    assert index.search(query, 12) == index._search(query, 12) and index._recent[query][0] == 12  # ... or anew
+    assert longer == index.search(query, 8)

@@ -22,6 +22,11 @@ from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRe
 from .state import AsmState, Expansion, InvalidAction, TraversalState
 
 
+#: candidates the start state links per question (the router links with the same, so the KG answers twice from one
+#: label search)
+LINK_LIMIT = 10
+
+
 @dataclass(frozen=True)
 class AsmConfig:
     """Bounds on what one step may pull from the KG."""
@@ -61,7 +66,7 @@ class TraversalASM:
         near-namesake never becomes a topic entity next to the exact one. KG errors propagate (KGError): a question
         whose entities cannot be linked at all is the caller's to report."""
         chosen: list[EntityMatch] = []
-        for matches in [await self.kg.initialize(question, limit=10)]:
+        for matches in [await self.kg.initialize(question, limit=LINK_LIMIT)]:
             best_per_mention: dict[str, EntityMatch] = {}
             for m in matches:
                 key = m.mention or ""

@@ -468,7 +468,13 @@ async def lean_session(url: str, era: str = "legacy"):
         await s.close()
 
 
-def call_pool(size: int, seed: int) -> list[tuple[str, dict]]:
+#: ``--mix``: which tools the pool draws. ``steps``: the step tools alone (a client model walking the graph
+#: itself; each call is a fraction of a millisecond of server work). ``agent``: the same, with one call in five a
+#: whole ``tree_of_traversals`` search (offline policy, k = 1) on a one-relation question about a pool entity.
+MIXES = ("steps", "agent")
+
+
+def call_pool(size: int, seed: int, mix: str = "steps") -> list[tuple[str, dict]]:
     """Deterministic mixed calls over the embedded movie KB (built in-process from the same data)."""
     from kg_adapters.embedded import load_embedded
 
@@ -481,6 +487,13 @@ def call_pool(size: int, seed: int) -> list[tuple[str, dict]]:
         node = ix.nodes[i]
         eid = kg.node_id(i)
         kind = rng.random()
+        if mix == "agent" and kind < 0.2:
+            rels = list(ix.out[i])
+            if not rels:
+                continue
+            phrase = ix.rel_labels[rng.choice(rels)].replace("_", " ")
+            pool.append(("tree_of_traversals", {"query": f"what is the {phrase} of [{node.label}]?", "k": 1}))
+            continue
         if kind < 0.15:
             pool.append(("initialize", {"query": f"what is related to [{node.label}]?"}))
         elif kind < 0.3:
@@ -497,8 +510,15 @@ def call_pool(size: int, seed: int) -> list[tuple[str, dict]]:
     return pool
 
 
+#: result fields that differ between two runs of the same call by design: the tree viewer's per-call resource URI
+_PER_CALL = ("view",)
+
+
 def canonical(result) -> str:
-    return json.dumps([bool(result.is_error), result.structured_content], sort_keys=True, default=str)
+    content = result.structured_content
+    if isinstance(content, dict):
+        content = {k: v for k, v in content.items() if k not in _PER_CALL}
+    return json.dumps([bool(result.is_error), content], sort_keys=True, default=str)
 
 
 async def serial_reference(url: str, pool: list[tuple[str, dict]]) -> tuple[list[str], list[float]]:
@@ -557,7 +577,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def run(args) -> dict:
-    pool = call_pool(args.pool, args.seed)
+    pool = call_pool(args.pool, args.seed, args.mix)
     open_session = raw_session if args.client == "raw" else session
     with http_child(["--kg", "movies=embedded"], startup_timeout=90.0) as child:
         url, pid = child.url, child.pid
@@ -594,7 +614,7 @@ async def run_scaled(args) -> dict:
     """``--processes``: for each process count, that many ``--stateless`` servers behind a round-robin proxy."""
     from functools import partial
 
-    pool = call_pool(args.pool, args.seed)
+    pool = call_pool(args.pool, args.seed, args.mix)
     open_session = partial(lean_session, era=args.era)
     calls_per_round = args.clients * args.calls
     rows = []
@@ -641,13 +661,15 @@ async def run_scaled(args) -> dict:
 def print_scaled(res: dict, args) -> bool:
     rows = res["rows"]
     base = {rnd: len(st["latency"]) / wall for n, rnd, wall, st in rows if n == min(args.processes)}
-    print(f"\n{args.clients} raw {args.era}-era clients x {args.calls} calls per round, unpaced (closed loop), "
+    print(f"\n{args.clients} raw {args.era}-era clients x {args.calls} calls per round ({args.mix} mix), unpaced "
+          f"(closed loop), "
           f"through a round-robin proxy to N `tot-mcp --transport http --stateless` processes "
           f"({os.cpu_count()} CPUs; load average before / after: "
           f"{'/'.join(f'{x:.1f}' for x in res['load'][0])} / {'/'.join(f'{x:.1f}' for x in res['load'][1])})\n")
     print("| server processes | round | calls / errors / differing from serial | throughput (calls/s) | vs 1 process "
-          "| p50 / p99 / max latency (ms) | CPU per call: servers / proxy / clients (ms) | requests per backend |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| p50 / p99 / max latency (ms) | CPU per call: servers / proxy / clients (ms) | CPU-bound ceiling vs 1 process "
+          "| requests per backend |")
+    print("|---|---|---|---|---|---|---|---|---|")
     ok = True
     for n, rnd, wall, st in rows:
         lat, calls = st["latency"], max(1, len(st["latency"]))
@@ -657,12 +679,22 @@ def print_scaled(res: dict, args) -> bool:
         print(f"| {n} | {rnd} | {len(lat):,} / {len(st['errors'])} / {st['mismatches']} | {rate:.0f} | "
               f"{rate / base[rnd]:.2f}x | {pct(lat, .5) * 1e3:.1f} / {pct(lat, .99) * 1e3:.1f} / "
               f"{max(lat, default=float('nan')) * 1e3:.1f} | {st['server_cpu'] / calls * 1e3:.2f} / "
-              f"{st['proxy_cpu'] / calls * 1e3:.2f} / {st['client_cpu'] / calls * 1e3:.2f} | {counts} |")
+              f"{st['proxy_cpu'] / calls * 1e3:.2f} / {st['client_cpu'] / calls * 1e3:.2f} | "
+              f"{ceiling(st, calls) / base[rnd]:.2f}x | {counts} |")
         ok = ok and not st["errors"] and not st["mismatches"]
         for e in st["errors"][:5]:
             print(f"| error | {e} |")
+    print("\nThe ceiling: calls/s with every core busy at the CPU per call measured in that row, over one process's "
+          "throughput (servers, proxy and clients share the cores, so cheap calls cannot double).")
     print(f"\nerrors_total: {sum(len(st['errors']) for _, _, _, st in rows)}")
     return ok
+
+
+def ceiling(st: dict, calls: int) -> float:
+    """Calls/s this run could reach with every core busy at the CPU per call it measured (servers, proxy and clients
+    share the machine's cores): the most N processes can show against one on this machine."""
+    per_call = (st["server_cpu"] + st["proxy_cpu"] + st["client_cpu"]) / calls
+    return (os.cpu_count() or 1) / per_call if per_call > 0 else float("nan")
 
 
 def _rates(text: str) -> list[float | None]:
@@ -707,6 +739,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--client", choices=("raw", "sdk"), default="raw",
                     help="concurrent clients: raw streamable-HTTP requests (cheap) or the SDK ClientSession")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--mix", choices=MIXES, default="steps",
+                    help="the calls: the step tools alone (steps) or with one whole offline tree search in five "
+                         "(agent)")
     ap.add_argument("--processes", type=_process_counts, default=None, metavar="N[,N...]",
                     help="scale-out mode: N `--stateless` server processes behind a round-robin proxy, for each N "
                          "(e.g. 1,2), side by side in one table")

@@ -154,12 +154,16 @@ def test_a_bad_allowed_host_is_one_line_and_exit_2(value, capsys):
 
 # -- the load test's scale-out mode -----------------------------------------------------------------------------------
 def test_the_load_test_runs_one_and_two_processes_behind_the_proxy_with_exact_results(capsys):
-    code = load_test.main(["--processes", "1,2", "--clients", "3", "--calls", "5", "--pool", "12", "--rounds", "1"])
+    pool = load_test.call_pool(12, 11, "agent")
+    assert any(name == "tree_of_traversals" for name, _ in pool)  # whole searches, answered alike by every process
+    code = load_test.main(["--processes", "1,2", "--clients", "3", "--calls", "5", "--pool", "12", "--rounds", "1",
+                           "--mix", "agent"])
     out = capsys.readouterr().out
     assert code == 0, out
     rows = [line for line in out.splitlines() if line.startswith(("| 1 | 1 |", "| 2 | 1 |"))]
     assert len(rows) == 2 and all("| 15 / 0 / 0 |" in row for row in rows), out
     assert rows[1].rstrip(" |").split("| ")[-1].count("/") == 1  # two backends, each with its share
+    assert rows[1].split(" | ")[-2].endswith("x")  # the CPU-bound ceiling beside the measured ratio
     assert out.rstrip().endswith("errors_total: 0")
 
 

@@ -110,7 +110,8 @@ async def run(args) -> None:
             method = make_method(m, MethodOptions(llm=args.llm), services)
             for s in set_names:
                 qfile, fmt = SETS[s][0], SETS[s][1]
-                qs = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)][: args.limit]
+                qs = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)]
+                qs = qs[args.skip:][: args.limit]
                 for task in _tasks(m):
                     todo_qs = [linking_question(q) for q in qs if q.topic] if task == "linking" else qs
                     out = args.out / f"{s}-{m}-{task}.jsonl"
@@ -129,11 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     p.add_argument("--methods", nargs="+", default=available(), choices=available())
     p.add_argument("--limit", type=int, default=100, help="questions per set (the first N of each dev sample)")
+    p.add_argument("--skip", type=int, default=0, help="leave out the first N of each set (the ones tuned on; give it its own --out)")
     p.add_argument("--llm", default="offline")
     p.add_argument("--out", type=Path, default=REPO / "runs" / "side_by_side")
     p.add_argument("--cache-dir", type=Path, default=None, help="index cache (default: the user cache dir)")
     p.add_argument("--table-only", action="store_true")
     args = p.parse_args(argv)
+    if args.skip < 0:
+        p.error("--skip must be ≥ 0")
     if args.limit < 1:
         p.error("--limit must be ≥ 1")
     if not args.data.is_dir():

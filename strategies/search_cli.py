@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-expansions", type=int, default=None,
                    help="give up after this many expansions (default 25)")
     p.add_argument("--max-edges", type=int, default=None, help="edges kept per expansion (default 50)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--skip", type=int, default=0, help="leave out the first N questions (e.g. the ones tuned on)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions (after --skip)")
     p.add_argument("--workers", type=int, default=1, help="questions answered concurrently (default 1)")
     p.add_argument("--out", type=Path, default=None, help="write one JSONL record per question here")
     p.add_argument("--html", type=Path, default=None, help="write a self-contained HTML trace report here")
@@ -141,6 +142,8 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("--workers must be between 1 and 64")
     if ns.limit is not None and ns.limit < 1:
         raise UsageError("--limit must be ≥ 1")
+    if ns.skip < 0:
+        raise UsageError("--skip must be ≥ 0")
     if ns.resume and ns.out is None:
         raise UsageError("--resume needs --out (the file to continue)")
     if ns.questions is not None and not ns.questions.is_file():
@@ -299,6 +302,7 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
         print(f"skipping malformed line: {b}", file=sys.stderr)
     if len(bad) > _BAD_LINES_SHOWN:
         print(f"... and {len(bad) - _BAD_LINES_SHOWN} more malformed lines skipped", file=sys.stderr)
+    questions = questions[ns.skip:]
     if ns.limit is not None:
         questions = questions[: ns.limit]
     if ns.task == "linking":

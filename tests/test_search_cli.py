@@ -279,3 +279,14 @@ def test_an_interrupted_run_does_not_wait_for_a_slow_embedder_load():
     started = time.monotonic()
     asyncio.run(interrupted_run())
     assert time.monotonic() - started < 5
+
+
+def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, tmp_path):
+    out_file = tmp_path / "run.jsonl"
+    code, _, _ = run(capsys, "--questions", _write_metaqa(tmp_path), "--skip", 2, "--limit", 3, "--out", out_file,
+                     "--quiet")
+    assert code == 0
+    asked = [json.loads(line)["question"] for line in out_file.read_text().splitlines()]
+    assert asked == [f"what movies did [{a}] star in" for a in ("Sandra Bullock", "Tom Hanks", "Meg Ryan")]
+    code, _, err = run(capsys, "--questions", _write_metaqa(tmp_path), "--skip", -1)
+    assert code == 2 and "--skip must be ≥ 0" in err

@@ -432,6 +432,7 @@ def _render_ark(out: ArkResult) -> str:
 ARK = Strategy(
     name="ark", job="context", options=ArkOptions, run=_run_ark, render=_render_ark, result=ArkResult,
     tool="ark_retrieve", title="ARK adaptive retrieval (lexical search, then judged expansion)", llm_option="judge",
+    needs=("bm25", "relevance"),
     summary="Retrieve the entities a question needs with ARK: BM25 over entity descriptors, then per depth a judge "
             "decides whether the results suffice, need one more hop, or should stop. Returns the ranked results "
             "(with the relation path that reached each) and the decision history.",
@@ -455,8 +456,10 @@ async def _run_fixed(call: Call) -> FixedTraversalResult:
 
 
 BFS = Strategy(name="bfs", job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
+               needs=("bm25", "relevance"),
                summary="Breadth-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
                reference="arXiv 2601.13969 (ARK), fixed-depth baseline")
 DFS = Strategy(name="dfs", job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
+               needs=("bm25", "relevance"),
                summary="Depth-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
                reference="arXiv 2601.13969 (ARK), fixed-depth baseline")

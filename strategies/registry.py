@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from strategies.services import Services
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
-Index = Literal["dense", "static", "hierarchy"]
+#: what a strategy reads besides the graph: BM25 over entity descriptors, the relevance model (relation-phrase
+#: embeddings), MiniLM and static entity vectors, the community hierarchy
+Index = Literal["bm25", "relevance", "dense", "static", "hierarchy"]
 #: the figure that says whether a strategy does its job (``tot-search`` prints it, the side-by-side table has a
 #: column for each): answers (Hits@1), the context a client reads (recall and size), a ranked list (Recall@10),
 #: the entity a question is about (linking accuracy@1)
@@ -82,7 +84,7 @@ class Strategy:
     summary: str  # the tool description: what job it does for a client model, one paragraph
     options: type[BaseModel]  # ``extra="forbid"``: a misspelt option is an error
     run: Callable[[Call], Awaitable[StrategyResult]]
-    needs: tuple[Index, ...] = ()  # indexes beyond BM25 and the relevance model (always cheap)
+    needs: tuple[Index, ...] = ()  # the indexes it reads: made ready before it runs
     tool: str | None = None  # the MCP tool generated for it (None: served elsewhere, e.g. tree_of_traversals)
     title: str = ""
     result: type[BaseModel] | None = None  # the structured output type of the tool (default StrategyResult)

@@ -365,7 +365,7 @@ def _render_rerank(out: RerankResult) -> str:
 
 RERANK = Strategy(
     name="rerank", job="linking", options=RerankOptions, run=_run_rerank, render=_render_rerank,
-    result=RerankResult, needs=("dense", "static"), tool="rerank_retrieve", llm_option="deepen",
+    result=RerankResult, needs=("relevance", "dense", "static"), tool="rerank_retrieve", llm_option="deepen",
     title="Find the entity a question is about (unmarked, misspelt or partial mentions)",
     summary="Entity linking for hard mentions: candidates from the KG's fuzzy label index over every short span of "
             "the question and from two embedding models, fused, then reranked by how well each label matches a "

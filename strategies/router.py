@@ -221,7 +221,7 @@ async def _run_router(call: Call) -> RouterResult:
     labels = [m.entity.label for m in matches]
     relevance = None
     if local:
-        res = await call.services.resources(call.kg)
+        res = await call.services.resources(call.kg, ("relevance",))
         relevance = res.relevance()
     rules = RuleQueryAnalyser(relevance)
     llm = o.analyser == "llm" and not call.offline

@@ -6,9 +6,8 @@ statistics).
 The load-or-build policy: an index in memory or in the on-disk cache is used at once; a missing one is built within
 the call when the KG is small (``build_limit`` entities) or the caller waits anyway (``tot-search``); otherwise it
 is built in a background thread and the call is refused with :class:`IndexBuilding`, which says how far the build
-is and about how long is left, so no tool call blocks for minutes. The indexes every strategy reads without
-declaring them (:data:`BASE`: BM25, the relevance model) take seconds at most, so they are always built within the
-call. Whatever is built or loaded within a call is built in a worker thread, never in the event loop, so a server
+is and about how long is left, so no tool call blocks for minutes. The indexes that take seconds at most
+(:data:`CHEAP`: BM25, the relevance model) are always built within the call, never sent to the background. Whatever is built or loaded within a call is built in a worker thread, never in the event loop, so a server
 keeps answering its other requests meanwhile.
 """
 
@@ -34,10 +33,10 @@ if TYPE_CHECKING:
     from strategies.registry import Index, Progress
 
 DEFAULT_BUILD_LIMIT = 5000
-#: the indexes :meth:`Services.resources` makes ready for every strategy, declared or not (``Strategy.needs`` lists
-#: only the ones beyond these): BM25 over the entity descriptors (~4 s for 43k entities) and the relevance model.
-#: Cheap enough to build within any call, whatever the KG's size or ``build``; never sent to the background.
-BASE: tuple[str, ...] = ("bm25", "relevance")
+#: the indexes cheap enough to build within any call, whatever the KG's size or ``build`` (BM25 over the entity
+#: descriptors, seconds for 43k entities; the relevance model's relation-phrase embeddings): never sent to the
+#: background, never refused
+CHEAP: frozenset[str] = frozenset({"bm25", "relevance"})
 
 
 class IndexBuilding(KGError):
@@ -145,24 +144,24 @@ class Services:
 
     async def resources(self, kg: KnowledgeGraph, needs: Sequence[Index] = (),
                         progress: Progress | None = None, build: bool | None = None) -> GraphResources:
-        """The KG's indexes with :data:`BASE` and ``needs`` ready: loaded, built here, or refused while a background
-        build runs. ``build`` (for the indexes beyond :data:`BASE`) False: never build (an
+        """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.
+        ``build`` (for the indexes beyond :data:`CHEAP`) False: never build (an
         :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here whatever the size; None: the policy
         above. Everything slow (the local graph, the content hash, every build and load) runs in a worker thread."""
 
         with self._lock:
             known = self._resources.get(kg.name)
-        if (known is not None and known.graph.kg is kg and all(n in BASE for n in needs) and known.bm25_ready()
-                and known.relevance_ready()):
+        if known is not None and known.graph.kg is kg and all(n in CHEAP and _ready(known, n) for n in needs):
             return known  # every call after the first: nothing to prepare, no thread hop
 
         def prepare() -> tuple[GraphResources, list[str]]:
             res = self.resources_now(kg)
             res.graph.degrees()  # the degree table behind its hub mask (ARK's context, beam): once per KG
-            return res, [n for n in needs if n not in BASE and not _ready(res, n)]
+            return res, [n for n in needs if n not in CHEAP and not _ready(res, n)]
 
         res, missing = await _in_daemon_thread(prepare)
-        await self.aembedder()  # the relevance model every strategy ranks with
+        if "relevance" in needs:
+            await self.aembedder()
         if missing:
             inline = build is True or self.wait_for_builds or (build is None and res.graph.n <= self.build_limit)
             if build is False:
@@ -186,7 +185,8 @@ class Services:
                         f"the {' and '.join(job.needs)} index of KG {kg.name!r} ({job.entities} entities) is being "
                         f"built in the background ({job.status()}); call again then. The step tools "
                         "(get_relations, get_edges, follow_path) and tree_of_traversals work meanwhile.")
-        await _in_daemon_thread(lambda: _load(res, list(dict.fromkeys((*BASE, *needs)))))
+        if needs:
+            await _in_daemon_thread(lambda: _load(res, needs))
         return res
 
     def start_build(self, kg: KnowledgeGraph, needs: Sequence[Index]) -> BuildJob:
@@ -254,7 +254,7 @@ def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
 
 
 def _load(res: GraphResources, needs: Sequence[str]) -> None:
-    """Bring ready indexes from disk into memory (seconds), and build the :data:`BASE` ones (no disk cache; seconds),
+    """Bring ready indexes from disk into memory (seconds), and build the :data:`CHEAP` ones (no disk cache; seconds),
     so the strategy itself never builds."""
     for need in needs:
         if need == "bm25":

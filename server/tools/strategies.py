@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from strategies.registry import REGISTRY, Call, Strategy
 from strategies.results import StrategyResult, render_ranked
 from strategies.route_stats import RouteStatsSnapshot
+from strategies.services import CHEAP
 
 from ..results import tool_result
 from ..runtime import Runtime
@@ -83,7 +84,7 @@ def strategy_tool(strategy: Strategy, runtime: Runtime):
     for name, info in fields.items():
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info.get_default(
             call_default_factory=True), annotation=Annotated[info.annotation, info]))
-    if strategy.needs:
+    if any(n not in CHEAP for n in strategy.needs):  # an index that may take minutes: the caller may say when
         params.append(inspect.Parameter("build", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=BuildArg))
     params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None))
     ret = Annotated[CallToolResult, result_type]

@@ -23,7 +23,8 @@ def inner_products(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def inner_products_at(mat: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``mat[rows] @ q`` without copying the rows out first (faiss ``fvec_inner_products_by_idx``: the gather of a
-    few thousand 384-d rows cost more than their products)."""
+    few thousand 384-d rows costs more than their products). That kernel is an OpenMP loop, so it runs with the
+    calling thread's OpenMP team set to one thread (an OpenMP setting of the calling thread only, restored after)."""
     if len(rows) == 0:
         return np.zeros(0, np.float32)
     if mat.dtype == np.float32 and q.dtype == np.float32 and mat.flags.c_contiguous and q.flags.c_contiguous \
@@ -32,8 +33,13 @@ def inner_products_at(mat: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.nd
 
         ids = np.ascontiguousarray(rows, dtype=np.int64)
         out = np.empty(len(ids), dtype=np.float32)
-        faiss.fvec_inner_products_by_idx(faiss.swig_ptr(out), faiss.swig_ptr(q), faiss.swig_ptr(mat),
-                                         faiss.swig_ptr(ids), len(q), 1, len(ids))
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            faiss.fvec_inner_products_by_idx(faiss.swig_ptr(out), faiss.swig_ptr(q), faiss.swig_ptr(mat),
+                                             faiss.swig_ptr(ids), len(q), 1, len(ids))
+        finally:
+            faiss.omp_set_num_threads(threads)
         return out
     return inner_products(mat[rows], q)
 

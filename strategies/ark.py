@@ -424,9 +424,12 @@ async def _run_ark(call: Call) -> ArkResult:
 
 
 def _render_ark(out: ArkResult) -> str:
+    """The context first (ARK's job: what the client reads to answer), then the ranked entities."""
     hist = "decisions: " + "; ".join(f"d{h.depth} {h.decision} ({h.result_count})"
                                      + ("" if h.valid else " [invalid judge answer]") for h in out.history)
-    return render_ranked(f"ARK results for {out.query!r} (judge: {out.judge})", out.results, [hist])
+    context = ["Context — relation paths from the question's entity, each with every entity it reaches:",
+               out.context or "(none)", "", "Ranked entities:"]
+    return render_ranked(f"ARK results for {out.query!r} (judge: {out.judge})", out.results, [hist, *context])
 
 
 ARK = Strategy(

@@ -32,6 +32,9 @@ async def test_retrieval_tools_end_to_end(kb):
         assert [h["decision"] for h in data["history"]] == ["expand", "expand", "sufficient"]
         assert {"Thriller", "Drama"} <= {r["label"] for r in data["results"][:2]}
         assert "d0 expand" in ark.content[0].text
+        text = ark.content[0].text  # the context a client model reads, before the ranked list
+        assert data["context"] in text and text.index(data["context"]) < text.index("Ranked entities:")
+        assert "directed by (inverse) → has genre: (2) " in data["context"]
 
         routed = await s.call_tool("route_query", {"query": "which films did [Ada Stone] direct"})
         assert not routed.is_error, routed.content

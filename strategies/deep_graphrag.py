@@ -10,8 +10,9 @@ entities (L2) sit in exactly one leaf.
 
 Representation. A single centroid of hundreds of films, people and tags resembles no question, so each community is
 represented by several unit vectors: spherical k-means centroids of its members' descriptor vectors (one per
-``members_per_vector`` = 12 members, at most 48) plus the embedding of its description (its most connected members
-and its relations, verbalised). A community's score is the best cosine over its representatives.
+``members_per_vector`` = 12 members, at most 48 for a leaf and 8 for a top-level community, whose representatives every
+query scans) plus the embedding of its description (its most connected members and its relations, verbalised). A
+community's score is the best cosine over its representatives.
 
 Beam search (global → local, k = 3 / 3, m = 10): the top ``beam`` L0 communities, the top ``beam`` of their L1
 children, the top ``top_k`` entities inside those leaves, each returned with its community path. ``anchors`` — the
@@ -71,6 +72,8 @@ class HierarchyParams(BaseModel):
     members_per_vector: int = Field(default=12, description="One k-means representative vector per this many "
                                                             "members")
     max_vectors: int = Field(default=48, description="At most this many representative vectors per community")
+    l0_max_vectors: int = Field(default=8, description="At most this many per top-level community: every query scans "
+                                                       "all of them, and the beam only picks a few communities")
 
 
 class Hierarchy:
@@ -255,13 +258,14 @@ def describe(graph: LocalGraph, members, g, top: int) -> str:
             + (f". Relations: {rel_text}" if rel_text else ""))
 
 
-def representatives(vecs: np.ndarray, description: np.ndarray, p: HierarchyParams, seed: int) -> np.ndarray:
+def representatives(vecs: np.ndarray, description: np.ndarray, p: HierarchyParams, seed: int,
+                    cap: int | None = None) -> np.ndarray:
     """Several unit vectors that stand for a community: spherical k-means centroids of its members (one per
     ``members_per_vector``, at most ``max_vectors``; the members themselves when that few) and its description."""
     import faiss
 
     n = len(vecs)
-    r = min(p.max_vectors, max(1, math.ceil(n / p.members_per_vector)))
+    r = min(cap or p.max_vectors, max(1, math.ceil(n / p.members_per_vector)))
     if n <= r:
         cents = vecs
     else:
@@ -312,13 +316,13 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
     d1 = _encode_many(emb, l1_text)
     say("representative vectors")
 
-    def stack(groups, descs):
-        reps = [representatives(ent[np.asarray(m)], descs[c], p, p.seed + c) for c, m in enumerate(groups)]
+    def stack(groups, descs, cap=None):
+        reps = [representatives(ent[np.asarray(m)], descs[c], p, p.seed + c, cap) for c, m in enumerate(groups)]
         start = np.zeros(len(reps) + 1, dtype=np.int64)
         start[1:] = np.cumsum([len(r) for r in reps])
         return np.vstack(reps).astype(np.float32), start
 
-    l0_reps, l0_start = stack(top, d0)
+    l0_reps, l0_start = stack(top, d0, p.l0_max_vectors)
     l1_reps, l1_start = stack(leaves, d1)
     return Hierarchy(leaf_of, np.asarray(parent, dtype=np.int64), l0_reps, l0_start, l1_reps, l1_start, l0_text,
                      l1_text, np.flatnonzero(hubs).astype(np.int64), round(time.perf_counter() - t0, 2))
@@ -328,7 +332,8 @@ def _cache_key(p: HierarchyParams, vectors: str = "minilm") -> str:
     """Version, the entity vectors' backend (``minilm`` / ``minilm-int8``: the representatives are made of them)
     and every build parameter."""
     return (f"v{HIERARCHY_VERSION}-{vectors}-r{p.resolution}-s{p.seed}-l{p.leaf_size}-t{p.describe_top}"
-            f"-h{p.hub_min_degree}q{p.hub_quantile}-m{p.min_community}-v{p.members_per_vector}x{p.max_vectors}")
+            f"-h{p.hub_min_degree}q{p.hub_quantile}-m{p.min_community}-v{p.members_per_vector}x{p.max_vectors}"
+            f"l0x{p.l0_max_vectors}")
 
 
 def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, build: bool = True,

@@ -72,6 +72,14 @@ async def test_open_and_unlinkable_questions_get_ark_context(setup):
     assert out.route == "ark" and out.ran == ["ark"] and out.results
 
 
+async def test_a_question_naming_no_relation_runs_the_chain_then_ark_and_interleaves_them(setup):
+    kg, svc, _ = setup
+    out = await route(svc, kg, "[Ada Stone]")
+    assert out.analysis.hops == 0 and out.analysis.source == "rules"  # read after the chain, from its embeddings
+    assert out.route == "combined" and out.ran == ["chain", "ark"] and out.results
+    assert len({r.id for r in out.results}) == len(out.results)
+
+
 async def test_a_chain_without_answer_escalates_to_the_tree_search(setup, monkeypatch):
     kg, svc, _ = setup
 

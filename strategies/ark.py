@@ -436,9 +436,10 @@ ARK = Strategy(
     name="ark", job="context", options=ArkOptions, run=_run_ark, render=_render_ark, result=ArkResult,
     tool="ark_retrieve", title="ARK adaptive retrieval (lexical search, then judged expansion)", llm_option="judge",
     needs=("bm25", "relevance"),
-    summary="Retrieve the entities a question needs with ARK: BM25 over entity descriptors, then per depth a judge "
-            "decides whether the results suffice, need one more hop, or should stop. Returns the ranked results "
-            "(with the relation path that reached each) and the decision history.",
+    summary="A context for answering a question, bounded in tokens: from the question's entity, the best-scoring "
+            "relation paths, each with every entity it reaches (read it to answer). Found with ARK: BM25 over entity "
+            "descriptors, then per depth a judge decides whether the results suffice, need one more hop, or should "
+            "stop. Also returns the ranked entities (with the path that reached each) and the decision history.",
     reference="arXiv 2601.13969 (ARK)",
 )
 

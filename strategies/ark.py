@@ -394,8 +394,7 @@ async def fixed_dfs(
                 score = cur.score + gain
                 if old is not None and old.score >= score:
                     continue
-                rec = Reached(j, score, cur.depth + 1, cur.path + ((r, d, j),), used,
-                              root=cur.node if cur.root is None else cur.root)
+                rec = Reached(j, score, cur.depth + 1, cur.path + ((r, d, j),), used)
                 reached[j] = rec
                 children.append(rec)
         children.sort(key=lambda c: c.score)  # best popped first

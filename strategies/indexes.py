@@ -89,7 +89,6 @@ class DenseIndex:
 
     def __init__(self, vectors: np.ndarray) -> None:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.dim = int(self.vectors.shape[1])
 
     def search(self, q: np.ndarray, k: int) -> list[tuple[int, float]]:
         return top_k(self.vectors, np.ascontiguousarray(q.reshape(-1), dtype=np.float32), k)

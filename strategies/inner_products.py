@@ -7,12 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def _faiss_reads(mat: np.ndarray, q: np.ndarray) -> bool:
+    """faiss's raw kernels read C-contiguous float32 only."""
+    return (mat.dtype == np.float32 and q.dtype == np.float32 and mat.flags.c_contiguous and q.flags.c_contiguous
+            and mat.ndim == 2 and mat.shape[1] == len(q))
+
+
 def inner_products(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``mat @ q`` in one thread. A BLAS gemv this size wakes OpenBLAS's worker threads, which on a busy machine
     costs ~20 ms — more than the whole beam search. faiss's SIMD kernel (``fvec_inner_products_ny``: no OpenMP)
     does it in about 0.6× the time of einsum's own loop; einsum when the arrays are not contiguous float32."""
-    if mat.dtype == np.float32 and q.dtype == np.float32 and mat.flags.c_contiguous and q.flags.c_contiguous \
-            and mat.ndim == 2 and len(mat) and mat.shape[1] == len(q):
+    if len(mat) and _faiss_reads(mat, q):
         import faiss
 
         out = np.empty(len(mat), dtype=np.float32)
@@ -27,8 +32,7 @@ def inner_products_at(mat: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.nd
     calling thread's OpenMP team set to one thread (an OpenMP setting of the calling thread only, restored after)."""
     if len(rows) == 0:
         return np.zeros(0, np.float32)
-    if mat.dtype == np.float32 and q.dtype == np.float32 and mat.flags.c_contiguous and q.flags.c_contiguous \
-            and mat.ndim == 2 and mat.shape[1] == len(q):
+    if _faiss_reads(mat, q):
         import faiss
 
         ids = np.ascontiguousarray(rows, dtype=np.int64)

@@ -5,8 +5,8 @@ highest-scoring path and so scatters or drops it.
 
 After the relation-path retrieval of KBQA (Luo et al., ICLR 2024, "Reasoning on Graphs": plan relation paths, then
 read off every entity a path reaches). Paths are grown by a beam over path scores; hubs (a genre, a year: they
-connect everything) end a path but are not walked through, and the question's own entities never appear inside a
-path's set.
+connect everything) and the question's own entities end a path but are not walked through; a step back along the
+relation just taken leaves out the entities it came from.
 """
 
 from __future__ import annotations

@@ -78,14 +78,12 @@ class RuleQueryAnalyser:
         """``hops``: the hop count when already known (skips the estimate, the only costly part)."""
         words = re.findall(r"\w+|'s", query.casefold())
         content = [w for w in words if w not in STOPWORDS]
-        if hops is not None:
-            pass
-        elif self.relevance is not None:
+        if hops is None and self.relevance is not None:
             # the phrases the tree search's offline policy reads too: their embeddings are then computed once
             parsed = parse_question(query, list(entity_labels)).spans
             hops = self.relevance.estimate_hops(query, entity_labels,
                                                 spans=[Span(x.text, x.start, x.end) for x in parsed])
-        else:
+        elif hops is None:
             hops = min(4, sum(1 for w in words if w in _RELATION_CUES))
         mentions = re.findall(r"\[([^\[\]]+)\]", query)
         if entity_count is None:

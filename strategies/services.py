@@ -234,12 +234,6 @@ def _ready(res: GraphResources, need: str) -> bool:
 
 def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
     for need in needs:
-        if need == "bm25":
-            job.stage = f"BM25 over {res.graph.n} entity descriptors"
-            res.bm25()
-        if need == "relevance":
-            job.stage = "relation-phrase embeddings"
-            res.relevance()
         if need == "dense" or need == "hierarchy":
             job.stage = f"embedding {res.graph.n} entity descriptors"
             res.dense(build=True, on_progress=job.step)

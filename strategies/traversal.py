@@ -24,7 +24,6 @@ class Reached:
     path: tuple[tuple[int, Direction, int], ...]  # (relation, direction, target)
     used: frozenset[int] = frozenset()
     source: str = "expand"
-    root: int | None = None  # the depth-0 node the path starts from (None: this is one)
 
 
 @dataclass
@@ -85,8 +84,7 @@ def expand_frontier(
                     new_count += 1
                     if new_count > max_new:
                         continue
-                rec = Reached(j, score, parent.depth + 1, parent.path + ((r, d, j),), used,
-                              root=parent.node if parent.root is None else parent.root)
+                rec = Reached(j, score, parent.depth + 1, parent.path + ((r, d, j),), used)
                 reached[j] = rec
                 improved[j] = rec
     return sorted(improved.values(), key=lambda x: -x.score)

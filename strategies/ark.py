@@ -220,6 +220,11 @@ def _norm(text: str) -> str:
     return " ".join(text.replace("_", " ").casefold().split())
 
 
+#: the context when no entity of the KG matched the question at all: what the client can do next
+NOTHING_MATCHED = ("(no entity of this KG matched the question; look its names up with search_entities and ask again "
+                   "with the exact name in [brackets])")
+
+
 def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached]:
     if not cands:
         return []
@@ -323,7 +328,7 @@ async def ark_search(
         seeds=[graph.entity_id(r.node) for r in roots],
         depth_reached=depth,
         neighbour_cache={"hits": cache.hits - hits0, "misses": cache.misses - miss0},
-        context=render_path_sets(graph, paths, cfg.context_tokens),
+        context=render_path_sets(graph, paths, cfg.context_tokens) if ctx_roots else NOTHING_MATCHED,
         seconds=round(time.perf_counter() - t0, 4),
     )
 

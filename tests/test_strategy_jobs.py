@@ -92,3 +92,13 @@ async def test_the_topic_is_the_bracketed_mention_not_a_word_inside_the_question
     assert result.context.splitlines()[0].startswith("Kansas City Confidential [t:E")
     assert "Kansas [" not in result.context and "director [" not in result.context
     assert result.answer_ids[0] == next(f"t:E{i}" for i, n in enumerate(kg.index.nodes) if n.label == "Phil Karlson")
+
+
+async def test_a_question_nothing_in_the_kg_matches_gets_a_context_that_says_what_to_do(tmp_path):
+    kg = make_kg(tmp_path)
+    services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    result = await make_method("ark", MethodOptions(), services)(
+        BenchmarkQuestion(id="1", text="[Zzqxv Qwrtp]"), kg)
+    assert result.answer_ids == []
+    assert result.context.startswith("(no entity of this KG matched the question; look its names up with "
+                                     "search_entities")

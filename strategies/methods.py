@@ -49,6 +49,8 @@ class MethodResult(BaseModel):
     context: str | None = Field(default=None, description="The context returned for a client to read (ARK).")
     trace: dict[str, Any] | None = None
     error: str | None = None
+    partial: bool = False
+    partial_reason: str = ""
 
 
 Method = Callable[[BenchmarkQuestion, KnowledgeGraph], Awaitable[MethodResult]]
@@ -95,6 +97,7 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
             retrieved=[r.id for r in ranked] if retriever else [],
             retrieved_labels=[r.label for r in ranked] if retriever else [],
             context=out.context, trace=trace, error=out.error,
+            partial=out.partial, partial_reason=out.partial_reason,
         )
 
     return run

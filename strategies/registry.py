@@ -50,6 +50,7 @@ class Call:
     needs: tuple[Index, ...] = ()
     method: str = ""  # the registered name the call runs under (one run function may serve two names)
     build: bool | None = None  # build missing indexes: None = the services' policy
+    scope: KnowledgeGraph | None = None  # the linked KGs a walk may cross (default: every KG of the run)
     _llm: LLM | None = None
     _before: Any = None
 

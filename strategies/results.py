@@ -56,6 +56,8 @@ class StrategyResult(BaseModel):
     value: float | None = Field(default=None, description="The strategy's confidence in its answer, 0..1")
     usage: LLMUsage | None = Field(default=None, description="LLM calls and tokens, when the strategy counts its own")
     error: str | None = None
+    partial: bool = Field(default=False, description="The answer set is known to be incomplete (see partial_reason)")
+    partial_reason: str = Field(default="", description="One line: why the answer may be missing members")
     seconds: float = 0.0
 
     def trace(self) -> dict[str, Any]:

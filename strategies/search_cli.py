@@ -72,8 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-retries", type=int, default=None, metavar="N",
                    help="retries of a failed LLM request: timeouts, 429/5xx, malformed bodies (default 2)")
     p.add_argument("-k", type=int, default=None, help="branching factor (default 3; 1 = Chain-of-Traversals)")
+    p.add_argument("--max-hops", type=int, default=None,
+                   help="expansions (hops) a path may take before it must answer (default 4: a 3-hop question "
+                        "with one to spare)")
     p.add_argument("--max-depth", type=int, default=None,
-                   help="actions before an answer is forced (tot, chain: default 7), or hops (ark: default 3)")
+                   help="tot, chain: the paper's budget instead of --max-hops: actions before an answer is forced "
+                        "(an expansion takes 3; the paper used 7); ark: hops (default 3)")
     p.add_argument("--tau", type=float, default=None, help="accept an answer valued at least this (default 0.8)")
     p.add_argument("--max-expansions", type=int, default=None,
                    help="give up after this many expansions (default 25)")
@@ -132,6 +136,8 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("give either a question or --questions FILE, not both")
     if ns.k is not None and not 1 <= ns.k <= 10:
         raise UsageError("-k must be between 1 and 10")
+    if ns.max_hops is not None and not 1 <= ns.max_hops <= 10:
+        raise UsageError("--max-hops must be between 1 and 10")
     if ns.max_depth is not None and not 1 <= ns.max_depth <= 50:
         raise UsageError("--max-depth must be between 1 and 50")
     if ns.tau is not None and not 0.0 <= ns.tau <= 1.0:
@@ -217,8 +223,8 @@ def strategy_options(ns: argparse.Namespace) -> dict:
         fields = get(ns.method).options.model_fields
     except KGError as e:
         raise UsageError(str(e)) from None
-    flags = {"k": ns.k, "max_depth": ns.max_depth, "tau": ns.tau, "max_expansions": ns.max_expansions,
-             "max_edges_per_expansion": ns.max_edges}
+    flags = {"k": ns.k, "max_hops": ns.max_hops, "max_depth": ns.max_depth, "tau": ns.tau,
+             "max_expansions": ns.max_expansions, "max_edges_per_expansion": ns.max_edges}
     given = {k: v for k, v in flags.items() if v is not None}
     unused = [f for f in given if f not in fields]
     if unused:
@@ -264,6 +270,8 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linke
     print(f"answer: {shown}")
     if result.answer_ids:
         print(f"entities: {', '.join(result.answer_ids)}")
+    if result.partial:
+        print(f"partial: {result.partial_reason or 'the answer set is known to be incomplete'}")
     print(f"value: {result.value:.2f}  status: {result.status}  expansions: {result.expansions}  "
           f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
           f"cost: {format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s")

@@ -38,16 +38,23 @@ async def test_samples_k_completions_and_dedupes_them(kg):
     assert actions == [ExpandKG(), Think(text="find his films first")]
     assert llm.usage.calls == 3 and policy.usage.calls == 3
     assert "Question: " + Q in llm.prompts[0] and "Keanu Reeves" in llm.prompts[0]
-    assert "EXPAND_KG: gather more facts" in llm.prompts[0]
+    assert "EXPAND_KG: follow one relation one hop" in llm.prompts[0]
     assert llm.systems[0] and "knowledge graph" in llm.systems[0]
 
 
 async def test_default_state_parses_answers_with_ids_or_labels(kg):
-    state = await TraversalASM(kg).initial_state(Q)
+    """The parser keeps what the model claimed; the ASM grounds each claim in the subgraph (the reported answer)."""
+    asm = TraversalASM(kg)
+    state = await asm.initial_state(Q)
     keanu = state.topic_entities[0]
-    assert parse_action_text(f"ANSWER: Keanu Reeves | {keanu}", state) == Answer(entity_ids=[keanu], text="Keanu Reeves")
-    assert parse_action_text("Sure!\nAnswer: keanu reeves", state) == Answer(entity_ids=[keanu], text="keanu reeves")
-    assert parse_action_text("ANSWER: nobody", state) == Answer(entity_ids=[], text="nobody")
+    for reply in (f"ANSWER: Keanu Reeves | {keanu}", "Sure!\nAnswer: keanu reeves", f"ANSWER: {keanu}"):
+        done = await asm.apply(state, parse_action_text(reply, state))
+        assert [it.entity_id for it in done.answer.items] == [keanu], reply
+    nobody = parse_action_text("ANSWER: nobody", state)
+    assert nobody == Answer(claims=["nobody"], text="nobody")
+    rejected = await asm.apply(state, nobody)
+    assert rejected.answer is None and "not shown in the local subgraph" in rejected.invalid_actions[-1].reason \
+        or "no answer item is shown" in rejected.invalid_actions[-1].reason
     assert isinstance(parse_action_text("ANSWER:", state), Invalid)
 
 
@@ -101,8 +108,8 @@ async def test_unparseable_value_falls_back_neutral_for_states_and_zero_for_answ
     s = await asm.initial_state(Q)
     policy = PromptedPolicy(ScriptedLLM(["hmm", "hmm"]))
     assert await policy.value(s) == 0.5
-    done = await asm.apply(s, Answer(text="x"))
-    assert await policy.value(done) == 0.0
+    done = await asm.apply(s, Answer(text="Keanu Reeves"))
+    assert done.answer is not None and await policy.value(done) == 0.0
 
 
 async def test_rejection_feedback_reaches_the_next_prompt(kg):

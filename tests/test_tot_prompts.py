@@ -3,12 +3,15 @@ expansion including those that found nothing, and a pending expansion named as s
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from tot_fixtures import make_kg
 
 from kg_adapters.models import Direction
 from strategies.llm.scripted import ScriptedLLM
-from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
+from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
+from strategies.tot.state import AsmState
 from strategies.tot.asm import TraversalASM
 from strategies.tot.prompted import PromptedPolicy, parse_action_text
 
@@ -24,25 +27,80 @@ def policy() -> PromptedPolicy:
     return PromptedPolicy(ScriptedLLM([]))
 
 
-async def test_the_budget_is_shown_and_the_forced_answer_offers_only_answers(kg):
+async def test_the_budget_is_stated_in_expansions_and_the_forced_answer_offers_only_answers(kg):
     asm = TraversalASM(kg)
-    s = await asm.initial_state(Q, max_depth=4)
+    s = await asm.initial_state(Q)
     prompt = policy().prompt_for(s)
-    assert "Steps left before you must answer: 4" in prompt and "EXPAND_KG" in prompt
-    forced = s.fork()
-    forced.depth, forced.must_answer = 4, True
+    assert "Expansions left: 4 (an expansion follows one relation one hop" in prompt and "EXPAND_KG" in prompt
+    forced = s.model_copy(update={"max_hops": 0})
+    forced = asm._refresh(forced)
     last = policy().prompt_for(forced)
     formats = last.rsplit("one of:", 1)[1]
-    assert "Steps left before you must answer: 0" in last
-    assert "THINK" not in formats and "EXPAND_KG" not in formats and "ANSWER: NONE" in formats
+    assert "Expansions left: 0. You must answer now." in last
+    assert "THINK" not in formats and "EXPAND_KG" not in formats
+    assert "ANSWER: NONE" in formats and "ANSWER: INCOMPLETE" in formats
+
+
+def _stated(prompt: str) -> int:
+    m = re.search(r"Expansions left(?: after it)?: (\d+)", prompt)
+    assert m, prompt
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("budget, think_first", [({}, False), ({}, True), ({"max_depth": 7}, False),
+                                                 ({"max_depth": 7}, True), ({"max_hops": 1}, False)])
+async def test_the_stated_budget_is_exactly_what_the_asm_accepts(kg, budget, think_first):
+    """Whatever the prompt says is left, the ASM accepts exactly that many more expansions (each completes once
+    begun), then only ANSWER — with the default hop budget, the paper's action budget, and after a THINK."""
+    asm = TraversalASM(kg)
+    s = await asm.initial_state(Q, **budget)
+    if think_first:
+        s = await asm.apply(s, Think(text="first the films, then their directors"))
+        assert s.depth == 1
+    promised = _stated(policy().prompt_for(s))
+    assert promised >= 1
+    for n in range(promised):
+        assert not s.must_answer and _stated(policy().prompt_for(s)) == promised - n
+        s = await asm.apply(s, ExpandKG())
+        assert _stated(policy().prompt_for(s)) == promised - n - 1  # said while the expansion is pending
+        s = await asm.apply(s, SelectEntities(entity_ids=list(s.subgraph.entities)))
+        assert s.candidate_relations, "the fixture KG always has a relation to follow"
+        r = s.candidate_relations[0]
+        s = await asm.apply(s, SelectRelation(relation_id=r.id, direction=r.direction))
+        assert s.asm_state is AsmState.DEFAULT, "a begun expansion always completes"
+    assert s.must_answer and _stated(policy().prompt_for(s)) == 0
+    refused = await asm.apply(s, ExpandKG())
+    assert refused.depth == s.depth and "only ANSWER" in refused.invalid_actions[-1].reason
+
+
+async def test_the_default_budget_fits_a_three_hop_question_with_one_to_spare(kg):
+    s = await TraversalASM(kg).initial_state(Q)
+    assert s.expansions_left() == 4
+
+
+async def test_a_think_says_what_it_costs(kg):
+    paper = await TraversalASM(kg).initial_state(Q, max_depth=7)
+    assert "one expansion fewer is left after it" in policy().prompt_for(paper)
+    hops = await TraversalASM(kg).initial_state(Q)
+    assert "free, but not twice in a row" in policy().prompt_for(hops)
 
 
 async def test_no_answer_is_an_answer_the_asm_accepts(kg):
     s = await TraversalASM(kg).initial_state(Q)
     action = parse_action_text("ANSWER: NONE |", s)
-    assert isinstance(action, Answer) and action.text == "NONE" and action.entity_ids == []
+    assert isinstance(action, Answer) and action.status == "none" and action.entity_ids == []
     done = await TraversalASM(kg).apply(s, action)
-    assert done.answer is not None and done.answer.text == "NONE"
+    assert done.answer is not None and done.answer.text == "NONE" and done.answer.status == "none"
+
+
+async def test_running_out_is_incomplete_not_none(kg):
+    """INCOMPLETE (the budget ran out) is distinct from NONE (expanded, nothing there), with or without items."""
+    s = await TraversalASM(kg).initial_state(Q)
+    for reply in ("ANSWER: INCOMPLETE", "ANSWER: INCOMPLETE: Keanu Reeves"):
+        action = parse_action_text(reply, s)
+        assert isinstance(action, Answer) and action.status == "incomplete"
+        done = await TraversalASM(kg).apply(s, action)
+        assert done.answer is not None and done.answer.status == "incomplete"
 
 
 async def test_expansions_that_found_nothing_stay_visible(kg):

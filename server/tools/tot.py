@@ -12,14 +12,8 @@ from pydantic import BaseModel, Field
 from strategies.llm import factory
 from strategies.llm.base import LLMError, LLMUsage
 from strategies.llm.sampling import sampling_unavailable_reason
-from strategies.tot.asm import AsmConfig, TraversalASM
-from strategies.tot.search import (
-    RankedAnswer,
-    SearchConfig,
-    SearchNode,
-    SearchProgress,
-    TreeSearch,
-)
+from strategies.registry import Call, get
+from strategies.tot.search import RankedAnswer, SearchNode
 
 from ..apps import TOOL_META, publish_tree
 from ..results import tool_result
@@ -32,8 +26,11 @@ if TYPE_CHECKING:
 
 class TreeOfTraversalsResult(BaseModel):
     question: str
-    status: str = Field(description="answered (value ≥ tau), below_tau (best answer found), or no_answer.")
+    status: str = Field(description="answered (value ≥ tau), below_tau (best answer found), incomplete (the budget "
+                        "ran out before the answer was reached), or no_answer.")
     answer: RankedAnswer
+    partial: bool = Field(default=False, description="The answer set is known to be incomplete (partial_reason).")
+    partial_reason: str = ""
     value: float
     llm: str = Field(description="The policy that actually ran (after any fallback).")
     expansions: int
@@ -58,7 +55,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
     async def tree_of_traversals(
         query: Annotated[str, Field(description="The question; mark the topic entity with [brackets] if you can.")],
         k: Annotated[int, Field(ge=1, le=10, description="Branching factor: actions sampled per step (1 = chain).")] = 3,
-        max_depth: Annotated[int, Field(ge=1, le=30, description="Actions before an answer is forced.")] = 7,
+        max_hops: Annotated[int, Field(ge=1, le=10, description="Hops a path may take before it must answer.")] = 4,
         tau: Annotated[float, Field(ge=0.0, le=1.0, description="Stop at an answer valued at least this.")] = 0.8,
         llm: Annotated[
             Literal["offline", "sampling", "anthropic", "openai"],
@@ -66,7 +63,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                   "openai (an OpenAI-compatible server: OPENAI_BASE_URL, TOT_OPENAI_MODEL)."),
         ] = "offline",
         kg: Annotated[str | None, Field(description=f"KG name(s), comma-separated (of: {kg_names}); default all.")] = None,
-        max_expansions: Annotated[int, Field(ge=1, le=200, description="Give up after this many expansions.")] = 25,
+        max_expansions: Annotated[int, Field(ge=1, le=500, description="Give up after this many expansions.")] = 25,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, TreeOfTraversalsResult]:
         """Runs the full Tree-of-Traversals search (Markowitz et al. 2024) on the server: links the question's
@@ -82,33 +79,33 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             if reason:
                 warnings.append(f"sampling unavailable ({reason}); fell back to the offline policy")
                 kind = "offline"
-        try:
-            embedder = await runtime.aembedder() if factory.needs_embedder(kind) else None
-            policy = factory.make_policy(kind, graph, ctx=ctx, embedder=embedder, shared=runtime.policy_state)
-        except LLMError as e:
-            raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
+        if kind != "offline":
+            try:
+                backend = factory.make_llm(kind, ctx=ctx)
+            except LLMError as e:
+                raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
+        strategy = get("tot")  # the one implementation: what tot-search --method tot measures
+        options = strategy.parse_options({"k": k, "max_hops": max_hops, "tau": tau, "max_expansions": max_expansions,
+                                          "max_edges_per_expansion": min(50, runtime.limits.max_edges)})
 
-        async def progress(p: SearchProgress) -> None:
+        async def progress(done: float, total: float | None, message: str) -> None:
             if ctx is not None:
-                best = f", best answer value {p.best_answer_value:.2f}" if p.best_answer_value is not None else ""
-                await ctx.report_progress(p.expansions, p.max_expansions, f"{p.message}{best}")
+                await ctx.report_progress(done, total, message)
 
-        search = TreeSearch(
-            TraversalASM(graph, AsmConfig(max_edges_per_expansion=min(50, runtime.limits.max_edges))),
-            policy,
-            SearchConfig(k=k, max_depth=max_depth, tau=tau, max_expansions=max_expansions),
-        )
+        call = Call(services=runtime.services, kg=graph, scope=graph, query=query, options=options, llm_kind=kind,
+                    llm_factory=None if kind == "offline" else (lambda: backend), progress=progress, method="tot")
         try:
-            result = await search.run(query, progress=progress)
-        finally:
-            await policy.aclose()
-        if result.error:
-            warnings.append(result.error)
+            out = await strategy.run(call)
+        except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
+            raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
+        result = out._search
         view = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
         model = TreeOfTraversalsResult(
             question=query,
             status=result.status,
             answer=result.answer,
+            partial=result.partial,
+            partial_reason=result.partial_reason,
             value=result.value,
             llm=kind,
             expansions=result.expansions,
@@ -120,9 +117,11 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             warnings=warnings,
             view=view.uri,
         )
-        shown = ", ".join(f"{lab} ({i})" for lab, i in zip(result.answer.labels, result.answer.entity_ids))
+        shown = "; ".join(f"{it.text} ({it.entity_id})" if it.entity_id else it.text for it in result.answer.items)
         text = [
             f"Answer: {shown or result.answer.text}",
+            *([f"partial: {result.partial_reason}"] if result.partial else []),
+            *([f"dropped (not in the subgraph): {'; '.join(result.answer.dropped)}"] if result.answer.dropped else []),
             (f"value {result.value:.2f} · {result.status} · {result.expansions} expansions · policy {kind}"
              f" · {result.usage.calls} LLM calls"),
             *(f"warning: {w}" for w in warnings),

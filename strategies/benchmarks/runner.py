@@ -41,6 +41,8 @@ class RunRecord(BaseModel):
     context_tokens: int | None = Field(default=None, description="The context's size, estimated (characters / 4)")
     value: float = 0.0
     status: str = ""
+    partial: bool = Field(default=False, description="The method said its answer set is incomplete")
+    partial_reason: str = ""
     latency_s: float = 0.0
     llm_calls: int = 0
     input_tokens: int = 0
@@ -138,6 +140,8 @@ def score(
         context_tokens=context_tokens,
         value=result.value,
         status=result.status,
+        partial=result.partial,
+        partial_reason=result.partial_reason,
         latency_s=result.latency_s,
         llm_calls=result.usage.calls,
         input_tokens=result.usage.input_tokens,

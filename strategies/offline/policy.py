@@ -21,7 +21,7 @@ from ..tot.state import AsmState, TraversalState
 from .paths import OfflineReasoner, Plan, Reasoning
 from .settings import OfflineSettings
 
-MAX_SELECT = 10  # the ASM's default cap on entities per SELECT_ENTITIES
+MAX_SELECT = 50  # the ASM's default cap on entities per SELECT_ENTITIES: a selection the policy cuts is an answer it cuts
 
 
 class OfflinePolicy(Policy):
@@ -158,8 +158,12 @@ class OfflinePolicy(Policy):
 
     @staticmethod
     def answer_ids(plan: Plan, state: TraversalState) -> list[str]:
+        """The plan's answers the subgraph holds, leaving out the question's own entities (as the prompt asks of
+        a model) unless nothing else is left."""
         sub = state.subgraph.entities
-        return [a for a in plan.answers if a in sub][:50]
+        ids = [a for a in plan.answers if a in sub]
+        topics = set(state.topic_entities)
+        return ([a for a in ids if a not in topics] or ids)[:50]
 
     @staticmethod
     def fallback_answer(state: TraversalState) -> list[str]:

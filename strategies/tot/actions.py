@@ -35,19 +35,46 @@ class Think(_Action):
         return f"THINK: {self.text}"
 
 
+class AnswerItem(BaseModel):
+    """One member of an answer, grounded in the local subgraph: an entity (``entity_id``) or a value shown there
+    (a literal on an edge, or a value in an entity's summary, ``entity_id`` None)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    entity_id: str | None = None
+    source: str = Field(default="", description="Where it was found: 'entity', 'edge value', 'summary of <ID>'.")
+
+    @property
+    def id(self) -> str:
+        return self.entity_id or f"literal:{self.text}"
+
+
 class Answer(_Action):
-    """Final answer: entity IDs from the local subgraph (best first) and/or a text answer (DEFAULT only)."""
+    """Final answer (DEFAULT only). ``claims`` are the items the model wrote (IDs, names or values); the ASM grounds
+    them in the local subgraph into ``items`` (the reported answer) and keeps what it could not find in
+    ``ungrounded``. ``status``: ``answer``; ``none`` (the needed relations were expanded and hold nothing); or
+    ``incomplete`` (the budget ran out before the answer was reached; items, if any, are a partial answer)."""
 
     kind: Literal["answer"] = "answer"
     entity_ids: list[str] = Field(default_factory=list)
     text: str = ""
+    claims: list[str] = Field(default_factory=list)
+    status: Literal["answer", "none", "incomplete"] = "answer"
+    items: list[AnswerItem] = Field(default_factory=list)
+    ungrounded: list[str] = Field(default_factory=list)
 
     def key(self) -> tuple:
-        return (self.kind, tuple(self.entity_ids), "" if self.entity_ids else " ".join(self.text.split()).casefold())
+        claims = tuple(" ".join(c.split()).casefold() for c in self.claims)
+        return (self.kind, self.status, tuple(self.entity_ids), claims,
+                "" if self.entity_ids or claims else " ".join(self.text.split()).casefold())
 
     def describe(self) -> str:
+        if self.status == "none":
+            return "ANSWER: NONE"
+        head = "ANSWER: INCOMPLETE" + (": " if self.text else "") if self.status == "incomplete" else "ANSWER: "
         ids = ", ".join(self.entity_ids)
-        return f"ANSWER: {self.text}" + (f" [{ids}]" if ids else "")
+        return head + self.text + (f" [{ids}]" if ids and self.text != ids else "")
 
 
 class ExpandKG(_Action):

@@ -10,6 +10,7 @@ the state with the rejection appended to ``invalid_actions`` and everything else
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,8 +19,8 @@ from kg_adapters.errors import KGError
 from kg_adapters.linked import LinkedKG
 from kg_adapters.models import Entity, EntityMatch, split_id
 
-from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
-from .state import AsmState, Expansion, InvalidAction, TraversalState
+from .actions import Action, Answer, AnswerItem, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
+from .state import DEFAULT_MAX_HOPS, AsmState, Expansion, InvalidAction, TraversalState
 
 
 #: candidates the start state links per question (the router links with the same, so the KG answers twice from one
@@ -58,7 +59,8 @@ class TraversalASM:
         self.config = config or AsmConfig()
 
     # -- the start state ---------------------------------------------------------------------------------------
-    async def initial_state(self, question: str, max_depth: int = 7) -> TraversalState:
+    async def initial_state(self, question: str, max_depth: int | None = None,
+                            max_hops: int | None = DEFAULT_MAX_HOPS) -> TraversalState:
         """Link the question's entities (in every KG; an entity's equivalents come with it); they form the initial
         local subgraph.
 
@@ -77,13 +79,14 @@ class TraversalASM:
             chosen.extend(m for m in matches if m.entity.id in keep)
         chosen.sort(key=lambda m: -m.score)
         chosen = chosen[: self.config.topic_limit]
-        state = TraversalState(question=question, max_depth=max_depth)
+        state = TraversalState(question=question, max_depth=max_depth, max_hops=max_hops)
         state.topic_matches = chosen
         state.topic_entities = [m.entity.id for m in chosen]
         for m in chosen:
             state.subgraph.add_entity(m.entity)
             for other in m.same_as:
                 state.subgraph.link(m.entity.id, other)
+        await self._describe_twins(state)
         return self._refresh(state)
 
     # -- transitions -------------------------------------------------------------------------------------------
@@ -95,7 +98,7 @@ class TraversalASM:
         if isinstance(action, Invalid):
             return self._reject(state, None, action.reason, raw=action.raw)
         if state.must_answer and not isinstance(action, Answer):
-            return self._reject(state, action, "maximum depth reached: only ANSWER is allowed now")
+            return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
         if isinstance(action, Answer):
             return self._answer(state, action)
         if isinstance(action, Think):
@@ -109,15 +112,42 @@ class TraversalASM:
         return self._reject(state, None, f"unknown action {action!r}")
 
     def _answer(self, state: TraversalState, action: Answer) -> TraversalState:
+        """An answer is what the model said, kept only as far as the subgraph shows it: each claimed item is
+        grounded (an entity by ID or name, a value on an edge or in a summary); items the subgraph does not show are
+        dropped and listed in ``ungrounded``. An answer none of whose items is shown is turned down."""
         if state.asm_state is not AsmState.DEFAULT:
             return self._reject(state, action, f"ANSWER is not allowed while {state.asm_state.value}")
-        unknown = [i for i in action.entity_ids if i not in state.subgraph.entities]
-        if unknown:
+        sub = state.subgraph
+        unknown = [i for i in action.entity_ids if i not in sub.entities]
+        if unknown and not action.claims:
             return self._reject(state, action, f"answer entities not in the local subgraph: {', '.join(unknown)}")
-        if not action.entity_ids and not action.text.strip():
-            return self._reject(state, action, "empty answer")
-        text = action.text.strip() or ", ".join(state.subgraph.label(i) for i in action.entity_ids)
-        answer = action if action.text.strip() else action.model_copy(update={"text": text})
+        if action.status == "none":
+            answer = action.model_copy(update={"text": "NONE", "entity_ids": [], "items": [], "ungrounded": []})
+        else:
+            claims = action.claims or list(action.entity_ids) or (
+                [action.text] if action.text.strip() and action.status == "answer" else [])
+            if not claims and action.status == "answer":
+                return self._reject(state, action, "empty answer")
+            avoid = frozenset(state.topic_entities)
+            items: list[AnswerItem] = []
+            missing: list[str] = []
+            for claim in claims:
+                item = sub.ground(claim, avoid)
+                if item is None and "(" in claim:  # "Harvey (1950)": the name before the aside
+                    item = sub.ground(claim.split("(", 1)[0], avoid)
+                if item is None:
+                    missing.append(claim)
+                elif all(item.id != it.id for it in items):
+                    items.append(item)
+            if claims and not items and action.status == "answer":
+                return self._reject(state, action, "no answer item is shown in the local subgraph ("
+                                    + "; ".join(missing[:5]) + "): cite entity IDs, or values as the subgraph shows "
+                                    "them; expand first if the answer is not there yet")
+            answer = action.model_copy(update={
+                "items": items, "ungrounded": missing,
+                "entity_ids": [it.entity_id for it in items if it.entity_id],
+                "text": " ; ".join(it.text for it in items) or action.text.strip(),
+            })
         new = self._step(state, answer)
         new.asm_state = AsmState.DONE
         new.answer = answer
@@ -130,6 +160,8 @@ class TraversalASM:
             return self._reject(state, action, f"THINK is not allowed while {state.asm_state.value}")
         if not action.text.strip():
             return self._reject(state, action, "empty thought")
+        if state.max_depth is None and state.actions and isinstance(state.actions[-1], Think):
+            return self._reject(state, action, "two THINKs in a row: act now (EXPAND_KG or ANSWER)")
         return self._refresh(self._step(state, action))
 
     def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
@@ -137,6 +169,8 @@ class TraversalASM:
             return self._reject(state, action, f"EXPAND_KG is not allowed while {state.asm_state.value}")
         if not state.subgraph.entities:
             return self._reject(state, action, "the local subgraph has no entities to expand")
+        if state.expansions_left() <= 0:
+            return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
         new = self._step(state, action)
         new.asm_state = AsmState.SELECTING_ENTITIES
         return self._refresh(new)
@@ -180,9 +214,7 @@ class TraversalASM:
             return self._reject(state, action, f"relation {action.relation_id!r} is not among the candidates{hint}")
         sources = list(state.selected_entities)  # entities of another KG are followed through their equivalents
         try:
-            page = await self.kg.get_edges(
-                sources, action.relation_id, action.direction, limit=self.config.max_edges_per_expansion
-            )
+            page, cut = await self._fair_edges(sources, action.relation_id, action.direction)
         except KGError as e:
             return self._reject(state, action, f"get_edges failed: {e}")
         new = self._step(state, action)
@@ -201,13 +233,16 @@ class TraversalASM:
                 sub.link(edge.via, edge.source)
         if self.config.link_new_entities and self.linked and new_entities:
             await self._link(new_entities, new)
+        await self._describe_twins(new)
         note = "" if added_edges else "expansion added nothing new"
         if page.truncated:
             note = (note + "; " if note else "") + f"capped at {self.config.max_edges_per_expansion} edges"
         reached_from = {e.via or e.source for e in page.edges}
         sub.expansions.append(
             Expansion(
-                empty_sources=[] if page.truncated else [s for s in sources if s not in reached_from],
+                empty_sources=[s for s in sources if s not in reached_from and s not in cut],
+                cut_sources=cut,
+                total_edges=relation.count,
                 entity_ids=sources,
                 relation_id=action.relation_id,
                 direction=action.direction,
@@ -224,6 +259,62 @@ class TraversalASM:
         return self._refresh(new)
 
     # -- helpers -----------------------------------------------------------------------------------------------
+    async def _fair_edges(self, sources: list[str], relation_id: str, direction) -> tuple:
+        """The relation's edges from ``sources`` within the per-expansion cap, shared fairly: when one request
+        overflows the cap, each source gets an equal quota (what one leaves unused goes to the others), so no
+        selected entity is left with nothing while another fills the cap. Returns the page and the sources whose
+        edges were cut."""
+        cap = self.config.max_edges_per_expansion
+        page = await self.kg.get_edges(sources, relation_id, direction, limit=cap)
+        if not page.truncated or len(sources) == 1:
+            if page.truncated:
+                return page, list(sources)
+            return page, []
+        sem = asyncio.Semaphore(8)
+
+        async def fetch(src: str, limit: int, offset: int = 0):
+            async with sem:
+                return await self.kg.get_edges([src], relation_id, direction, limit=limit, offset=offset)
+
+        quota = max(1, cap // len(sources))
+        pages = dict(zip(sources, await asyncio.gather(*(fetch(s, quota) for s in sources))))
+        used = sum(len(p.edges) for p in pages.values())
+        hungry = [s for s in sources if pages[s].truncated]
+        if hungry and used < cap:  # what the small ones left goes to the ones that were cut
+            extra = max(1, (cap - used) // len(hungry))
+            more = await asyncio.gather(*(fetch(s, extra, offset=len(pages[s].edges)) for s in hungry))
+            for s, p in zip(hungry, more):
+                pages[s] = pages[s].model_copy(update={"edges": pages[s].edges + p.edges,
+                                                       "entities": {**pages[s].entities, **p.entities},
+                                                       "truncated": p.truncated})
+        edges, entities = [], {}
+        for s in sources:
+            edges.extend(pages[s].edges)
+            entities.update(pages[s].entities)
+        cut = [s for s in sources if pages[s].truncated]
+        return page.model_copy(update={"edges": edges[:cap], "entities": entities, "truncated": bool(cut)}), cut
+
+    async def _describe_twins(self, state: TraversalState) -> None:
+        """Keep each linked equivalent's own summary, so an entity's line says what the other KG knows of it
+        (a film's release year held only by the catalog)."""
+        sub = state.subgraph
+        wanted = [t for ts in sub.same_as.values() for t in ts if t not in sub.entities and t not in sub.twins]
+        wanted = list(dict.fromkeys(wanted))[:60]
+        if not wanted:
+            return
+        sem = asyncio.Semaphore(8)
+
+        async def one(twin: str):
+            async with sem:
+                try:
+                    return (await self.kg.describe_entity(twin)).entity
+                except KGError:
+                    return None
+
+        for twin, ent in zip(wanted, await asyncio.gather(*(one(t) for t in wanted))):
+            if ent is not None:
+                sub.twins[twin] = ent
+
     async def _link(self, entities: list[Entity], state: TraversalState) -> None:
         """The paper's "entity linking when adding new entities": record each new entity's equivalents in the other
         KGs (the KG's link rules decide; answers are cached there), so the subgraph shows where a walk may cross."""
@@ -247,7 +338,7 @@ class TraversalASM:
 
     @staticmethod
     def _refresh(state: TraversalState) -> TraversalState:
-        state.must_answer = state.asm_state is AsmState.DEFAULT and state.depth >= state.max_depth
+        state.must_answer = state.asm_state is AsmState.DEFAULT and state.expansions_left() <= 0
         return state
 
 

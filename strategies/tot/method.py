@@ -1,19 +1,28 @@
 """Tree-of-Traversals (Markowitz et al., ACL 2024) and its k = 1 special case, Chain-of-Traversals, as registered
-strategies: best-first search over the action state machine with the configured policy (offline, or an LLM)."""
+strategies: best-first search over the action state machine with the configured policy (offline, or an LLM).
+
+This is the one implementation: ``tot-search --method tot`` and the ``tree_of_traversals`` MCP tool both run
+:func:`run_search`, so what the benchmark measures is what the tool does."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from strategies.registry import Call, Strategy
 from strategies.results import RetrievedEntity, StrategyResult
+
+from .state import DEFAULT_MAX_HOPS
 
 
 class TotOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     k: int = Field(default=3, ge=1, le=10, description="Branching factor (1 = Chain-of-Traversals)")
-    max_depth: int = Field(default=7, ge=1, le=50, description="Actions before an answer is forced")
+    max_hops: int = Field(default=DEFAULT_MAX_HOPS, ge=1, le=10,
+                          description="Expansions (hops) a path may take before it must answer")
+    max_depth: int | None = Field(default=None, ge=1, le=50,
+                                  description="The paper's budget instead: actions before an answer is forced "
+                                              "(an expansion takes 3; the paper used 7)")
     tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer valued at least this")
     max_expansions: int = Field(default=25, ge=1, le=500, description="Give up after this many expansions")
     max_edges_per_expansion: int = Field(default=50, ge=1, le=1000, description="Edges kept per expansion")
@@ -27,34 +36,49 @@ class ChainOptions(TotOptions):
 class TotResult(StrategyResult):
     expansions: int = 0
     search: dict | None = Field(default=None, description="The search tree (benchmarks, the HTML report)")
+    _search: object = PrivateAttr(default=None)  # the SearchResult itself, for in-process callers (the MCP tool)
 
     def trace(self) -> dict:
         return self.search or {}
 
 
+def policy_for(call: Call, graph, embedder):
+    from strategies.llm import factory
+
+    o: TotOptions = call.options  # type: ignore[assignment]
+    return factory.make_policy(call.llm_kind, graph, embedder=embedder, options=o.policy,
+                               llm=None if call.offline else call.llm(), shared=call.services.policy_state)
+
+
 async def _run(call: Call) -> TotResult:
     from strategies.llm import factory
     from strategies.tot.asm import AsmConfig, TraversalASM
-    from strategies.tot.search import SearchConfig, TreeSearch
+    from strategies.tot.search import SearchConfig, SearchProgress, TreeSearch
 
     o: TotOptions = call.options  # type: ignore[assignment]
-    services = call.services
-    graph = services.graph  # every KG of the run, linked
-    embedder = await services.aembedder() if factory.needs_embedder(call.llm_kind) else None
-    policy = factory.make_policy(call.llm_kind, graph, embedder=embedder, options=o.policy,
-                                 llm=None if call.offline else call.llm(), shared=services.policy_state)
-    config = SearchConfig(k=o.k, max_depth=o.max_depth, tau=o.tau, max_expansions=o.max_expansions)
+    graph = call.scope or call.services.graph  # every KG of the run, linked, unless the caller chose some
+    embedder = await call.services.aembedder() if factory.needs_embedder(call.llm_kind) else None
+    policy = policy_for(call, graph, embedder)
+    config = SearchConfig(k=o.k, max_hops=o.max_hops, max_depth=o.max_depth, tau=o.tau,
+                          max_expansions=o.max_expansions)
+
+    async def progress(p: SearchProgress) -> None:
+        if call.progress is not None:
+            best = f", best answer value {p.best_answer_value:.2f}" if p.best_answer_value is not None else ""
+            await call.progress(p.expansions, p.max_expansions, f"{p.message}{best}")
+
     try:
         out = await TreeSearch(TraversalASM(graph, AsmConfig(max_edges_per_expansion=o.max_edges_per_expansion)),
-                               policy, config).run(call.query)
+                               policy, config).run(call.query, progress=progress)
     finally:
         await policy.aclose()
-    answers = [RetrievedEntity(id=i, label=lab, score=out.value, source="tot")
-               for i, lab in zip(out.answer.entity_ids, out.answer.labels)]
-    return TotResult(query=call.query, kg=call.kg.name, results=answers, status=out.status,
-                     answer_text=out.answer.text, value=out.value, expansions=out.expansions, usage=out.usage,
-                     error=out.error, seconds=out.latency_s,
-                     search=out.model_dump(mode="json", exclude={"subgraph"}))
+    answers = [RetrievedEntity(id=it.id, label=it.text, score=out.value, source="tot") for it in out.answer.items]
+    result = TotResult(query=call.query, kg=call.kg.name, results=answers, status=out.status,
+                       answer_text=out.answer.text, value=out.value, expansions=out.expansions, usage=out.usage,
+                       error=out.error, seconds=out.latency_s, partial=out.partial, partial_reason=out.partial_reason,
+                       search=out.model_dump(mode="json", exclude={"subgraph"}))
+    result._search = out
+    return result
 
 
 TOT = Strategy(

@@ -31,7 +31,7 @@ class PromptedPolicy(Policy):
         llm: LLM,
         *,
         temperature: float = 0.7,
-        max_tokens: int = 256,
+        max_tokens: int = 400,
         max_entities: int = 50,
         max_edges: int = 50,
         batch: bool = True,
@@ -57,7 +57,7 @@ class PromptedPolicy(Policy):
         only = only_option(state)
         if only is not None:
             return [only]
-        text = await self._complete(self.prompt_for(state, k), max_tokens=self.max_tokens * (2 if k > 1 else 1))
+        text = await self._complete(self.prompt_for(state, k), max_tokens=self.max_tokens * max(1, min(k, 3)))
         return parse_action_lines(text, state)[:k]
 
     async def _propose_sampled(self, state: TraversalState, k: int) -> list[Action]:
@@ -95,32 +95,34 @@ class PromptedPolicy(Policy):
                 candidates=candidates_text(state),
                 **common,
             )
-        answer = ("ANSWER: <answer text> | <comma-separated entity IDs from the subgraph, best first>\n"
-                  "ANSWER: NONE |   (only when the needed relations were expanded and the subgraph holds no answer)")
+        answer = ANSWER_FORMATS
         if state.must_answer:  # the format offers only what is allowed now
-            allowed = "- ANSWER (no steps are left: answer now, or say NONE)"
+            allowed = ("- ANSWER (no expansions are left: answer from the subgraph now, or say INCOMPLETE if it does "
+                       "not reach the answer)")
             formats = answer
         else:
+            think = ("uses one action: one expansion fewer is left after it" if state.think_costs_expansion()
+                     else "free, but not twice in a row")
             allowed = (
-                "- THINK: reason about what is known and what is missing (costs one step)\n"
-                "- EXPAND_KG: gather more facts from the knowledge graph\n"
-                "- ANSWER: give the final answer once the subgraph supports it"
+                f"- THINK: reason about what is known and what is missing ({think})\n"
+                "- EXPAND_KG: follow one relation one hop from entities you choose next\n"
+                "- ANSWER: give the final answer once the subgraph shows it"
             )
             formats = "THINK: <a short thought about what is still missing>\nEXPAND_KG\n" + answer
-        return prompts.render("tot_default", allowed=allowed, formats=formats, **common)
+        return prompts.render("tot_default", allowed=allowed, formats=formats, answer_rule=ANSWER_RULE, **common)
 
     # -- valuing -----------------------------------------------------------------------------------------------
     async def value(self, state: TraversalState) -> float:
-        common = {"question": state.question, "subgraph": state.subgraph.render(), "trajectory": trajectory_text(state)}
+        common = {"question": state.question, "subgraph": state.subgraph.render()}
         if state.asm_state is AsmState.DONE and state.answer is not None:
-            ans = state.answer
-            shown = ans.text + (f" ({', '.join(ans.entity_ids)})" if ans.entity_ids else "")
-            prompt = prompts.render("tot_value_answer", answer=shown, **common)
-            fallback = 0.0
+            before = state.model_copy(update={"actions": state.actions[:-1], "asm_state": AsmState.DEFAULT})
+            prompt = prompts.render("tot_value_answer", answer=answer_text(state.answer),
+                                    trajectory=trajectory_text(before), **common)
+            fallback, max_tokens = 0.0, 120  # a one-sentence verdict, then the score
         else:
-            prompt = prompts.render("tot_value_intermediate", **common)
-            fallback = 0.5
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=32, temperature=0.0)
+            prompt = prompts.render("tot_value_intermediate", trajectory=trajectory_text(state), **common)
+            fallback, max_tokens = 0.5, 24
+        text = await self.llm.complete(prompt, system=self.system, max_tokens=max_tokens, temperature=0.0)
         score = parse_score(text)
         return fallback if score is None else score
 
@@ -157,7 +159,7 @@ class PromptedPolicy(Policy):
             trajectory=trajectory_text(base),
             candidates="\n".join(lines),
         )
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=16 * len(states) + 16, temperature=0.0)
+        text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(states) + 24, temperature=0.0)
         return [0.5 if v is None else v for v in parse_scores(text, len(states))]
 
     async def _value_answers(self, states: list[TraversalState]) -> list[float]:
@@ -166,7 +168,7 @@ class PromptedPolicy(Policy):
         for n, s in enumerate(states, 1):
             ans = s.answer
             assert ans is not None
-            lines.append(f"{n}. {ans.text}" + (f" ({', '.join(ans.entity_ids)})" if ans.entity_ids else ""))
+            lines.append(f"{n}. {answer_text(ans)}")
         prompt = prompts.render(
             "tot_value_answers",
             question=base.question,
@@ -174,7 +176,7 @@ class PromptedPolicy(Policy):
             trajectory=trajectory_text(base.model_copy(update={"actions": base.actions[:-1]})),
             candidates="\n".join(lines),
         )
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=16 * len(states) + 16, temperature=0.0)
+        text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(states) + 24, temperature=0.0)
         return [0.0 if v is None else v for v in parse_scores(text, len(states))]
 
     async def _complete(self, prompt: str, max_tokens: int | None = None) -> str:
@@ -211,9 +213,41 @@ def trajectory_text(state: TraversalState) -> str:
 
 
 def budget_text(state: TraversalState) -> str:
-    """How many actions are left before an answer is forced (THINK spends one too)."""
-    left = max(0, state.max_depth - state.depth)
-    return f"Steps left before you must answer: {left} (an expansion takes 3: EXPAND_KG, SELECT_ENTITIES, SELECT_RELATION)."
+    """The budget in expansions (hops), exactly as the ASM counts it (:meth:`TraversalState.expansions_left`)."""
+    n = state.expansions_left()
+    hop = "an expansion follows one relation one hop: EXPAND_KG, SELECT_ENTITIES, SELECT_RELATION"
+    if state.asm_state is not AsmState.DEFAULT:
+        return (f"This expansion completes once you choose. Expansions left after it: {n}"
+                + (" (then you must answer)." if n == 0 else f" ({hop})."))
+    if n == 0:
+        return "Expansions left: 0. You must answer now."
+    return f"Expansions left: {n} ({hop}; one begun always completes). Then you must answer."
+
+
+#: the answer formats every ANSWER prompt offers (and the parser reads)
+ANSWER_FORMATS = (
+    "ANSWER: <every answer item, separated by \" ; \": entity IDs from the subgraph, or values as the subgraph shows "
+    "them, e.g. a year>\n"
+    "ANSWER: NONE   (only when the relations the question needs were expanded and hold no answer)\n"
+    "ANSWER: INCOMPLETE: <the items found so far, or nothing>   (the subgraph does not reach the answer and no "
+    "expansions are left)"
+)
+#: how an answer is read, said where the model answers
+ANSWER_RULE = ("How an answer is read: each item is looked up in the subgraph (an entity by ID or name, a value in an "
+               "edge or an entity's summary); items it does not show are dropped. For a set, list every member; leave "
+               "out the question's own entity.")
+
+
+def answer_text(ans) -> str:
+    """An answer as the value prompts show it: its grounded items once, and what was dropped."""
+    if ans.status == "none":
+        return "NONE"
+    items = " ; ".join(f"{it.text} ({it.entity_id})" if it.entity_id else it.text for it in ans.items)
+    head = "INCOMPLETE: " if ans.status == "incomplete" else ""
+    text = head + (items or ans.text or "(nothing)")
+    if ans.ungrounded:
+        text += f"\n(not shown in the subgraph, dropped: {'; '.join(ans.ungrounded[:5])})"
+    return text
 
 
 def feedback_text(state: TraversalState) -> str:
@@ -289,14 +323,55 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
 
 
 def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
-    text, _, id_part = rest.partition("|")
-    ids = [i for i in _ID_RE.findall(id_part) if i in state.subgraph.entities]
-    if not ids:  # IDs inline with the text, or only labels given
-        ids = _entity_refs(rest, state)
-    text = _ID_RE.sub("", text).strip(" ,;()[]") or ", ".join(state.subgraph.label(i) for i in ids)
-    if not text and not ids:
+    """``NONE``; ``INCOMPLETE: items``; ``item ; item ; ...`` (IDs, names or values); or the older ``text | IDs``
+    (the text's items when the subgraph shows them, else the IDs). Grounding is the ASM's: here only the claims."""
+    body = rest.strip()
+    head = body.split(None, 1)[0].strip(" :.,|-").upper() if body else ""
+    status = "answer"
+    if head == "NONE" and len(body.strip(" |")) <= 6:
+        return Answer(status="none", text="NONE")
+    if head in _NOT_REACHED:  # "INCOMPLETE: …", or the older prompts' "Unknown - the subgraph has no … |"
+        status = "incomplete"
+        if head != "INCOMPLETE":  # the sentence is the text; only IDs after "|" are claims
+            text, _, id_part = body.partition("|")
+            ids = [i for i in _ID_RE.findall(id_part) if i in state.subgraph.entities]
+            return Answer(claims=ids, status=status, text=text.strip())
+        body = body[len(head):].lstrip(" :-|")
+    sub = state.subgraph
+    if "|" in body:
+        text, _, id_part = body.partition("|")
+        ids = [i for i in _ID_RE.findall(id_part) if i in sub.entities]
+        claims = _split_items(text, state)
+        grounded = [g for g in (sub.ground(c) for c in claims) if g is not None]
+        values = [g for g in grounded if g.entity_id is None]
+        others = [g for g in grounded if g.entity_id and g.entity_id not in ids]
+        if ids and not values and not others:  # the text names the cited IDs: the IDs say it exactly
+            claims = ids
+        elif ids and not values:
+            claims = ids + [g.entity_id for g in others]
+        claims = claims or ids
+    else:
+        text = body
+        claims = _split_items(body, state)
+    if not claims and status == "answer":
         return Invalid(raw=raw[:500], reason="ANSWER without an answer")
-    return Answer(entity_ids=ids, text=text)
+    return Answer(claims=claims, status=status, text=text.strip())
+
+
+#: first words of an answer that says the subgraph did not reach the answer
+_NOT_REACHED = {"INCOMPLETE", "UNKNOWN"}
+
+
+def _split_items(text: str, state: TraversalState) -> list[str]:
+    """Answer items: separated by ``;`` (or new lines); a single item with commas is split on them too when
+    more of its pieces are shown in the subgraph than the whole ("Nick Carter, Master Detective" stays whole)."""
+    parts = [p.strip(" \"'") for p in re.split(r"[;\n]", text) if p.strip(" .\"'")]
+    if len(parts) == 1 and "," in parts[0]:
+        pieces = [p.strip(" \"'") for p in parts[0].split(",") if p.strip(" .\"'")]
+        sub = state.subgraph
+        if sum(sub.ground(p) is not None for p in pieces) > (sub.ground(parts[0]) is not None):
+            parts = pieces
+    return parts
 
 
 def _entity_refs(text: str, state: TraversalState) -> list[str]:

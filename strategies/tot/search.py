@@ -24,12 +24,16 @@ from strategies.llm.base import LLMError, LLMUsage
 from .actions import Action, Invalid, distinct
 from .asm import TraversalASM, was_rejected
 from .policy import Policy
-from .state import AsmState, InvalidAction, LocalSubgraph, TraversalState
+from .actions import AnswerItem
+from .state import DEFAULT_MAX_HOPS, AsmState, InvalidAction, LocalSubgraph, TraversalState
 
 
 class SearchConfig(BaseModel):
     k: int = Field(default=3, ge=1, le=10, description="Branching factor: actions sampled per expansion.")
-    max_depth: int = Field(default=7, ge=1, le=50, description="Actions before an answer is forced.")
+    max_hops: int | None = Field(default=DEFAULT_MAX_HOPS, ge=1, le=10,
+                                 description="Expansions (hops) a trajectory may begin before it must answer.")
+    max_depth: int | None = Field(default=None, ge=1, le=50, description="The paper's budget instead: actions "
+                                  "before an answer is forced (an expansion takes 3; the paper used 7).")
     tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer whose value reaches this.")
     max_expansions: int = Field(default=25, ge=1, le=500, description="Give up after this many expansions.")
     invalid_penalty: float = Field(default=0.1, ge=0.0, le=1.0, description="Value lost by a retry node.")
@@ -86,14 +90,19 @@ class SearchNode(BaseModel):
 
 
 class RankedAnswer(BaseModel):
-    entity_ids: list[str] = Field(default_factory=list)
-    labels: list[str] = Field(default_factory=list)
+    """The answer as reported: the model's items as the subgraph shows them (entities and values), best first."""
+
+    items: list[AnswerItem] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list, description="The items that are entities.")
+    labels: list[str] = Field(default_factory=list, description="The items' names (entity labels or values).")
     text: str = ""
+    dropped: list[str] = Field(default_factory=list, description="Items the model gave that the subgraph does not "
+                               "show (not reported).")
 
 
 class SearchResult(BaseModel):
     question: str
-    status: Literal["answered", "below_tau", "no_answer"]
+    status: Literal["answered", "below_tau", "incomplete", "no_answer"]
     answer: RankedAnswer = Field(default_factory=RankedAnswer)
     value: float = 0.0
     expansions: int = 0
@@ -107,6 +116,8 @@ class SearchResult(BaseModel):
     latency_s: float = 0.0
     config: SearchConfig = Field(default_factory=SearchConfig)
     error: str | None = None
+    partial: bool = Field(default=False, description="The answer set is known to be incomplete.")
+    partial_reason: str = ""
 
     def tree_text(self) -> str:
         """The search tree, indented, one node a line, the chosen path marked with ``*``."""
@@ -172,7 +183,7 @@ class TreeSearch:
         started = time.perf_counter()
         usage_before = self.policy.usage.snapshot()
         cfg = self.config
-        root_state = await self.asm.initial_state(question, max_depth=cfg.max_depth)
+        root_state = await self.asm.initial_state(question, max_depth=cfg.max_depth, max_hops=cfg.max_hops)
         nodes: list[SearchNode] = [
             SearchNode(id=0, value=1.0, state=root_state, summary=StateSummary.of(root_state))
         ]
@@ -283,14 +294,16 @@ class TreeSearch:
         started: float,
         error: str | None,
     ) -> SearchResult:
+        partial, why = False, ""
         if best is not None:
-            status = "answered" if (best.value or 0) >= self.config.tau else "below_tau"
             ans = best.state.answer
             assert ans is not None
-            sub = best.state.subgraph
-            answer = RankedAnswer(
-                entity_ids=list(ans.entity_ids), labels=[sub.label(i) for i in ans.entity_ids], text=ans.text
-            )
+            status = "answered" if (best.value or 0) >= self.config.tau else "below_tau"
+            if ans.status == "incomplete":
+                status = "incomplete"
+            answer = RankedAnswer(items=list(ans.items), entity_ids=list(ans.entity_ids),
+                                  labels=[it.text for it in ans.items], text=ans.text, dropped=list(ans.ungrounded))
+            partial, why = partial_reason(best.state)
             path, cur = [], best
             while cur is not None:
                 path.append(cur.id)
@@ -322,7 +335,20 @@ class TreeSearch:
             latency_s=time.perf_counter() - started,
             config=self.config,
             error=error,
+            partial=partial,
+            partial_reason=why,
         )
+
+
+def partial_reason(state: TraversalState) -> tuple[bool, str]:
+    """Whether the answer's trajectory is known to have left answers out, and one line saying why: an expansion
+    the edge cap cut, or the answer said INCOMPLETE."""
+    sub = state.subgraph
+    cut = [(n, x) for n, x in enumerate(sub.expansions, 1) if x.truncated]
+    reasons = [f"expansion {n} ({x.relation_id} {x.direction.value}) {x.cut_text(sub.label)}" for n, x in cut]
+    if state.answer is not None and state.answer.status == "incomplete":
+        reasons.insert(0, "the search ran out of expansions before reaching the answer")
+    return bool(reasons), "; ".join(reasons)
 
 
 def _clamp(v: float) -> float:

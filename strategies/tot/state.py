@@ -7,14 +7,22 @@ are frozen models, so forks share them and only copy the containers.
 
 from __future__ import annotations
 
+import math
+import re
 from collections import defaultdict
 from enum import Enum
 
 from pydantic import BaseModel, Field
 
 from kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation
+from kg_adapters.text import key as text_key
 
-from .actions import Action, Answer
+from .actions import Action, Answer, AnswerItem, ExpandKG
+
+#: actions one expansion takes: EXPAND_KG, SELECT_ENTITIES, SELECT_RELATION (once begun it always completes)
+EXPANSION_STEPS = 3
+#: the default budget: expansions (hops) per trajectory — a 3-hop question, linked or not, with one to spare
+DEFAULT_MAX_HOPS = 4
 
 
 class AsmState(str, Enum):
@@ -34,7 +42,18 @@ class Expansion(BaseModel):
     entities_added: list[str] = Field(default_factory=list)
     truncated: bool = Field(default=False, description="More edges existed than the per-expansion cap.")
     empty_sources: list[str] = Field(default_factory=list, description="Selected entities that had no such edge.")
+    cut_sources: list[str] = Field(default_factory=list, description="Entities some of whose edges the cap left out.")
+    total_edges: int | None = Field(default=None, description="Edges the relation has from these entities, if known.")
     note: str = ""
+
+    def cut_text(self, label) -> str:
+        """One line saying what the cap left out, naming the entities it cut (first few)."""
+        if not self.truncated:
+            return ""
+        total = f" of {self.total_edges}" if self.total_edges else ""
+        who = ", ".join(f"{i} ({label(i)})" for i in self.cut_sources[:4])
+        more = f" +{len(self.cut_sources) - 4} more" if len(self.cut_sources) > 4 else ""
+        return f"capped: kept {self.edges_added}{total} edges" + (f"; not all edges of {who}{more}" if who else "")
 
 
 class LocalSubgraph(BaseModel):
@@ -45,6 +64,8 @@ class LocalSubgraph(BaseModel):
     relations: dict[str, Relation] = Field(default_factory=dict, description="Labels of relations on edges.")
     expansions: list[Expansion] = Field(default_factory=list)
     same_as: dict[str, list[str]] = Field(default_factory=dict, description="Cross-KG links found by label.")
+    twins: dict[str, Entity] = Field(default_factory=dict, description="Linked equivalents not in the subgraph "
+                                     "itself, kept for their summaries (what the other KG knows).")
 
     def copy_containers(self) -> "LocalSubgraph":
         return LocalSubgraph(
@@ -53,6 +74,7 @@ class LocalSubgraph(BaseModel):
             relations=dict(self.relations),
             expansions=list(self.expansions),
             same_as={k: list(v) for k, v in self.same_as.items()},
+            twins=dict(self.twins),
         )
 
     def add_entity(self, entity: Entity) -> bool:
@@ -91,7 +113,10 @@ class LocalSubgraph(BaseModel):
         lines = ["ENTITIES:"]
         for e in self.entities.values():
             desc = f" - {e.description}" if e.description else ""
-            same = f" (same as {', '.join(self.same_as[e.id])})" if self.same_as.get(e.id) else ""
+            same = ""
+            if self.same_as.get(e.id):
+                twins = [self._twin_text(t) for t in self.same_as[e.id]]
+                same = f" (same as {'; '.join(twins)})"
             lines.append(f"  {e.id}: {e.label}{desc}{same}")
         if not self.entities:
             lines.append("  (none)")
@@ -126,9 +151,57 @@ class LocalSubgraph(BaseModel):
                     none = ", ".join(x.empty_sources[:3]) + (f" +{len(x.empty_sources) - 3}" if len(x.empty_sources) > 3
                                                              else "")
                     empty = f"; none for {none}"
-                cut = "; capped (more edges exist)" if x.truncated else ""
+                cut = f"; {x.cut_text(self.label)}" if x.truncated else ""
                 lines.append(f"  {n}. {who} → {x.relation_id} {x.direction.value}: {what}{empty}{cut}")
         return "\n".join(lines)
+
+
+    def _twin_text(self, twin_id: str) -> str:
+        """A linked equivalent: its ID and, when it is not itself listed, what its own KG says of it."""
+        twin = self.twins.get(twin_id)
+        if twin_id in self.entities or twin is None or not twin.description:
+            return twin_id
+        return f"{twin_id}: {twin.description}"
+
+    # -- grounding an answer -----------------------------------------------------------------------------------
+    def ground(self, claim: str, avoid: frozenset[str] = frozenset()) -> AnswerItem | None:
+        """The subgraph's evidence for one answer item the model wrote: an entity named by ID or label (not one of
+        ``avoid``, the question's own entities, when another carries the name), else a literal value on an edge,
+        else a value shown in an entity's summary. None when the subgraph does not show it."""
+        claim = claim.strip().strip(" ;\"'")
+        if not claim:
+            return None
+        if claim.endswith(".") and not any(text_key(e.label) == text_key(claim) for e in self.entities.values()):
+            claim = claim.rstrip(". ")  # a sentence's full stop, unless a label ends so ("… R.N.")
+        ids = [i for i in re.findall(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+", claim)
+               if i in self.entities or i in self.twins]
+        if ids:
+            i = ids[0]
+            return AnswerItem(text=self.label(i) if i in self.entities else self.twins[i].label, entity_id=i,
+                              source="entity")
+        want = text_key(claim)
+        if not want:
+            return None
+        named = [i for i, e in self.entities.items() if text_key(e.label) == want]
+        named.sort(key=lambda i: i in avoid)
+        if named:
+            return AnswerItem(text=self.entities[named[0]].label, entity_id=named[0], source="entity")
+        for edge in self.edges:
+            if edge.value is not None and text_key(str(edge.value.value)) == want:
+                return AnswerItem(text=str(edge.value.value), source="edge value")
+        pattern = re.compile(rf"(?<!\w){re.escape(want)}(?!\w)")
+        for owner, desc in self._summaries():
+            if pattern.search(text_key(desc)):
+                return AnswerItem(text=claim, source=f"summary of {owner}")
+        return None
+
+    def _summaries(self):
+        for i, e in self.entities.items():
+            if e.description:
+                yield i, e.description
+        for i, e in self.twins.items():
+            if e.description:
+                yield i, e.description
 
 
 def _triple_key(edge: Edge) -> tuple:
@@ -164,9 +237,11 @@ class TraversalState(BaseModel):
     relations_truncated: bool = False
     actions: list[Action] = Field(default_factory=list, description="The trajectory: valid actions applied so far.")
     depth: int = Field(default=0, description="Number of valid actions applied (len(actions)).")
-    max_depth: int = 7
+    max_hops: int | None = Field(default=DEFAULT_MAX_HOPS, description="Expansions a trajectory may begin.")
+    max_depth: int | None = Field(default=None, description="The paper's budget: actions before an answer is "
+                                  "forced (an expansion takes 3, THINK 1). None: only max_hops counts.")
     must_answer: bool = Field(
-        default=False, description="In DEFAULT at depth >= max_depth: only ANSWER is accepted now."
+        default=False, description="In DEFAULT with no expansion left (expansions_left() == 0): only ANSWER now."
     )
     answer: Answer | None = None
     invalid_actions: list[InvalidAction] = Field(default_factory=list)
@@ -184,6 +259,28 @@ class TraversalState(BaseModel):
                 "topic_matches": list(self.topic_matches),
             }
         )
+
+    @property
+    def hops(self) -> int:
+        """Expansions begun so far (a pending one included)."""
+        return sum(isinstance(a, ExpandKG) for a in self.actions)
+
+    def expansions_left(self) -> int:
+        """Expansions the ASM will still accept on this trajectory — after the pending one, if any, completes —
+        when no THINK is spent (with ``max_depth`` a THINK costs an action). The one number the prompt states and
+        the ASM enforces."""
+        left = [] if self.max_hops is None else [max(0, self.max_hops - self.hops)]
+        if self.max_depth is not None:
+            pending = {AsmState.SELECTING_ENTITIES: 2, AsmState.SELECTING_RELATION: 1}.get(self.asm_state, 0)
+            left.append(math.ceil(max(0, self.max_depth - self.depth - pending) / EXPANSION_STEPS))
+        return min(left) if left else 1_000
+
+    def think_costs_expansion(self) -> bool:
+        """With an action budget, whether one THINK now leaves one expansion fewer."""
+        if self.max_depth is None:
+            return False
+        after = math.ceil(max(0, self.max_depth - self.depth - 1) / EXPANSION_STEPS)
+        return after < self.expansions_left()
 
     @property
     def last_invalid(self) -> InvalidAction | None:

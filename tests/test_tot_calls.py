@@ -100,3 +100,25 @@ async def test_batch_false_keeps_the_sampled_protocol():
     new = ScriptedLLM(respond)
     assert await PromptedPolicy(new).propose(state, 3) == [ExpandKG()]
     assert new.usage.calls == 1
+
+
+async def test_alternatives_that_reached_nothing_yet_are_ranked_as_proposed_without_a_call():
+    """EXPAND_KG beside a THINK (or two entity selections) tell a judge nothing the proposer did not know: they keep
+    the model's order, just below their parent; only relation choices, which reached something, are judged."""
+    from strategies.tot.actions import Think
+
+    kg = make_kg()
+    asm = TraversalASM(kg)
+    root = await asm.initial_state(Q)
+    kids = [await asm.apply(root, ExpandKG()), await asm.apply(root, Think(text="his films first"))]
+    llm = ScriptedLLM(respond)
+    values = await PromptedPolicy(llm).values(kids, parent=root, parent_value=0.8)
+    assert llm.usage.calls == 0 and values[0] == 0.8 and values[1] < values[0]
+    s = await asm.apply(kids[0], SelectEntities(entity_ids=root.topic_entities))
+    films = await asm.apply(s, SelectRelation(relation_id="m:starred_actors", direction=s.candidate_relations[0].direction))
+    films = await asm.apply(films, ExpandKG())
+    films = await asm.apply(films, SelectEntities(entity_ids=[await eid(kg, "The Matrix"), await eid(kg, "Speed")]))
+    two = [await asm.apply(films, SelectRelation(relation_id=r.id, direction=r.direction))
+           for r in films.candidate_relations[:2]]
+    scores = await PromptedPolicy(llm).values(two, parent=films, parent_value=0.8)
+    assert llm.usage.calls == 1 and len(scores) == 2

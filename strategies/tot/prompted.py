@@ -134,11 +134,16 @@ class PromptedPolicy(Policy):
         out: list[float | None] = [None] * len(states)
         answers = [i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None]
         steps = [i for i in range(len(states)) if i not in answers]
-        if len(steps) == 1:  # a lone intermediate child: nothing to rank, it carries on its parent's value
-            out[steps[0]] = 0.5 if parent_value is None else parent_value
-        elif steps:
-            scores = await self._value_steps([states[i] for i in steps], parent)
-            for i, v in zip(steps, scores):
+        # Only expansions that reached something tell the judge more than the proposer knew: alternatives of one
+        # relation choice are valued together; the rest (a THINK beside EXPAND_KG, two entity selections) keep the
+        # order the model proposed them in, best first, just below their parent (no call).
+        base = 0.5 if parent_value is None else parent_value
+        for rank, i in enumerate(steps):
+            out[i] = base * (1.0 - 0.05 * rank)
+        reached = [i for i in steps if states[i].actions and isinstance(states[i].actions[-1], SelectRelation)]
+        if len(reached) > 1:
+            scores = await self._value_steps([states[i] for i in reached], parent)
+            for i, v in zip(reached, scores):
                 out[i] = v
         if len(answers) == 1:  # answers are always judged: τ decides whether the search stops
             out[answers[0]] = await self.value(states[answers[0]])

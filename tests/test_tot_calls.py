@@ -122,3 +122,32 @@ async def test_alternatives_that_reached_nothing_yet_are_ranked_as_proposed_with
            for r in films.candidate_relations[:2]]
     scores = await PromptedPolicy(llm).values(two, parent=films, parent_value=0.8)
     assert llm.usage.calls == 1 and len(scores) == 2
+
+
+async def test_the_one_call_protocol_decides_a_whole_expansion_in_one_reply():
+    """fused: the action prompt lists the newest entities' relations; `EXPAND_KG: <IDs> -> <relation>` then needs
+    no entity or relation prompt. A choice that is not valid falls back to asking step by step."""
+    kg = make_kg()
+    asm = TraversalASM(kg)
+    s = await asm.initial_state(Q)
+    keanu = s.topic_entities[0]
+    llm = ScriptedLLM([f"EXPAND_KG: {keanu} -> m:starred_actors backward"])
+    policy = PromptedPolicy(llm, kg=kg, fused=True)
+    (expand,) = await policy.propose(s, 1)
+    assert "Relations of the newest entities (1:" in llm.prompts[0] and "m:starred_actors backward" in llm.prompts[0]
+    s = await asm.apply(s, expand)
+    (select,) = await policy.propose(s, 1)
+    s = await asm.apply(s, select)
+    (relation,) = await policy.propose(s, 1)
+    s = await asm.apply(s, relation)
+    assert llm.usage.calls == 1 and len(s.subgraph.expansions) == 1
+    assert {s.subgraph.label(i) for i in s.subgraph.expansions[0].entities_added} == {"The Matrix", "Speed"}
+    # a relation the films do not have: the relation prompt is asked after all
+    films = ", ".join(s.subgraph.expansions[0].entities_added)
+    bad = ScriptedLLM([f"EXPAND_KG: {films} -> m:written_by forward", "SELECT_RELATION: m:directed_by forward"])
+    p2 = PromptedPolicy(bad, kg=kg, fused=True)
+    t = await asm.apply(s, (await p2.propose(s, 1))[0])
+    t = await asm.apply(t, (await p2.propose(t, 1))[0])
+    assert len(t.candidate_relations) > 1 and bad.usage.calls == 1
+    (asked,) = await p2.propose(t, 1)
+    assert bad.usage.calls == 2 and asked == SelectRelation(relation_id="m:directed_by")

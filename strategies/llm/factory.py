@@ -86,7 +86,12 @@ def make_policy(
     if kind not in POLICY_KINDS:
         raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(POLICY_KINDS)}")
     backend = llm or make_llm(kind, ctx=ctx, model=model, options=options)
-    return PromptedPolicy(backend)
+    chosen = {k: bool(v) for k, v in (options or {}).items() if k in PROMPTED_OPTIONS}
+    return PromptedPolicy(backend, kg=graph, **chosen)
+
+
+#: the LLM policy's own settings in ``options`` (``tot-search --option policy='{"fused": true}'``)
+PROMPTED_OPTIONS = ("fused", "batch")
 
 
 def needs_embedder(kind: str) -> bool:

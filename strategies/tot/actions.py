@@ -78,12 +78,25 @@ class Answer(_Action):
 
 
 class ExpandKG(_Action):
-    """Start an expansion of the local subgraph: DEFAULT → SELECTING_ENTITIES."""
+    """Start an expansion of the local subgraph: DEFAULT → SELECTING_ENTITIES.
+
+    A policy that decides the whole expansion in one reply (the one-call protocol) attaches its choice: the ASM
+    ignores it; the policy reads it back in the next two states and makes no call when it is still valid."""
 
     kind: Literal["expand_kg"] = "expand_kg"
+    entity_ids: list[str] = Field(default_factory=list, description="Entities chosen with it (one-call protocol).")
+    relation_id: str | None = Field(default=None, description="Relation chosen with it (one-call protocol).")
+    direction: Direction | None = None
+
+    def key(self) -> tuple:
+        return (self.kind, tuple(sorted(set(self.entity_ids))), self.relation_id,
+                self.direction.value if self.direction else None)
 
     def describe(self) -> str:
-        return "EXPAND_KG"
+        if not self.entity_ids:
+            return "EXPAND_KG"
+        rel = f" -> {self.relation_id} {self.direction.value if self.direction else ''}".rstrip() if self.relation_id else ""
+        return f"EXPAND_KG: {', '.join(self.entity_ids)}{rel}"
 
 
 class SelectEntities(_Action):

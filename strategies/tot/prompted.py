@@ -35,11 +35,17 @@ class PromptedPolicy(Policy):
         max_entities: int = 50,
         max_edges: int = 50,
         batch: bool = True,
+        fused: bool = False,
+        kg=None,
     ):
         """``batch`` (default) spends calls only where there is a choice:
         no call when a state has a single valid action, one call proposing up to k distinct actions, one call
         valuing all of a node's children, and none for a lone intermediate child (nothing to rank). ``batch=False``
-        is the original protocol: the same prompt sampled k times, one value call per child."""
+        is the original protocol: the same prompt sampled k times, one value call per child.
+
+        ``fused`` (needs ``kg``) is the one-call protocol: the action prompt also lists the relations of the newest
+        entities, and an ``EXPAND_KG: <IDs> -> <relation> <direction>`` reply decides the whole expansion, so the
+        entity and relation prompts are skipped whenever that choice is still valid."""
         super().__init__()
         self.llm = llm
         self.usage = llm.usage
@@ -48,16 +54,20 @@ class PromptedPolicy(Policy):
         self.max_entities = max_entities
         self.max_edges = max_edges
         self.batch = batch
+        self.fused = fused and kg is not None
+        self.kg = kg
         self.system = prompts.load("tot_system").strip()
 
     # -- proposing ---------------------------------------------------------------------------------------------
     async def propose(self, state: TraversalState, k: int) -> list[Action]:
         if not self.batch:
             return await self._propose_sampled(state, k)
-        only = only_option(state)
+        only = only_option(state) or chosen_with_expand(state)
         if only is not None:
             return [only]
-        text = await self._complete(self.prompt_for(state, k), max_tokens=self.max_tokens * max(1, min(k, 3)))
+        frontier = await self._frontier_relations(state) if self.fused else None
+        text = await self._complete(self.prompt_for(state, k, frontier=frontier),
+                                    max_tokens=self.max_tokens * max(1, min(k, 3)))
         return parse_action_lines(text, state)[:k]
 
     async def _propose_sampled(self, state: TraversalState, k: int) -> list[Action]:
@@ -72,7 +82,29 @@ class PromptedPolicy(Policy):
             actions.append(parse_action_text(t, state))
         return distinct(actions)
 
-    def prompt_for(self, state: TraversalState, k: int = 1) -> str:
+    async def _frontier_relations(self, state: TraversalState) -> str | None:
+        """For the one-call protocol: the newest entities (the last expansion's, else the question's) and their
+        relations, as the action prompt lists them."""
+        if state.asm_state is not AsmState.DEFAULT or state.must_answer:
+            return None
+        sub = state.subgraph
+        newest = [i for i in (sub.expansions[-1].entities_added if sub.expansions else []) if i in sub.entities]
+        newest = [i for i in newest if i not in state.topic_entities] or list(state.topic_entities)
+        newest = newest[: self.max_entities]
+        if not newest:
+            return None
+        try:
+            found = await self.kg.get_relations(newest)
+        except Exception:  # noqa: BLE001 - the listing is a shortcut; without it the three-step protocol runs
+            return None
+        if not found.relations:
+            return None
+        shown = ", ".join(newest[:6]) + (f" +{len(newest) - 6} more" if len(newest) > 6 else "")
+        view = state.model_copy(update={"candidate_relations": found.relations,
+                                        "relations_truncated": found.truncated})
+        return f"Relations of the newest entities ({len(newest)}: {shown}):\n{candidates_text(view)}"
+
+    def prompt_for(self, state: TraversalState, k: int = 1, frontier: str | None = None) -> str:
         """The proposal prompt; with ``k`` > 1 it asks for up to k alternative action lines in one reply."""
         reply_intro = (
             prompts.load("tot_reply_alternatives").strip().format(k=k) if k > 1 else "Reply with exactly one line"
@@ -108,7 +140,13 @@ class PromptedPolicy(Policy):
                 "- EXPAND_KG: follow one relation one hop from entities you choose next\n"
                 "- ANSWER: give the final answer once the subgraph shows it"
             )
-            formats = "THINK: <a short thought about what is still missing>\nEXPAND_KG\n" + answer
+            expand = "EXPAND_KG\n"
+            if frontier:
+                expand = ("EXPAND_KG: <entity IDs> -> <relation ID> <forward|backward>   (the whole expansion in one "
+                          "line: usually the newest entities and one of their relations listed above)\n"
+                          "EXPAND_KG   (alone: choose the entities and the relation in the next steps)\n")
+                common["budget"] = frontier + "\n\n" + common["budget"]
+            formats = "THINK: <a short thought about what is still missing>\n" + expand + answer
         return prompts.render("tot_default", allowed=allowed, formats=formats, answer_rule=ANSWER_RULE, **common)
 
     # -- valuing -----------------------------------------------------------------------------------------------
@@ -202,6 +240,20 @@ def only_option(state: TraversalState) -> Action | None:
         return SelectRelation(relation_id=r.id, direction=r.direction)
     if state.asm_state is AsmState.SELECTING_ENTITIES and len(state.subgraph.entities) == 1:
         return SelectEntities(entity_ids=list(state.subgraph.entities))
+    return None
+
+
+def chosen_with_expand(state: TraversalState) -> Action | None:
+    """What a one-reply ``EXPAND_KG: <IDs> -> <relation>`` already chose for this state, when still valid."""
+    if state.asm_state is AsmState.SELECTING_ENTITIES and state.actions and isinstance(state.actions[-1], ExpandKG):
+        ids = [i for i in state.actions[-1].entity_ids if i in state.subgraph.entities]
+        return SelectEntities(entity_ids=ids) if ids else None
+    if (state.asm_state is AsmState.SELECTING_RELATION and len(state.actions) >= 2
+            and isinstance(state.actions[-2], ExpandKG) and state.actions[-2].relation_id):
+        x = state.actions[-2]
+        direction = f" {x.direction.value}" if x.direction else ""
+        chosen = _parse_relation(f"{x.relation_id}{direction}", state, "")
+        return None if isinstance(chosen, Invalid) else chosen
     return None
 
 
@@ -316,7 +368,7 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
     if verb == "THINK":
         return Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
     if verb == "EXPAND_KG":
-        return ExpandKG()
+        return _parse_expand(rest, state)
     if verb == "ANSWER":
         return _parse_answer(rest, state, raw)
     if verb == "SELECT_ENTITIES":
@@ -325,6 +377,21 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
             return Invalid(raw=raw[:500], reason="SELECT_ENTITIES names no entity of the local subgraph")
         return SelectEntities(entity_ids=ids)
     return _parse_relation(rest, state, raw)
+
+
+def _parse_expand(rest: str, state: TraversalState) -> Action:
+    """``EXPAND_KG`` alone, or ``EXPAND_KG: <IDs> -> <relation> <direction>`` (the one-call protocol). A choice
+    that names nothing usable is simply dropped: the expansion then asks for entities and relation step by step."""
+    left, arrow, right = rest.partition("->")
+    ids = _entity_refs(left, state) if left.strip() else []
+    if not ids:
+        return ExpandKG()
+    relation = direction = None
+    if arrow and right.strip():
+        low = right.lower()
+        direction = Direction.backward if "backward" in low else Direction.forward if "forward" in low else None
+        relation = re.sub(r"\b(forward|backward)\b", "", right, flags=re.I).strip(" .,;") or None
+    return ExpandKG(entity_ids=ids, relation_id=relation, direction=direction)
 
 
 def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:

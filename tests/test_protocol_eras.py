@@ -27,7 +27,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from retrieval_fixtures import TRIPLES
 
 QUESTION = "what genres are the films directed by [Eli Park]"
-TOT_ARGS = {"query": "which films did [Eli Park] direct", "llm": "offline", "k": 2, "max_depth": 4,
+TOT_ARGS = {"query": "which films did [Eli Park] direct", "llm": "offline", "k": 2, "max_hops": 2,
             "max_expansions": 6}
 
 

@@ -117,6 +117,7 @@ _BUILTINS: dict[str, str] = {
     "beam": "strategies.deep_graphrag:BEAM",
     "rerank": "strategies.rerank:RERANK",
     "initialize": "strategies.link_only:INITIALIZE",
+    "plan": "strategies.plan:PLAN",
 }
 
 

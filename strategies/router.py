@@ -11,6 +11,9 @@ registered strategy that serves it, keeping statistics of its decisions (the see
 * unsure (the analysis recognises no relation at all) → ``combined``: ``chain`` and ``ark`` both, their results
   interleaved round-robin.
 
+``plan`` (one LLM call plans relation paths, the graph is walked along them; the tree search when none reaches
+anything) is a route a caller can force (``route="plan"``); the rule above never chooses it.
+
 Adaptive routing after the adaptive-RAG routers (Jeong et al. 2024, "Adaptive-RAG"): route on estimated
 complexity, escalate when the cheap route fails.
 """
@@ -38,8 +41,8 @@ from strategies.results import (
 )
 from strategies.tot.asm import LINK_LIMIT
 
-Route = Literal["chain", "tot", "ark", "combined"]
-ROUTES: tuple[str, ...] = ("chain", "tot", "ark", "combined")
+Route = Literal["chain", "tot", "ark", "combined", "plan"]
+ROUTES: tuple[str, ...] = ("chain", "tot", "ark", "combined", "plan")
 
 
 # -- query analysis (LLM, or rules offline) --------------------------------------------------------------------
@@ -241,11 +244,14 @@ async def _run_router(call: Call) -> RouterResult:
     elif route == "chain" and not out.results:  # no answer at all; a weak one is returned with its value
         ran.append("tot")
         out = await _sub(call, "tot")
+    elif getattr(out, "fell_back", False):  # plan: no planned path reached anything, the tree search answered
+        ran.append("tot")
     seconds = time.perf_counter() - t0
     call.services.route_stats.record(route, analysis, seconds)
     return RouterResult(
         query=query, kg=call.kg.name, results=out.results[: o.top_k], status=out.status,
         answer_text=out.answer_text, context=out.context, value=out.value, usage=out.usage, error=out.error,
+        partial=out.partial, partial_reason=out.partial_reason,
         analysis=analysis, route=route, ran=ran, linked=[m.entity.id for m in matches], seconds=round(seconds, 4),
     )
 

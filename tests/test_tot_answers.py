@@ -96,3 +96,18 @@ async def test_an_answer_naming_nothing_in_the_subgraph_is_turned_down_with_the_
     assert after.answer is None
     reason = after.invalid_actions[-1].reason
     assert "no answer item is shown in the local subgraph" in reason and "expand first" in reason
+
+
+async def test_every_director_of_a_prolific_actors_films_is_answered(embedded_kg):
+    """The README's own pattern: all 32 of Tom Hanks's films are selected (a selection the policy cut would be an
+    answer it cut), so all 25 of their other directors come back, without him."""
+    from retrieval_fixtures import shared_embedder
+
+    from strategies.offline import OfflinePolicy
+
+    policy = OfflinePolicy(embedded_kg, embedder=shared_embedder())
+    result = await TreeSearch(TraversalASM(embedded_kg), policy, SearchConfig(k=3, max_expansions=10)).run(
+        "who directed the films [Tom Hanks] starred in")
+    assert len(result.answer.items) == 25 and "Tom Hanks" not in result.answer.labels
+    assert {"Steven Spielberg", "Robert Zemeckis", "Ron Howard", "Frank Darabont"} <= set(result.answer.labels)
+    assert not result.partial

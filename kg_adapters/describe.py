@@ -4,11 +4,17 @@ Why: a triple-file KG such as MetaQA names its nodes and nothing else, so a mode
 ``movies:E6218: Mikael Håfström`` beside ``movies:E6224: mikael håfström`` (or ``Ransom`` beside ``ransom``) with
 nothing to say that one is a person, the other a tag, and that one film node may stand for several films that share
 a title. Everything needed to tell them apart is in the node's own edges; this module reads it off and says it in
-≤ ~120 characters, most telling part first::
+≤ 160 characters, most telling part first, giving values rather than counts where they fit::
 
     Forrest Gump     release year 1994; directed by Robert Zemeckis; written by Winston Groom; genre Drama
-    Tom Hanks        starred actor of 32; directed 2; written 2
+    Hamlet           release years 1948, 1964, 1969, 1990, 1996 (+2 more); directed by 7; languages English,
+                     Russian; genre Drama (may be 7 things named "Hamlet")
+    Tom Hanks        starred actor of 32; has directed 2; has written 2
     tom hanks        tag of 29
+
+The bound is 160 (it was 120) so that a node standing for several things can still list its values — five release
+years, the note that it may be several things and two or three short parts more — and it is where
+``server/render.py`` cuts a description for display, so what is derived is shown whole.
 
 Inputs (a :class:`~kg_adapters.triple_index.TripleIndex` or anything shaped like it): ``nodes[i]`` with ``label``,
 ``description`` and ``is_literal``; ``out[i]`` / ``inc[i]``, each ``{relation: [nodes]}``; ``rel_labels``.
@@ -16,11 +22,16 @@ Nothing here knows a KG, a relation name or a language beyond these general Engl
 (a leading ``has``/``is``/``in``… is dropped from a noun: ``has tags`` → ``tag of 12``, ``in language`` →
 ``language English``):
 
-    label shape                  one value (forward)   several (forward)    as the object (backward)
-    "X by" (passive)             directed by V         directed by 3        directed 2
-    "X of"                       member of V           member of 3          3 members
-    "X in" (other prepositions)  born in V             born in 3            3 born in it
-    anything else (a noun)       release year V        5 starred actors     starred actor of 32
+    label shape                  one value      several, listed / counted          as the object (backward)
+    "X by", X a participle       directed by V  directed by V, W / directed by 9   has directed 2
+    "X by", X a noun             music by V     music by V, W / music by 9         2 with music by them
+    "X of"                       member of V    member of V, W / member of 9       3 members
+    "X in" (other prepositions)  born in V      born in V, W / born in 9           3 born in it
+    anything else (a noun)       genre V        genres V, W / 9 genres             genre of 32
+
+A participle ends in -ed/-en/-wn or is one of a few common irregular ones (``made``, ``built``, ``sung`` …): the
+object of "S written by O" *has written* S, while "S music by O" reads as a noun. ``has written 2`` rather than the
+bare ``written 2``, which reads as if the person had been written twice.
 
 Which parts come first is decided by the KG's statistics, computed once per KG on the first description (one pass
 over the index, ~55 ms on MetaQA's 134k triples):
@@ -30,12 +41,17 @@ over the index, ~55 ms on MetaQA's 134k triples):
   in full from 4 bits up): on MetaQA ``release year`` 0.95 and ``directed by`` 0.92 rank high, a 23-valued genre
   0.61 and a three-valued rating 0.09 low.
 
-Parts, best first, at most 4 and within the length budget: the node's **single values** by relation weight
-(values of a normally single-valued relation are listed even when there are two or three of them); then what it is
-the **object** of, with counts, most first; then its other multi-valued relations (two short values listed, else a
-count). **Merged things**: when the node's most telling normally single-valued relation (highest weight) has k ≥ 2
-values — a film title node with two release years — the description ends ``(may be k things named "…")``; a
-second director alone does not flag a film whose single release year says it is one film.
+Parts, best first, at most 4: the node's **single values** by relation weight, where a normally single-valued
+relation with several values lists them, sorted (numbers by value), at most 5 and the rest counted —
+``release years 1948, 1964, 1969, 1990, 1996 (+2 more)`` — down to 2 when room is short, else its count
+(``7 release years``); then what it is the **object** of, with counts, most first; then its other multi-valued
+relations, all their values listed when there are at most 5 and they fit in 48 characters (``genres Crime,
+Thriller``, ``tags tom hanks, war``), else a count (``8 tags``). Within the length budget every part is kept whose
+shortest form (its count) fits, then the lists grow, the cheapest next form first — the most values for the
+characters, so five years come before two long director names. **Merged things**: when the node's most telling
+normally single-valued relation (highest weight) has k ≥ 2 values — a film title node with two release years — the
+description ends ``(may be k things named "…")``; a second director alone does not flag a film whose single release
+year says it is one film.
 
 Literal nodes get none (their value is shown as it is); nodes with a real description (RDF ``rdfs:comment``,
 ``schema:description``) keep theirs — :class:`~kg_adapters.memory.MemoryKG` only asks for the others, once per node.
@@ -50,10 +66,11 @@ SINGLE_VALUED_SHARE = 0.9  # of a relation's subjects with exactly one value, fo
 MIN_SUBJECTS = 5  # fewer subjects than this say nothing about a relation
 FULL_SPREAD_BITS = 4.0  # object entropy from which a relation's values count as fully distinguishing
 MAX_PARTS = 4
-MAX_CHARS = 120
+MAX_CHARS = 160  # room for a merged title's listed values; also where server/render.py cuts a description
 MAX_VALUE_CHARS = 40  # a value label longer than this is cut
-MAX_LISTED = 3  # values listed for a normally single-valued relation with several; more are counted
-LIST_CHARS = 48  # two values of another relation are listed only when this short together
+MAX_LISTED = 5  # values listed at most: a single-valued relation's rest are "(+n more)", another's counted
+MIN_LISTED = 2  # a normally single-valued relation's list is shortened down to this many values, then counted
+LIST_CHARS = 48  # the values of another multi-valued relation are listed only when all fit in this many characters
 MAX_NAME_IN_NOTE = 40  # the merged-things note quotes the label only when it is this short
 
 # Function words read off the front of a relation label for its noun form: "has tags" → "tags", "in language" →
@@ -62,6 +79,18 @@ _LEADING = frozenset({"has", "have", "had", "is", "are", "was", "were", "be", "b
                       "of", "the", "a", "an"})
 _TRAILING_PREPOSITIONS = frozenset({"in", "at", "on", "from", "to", "for", "into", "with", "as", "about", "near",
                                     "under"})
+# Past participles not ending in -ed/-en/-wn, for "X by" labels: "made by" is a passive (its object "has made" the
+# subject); "music by" is a noun (its object gives "music by them" to the subject).
+_IRREGULAR_PARTICIPLES = frozenset({
+    "made", "built", "led", "held", "sold", "told", "won", "set", "shot", "bought", "brought", "taught", "caught",
+    "fought", "found", "kept", "paid", "sent", "run", "begun", "done", "sung", "hung", "struck", "fed", "bred",
+    "read", "cut", "put", "hit", "cast", "lit", "met", "borne", "worn", "heard", "left", "lost", "upheld", "spread",
+})
+
+
+def _is_participle(word: str) -> bool:
+    w = word.lower()
+    return (len(w) > 3 and w.endswith(("ed", "en", "wn"))) or w in _IRREGULAR_PARTICIPLES
 
 
 def _singular(phrase: str) -> str:
@@ -93,6 +122,11 @@ def _plural(phrase: str) -> str:
 def _cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value_order(value: str) -> tuple:
+    """Listed values in reading order: numbers by value (``999`` before ``1948``), then the rest alphabetically."""
+    return (0, int(value), "") if value.isdecimal() else (1, 0, value.casefold())
 
 
 def _around(template: str, slot: str) -> tuple[str, str]:
@@ -129,10 +163,13 @@ class RelationReading:
         noun = " ".join(words)
         weight = single_share * min(1.0, entropy_bits / FULL_SPREAD_BITS)
         single_valued = subjects >= MIN_SUBJECTS and single_share >= SINGLE_VALUED_SHARE
-        if len(words) > 1 and low[-1] == "by":  # passive: S directed by O → O "directed" S
-            verb = " ".join(words[:-1])
-            return cls(f"{label} ", f"{label} ", f"{label} {{k}}", f"{verb} {{n}}", f"{verb} {{n}}",
-                       single_valued, weight)
+        if len(words) > 1 and low[-1] == "by":
+            if _is_participle(low[-2]):  # passive: S written by O → O "has written" S
+                verb = " ".join(words[:-1])
+                back = f"has {verb} {{n}}"
+            else:  # a noun: S music by O → O gave "music by them" to S
+                back = f"{{n}} with {noun} them"
+            return cls(f"{label} ", f"{label} ", f"{label} {{k}}", back, back, single_valued, weight)
         if len(words) > 1 and low[-1] == "of":  # S member of O → O has n members
             thing = " ".join(words[:-1])
             return cls(f"{label} ", f"{label} ", f"{label} {{k}}", f"{{n}} {_plural(thing)}", f"{{n}} {thing}",
@@ -237,10 +274,7 @@ class Describer:
                 v = nodes[objs[0]].label
                 parts.append(rd.one + (v if len(v) <= MAX_VALUE_CHARS else _cut(v)))
             elif rd.single_valued:
-                pre, post = rd.count
-                count = f"{pre}{k}{post}"
-                parts.append((rd.many + ", ".join(sorted(_cut(nodes[j].label) for j in objs)), count)
-                             if k <= MAX_LISTED else count)
+                parts.append(_listings(rd, sorted((_cut(nodes[j].label) for j in objs), key=_value_order)))
             else:
                 later.append(r)
         if inc and len(parts) < max_parts:
@@ -256,10 +290,10 @@ class Describer:
             objs = out[r]
             pre, post = rd.count
             count = f"{pre}{len(objs)}{post}"
-            if len(objs) == 2:
-                listed = ", ".join(_cut(nodes[j].label) for j in objs)
-                if len(listed) <= LIST_CHARS:
-                    parts.append((rd.many + listed, count))
+            if len(objs) <= MAX_LISTED:
+                values = [_cut(nodes[j].label) for j in objs]
+                if sum(map(len, values)) + 2 * len(values) - 2 <= LIST_CHARS:
+                    parts.append((rd.many + ", ".join(sorted(values, key=_value_order)), count))
                     continue
             parts.append(count)
         note = ""
@@ -268,20 +302,60 @@ class Describer:
             named = f'named "{label}"' if len(label) <= MAX_NAME_IN_NOTE else "with this name"
             note = f"(may be {merged} things {named})"
         budget = self.max_chars - (len(note) + 1 if note else 0)
-        chosen: list[str] = []
-        used = -2
-        for part in parts[:max_parts] if len(parts) > max_parts else parts:
-            # A listed part that does not fit is counted instead ("tags war, drama" → "2 tags"); any other part
-            # that does not fit is left out, and a shorter one may follow.
-            for text in part if type(part) is tuple else (part,):
-                if used + 2 + len(text) <= budget:
-                    chosen.append(text)
-                    used += 2 + len(text)
-                    break
-        text = "; ".join(chosen)
+        text = _fit(parts[:max_parts] if len(parts) > max_parts else parts, budget)
         if note:
             text = f"{text} {note}" if text else note
         return text or None
+
+
+def _listings(rd: RelationReading, values: list[str]) -> tuple[str, ...]:
+    """A normally single-valued relation's several values, fullest first, down to its count: ``release years 1948,
+    1964, 1990, 1996, 2000 (+2 more)``, …, ``release years 1948, 1964 (+5 more)``, ``7 release years``."""
+    k = len(values)
+    pre, post = rd.count
+    forms = []
+    for m in range(min(k, MAX_LISTED), MIN_LISTED - 1, -1):
+        forms.append(rd.many + ", ".join(values[:m]) + (f" (+{k - m} more)" if m < k else ""))
+    forms.append(f"{pre}{k}{post}")
+    return tuple(forms)
+
+
+def _fit(parts: list[str | tuple[str, ...]], budget: int) -> str:
+    """Join the parts within ``budget`` characters. A part with several forms (fullest first, its count last) is
+    kept when its shortest form fits, so a long list never crowds out a later part; a single-form part that does not
+    fit is left out, and a shorter one may follow. Then, while there is room, the cheapest next form of any kept part
+    is taken (the best part first on a tie): the most values for the characters, so five short release years are
+    listed before two long director names."""
+    if len(parts) == 1 and type(parts[0]) is str:  # most people and tags: one part, what they are the object of
+        return parts[0] if len(parts[0]) <= budget else ""
+    kept: list = []
+    used = -2
+    lists = False
+    for part in parts:
+        if type(part) is tuple:
+            if used + 2 + len(part[-1]) <= budget:
+                kept.append(part)
+                used += 2 + len(part[-1])
+                lists = True
+        elif used + 2 + len(part) <= budget:
+            kept.append(part)
+            used += 2 + len(part)
+    if not lists:
+        return "; ".join(kept)
+    level = [len(forms) - 1 if type(forms) is tuple else 0 for forms in kept]
+    while True:
+        best, cost = -1, budget - used + 1
+        for n, at in enumerate(level):
+            if at:
+                forms = kept[n]
+                step = len(forms[at - 1]) - len(forms[at])
+                if step < cost:
+                    best, cost = n, step
+        if best < 0:
+            break
+        level[best] -= 1
+        used += cost
+    return "; ".join(forms if type(forms) is str else forms[at] for forms, at in zip(kept, level))
 
 
 def describe_relations(relations, *, max_parts: int = MAX_PARTS, max_chars: int = MAX_CHARS) -> str | None:

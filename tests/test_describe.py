@@ -58,17 +58,18 @@ async def described(kg: MemoryKG, label: str) -> str | None:
 
 
 # -- what each kind of node reads like ---------------------------------------------------------------------------
-async def test_a_film_gets_its_year_and_director_first_then_counts():
+async def test_a_film_gets_its_year_and_director_first_then_its_short_lists():
     kg = kg_of()
     assert await described(kg, "Forrest Gump") == (
-        "release year 1994; directed by Robert Zemeckis; tags war, tom hanks; 3 starred actors"
+        "release year 1994; directed by Robert Zemeckis; tags tom hanks, war; starred actors Gary Sinise, Sally Field, "
+        "Tom Hanks"
     )
 
 
 async def test_a_person_gets_what_they_are_the_object_of_with_counts_most_first():
     kg = kg_of()
-    assert await described(kg, "Tom Hanks") == "starred actor of 4; directed 1; written 1"
-    assert await described(kg, "Robert Zemeckis") == "directed 2"
+    assert await described(kg, "Tom Hanks") == "starred actor of 4; has directed 1; has written 1"
+    assert await described(kg, "Robert Zemeckis") == "has directed 2"
 
 
 async def test_a_tag_reads_as_a_tag():
@@ -80,7 +81,7 @@ async def test_a_tag_reads_as_a_tag():
 async def test_a_merged_node_is_flagged_when_a_normally_single_valued_relation_has_several_values():
     kg = kg_of()
     assert await described(kg, "Ransom") == (
-        "release years 1956, 1996; directed by Alex Segal, Ron Howard; 2 starred actors "
+        "release years 1956, 1996; directed by Alex Segal, Ron Howard; starred actors Glenn Ford, Mel Gibson "
         '(may be 2 things named "Ransom")'
     )
 
@@ -115,8 +116,72 @@ async def test_descriptions_are_short_and_cut_long_values():
     long_name = "Sir " + "Very Long Name " * 10
     kg = kg_of([("Film", "directed_by", long_name), *(("Film", f"rel_{n}", f"value {n}") for n in range(10))])
     text = await described(kg, "Film")
-    assert len(text) <= 120 and text.count("; ") <= 3
+    assert len(text) <= describe.MAX_CHARS and text.count("; ") <= 3
     assert f"directed by {long_name[:39]}…" in text
+
+
+# -- values, not counts, where a question could need them --------------------------------------------------------
+# One node for seven films that share a title: a question about "the films directed by X" reads their years off it.
+HAMLET = ("Hamlet", ["2009", "1948", "1990", "1964", "1996", "1969", "2000"],
+          ["Laurence Olivier", "Grigori Kozintsev", "Tony Richardson", "Franco Zeffirelli", "Kenneth Branagh",
+           "Michael Almereyda", "Gregory Doran"], ["Actor 1"], ["drama", "shakespeare"])
+
+
+async def test_a_merged_title_lists_its_values_in_order_up_to_a_bound_and_keeps_the_note():
+    text = await described(kg_of(film_triples([*FILLER, HAMLET])), "Hamlet")
+    assert text.startswith("release years 1948, 1964, 1969, 1990, 1996 (+2 more); ")  # 5 of 7, by value
+    assert text.endswith('(may be 7 things named "Hamlet")')
+    assert len(text) <= describe.MAX_CHARS and text.count("; ") <= 3
+
+
+async def test_short_values_of_a_merged_title_are_listed_whole():
+    four = ("Cinderella", ["2015", "1950", "1914", "1997"], ["Kenneth Branagh", "Clyde Geronimi"], ["Lily James"], [])
+    text = await described(kg_of(film_triples([*FILLER, four])), "Cinderella")
+    assert text.startswith("release years 1914, 1950, 1997, 2015; directed by Clyde Geronimi, Kenneth Branagh; ")
+    assert text.endswith('(may be 4 things named "Cinderella")')
+
+
+def test_numbers_are_listed_by_value_and_words_alphabetically():
+    index = index_of([*film_triples(FILLER), ("Old", "release_year", "999"), ("Old", "release_year", "1948"),
+                      ("Old", "release_year", "85")])
+    assert describe.Describer(index)(index.find_node("Old")).startswith("release years 85, 999, 1948")
+
+
+def test_when_room_is_short_lists_shrink_to_counts_before_a_part_is_dropped():
+    index = index_of(film_triples([*FILLER, HAMLET]))
+    hamlet = index.find_node("Hamlet")
+    note = ' (may be 7 things named "Hamlet")'
+    full = describe.Describer(index)(hamlet)
+    assert full == ("release years 1948, 1964, 1969, 1990, 1996 (+2 more); directed by 7; starred actor Actor 1; "
+                    "tags drama, shakespeare" + note)
+    for max_chars in range(len(full), 40, -1):
+        text = describe.Describer(index, max_chars=max_chars)(hamlet)
+        assert len(text) <= max_chars and text.endswith(note)
+        if text.count("; ") < full.count("; "):  # a part is left out only once every list is down to its count
+            assert "release years 1" not in text and "tags drama" not in text
+    # A list shrinks a value at a time: "(+n more)" counts what is left out.
+    assert describe.Describer(index, max_chars=141)(hamlet).startswith("release years 1948, 1964, 1969 (+4 more); ")
+
+
+async def test_short_lists_of_a_multi_valued_relation_are_listed_long_ones_counted():
+    films = [*FILLER, ("Amélie", ["2001"], ["Jean-Pierre Jeunet"], ["Audrey Tautou"], ["paris", "romance", "whimsy"]),
+             ("Crowded", ["2001"], ["Someone"], [], [f"tag {n}" for n in range(6)]),
+             ("Wordy", ["2001"], ["Someone Else"], [], ["a very long tag about one thing",
+                                                         "another rather long tag here"])]
+    kg = kg_of(film_triples(films))
+    assert "tags paris, romance, whimsy" in await described(kg, "Amélie")
+    assert "6 tags" in await described(kg, "Crowded")  # more than MAX_LISTED
+    assert "2 tags" in await described(kg, "Wordy")  # too long together
+
+
+async def test_the_object_of_a_passive_label_has_done_it():
+    kg = kg_of([
+        ("Book", "written_by", "Ann"), ("Chair", "made_by", "Ann"), ("Song", "music_by", "Ann"),
+        ("Song", "sung_by", "Bo"), ("Film", "directed_by", "Bo"), ("Film 2", "directed_by", "Bo"),
+    ])
+    assert await described(kg, "Ann") == "has written 1; has made 1; 1 with music by them"
+    assert await described(kg, "Bo") == "has directed 2; has sung 1"
+    assert await described(kg, "Song") == "music by Ann; sung by Bo"  # forward: the label as it is
 
 
 def test_literals_and_isolated_nodes_get_none():
@@ -175,9 +240,9 @@ async def test_the_switch_turns_derivation_off_but_keeps_real_descriptions():
 @pytest.mark.parametrize(
     ("label", "expected"),
     [
-        ("Tom Hanks", "starred actor of 32; directed 2; written 2"),
+        ("Tom Hanks", "starred actor of 32; has directed 2; has written 2"),
         ("tom hanks", "tag of 29"),
-        ("Mikael Håfström", "directed 6; written 1"),
+        ("Mikael Håfström", "has directed 6; has written 1"),
         ("mikael håfström", "tag of 3"),
         ("ransom", "tag of 2"),
     ],

@@ -64,7 +64,7 @@ async def test_initialize_links_a_bracketed_mention_first(runtime):
         result = await call(client, "initialize", query="what movies did [Tom Hanks] star in")
     assert not result.is_error
     top = result.structured_content["entities"][0]
-    described = "starred actor of 32; directed 2; written 2"  # derived from his edges (kg_adapters/describe.py)
+    described = "starred actor of 32; has directed 2; has written 2"  # from his edges (kg_adapters/describe.py)
     assert top["entity"] == {"id": TOM_HANKS, "label": "Tom Hanks", "description": described, "kg": "movies"}
     assert top["match"] == "exact" and top["mention"] == "Tom Hanks"
     assert result.structured_content["kgs"] == ["movies"]
@@ -132,7 +132,8 @@ async def test_search_describe_and_list_kgs(runtime):
     assert search.structured_content["entities"][0]["entity"]["label"] == "Forrest Gump"
     assert len(search.structured_content["entities"]) <= 3
     assert desc.structured_content["entity"]["label"] == "Tom Hanks"
-    assert text_of(desc).startswith(f"{TOM_HANKS}: Tom Hanks - starred actor of 32; directed 2; written 2\nrelations:")
+    described = "starred actor of 32; has directed 2; has written 2"
+    assert text_of(desc).startswith(f"{TOM_HANKS}: Tom Hanks - {described}\nrelations:")
     info = kgs.structured_content["kgs"][0]
     assert (info["name"], info["backend"], info["entities"], info["triples"]) == ("movies", "memory", 43234, 133582)
     assert text_of(kgs).startswith("movies (memory): 43,234 entities, 133,582 triples, 9 relations")

@@ -278,10 +278,14 @@ class TraversalASM:
 
         quota = max(1, cap // len(sources))
         pages = dict(zip(sources, await asyncio.gather(*(fetch(s, quota) for s in sources))))
-        used = sum(len(p.edges) for p in pages.values())
-        hungry = [s for s in sources if pages[s].truncated]
-        if hungry and used < cap:  # what the small ones left goes to the ones that were cut
-            extra = max(1, (cap - used) // len(hungry))
+        for _ in range(3):  # what the small ones left goes to the ones that were cut, in a few rounds
+            used = sum(len(p.edges) for p in pages.values())
+            hungry = [s for s in sources if pages[s].truncated]
+            if not hungry or used >= cap:
+                break
+            extra = (cap - used) // len(hungry)
+            if extra < 1:
+                hungry, extra = hungry[: cap - used], 1
             more = await asyncio.gather(*(fetch(s, extra, offset=len(pages[s].edges)) for s in hungry))
             for s, p in zip(hungry, more):
                 pages[s] = pages[s].model_copy(update={"edges": pages[s].edges + p.edges,

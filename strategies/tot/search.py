@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from kg_adapters.models import Direction
 from strategies.llm.base import LLMError, LLMUsage
 
-from .actions import Action, Invalid, distinct
+from .actions import Action, Invalid, Think, distinct
 from .asm import TraversalASM, was_rejected
 from .policy import Policy
 from .actions import AnswerItem
@@ -190,6 +190,7 @@ class TreeSearch:
         best_answer: SearchNode | None = None
         expansions = 0
         error: str | None = None
+        seen: dict[tuple, int] = {root_state.signature(): 0}  # duplicate detection (a transposition table)
         while expansions < cfg.max_expansions:
             node = self._select(nodes)
             if node is None:
@@ -197,7 +198,7 @@ class TreeSearch:
             node.expanded_at = expansions
             expansions += 1
             try:
-                await self._expand(node, nodes)
+                await self._expand(node, nodes, seen)
             except LLMError as e:
                 error = f"LLM failed: {e}"
                 break
@@ -234,16 +235,28 @@ class TreeSearch:
                 best = n
         return best
 
-    async def _expand(self, node: SearchNode, nodes: list[SearchNode]) -> None:
+    async def _expand(self, node: SearchNode, nodes: list[SearchNode], seen: dict[tuple, int]) -> None:
+        """Apply the policy's proposals; a child that repeats a node already in the tree (the same facts, state,
+        selection and budget — e.g. the expansion a THINK branch redoes) is dropped, so backtracking goes somewhere
+        new instead of paying again for the same calls. A THINK is kept: it adds a thought, not a place."""
         state = node.state
         proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
         last_rejected: TraversalState | None = None
+        repeats = 0
         for action in proposals:
             new_state = await self.asm.apply(state, action)
             if was_rejected(state, new_state):
                 node.rejected.append(new_state.invalid_actions[-1])
                 last_rejected = new_state
                 continue
+            if not isinstance(action, Think):
+                sig = new_state.signature()
+                if sig in seen:
+                    node.rejected.append(InvalidAction(asm_state=state.asm_state, action=new_state.actions[-1],
+                                                       reason=f"repeats node {seen[sig]}: nothing new"))
+                    repeats += 1
+                    continue
+                seen[sig] = len(nodes)
             child = SearchNode(
                 id=len(nodes),
                 parent=node.id,
@@ -260,6 +273,8 @@ class TreeSearch:
             scores = await self.policy.values([c.state for c in kids], parent=state, parent_value=node.value)
             for c, v in zip(kids, list(scores) + [None] * (len(kids) - len(scores))):
                 c.value = _clamp(v)
+        if not node.children and repeats:
+            return  # every proposal leads where the search has been: a dead end, not a retry
         if not node.children:
             # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
             # valued a little below its parent so an alternative elsewhere wins ties.

@@ -275,6 +275,13 @@ class TraversalState(BaseModel):
             left.append(math.ceil(max(0, self.max_depth - self.depth - pending) / EXPANSION_STEPS))
         return min(left) if left else 1_000
 
+    def signature(self) -> tuple:
+        """What makes two search nodes the same place: the facts gathered (edges), the ASM state, the pending
+        selection, the answer and the budget left — not the thoughts or the order the facts came in."""
+        edges = frozenset(_triple_key(e) for e in self.subgraph.edges)
+        answer = self.answer.key() if self.answer is not None else None
+        return (self.asm_state.value, edges, tuple(sorted(self.selected_entities)), answer, self.expansions_left())
+
     def think_costs_expansion(self) -> bool:
         """With an action budget, whether one THINK now leaves one expansion fewer."""
         if self.max_depth is None:

@@ -5,7 +5,10 @@ Why a script: the relay's usage figures are rough, so prompt tokens are counted 
 (characters of system + prompt / 4, per question, matched by the prompt's first line), beside the runner's own
 Hits@1 and LLM-call counts.
 
-    python bench/relay_table.py --run mqa2=relay/m2/tot-153.jsonl:relay/m2 --run mqa3=relay/m3/tot-153.jsonl:relay/m3
+    python bench/relay_table.py --run mqa2=relay/m2/tot-153.jsonl@relay/m2 --run mqa3=relay/m3/tot-153.jsonl@relay/m3
+
+Each run file names the relay that served it: a question asked through two relays (tot through one, plan through
+another) is counted in each row from its own relay only.
 """
 
 from __future__ import annotations
@@ -30,16 +33,20 @@ def prompt_tokens(relay_dir: Path) -> dict[str, int]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--run", action="append", required=True, metavar="LABEL=RUN.jsonl:RELAY_DIR",
-                   help="a tot-search --out file and the relay directory that served it (repeatable)")
+    p.add_argument("--run", action="append", required=True, metavar="LABEL=RUN.jsonl@RELAY_DIR[,RUN2.jsonl@DIR2]",
+                   help="tot-search --out files scored as one row, each with the relay directory that served it "
+                        "(repeatable)")
     ns = p.parse_args()
     rows = []
     for item in ns.run:
         label, _, rest = item.partition("=")
-        run, _, relay = rest.partition(":")
-        records = [json.loads(line) for line in Path(run).read_text().splitlines() if line.strip()]
-        tokens = prompt_tokens(Path(relay)) if relay else {}
-        toks = [tokens.get(r["question"].strip(), 0) for r in records]
+        records, toks = [], []
+        for part in rest.split(","):
+            run, _, relay = part.partition("@")
+            these = [json.loads(line) for line in Path(run).read_text().splitlines() if line.strip()]
+            tokens = prompt_tokens(Path(relay)) if relay else {}
+            records += these
+            toks += [tokens.get(r["question"].strip(), 0) for r in these]
         calls = [r["llm_calls"] for r in records]
         rows.append((label, len(records), sum(r["hits1"] for r in records) / max(1, len(records)),
                      statistics.median(calls) if calls else 0, max(calls, default=0),

@@ -272,6 +272,11 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linke
         print(f"entities: {', '.join(result.answer_ids)}")
     if result.partial:
         print(f"partial: {result.partial_reason or 'the answer set is known to be incomplete'}")
+    trace = result.trace or {}
+    if trace.get("fell_back"):
+        print(f"fell back to the tree search: {trace.get('fallback_reason', '')}")
+    elif isinstance(trace.get("path"), str) and trace["path"]:
+        print(f"path: {trace['path']}")
     print(f"value: {result.value:.2f}  status: {result.status}  expansions: {result.expansions}  "
           f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
           f"cost: {format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s")

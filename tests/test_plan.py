@@ -199,3 +199,17 @@ async def test_a_planned_path_crosses_linked_kgs_like_the_tree_search(tmp_path):
     assert "catalog:has_genre forward" in llm.prompts[0]
     assert out.status == "answered" and not out.fell_back
     assert {r.label for r in out.results} == {"Thriller", "Horror"}
+
+
+def test_tot_search_prints_the_path_a_planned_answer_took():
+    """One question from the command line: the answer, then the relation path that reached it."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "strategies.search_cli", "--method", "plan",
+                          "what genres are the films directed by [Clark Gregg]"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "answer: Comedy, Drama"
+    assert "path: Clark Gregg (movies:E24335) -> movies:directed_by backward -> movies:has_genre forward" in lines

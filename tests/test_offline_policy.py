@@ -57,9 +57,9 @@ async def test_walks_the_best_plan_state_by_state(kg, policy):
 
     answer = (await policy.propose(state, 1))[0]
     assert isinstance(answer, Answer)
-    assert {label(kg, i) for i in answer.entity_ids} == {"Thriller", "Horror"}
+    assert {label(kg, i) for i in answer.claims} == {"Thriller", "Horror"}  # claimed by ID, grounded by the ASM
     done = await asm.apply(state, answer)
-    assert done.asm_state is AsmState.DONE
+    assert done.asm_state is AsmState.DONE and set(done.answer.entity_ids) == set(answer.claims)
     assert await policy.value(done) >= 0.8
 
 

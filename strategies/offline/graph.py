@@ -222,7 +222,7 @@ class InterfaceGraph(GraphView):
                     self._labels.setdefault(eid, ent.label)
                 for e in page.edges:
                     text = _value_text(e) if e.target is None and e.value is not None else None
-                    tgt = e.target if e.target is not None else (f"literal:{text}" if text else None)
+                    tgt = e.target if e.target is not None else (f"{LITERAL_PREFIX}{text}" if text else None)
                     if tgt is None:
                         continue
                     if text:
@@ -301,10 +301,14 @@ class LinkedGraph(GraphView):
         return out
 
     def node_id(self, node) -> str:
+        if is_literal(node):  # a value reached over SPARQL: no KG of its own, the same in every KG
+            return node
         name, local = self._split(node)
         return self.views[name].node_id(local)
 
     def label(self, node) -> str:
+        if is_literal(node):
+            return node[len(LITERAL_PREFIX):]
         name, local = self._split(node)
         return self.views[name].label(local)
 
@@ -339,6 +343,8 @@ class LinkedGraph(GraphView):
         there}`` for the rest."""
         own, linked = [], {}
         for n in nodes:
+            if is_literal(n):  # a value is an end: no relations, no equivalents
+                continue
             kg, local = self._split(n)
             if kg == name:
                 own.append(local)
@@ -388,6 +394,14 @@ class LinkedGraph(GraphView):
         name = split_id(hop[0])[0]
         view = self.views.get(name)
         return self._keys(name, await view.target_nodes(hop, limit)) if view else []
+
+
+#: the key of a literal value a backend cannot address as a node (SPARQL): one kind of node in every view
+LITERAL_PREFIX = "literal:"
+
+
+def is_literal(node) -> bool:
+    return type(node) is str and node.startswith(LITERAL_PREFIX)
 
 
 def view_for(kg: KnowledgeGraph) -> GraphView:

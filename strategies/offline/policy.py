@@ -18,6 +18,7 @@ from ..embeddings import Embedder
 from ..tot.actions import Action, Answer, ExpandKG, SelectEntities, SelectRelation
 from ..tot.policy import Policy
 from ..tot.state import AsmState, TraversalState
+from .graph import LITERAL_PREFIX, is_literal
 from .paths import OfflineReasoner, Plan, Reasoning
 from .settings import OfflineSettings
 
@@ -97,8 +98,8 @@ class OfflinePolicy(Policy):
         for p in await self.consistent(state):
             if len(p.hops) == done:
                 ids = self.answer_ids(p, state)
-                if ids:
-                    out.append(Answer(entity_ids=ids))
+                if ids:  # entity IDs, and values (literal:<text>) as the text the subgraph shows
+                    out.append(Answer(claims=[i.removeprefix(LITERAL_PREFIX) if is_literal(i) else i for i in ids]))
             elif not state.must_answer:
                 out.append(ExpandKG())
         if not out or state.must_answer and not any(isinstance(a, Answer) for a in out):
@@ -161,7 +162,8 @@ class OfflinePolicy(Policy):
         """The plan's answers the subgraph holds, leaving out the question's own entities (as the prompt asks of
         a model) unless nothing else is left."""
         sub = state.subgraph.entities
-        ids = [a for a in plan.answers if a in sub]
+        shown = {f"{LITERAL_PREFIX}{e.value.value}" for e in state.subgraph.edges if e.value is not None}
+        ids = [a for a in plan.answers if a in sub or a in shown]
         topics = set(state.topic_entities)
         return ([a for a in ids if a not in topics] or ids)[:50]
 
@@ -180,8 +182,9 @@ class OfflinePolicy(Policy):
         if state.asm_state is AsmState.DONE:
             ans = state.answer.entity_ids if state.answer else []
             done = len(self.trajectory(state))
+            first = state.answer.items[0].id if state.answer and state.answer.items else None
             for p in plans:
-                if len(p.hops) == done and ans and ans[0] in p.answers:
+                if len(p.hops) == done and (ans and ans[0] in p.answers or first is not None and first in p.answers):
                     return p.confidence
             return 0.05
         if not plans:

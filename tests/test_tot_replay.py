@@ -11,12 +11,20 @@ An ANSWER is usable once the ASM has grounded what the model wrote in the subgra
 answers are also applied by :class:`TraversalASM` — to a KG that knows none of these entities: the answer transition
 judges by the subgraph alone.
 
+Session 7 (``tot-prompts-2026-11-24-session7.jsonl``, four runs named by ``set``, each numbered from 1) adds today's
+formats: ``ANSWER: item ; item`` / ``NONE`` / ``INCOMPLETE: ...``, the one-call ``EXPAND_KG: <IDs> -> <relation>
+<direction>`` after a "Relations of the newest entities" listing, twins' summaries in the ENTITIES lines ("(same as
+catalog:E1: <summary>)", which answers read values from), and the ``plan`` strategy's prompts, whose ``PATH:`` lines
+are read by :class:`~strategies.plan.PlanReader` fed from the prompt's entities and relation vocabulary.
+
 A record that today's parser genuinely cannot read is listed in ``KNOWN_FAILURES`` as a strict xfail (it flips to a
-failure once the parser is fixed, so the entry is removed then), never skipped or loosened.
+failure once the parser is fixed, so the entry is removed then), never skipped or loosened. A request the model
+never answered (``reply`` null) is skipped, saying so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -24,16 +32,22 @@ import pytest
 from conftest import SHARED
 from tot_fixtures import make_kg
 
-from kg_adapters.models import Direction, Entity, Relation
+from kg_adapters.follow import Hop
+from kg_adapters.models import Direction, Entity, EntityMatch, Relation
 from kg_adapters.text import key as text_key
-from strategies.tot.actions import Invalid
+from strategies.plan import Group, PlanReader
+from strategies.tot.actions import ExpandKG, Invalid, SelectEntities, SelectRelation
 from strategies.tot.asm import TraversalASM
-from strategies.tot.prompted import parse_action_lines, parse_score, parse_scores
+from strategies.tot.prompted import chosen_with_expand, parse_action_lines, parse_score, parse_scores
 from strategies.tot.state import AsmState, TraversalState
 
 TRANSCRIPTS = SHARED / "llm-transcripts"
-FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl", "2026-11-24": "tot-prompts-2026-11-24.jsonl"}
+FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl", "2026-11-24": "tot-prompts-2026-11-24.jsonl",
+         "session7": "tot-prompts-2026-11-24-session7.jsonl"}
 EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39}  # per the transcripts' README
+# session 7: "771 calls through four relays" (the README), one run (``set``) per relay; runs appended after it (p5:
+# the plan prompt whose reply format shows paths up to max_hops) are replayed too, their numbering checked
+SESSION7_RUNS = {"m2": 129, "m3": 211, "l3": 150, "pq3": 281}
 
 if not all((TRANSCRIPTS / f).is_file() for f in FILES.values()):
     pytest.skip(f"LLM transcripts not found at {TRANSCRIPTS} (expected ../shared/llm-transcripts beside the repo)",
@@ -47,6 +61,7 @@ VALUE_ANSWER = "value_answer"
 VALUE_ANSWERS = "value_answers"
 VALUE_STEPS = "value_steps"
 VALUE_STATE = "value_state"
+PLAN = "plan"
 MARKERS = {
     PROPOSE_DEFAULT: "Choose the next action",
     PROPOSE_ENTITIES: "Select the entities",
@@ -55,17 +70,22 @@ MARKERS = {
     VALUE_ANSWERS: "\nCandidate answers:",
     VALUE_STEPS: "\nCandidate next steps",
     VALUE_STATE: "How promising is this state",
+    PLAN: "\nPlan how to answer the question",
 }
+#: each kind's system prompt begins so
+SYSTEMS = {PLAN: "You plan how a question is answered"}
+TOT_SYSTEM = "You answer questions by exploring a knowledge graph"
 ASM_STATE = {PROPOSE_DEFAULT: AsmState.DEFAULT, PROPOSE_ENTITIES: AsmState.SELECTING_ENTITIES,
              PROPOSE_RELATION: AsmState.SELECTING_RELATION}
 ALLOWED = {PROPOSE_DEFAULT: {"think", "expand_kg", "answer"}, PROPOSE_ENTITIES: {"select_entities"},
            PROPOSE_RELATION: {"select_relation"}}
 # "no steps are left" (2026-11-24) / "the maximum depth is reached: you must answer now" (2026-11-22) /
-# "no expansions are left" (later prompts)
-MUST_ANSWER = re.compile(r"no (?:steps|expansions) are left|you must answer now", re.I)
+# "Expansions left: 0. You must answer now." and "- ANSWER (no expansions are left: answer ..." (session 7; every
+# action prompt there says "(... no expansions are left)" of INCOMPLETE, hence the colon)
+MUST_ANSWER = re.compile(r"no steps are left|no expansions are left:|you must answer now", re.I)
 
-# Records today's parser cannot read, as {(date, n): why}; each becomes a strict xfail (none today).
-KNOWN_FAILURES: dict[tuple[str, int], str] = {}
+# Records today's parser cannot read, as {record name (see record_name): why}; each becomes a strict xfail.
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def kind_of(prompt: str) -> str:
@@ -77,45 +97,82 @@ def kind_of(prompt: str) -> str:
 def state_from_prompt(prompt: str, kind: str) -> TraversalState:
     """The minimal :class:`TraversalState` a prompt was rendered from, as far as the parsers look at it: the
     question, the subgraph's entities (``  <id>: <label> - <description> (same as ...)`` lines of the ENTITIES
-    block), the ASM state for the kind of call, ``must_answer`` when the prompt said no steps are left, and in
-    SELECTING_RELATION the selected entities and the numbered candidate relations
-    (``1. embedded:directed_by forward: directed by [1]``). Edges and the trajectory are not rebuilt: no parser
-    reads them, and grounding an answer looks at edges only for literal values, which none of these prompts shows."""
+    block) with their twins (``(same as catalog:E1: <summary>; catalog:E2)``: the linked equivalents, and what their
+    own KG says of them, which answers read values from), the ASM state for the kind of call, ``must_answer`` when
+    the prompt said no steps are left, and in SELECTING_RELATION the selected entities and the numbered candidate
+    relations (``1. embedded:directed_by forward: directed by [1]``). Edges and the trajectory are not rebuilt: no
+    parser reads them, and grounding an answer looks at edges only for literal values, which none of these prompts
+    shows (``test_no_prompt_shows_a_literal_value_on_an_edge``)."""
     question = re.search(r"^Question: (.*)$", prompt, re.M)
     assert question, "no 'Question:' line"
     state = TraversalState(question=question.group(1), asm_state=ASM_STATE.get(kind, AsmState.DEFAULT),
                            must_answer=bool(MUST_ANSWER.search(prompt)))
     block = re.search(r"^ENTITIES:\n(.*?)^EDGES:", prompt, re.M | re.S)
     assert block, "no ENTITIES block"
+    sub = state.subgraph
     for line in block.group(1).splitlines():
         if line.strip() == "(none)":
             continue
         entity_id, _, rest = line.strip().partition(": ")  # IDs have no spaces: the first ": " ends one
-        same = re.search(r" \(same as ([^()]*)\)$", rest)
-        if same:
-            rest = rest[: same.start()]
-            for other in same.group(1).split(", "):
-                state.subgraph.link(entity_id, other)
+        twins = []
+        at = rest.rfind(_SAME_AS)
+        if at >= 0 and rest.endswith(")"):  # the twins' summaries may hold parentheses of their own
+            twins = _TWIN_SEP.split(rest[at + len(_SAME_AS):-1])
+            rest = rest[:at]
         label, _, description = rest.partition(" - ")
-        state.subgraph.add_entity(Entity(id=entity_id, label=label, description=description or None,
-                                         kg=entity_id.split(":", 1)[0]))
+        sub.add_entity(Entity(id=entity_id, label=label, description=description or None,
+                              kg=entity_id.split(":", 1)[0]))
+        for twin in twins:
+            twin_id, _, summary = twin.partition(": ")
+            sub.link(entity_id, twin_id)
+            if summary:  # a twin the subgraph does not list itself; linked by label, so it bears the same one
+                sub.twins[twin_id] = Entity(id=twin_id, label=label, description=summary,
+                                            kg=twin_id.split(":", 1)[0])
     if kind == PROPOSE_RELATION:
         selected = re.search(r"^Selected entities: (.*)$", prompt, re.M)
         assert selected, "no 'Selected entities:' line"
         state.selected_entities = [i for i in re.findall(r"(?:^|, )(\S+) \(", selected.group(1))
                                    if i in state.subgraph.entities]
         listing = prompt.split("Candidate relations of the selected entities", 1)[1].split("\n\n", 1)[0]
-        for m in re.finditer(r"^\d+\. (\S+) (forward|backward): (.*?)(?: \[(\d+)\])?$", listing, re.M):
-            rel_id, direction, meaning, count = m.groups()
-            inverse = direction == "backward"
-            state.candidate_relations.append(Relation(
-                id=rel_id, direction=Direction(direction), kg=rel_id.split(":", 1)[0],
-                label=meaning.removeprefix("inverse of ") if inverse else meaning,
-                inverse_label=meaning if inverse and not meaning.startswith("inverse of ") else None,
-                count=int(count) if count else None))
+        state.candidate_relations = relations_listed(listing)
         state.relations_truncated = "(more relations exist" in listing
         assert state.candidate_relations, "no candidate relations listed"
     return state
+
+
+_SAME_AS = " (same as "
+#: twins are joined by "; " (by ", " in the older prompts), each "<ID>" or "<ID>: <summary>"; a summary's own
+#: "; " is never followed by an ID
+_TWIN_SEP = re.compile(r"[;,] (?=[A-Za-z][A-Za-z0-9_-]*:[^\s:;,]+(?:: |[;,] |$))")
+
+
+def relations_listed(listing: str) -> list[Relation]:
+    """The numbered relation lines of a listing (``1. embedded:directed_by forward: directed by [1]``), as the
+    :class:`Relation` s that rendered them."""
+    out = []
+    for m in re.finditer(r"^\d+\. (\S+) (forward|backward): (.*?)(?: \[(\d+)\])?$", listing, re.M):
+        rel_id, direction, meaning, count = m.groups()
+        out.append(_relation(rel_id, direction, meaning, count))
+    return out
+
+
+def _relation(rel_id: str, direction: str, meaning: str, count: str | None) -> Relation:
+    inverse = direction == "backward"
+    return Relation(id=rel_id, direction=Direction(direction), kg=rel_id.split(":", 1)[0],
+                    label=meaning.removeprefix("inverse of ") if inverse else meaning,
+                    inverse_label=meaning if inverse and not meaning.startswith("inverse of ") else None,
+                    count=int(count) if count else None)
+
+
+def frontier_from_prompt(prompt: str) -> list[Relation] | None:
+    """The relations of the one-call protocol's listing ("Relations of the newest entities (2: <IDs>):" and
+    numbered lines); None when the prompt has none."""
+    m = re.search(r"^Relations of the newest entities \(\d+: [^\n]*\):\n(.*?)(?:\n\n|\Z)", prompt, re.M | re.S)
+    if m is None:
+        return None
+    relations = relations_listed(m.group(1))
+    assert relations, "the newest entities' relations are not listed"
+    return relations
 
 
 def candidate_count(prompt: str) -> int:
@@ -140,17 +197,29 @@ def written_actions(reply: str, state: TraversalState) -> list[dict]:
         verb, rest = m.groups()
         if verb == "THINK":
             want = {"kind": "think", "text": rest}
-        elif verb == "EXPAND_KG":
-            want = {"kind": "expand_kg"}
+        elif verb == "EXPAND_KG":  # alone, or "<entity IDs> -> <relation ID> <forward|backward>" (one-call protocol)
+            left, arrow, right = rest.partition("->")
+            relation = direction = None
+            if arrow:
+                relation, direction = right.split()
+                direction = Direction(direction)
+            want = {"kind": "expand_kg", "entity_ids": _ID.findall(left), "relation_id": relation,
+                    "direction": direction}
         elif verb == "SELECT_ENTITIES":
             want = {"kind": "select_entities", "entity_ids": _ID.findall(rest)}
         elif verb == "SELECT_RELATION":  # "<number or relation ID> <forward|backward>"
             ref, direction = rest.split()
             rel_id = state.candidate_relations[int(ref) - 1].id if ref.isdigit() else ref
             want = {"kind": "select_relation", "relation_id": rel_id, "direction": Direction(direction)}
-        else:  # "<answer text> | <entity IDs>" or "NONE |" (the formats of these prompts)
+        elif "|" in rest:  # the older prompts' "<answer text> | <entity IDs>" or "NONE |"
             text, _, ids = rest.partition("|")
             want = {"kind": "answer", "text": text.strip(), "entity_ids": _ID.findall(ids)}
+        else:  # today's "item ; item" (IDs or values), "NONE", "INCOMPLETE: <items or nothing>"
+            incomplete = re.fullmatch(r"INCOMPLETE\b:?\s*(.*)", rest.strip())
+            status = "none" if rest.strip() == "NONE" else "incomplete" if incomplete else "answer"
+            body = incomplete.group(1) if incomplete else "" if status == "none" else rest
+            want = {"kind": "answer", "status": status,
+                    "items": list(dict.fromkeys(i.strip() for i in body.split(";") if i.strip()))}
         if want not in out:
             out.append(want)
     return out
@@ -169,21 +238,52 @@ def load(date: str) -> list[dict]:
 RECORDS = {date: load(date) for date in FILES}
 
 
+def record_name(source: str, r: dict) -> str:
+    """``2026-11-22:10``; session 7 numbers each run (``set``) from 1, so its names carry the run:
+    ``session7:pq3:123``."""
+    return f"{source}:{r['set']}:{r['n']}" if "set" in r else f"{source}:{r['n']}"
+
+
 def _params() -> list:
     params = []
-    for date, records in RECORDS.items():
+    for source, records in RECORDS.items():
         for r in records:
             kind = kind_of(r["prompt"])
-            reason = KNOWN_FAILURES.get((date, r["n"]))
+            name = record_name(source, r)
+            reason = KNOWN_FAILURES.get(name)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            params.append(pytest.param(r, kind, id=f"{date}:{r['n']}-{kind}", marks=marks))
+            if r["reply"] is None:
+                marks = [pytest.mark.skip(reason="the request was never answered (reply is null): nothing to parse")]
+            params.append(pytest.param(r, kind, id=f"{name}-{kind}", marks=marks))
     return params
 
 
 def test_the_transcripts_are_complete():
-    assert {d: len(rs) for d, rs in RECORDS.items()} == EXPECTED_CALLS
+    assert {d: len(RECORDS[d]) for d in EXPECTED_CALLS} == EXPECTED_CALLS
+    runs7 = {run: sum(r["set"] == run for r in RECORDS["session7"]) for run in SESSION7_RUNS}
+    assert runs7 == SESSION7_RUNS and sum(runs7.values()) == 771
+    for source, rs in RECORDS.items():
+        runs: dict[str, list[int]] = {}
+        for r in rs:
+            runs.setdefault(r.get("set", ""), []).append(r["n"])
+        for run, ns in runs.items():
+            assert ns == list(range(1, len(ns) + 1)), f"{source} {run}: calls out of order or missing"
+    assert not set(KNOWN_FAILURES) - {record_name(s, r) for s, rs in RECORDS.items() for r in rs}
+
+
+def test_no_prompt_shows_a_literal_value_on_an_edge():
+    """What :func:`state_from_prompt` leaves out: an answer grounded on an edge's literal value would need the edges
+    rebuilt too. The shown edges all reach entities (``<ID> (<label>)``)."""
     for rs in RECORDS.values():
-        assert [r["n"] for r in rs] == list(range(1, len(rs) + 1))
+        for r in rs:
+            edges = re.search(r"^EDGES:\n(.*?)(?:\n\n|^EXPANSIONS:)", r["prompt"], re.M | re.S)
+            for line in edges.group(1).splitlines() if edges else []:
+                group = re.match(r"^    \S+ \[.*?\] \(\d+\): (.*)$", line)  # "<relation> [<reading>] (n): ..."
+                if group is None:
+                    assert line == "  (none)" or re.match(r"^  \S+ \(.*\):$", line), f"{r['n']}: {line!r}"
+                    continue
+                for other in re.split(r", (?=\S+:\S+ \(|\.\.\. )", group[1]):
+                    assert other.startswith("... (+") or re.match(rf"{_ID.pattern} \(", other), f"{r['n']}: {line}"
 
 
 async def answered(state: TraversalState, action) -> TraversalState:
@@ -195,6 +295,8 @@ def check_answer(done: TraversalState, state: TraversalState, written: dict) -> 
     entities only among the IDs it cited (all of them, when the answer is entities); values only from its text."""
     assert done.asm_state is AsmState.DONE and done.answer is not None, f"turned down: {done.last_invalid.reason}"
     ans = done.answer
+    if "items" in written:
+        return check_items(ans, state, written)
     assert set(ans.entity_ids) <= set(state.subgraph.entities), f"IDs outside the subgraph: {ans.entity_ids}"
     assert ans.entity_ids or ans.text.strip(), "an answer with neither entities nor text"
     if written["text"] == "NONE" and not written["entity_ids"]:
@@ -212,10 +314,114 @@ def check_answer(done: TraversalState, state: TraversalState, written: dict) -> 
             assert text_key(it.text) in text_key(written["text"]), f"a value the model did not write: {it}"
 
 
+def check_items(ans, state: TraversalState, written: dict) -> None:
+    """Today's ``item ; item`` answers: the status the model wrote (NONE, INCOMPLETE, an answer), and its items one
+    for one — every item it wrote is grounded (nothing dropped), each grounded item is one it wrote (an ID as that
+    entity, a name or value as written), the IDs in the order written."""
+    assert ans.status == written["status"], f"model wrote {written}, parsed {ans}"
+    if ans.status == "none":
+        assert not ans.items and not ans.entity_ids, ans
+        return
+    assert set(ans.entity_ids) <= set(state.subgraph.entities), f"IDs outside the subgraph: {ans.entity_ids}"
+    assert ans.items or ans.status == "incomplete", ans
+    assert not ans.ungrounded, f"dropped what the model wrote: {ans.ungrounded}"
+
+    def same(w: str, it) -> bool:
+        return w == it.entity_id if _ID.fullmatch(w) else text_key(w) == text_key(it.text)
+
+    for w in written["items"]:
+        assert any(same(w, it) for it in ans.items), f"{w!r} is not in the answer {ans.items}"
+    for it in ans.items:
+        assert any(same(w, it) for w in written["items"]), f"{it} is not an item the model wrote"
+    cited = [w for w in written["items"] if _ID.fullmatch(w)]
+    assert [i for i in ans.entity_ids if i in cited] == cited, f"model cited {cited}, answer has {ans.entity_ids}"
+
+
+def check_one_call_expansion(state: TraversalState, action: ExpandKG, frontier: list[Relation]) -> None:
+    """An ``EXPAND_KG: <IDs> -> <relation> <direction>`` decides the next two states without a call: the policy
+    reads the entities back in SELECTING_ENTITIES, and the relation in SELECTING_RELATION — here against the
+    relations the prompt listed for the newest entities, when the choice is one of them."""
+    pending = state.model_copy(update={"actions": [action], "asm_state": AsmState.SELECTING_ENTITIES})
+    assert chosen_with_expand(pending) == SelectEntities(entity_ids=action.entity_ids)
+    if (action.relation_id, action.direction) not in {(r.id, r.direction) for r in frontier}:
+        return
+    pending = state.model_copy(update={"actions": [action, SelectEntities(entity_ids=action.entity_ids)],
+                                       "asm_state": AsmState.SELECTING_RELATION,
+                                       "selected_entities": action.entity_ids, "candidate_relations": frontier})
+    assert chosen_with_expand(pending) == SelectRelation(relation_id=action.relation_id, direction=action.direction)
+
+
+# -- the plan strategy's prompts -------------------------------------------------------------------------------
+def plan_reader_from_prompt(prompt: str) -> tuple[PlanReader, int, int]:
+    """The :class:`PlanReader` a plan prompt's reply was read with, fed from the prompt as ``plan._run`` feeds it:
+    the numbered entities (``1. pq:E268: label - description``), the vocabulary's groups ("Relations of the
+    question's entities:", "After <relation> <direction> (hop n; m entities sampled):", each with its
+    ``  <relation ID> <direction> [edges]: meaning`` lines; the samples are not shown, and the reader does not look
+    at them), the KGs (the namespaces of the IDs shown); and the prompt's k and max_hops."""
+    head = "(number. ID: label - description):\n"
+    assert head in prompt, "no entity list"
+    matches = []
+    for line in prompt.split(head, 1)[1].split("\n\n", 1)[0].splitlines():
+        number, _, rest = line.partition(". ")
+        entity_id, _, rest = rest.partition(": ")
+        assert number == str(len(matches) + 1) and _ID.fullmatch(entity_id), f"not an entity line: {line!r}"
+        label, _, description = rest.partition(" - ")
+        matches.append(EntityMatch(entity=Entity(id=entity_id, label=label, description=description or None,
+                                                 kg=entity_id.split(":", 1)[0]), score=1.0, match="exact"))
+    vocabulary = prompt.split("from a sample of them:\n", 1)[1].split("\n\n", 1)[0]
+    groups: list[Group] = []
+    for line in vocabulary.splitlines():
+        after = re.fullmatch(r"After (\S+) (forward|backward) \(hop (\d+); \d+ entities sampled\):", line)
+        relation = re.fullmatch(r"  (\S+) (forward|backward)(?: \[(\d+)\])?: (.*)", line)
+        if line == "Relations of the question's entities:":
+            groups.append(Group(None, 1, [], []))
+        elif after:
+            groups.append(Group(Hop(relation_id=after[1], direction=Direction(after[2])), int(after[3]) + 1, [], []))
+        elif relation and groups:
+            groups[-1].relations.append(_relation(relation[1], relation[2], relation[4], relation[3]))
+        else:
+            assert line == "(no relations found)", f"not a vocabulary line: {line!r}"
+    kg_names = {i.split(":", 1)[0] for i in _ID.findall(prompt)}
+    k = re.search(r"write up to (\d+) relation paths", prompt)
+    max_hops = re.search(r"A path has 1 to (\d+) hops", prompt)
+    assert k and max_hops, "no k or max_hops in the prompt"
+    return PlanReader(matches, groups, kg_names), int(k[1]), int(max_hops[1])
+
+
+def written_paths(reply: str) -> list[tuple[list[str], list[Hop]]]:
+    """Each ``PATH: <entity ID> -> <relation ID> <forward|backward> -> ...`` line, as the start and hops written."""
+    out = []
+    for line in reply.splitlines():
+        if not line.strip().startswith("PATH:"):
+            continue
+        start, *hops = line.strip().removeprefix("PATH:").strip().split(" -> ")
+        parts = [h.split() for h in hops]
+        assert all(len(p) == 2 for p in parts), f"not the PATH format: {line!r}"
+        out.append(([start], [Hop(relation_id=r, direction=Direction(d)) for r, d in parts]))
+    return out
+
+
+def check_plan(prompt: str, reply: str) -> None:
+    reader, k, max_hops = plan_reader_from_prompt(prompt)
+    written = written_paths(reply)
+    assert written, f"no PATH line in {reply!r}"
+    for line, (start, hops) in zip([ln for ln in reply.splitlines() if ln.strip().startswith("PATH:")], written):
+        read = reader.read(line, 1, max(max_hops, len(hops)))  # every line on its own
+        assert [(p.start, p.hops) for p in read] == [(start, hops)], f"model wrote {line!r}, read {read}"
+    expected = list({(tuple(s), tuple(h)): (s, h) for s, h in written if len(h) <= max_hops}.values())[:k]
+    got = [(p.start, p.hops) for p in reader.read(reply, k, max_hops)]  # the reply as plan._run reads it
+    assert got == expected, f"model wrote {expected}, read {got}"
+
+
 @pytest.mark.parametrize("record, kind", _params())
-async def test_a_recorded_reply_parses_into_what_the_model_wrote(record: dict, kind: str):
+def test_a_recorded_reply_parses_into_what_the_model_wrote(record: dict, kind: str):
+    # not async: an event loop for each of ~1000 records doubled the module's time; answers run one of their own
     prompt, reply = record["prompt"], record["reply"]
-    if kind in ASM_STATE:
+    if "system" in record:  # the call's system prompt is the one of its kind
+        assert record["system"].startswith(SYSTEMS.get(kind, TOT_SYSTEM)), record["system"][:80]
+    if kind == PLAN:
+        check_plan(prompt, reply)
+    elif kind in ASM_STATE:
         state = state_from_prompt(prompt, kind)
         actions = parse_action_lines(reply, state)
         assert actions, "no action parsed"
@@ -226,9 +432,13 @@ async def test_a_recorded_reply_parses_into_what_the_model_wrote(record: dict, k
         assert [a.kind for a in actions] == [w["kind"] for w in written], f"model wrote {written}, parsed {actions}"
         for a, w in zip(actions, written):
             if a.kind == "answer":
-                check_answer(await answered(state, a), state, w)
+                check_answer(asyncio.run(answered(state, a)), state, w)
                 continue
             assert {k: getattr(a, k) for k in w} == w, f"model wrote {w}, parsed {a}"
+            if a.kind == "expand_kg" and a.relation_id:
+                frontier = frontier_from_prompt(prompt)
+                assert frontier, "a one-call EXPAND_KG answered a prompt that did not offer it"
+                check_one_call_expansion(state, a, frontier)
             if a.kind == "select_entities":
                 assert set(a.entity_ids) <= set(state.subgraph.entities), f"IDs outside the subgraph: {a}"
             if a.kind == "select_relation":
@@ -322,3 +532,46 @@ def test_a_verdict_before_the_score_does_not_change_it():
     r = _record("2026-11-24", 6)  # "VERDICT: ... 4 actors ... all 30 films.\nSCORE: 1.0"
     assert "30" in r["reply"] and parse_score(r["reply"]) == 1.0
     assert parse_score(_record("2026-11-24", 19)["reply"]) == 0.6
+
+
+# -- session 7: today's formats, stated outright -----------------------------------------------------------------
+def _parsed7(run: str, n: int) -> tuple[list, TraversalState]:
+    (r,) = [r for r in RECORDS["session7"] if (r["set"], r["n"]) == (run, n)]
+    state = state_from_prompt(r["prompt"], kind_of(r["prompt"]))
+    return parse_action_lines(r["reply"], state), state
+
+
+def test_a_one_call_expansion_keeps_the_entities_and_relation_written():
+    # "EXPAND_KG: movies:E10903, movies:E17942 -> movies:written_by backward", then the same from movies:E10903
+    both, one = _parsed7("m2", 55)[0]
+    assert (both.entity_ids, both.relation_id, both.direction) == (
+        ["movies:E10903", "movies:E17942"], "movies:written_by", Direction.backward)
+    assert one.entity_ids == ["movies:E10903"] and one.relation_id == "movies:written_by"
+
+
+async def test_values_read_from_a_twins_summary_are_grounded_there():
+    """session7:l3:9 — the films' languages only the catalog twins' summaries show ("(same as catalog:E8229: release
+    year 1943; language German; ...)"): the answer is those values."""
+    (answer, _, _), state = _parsed7("l3", 9)  # "ANSWER: German ; French", EXPAND_KG, THINK
+    assert state.subgraph.twins["catalog:E8229"].description.startswith("release year 1943; language German")
+    done = (await answered(state, answer)).answer
+    assert done is not None and not done.ungrounded
+    assert [(it.text, it.source) for it in done.items] == [("German", "summary of catalog:E8229"),
+                                                           ("French", "summary of catalog:E20865")]
+
+
+async def test_a_forced_answer_may_be_an_entity_or_none():
+    (entity, none), state = _parsed7("pq3", 257)  # "Expansions left: 0. You must answer now."
+    assert state.must_answer
+    assert (await answered(state, entity)).answer.entity_ids == ["pq:E770"]
+    assert none.status == "none" and (await answered(state, none)).answer.status == "none"
+
+
+def test_plan_paths_are_read_hop_by_hop():
+    (r,) = [r for r in RECORDS["session7"] if (r["set"], r["n"]) == ("m2", 66)]
+    reader, k, max_hops = plan_reader_from_prompt(r["prompt"])
+    assert (k, max_hops) == (3, 3) and [e.id for e in reader.entities] == ["pq:E268"]
+    paths = [[(h.relation_id, h.direction.value) for h in p.hops] for p in reader.read(r["reply"], k, max_hops)]
+    assert paths == [[("pq:spouse", "forward")] * 3,
+                     [("pq:spouse", "forward"), ("pq:spouse", "backward"), ("pq:spouse", "forward")],
+                     [("pq:spouse", "forward")] * 2]

@@ -189,6 +189,16 @@ class KnowledgeGraph(abc.ABC):
         reject a configuration naming a relation that does not exist."""
         return None
 
+    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
+        """A few entities that have ``relation_id`` (forward): a sample to try a link rule on at start-up. Backends
+        that cannot say return [] (the rule then goes untried, not failed)."""
+        return []
+
+    def relation_labels(self) -> Mapping[str, str] | None:
+        """Every relation's label by ID, when the KG can say without I/O (local backends); None when unknown. Lets
+        a link rule name a relation by its label."""
+        return None
+
     def members(self) -> Mapping[str, "KnowledgeGraph"]:
         """The KGs this one answers from, by name: itself, unless it federates several (:class:`LinkedKG`)."""
         return {self.name: self}

@@ -231,6 +231,12 @@ class CachedKG(KnowledgeGraph):
     def relation_vocabulary(self) -> frozenset[str] | None:
         return self.inner.relation_vocabulary()
 
+    def relation_labels(self):
+        return self.inner.relation_labels()
+
+    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
+        return await self.inner.subjects_of(relation_id, limit)
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

@@ -8,8 +8,15 @@ link rules joining the two KGs (Markowitz et al. 2024 link Wikidata and MusicBra
 * ``property`` — an external-ID property (``relation``, e.g. Wikidata ``P434`` or ``P345``) whose value, put into
   ``template`` (``"https://musicbrainz.org/artist/{value}"``) or taken as is (``match="key"``: the other KG's
   IRI/name; ``match="id"``: its local ID), names the entity in the other KG;
+* ``identifier`` — an identifier both KGs carry as a value (an IMDb ID, an ISBN, a DOI, a MusicBrainz ID):
+  ``relation`` in one KG and ``to_relation`` (default: the same name) in the other; equal values mean the same
+  entity, whatever the labels say. Each side is asked by value (:meth:`KnowledgeGraph.find_by_value`), so it works
+  on every backend, both ways;
 * ``label`` — the other KG's entities with exactly the same label, else the same label case-insensitively
   (:meth:`KnowledgeGraph.find_by_label`); at most ``max_label_matches``, and a hub label that matches more says so.
+
+A rule names a relation the same way on every backend: its ID (``catalog:cat.imdb``), its local name (``imdb``,
+also the tail of an IRI-derived ID) or its label (``IMDb ID``); :meth:`Linker.relation_in` resolves it once per KG.
 
 Rules work both ways. With no rule configured, every pair of KGs is linked by label (the paper's fallback).
 Linking is lazy — a KG is asked only when an entity is used with one of its relations — and every answer is kept in
@@ -43,12 +50,14 @@ class LinkRule(BaseModel):
 
     from_kg: str
     to_kg: str
-    kind: TypingLiteral["same_as", "property", "label", "iri"] = "same_as"
+    kind: TypingLiteral["same_as", "property", "identifier", "label", "iri"] = "same_as"
     relation: str | None = Field(
         default=None,
         description="same_as: the sameAs relation if not labelled 'same as'; property: the external-ID relation "
         "(its ID with or without the KG prefix, or its label).",
     )
+    to_relation: str | None = Field(default=None, description="identifier: the relation in to_kg holding the same "
+                                    "values (default: relation).")
     template: str | None = Field(default=None, description="property: '{value}' is replaced by the value.")
     match: TypingLiteral["key", "iri", "id"] = Field(
         default="key",
@@ -60,14 +69,19 @@ class LinkRule(BaseModel):
     def _check(self) -> LinkRule:
         if self.from_kg == self.to_kg:
             raise ValueError("a link rule must join two different KGs")
-        if self.kind == "property" and not self.relation:
-            raise ValueError("a property link needs relation=, e.g. 'P434'")
+        if self.kind in ("property", "identifier") and not self.relation:
+            raise ValueError(f"a {self.kind} link needs relation=, e.g. 'P434' or 'imdb'")
+        if self.to_relation and self.kind != "identifier":
+            raise ValueError("to_relation is for kind = 'identifier' only")
         if self.template is not None and "{value}" not in self.template:
             raise ValueError("template must contain '{value}'")
         return self
 
     def describe(self) -> str:
-        return f"{self.from_kg}↔{self.to_kg} by {self.kind}" + (f" ({self.relation})" if self.relation else "")
+        rel = self.relation or ""
+        if self.to_relation and self.to_relation != self.relation:
+            rel += f" = {self.to_relation}"
+        return f"{self.from_kg}↔{self.to_kg} by {self.kind}" + (f" ({rel})" if rel else "")
 
 
 class LinkingConfig(BaseModel):
@@ -120,17 +134,44 @@ def check_rules(rules: list[LinkRule], kgs: Mapping[str, KnowledgeGraph]) -> Non
             if side not in kgs:
                 raise InvalidInput(f"link rule {rule.describe()} names KG {side!r}, which is not configured "
                                    f"(configured: {', '.join(kgs)})")
-        if rule.relation and rule.kind in ("same_as", "property"):
-            vocab = kgs[rule.from_kg].relation_vocabulary()
-            if vocab is not None and not any(_names_relation(rule.relation, rid, None) for rid in vocab):
-                raise InvalidInput(f"link rule {rule.describe()}: KG {rule.from_kg!r} has no relation "
-                                   f"{rule.relation!r}")
+        if rule.relation and rule.kind in ("same_as", "property", "identifier"):
+            sides = [(rule.from_kg, rule.relation)]
+            if rule.kind == "identifier":
+                sides.append((rule.to_kg, rule.to_relation or rule.relation))
+            for kg_name, wanted in sides:
+                vocab = kgs[kg_name].relation_vocabulary()
+                labels = _vocabulary_labels(kgs[kg_name])
+                if vocab is not None and not any(_names_relation(wanted, rid, labels.get(rid)) for rid in vocab):
+                    raise InvalidInput(f"link rule {rule.describe()}: KG {kg_name!r} has no relation {wanted!r}")
 
 
 def _names_relation(wanted: str, relation_id: str, label: str | None) -> bool:
+    """Whether ``wanted`` names the relation: its ID, its local ID, the local name at the end of it (after the
+    IRI's last ``/`` or ``#``, a prefixed name's ``.``, or inside a base64-encoded IRI), or its label (any case)."""
     local = relation_id.split(":", 1)[-1]
+    names = {relation_id, local, _local_name(local)}
+    return wanted in names or (label is not None and wanted.casefold() == label.casefold())
+
+
+def _local_name(local: str) -> str:
+    """``cat.imdb`` → ``imdb``; ``~<base64 of http://x.org/cat/imdb>`` → ``imdb``; ``a/b#c`` → ``c``."""
+    if local.startswith("~"):
+        import base64
+
+        raw = local[1:]
+        try:
+            local = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return local
     tail = local.rsplit("/", 1)[-1].rsplit("#", 1)[-1]
-    return wanted in (relation_id, local, tail) or (label is not None and wanted == label)
+    if "/" not in local and "#" not in local and "." in tail:
+        tail = tail.split(".", 1)[1]
+    return tail
+
+
+def _vocabulary_labels(kg: KnowledgeGraph) -> Mapping[str, str]:
+    """Relation labels a local KG knows without I/O, for naming a relation by label in a rule."""
+    return kg.relation_labels() or {}
 
 
 def _relation_id(kg: KnowledgeGraph, wanted: str) -> str:
@@ -149,6 +190,29 @@ class Links:
 
     ids: tuple[str, ...] = ()
     note: str | None = None
+
+
+class Probe(BaseModel):
+    """A rule tried on a sample of its entities (``tot-mcp --check``)."""
+
+    rule: str
+    tried: int = Field(description="Sampled entities of the rule's first KG that carry its relation (0: untried).")
+    linked: int = Field(description="How many of them found an equivalent in the other KG.")
+    example: str | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or (self.tried > 0 and self.linked == 0)
+
+    def line(self) -> str:
+        if self.error:
+            return f"link {self.rule}: FAILED: {self.error}"
+        if not self.tried:
+            return f"link {self.rule}: untried (no sample of its entities here)"
+        verdict = "FAILED: links nothing" if self.linked == 0 else "ok"
+        return f"link {self.rule}: {verdict} ({self.linked} of {self.tried} sampled entities linked" + (
+            f", e.g. {self.example})" if self.example else ")")
 
 
 class LinkStats(BaseModel):
@@ -184,6 +248,7 @@ class Linker:
                 if b not in self._partners.setdefault(a, []):
                     self._partners[a].append(b)
         self._lookups = self._hits = self._capped = 0
+        self._relations: dict[tuple[str, str], str | None] = {}
 
     @classmethod
     def configured(
@@ -193,6 +258,30 @@ class Linker:
         config = config or LinkingConfig()
         return cls(kgs, rules_for(kgs, explicit or [], config), cache_size=config.cache_size,
                    max_label_matches=config.max_label_matches)
+
+    async def probe(self, rule: LinkRule, sample: int = 20) -> Probe:
+        """Try ``rule`` on up to ``sample`` entities of its first KG that carry its relation (label rules: not
+        sampled). A rule that links none of them is misconfigured: a wrong relation name, values that differ in
+        form, the wrong direction."""
+        if rule.kind == "label" or not rule.relation:
+            return Probe(rule=rule.describe(), tried=0, linked=0)
+        this = self.kgs[rule.from_kg]
+        try:
+            relation = await self.relation_in(this, rule.relation)
+            entities = await this.subjects_of(relation, sample) if relation else []
+            if not entities:
+                return Probe(rule=rule.describe(), tried=0, linked=0,
+                             error=f"no entity of KG {rule.from_kg!r} has relation {rule.relation!r}")
+            linked, example = 0, None
+            for eid in entities:
+                ids, _ = await self._resolve(rule, eid, True)
+                ids = [i for i in ids if split_id(i)[0] == rule.to_kg]
+                if ids:
+                    linked += 1
+                    example = example or f"{eid} → {ids[0]}"
+        except KGError as e:
+            return Probe(rule=rule.describe(), tried=0, linked=0, error=str(e))
+        return Probe(rule=rule.describe(), tried=len(entities), linked=linked, example=example)
 
     def partners(self, kg_name: str) -> list[str]:
         """The KGs an entity of ``kg_name`` can be linked into."""
@@ -245,7 +334,56 @@ class Linker:
             return ([found] if found else []), None
         if rule.kind == "same_as":
             return await self._by_same_as(rule, this, entity_id, other, forward), None
+        if rule.kind == "identifier":
+            return await self._by_identifier(rule, this, entity_id, other, forward)
         return await self._by_property(rule, this, entity_id, other, forward), None
+
+    async def relation_in(self, kg: KnowledgeGraph, wanted: str) -> str | None:
+        """The ID of the relation ``wanted`` names in ``kg`` (ID, local name or label; see :func:`_names_relation`),
+        resolved once: from the KG's own vocabulary when it lists one, else by searching its relations."""
+        key = (kg.name, wanted)
+        if key in self._relations:
+            return self._relations[key]
+        found: str | None = None
+        vocab = kg.relation_vocabulary()
+        if vocab:
+            labels = _vocabulary_labels(kg)
+            found = next((r for r in sorted(vocab) if _names_relation(wanted, r, labels.get(r))), None)
+        if found is None:  # the relations the KG shows of itself, then a search by name
+            try:
+                sample = (await kg.info()).relation_sample
+            except KGError:
+                sample = []
+            found = next((r.id for r in sample if _names_relation(wanted, r.id, r.label)), None)
+        if found is None:
+            try:
+                hits = await kg.search_relations(wanted, limit=20)
+            except KGError:
+                hits = []
+            found = next((h.id for h in hits if _names_relation(wanted, h.id, h.label)), None)
+        if found is None and " " not in wanted.strip():  # a local name the KG could not list: its own ID form
+            found = wanted if wanted.startswith(f"{kg.name}:") else f"{kg.name}:{wanted}"
+        self._relations[key] = found
+        return found
+
+    async def _by_identifier(
+        self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
+    ) -> tuple[list[str], str | None]:
+        """The entities of ``other`` that carry one of this entity's identifier values (asked by value there)."""
+        mine = rule.relation if forward else (rule.to_relation or rule.relation)
+        theirs = (rule.to_relation or rule.relation) if forward else rule.relation
+        mine_id = await self.relation_in(this, mine or "")
+        theirs_id = await self.relation_in(other, theirs or "")
+        if mine_id is None or theirs_id is None:
+            return [], None
+        page = await this.get_edges([entity_id], mine_id, Direction.forward, limit=20)
+        values = [e.value.value if e.value is not None else (await this.label_of(e.target)) for e in page.edges
+                  if e.value is not None or e.target]
+        out: list[str] = []
+        for v in dict.fromkeys(values):
+            out.extend(i for i in await other.find_by_value(theirs_id, v, limit=self.max_label_matches)
+                       if i not in out)
+        return out, None
 
     async def _by_label(self, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph) -> tuple[list[str], str | None]:
         label = await this.label_of(entity_id)

@@ -214,6 +214,23 @@ class MemoryKG(KnowledgeGraph):
     def relation_vocabulary(self) -> frozenset[str]:
         return frozenset(f"{self._prefix}{loc}" for loc in self.index.rel_local_ids)
 
+    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
+        local = self.local_relation(relation_id)
+        try:
+            r = self.index.rel_local_ids.index(local)
+        except ValueError:
+            return []
+        out = []
+        for i, rels in enumerate(self.index.out):
+            if r in rels:
+                out.append(f"{self._prefix}E{i}")
+                if len(out) >= limit:
+                    break
+        return out
+
+    def relation_labels(self) -> dict[str, str]:
+        return {f"{self._prefix}{loc}": label for loc, label in zip(self.index.rel_local_ids, self.index.rel_labels)}
+
     async def resolve_key(self, key: str) -> str | None:
         i = self.index.find_node(key)
         if i is None:

@@ -37,7 +37,7 @@ from urllib.parse import quote, unquote
 import pyoxigraph as ox
 
 from .base import Capabilities, KnowledgeGraph, Limits
-from .errors import BackendError, InvalidInput, NotFound
+from .errors import BackendError, InvalidInput, KGError, NotFound
 from .label_index import Hit, LabelIndex
 from .lru import LRU
 from .models import (
@@ -279,6 +279,20 @@ class OxigraphKG(KnowledgeGraph):
         if not self._exists(term):
             raise NotFound(f"no entity {self._prefix}{local} in KG {self.name!r}")
         return term
+
+    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
+        try:
+            node = self.relation_node(relation_id)
+        except KGError:
+            return []
+        out: list[str] = []
+        for q in self._quads(p=node):
+            eid = self.term_id(q.subject)
+            if eid is not None and eid not in out:
+                out.append(eid)
+                if len(out) >= limit:
+                    break
+        return out
 
     def relation_node(self, relation_id: str) -> ox.NamedNode:
         node = self.codec.decode_relation(self.local_relation(relation_id))

@@ -217,6 +217,11 @@ def run_check(runtime) -> int:
                 out.append((name, None, e))
         return out
 
+    async def probes():
+        linker = getattr(runtime.graph, "linker", None)
+        return [await linker.probe(rule) for rule in linker.rules] if linker is not None and len(runtime.kgs) > 1 \
+            else []
+
     failed = 0
     for name, info, err in anyio.run(infos):
         if err is not None:
@@ -224,6 +229,9 @@ def run_check(runtime) -> int:
             print(f"{name}: FAILED: {err}")
         else:
             print(render_kg_info(info))
+    for probe in anyio.run(probes):  # every link rule tried on a sample: one that links nothing is an error
+        print(probe.line())
+        failed += probe.failed
     if runtime.load_seconds is not None:
         print(f"opened {len(runtime.kgs)} KG(s) in {runtime.load_seconds:.2f}s")
     lim = runtime.limits
@@ -231,7 +239,7 @@ def run_check(runtime) -> int:
         f"limits: max_ids={lim.max_ids} max_relations={lim.max_relations} max_edges={lim.max_edges} "
         f"max_search={lim.max_search} max_query_chars={lim.max_query_chars}"
     )
-    print("OK" if not failed else f"{failed} KG(s) failed")
+    print("OK" if not failed else f"{failed} KG(s) or link rule(s) failed")
     anyio.run(runtime.aclose)
     return 0 if not failed else 1
 

@@ -676,6 +676,13 @@ class SparqlKG(KnowledgeGraph):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call search_relations to find one")
         return found
 
+    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
+        """One bounded query: a few subjects of the relation (the entity filter applied)."""
+        _, relation = self._relation(relation_id)
+        rows = await self._select(queries.subjects_of(self.profile, relation, limit))
+        locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
+        return [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
+
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
         """Properties whose label, alias or description (configured languages) contains a content word of
         ``text`` — one bounded query — ranked lexically (:mod:`kg_adapters.sparql.relsearch`). Usage counts are

@@ -171,6 +171,11 @@ def subjects_with_value(p: Profile, relation: str, literal: str, limit: int) -> 
     return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} {literal} . {p.entity_filter} }} LIMIT {_int(limit)}"
 
 
+def subjects_of(p: Profile, relation: str, limit: int) -> str:
+    """A few entities that have ``relation``: a sample to try a link rule on."""
+    return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} ?v . {p.entity_filter} }} LIMIT {_int(limit)}"
+
+
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:
     triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
     return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {_values('?src', sources)} {triple} }}"

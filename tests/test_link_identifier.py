@@ -1,0 +1,109 @@
+"""Two KGs that share an identifier, not labels: the films KG (a triples file) gives each film an IMDb-style ID; the
+catalog (Turtle behind a real SPARQL endpoint) carries the same ID as a literal and titles that read "Alpha (1999)".
+An ``identifier`` rule joins them both ways, however the relation is spelt (ID, local name, label), and a walk
+crosses from a director's films to their catalog genres."""
+
+from __future__ import annotations
+
+import pytest
+from oxigraph_fixture import _serve
+from retrieval_fixtures import shared_embedder
+
+from kg_adapters.errors import InvalidInput
+from kg_adapters.linked import LinkedKG
+from kg_adapters.linking import Linker, LinkRule
+from kg_adapters.spec import make_spec, open_kg
+from strategies.offline import OfflinePolicy
+from strategies.tot.asm import TraversalASM
+from strategies.tot.search import SearchConfig, TreeSearch
+
+FILMS = ("Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli Fox\nBeta|imdb_id|tt0002\n"
+         "Gamma|directed_by|Ann Lee\nGamma|imdb_id|tt0003\n")
+CATALOG = """@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix c: <http://example.org/catalog/> .
+c:imdb rdfs:label "IMDb ID" .
+c:genre rdfs:label "genre" .
+c:t1 rdfs:label "Alpha (1999)" ; c:imdb "tt0001" ; c:genre c:thriller .
+c:t2 rdfs:label "Beta (2003)" ; c:imdb "tt0002" ; c:genre c:horror .
+c:t3 rdfs:label "Gamma (2010)" ; c:imdb "tt0003" ; c:genre c:drama .
+c:thriller rdfs:label "Thriller" .
+c:horror rdfs:label "Horror" .
+c:drama rdfs:label "Drama" .
+"""
+
+
+@pytest.fixture(scope="module")
+def catalog_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("identifier")
+    (root / "catalog.ttl").write_text(CATALOG, encoding="utf-8")
+    (root / "srv").mkdir()
+    server = _serve(root / "catalog.ttl", root / "srv")
+    yield next(server)
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def kgs(catalog_url, tmp_path_factory):
+    films = tmp_path_factory.mktemp("identifier-films") / "films.txt"
+    films.write_text(FILMS, encoding="utf-8")
+    return open_kg(make_spec("films", str(films))), open_kg(make_spec("catalog", f"sparql:{catalog_url}"))
+
+
+@pytest.mark.parametrize("relation, to_relation", [
+    ("imdb_id", "imdb"),                    # local names
+    ("films:imdb_id", "IMDb ID"),           # an ID, and the SPARQL side by label
+    ("imdb id", "http://example.org/catalog/imdb".rsplit("/", 1)[1]),  # a label on the triples side
+])
+async def test_a_shared_identifier_links_both_ways_however_the_relation_is_spelt(kgs, relation, to_relation):
+    films, catalog = kgs
+    linker = Linker({"films": films, "catalog": catalog},
+                    [LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation=relation,
+                              to_relation=to_relation)])
+    alpha = (await films.find_by_label("Alpha"))[0].id
+    (twin,) = (await linker.equivalents(alpha, "catalog")).ids
+    assert await catalog.label_of(twin) == "Alpha (1999)"
+    assert (await linker.equivalents(twin, "films")).ids == (alpha,)
+
+
+async def test_a_walk_crosses_the_identifier_link_to_the_other_kgs_values(kgs):
+    films, catalog = kgs
+    rule = LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation="imdb_id", to_relation="imdb")
+    graph = LinkedKG({"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, [rule]))
+    result = await TreeSearch(TraversalASM(graph), OfflinePolicy(graph, embedder=shared_embedder()),
+                              SearchConfig(k=3, max_expansions=12)).run("what genres are the films directed by [Eli Fox]")
+    assert set(result.answer.labels) == {"Thriller", "Horror"}, result.tree_text()
+
+
+def test_a_rule_naming_a_relation_the_local_kg_lacks_is_refused_with_one_line(kgs):
+    films, catalog = kgs
+    with pytest.raises(InvalidInput, match="KG 'films' has no relation 'isbn'"):
+        Linker({"films": films, "catalog": catalog},
+               [LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation="isbn", to_relation="imdb")])
+
+
+def test_check_tries_every_link_rule_and_fails_one_that_links_nothing(catalog_url, tmp_path):
+    """`tot-mcp --check` samples each rule's entities: a rule spelt so that it links nothing (values in another form)
+    is one FAILED line and exit 1, not OK."""
+    import subprocess
+
+    from mcp_client import REPO, SERVER_CMD, server_env
+
+    films_file = tmp_path / "films.txt"
+    films_file.write_text(FILMS + FILMS.replace("tt000", "nm-").replace("imdb_id", "other_id"), encoding="utf-8")
+    endpoint = catalog_url
+
+    def check(rules: str) -> subprocess.CompletedProcess:
+        cfg = tmp_path / "kgs.toml"
+        cfg.write_text(f'[kgs]\nfilms = "{films_file}"\ncatalog = "sparql:{endpoint}"\n{rules}', encoding="utf-8")
+        return subprocess.run([*SERVER_CMD, "--config", str(cfg), "--check"], cwd=REPO, env=server_env(),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    good = check('[[link]]\nfrom_kg = "films"\nto_kg = "catalog"\nkind = "identifier"\nrelation = "imdb_id"\n'
+                 'to_relation = "IMDb ID"\n')
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "link films↔catalog by identifier (imdb_id = IMDb ID): ok (3 of 3 sampled entities linked" in good.stdout
+    bad = check('[[link]]\nfrom_kg = "films"\nto_kg = "catalog"\nkind = "identifier"\nrelation = "other_id"\n'
+                'to_relation = "imdb"\n')
+    assert bad.returncode == 1
+    assert "link films↔catalog by identifier (other_id = imdb): FAILED: links nothing (0 of 3" in bad.stdout
+    assert bad.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed")

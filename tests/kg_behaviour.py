@@ -184,6 +184,17 @@ async def test_info_reports_size_and_relation_vocabulary(make_kg):
     assert {r.label for r in info.relation_sample} >= {"starring", "directed by", "release year"}
 
 
+async def test_a_relation_offers_a_sample_of_its_subjects(make_kg):
+    """What `--check` tries a link rule on: entities that have the relation, within the limit asked."""
+    info = await make_kg.info()
+    directed = next(r for r in info.relation_sample if r.label == "directed by")
+    got = await make_kg.subjects_of(directed.id, limit=2)
+    assert 1 <= len(got) <= 2
+    for eid in got:
+        rels = (await make_kg.get_relations([eid])).relations
+        assert any(r.id == directed.id and r.direction is Direction.forward for r in rels)
+
+
 # -- edges ---------------------------------------------------------------------------------------------------
 async def test_edges_backward_reach_every_film_with_labels(make_kg):
     keanu = await entity_id(make_kg, "Keanu Reeves")

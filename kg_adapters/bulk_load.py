@@ -592,9 +592,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ntot-mcp load: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    whole = sum(1 for f in report.files if f.kind.startswith("rdf:"))
+    parts = [f"{report.lines_loaded:,} lines in {report.chunks_loaded} chunks"] if report.lines_loaded or not whole \
+        else []
+    if whole:  # Turtle, RDF/XML, JSON-LD: parsed in one piece, so there are no lines to count
+        parts.append(f"{whole} RDF file{'s' if whole > 1 else ''} whole")
     print(
-        f"loaded {report.lines_loaded:,} lines in {report.chunks_loaded} chunks into {report.store} "
-        f"({report.seconds:.1f} s); label index: {report.labels:,} names",
+        f"loaded {' and '.join(parts)} into {report.store} ({report.seconds:.1f} s); label index: "
+        f"{report.labels:,} names",
         file=sys.stderr,
     )
     return 0

@@ -254,3 +254,11 @@ def test_odd_lines_convert_like_plain_ones(tmp_path):
     BulkLoader(tmp_path / "bulk", chunk_lines=4, progress=False).load([src])
     load_into_store(src, tmp_path / "ref")
     assert set(data_quads(tmp_path / "bulk")) == set(data_quads(tmp_path / "ref"))
+
+
+def test_the_cli_says_a_turtle_file_was_loaded_whole_not_zero_lines(tmp_path, capsys):
+    ttl = tmp_path / "c.ttl"
+    ttl.write_text('@prefix c: <http://example.org/c/> .\nc:a c:p "1" .\nc:b c:p "2" .\n', encoding="utf-8")
+    assert main([str(ttl), "--into", str(tmp_path / "st"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "loaded 1 RDF file whole into" in err and "0 lines" not in err

@@ -69,6 +69,10 @@ class Matches(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+#: IDs of one KG a chain of links carries on into the next KG (a label that names many things stops widening there)
+MAX_CHAIN_IDS = 20
+
+
 class LinkedKG(KnowledgeGraph):
     def __init__(
         self,
@@ -139,24 +143,51 @@ class LinkedKG(KnowledgeGraph):
     # -- linking --------------------------------------------------------------------------------------------------
     async def equivalents(self, entity_id: str, report: Report | None = None, into: str | None = None
                           ) -> dict[str, list[str]]:
-        """The entity's equivalents per linked KG (only in ``into``, if given: other KGs are not asked). A KG that
-        failed, or a capped hub label, goes to ``report``."""
+        """The entity's equivalents per linked KG — the closure over the pairwise rules, so a cast film linked to
+        the films KG by label, and the films KG to the catalog by an identifier, is one node in all three (at most
+        ``MAX_CHAIN_IDS`` IDs a KG carry the chain on). Only in ``into``, if given (the chain may still pass
+        through other KGs; a direct link is asked first). A KG that failed, or a capped hub label, goes to
+        ``report``."""
         report = report if report is not None else Report()
+        home = self.owner(entity_id).name
+        if into is not None and into in self.partners(home):
+            direct = await self._links(entity_id, into, report)
+            if direct:
+                return {into: direct}
         out: dict[str, list[str]] = {}
-        for other in self.partners(self.owner(entity_id).name):
-            if into is not None and other != into:
-                continue
-            try:
-                links = await self.linker.equivalents(entity_id, other)
-            except BackendError as e:
-                report.failed = True
-                report.note(f"linking {entity_id} into KG {other!r} failed ({e}); its equivalents there are missing")
-                continue
-            if links.note:
-                report.note(links.note)
-            if links.ids:
-                out[other] = list(links.ids)
+        reached = {home}
+        frontier = [entity_id]
+        while frontier:
+            found: dict[str, dict[str, None]] = {}
+            for eid in frontier:
+                for other in self.partners(self.owner(eid).name):
+                    if other in reached:
+                        continue
+                    ids = await self._links(eid, other, report)
+                    found.setdefault(other, {}).update(dict.fromkeys(ids))
+            frontier = []
+            for other, ids in found.items():
+                if ids:
+                    out[other] = list(ids)
+                    reached.add(other)
+                    frontier.extend(list(ids)[:MAX_CHAIN_IDS])
+            if into is not None and into in out:
+                break
+        if into is not None:
+            return {into: out[into]} if into in out else {}
         return out
+
+    async def _links(self, entity_id: str, other: str, report: Report) -> list[str]:
+        """One pairwise step (the linker's answer, cached there)."""
+        try:
+            links = await self.linker.equivalents(entity_id, other)
+        except BackendError as e:
+            report.failed = True
+            report.note(f"linking {entity_id} into KG {other!r} failed ({e}); its equivalents there are missing")
+            return []
+        if links.note:
+            report.note(links.note)
+        return list(links.ids)
 
     async def same_as(self, entity_id: str, into: str | None = None, report: Report | None = None) -> list[str]:
         return [i for ids in (await self.equivalents(entity_id, report, into)).values() for i in ids]

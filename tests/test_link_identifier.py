@@ -107,3 +107,43 @@ def test_check_tries_every_link_rule_and_fails_one_that_links_nothing(catalog_ur
     assert bad.returncode == 1
     assert "link films↔catalog by identifier (other_id = imdb): FAILED: links nothing (0 of 3" in bad.stdout
     assert bad.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed")
+
+
+CAST = "Alpha|starred_actors|Cy Park\nBeta|starred_actors|Cy Park\nGamma|starred_actors|Dee Lane\n"
+
+
+@pytest.fixture(scope="module")
+def three(kgs, tmp_path_factory):
+    """cast (label link) ↔ films (identifier link) ↔ catalog; no rule between cast and catalog."""
+    films, catalog = kgs
+    path = tmp_path_factory.mktemp("cast") / "cast.txt"
+    path.write_text(CAST, encoding="utf-8")
+    cast = open_kg(make_spec("cast", str(path)))
+    members = {"cast": cast, "films": films, "catalog": catalog}
+    rules = [LinkRule(from_kg="cast", to_kg="films", kind="label"),
+             LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation="imdb_id", to_relation="imdb")]
+    return LinkedKG(members, Linker(members, rules))
+
+
+async def test_links_compose_a_cast_film_is_one_node_in_all_three_kgs(three):
+    alpha = (await three.kgs["cast"].find_by_label("Alpha"))[0].id
+    same = await three.same_as(alpha)
+    assert {i.split(":", 1)[0] for i in same} == {"films", "catalog"}
+    kgs_with_relations = {r.kg for r in (await three.get_relations([alpha])).relations}
+    assert kgs_with_relations == {"cast", "films", "catalog"}  # the catalog's genre, two links away
+
+
+async def test_one_follow_path_call_crosses_all_three_kgs(three):
+    from kg_adapters.follow import Hop, follow_path
+
+    cy = (await three.kgs["cast"].find_by_label("Cy Park"))[0].id
+    genre = next(r.id for r in (await three.kgs["catalog"].info()).relation_sample if r.label == "genre")
+    res = await follow_path(three, [cy], [Hop(relation_id="cast:starred_actors", direction="backward"),
+                                          Hop(relation_id=genre, direction="forward")])
+    assert {t.label for t in res.targets} == {"Thriller", "Horror"}
+
+
+async def test_a_walk_crosses_cast_films_catalog_with_no_rule_between_cast_and_catalog(three):
+    result = await TreeSearch(TraversalASM(three), OfflinePolicy(three, embedder=shared_embedder()),
+                              SearchConfig(k=3, max_expansions=12)).run("what genres are the films [Cy Park] starred in")
+    assert set(result.answer.labels) == {"Thriller", "Horror"}, result.tree_text()

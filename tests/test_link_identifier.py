@@ -147,3 +147,17 @@ async def test_a_walk_crosses_cast_films_catalog_with_no_rule_between_cast_and_c
     result = await TreeSearch(TraversalASM(three), OfflinePolicy(three, embedder=shared_embedder()),
                               SearchConfig(k=3, max_expansions=12)).run("what genres are the films [Cy Park] starred in")
     assert set(result.answer.labels) == {"Thriller", "Horror"}, result.tree_text()
+
+
+async def test_with_the_catalog_unlinked_the_answer_says_it_is_unsupported_not_confident(kgs, tmp_path):
+    """No rule reaches the catalog, where the genres are: whatever the walk answers is of the wrong kind, and the
+    result says so (partial, with the relation the question names) instead of a confident film title."""
+    films, catalog = kgs
+    path = tmp_path / "cast.txt"
+    path.write_text(CAST, encoding="utf-8")
+    members = {"cast": open_kg(make_spec("cast", str(path))), "films": films, "catalog": catalog}
+    graph = LinkedKG(members, Linker(members, [LinkRule(from_kg="cast", to_kg="films", kind="label")]))
+    result = await TreeSearch(TraversalASM(graph), OfflinePolicy(graph, embedder=shared_embedder()),
+                              SearchConfig(k=3, max_expansions=12)).run("what genres are the films [Cy Park] starred in")
+    assert result.status != "answered" and result.value <= 0.3
+    assert result.partial and result.partial_reason.startswith("unsupported: the question's 'genres' reads as catalog:")

@@ -11,6 +11,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import KGError
 
 from ..embeddings import Embedder
 from .graph import GraphView, Hop, view_for
@@ -52,6 +53,9 @@ class Reasoning:
     question: str
     topic_ids: list[str]
     plans: list[Plan]
+    #: question phrases whose best-matching relation (of any KG) no walk from the topic reached, with it: the
+    #: answer cannot be of the kind the question asks ("genres" when the catalog holding them is not linked)
+    unreached: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def best(self) -> Plan | None:
@@ -194,7 +198,7 @@ class OfflineReasoner:
                 )
             )
         _calibrate(plans, st.value_scale, st.value_bias)
-        return Reasoning(question, topic_ids, plans)
+        return Reasoning(question, topic_ids, plans, await _unreached(scorer, view, plans))
 
     async def rank_sources(
         self, kg: KnowledgeGraph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
@@ -216,6 +220,27 @@ class OfflineReasoner:
             gain = sum(weight.get(view.node_id(n), 0.0) for n in nodes)
             scored.append((-gain, pos, cid))
         return [c for _, _, c in sorted(scored)]
+
+
+async def _unreached(scorer: QuestionScorer, view, plans: list[Plan]) -> list[tuple[str, str]]:
+    """Relation words of the question that read best as a relation the search never met, and that the best plan
+    does not read: checked against every relation the KGs have, after the plans are ranked (they do not change)."""
+    seen = set(scorer._rel_sims)
+    try:
+        unseen = [r for r in await view.vocabulary() if r not in seen]
+    except KGError:
+        return []
+    if not unseen or not plans:
+        return []
+    await scorer.prepare(unseen)
+    read = [p for p in plans[0].phrases if p]
+    out = []
+    for i, _, rel in scorer.relation_mentions():
+        text = scorer.spans[i].text
+        if rel in seen or any(text in p or p in text for p in read):
+            continue
+        out.append((text, rel))
+    return out
 
 
 def _calibrate(plans: list[Plan], scale: float, bias: float) -> None:

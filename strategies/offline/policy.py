@@ -22,6 +22,7 @@ from .graph import LITERAL_PREFIX, is_literal
 from .paths import OfflineReasoner, Plan, Reasoning
 from .settings import OfflineSettings
 
+UNSUPPORTED_VALUE = 0.3  # the most an answer is worth when the relation the question names is out of reach
 MAX_SELECT = 50  # the ASM's default cap on entities per SELECT_ENTITIES: a selection the policy cuts is an answer it cuts
 
 
@@ -177,6 +178,15 @@ class OfflinePolicy(Policy):
         return [t for t in state.topic_entities if t in state.subgraph.entities][:1]
 
     # -- judgement -----------------------------------------------------------------------------------------------
+    def caveat(self, state: TraversalState) -> str | None:
+        res = self._reasoning.get((state.question, tuple(state.topic_entities)))
+        if res is None or not res.unreached:
+            return None
+        view = self.reasoner.stats_for(self.kg).view
+        parts = [f"'{phrase}' reads as {rel} ({view.relation_label(rel)})" for phrase, rel in res.unreached[:3]]
+        return (f"unsupported: the question's {'; '.join(parts)}, which no walk from its entities reaches "
+                f"(a missing link between KGs?)")
+
     async def value(self, state: TraversalState) -> float:
         plans = await self.consistent(state)
         if state.asm_state is AsmState.DONE:
@@ -185,7 +195,8 @@ class OfflinePolicy(Policy):
             first = state.answer.items[0].id if state.answer and state.answer.items else None
             for p in plans:
                 if len(p.hops) == done and (ans and ans[0] in p.answers or first is not None and first in p.answers):
-                    return p.confidence
+                    # an answer of the wrong kind (the relation asked for is out of reach) is never confident
+                    return min(p.confidence, UNSUPPORTED_VALUE) if self.caveat(state) else p.confidence
             return 0.05
         if not plans:
             return 0.05

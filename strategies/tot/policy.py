@@ -55,5 +55,10 @@ class Policy(abc.ABC):
         skip judging when there is nothing to rank."""
         return [await self.value(s) for s in states]
 
+    def caveat(self, state: TraversalState) -> str | None:
+        """Why the answer of ``state`` cannot be of the kind the question asks, when the policy knows (e.g. the
+        relation the question names is in a KG no walk from its entities reaches); reported as a partial answer."""
+        return None
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients the policy owns."""

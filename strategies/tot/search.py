@@ -319,6 +319,9 @@ class TreeSearch:
             answer = RankedAnswer(items=list(ans.items), entity_ids=list(ans.entity_ids),
                                   labels=[it.text for it in ans.items], text=ans.text, dropped=list(ans.ungrounded))
             partial, why = partial_reason(best.state)
+            caveat = self.policy.caveat(best.state)
+            if caveat:
+                partial, why = True, caveat + (f"; {why}" if why else "")
             path, cur = [], best
             while cur is not None:
                 path.append(cur.id)

@@ -104,9 +104,16 @@ def _bare_spec_name(spec: str) -> str:
     return name[:32]
 
 
-def open_kgs(args: list[str]) -> list[KnowledgeGraph]:
+def open_kgs(args: list[str], config=None) -> list[KnowledgeGraph]:
+    """The KGs the server would open from the same flags and ``--config``: its ``[kg.*]`` / ``[kgs]`` tables with
+    their options (``prefixes``, ``store``, …) and its limits, ``--kg`` winning for a name; the embedded movie KG
+    when neither names one."""
+    from kg_adapters.config import Config
+    from kg_adapters.config import open_kgs as open_configured
+
+    config = config or Config()
     specs = []
-    for arg in args or ["movies=embedded"]:
+    for arg in args or []:
         name_part = arg.split("=", 1)[0]
         if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", name_part):
             specs.append(parse_kg_arg(arg))
@@ -115,7 +122,9 @@ def open_kgs(args: list[str]) -> list[KnowledgeGraph]:
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
-    return [open_kg(s) for s in specs]
+    if not specs and not config.specs():
+        specs = [parse_kg_arg("movies=embedded")]
+    return list(open_configured(specs, config, config.limits.to_limits()).values())
 
 
 def _guess_format(path: Path) -> str:
@@ -201,11 +210,15 @@ async def _check_llm(ns: argparse.Namespace) -> None:
         await close()
 
 
-def link_kgs(ns: argparse.Namespace, kgs: list[KnowledgeGraph]) -> LinkedKG | None:
-    """Several KGs as one linked graph (None for one KG): ``--config``'s [[link]] rules, else label links."""
+def load_cli_config(ns: argparse.Namespace):
     from kg_adapters.config import Config, load_config
 
-    config = load_config(ns.config) if ns.config is not None else Config()
+    return load_config(ns.config) if ns.config is not None else Config()
+
+
+def link_kgs(ns: argparse.Namespace, kgs: list[KnowledgeGraph], config=None) -> LinkedKG | None:
+    """Several KGs as one linked graph (None for one KG): ``--config``'s [[link]] rules, else label links."""
+    config = config if config is not None else load_cli_config(ns)
     linking = with_flags(config.linking, ns.no_link, ns.link)
     if len(kgs) == 1:
         Linker.configured({kgs[0].name: kgs[0]}, config.link, linking)  # still reject rules naming absent KGs
@@ -400,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
         _validate(ns)
         asyncio.run(_check_llm(ns))
         try:
-            kgs = open_kgs(ns.kg)
-            linked = link_kgs(ns, kgs)
+            config = load_cli_config(ns)
+            kgs = open_kgs(ns.kg, config)
+            linked = link_kgs(ns, kgs, config)
         except KGError as e:
             raise UsageError(str(e)) from None
         runner = _one_question if ns.question is not None else _benchmark

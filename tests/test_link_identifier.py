@@ -161,3 +161,22 @@ async def test_with_the_catalog_unlinked_the_answer_says_it_is_unsupported_not_c
                               SearchConfig(k=3, max_expansions=12)).run("what genres are the films [Cy Park] starred in")
     assert result.status != "answered" and result.value <= 0.3
     assert result.partial and result.partial_reason.startswith("unsupported: the question's 'genres' reads as catalog:")
+
+
+def test_tot_search_opens_the_configs_kgs_as_the_server_opens_them(tmp_path, capsys):
+    """`tot-search --config` alone opens the config's KGs (with their options) and links them by its rules: the
+    same system `tot-mcp --config` serves, so a rule spelt for one works in the other."""
+    (tmp_path / "films.txt").write_text("Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt1\nBeta|directed_by|Ann Lee\n"
+                                        "Beta|imdb_id|tt2\n", encoding="utf-8")
+    (tmp_path / "catalog.txt").write_text("Alpha (1999)|imdb|tt1\nAlpha (1999)|has_genre|Thriller\n"
+                                          "Beta (2003)|imdb|tt2\nBeta (2003)|has_genre|Drama\n", encoding="utf-8")
+    cfg = tmp_path / "kgs.toml"
+    cfg.write_text('[kgs]\nfilms = "films.txt"\n\n[kg.catalog]\nspec = "catalog.txt"\n\n'
+                   '[[link]]\nfrom_kg = "films"\nto_kg = "catalog"\nkind = "identifier"\nrelation = "imdb_id"\n'
+                   'to_relation = "imdb"\n', encoding="utf-8")
+    import strategies.search_cli as cli
+
+    code = cli.main(["--config", str(cfg), "what genre is the film directed by [Eli Fox]"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.splitlines()[0] == "answer: Thriller"

@@ -30,12 +30,12 @@ def fixed_policy(monkeypatch):
     monkeypatch.setattr(factory, "needs_embedder", lambda kind: False)
     real_open = cli.open_kgs
 
-    def cached_open(args):  # the embedded KG takes seconds to load: once per test session
-        if not args:
+    def cached_open(args, config=None):  # the embedded KG takes seconds to load: once per test session
+        if not args and (config is None or not config.specs()):
             if "movies" not in _KG_CACHE:
                 _KG_CACHE["movies"] = load_embedded("movies")
             return [_KG_CACHE["movies"]]
-        return real_open(args)
+        return real_open(args, config)
 
     monkeypatch.setattr(cli, "open_kgs", cached_open)
 
@@ -290,3 +290,4 @@ def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, t
     assert asked == [f"what movies did [{a}] star in" for a in ("Sandra Bullock", "Tom Hanks", "Meg Ryan")]
     code, _, err = run(capsys, "--questions", _write_metaqa(tmp_path), "--skip", -1)
     assert code == 2 and "--skip must be ≥ 0" in err
+

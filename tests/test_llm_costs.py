@@ -138,7 +138,7 @@ def test_unknown_model_costs_question_mark_and_offline_costs_zero():
 def tot_search(monkeypatch, embedded_kg, capsys):
     import strategies.search_cli as cli
 
-    monkeypatch.setattr(cli, "open_kgs", lambda args: [embedded_kg])
+    monkeypatch.setattr(cli, "open_kgs", lambda args, config=None: [embedded_kg])
 
     def run(*argv: str) -> tuple[int, str, str]:
         code = cli.main(list(argv))

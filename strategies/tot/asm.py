@@ -37,6 +37,7 @@ class AsmConfig:
     topic_limit: int = 5  # linked topic entities kept from initialize
     link_min_score: float = 0.99  # further matches of one mention kept only when (near-)exact
     link_new_entities: bool = True  # with several KGs, record every new entity's equivalents (same_as)
+    describe_twins: bool = True  # keep each equivalent's own summary (what a model reads; an offline policy does not)
 
 
 class TraversalASM:
@@ -300,7 +301,10 @@ class TraversalASM:
 
     async def _describe_twins(self, state: TraversalState) -> None:
         """Keep each linked equivalent's own summary, so an entity's line says what the other KG knows of it
-        (a film's release year held only by the catalog)."""
+        (a film's release year held only by the catalog). A describe call per twin: skipped when no reader needs
+        it (``AsmConfig.describe_twins``)."""
+        if not self.config.describe_twins:
+            return
         sub = state.subgraph
         wanted = [t for ts in sub.same_as.values() for t in ts if t not in sub.entities and t not in sub.twins]
         wanted = list(dict.fromkeys(wanted))[:60]

@@ -68,8 +68,9 @@ async def _run(call: Call) -> TotResult:
             await call.progress(p.expansions, p.max_expansions, f"{p.message}{best}")
 
     try:
-        out = await TreeSearch(TraversalASM(graph, AsmConfig(max_edges_per_expansion=o.max_edges_per_expansion)),
-                               policy, config).run(call.query, progress=progress)
+        asm = TraversalASM(graph, AsmConfig(max_edges_per_expansion=o.max_edges_per_expansion,
+                                            describe_twins=not call.offline))  # summaries are for a model to read
+        out = await TreeSearch(asm, policy, config).run(call.query, progress=progress)
     finally:
         await policy.aclose()
     answers = [RetrievedEntity(id=it.id, label=it.text, score=out.value, source="tot") for it in out.answer.items]

@@ -43,7 +43,8 @@ one question is answered per setting before timing. The endpoint is started here
 
     python -m bench.linked3                                 # 2-hop and 3-hop, first 100 of each slice
     python -m bench.linked3 --hops 3 --slices cast→films→catalog --limit 20 --skip 20
-    python -m bench.linked3 --build-only                    # just the data, the store and the config
+    python -m bench.linked3 --build-only                    # just the data, the stores, the config and --check
+    python -m bench.linked3 --table ~/.cache/tot-mcp/bench/linked3/runs/TIME   # a finished run's table again
 """
 
 from __future__ import annotations
@@ -425,8 +426,13 @@ def select(metaqa: Path, hops: int) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+def slug(name: str) -> str:
+    """A slice's name in file names: ``cast→films→catalog`` → ``cast-films-catalog``."""
+    return name.replace("→", "-").replace("↔", "-")
+
+
 def slice_file_name(hops: int, name: str) -> str:
-    return f"dev_{hops}hop_" + name.replace("→", "-").replace("↔", "-") + ".txt"
+    return f"dev_{hops}hop_{slug(name)}.txt"
 
 
 def write_slices(metaqa: Path, hops: int, folder: Path) -> dict[str, Path]:
@@ -455,15 +461,33 @@ class Row:
         t_lat = statistics.median(r.latency_s for r in self.three) * 1000
         hits = lambda rs: statistics.fmean(r.hits1 for r in rs)  # noqa: E731
         errors = lambda rs: sum(1 for r in rs if r.error)  # noqa: E731
-        partial = sum(1 for r in self.three if r.partial)
-        below = sum(1 for r in self.three if r.status == "below_tau")
+        flags = lambda rs: (f"{sum(1 for r in rs if r.partial)} / "  # noqa: E731
+                            f"{sum(1 for r in rs if r.status == 'below_tau')}")
         return (f"| {self.hops}-hop {self.slice} | {n} | {hits(self.single):.3f} | {hits(self.three):.3f} | "
-                f"{s_lat:.0f} / {t_lat:.0f} ms | {t_lat / s_lat if s_lat else float('nan'):.2f}× | "
-                f"{errors(self.single)} / {errors(self.three)} | {partial} / {below} |")
+                f"{s_lat:.0f} / {t_lat:.0f} ms | {t_lat / s_lat if s_lat else float('nan'):.0f}× | "
+                f"{errors(self.single)} / {errors(self.three)} | {flags(self.three)} | {flags(self.single)} |")
 
 
 HEADER = ("| slice | n | Hits@1 single KB | Hits@1 three KGs | median latency single / three | ratio | "
-          "errors single / three | three-KG partial / below_tau |\n|---|---|---|---|---|---|---|---|")
+          "errors single / three | three-KG partial / below_tau | (single KB: partial / below_tau) |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+
+def table_from(runs: Path) -> str:
+    """The table again from a run's JSONL records (``WORK/runs/<time>``), without running anything."""
+    from strategies.benchmarks.runner import load_done
+
+    lines = [HEADER]
+    for hops in HOPS:
+        for name in SLICES:
+            single, three = (runs / f"{hops}hop-{slug(name)}-{key}.jsonl" for key in ("single", "three"))
+            if single.is_file() and three.is_file():
+                row = Row(hops, name, load_done(single), load_done(three))
+                n = min(len(row.single), len(row.three))  # an interrupted run: the questions both answered
+                row.single, row.three = row.single[:n], row.three[:n]
+                if n:
+                    lines.append(row.line())
+    return "\n".join(lines)
 
 
 async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
@@ -518,7 +542,7 @@ async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
     rows = []
     for hops, name, qs in plan:
         row = Row(hops, name)
-        stem = f"{hops}hop-" + name.replace("→", "-").replace("↔", "-")
+        stem = f"{hops}hop-{slug(name)}"
         for i, q in enumerate(qs):
             order = ("single", "three") if i % 2 == 0 else ("three", "single")  # alternate who goes first
             for key in order:
@@ -565,9 +589,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--build-only", action="store_true", help="build the data and config, check them, and stop")
     ap.add_argument("--no-check", action="store_true", help="skip tot-mcp --check before the run")
     ap.add_argument("--progress", action="store_true", help="a progress line on stderr")
+    ap.add_argument("--table", type=Path, metavar="RUNDIR", help="print the table of a finished run's records and stop")
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.limit < 1 or args.skip < 0:
         ap.error("--limit must be ≥ 1 and --skip ≥ 0")
+    if args.table is not None:
+        print(table_from(args.table))
+        return 0
     args.work = (args.work or default_cache_dir() / "bench" / "linked3").expanduser().resolve()
     args.single = args.single or args.kb
     if args.work == REPO or REPO in args.work.parents:

@@ -149,20 +149,30 @@ def _names_relation(wanted: str, relation_id: str, label: str | None) -> bool:
     """Whether ``wanted`` names the relation: its ID, its local ID, the local name at the end of it (after the
     IRI's last ``/`` or ``#``, a prefixed name's ``.``, or inside a base64-encoded IRI), or its label (any case)."""
     local = relation_id.split(":", 1)[-1]
-    names = {relation_id, local, _local_name(local)}
+    names = {relation_id, local, _local_name(local), _decoded(local)}
     return wanted in names or (label is not None and wanted.casefold() == label.casefold())
+
+
+def _decoded(local: str) -> str | None:
+    """The full IRI inside a ``~<base64>`` relation ID (so a rule may name the relation by its IRI)."""
+    if not local.startswith("~"):
+        return None
+    import base64
+
+    raw = local[1:]
+    try:
+        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _local_name(local: str) -> str:
     """``cat.imdb`` → ``imdb``; ``~<base64 of http://x.org/cat/imdb>`` → ``imdb``; ``a/b#c`` → ``c``."""
     if local.startswith("~"):
-        import base64
-
-        raw = local[1:]
-        try:
-            local = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
+        iri = _decoded(local)
+        if iri is None:
             return local
+        local = iri
     tail = local.rsplit("/", 1)[-1].rsplit("#", 1)[-1]
     if "/" not in local and "#" not in local and "." in tail:
         tail = tail.split(".", 1)[1]

@@ -180,3 +180,12 @@ def test_tot_search_opens_the_configs_kgs_as_the_server_opens_them(tmp_path, cap
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out.splitlines()[0] == "answer: Thriller"
+
+
+async def test_a_rule_may_name_the_relation_by_its_full_iri(kgs):
+    films, catalog = kgs
+    linker = Linker({"films": films, "catalog": catalog},
+                    [LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation="imdb_id",
+                              to_relation="http://example.org/catalog/imdb")])
+    alpha = (await films.find_by_label("Alpha"))[0].id
+    assert len((await linker.equivalents(alpha, "catalog")).ids) == 1

@@ -81,3 +81,14 @@ async def test_follow_path_crosses_the_link_in_one_call(graph):
     assert result.reached == [2, 2] and {t.label for t in result.targets} == {"Thriller", "Horror"}
     # the example path names the film in 'films', where the walk was when it crossed
     assert all(t.example[1].startswith("films:") and t.example[2].startswith("catalog:") for t in result.targets)
+
+
+async def test_the_question_entity_is_not_walked_back_through_in_another_kg():
+    """"the films directed by the director of [Alpha]" means the other films: Alpha is one node in both KGs, so
+    neither its films-side nor its cast-side twin may come back as an intermediate film, whichever KG linked it."""
+    films = kg_of("films", lines("Alpha|directed_by|Eli Fox\nBeta|directed_by|Eli Fox\nGamma|directed_by|Ann Lee\n"))
+    cast = kg_of("cast", lines("Alpha|starred_actors|Ada Lim\nBeta|starred_actors|Bo Chan\n"
+                               "Gamma|starred_actors|Cy Park\n"))
+    graph = LinkedKG.of([cast, films])  # cast first: the topic "Alpha" may well be linked on the cast side
+    result = await answer(graph, "who starred in the films directed by the director of [Alpha]")
+    assert set(result.answer.labels) == {"Bo Chan"}, result.tree_text()

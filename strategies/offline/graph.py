@@ -31,6 +31,10 @@ class GraphView(abc.ABC):
     def remember_label(self, entity_id: str, label: str) -> None:  # noqa: B027 - only views that learn labels
         """Note an entity's label read elsewhere (views that learn labels as they go keep it)."""
 
+    async def twins(self, nodes: list) -> list:
+        """The nodes that are these nodes in other linked KGs (none in a single KG)."""
+        return []
+
     @abc.abstractmethod
     async def nodes_for(self, entity_ids: Iterable[str]) -> list:
         """Node keys for entity IDs (unknown IDs are skipped)."""
@@ -353,6 +357,17 @@ class LinkedGraph(GraphView):
                 if eq:
                     linked[n] = eq
         return own, linked
+
+    async def twins(self, nodes: list) -> list:
+        out: list = []
+        for n in nodes:
+            if is_literal(n):
+                continue
+            home = self._split(n)[0]
+            for name in self.views:
+                if name != home:
+                    out.extend(self._keys(name, await self._equivalents(n, name)))
+        return out
 
     # -- the graph ------------------------------------------------------------------------------------------------
     async def relations(self, nodes: list) -> dict[Hop, int]:

@@ -91,7 +91,7 @@ class OfflineReasoner:
             labels = await _labels_via_interface(kg, topic_ids, view)
         q = parse_question(question, labels, st.max_span)
         scorer = QuestionScorer(q, stats, self.embedder, st)
-        topic_set = set(topics)
+        topic_set = set(topics) | set(await view.twins(topics))  # the question's entity in every linked KG
         rel_cache: dict[tuple, dict[Hop, int]] = {}
 
         async def relations_of(nodes: list) -> dict[Hop, int]:

@@ -165,7 +165,8 @@ class OfflinePolicy(Policy):
         sub = state.subgraph.entities
         shown = {f"{LITERAL_PREFIX}{e.value.value}" for e in state.subgraph.edges if e.value is not None}
         ids = [a for a in plan.answers if a in sub or a in shown]
-        topics = set(state.topic_entities)
+        topics = set(state.topic_entities)  # the question's own entity, in every KG it is linked into
+        topics |= {t for e in state.topic_entities for t in state.subgraph.same_as.get(e, [])}
         return ([a for a in ids if a not in topics] or ids)[:50]
 
     @staticmethod

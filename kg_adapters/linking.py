@@ -184,16 +184,6 @@ def _vocabulary_labels(kg: KnowledgeGraph) -> Mapping[str, str]:
     return kg.relation_labels() or {}
 
 
-def _relation_id(kg: KnowledgeGraph, wanted: str) -> str:
-    """The rule's relation as an ID of ``kg``: looked up in its vocabulary when known, else given that prefix."""
-    vocab = kg.relation_vocabulary()
-    if vocab:
-        found = sorted(r for r in vocab if _names_relation(wanted, r, None))
-        if found:
-            return found[0]
-    return wanted if wanted.startswith(f"{kg.name}:") else f"{kg.name}:{wanted}"
-
-
 @dataclass(frozen=True)
 class Links:
     """The equivalents of one entity in one other KG, and anything the caller should be told (a capped hub)."""
@@ -448,16 +438,20 @@ class Linker:
             if not (key.startswith(head) and key.endswith(tail)) or len(key) < len(head) + len(tail):
                 return []
             key = key[len(head) : len(key) - len(tail)]
-        try:
-            return await other.find_by_value(_relation_id(other, rule.relation or ""), key)
-        except BackendError:
-            raise
-        except KGError:  # the rule names the relation by its label: find it on the value's node instead
-            node = await other.resolve_key(key)
-            if node is None:
-                return []
-            page = await self._edges(other, node, rule, Direction.backward)
-            return [e.target for e in page.edges if e.target]
+        relation = await self.relation_in(other, rule.relation or "")
+        if relation is not None:
+            try:
+                return await other.find_by_value(relation, key)
+            except BackendError:
+                raise
+            except KGError:
+                pass
+        # the relation cannot be asked by value there: find it on the value's node instead
+        node = await other.resolve_key(key)
+        if node is None:
+            return []
+        page = await self._edges(other, node, rule, Direction.backward)
+        return [e.target for e in page.edges if e.target]
 
     # -- helpers --------------------------------------------------------------------------------------------------
     async def _find_relation(

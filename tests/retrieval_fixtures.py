@@ -99,3 +99,15 @@ def make_service(cache_dir: Path):
     from strategies.services import Services
 
     return Services({}, embedder_factory=shared_embedder, cache_dir=cache_dir)
+
+
+async def run_strategy(name: str, services, kg, query: str, llm: LLM | None = None, **options):
+    """Run the registered strategy ``name`` as ``tot-search`` and the tools do: its options validated, its indexes
+    declared, a scripted ``llm`` when given (else offline)."""
+    from strategies.registry import Call, get
+
+    s = get(name)
+    call = Call(services=services, kg=kg, query=query, options=s.parse_options(options),
+                llm_kind="scripted" if llm else "offline", llm_factory=(lambda: llm) if llm else None,
+                needs=s.needs, method=name)
+    return await s.run(call)

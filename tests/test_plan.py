@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from retrieval_fixtures import shared_embedder
+from retrieval_fixtures import run_strategy, shared_embedder
 from strategies.llm.scripted import ScriptedLLM
 from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
-from strategies.registry import Call, available, get
+from strategies.registry import available, get
 from strategies.services import Services
 
 pytest_plugins = ["oxigraph_fixture"]  # movies_sparql_url
@@ -27,11 +27,7 @@ def movies(embedded_kg, tmp_path_factory):
 
 
 async def plan(services, kg, query, llm=None, **options):
-    s = get("plan")
-    call = Call(services=services, kg=kg, query=query, options=s.parse_options(options),
-                llm_kind="scripted" if llm else "offline", llm_factory=(lambda: llm) if llm else None,
-                needs=s.needs, method="plan")
-    return await s.run(call)
+    return await run_strategy("plan", services, kg, query, llm, **options)
 
 
 # -- with an LLM: one call, then the graph ---------------------------------------------------------------------------
@@ -172,13 +168,9 @@ def test_tot_search_offers_plan_and_passes_k_to_it():
 
 async def test_the_router_runs_plan_when_asked_and_never_chooses_it_itself(movies):
     kg, svc = movies
-    router = get("router")
-    call = Call(services=svc, kg=kg, query=GENRES_OF_CLARK_GREGG, options=router.parse_options({"route": "plan"}),
-                needs=router.needs, method="router")
-    out = await router.run(call)
+    out = await run_strategy("router", svc, kg, GENRES_OF_CLARK_GREGG, route="plan")
     assert out.route == "plan" and out.ran == ["plan"] and {r.label for r in out.results} == {"Drama", "Comedy"}
-    chosen = await router.run(Call(services=svc, kg=kg, query=GENRES_OF_CLARK_GREGG, options=router.parse_options({}),
-                                   needs=router.needs, method="router"))
+    chosen = await run_strategy("router", svc, kg, GENRES_OF_CLARK_GREGG)
     assert chosen.route != "plan"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_fixtures import ScriptedLLM, make_kg, shared_embedder
+from retrieval_fixtures import ScriptedLLM, make_kg, run_strategy, shared_embedder
 from strategies.llm.base import LLMError
 from strategies.registry import REGISTRY, Call, Strategy, get
 from strategies.results import RetrievedEntity, StrategyResult
@@ -22,11 +22,7 @@ def setup(tmp_path_factory):
 
 
 async def route(svc, kg, query, llm=None, **options):
-    router = get("router")
-    call = Call(services=svc, kg=kg, query=query, options=router.parse_options(options),
-                llm_kind="scripted" if llm else "offline", llm_factory=(lambda: llm) if llm else None,
-                needs=router.needs, method="router")
-    return await router.run(call)
+    return await run_strategy("router", svc, kg, query, llm, **options)
 
 
 def analysis(hops=1, qtype="multi_hop", n=1):

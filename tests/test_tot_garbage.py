@@ -36,16 +36,11 @@ async def test_any_mix_of_bad_replies_ends_in_a_result(seed):
 
 @pytest.mark.parametrize("reply", JUNK)
 async def test_a_planner_reply_of_junk_falls_back_or_answers(embedded_kg, reply, tmp_path):
-    from retrieval_fixtures import shared_embedder
+    from retrieval_fixtures import run_strategy, shared_embedder
 
-    from strategies.registry import Call, get
     from strategies.services import Services
 
     svc = Services([embedded_kg], embedder_factory=shared_embedder, cache_dir=tmp_path)
-    s = get("plan")
     llm = ScriptedLLM(lambda prompt: reply if "PATH" in prompt and "plan" in prompt.lower() else "EXPAND_KG")
-    call = Call(services=svc, kg=embedded_kg, query="what genres are the films directed by [Clark Gregg]",
-                options=s.parse_options({}), llm_kind="scripted", llm_factory=lambda: llm, method="plan",
-                needs=s.needs)
-    out = await s.run(call)
+    out = await run_strategy("plan", svc, embedded_kg, "what genres are the films directed by [Clark Gregg]", llm)
     assert out.status in {"answered", "below_tau", "incomplete", "no_answer"}

@@ -225,7 +225,7 @@ class OfflineReasoner:
 async def _unreached(scorer: QuestionScorer, view, plans: list[Plan]) -> list[tuple[str, str]]:
     """Relation words of the question that read best as a relation the search never met, and that the best plan
     does not read: checked against every relation the KGs have, after the plans are ranked (they do not change)."""
-    seen = set(scorer._rel_sims)
+    seen = scorer.prepared()
     try:
         unseen = [r for r in await view.vocabulary() if r not in seen]
     except KGError:

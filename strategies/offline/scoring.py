@@ -119,6 +119,10 @@ class QuestionScorer:
             order = [int(i) for i in np.argsort(-sims, kind="stable")]
             self._rel_top[r] = [i for i in order if i not in self._type_only][:m]
 
+    def prepared(self) -> frozenset[str]:
+        """The relations read against the question so far (those the search met)."""
+        return frozenset(self._rel_sims)
+
     def sibling_bonus(self, relation_id: str) -> float:
         """How much the question talks about *sharing* r ("the same actor", "share directors", "also directed")
         rather than about r itself: the best gain of a question phrase's similarity to "same r" over "r"."""

@@ -267,10 +267,8 @@ class TraversalASM:
         edges were cut."""
         cap = self.config.max_edges_per_expansion
         page = await self.kg.get_edges(sources, relation_id, direction, limit=cap)
-        if not page.truncated or len(sources) == 1:
-            if page.truncated:
-                return page, list(sources)
-            return page, []
+        if not page.truncated or len(sources) == 1:  # nothing cut, or nothing to share
+            return page, list(sources) if page.truncated else []
         sem = asyncio.Semaphore(8)
 
         async def fetch(src: str, limit: int, offset: int = 0):

@@ -18,9 +18,8 @@ from strategies.llm.base import LLM, LLMError
 
 from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think, distinct
 from .policy import Policy
-from .state import AsmState, TraversalState
+from .state import ID_RE, AsmState, TraversalState
 
-_ID_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+")
 
 
 class PromptedPolicy(Policy):
@@ -406,13 +405,13 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
         status = "incomplete"
         if head != "INCOMPLETE":  # the sentence is the text; only IDs after "|" are claims
             text, _, id_part = body.partition("|")
-            ids = [i for i in _ID_RE.findall(id_part) if i in state.subgraph.entities]
+            ids = [i for i in ID_RE.findall(id_part) if i in state.subgraph.entities]
             return Answer(claims=ids, status=status, text=text.strip())
         body = body[len(head):].lstrip(" :-|")
     sub = state.subgraph
     if "|" in body:
         text, _, id_part = body.partition("|")
-        ids = [i for i in _ID_RE.findall(id_part) if i in sub.entities]
+        ids = [i for i in ID_RE.findall(id_part) if i in sub.entities]
         claims = _split_items(text, state)
         grounded = [g for g in (sub.ground(c) for c in claims) if g is not None]
         values = [g for g in grounded if g.entity_id is None]
@@ -448,7 +447,7 @@ def _split_items(text: str, state: TraversalState) -> list[str]:
 
 def _entity_refs(text: str, state: TraversalState) -> list[str]:
     """Entity IDs named in ``text``: explicit IDs first, else labels of subgraph entities (comma-separated)."""
-    ids = [i for i in _ID_RE.findall(text) if i in state.subgraph.entities]
+    ids = [i for i in ID_RE.findall(text) if i in state.subgraph.entities]
     if ids:
         return list(dict.fromkeys(ids))
     by_label: dict[str, str] = {}
@@ -476,7 +475,7 @@ def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
         if direction is not chosen.direction:
             chosen = next((c for c in cands if c.id == chosen.id and c.direction is direction), chosen)
     else:
-        ids = _ID_RE.findall(rest)
+        ids = ID_RE.findall(rest)
         rel_id = next((i for i in ids if any(c.id == i for c in cands)), None)
         if rel_id is None:  # a bare label like "directed by"
             rel_id = next((c.id for c in cands if norm(c.label) and norm(c.label) in norm(rest)), None)

@@ -19,6 +19,9 @@ from kg_adapters.text import key as text_key
 
 from .actions import Action, Answer, AnswerItem, ExpandKG
 
+#: an entity or relation ID as a model writes it ("movies:E12", "wd:Q42"): how answers and replies name things
+ID_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+")
+
 #: actions one expansion takes: EXPAND_KG, SELECT_ENTITIES, SELECT_RELATION (once begun it always completes)
 EXPANSION_STEPS = 3
 #: the default budget: expansions (hops) per trajectory — a 3-hop question, linked or not, with one to spare
@@ -173,8 +176,7 @@ class LocalSubgraph(BaseModel):
             return None
         if claim.endswith(".") and not any(text_key(e.label) == text_key(claim) for e in self.entities.values()):
             claim = claim.rstrip(". ")  # a sentence's full stop, unless a label ends so ("… R.N.")
-        ids = [i for i in re.findall(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+", claim)
-               if i in self.entities or i in self.twins]
+        ids = [i for i in ID_RE.findall(claim) if i in self.entities or i in self.twins]
         if ids:
             i = ids[0]
             return AnswerItem(text=self.label(i) if i in self.entities else self.twins[i].label, entity_id=i,

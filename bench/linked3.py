@@ -491,6 +491,7 @@ def table_from(runs: Path) -> str:
 
 
 async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
+    from kg_adapters.cache import DEFAULT_CACHE_WEIGHT
     from kg_adapters.config import load_config, open_kgs
     from kg_adapters.linked import LinkedKG
     from kg_adapters.linking import Linker
@@ -503,7 +504,7 @@ async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
 
     started = time.perf_counter()
     config = load_config(data.config)
-    members = open_kgs(config=config)  # films, catalog, cast: as tot-mcp opens them from this config
+    members = open_kgs(config=config, cache_weight=DEFAULT_CACHE_WEIGHT)  # as tot-mcp opens this config
     three_graph = LinkedKG(members, Linker.configured(members, config.link, config.linking))
     single_kg = open_kg(make_spec("movies", str(args.single)))
     embedder = Embedder()

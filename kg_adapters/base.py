@@ -107,6 +107,37 @@ class KnowledgeGraph(abc.ABC):
     ) -> EdgePage:
         """Edges from the entities along one relation, plus labels of every entity they reach."""
 
+    async def adjacent(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> EdgePage:
+        """Up to ``limit`` edges of one relation from any number of entities, with the labels of what they reach,
+        no qualifiers, in no promised order; ``truncated`` when more exist. Strategies that walk whole frontiers
+        (the offline reasoner reads a genre's thousands of films) need one bulk read, not the tools' pages: on a
+        SPARQL endpoint, paging costs a sorted query per 200 edges. This default pages :meth:`get_edges`; a
+        backend with a cheaper bulk read overrides it."""
+        edges: list = []
+        entities: dict = {}
+        ids = list(dict.fromkeys(entity_ids))
+        step = max(1, self.limits.max_ids)
+        truncated = False
+        for i in range(0, len(ids), step):
+            offset: int | None = 0
+            while offset is not None:
+                if len(edges) >= limit:
+                    truncated = True
+                    break
+                page = await self.get_edges(ids[i : i + step], relation_id, direction, offset=offset)
+                edges.extend(page.edges)
+                entities.update(page.entities)
+                offset = page.next_offset if page.truncated else None
+            if truncated:
+                break
+        truncated = truncated or len(edges) > limit
+        return EdgePage.model_construct(
+            edges=edges[:limit], entities=entities, truncated=truncated, next_offset=None, partial=False, warnings=[],
+            relation=None,
+        )
+
     # -- helpers every client wants ---------------------------------------------------------------------------
     @abc.abstractmethod
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:

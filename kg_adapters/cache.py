@@ -196,6 +196,17 @@ class CachedKG(KnowledgeGraph):
             lambda: self.inner.get_edges(list(ids), relation_id, d, limit, offset),
         )
 
+    async def adjacent(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> EdgePage:
+        if not isinstance(entity_ids, (list, tuple)):
+            return await self.inner.adjacent(entity_ids, relation_id, direction, limit)
+        ids = tuple(entity_ids)
+        return await self._cached(
+            ("adjacent", ids, relation_id, Direction(direction), limit),
+            lambda: self.inner.adjacent(list(ids), relation_id, direction, limit),
+        )
+
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         return await self._cached(("describe_entity", entity_id), lambda: self.inner.describe_entity(entity_id))
 
@@ -241,11 +252,15 @@ class CachedKG(KnowledgeGraph):
         await self.inner.aclose()
 
 
-def wrap_with_cache(
-    kgs: dict[str, KnowledgeGraph], max_weight: int = 200_000, ttl_seconds: float = 600.0
-) -> tuple[dict[str, KnowledgeGraph], ResultCache]:
-    """Wrap every KG of a server in one shared, bounded cache. ``max_weight=0`` turns caching off."""
-    if max_weight == 0:
-        return dict(kgs), ResultCache(1, ttl_seconds)
-    cache = ResultCache(max_weight, ttl_seconds)
-    return {name: CachedKG(kg, cache) for name, kg in kgs.items()}, cache
+#: the result cache every entry point puts in front of KGs that do I/O (``tot-mcp --cache-size`` changes it)
+DEFAULT_CACHE_WEIGHT = 200_000
+DEFAULT_CACHE_TTL = 600.0
+
+
+def with_result_cache(kgs: dict[str, KnowledgeGraph], max_weight: int, ttl: float) -> dict[str, KnowledgeGraph]:
+    """One bounded LRU/TTL result cache in front of every KG that does I/O (SPARQL, stores, composites). In-memory
+    KGs stay bare: a lookup there is as fast as a cache hit, and strategies use their index directly."""
+    if max_weight <= 0:
+        return kgs
+    cache = ResultCache(max_weight, ttl)
+    return {name: kg if kg.capabilities.local_index else CachedKG(kg, cache) for name, kg in kgs.items()}

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .base import KnowledgeGraph, Limits
+from .cache import DEFAULT_CACHE_TTL, with_result_cache
 from .linking import LinkingConfig, LinkRule
 from .errors import InvalidInput
 from .models import KG_NAME_RE
@@ -198,10 +199,12 @@ def load_config(path: str | Path) -> Config:
 
 
 def open_kgs(
-    specs: list[KGSpec] | None = None, config: Config | None = None, limits: Limits | None = None
+    specs: list[KGSpec] | None = None, config: Config | None = None, limits: Limits | None = None, *,
+    cache_weight: int = 0, cache_ttl: float = DEFAULT_CACHE_TTL,
 ) -> dict[str, KnowledgeGraph]:
     """Open the KGs of ``specs`` (e.g. from ``--kg``, which win over the config's KGs of the same name) and of
-    ``config``. Opened in order; if one fails, the error propagates and nothing after it is opened."""
+    ``config``, with a result cache of ``cache_weight`` in front of those that do I/O (0: none). Opened in order;
+    if one fails, the error propagates and nothing after it is opened."""
     config = config or Config()
     limits = limits or config.limits.to_limits()
     wanted: dict[str, tuple[KGSpec, dict[str, Any]]] = {s.name: (s, o) for s, o in config.specs()}
@@ -219,5 +222,5 @@ def open_kgs(
             raise InvalidInput(f"[kg.{name}]: {e}") from None
         if not sparql_on and kgs[name].capabilities.sparql:  # the backend could; the config says no
             kgs[name].capabilities = replace(kgs[name].capabilities, sparql=False)
-    return kgs
+    return with_result_cache(kgs, cache_weight, cache_ttl)
 

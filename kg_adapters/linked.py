@@ -280,8 +280,8 @@ class LinkedKG(KnowledgeGraph):
         groups: dict[str, dict[str, None]] = {}
         for eid in entity_ids:
             groups.setdefault(self.owner(eid).name, {})[eid] = None
-        for eid in entity_ids:
-            for other, ids in (await self.equivalents(eid, report)).items():
+        for eqs in await asyncio.gather(*(self.equivalents(eid, report) for eid in entity_ids)):
+            for other, ids in eqs.items():
                 groups.setdefault(other, {}).update(dict.fromkeys(ids))
         return {k: list(v) for k, v in groups.items()}
 
@@ -317,11 +317,14 @@ class LinkedKG(KnowledgeGraph):
         routed: dict[str, None] = {}
         via: dict[str, str] = {}
         unlinked: list[str] = []
+        foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
+        linked = dict(zip(foreign, await asyncio.gather(*(self.equivalents(eid, report, into=kg.name)
+                                                          for eid in foreign))))
         for eid in entity_ids:
-            if self.owner(eid) is kg:
+            if eid not in linked:
                 routed[eid] = None
                 continue
-            eqs = (await self.equivalents(eid, report, into=kg.name)).get(kg.name, [])
+            eqs = linked[eid].get(kg.name, [])
             if not eqs:
                 unlinked.append(eid)
             for e in eqs:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from kg_adapters.config import Config, open_kgs
 from kg_adapters.errors import InvalidInput, KGError, UnknownKG
 from kg_adapters.linked import LinkedKG
@@ -110,8 +111,8 @@ class Runtime:
         limits: Limits | None = None,
         config: Config | None = None,
         *,
-        cache_weight: int = 200_000,
-        cache_ttl: float = 600.0,
+        cache_weight: int = DEFAULT_CACHE_WEIGHT,
+        cache_ttl: float = DEFAULT_CACHE_TTL,
         **kwargs: Any,
     ) -> "Runtime":
         """Open the KGs of ``specs`` (``--kg``) and of ``config`` (``--config``; ``--kg`` wins for a name), or the
@@ -128,10 +129,9 @@ class Runtime:
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(sys.stderr):
             try:
-                kgs = open_kgs(list(specs), config, limits)
+                kgs = open_kgs(list(specs), config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
             except ImportError as e:
                 raise InvalidInput(f"a KG backend is not available here: {e}") from None
-        kgs = _with_cache(kgs, cache_weight, cache_ttl)
         runtime = cls(kgs, limits, config, **kwargs)  # a bad link rule is an InvalidInput here (exit 2)
         runtime.load_seconds = time.perf_counter() - t0
         log.info("opened %d KG(s) in %.2fs", len(kgs), runtime.load_seconds)
@@ -193,16 +193,3 @@ class Runtime:
                 await kg.aclose()
             except Exception:  # closing must not hide the reason we are shutting down
                 log.exception("closing KG %s failed", kg.name)
-
-
-def _with_cache(kgs: dict[str, KnowledgeGraph], max_weight: int, ttl: float) -> dict[str, KnowledgeGraph]:
-    """Put one bounded LRU/TTL result cache in front of every KG that does I/O (SPARQL, stores, composites).
-
-    In-memory KGs stay bare: a lookup there is as fast as a cache hit, and strategies use their index directly.
-    """
-    if max_weight <= 0:
-        return kgs
-    from kg_adapters.cache import ResultCache, CachedKG
-
-    cache = ResultCache(max_weight, ttl)
-    return {name: kg if kg.capabilities.local_index else CachedKG(kg, cache) for name, kg in kgs.items()}

@@ -106,8 +106,9 @@ def _bare_spec_name(spec: str) -> str:
 
 def open_kgs(args: list[str], config=None) -> list[KnowledgeGraph]:
     """The KGs the server would open from the same flags and ``--config``: its ``[kg.*]`` / ``[kgs]`` tables with
-    their options (``prefixes``, ``store``, …) and its limits, ``--kg`` winning for a name; the embedded movie KG
+    their options (``prefixes``, ``store``, …), its limits and its default result cache, ``--kg`` winning for a name; the embedded movie KG
     when neither names one."""
+    from kg_adapters.cache import DEFAULT_CACHE_WEIGHT
     from kg_adapters.config import Config
     from kg_adapters.config import open_kgs as open_configured
 
@@ -124,7 +125,7 @@ def open_kgs(args: list[str], config=None) -> list[KnowledgeGraph]:
         raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
     if not specs and not config.specs():
         specs = [parse_kg_arg("movies=embedded")]
-    return list(open_configured(specs, config, config.limits.to_limits()).values())
+    return list(open_configured(specs, config, config.limits.to_limits(), cache_weight=DEFAULT_CACHE_WEIGHT).values())
 
 
 def _guess_format(path: Path) -> str:

@@ -267,6 +267,22 @@ async def test_limit_is_capped_by_the_configured_maximum(make_kg):
     assert len(page.edges) == 5  # max_edges is 10: the cap does not cut a smaller result
 
 
+async def test_a_bulk_read_gives_the_pages_edges_over_any_number_of_ids_up_to_its_limit(make_kg):
+    films = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    people = [await entity_id(make_kg, n) for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
+    starring = next(r for r in (await make_kg.get_relations(films)).relations if r.label == "starring")
+    ids = films + people  # more than max_ids (5): the tools' get_edges would refuse them in one call
+    for kg in (make_kg, CachedKG(make_kg, ResultCache())):
+        bulk = await kg.adjacent(ids, starring.id, limit=1000)  # more than max_edges (10)
+        paged = await make_kg.get_edges(films, starring.id)
+        assert sorted((e.source, e.target) for e in bulk.edges) == sorted((e.source, e.target) for e in paged.edges)
+        assert not bulk.truncated and all(bulk.entities[e.target].label for e in bulk.edges)
+        cut = await kg.adjacent(ids, starring.id, limit=2)
+        assert len(cut.edges) == 2 and cut.truncated
+        back = await kg.adjacent([people[0]], starring.id, Direction.backward)
+        assert {back.entities[e.target].label for e in back.edges} == {"The Matrix", "John Wick", "Speed"}
+
+
 async def test_get_edges_reports_the_relations_label_in_the_direction_asked(make_kg):
     matrix = await entity_id(make_kg, "The Matrix")
     directed = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "directed by")

@@ -73,13 +73,13 @@ async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp
     from kg_adapters.cache import CachedKG
     from kg_adapters.files import open_file_kg
     from kg_adapters.memory import MemoryKG
-    from server.runtime import _with_cache
+    from kg_adapters.cache import with_result_cache
 
     path = tmp_path / "tiny.txt"
     path.write_text("Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8")
     mem = open_file_kg("mem", path)
     store = open_file_kg("store", path, backend="oxigraph", store="memory")
-    kgs = _with_cache({"mem": mem, "store": store}, max_weight=1000, ttl=60)
+    kgs = with_result_cache({"mem": mem, "store": store}, max_weight=1000, ttl=60)
     assert isinstance(kgs["mem"], MemoryKG)
     assert isinstance(kgs["store"], CachedKG)
     (scott,) = [m.entity.id for m in await kgs["store"].initialize("[Ridley Scott]", limit=1)]
@@ -88,4 +88,4 @@ async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp
     again = await kgs["store"].get_edges([scott], rel.id, rel.direction)
     assert again == first and len(first.edges) == 2
     assert kgs["store"].cache.stats().hits >= 1
-    assert _with_cache({"store": store}, max_weight=0, ttl=60)["store"] is store
+    assert with_result_cache({"store": store}, max_weight=0, ttl=60)["store"] is store

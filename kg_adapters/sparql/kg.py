@@ -325,6 +325,50 @@ class SparqlKG(KnowledgeGraph):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
 
+    async def adjacent(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> EdgePage:
+        """One unsorted query per batch of sources (see :func:`queries.adjacent`); labels come with the targets.
+        Wikidata keeps the paged read: its times and quantities read right only with their value nodes."""
+        if self.profile.qualifiers:
+            return await super().adjacent(entity_ids, relation_id, direction, limit)
+        ids = list(dict.fromkeys(entity_ids))
+        step = max(1, self.limits.max_ids)
+        sources = [self.profile.entity_term(x) for i in range(0, len(ids), step) for x in self.local_ids(ids[i:i + step])]
+        rel_local, rel_term = self._relation(relation_id)
+        forward = Direction(direction) is Direction.forward
+        rel_id = self._qid(rel_local)
+        edges: list[Edge] = []
+        entities: dict[str, Entity] = {}
+        truncated = False
+        for batch in _chunks(sources, self.batch_size):
+            room = limit - len(edges)
+            if room <= 0:
+                truncated = True
+                break
+            rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1))
+            page = self._group_edges(rows)
+            if len(page) > room:
+                page, truncated = page[:room], True
+            for src, t, trows in page:
+                local, value = self._value(t)
+                if local is not None:
+                    self._remember(local, self._best(trows, "l", "lp", self.profile.label_preds))
+                    entities.setdefault(self._qid(local), self._entity(local))
+                elif t.kind == "bnode":
+                    continue  # a structured value: its properties are get_edges' business
+                entities.setdefault(self._qid(src), self._entity(src))
+                edges.append(Edge.model_construct(
+                    source=self._qid(src), relation=rel_id, direction=Direction(direction),
+                    target=self._qid(local) if local is not None else None, value=value, qualifiers=[],
+                ))
+            if truncated:
+                break
+        return EdgePage.model_construct(
+            edges=edges, entities=entities, truncated=truncated, next_offset=None, partial=False, warnings=[],
+            relation=None,
+        )
+
     def _edge_key(self, r: Row) -> tuple | None:
         src = self.profile.entity_local(r["src"]) if "src" in r and "tgt" in r else None
         if src is None:

@@ -130,6 +130,17 @@ def edges(
 }} ORDER BY ?src ?tgt"""
 
 
+def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int) -> str:
+    """Up to ``limit`` ``?src relation ?tgt`` pairs (or reversed) with target labels: no ORDER BY, no OFFSET, no
+    qualifiers, so a hub's thousands of edges cost one unsorted scan (the bulk read behind
+    :meth:`KnowledgeGraph.adjacent`)."""
+    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
+  {{ SELECT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)} }}
+  {_labels(p, "?tgt")}
+}}"""
+
+
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:
     """A Wikidata value node's time precision or quantity unit, tied to the very value it describes."""
     return (f"{{ {node} wikibase:timeValue {value} ; wikibase:timePrecision {precision} }} UNION "

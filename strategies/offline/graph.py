@@ -13,6 +13,7 @@ Nodes are opaque hashable keys (ints for the memory view, entity IDs for the int
 from __future__ import annotations
 
 import abc
+import asyncio
 from bisect import bisect_right
 from collections.abc import Iterable
 
@@ -213,31 +214,23 @@ class InterfaceGraph(GraphView):
 
     async def neighbours(self, nodes: list[str], hop: Hop) -> dict[str, list[str]]:
         res: dict[str, list[str]] = {}
-        budget = self.max_edges_per_hop
         seen_targets = self._targets.setdefault(hop, {})
-        for batch in self._batches(nodes):
-            offset: int | None = 0
-            while offset is not None and budget > 0:
-                try:
-                    page = await self.kg.get_edges(batch, hop[0], hop[1], limit=None, offset=offset)
-                except KGError:
-                    break
-                for eid, ent in page.entities.items():
-                    self._labels.setdefault(eid, ent.label)
-                for e in page.edges:
-                    text = _value_text(e) if e.target is None and e.value is not None else None
-                    tgt = e.target if e.target is not None else (f"{LITERAL_PREFIX}{text}" if text else None)
-                    if tgt is None:
-                        continue
-                    if text:
-                        self._labels.setdefault(tgt, text)
-                    res.setdefault(e.source, []).append(tgt)
-                    if len(seen_targets) < 64:
-                        seen_targets.setdefault(tgt, None)
-                budget -= len(page.edges)
-                offset = page.next_offset if page.truncated else None
-            if budget <= 0:
-                break
+        try:
+            page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=self.max_edges_per_hop)
+        except KGError:
+            return res
+        for eid, ent in page.entities.items():
+            self._labels.setdefault(eid, ent.label)
+        for e in page.edges:
+            text = _value_text(e) if e.target is None and e.value is not None else None
+            tgt = e.target if e.target is not None else (f"{LITERAL_PREFIX}{text}" if text else None)
+            if tgt is None:
+                continue
+            if text:
+                self._labels.setdefault(tgt, text)
+            res.setdefault(e.source, []).append(tgt)
+            if len(seen_targets) < 64:
+                seen_targets.setdefault(tgt, None)
         return res
 
     def relation_label(self, relation_id: str) -> str:
@@ -345,7 +338,7 @@ class LinkedGraph(GraphView):
     async def _in(self, nodes: list, name: str) -> tuple[list, dict]:
         """The nodes of KG ``name`` among ``nodes`` (as that view's nodes), and ``{other node: its equivalents
         there}`` for the rest."""
-        own, linked = [], {}
+        own, others = [], []
         for n in nodes:
             if is_literal(n):  # a value is an end: no relations, no equivalents
                 continue
@@ -353,21 +346,14 @@ class LinkedGraph(GraphView):
             if kg == name:
                 own.append(local)
             else:
-                eq = await self._equivalents(n, name)
-                if eq:
-                    linked[n] = eq
-        return own, linked
+                others.append(n)
+        eqs = await asyncio.gather(*(self._equivalents(n, name) for n in others)) if others else []
+        return own, {n: eq for n, eq in zip(others, eqs) if eq}
 
     async def twins(self, nodes: list) -> list:
-        out: list = []
-        for n in nodes:
-            if is_literal(n):
-                continue
-            home = self._split(n)[0]
-            for name in self.views:
-                if name != home:
-                    out.extend(self._keys(name, await self._equivalents(n, name)))
-        return out
+        asks = [(n, name) for n in nodes if not is_literal(n) for name in self.views if name != self._split(n)[0]]
+        found = await asyncio.gather(*(self._equivalents(n, name) for n, name in asks))
+        return [k for (_, name), eq in zip(asks, found) for k in self._keys(name, eq)]
 
     # -- the graph ------------------------------------------------------------------------------------------------
     async def relations(self, nodes: list) -> dict[Hop, int]:

@@ -7,6 +7,8 @@ with hundreds of relations costs nothing up front; the cache lives as long as th
 
 from __future__ import annotations
 
+import asyncio
+
 import re
 
 import numpy as np
@@ -149,7 +151,7 @@ class KGStats:
             hit = False
             if nodes and pool:
                 base = sum(second in rels for rels in pool) / len(pool)
-                have = sum([second in await self._relations_of(n) for n in nodes])
+                have = sum(second in rels for rels in await self._relations_of_all(nodes))
                 expected = base * len(nodes)
                 hit = expected >= min_expected and have < max_ratio * expected
             self._mismatch[key] = hit
@@ -161,6 +163,10 @@ class KGStats:
             rels = self._node_rels[node] = frozenset(await self.view.relations([node]))
         return rels
 
+    async def _relations_of_all(self, nodes: list) -> list[frozenset]:
+        """Each node's relations, asked concurrently: on a remote KG these are many small round trips."""
+        return list(await asyncio.gather(*(self._relations_of(n) for n in nodes)))
+
     async def _reference_nodes(self) -> list[frozenset]:
         """The relations of the nodes the KG's relations point at, a few per relation and direction: the population
         a hop's targets are compared with."""
@@ -171,7 +177,7 @@ class KGStats:
                 for d in (Direction.forward, Direction.backward):
                     for n in (await self.view.target_nodes((rid, d), self.type_sample))[:per]:
                         seen[n] = None
-            self._reference = [await self._relations_of(n) for n in seen]
+            self._reference = await self._relations_of_all(list(seen))
         return self._reference
 
 

@@ -25,7 +25,8 @@ HOP_FRONTIER = 5_000  # entities a hop may leave from
 class Hop(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    relation_id: str = Field(description="A relation ID from get_relations, e.g. 'movies:directed_by'.")
+    relation_id: str = Field(description="A relation ID from get_relations, e.g. 'movies:directed_by', or a "
+                                         "name initialize lists.")
     direction: Direction = Field(default=Direction.forward, description="forward: follow it from subject to object.")
 
 

@@ -141,15 +141,15 @@ def check_rules(rules: list[LinkRule], kgs: Mapping[str, KnowledgeGraph]) -> Non
             for kg_name, wanted in sides:
                 vocab = kgs[kg_name].relation_vocabulary()
                 labels = _vocabulary_labels(kgs[kg_name])
-                if vocab is not None and not any(_names_relation(wanted, rid, labels.get(rid)) for rid in vocab):
+                if vocab is not None and not any(names_relation(wanted, rid, labels.get(rid)) for rid in vocab):
                     raise InvalidInput(f"link rule {rule.describe()}: KG {kg_name!r} has no relation {wanted!r}")
 
 
-def _names_relation(wanted: str, relation_id: str, label: str | None) -> bool:
+def names_relation(wanted: str, relation_id: str, label: str | None) -> bool:
     """Whether ``wanted`` names the relation: its ID, its local ID, the local name at the end of it (after the
     IRI's last ``/`` or ``#``, a prefixed name's ``.``, or inside a base64-encoded IRI), or its label (any case)."""
     local = relation_id.split(":", 1)[-1]
-    names = {relation_id, local, _local_name(local), _decoded(local)}
+    names = {relation_id, local, local_relation_name(local), _decoded(local)}
     return wanted in names or (label is not None and wanted.casefold() == label.casefold())
 
 
@@ -166,7 +166,7 @@ def _decoded(local: str) -> str | None:
         return None
 
 
-def _local_name(local: str) -> str:
+def local_relation_name(local: str) -> str:
     """``cat.imdb`` → ``imdb``; ``~<base64 of http://x.org/cat/imdb>`` → ``imdb``; ``a/b#c`` → ``c``."""
     if local.startswith("~"):
         iri = _decoded(local)
@@ -339,7 +339,7 @@ class Linker:
         return await self._by_property(rule, this, entity_id, other, forward), None
 
     async def relation_in(self, kg: KnowledgeGraph, wanted: str) -> str | None:
-        """The ID of the relation ``wanted`` names in ``kg`` (ID, local name or label; see :func:`_names_relation`),
+        """The ID of the relation ``wanted`` names in ``kg`` (ID, local name or label; see :func:`names_relation`),
         resolved once: from the KG's own vocabulary when it lists one, else by searching its relations."""
         key = (kg.name, wanted)
         if key in self._relations:
@@ -348,19 +348,19 @@ class Linker:
         vocab = kg.relation_vocabulary()
         if vocab:
             labels = _vocabulary_labels(kg)
-            found = next((r for r in sorted(vocab) if _names_relation(wanted, r, labels.get(r))), None)
+            found = next((r for r in sorted(vocab) if names_relation(wanted, r, labels.get(r))), None)
         if found is None:  # the relations the KG shows of itself, then a search by name
             try:
                 sample = (await kg.info()).relation_sample
             except KGError:
                 sample = []
-            found = next((r.id for r in sample if _names_relation(wanted, r.id, r.label)), None)
+            found = next((r.id for r in sample if names_relation(wanted, r.id, r.label)), None)
         if found is None:
             try:
                 hits = await kg.search_relations(wanted, limit=20)
             except KGError:
                 hits = []
-            found = next((h.id for h in hits if _names_relation(wanted, h.id, h.label)), None)
+            found = next((h.id for h in hits if names_relation(wanted, h.id, h.label)), None)
         if found is None and " " not in wanted.strip():  # a local name the KG could not list: its own ID form
             found = wanted if wanted.startswith(f"{kg.name}:") else f"{kg.name}:{wanted}"
         self._relations[key] = found
@@ -461,7 +461,7 @@ class Linker:
             if r.direction is not direction:
                 continue
             if rule.relation:
-                if _names_relation(rule.relation, r.id, r.label):
+                if names_relation(rule.relation, r.id, r.label):
                     return r
             else:
                 local = r.id.split(":", 1)[1]

@@ -30,6 +30,7 @@ from kg_adapters.spec import KGSpec, make_spec
 from .handles import HandleStore
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
+    from kg_adapters.relation_names import RelationNames
     from strategies.embeddings import Embedder
     from strategies.llm.base import LLM
 
@@ -100,6 +101,7 @@ class Runtime:
             cross_encoder_path=retrieval.cross_encoder_path or os.environ.get("TOT_MCP_CROSS_ENCODER"),
         )
         self.load_seconds: float | None = None
+        self._relation_names: Any = None
         #: drawn search trees for the MCP Apps view (server.apps registers them; None: no apps on this server)
         self.tree_views: Any = None
 
@@ -152,6 +154,23 @@ class Runtime:
         for name in names:
             self.kg(name)
         return self.graph.select(names) if names else self.graph
+
+    async def relation_names(self) -> "RelationNames":
+        """Short names of every KG's relations (``initialize`` lists them, the path tools accept them); asked
+        once, again only after a KG could not be asked."""
+        from kg_adapters.relation_names import RelationNames
+
+        names = self._relation_names
+        if names is None or not names.by_kg.keys() >= self.kgs.keys():
+            names = self._relation_names = await RelationNames.of(self.graph)
+        return names
+
+    async def relation_id(self, relation: str) -> str:
+        """The relation ID a tool argument stands for: an ID of a configured KG as it is (no I/O), else the one
+        relation with that name (InvalidInput when none or several)."""
+        if ":" in relation and relation.split(":", 1)[0] in self.kgs:
+            return relation
+        return (await self.relation_names()).resolve(relation)
 
     # -- shared services ------------------------------------------------------------------------------------
     def _load_embedder(self) -> "Embedder":

@@ -162,3 +162,27 @@ async def test_the_config_links_catalog_films_by_identifier_and_cast_through_fil
     finally:
         for kg in kgs.values():
             await kg.aclose()
+
+
+async def test_a_client_answers_a_transitive_question_in_two_calls_by_relation_names(served):
+    """cast → films (label link) → catalog (identifier link): ``initialize`` lists the relations by name, and one
+    ``follow_path`` with those names crosses all three KGs (the links are never a hop of their own)."""
+    from mcp_client import stdio_session, text_of
+
+    data, _ = served
+    async with stdio_session(["--config", str(data.config)]) as session:
+        linked = await session.call_tool("initialize", {"query": "what genres are the films starring [Dee Lane] in"})
+        text = text_of(linked)
+        assert "cast:" in text and "Dee Lane" in text
+        names = linked.structured_content["relations"]
+        assert "cast: starred_actors" in names and "genre" in names and "releaseYear" in names
+        (dee,) = [e["entity"]["id"] for e in linked.structured_content["entities"] if e["entity"]["label"] == "Dee Lane"]
+        path = await session.call_tool("follow_path", {"entity_ids": [dee], "hops": [
+            {"relation_id": "starred_actors", "direction": "backward"}, {"relation_id": "genre"}]})
+        assert not path.is_error, text_of(path)
+        assert [t["label"] for t in path.structured_content["targets"]] == ["Thriller"]  # Gamma's; Delta has none
+        years = await session.call_tool("follow_path", {"entity_ids": [dee], "hops": [
+            {"relation_id": "starred_actors", "direction": "backward"}, {"relation_id": "release year"}]})
+        assert sorted(t["label"] for t in years.structured_content["targets"]) == ["1987", "2010"]
+        wrong = await session.call_tool("follow_path", {"entity_ids": [dee], "hops": [{"relation_id": "starred"}]})
+        assert wrong.is_error and "no relation named 'starred'" in text_of(wrong) and "starred_actors" in text_of(wrong)

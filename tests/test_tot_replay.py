@@ -49,7 +49,8 @@ EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39}  # per the transcripts' R
 # the plan prompt whose reply format shows paths up to max_hops) are replayed too, their numbering checked
 SESSION7_RUNS = {"m2": 129, "m3": 211, "l3": 150, "pq3": 281}
 
-if not all((TRANSCRIPTS / f).is_file() for f in FILES.values()):
+PRESENT = {source: f for source, f in FILES.items() if (TRANSCRIPTS / f).is_file()}
+if not PRESENT:
     pytest.skip(f"LLM transcripts not found at {TRANSCRIPTS} (expected ../shared/llm-transcripts beside the repo)",
                 allow_module_level=True)
 
@@ -235,7 +236,13 @@ def load(date: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-RECORDS = {date: load(date) for date in FILES}
+RECORDS = {date: load(date) for date in PRESENT}  # a transcript file missing from ../shared: its cases skip
+
+
+def session7() -> list[dict]:
+    if "session7" not in RECORDS:
+        pytest.skip(f"{FILES['session7']} is not in {TRANSCRIPTS}")
+    return RECORDS["session7"]
 
 
 def record_name(source: str, r: dict) -> str:
@@ -259,16 +266,19 @@ def _params() -> list:
 
 
 def test_the_transcripts_are_complete():
-    assert {d: len(RECORDS[d]) for d in EXPECTED_CALLS} == EXPECTED_CALLS
-    runs7 = {run: sum(r["set"] == run for r in RECORDS["session7"]) for run in SESSION7_RUNS}
-    assert runs7 == SESSION7_RUNS and sum(runs7.values()) == 771
+    assert {d: len(RECORDS[d]) for d in EXPECTED_CALLS if d in RECORDS} == {
+        d: n for d, n in EXPECTED_CALLS.items() if d in RECORDS}
+    if "session7" in RECORDS:
+        runs7 = {run: sum(r["set"] == run for r in RECORDS["session7"]) for run in SESSION7_RUNS}
+        assert runs7 == SESSION7_RUNS and sum(runs7.values()) == 771
     for source, rs in RECORDS.items():
         runs: dict[str, list[int]] = {}
         for r in rs:
             runs.setdefault(r.get("set", ""), []).append(r["n"])
         for run, ns in runs.items():
             assert ns == list(range(1, len(ns) + 1)), f"{source} {run}: calls out of order or missing"
-    assert not set(KNOWN_FAILURES) - {record_name(s, r) for s, rs in RECORDS.items() for r in rs}
+    assert not {k for k in KNOWN_FAILURES if k.split(":")[0] in RECORDS} - {
+        record_name(s, r) for s, rs in RECORDS.items() for r in rs}
 
 
 def test_no_prompt_shows_a_literal_value_on_an_edge():
@@ -458,6 +468,8 @@ def test_a_recorded_reply_parses_into_what_the_model_wrote(record: dict, kind: s
 
 # -- spot cases named in the transcripts' README: the reading, stated outright -----------------------------------
 def _record(date: str, n: int) -> dict:
+    if date not in RECORDS:
+        pytest.skip(f"{FILES[date]} is not in {TRANSCRIPTS}")
     r = RECORDS[date][n - 1]
     assert r["n"] == n
     return r
@@ -536,7 +548,7 @@ def test_a_verdict_before_the_score_does_not_change_it():
 
 # -- session 7: today's formats, stated outright -----------------------------------------------------------------
 def _parsed7(run: str, n: int) -> tuple[list, TraversalState]:
-    (r,) = [r for r in RECORDS["session7"] if (r["set"], r["n"]) == (run, n)]
+    (r,) = [r for r in session7() if (r["set"], r["n"]) == (run, n)]
     state = state_from_prompt(r["prompt"], kind_of(r["prompt"]))
     return parse_action_lines(r["reply"], state), state
 
@@ -568,7 +580,7 @@ async def test_a_forced_answer_may_be_an_entity_or_none():
 
 
 def test_plan_paths_are_read_hop_by_hop():
-    (r,) = [r for r in RECORDS["session7"] if (r["set"], r["n"]) == ("m2", 66)]
+    (r,) = [r for r in session7() if (r["set"], r["n"]) == ("m2", 66)]
     reader, k, max_hops = plan_reader_from_prompt(r["prompt"])
     assert (k, max_hops) == (3, 3) and [e.id for e in reader.entities] == ["pq:E268"]
     paths = [[(h.relation_id, h.direction.value) for h in p.hops] for p in reader.read(r["reply"], k, max_hops)]

@@ -348,6 +348,9 @@ class SparqlKG(KnowledgeGraph):
                 break
             rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1))
             page = self._group_edges(rows)
+            if self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
+                # structured values read by their properties, which only get_edges' query brings
+                return await super().adjacent(entity_ids, relation_id, direction, limit)
             if len(page) > room:
                 page, truncated = page[:room], True
             for src, t, trows in page:
@@ -356,7 +359,7 @@ class SparqlKG(KnowledgeGraph):
                     self._remember(local, self._best(trows, "l", "lp", self.profile.label_preds))
                     entities.setdefault(self._qid(local), self._entity(local))
                 elif t.kind == "bnode":
-                    continue  # a structured value: its properties are get_edges' business
+                    continue  # an opaque blank node (no structured values here): nothing to walk or show
                 entities.setdefault(self._qid(src), self._entity(src))
                 edges.append(Edge.model_construct(
                     source=self._qid(src), relation=rel_id, direction=Direction(direction),

@@ -62,6 +62,8 @@ class EntityMatches(BaseModel):
     omitted: int = Field(default=0, description="Fuzzy look-alikes of mentions matched exactly, left out.")
     partial: bool = Field(default=False, description="True when some KG failed; see warnings.")
     warnings: list[str] = Field(default_factory=list)
+    relations: str = Field(default="", description="initialize: the KGs' relations by the names get_edges and "
+                                                   "follow_path accept (empty when there are too many to list).")
 
 
 class RelationsResult(BaseModel):
@@ -159,11 +161,15 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     ) -> Annotated[CallToolResult, EntityMatches]:
         """Tree-of-Traversals step 1: link the entities mentioned in a query to KG entities (entity linking).
 
-        Returns `id: label - description` per entity with how it matched. Continue with get_relations on the IDs
-        that fit the question."""
+        Returns `id: label - description` per entity with how it matched, and, on KGs with a small vocabulary,
+        their relations by name: follow_path can then take the path at once. Else continue with get_relations."""
         result = await _link(query, kg, limit, ctx, "link")
-        return tool_result(result, render.render_matches(f"Entities linked from {query!r}", result.entities,
-                                                         result.warnings, result.result_id, result.omitted))
+        result.relations = (await runtime.relation_names()).listing() if result.entities else ""
+        text = render.render_matches(f"Entities linked from {query!r}", result.entities, result.warnings,
+                                     result.result_id, result.omitted)
+        if result.relations:
+            text += f"\nRelations by name (get_edges and follow_path take these): {result.relations}"
+        return tool_result(result, text)
 
     @server.tool(title="Search entities by label", annotations=read_only)
     async def search_entities(
@@ -252,7 +258,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
     @server.tool(title="Follow one relation from entities", annotations=read_only)
     async def get_edges(
-        relation_id: Annotated[str, Field(description="A relation ID from get_relations, e.g. 'movies:starred_actors'.")],
+        relation_id: Annotated[str, Field(description="A relation ID from get_relations, e.g. "
+                                                      "'movies:starred_actors', or a name initialize lists.")],
         entity_ids: EntityIds = None,
         direction: Annotated[Direction, Field(description="forward: entity is the subject; backward: the object.")]
         = Direction.forward,
@@ -265,6 +272,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         Text groups targets by source: `source: relation (inverse) [count]: id label, ...`, then the distinct
         targets and a result handle for them. When truncated, call again with offset=next_offset."""
         ids = sources(entity_ids, from_result)
+        relation_id = await runtime.relation_id(relation_id)
         limit = limits.clamp(limit, limits.max_edges)  # the server's cap holds whatever the adapter's is
         page = await edges_page(ids, relation_id, direction, limit, offset)
         reached = list(dict.fromkeys(e.target for e in page.edges if e.target))
@@ -293,6 +301,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         first, with how many paths reach each and one example path. Use it once you know the path; explore with
         get_relations / get_edges."""
         ids = sources(entity_ids, from_result)
+        hops = [Hop(relation_id=await runtime.relation_id(h.relation_id), direction=h.direction) for h in hops]
         limit = limits.clamp(limit, limits.max_edges)
         res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, limit=limit, offset=offset)
         handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,

@@ -177,7 +177,7 @@ class InterfaceGraph(GraphView):
         self.max_edges_per_hop = max_edges_per_hop
         self._labels: dict[str, str] = {}
         self._rel_labels: dict[str, str] = {}
-        self._targets: dict[Hop, dict[str, None]] = {}
+        self._targets: dict[tuple[Hop, int], list[str]] = {}
         self._vocab: dict[str, None] | None = None
 
     async def nodes_for(self, entity_ids: Iterable[str]) -> list[str]:
@@ -207,20 +207,23 @@ class InterfaceGraph(GraphView):
                 self._rel_labels.setdefault(rel.id, rel.label)
                 k = (rel.id, Direction(rel.direction))
                 counts[k] = counts.get(k, 0) + (rel.count if rel.count is not None else 1)
-        if self._vocab is not None:
-            for rid, _ in counts:
-                self._vocab.setdefault(rid, None)
         return counts
 
     async def neighbours(self, nodes: list[str], hop: Hop) -> dict[str, list[str]]:
         res: dict[str, list[str]] = {}
-        seen_targets = self._targets.setdefault(hop, {})
         try:
             page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=self.max_edges_per_hop)
         except KGError:
             return res
+        for src, tgt in self._pairs(page):
+            res.setdefault(src, []).append(tgt)
+        return res
+
+    def _pairs(self, page) -> list[tuple[str, str]]:
+        """(source, target node) per edge of ``page``, a literal as its ``literal:`` key; labels remembered."""
         for eid, ent in page.entities.items():
             self._labels.setdefault(eid, ent.label)
+        out = []
         for e in page.edges:
             text = _value_text(e) if e.target is None and e.value is not None else None
             tgt = e.target if e.target is not None else (f"{LITERAL_PREFIX}{text}" if text else None)
@@ -228,10 +231,8 @@ class InterfaceGraph(GraphView):
                 continue
             if text:
                 self._labels.setdefault(tgt, text)
-            res.setdefault(e.source, []).append(tgt)
-            if len(seen_targets) < 64:
-                seen_targets.setdefault(tgt, None)
-        return res
+            out.append((e.source, tgt))
+        return out
 
     def relation_label(self, relation_id: str) -> str:
         return self._rel_labels.get(relation_id) or humanize(relation_id.split(":", 1)[-1])
@@ -249,7 +250,29 @@ class InterfaceGraph(GraphView):
         return list(self._vocab)
 
     async def target_nodes(self, hop: Hop, limit: int) -> list[str]:
-        return list(self._targets.get(hop, {}))[:limit]
+        """What ``hop`` reaches from a sample of the relation's subjects, asked once: the same whatever questions
+        came before (a sample of the targets a run happened to read made answers depend on question order)."""
+        key = (hop, limit)
+        got = self._targets.get(key)
+        if got is None:
+            got = self._targets[key] = await self._sample(hop, limit)
+        return got
+
+    async def _sample(self, hop: Hop, limit: int) -> list[str]:
+        rid, direction = hop
+        try:
+            subjects = await self.kg.subjects_of(rid, limit)
+            forward = self._pairs(await self.kg.adjacent(subjects, rid, Direction.forward, limit=4 * limit))
+            objects = list(dict.fromkeys(t for _, t in forward))
+            if direction is Direction.forward:
+                return objects[:limit]
+            entities = [o for o in objects if not o.startswith(LITERAL_PREFIX)][:limit]
+            if not entities:
+                return subjects[:limit]
+            back = self._pairs(await self.kg.adjacent(entities, rid, Direction.backward, limit=4 * limit))
+            return list(dict.fromkeys(t for _, t in back))[:limit]
+        except KGError:
+            return []
 
 
 class LinkedGraph(GraphView):

@@ -1,0 +1,91 @@
+"""Short names for relations, so a client model can write a path without first collecting IDs.
+
+Why. Over linked KGs a relation ID can be opaque (``catalog:~aHR0cDovL2V4YW1wbGUub3JnL2NhdGFsb2cvZ2VucmU``: a
+SPARQL KG with no configured prefixes), and the relations a later hop needs are not on the start entity, so a model
+had to spend a ``get_relations`` or ``list_kgs`` call per KG before it could write ``follow_path``. When the
+configured KGs have a small vocabulary, ``initialize`` lists it by name and the path tools accept those names:
+``initialize`` then ``follow_path`` answers a question that crosses three KGs.
+
+A name is a relation's local name (``genre`` for ``.../catalog/genre``, ``directed_by``) or its label, matched the
+way a link rule names a relation (:func:`kg_adapters.linking.names_relation`). A name that fits relations of two KGs
+is refused with both IDs, never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .base import KnowledgeGraph
+from .errors import InvalidInput, KGError
+from .linking import local_relation_name, names_relation
+from .models import split_id
+
+#: above this many relations in all, ``initialize`` does not list them (a Wikidata-sized vocabulary)
+MAX_LISTED = 60
+
+
+@dataclass
+class RelationNames:
+    """The relations of every member KG that lists its vocabulary in full, with the name each is shown by."""
+
+    by_kg: dict[str, dict[str, str | None]] = field(default_factory=dict)  # KG → {relation ID: label}
+    complete: bool = True  # False when a KG's vocabulary is larger than it listed, or it could not be asked
+
+    @classmethod
+    async def of(cls, kg: KnowledgeGraph) -> RelationNames:
+        out = cls()
+        for name, member in kg.members().items():
+            vocab = member.relation_vocabulary()
+            if vocab:
+                labels = member.relation_labels() or {}
+                out.by_kg[name] = {rid: labels.get(rid) for rid in sorted(vocab)}
+                continue
+            try:
+                info = await member.info()
+            except KGError:
+                out.complete = False
+                continue
+            out.by_kg[name] = {r.id: r.label for r in info.relation_sample}
+            if info.relations is None or info.relations > len(info.relation_sample):
+                out.complete = False
+        return out
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.by_kg.values())
+
+    def matches(self, name: str) -> list[str]:
+        return [rid for rels in self.by_kg.values() for rid, label in rels.items()
+                if names_relation(name, rid, label)]
+
+    def resolve(self, relation: str) -> str:
+        """The ID ``relation`` stands for: itself when it is an ID of a configured KG, else the one relation with
+        that name. Raises InvalidInput for a name that fits none or several."""
+        kg_name = split_id(relation)[0] if ":" in relation else None
+        if kg_name in self.by_kg or (kg_name is not None and not self.complete):
+            return relation
+        found = self.matches(relation.strip())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise InvalidInput(f"relation {relation!r} names {len(found)} relations: {', '.join(found[:5])}; "
+                               "pass one of these IDs")
+        if kg_name is not None:
+            return relation  # an ID of a KG whose vocabulary is not listed here: the backend judges it
+        listed = self.listing()
+        raise InvalidInput(f"no relation named {relation!r}" + (f"; relations: {listed}" if listed else "")
+                           + "; get_relations lists an entity's relations with their IDs")
+
+    def shown(self, rid: str, label: str | None) -> str:
+        """The name a model sees: the local name when it is readable and unique, else the full ID."""
+        local = local_relation_name(split_id(rid)[1])
+        for name in (local, label):
+            if name and not name.startswith("~") and len(self.matches(name)) == 1:
+                return name
+        return rid
+
+    def listing(self) -> str:
+        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to list)."""
+        if not self.by_kg or self.count() > MAX_LISTED:
+            return ""
+        return "; ".join(f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
+                         for kg, rels in self.by_kg.items() if rels)

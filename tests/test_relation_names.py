@@ -1,0 +1,53 @@
+"""A relation may be named instead of given by ID: its local name or label, over every configured KG, never
+guessed when two KGs have it (kg_adapters/relation_names.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_adapters.errors import InvalidInput
+from kg_adapters.files import open_file_kg
+from kg_adapters.linked import LinkedKG
+from kg_adapters.linking import Linker
+from kg_adapters.relation_names import MAX_LISTED, RelationNames
+
+
+def kg(tmp_path, name, text):
+    path = tmp_path / f"{name}.txt"
+    path.write_text(text, encoding="utf-8")
+    return open_file_kg(name, path)
+
+
+@pytest.fixture
+def two(tmp_path):
+    kgs = {"films": kg(tmp_path, "films", "Heat|directed_by|Michael Mann\nHeat|has_genre|Crime\n"),
+           "books": kg(tmp_path, "books", "Dune|written_by|Frank Herbert\nDune|has_genre|Science fiction\n")}
+    return LinkedKG(kgs, Linker.configured(kgs, [], None))
+
+
+async def test_a_name_or_a_label_resolves_to_the_one_relation_it_names(two):
+    names = await RelationNames.of(two)
+    assert names.resolve("directed_by") == "films:directed_by"
+    assert names.resolve("written by") == "books:written_by"  # the label, any case
+    assert names.resolve("films:has_genre") == "films:has_genre"  # an ID stays as it is
+
+
+async def test_a_name_two_kgs_share_is_refused_with_both_ids(two):
+    names = await RelationNames.of(two)
+    with pytest.raises(InvalidInput, match="names 2 relations: books:has_genre, films:has_genre|"
+                                           "names 2 relations: films:has_genre, books:has_genre"):
+        names.resolve("has_genre")
+    assert "films:has_genre" in names.listing() and "directed_by" in names.listing()  # shown by ID, not by name
+
+
+async def test_an_unknown_name_lists_what_there_is(two):
+    names = await RelationNames.of(two)
+    with pytest.raises(InvalidInput, match=r"no relation named 'genre'; relations: films: .*directed_by"):
+        names.resolve("genre")
+
+
+async def test_a_large_vocabulary_is_not_listed(tmp_path):
+    lines = "".join(f"A|rel_{i}|B\n" for i in range(MAX_LISTED + 1))
+    big = kg(tmp_path, "big", lines)
+    names = await RelationNames.of(big)
+    assert names.listing() == "" and names.resolve("rel_7") == "big:rel_7"

@@ -170,6 +170,11 @@ class KnowledgeGraph(abc.ABC):
         page = await self.get_edges([node], relation_id, Direction.backward, limit=limit)
         return [e.target for e in page.edges if e.target]
 
+    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
+        """:meth:`find_by_value` for many values at once, by value (a link rule joins a whole frontier by its
+        identifiers); a backend that can ask for many in one query overrides it (SPARQL)."""
+        return {v: await self.find_by_value(relation_id, v, limit) for v in dict.fromkeys(values)}
+
     async def label_of(self, entity_id: str) -> str:
         """The entity's label (backends with the label at hand answer without describing the whole entity)."""
         return (await self.describe_entity(entity_id)).entity.label

@@ -229,6 +229,9 @@ class CachedKG(KnowledgeGraph):
     async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
         return await self.inner.find_by_value(relation_id, value, limit)
 
+    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
+        return await self.inner.find_by_values(relation_id, values, limit)
+
     async def entity_key(self, entity_id: str) -> str | None:
         return await self.inner.entity_key(entity_id)
 

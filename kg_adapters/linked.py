@@ -177,6 +177,29 @@ class LinkedKG(KnowledgeGraph):
             return {into: out[into]} if into in out else {}
         return out
 
+    async def prefetch(self, entity_ids: list[str]) -> None:
+        """Warm the link cache for many entities at once, level by level as :meth:`equivalents` walks the rules
+        (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity calls after it are cache hits."""
+        frontier = list(dict.fromkeys(entity_ids))
+        came_from: set[str] = set()
+        for _ in range(max(0, len(self.kgs) - 1)):
+            by_kg: dict[str, list[str]] = {}
+            for eid in frontier:
+                if split_id(eid)[0] in self.kgs:
+                    by_kg.setdefault(split_id(eid)[0], []).append(eid)
+            nxt: dict[str, None] = {}
+            for name, ids in by_kg.items():
+                for other in self.partners(name):
+                    if other in came_from:
+                        continue
+                    await self.linker.prefetch(ids, other)
+                    found = await asyncio.gather(*(self._links(e, other, Report()) for e in ids))
+                    nxt.update(dict.fromkeys(i for f in found for i in f[:MAX_CHAIN_IDS]))
+            came_from.update(by_kg)
+            frontier = list(nxt)
+            if not frontier:
+                break
+
     async def _links(self, entity_id: str, other: str, report: Report) -> list[str]:
         """One pairwise step (the linker's answer, cached there)."""
         try:
@@ -280,6 +303,8 @@ class LinkedKG(KnowledgeGraph):
         groups: dict[str, dict[str, None]] = {}
         for eid in entity_ids:
             groups.setdefault(self.owner(eid).name, {})[eid] = None
+        if len(entity_ids) > 1:
+            await self.prefetch(entity_ids)
         for eqs in await asyncio.gather(*(self.equivalents(eid, report) for eid in entity_ids)):
             for other, ids in eqs.items():
                 groups.setdefault(other, {}).update(dict.fromkeys(ids))
@@ -318,6 +343,8 @@ class LinkedKG(KnowledgeGraph):
         via: dict[str, str] = {}
         unlinked: list[str] = []
         foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
+        if len(foreign) > 1:
+            await self.prefetch(foreign)
         linked = dict(zip(foreign, await asyncio.gather(*(self.equivalents(eid, report, into=kg.name)
                                                           for eid in foreign))))
         for eid in entity_ids:

@@ -322,6 +322,53 @@ class Linker:
         self._cache.put(key, links)
         return links
 
+    async def prefetch(self, entity_ids: list[str], into: str) -> None:
+        """Link many entities of one KG into ``into`` with a few bulk queries, cached as :meth:`equivalents` caches
+        them: a reasoner walking a frontier of a thousand films would otherwise ask the other KG a thousand times.
+        Only where every rule between the two KGs is an identifier rule (values read with one bulk read, looked up
+        with ``find_by_values``); other kinds stay one entity at a time. Anything that fails caches nothing."""
+        if not entity_ids:
+            return
+        here = split_id(entity_ids[0])[0]
+        rules = [r for r in self.rules if {r.from_kg, r.to_kg} == {here, into}]
+        if not rules or any(r.kind != "identifier" for r in rules):
+            return
+        todo = [e for e in dict.fromkeys(entity_ids)
+                if split_id(e)[0] == here and self._cache.get_fresh((e, into)) is None]
+        if not todo:
+            return
+        found: dict[str, dict[str, None]] = {e: {} for e in todo}
+        try:
+            for rule in rules:
+                forward = rule.from_kg == here
+                this, other = self.kgs[here], self.kgs[into]
+                mine = rule.relation if forward else (rule.to_relation or rule.relation)
+                theirs = (rule.to_relation or rule.relation) if forward else rule.relation
+                mine_id = await self.relation_in(this, mine or "")
+                theirs_id = await self.relation_in(other, theirs or "")
+                if mine_id is None or theirs_id is None:
+                    continue
+                page = await this.adjacent(todo, mine_id, Direction.forward, limit=20 * len(todo))
+                if page.truncated:
+                    return
+                values: dict[str, list[str]] = {}
+                for e in page.edges:
+                    v = e.value.value if e.value is not None else (
+                        page.entities[e.target].label if e.target in page.entities else None)
+                    if v is not None:
+                        values.setdefault(e.source, []).append(v)
+                wanted = list(dict.fromkeys(v for vs in values.values() for v in vs))
+                hits = await other.find_by_values(theirs_id, wanted, limit=self.max_label_matches) if wanted else {}
+                for src, vs in values.items():
+                    if src in found:
+                        for v in dict.fromkeys(vs):
+                            found[src].update(dict.fromkeys(i for i in hits.get(v, ()) if split_id(i)[0] == into))
+        except KGError as e:
+            log.debug("prefetching links %s → %s: %s", here, into, e)
+            return
+        for eid, ids in found.items():
+            self._cache.put((eid, into), Links(tuple(ids), None))
+
     # -- the three kinds ------------------------------------------------------------------------------------------
     async def _resolve(self, rule: LinkRule, entity_id: str, forward: bool) -> tuple[list[str], str | None]:
         this = self.kgs[rule.from_kg if forward else rule.to_kg]

@@ -65,6 +65,35 @@ async def test_a_shared_identifier_links_both_ways_however_the_relation_is_spelt
     assert (await linker.equivalents(twin, "films")).ids == (alpha,)
 
 
+async def test_a_whole_frontier_links_in_bulk_as_it_links_one_by_one(kgs):
+    """Linker.prefetch: every film's twin from one bulk read of the identifiers and one lookup by value per batch,
+    both directions, the same links equivalents() finds one entity at a time."""
+    films, catalog = kgs
+    rule = LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation="imdb_id", to_relation="imdb")
+    ids = [e.id for t in ("Alpha", "Beta", "Gamma") for e in await films.find_by_label(t)]
+    one_by_one = Linker({"films": films, "catalog": catalog}, [rule])
+    expected = [(await one_by_one.equivalents(i, "catalog")).ids for i in ids]
+    assert all(len(x) == 1 for x in expected)
+    bulk = Linker({"films": films, "catalog": catalog}, [rule])
+    asked = []
+    real = catalog.find_by_value
+
+    async def counted(*args, **kwargs):
+        asked.append(args)
+        return await real(*args, **kwargs)
+
+    catalog.find_by_value = counted
+    try:
+        await bulk.prefetch(ids, "catalog")
+        assert [(await bulk.equivalents(i, "catalog")).ids for i in ids] == expected
+        assert asked == []  # every link came from the bulk lookup
+        twins = [x[0] for x in expected]
+        await bulk.prefetch(twins, "films")
+        assert [(await bulk.equivalents(t, "films")).ids for t in twins] == [(i,) for i in ids]
+    finally:
+        del catalog.find_by_value
+
+
 async def test_a_walk_crosses_the_identifier_link_to_the_other_kgs_values(kgs):
     films, catalog = kgs
     rule = LinkRule(from_kg="films", to_kg="catalog", kind="identifier", relation="imdb_id", to_relation="imdb")

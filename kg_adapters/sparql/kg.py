@@ -723,6 +723,21 @@ class SparqlKG(KnowledgeGraph):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call search_relations to find one")
         return found
 
+    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
+        """One query per batch of values (``VALUES ?v``) instead of one per value."""
+        _, relation = self._relation(relation_id)
+        out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
+        for batch in _chunks(list(out), self.batch_size):
+            rows = await self._select(queries.subjects_with_values(self.profile, relation,
+                                                                   [sparql_literal(v) for v in batch]))
+            for r in rows:
+                local = self.profile.entity_local(r["e"]) if "e" in r else None
+                found = out.get(r["v"].value) if "v" in r else None
+                if local is not None and found is not None and self.profile.is_entity_local(local) \
+                        and len(found) < limit:
+                    found.append(self._qid(local))
+        return out
+
     async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
         """One bounded query: a few subjects of the relation (the entity filter applied)."""
         _, relation = self._relation(relation_id)

@@ -182,6 +182,13 @@ def subjects_with_value(p: Profile, relation: str, literal: str, limit: int) -> 
     return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} {literal} . {p.entity_filter} }} LIMIT {_int(limit)}"
 
 
+def subjects_with_values(p: Profile, relation: str, literals: Sequence[str]) -> str:
+    """Entities whose ``relation`` has one of the (escaped) literal values, with the value: many external IDs back
+    to their items in one query."""
+    return (f"{p.prefixes}SELECT DISTINCT ?e ?v WHERE {{ {_values('?v', literals)} ?e {relation} ?v . "
+            f"{p.entity_filter} }}")
+
+
 def subjects_of(p: Profile, relation: str, limit: int) -> str:
     """A few entities that have ``relation``: a sample to try a link rule on."""
     return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} ?v . {p.entity_filter} }} LIMIT {_int(limit)}"

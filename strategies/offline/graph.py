@@ -358,6 +358,15 @@ class LinkedGraph(GraphView):
             self._eq[key] = got
         return got
 
+    async def _prefetch(self, nodes: list) -> None:
+        """Many nodes' links asked in bulk before they are asked one by one (see :meth:`LinkedKG.prefetch`)."""
+        prefetch = getattr(self.kg, "prefetch", None)
+        if prefetch is not None and len(nodes) > 1:
+            try:
+                await prefetch([self.node_id(n) for n in nodes])
+            except KGError:
+                pass
+
     async def _in(self, nodes: list, name: str) -> tuple[list, dict]:
         """The nodes of KG ``name`` among ``nodes`` (as that view's nodes), and ``{other node: its equivalents
         there}`` for the rest."""
@@ -370,11 +379,13 @@ class LinkedGraph(GraphView):
                 own.append(local)
             else:
                 others.append(n)
+        await self._prefetch([n for n in others if (n, name) not in self._eq])
         eqs = await asyncio.gather(*(self._equivalents(n, name) for n in others)) if others else []
         return own, {n: eq for n, eq in zip(others, eqs) if eq}
 
     async def twins(self, nodes: list) -> list:
         asks = [(n, name) for n in nodes if not is_literal(n) for name in self.views if name != self._split(n)[0]]
+        await self._prefetch(list(dict.fromkeys(n for n, name in asks if (n, name) not in self._eq)))
         found = await asyncio.gather(*(self._equivalents(n, name) for n, name in asks))
         return [k for (_, name), eq in zip(asks, found) for k in self._keys(name, eq)]
 

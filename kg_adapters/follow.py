@@ -9,6 +9,8 @@ start → … → target in the KG, as in a path query's bag semantics.
 
 from __future__ import annotations
 
+import asyncio
+
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -122,6 +124,9 @@ async def follow_path(
     warnings: list[str] = []
     truncated = partial = False
     starts = set(start)
+    if exclude_start:  # the start in every linked KG is the start: a walk back through its twin is a walk back
+        for twins in await asyncio.gather(*(kg.same_as(s) for s in start[:HOP_FRONTIER])):
+            starts.update(twins)
     for n, hop in enumerate(hops, 1):
         frontier = [x for x in counts if x not in values]  # literal values are ends, not sources
         if exclude_start and n > 1:  # a walk does not come back through where it started ("X's other films")

@@ -172,6 +172,18 @@ async def test_one_follow_path_call_crosses_all_three_kgs(three):
     assert {t.label for t in res.targets} == {"Thriller", "Horror"}
 
 
+async def test_a_path_back_through_the_starts_twin_in_another_kg_leaves_the_start_out(three):
+    """films:Alpha → its cast → their films: cast:Alpha is films:Alpha, so it is not a target (nor walked through);
+    exclude_start=False keeps it."""
+    from kg_adapters.follow import Hop, follow_path
+
+    alpha = (await three.kgs["films"].find_by_label("Alpha"))[0].id
+    hops = [Hop(relation_id="cast:starred_actors"), Hop(relation_id="cast:starred_actors", direction="backward")]
+    assert [t.label for t in (await follow_path(three, [alpha], hops)).targets] == ["Beta"]
+    kept = await follow_path(three, [alpha], hops, exclude_start=False)
+    assert sorted(t.label for t in kept.targets) == ["Alpha", "Beta"]
+
+
 async def test_a_walk_crosses_cast_films_catalog_with_no_rule_between_cast_and_catalog(three):
     result = await TreeSearch(TraversalASM(three), OfflinePolicy(three, embedder=shared_embedder()),
                               SearchConfig(k=3, max_expansions=12)).run("what genres are the films [Cy Park] starred in")

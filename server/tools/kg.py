@@ -293,7 +293,10 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                          "{relation_id, direction}.")],
         entity_ids: EntityIds = None,
         from_result: FromResult = None,
-        exclude_start: Annotated[bool, Field(description="Leave the start entities out of the targets.")] = True,
+        exclude_start: Annotated[bool, Field(description="Leave the start entities (and their equivalents in linked "
+                                                         "KGs) out of the targets and of every later hop; false for "
+                                                         "paths that return through the start ('X's child's "
+                                                         "parent').")] = True,
         limit: Limit = None,
         offset: Annotated[int, Field(ge=0, description="Skip this many targets (use next_offset to page).")] = 0,
     ) -> Annotated[CallToolResult, PathsResult]:

@@ -152,19 +152,12 @@ class Config(_Strict):
             for key in _PATH_OPTIONS:
                 if isinstance(opts.get(key), str) and opts[key] != "memory":
                     opts[key] = str(self._path(opts[key]))
-            out.append((make_spec(name, self._spec_path(entry.spec)), opts))
+            out.append((make_spec(name, entry.spec, self.base_dir), opts))
         return out
 
     def _path(self, p: str) -> Path:
         path = Path(p).expanduser()
         return path if path.is_absolute() or self.base_dir is None else self.base_dir / path
-
-    def _spec_path(self, spec: str) -> str:
-        if spec in ("embedded", "wikidata") or spec.startswith(("wikidata:", "sparql:")):
-            return spec
-        if spec.startswith("store:"):
-            return "store:" + str(self._path(spec[len("store:") :]))
-        return str(self._path(spec))
 
 
 def _describe(e: ValidationError, source: str) -> str:
@@ -216,10 +209,7 @@ def open_kgs(
         sparql_on = opts.pop(SPARQL_QUERY_KEY, True)
         if not isinstance(sparql_on, bool):
             raise InvalidInput(f"[kg.{name}]: {SPARQL_QUERY_KEY} must be true or false, got {sparql_on!r}")
-        try:
-            kgs[name] = open_kg(spec, limits, **opts)
-        except TypeError as e:  # an opener that takes no such keyword
-            raise InvalidInput(f"[kg.{name}]: {e}") from None
+        kgs[name] = open_kg(spec, limits, **opts)
         if not sparql_on and kgs[name].capabilities.sparql:  # the backend could; the config says no
             kgs[name].capabilities = replace(kgs[name].capabilities, sparql=False)
     return with_result_cache(kgs, cache_weight, cache_ttl)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from importlib.resources import as_file, files
 
+from .backends import Backend, NoOptions
 from .base import Limits
 from .memory import MemoryKG
 from .triples_file import load_triples_file
@@ -23,3 +24,12 @@ def load_embedded(name: str = DEFAULT_KG_NAME, limits: Limits | None = None) -> 
     with as_file(files("kg_adapters") / "data" / "metaqa_kb.txt.gz") as path:
         index = load_triples_file(path)
     return MemoryKG(name, index, description=DESCRIPTION, limits=limits)
+
+
+BACKEND = Backend(
+    kind="embedded",
+    summary="the shipped movie KG (MetaQA: 43k entities, 9 relations)",
+    target="none",
+    options=NoOptions,
+    open=lambda name, target, limits, options: load_embedded(name, limits),
+)

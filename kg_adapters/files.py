@@ -17,44 +17,45 @@ Options (from ``--kg`` or a ``[kg.NAME]`` table in the config):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .backends import Backend
 from .base import KnowledgeGraph, Limits
 from .errors import InvalidInput
 from .rdf_file import DEFAULT_LANGUAGES, load_rdf_file, rdf_format_for
 from .triples_file import is_triples_file, load_triples_file
 
-FILE_OPTIONS = frozenset({"format", "languages", "backend", "store", "max_memory_mb", "max_memory_triples", "description"})
 DEFAULT_MAX_MEMORY_MB = 512
 DEFAULT_MAX_MEMORY_TRIPLES = 5_000_000
 _GZ_RATIO = 8
 
 
-def kg_options(options: dict, allowed: Iterable[str], where: str) -> dict:
-    """Reject unknown option names and normalise ``languages``; returns a copy."""
-    allowed = set(allowed)
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise InvalidInput(f"{where}: unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-    opts = dict(options)
-    if "languages" in opts:
-        opts["languages"] = parse_languages(opts["languages"], where)
-    return opts
-
-
-def parse_languages(value, where: str = "languages") -> tuple[str, ...]:
+def parse_languages(value) -> tuple[str, ...]:
+    """A list of language tags, or one comma-separated string of them."""
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",")]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-        raise InvalidInput(f"{where}: languages must be a list of language tags, e.g. ['en', 'de']")
+        raise ValueError("languages must be a list of language tags, e.g. ['en', 'de']")
     return tuple(value)
 
 
-def _positive(value, key: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise InvalidInput(f"{where}: {key} must be a positive number, got {value!r}")
-    return value
+class FileOptions(BaseModel):
+    """The options of a file KG (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str | None = None
+    languages: tuple[str, ...] = DEFAULT_LANGUAGES
+    backend: Literal["auto", "memory", "oxigraph"] = "auto"
+    store: str | None = None
+    max_memory_mb: float = Field(DEFAULT_MAX_MEMORY_MB, gt=0)
+    max_memory_triples: int = Field(DEFAULT_MAX_MEMORY_TRIPLES, gt=0)
+    description: str | None = None
+
+    _languages = field_validator("languages", mode="before")(lambda cls, v: parse_languages(v))
 
 
 def _count_lines(path: Path, stop_after: int) -> int:
@@ -84,29 +85,25 @@ def too_large_for_memory(path: Path, max_mb: float, max_triples: int) -> bool:
 def open_file_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> KnowledgeGraph:
     """A KG over one local file: MemoryKG when it fits in memory, OxigraphKG otherwise (see module docstring)."""
     where = f"--kg {name}={path}"
-    opts = kg_options(options, FILE_OPTIONS, where)
+    opts = BACKEND.parse_options(options, where)
     path = Path(path).expanduser()
     if not path.is_file():
         raise InvalidInput(f"{where}: no such file")
     triples_file = is_triples_file(path)
-    fmt = opts.get("format")
+    fmt = opts.format
     if not triples_file and rdf_format_for(path, fmt) is None:
         raise InvalidInput(
             f"{where}: unknown file type; use .ttl .nt .nq .rdf .xml .owl .jsonld .trig (optionally .gz), "
             ".txt/.tsv for head|relation|tail triples, or pass format="
         )
-    backend = opts.get("backend", "auto")
-    if backend not in ("auto", "memory", "oxigraph"):
-        raise InvalidInput(f"{where}: backend must be auto, memory or oxigraph, got {backend!r}")
-    store = opts.get("store")
+    backend, store = opts.backend, opts.store
     if store is not None and backend == "memory":
         raise InvalidInput(f"{where}: store= needs backend oxigraph (or auto), not memory")
     if backend == "auto":
-        max_mb = _positive(opts.get("max_memory_mb", DEFAULT_MAX_MEMORY_MB), "max_memory_mb", where)
-        max_triples = int(_positive(opts.get("max_memory_triples", DEFAULT_MAX_MEMORY_TRIPLES), "max_memory_triples", where))
-        backend = "oxigraph" if store is not None or too_large_for_memory(path, max_mb, max_triples) else "memory"
-    languages = opts.get("languages", DEFAULT_LANGUAGES)
-    description = opts.get("description") or f"Loaded from {path.name}."
+        large = too_large_for_memory(path, opts.max_memory_mb, opts.max_memory_triples)
+        backend = "oxigraph" if store is not None or large else "memory"
+    languages = opts.languages
+    description = opts.description or f"Loaded from {path.name}."
     if backend == "memory":
         from .memory import MemoryKG
 
@@ -158,3 +155,13 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
     store_dir.parent.mkdir(parents=True, exist_ok=True)
     st = load_into_store(path, store_dir, format=fmt, description=description, store=st)
     return OxigraphKG(name, st, limits=limits, languages=languages)
+
+
+BACKEND = Backend(
+    kind="file",
+    summary="a local RDF file or head|relation|tail triples file, in memory or (large) in an oxigraph store",
+    target="path",
+    options=FileOptions,
+    open=lambda name, target, limits, options: open_file_kg(name, target or "", limits,
+                                                            **options.model_dump(exclude_unset=True)),
+)

@@ -35,7 +35,9 @@ from typing import Protocol
 from urllib.parse import quote, unquote
 
 import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from .backends import Backend
 from .base import Capabilities, KnowledgeGraph, Limits
 from .errors import BackendError, InvalidInput, KGError, NotFound
 from .label_index import Hit, LabelIndex
@@ -700,13 +702,7 @@ def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **o
     uses the SQLite FTS label index ``STORE.labels.sqlite`` beside the store when there is one (written by
     ``tot-mcp load``), else reads the store's labels into memory on first search.
     """
-    from .files import kg_options
-
-    opts = kg_options(
-        options,
-        allowed={"read_only", "description", "languages", "entity_base", "relation_base"},
-        where=f"store KG {name!r}",
-    )
+    opts = BACKEND.parse_options(options, f"store KG {name!r}").model_dump(exclude_unset=True)
     path = Path(path).expanduser()
     if not path.is_dir():
         raise InvalidInput(
@@ -719,3 +715,32 @@ def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **o
     from .fts_index import FtsLabelIndex  # the on-disk label index `tot-mcp load` builds beside the store
 
     return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path), **opts)
+
+
+class StoreOptions(BaseModel):
+    """The options of an on-disk store KG (see :func:`open_store_kg`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    read_only: bool = True
+    description: str | None = None
+    languages: tuple[str, ...] | None = None
+    entity_base: str | None = None
+    relation_base: str | None = None
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _languages(cls, v):
+        from .files import parse_languages
+
+        return None if v is None else parse_languages(v)
+
+
+BACKEND = Backend(
+    kind="store",
+    summary="an on-disk oxigraph store (from `tot-mcp load` or `oxigraph load`)",
+    target="path",
+    options=StoreOptions,
+    open=lambda name, target, limits, options: open_store_kg(name, target or "", limits,
+                                                             **options.model_dump(exclude_unset=True)),
+)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .backends import BACKENDS
 from .base import KnowledgeGraph, Limits
 from .errors import InvalidInput
 from .models import KG_NAME_RE
@@ -21,7 +22,7 @@ class KGSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
-    kind: str = Field(description="embedded | file | wikidata | sparql | store")
+    kind: str = Field(description="a registered backend kind: embedded | file | wikidata | sparql | store | …")
     target: str | None = Field(default=None, description="path or endpoint URL")
 
 
@@ -33,45 +34,20 @@ def parse_kg_arg(arg: str) -> KGSpec:
     return make_spec(name, spec)
 
 
-def make_spec(name: str, spec: str) -> KGSpec:
+def make_spec(name: str, spec: str, base_dir: Path | None = None) -> KGSpec:
+    """``NAME=SPEC`` as a KGSpec, its kind found by :data:`~kg_adapters.backends.BACKENDS` (a relative path is
+    taken against ``base_dir``, a config file's directory). Raises InvalidInput fit for a CLI user."""
     if not KG_NAME_RE.match(name):
         raise InvalidInput(f"KG name {name!r}: use a letter then letters, digits, '_' or '-' (max 32)")
     if not spec:
         raise InvalidInput(f"--kg {name}=: SPEC is empty")
-    if spec == "embedded":
-        return KGSpec(name=name, kind="embedded")
-    if spec == "wikidata":
-        return KGSpec(name=name, kind="wikidata", target=None)
-    for prefix in ("wikidata:", "sparql:"):
-        if spec.startswith(prefix):
-            url = spec[len(prefix) :]
-            if not url.startswith(("http://", "https://")):
-                raise InvalidInput(f"--kg {name}={spec}: the endpoint must be an http(s) URL")
-            return KGSpec(name=name, kind=prefix[:-1], target=url)
-    if spec.startswith("store:"):
-        return KGSpec(name=name, kind="store", target=spec[len("store:") :])
-    path = Path(spec).expanduser()
-    if not path.exists():
-        raise InvalidInput(f"--kg {name}={spec}: no such file (and not embedded/wikidata/sparql:/store:)")
-    return KGSpec(name=name, kind="file", target=str(path))
+    kind, target = BACKENDS.resolve(name, spec, base_dir)
+    return KGSpec(name=name, kind=kind, target=target)
 
 
 def open_kg(spec: KGSpec, limits: Limits | None = None, **options) -> KnowledgeGraph:
-    """Build the backend for one spec. Loading a file happens here, once."""
-    if spec.kind == "embedded":
-        from .embedded import load_embedded
-
-        return load_embedded(spec.name, limits)
-    if spec.kind == "file":
-        from .files import open_file_kg
-
-        return open_file_kg(spec.name, Path(spec.target or ""), limits=limits, **options)
-    if spec.kind in ("wikidata", "sparql"):
-        from .sparql import open_sparql_kg
-
-        return open_sparql_kg(spec.name, spec.kind, spec.target, limits=limits, **options)
-    if spec.kind == "store":
-        from .oxigraph_store import open_store_kg
-
-        return open_store_kg(spec.name, Path(spec.target or ""), limits=limits, **options)
-    raise InvalidInput(f"unknown KG kind {spec.kind!r}")
+    """Build the backend for one spec, its options validated by the backend's model. Loading a file happens
+    here, once."""
+    backend = BACKENDS.get(spec.kind)
+    opts = backend.parse_options(options, f"[kg.{spec.name}]")
+    return backend.open(spec.name, spec.target, limits, opts)

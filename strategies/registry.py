@@ -9,14 +9,14 @@ adds its own with :func:`register`).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from kg_adapters.errors import InvalidInput
+from kg_adapters.plugins import LazyRegistry, parse_options
 
 if TYPE_CHECKING:
     from kg_adapters.base import KnowledgeGraph
@@ -98,12 +98,7 @@ class Strategy:
     def parse_options(self, given: dict[str, Any] | None) -> BaseModel:
         """Validated options; an unknown or ill-typed one is an :class:`InvalidInput` naming it and the valid
         ones."""
-        try:
-            return self.options.model_validate(given or {})
-        except ValidationError as e:
-            errs = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
-            valid = ", ".join(self.options.model_fields)
-            raise InvalidInput(f"{self.name} options: {errs} (valid options: {valid})") from None
+        return parse_options(self.options, given, f"{self.name} options")
 
 
 # name → "module:attribute" of its Strategy; imported only when the strategy is first asked for
@@ -121,42 +116,12 @@ _BUILTINS: dict[str, str] = {
 }
 
 
-class Registry:
-    """Strategies by name. One per process is enough; tests may make their own."""
+class Registry(LazyRegistry[Strategy]):
+    """Strategies by name (the entry-point group ``tot_mcp.strategies`` adds a third party's). One per process is
+    enough; tests may make their own."""
 
     def __init__(self, builtins: dict[str, str] | None = None) -> None:
-        self._targets: dict[str, str] = dict(_BUILTINS if builtins is None else builtins)
-        self._loaded: dict[str, Strategy] = {}
-
-    def register(self, strategy: Strategy | str, name: str | None = None) -> None:
-        """Add a strategy object, or a lazy ``"module:attribute"`` under ``name``."""
-        if isinstance(strategy, str):
-            if not name:
-                raise ValueError("a lazy registration needs a name")
-            self._targets[name] = strategy
-            self._loaded.pop(name, None)
-        else:
-            self._loaded[strategy.name] = strategy
-            self._targets.setdefault(strategy.name, "")
-
-    def names(self) -> list[str]:
-        return list(self._targets)
-
-    def get(self, name: str) -> Strategy:
-        if name in self._loaded:
-            return self._loaded[name]
-        target = self._targets.get(name)
-        if not target:
-            raise InvalidInput(f"unknown method {name!r}; available: {', '.join(self._targets)}")
-        module, _, attr = target.partition(":")
-        strategy = getattr(importlib.import_module(module), attr)
-        if strategy.name != name:
-            raise ValueError(f"{target} is registered as {name!r} but calls itself {strategy.name!r}")
-        self._loaded[name] = strategy
-        return strategy
-
-    def all(self) -> list[Strategy]:
-        return [self.get(n) for n in self.names()]
+        super().__init__("method", _BUILTINS if builtins is None else builtins, "tot_mcp.strategies")
 
 
 REGISTRY = Registry()

@@ -118,3 +118,37 @@ def test_bad_backend_options_and_links_fail_when_opening(tmp_path):
         load_config(tmp_path / "missing.toml")
     with pytest.raises(InvalidInput, match="no such file"):
         open_kgs(config=parse_config({"kgs": {"m": "nowhere.ttl"}}, base_dir=tmp_path))
+
+
+def test_every_backend_refuses_a_misspelt_option_and_names_the_valid_ones(tmp_path):
+    """One kind of option model for every KG backend (kg_adapters/backends.py), the embedded KG included."""
+    store = tmp_path / "store"
+    store.mkdir()
+    for spec in ("embedded", str(FIXTURES / "local_movies.ttl"), "sparql:http://127.0.0.1:9/q", f"store:{store}"):
+        config = parse_config({"kg": {"m": {"spec": spec, "langauges": ["en"]}}})
+        with pytest.raises(InvalidInput, match=r"\[kg.m\]: unknown option 'langauges' \(valid options: "):
+            open_kgs(config=config)
+
+
+def test_a_third_party_backend_is_one_registration(tmp_path):
+    """A new KG kind: one Backend object, registered (or named in the entry-point group tot_mcp.kg_backends);
+    specs, options and --config then work as for the built-in ones."""
+    from kg_adapters.backends import Backend, Backends, NoOptions
+    from kg_adapters.files import open_file_kg
+
+    backends = Backends()
+    opened = []
+    data = tmp_path / "echo.txt"
+    data.write_text("Echo|says|hello\n", encoding="utf-8")
+
+    def open_echo(name, target, limits, options):
+        opened.append(target)
+        return open_file_kg(name, data, limits)
+
+    backends.register(Backend(kind="echo", summary="test", target="url", options=NoOptions, open=open_echo))
+    assert backends.resolve("e", "echo:https://example.org") == ("echo", "https://example.org")
+    assert backends.split("./echo.ttl") == ("file", "./echo.ttl")
+    with pytest.raises(InvalidInput, match="endpoint must be an http"):
+        backends.resolve("e", "echo:ftp://x")
+    kg = backends.get("echo").open("e", "https://example.org", None, NoOptions())
+    assert opened == ["https://example.org"] and kg.name == "e"

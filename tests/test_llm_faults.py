@@ -182,7 +182,7 @@ def test_factory_builds_both_http_backends_with_their_options(server, monkeypatc
     monkeypatch.setenv("TOT_ANTHROPIC_MODEL", "claude-env")
     assert factory.make_llm("anthropic").model == "claude-env"
     assert factory.make_llm("anthropic", model="claude-flag").model == "claude-flag"
-    assert "openai" in factory.POLICY_KINDS
+    assert "openai" in factory.policy_kinds()
     assert build_parser().parse_args(["--llm", "openai", "q"]).llm == "openai"
 
 

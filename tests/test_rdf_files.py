@@ -103,7 +103,7 @@ def test_bad_options_are_errors():
     ttl = FIXTURES / "local_movies.ttl"
     with pytest.raises(InvalidInput, match="unknown option"):
         open_file_kg("x", ttl, colour="blue")
-    with pytest.raises(InvalidInput, match="backend must be"):
+    with pytest.raises(InvalidInput, match="backend: Input should be 'auto', 'memory' or 'oxigraph'"):
         open_file_kg("x", ttl, backend="postgres")
     with pytest.raises(InvalidInput, match="needs backend oxigraph"):
         open_file_kg("x", ttl, backend="memory", store="memory")

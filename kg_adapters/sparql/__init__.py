@@ -13,6 +13,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..backends import Backend
 from ..base import Limits
 from ..errors import InvalidInput
 from .endpoint import SHARED_ENDPOINTS, EndpointRegistry, JsonEndpoint, Policy, user_agent
@@ -153,3 +154,14 @@ def open_sparql_kg(
         description=opts.description,
         sparql_services=services,
     )
+
+
+def _open(kind: str):
+    return lambda name, target, limits, options: open_sparql_kg(name, kind, target, limits,
+                                                                **options.model_dump(exclude_unset=True))
+
+
+SPARQL_BACKEND = Backend(kind="sparql", summary="any SPARQL 1.1 endpoint (sparql:URL)", target="url",
+                         options=SparqlOptions, open=_open("sparql"))
+WIKIDATA_BACKEND = Backend(kind="wikidata", summary="the public Wikidata query service, or Wikidata-shaped data "
+                           "elsewhere (wikidata:URL)", target="url?", options=SparqlOptions, open=_open("wikidata"))

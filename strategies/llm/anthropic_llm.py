@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .base import LLM, LLMError
+from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
     Retryable,
     RetryPolicy,
@@ -164,12 +164,13 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def create(options: dict, ctx=None) -> AnthropicLLM:
-    """``[llm] backend = "anthropic"`` with optional ``model``, ``base_url``, ``timeout``, ``max_retries``."""
-    return AnthropicLLM(
-        options.get("model"),
-        base_url=options.get("base_url"),
-        timeout=float(options.get("timeout", 60.0)),
-        max_retries=int(options.get("max_retries", 2)),
-        cache_system=options.get("cache_system"),
-    )
+class AnthropicOptions(HttpLLMOptions):
+    cache_system: bool | None = None
+
+
+BACKEND = LLMBackend(
+    kind="anthropic", summary="Claude through the Anthropic API (ANTHROPIC_API_KEY)", options=AnthropicOptions,
+    create=lambda o, ctx: AnthropicLLM(o.model, base_url=o.base_url, timeout=o.timeout, max_retries=o.max_retries,
+                                       retry_backoff=o.retry_backoff, max_retry_wait=o.max_retry_wait,
+                                       cache_system=o.cache_system),
+)

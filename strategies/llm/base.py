@@ -8,8 +8,11 @@ not implement this interface. Every backend counts its calls and tokens in ``usa
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class LLMError(RuntimeError):
@@ -70,3 +73,32 @@ class LLM(abc.ABC):
         stop: list[str] | None = None,
     ) -> str:
         """One completion for ``prompt``. Implementations add to ``self.usage`` and raise :class:`LLMError`."""
+
+
+class LLMOptions(BaseModel):
+    """What every LLM backend accepts (the ``[llm]`` table, ``tot-search``'s flags); a misspelt key is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+
+
+class HttpLLMOptions(LLMOptions):
+    """An LLM behind an HTTP API."""
+
+    base_url: str | None = Field(None, description="The API's base URL.")
+    timeout: float = Field(60.0, gt=0, description="Seconds per request.")
+    max_retries: int = Field(2, ge=0, description="Retries after a transient failure.")
+    retry_backoff: float = Field(0.5, ge=0)
+    max_retry_wait: float = Field(30.0, ge=0)
+
+
+@dataclass(frozen=True)
+class LLMBackend:
+    """One LLM backend as the registry (:data:`strategies.llm.factory.LLMS`) knows it: a new one is a module
+    defining this plus one line there, or an entry point in the group ``tot_mcp.llm_backends``."""
+
+    kind: str
+    summary: str
+    options: type[LLMOptions]
+    create: Callable[[Any, Any], LLM]  # (validated options, the MCP request context or None) → the LLM

@@ -6,51 +6,47 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from kg_adapters.base import KnowledgeGraph
+from kg_adapters.errors import InvalidInput
+from kg_adapters.plugins import LazyRegistry, parse_options
 
-from .base import LLM, LLMError
+from .base import LLM, LLMBackend, LLMError
 
-PolicyKind = Literal["offline", "anthropic", "openai", "sampling", "scripted"]
-POLICY_KINDS: tuple[str, ...] = ("offline", "anthropic", "openai", "sampling", "scripted")
-LLM_KINDS: tuple[str, ...] = ("anthropic", "openai", "sampling", "scripted")
+#: LLM backends by kind; a new one is a module defining an ``LLMBackend`` plus one line here (or an entry point in
+#: the group ``tot_mcp.llm_backends``)
+LLMS: LazyRegistry[LLMBackend] = LazyRegistry("LLM backend", {
+    "anthropic": "strategies.llm.anthropic_llm:BACKEND",
+    "openai": "strategies.llm.openai_llm:BACKEND",
+    "sampling": "strategies.llm.sampling:BACKEND",
+    "scripted": "strategies.llm.scripted:BACKEND",
+}, "tot_mcp.llm_backends", name_of=lambda backend: backend.kind)
 
-# Options of the HTTP backends passed through from ``options`` (the ``[llm]`` table, or tot-search's flags).
-_HTTP_OPTIONS = ("base_url", "timeout", "max_retries", "retry_backoff", "max_retry_wait")
+
+def llm_kinds() -> list[str]:
+    return LLMS.names()
 
 
-def _http_options(options: dict) -> dict:
-    out: dict = {}
-    for name in _HTTP_OPTIONS:
-        value = options.get(name)
-        if value is None:
-            continue
-        out[name] = str(value) if name == "base_url" else (int(value) if name == "max_retries" else float(value))
-    return out
+def policy_kinds() -> list[str]:
+    """``offline`` (no LLM) and every LLM backend."""
+    return ["offline", *LLMS.names()]
 
 
 def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: dict | None = None) -> LLM:
-    """An LLM backend; raises :class:`LLMError` with a fix-it message when it cannot be built here."""
-    options = dict(options or {})
-    if kind == "anthropic":
-        from .anthropic_llm import AnthropicLLM
-
-        return AnthropicLLM(model or options.get("model"), **_http_options(options))
-    if kind == "openai":
-        from .openai_llm import OpenAICompatibleLLM
-
-        extra = {"max_tokens_param": str(options["max_tokens_param"])} if options.get("max_tokens_param") else {}
-        return OpenAICompatibleLLM(model or options.get("model"), **_http_options(options), **extra)
-    if kind == "sampling":
-        from .sampling import SamplingLLM
-
-        return SamplingLLM(ctx)
-    if kind == "scripted":
-        from .scripted import ScriptedLLM
-
-        return ScriptedLLM(options.get("responses", []))
-    raise LLMError(f"unknown LLM kind {kind!r}; choose one of {', '.join(LLM_KINDS)}")
+    """An LLM backend; raises :class:`LLMError` with a fix-it message when it cannot be built here (an unknown kind,
+    a misspelt or ill-typed option, a missing key)."""
+    if kind not in LLMS:
+        raise LLMError(f"unknown LLM kind {kind!r}; choose one of {', '.join(LLMS.names())}")
+    backend = LLMS.get(kind)
+    given = {k: v for k, v in (options or {}).items() if v is not None and k != "backend"}
+    if model:
+        given["model"] = model
+    try:
+        opts = parse_options(backend.options, given, f"LLM {kind}")
+    except InvalidInput as e:
+        raise LLMError(str(e)) from None
+    return backend.create(opts, ctx)
 
 
 def make_policy(
@@ -83,9 +79,9 @@ def make_policy(
                 "use --llm anthropic (with ANTHROPIC_API_KEY) instead"
             ) from e
         return _construct(OfflinePolicy, graph, embedder=embedder, options=options, shared=shared)
-    if kind not in POLICY_KINDS:
-        raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(POLICY_KINDS)}")
-    backend = llm or make_llm(kind, ctx=ctx, model=model, options=options)
+    if kind != "offline" and kind not in LLMS:
+        raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(policy_kinds())}")
+    backend = llm or make_llm(kind, ctx=ctx, model=model)
     chosen = {k: bool(v) for k, v in (options or {}).items() if k in PROMPTED_OPTIONS}
     return PromptedPolicy(backend, kg=graph, **chosen)
 

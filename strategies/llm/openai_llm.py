@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import LLM, LLMError
+from pydantic import Field
+
+from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
     Retryable,
     RetryPolicy,
@@ -186,11 +188,14 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def create(options: dict, ctx=None) -> OpenAICompatibleLLM:
-    """``[llm] backend = "openai"`` with ``model``, ``base_url`` and optional ``timeout``, ``max_retries``."""
-    return OpenAICompatibleLLM(
-        options.get("model"),
-        base_url=options.get("base_url"),
-        timeout=float(options.get("timeout", 60.0)),
-        max_retries=int(options.get("max_retries", 2)),
-    )
+class OpenAIOptions(HttpLLMOptions):
+    max_tokens_param: str = Field("max_tokens", description="'max_completion_tokens' for newer OpenAI models.")
+
+
+BACKEND = LLMBackend(
+    kind="openai", summary="any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama)",
+    options=OpenAIOptions,
+    create=lambda o, ctx: OpenAICompatibleLLM(o.model, base_url=o.base_url, timeout=o.timeout,
+                                              max_retries=o.max_retries, retry_backoff=o.retry_backoff,
+                                              max_retry_wait=o.max_retry_wait, max_tokens_param=o.max_tokens_param),
+)

@@ -15,7 +15,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from .base import LLM, LLMError
+from .base import LLM, LLMBackend, LLMError, LLMOptions
 
 
 def sampling_unavailable_reason(ctx: Any) -> str | None:
@@ -87,6 +87,5 @@ def _request_id(ctx: Any) -> Any:
         return None
 
 
-def create(options: dict, ctx=None) -> SamplingLLM:
-    """``[llm] backend = "sampling"``: the client's own model (needs the request context)."""
-    return SamplingLLM(ctx)
+BACKEND = LLMBackend(kind="sampling", summary="the MCP client's own model (sampling; needs the request context)",
+                     options=LLMOptions, create=lambda o, ctx: SamplingLLM(ctx))

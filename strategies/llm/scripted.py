@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .base import LLM, LLMError
+from .base import LLM, LLMBackend, LLMError, LLMOptions
 
 Responder = Callable[[str], str]
 
@@ -41,6 +41,9 @@ class ScriptedLLM(LLM):
         return text
 
 
-def create(options: dict, ctx=None) -> ScriptedLLM:
-    """``[llm] backend = "scripted"`` with ``responses = [...]`` (for demos and tests)."""
-    return ScriptedLLM(list(options.get("responses", [])))
+class ScriptedOptions(LLMOptions):
+    responses: list[str] = []
+
+
+BACKEND = LLMBackend(kind="scripted", summary="replays scripted responses (demos and tests)", options=ScriptedOptions,
+                     create=lambda o, ctx: ScriptedLLM(list(o.responses)))

@@ -491,28 +491,23 @@ def table_from(runs: Path) -> str:
 
 
 async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
-    from kg_adapters.cache import DEFAULT_CACHE_WEIGHT
-    from kg_adapters.config import load_config, open_kgs
-    from kg_adapters.linked import LinkedKG
-    from kg_adapters.linking import Linker
-    from kg_adapters.spec import make_spec, open_kg
+    from kg_adapters.config import load_config
+    from kg_adapters.spec import make_spec
     from strategies.benchmarks.formats import BadLine, read_questions
     from strategies.benchmarks.runner import run_questions
     from strategies.embeddings import Embedder
     from strategies.methods import MethodOptions, make_method
-    from strategies.services import Services
+    from strategies.system import build_system
 
     started = time.perf_counter()
-    config = load_config(data.config)
-    members = open_kgs(config=config, cache_weight=DEFAULT_CACHE_WEIGHT)  # as tot-mcp opens this config
-    three_graph = LinkedKG(members, Linker.configured(members, config.link, config.linking))
-    single_kg = open_kg(make_spec("movies", str(args.single)))
     embedder = Embedder()
-    settings = {
-        "single": ([single_kg], Services([single_kg], embedder_factory=lambda: embedder, wait_for_builds=True)),
-        "three": (list(members.values()), Services(members, graph=three_graph, embedder_factory=lambda: embedder,
-                                                   wait_for_builds=True)),
-    }
+    build = dict(embedder_factory=lambda: embedder, wait_for_builds=True)
+    # films, catalog, cast: exactly as tot-mcp --config builds them (one composition root)
+    three = build_system(config=load_config(data.config), **build)
+    single = build_system([make_spec("movies", str(args.single))], **build)
+    three_graph, members = three.graph, three.kgs
+    settings = {"single": (list(single.kgs.values()), single.services),
+                "three": (list(members.values()), three.services)}
     options = MethodOptions(llm=args.llm)
     methods = {k: make_method(args.method, options, services) for k, (_, services) in settings.items()}
     print(f"loaded the KGs and the embedder in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
@@ -558,10 +553,8 @@ async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
     st = three_graph.linker.stats()
     print(f"\nlink cache (three KGs): {st.lookups:,} lookups, hit rate {st.hit_rate:.3f}, {st.entries:,} entries, "
           f"{st.capped} capped; total {time.perf_counter() - started:.0f} s")
-    for kg in [single_kg, *members.values()]:
-        close = getattr(kg, "aclose", None)
-        if close is not None:
-            await close()
+    for system in (single, three):
+        await system.aclose()
     return rows
 
 

@@ -7,25 +7,21 @@ only asked ``get_edges`` never pays for them.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import logging
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import anyio
 
 from kg_adapters.base import KnowledgeGraph, Limits
 from kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
-from kg_adapters.config import Config, open_kgs
-from kg_adapters.errors import InvalidInput, KGError, UnknownKG
+from kg_adapters.config import Config
+from kg_adapters.errors import KGError, UnknownKG
 from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker
-from kg_adapters.embedded import DEFAULT_KG_NAME
-from kg_adapters.spec import KGSpec, make_spec
+from kg_adapters.spec import KGSpec
+
+from strategies.system import assemble, open_configured
 
 from .handles import HandleStore
 
@@ -72,34 +68,22 @@ class Runtime:
         embedder_factory: Callable[[], "Embedder"] | None = None,
         llm_factory: LLMFactory | None = None,
     ) -> None:
-        if not kgs:
-            raise InvalidInput("no KG configured")
-        for key, kg in kgs.items():
-            if kg.name != key:  # IDs carry kg.name, so routing by prefix needs the two to agree
-                raise InvalidInput(f"KG registered as {key!r} is named {kg.name!r}")
-        self.kgs: dict[str, KnowledgeGraph] = dict(kgs)
-        self.limits = limits or Limits()
-        self.config = config or Config()
-        # the one place that decides which KG answers a call (and maps entities across KGs)
-        linker = Linker.configured(self.kgs, self.config.link, self.config.linking)
-        self.graph = LinkedKG(self.kgs, linker, limits=self.limits)
-        server = self.config.server
-        fingerprint = json.dumps([sorted((n, k.backend) for n, k in self.kgs.items()),
-                                  [r.describe() for r in linker.rules]])
-        self.handles = HandleStore(fingerprint, server.handles or 2000, server.handle_ttl or 3600.0)
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
         self._llm: LLM | None = None
-        from strategies.services import DEFAULT_BUILD_LIMIT, Services
-
-        retrieval = self.config.retrieval
-        # the strategies' one services object: models, per-KG indexes, what policies keep between calls
-        self.services = Services(
-            self.kgs, graph=self.graph, embedder_factory=self._load_embedder, llm_factory=self.llm,
-            cache_dir=self.config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else None,
-            build_limit=DEFAULT_BUILD_LIMIT if retrieval.build_limit is None else retrieval.build_limit,
-            cross_encoder_path=retrieval.cross_encoder_path or os.environ.get("TOT_MCP_CROSS_ENCODER"),
-        )
+        # the composition root links the KGs (the one place that decides which KG answers a call) and makes the
+        # strategies' one services object: models, per-KG indexes, what policies keep between calls
+        self.system = assemble(kgs, config, limits or Limits(), embedder_factory=self._load_embedder,
+                               llm_factory=self.llm)
+        self.kgs: dict[str, KnowledgeGraph] = self.system.kgs
+        self.limits = self.system.limits
+        self.config = self.system.config
+        self.graph = self.system.graph
+        self.services = self.system.services
+        server = self.config.server
+        fingerprint = json.dumps([sorted((n, k.backend) for n, k in self.kgs.items()),
+                                  [r.describe() for r in self.graph.linker.rules]])
+        self.handles = HandleStore(fingerprint, server.handles or 2000, server.handle_ttl or 3600.0)
         self.load_seconds: float | None = None
         self._relation_names: Any = None
         #: drawn search trees for the MCP Apps view (server.apps registers them; None: no apps on this server)
@@ -120,23 +104,12 @@ class Runtime:
         """Open the KGs of ``specs`` (``--kg``) and of ``config`` (``--config``; ``--kg`` wins for a name), or the
         embedded movie KG if neither names one. Loading files happens here, once. Anything printed while loading
         goes to stderr, so a noisy loader can never corrupt the stdio protocol stream."""
+        t0 = time.perf_counter()
         config = config or Config()
         limits = limits or config.limits.to_limits()
-        names = [s.name for s in specs]
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
-            raise InvalidInput(f"KG name {duplicated[0]!r} is given twice")
-        if not specs and not config.specs():
-            specs = [make_spec(DEFAULT_KG_NAME, "embedded")]
-        t0 = time.perf_counter()
-        with contextlib.redirect_stdout(sys.stderr):
-            try:
-                kgs = open_kgs(list(specs), config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
-            except ImportError as e:
-                raise InvalidInput(f"a KG backend is not available here: {e}") from None
+        kgs = open_configured(specs, config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
         runtime = cls(kgs, limits, config, **kwargs)  # a bad link rule is an InvalidInput here (exit 2)
         runtime.load_seconds = time.perf_counter() - t0
-        log.info("opened %d KG(s) in %.2fs", len(kgs), runtime.load_seconds)
         return runtime
 
     # -- routing ----------------------------------------------------------------------------------------------

@@ -17,11 +17,10 @@ import re
 import sys
 from pathlib import Path
 
-from kg_adapters.base import KnowledgeGraph
 from kg_adapters.errors import KGError
-from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker, with_flags
-from kg_adapters.spec import make_spec, open_kg, parse_kg_arg
+from kg_adapters.linking import with_flags
+from kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
+from strategies.system import System, build_system
 
 USAGE_ERROR = 2
 LLM_CHOICES = ("offline", "anthropic", "openai")
@@ -104,15 +103,8 @@ def _bare_spec_name(spec: str) -> str:
     return name[:32]
 
 
-def open_kgs(args: list[str], config=None) -> list[KnowledgeGraph]:
-    """The KGs the server would open from the same flags and ``--config``: its ``[kg.*]`` / ``[kgs]`` tables with
-    their options (``prefixes``, ``store``, …), its limits and its default result cache, ``--kg`` winning for a name; the embedded movie KG
-    when neither names one."""
-    from kg_adapters.cache import DEFAULT_CACHE_WEIGHT
-    from kg_adapters.config import Config
-    from kg_adapters.config import open_kgs as open_configured
-
-    config = config or Config()
+def kg_specs(args: list[str]) -> list[KGSpec]:
+    """``--kg`` flags as specs: ``NAME=SPEC``, or a bare SPEC named after its file."""
     specs = []
     for arg in args or []:
         name_part = arg.split("=", 1)[0]
@@ -123,9 +115,16 @@ def open_kgs(args: list[str], config=None) -> list[KnowledgeGraph]:
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
-    if not specs and not config.specs():
-        specs = [parse_kg_arg("movies=embedded")]
-    return list(open_configured(specs, config, config.limits.to_limits(), cache_weight=DEFAULT_CACHE_WEIGHT).values())
+    return specs
+
+
+def open_system(ns: argparse.Namespace, config) -> System:
+    """What ``tot-mcp`` builds from the same ``--kg`` flags and ``--config`` (one composition root,
+    :func:`strategies.system.build_system`): its KGs with their options, limits and result cache, linked by its
+    rules (``--no-link`` / ``--link`` applied), the services with its retrieval settings; a benchmark waits for
+    the indexes it needs."""
+    config = config.model_copy(update={"linking": with_flags(config.linking, ns.no_link, ns.link)})
+    return build_system(kg_specs(ns.kg), config, wait_for_builds=True)
 
 
 def _guess_format(path: Path) -> str:
@@ -217,17 +216,6 @@ def load_cli_config(ns: argparse.Namespace):
     return load_config(ns.config) if ns.config is not None else Config()
 
 
-def link_kgs(ns: argparse.Namespace, kgs: list[KnowledgeGraph], config=None) -> LinkedKG | None:
-    """Several KGs as one linked graph (None for one KG): ``--config``'s [[link]] rules, else label links."""
-    config = config if config is not None else load_cli_config(ns)
-    linking = with_flags(config.linking, ns.no_link, ns.link)
-    if len(kgs) == 1:
-        Linker.configured({kgs[0].name: kgs[0]}, config.link, linking)  # still reject rules naming absent KGs
-        return None
-    members = {kg.name: kg for kg in kgs}
-    return LinkedKG(members, Linker.configured(members, config.link, linking))
-
-
 def strategy_options(ns: argparse.Namespace) -> dict:
     """The chosen strategy's options: the search flags it has (-k, --tau, ...; the tree search's) and every
     ``--option KEY=VALUE`` (validated by the strategy's options model, so a misspelt key is a usage error)."""
@@ -258,23 +246,23 @@ def strategy_options(ns: argparse.Namespace) -> dict:
     return out
 
 
-def _method(ns: argparse.Namespace, kgs: list[KnowledgeGraph], graph: KnowledgeGraph | None = None):
+def _method(ns: argparse.Namespace, system: System):
     from strategies.methods import MethodOptions, make_method
-    from strategies.services import Services
 
     options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
     try:
-        return make_method(ns.method, options, Services(kgs, graph=graph, wait_for_builds=True))
+        return make_method(ns.method, options, system.services)
     except KGError as e:
         raise UsageError(str(e)) from None
 
 
-async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: LinkedKG | None) -> int:
+async def _one_question(ns: argparse.Namespace, system: System) -> int:
+    kgs = list(system.kgs.values())
     from strategies.llm.prices import cost_usd, format_cost
     from strategies.methods import BenchmarkQuestion
 
     prices = _prices(ns)
-    method = _method(ns, kgs, linked)
+    method = _method(ns, system)
     q = BenchmarkQuestion(id="cli", text=ns.question)
     result = await method(q, kgs[0])
     if result.error:
@@ -308,7 +296,9 @@ async def _one_question(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linke
     return 0
 
 
-async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: LinkedKG | None) -> int:
+async def _benchmark(ns: argparse.Namespace, system: System) -> int:
+    kgs = list(system.kgs.values())
+    linked = system.graph if len(kgs) > 1 else None
     from strategies.benchmarks.formats import BadLine, read_questions
     from strategies.benchmarks.report import render_report
     from strategies.benchmarks.runner import load_done, run_questions, summarize
@@ -348,7 +338,7 @@ async def _benchmark(ns: argparse.Namespace, kgs: list[KnowledgeGraph], linked: 
     todo = [q for q in questions if q.id not in done_ids]
     if ns.resume and done:
         print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)
-    method = _method(ns, kgs, linked)
+    method = _method(ns, system)
 
     bar = None
     if not ns.quiet:
@@ -415,12 +405,18 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_check_llm(ns))
         try:
             config = load_cli_config(ns)
-            kgs = open_kgs(ns.kg, config)
-            linked = link_kgs(ns, kgs, config)
+            system = open_system(ns, config)
         except KGError as e:
             raise UsageError(str(e)) from None
         runner = _one_question if ns.question is not None else _benchmark
-        code = asyncio.run(runner(ns, kgs, linked))
+
+        async def run_and_close() -> int:
+            try:
+                return await runner(ns, system)
+            finally:
+                await system.aclose()
+
+        code = asyncio.run(run_and_close())
     except UsageError as e:
         print(f"tot-search: error: {e}", file=sys.stderr)
         return USAGE_ERROR

@@ -28,16 +28,18 @@ _KG_CACHE: dict[str, object] = {}
 def fixed_policy(monkeypatch):
     monkeypatch.setattr(factory, "make_policy", lambda *a, **k: OneHopPolicy())
     monkeypatch.setattr(factory, "needs_embedder", lambda kind: False)
-    real_open = cli.open_kgs
+    real_open = cli.open_system
 
-    def cached_open(args, config=None):  # the embedded KG takes seconds to load: once per test session
-        if not args and (config is None or not config.specs()):
+    def cached_open(ns, config):  # the embedded KG takes seconds to load: once per test session
+        if not ns.kg and not config.specs():
+            from strategies.system import assemble
+
             if "movies" not in _KG_CACHE:
                 _KG_CACHE["movies"] = load_embedded("movies")
-            return [_KG_CACHE["movies"]]
-        return real_open(args, config)
+            return assemble({"movies": _KG_CACHE["movies"]}, config, wait_for_builds=True)
+        return real_open(ns, config)
 
-    monkeypatch.setattr(cli, "open_kgs", cached_open)
+    monkeypatch.setattr(cli, "open_system", cached_open)
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:

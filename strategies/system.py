@@ -1,0 +1,141 @@
+"""The composition root: one place turns a configuration into the running system — the KGs (those that do I/O
+behind the result cache), the linked graph over them and the strategies' services — for ``tot-mcp``,
+``tot-search`` and the benchmarks alike, so the same ``--config`` gives the same system in all three.
+
+:func:`build_system` opens the KGs of ``--kg`` specs and a config; :func:`assemble` links KGs already open (tests,
+callers holding their own KG objects). Nothing else builds a linker, a :class:`~kg_adapters.linked.LinkedKG` over
+the configured KGs, or a :class:`~strategies.services.Services`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kg_adapters.base import KnowledgeGraph, Limits
+from kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
+from kg_adapters.config import Config, open_kgs
+from kg_adapters.embedded import DEFAULT_KG_NAME
+from kg_adapters.errors import InvalidInput
+from kg_adapters.linked import LinkedKG
+from kg_adapters.linking import Linker
+from kg_adapters.spec import KGSpec, make_spec
+
+from .services import DEFAULT_BUILD_LIMIT, Services
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .llm.base import LLM
+
+log = logging.getLogger("tot_mcp.system")
+
+#: read here and nowhere else: a local CrossEncoder directory for rerank's second stage (``[retrieval]
+#: cross_encoder_path`` wins)
+CROSS_ENCODER_ENV = "TOT_MCP_CROSS_ENCODER"
+
+
+@dataclass
+class System:
+    """The KGs by name, ``graph`` (all of them answered as one, linked) and the strategies' shared services."""
+
+    kgs: dict[str, KnowledgeGraph]
+    graph: LinkedKG
+    services: Services
+    config: Config
+    limits: Limits
+    load_seconds: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def linker(self) -> Linker:
+        return self.graph.linker
+
+    async def aclose(self) -> None:
+        for kg in self.kgs.values():
+            try:
+                await kg.aclose()
+            except Exception:  # closing one must not keep the others open, nor hide why we stop
+                log.exception("closing KG %s failed", kg.name)
+
+
+def assemble(
+    kgs: Mapping[str, KnowledgeGraph],
+    config: Config | None = None,
+    limits: Limits | None = None,
+    *,
+    embedder_factory: Callable[[], Embedder] | None = None,
+    llm_factory: Callable[[Any], LLM] | None = None,
+    wait_for_builds: bool = False,
+) -> System:
+    """Link open KGs by the config's rules (a bad rule: InvalidInput) and make the services with the config's
+    retrieval settings. ``wait_for_builds``: a benchmark waits for a missing index instead of being told to retry."""
+    if not kgs:
+        raise InvalidInput("no KG configured")
+    for key, kg in kgs.items():
+        if kg.name != key:  # IDs carry kg.name, so routing by prefix needs the two to agree
+            raise InvalidInput(f"KG registered as {key!r} is named {kg.name!r}")
+    config = config or Config()
+    limits = limits or config.limits.to_limits()
+    kgs = dict(kgs)
+    graph = LinkedKG(kgs, Linker.configured(kgs, config.link, config.linking), limits=limits)
+    retrieval = config.retrieval
+    services = Services(
+        kgs, graph=graph, embedder_factory=embedder_factory, llm_factory=llm_factory,
+        cache_dir=config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else None,
+        build_limit=DEFAULT_BUILD_LIMIT if retrieval.build_limit is None else retrieval.build_limit,
+        wait_for_builds=wait_for_builds,
+        cross_encoder_path=retrieval.cross_encoder_path or os.environ.get(CROSS_ENCODER_ENV),
+    )
+    return System(kgs=kgs, graph=graph, services=services, config=config, limits=limits)
+
+
+def open_configured(
+    specs: Sequence[KGSpec] = (),
+    config: Config | None = None,
+    limits: Limits | None = None,
+    *,
+    cache_weight: int = DEFAULT_CACHE_WEIGHT,
+    cache_ttl: float = DEFAULT_CACHE_TTL,
+) -> dict[str, KnowledgeGraph]:
+    """The KGs of ``specs`` (``--kg``; they win over the config's KG of the same name) and of ``config``, or the
+    embedded movie KG when neither names one; those that do I/O behind one result cache. Files load here, once;
+    anything a loader prints goes to stderr (the stdio protocol stream stays clean)."""
+    config = config or Config()
+    limits = limits or config.limits.to_limits()
+    names = [s.name for s in specs]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InvalidInput(f"KG name {duplicated[0]!r} is given twice")
+    if not specs and not config.specs():
+        specs = [make_spec(DEFAULT_KG_NAME, "embedded")]
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            kgs = open_kgs(list(specs), config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
+        except ImportError as e:
+            raise InvalidInput(f"a KG backend is not available here: {e}") from None
+    log.info("opened %d KG(s) in %.2fs", len(kgs), time.perf_counter() - started)
+    return kgs
+
+
+def build_system(
+    specs: Sequence[KGSpec] = (),
+    config: Config | None = None,
+    limits: Limits | None = None,
+    *,
+    cache_weight: int = DEFAULT_CACHE_WEIGHT,
+    cache_ttl: float = DEFAULT_CACHE_TTL,
+    **kwargs: Any,
+) -> System:
+    """:func:`open_configured`, then :func:`assemble` (``kwargs`` go to it)."""
+    started = time.perf_counter()
+    kgs = open_configured(specs, config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
+    system = assemble(kgs, config, limits, **kwargs)
+    system.load_seconds = time.perf_counter() - started
+    return system

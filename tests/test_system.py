@@ -1,0 +1,66 @@
+"""One composition root (strategies/system.py): tot-mcp, tot-search and the benchmarks build the same system from
+the same --config — the same KGs with their options, limits and result cache, the same link rules, the same
+retrieval settings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kg_adapters.config import load_config
+from server.runtime import Runtime
+from strategies import search_cli
+from strategies.system import build_system
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def shape(kgs, graph, services, limits):
+    return {
+        "kgs": {n: (type(k).__name__, k.backend, k.limits) for n, k in kgs.items()},
+        "rules": [r.describe() for r in graph.linker.rules],
+        "limits": limits,
+        "cross_encoder": services.cross_encoder_path,
+        "build_limit": services.build_limit,
+        "cache_dir": services.cache_dir,
+    }
+
+
+async def test_the_server_and_tot_search_build_the_same_system_from_one_config(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOT_MCP_CROSS_ENCODER", raising=False)
+    store = tmp_path / "store"
+    config_file = tmp_path / "kgs.toml"
+    config_file.write_text(f"""
+[kg.movies]
+spec = "{FIXTURES / 'local_movies.ttl'}"
+backend = "oxigraph"
+store = "{store}"
+[kg.mini]
+spec = "{FIXTURES / 'local_movies.nt'}"
+[[link]]
+from_kg = "movies"
+to_kg = "mini"
+kind = "label"
+[limits]
+max_edges = 77
+[retrieval]
+cross_encoder_path = "/models/ce"
+build_limit = 123
+cache_dir = "idx"
+""", encoding="utf-8")
+    config = load_config(config_file)
+    runtime = Runtime.open([], None, config)
+    cli_args = search_cli.build_parser().parse_args(["q [x]", "--config", str(config_file)])
+    cli = search_cli.open_system(cli_args, search_cli.load_cli_config(cli_args))
+    bench = build_system(config=config)
+    try:
+        server_shape = shape(runtime.kgs, runtime.graph, runtime.services, runtime.limits)
+        assert server_shape == shape(cli.kgs, cli.graph, cli.services, cli.limits)
+        assert server_shape == shape(bench.kgs, bench.graph, bench.services, bench.limits)
+        assert server_shape["kgs"]["movies"][0] == "CachedKG" and server_shape["kgs"]["mini"][0] == "RdfFileKG"
+        assert server_shape["limits"].max_edges == 77 and server_shape["cross_encoder"] == "/models/ce"
+        assert server_shape["cache_dir"] == tmp_path / "idx"  # relative to the config file, in every entry point
+    finally:
+        await runtime.aclose()
+        await cli.aclose()
+        await bench.aclose()

@@ -2,7 +2,7 @@
 
     python -m bench.oracle_calls --limit 30 [--k 3] [--data ../shared/benchmarks]
 
-The oracle (:mod:`strategies.tot.oracle`) answers from each question's gold relation path (the qtype files), so
+The oracle (:mod:`bench.oracle`) answers from each question's gold relation path (the qtype files), so
 the counts measure the driver, not a model. ``old`` = PromptedPolicy(batch=False): the same prompt sampled k
 times, one value call per child; ``new`` = batch=True: no call without a choice, one call proposing up to k
 distinct actions, one call valuing a node's children, none for a lone intermediate child.
@@ -18,7 +18,7 @@ from pathlib import Path
 from kg_adapters.memory import MemoryKG
 from kg_adapters.triples_file import load_triples_file
 from strategies.tot.asm import AsmConfig, TraversalASM
-from strategies.tot.oracle import OracleLLM, metaqa_path
+from bench.oracle import OracleLLM, metaqa_path
 from strategies.tot.prompted import PromptedPolicy
 from strategies.tot.search import SearchConfig, TreeSearch
 

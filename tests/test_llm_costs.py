@@ -137,8 +137,9 @@ def test_unknown_model_costs_question_mark_and_offline_costs_zero():
 @pytest.fixture
 def tot_search(monkeypatch, embedded_kg, capsys):
     import strategies.search_cli as cli
+    from strategies.system import assemble
 
-    monkeypatch.setattr(cli, "open_kgs", lambda args, config=None: [embedded_kg])
+    monkeypatch.setattr(cli, "open_system", lambda ns, config: assemble({"movies": embedded_kg}, config))
 
     def run(*argv: str) -> tuple[int, str, str]:
         code = cli.main(list(argv))

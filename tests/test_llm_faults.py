@@ -332,8 +332,10 @@ async def test_openai_404_unknown_model_names_the_model_and_is_not_retried(serve
 @pytest.fixture
 def tot_search(monkeypatch, embedded_kg, capsys):
     import strategies.search_cli as cli
+    from strategies.system import assemble
 
-    monkeypatch.setattr(cli, "open_kgs", lambda args, config=None: [embedded_kg])  # the embedded movie KG, loaded once
+    # the embedded movie KG, loaded once
+    monkeypatch.setattr(cli, "open_system", lambda ns, config: assemble({"movies": embedded_kg}, config))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
     def run(*argv: str, model: str = "local-model") -> tuple[int, str, str]:

@@ -28,13 +28,12 @@ def shape(kgs, graph, services, limits):
 
 async def test_the_server_and_tot_search_build_the_same_system_from_one_config(tmp_path, monkeypatch):
     monkeypatch.delenv("TOT_MCP_CROSS_ENCODER", raising=False)
-    store = tmp_path / "store"
     config_file = tmp_path / "kgs.toml"
     config_file.write_text(f"""
 [kg.movies]
 spec = "{FIXTURES / 'local_movies.ttl'}"
 backend = "oxigraph"
-store = "{store}"
+store = "memory"
 [kg.mini]
 spec = "{FIXTURES / 'local_movies.nt'}"
 [[link]]

@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from enum import Enum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation
 from kg_adapters.text import key as text_key
@@ -69,6 +69,7 @@ class LocalSubgraph(BaseModel):
     same_as: dict[str, list[str]] = Field(default_factory=dict, description="Cross-KG links found by label.")
     twins: dict[str, Entity] = Field(default_factory=dict, description="Linked equivalents not in the subgraph "
                                      "itself, kept for their summaries (what the other KG knows).")
+    _keys: set | None = PrivateAttr(default=None)  # the triple keys of ``edges`` (see add_edge)
 
     def copy_containers(self) -> "LocalSubgraph":
         return LocalSubgraph(
@@ -78,7 +79,11 @@ class LocalSubgraph(BaseModel):
             expansions=list(self.expansions),
             same_as={k: list(v) for k, v in self.same_as.items()},
             twins=dict(self.twins),
-        )
+        )._with_keys(None if self._keys is None else set(self._keys))
+
+    def _with_keys(self, keys: set | None) -> "LocalSubgraph":
+        self._keys = keys
+        return self
 
     def add_entity(self, entity: Entity) -> bool:
         if entity.id in self.entities:
@@ -87,11 +92,15 @@ class LocalSubgraph(BaseModel):
         return True
 
     def add_edge(self, edge: Edge) -> bool:
-        """Add unless the same KG triple is already there (an edge seen from either end counts once)."""
+        """Add unless the same KG triple is already there (an edge seen from either end counts once). The keys of
+        the edges held are kept in a set, so an expansion of n edges costs O(n), not O(n²)."""
+        if self._keys is None or len(self._keys) != len(self.edges):
+            self._keys = {_triple_key(e) for e in self.edges}
         t = _triple_key(edge)
-        if any(_triple_key(e) == t for e in self.edges):
+        if t in self._keys:
             return False
         self.edges.append(edge)
+        self._keys.add(t)
         return True
 
     def link(self, a: str, b: str) -> None:

@@ -13,9 +13,10 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
 from kg_adapters.base import Limits
-from kg_adapters.errors import InvalidInput, KGError
+from kg_adapters.errors import InvalidInput
 from kg_adapters.sparql.values import EntityDetails
-from kg_adapters.follow import HOP_EDGE_BUDGET, HOP_FRONTIER, MAX_HOPS, Hop, PathResult, edges_from
+from kg_adapters.batched import edges_over, relations_over, why_empty
+from kg_adapters.follow import MAX_HOPS, Hop, PathResult
 from kg_adapters.follow import follow_path as follow_path_in
 from kg_adapters.models import (
     Direction,
@@ -185,31 +186,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                                          result.warnings, result.result_id))
 
     async def relations_of(ids: list[str]) -> RelationsResult:
-        """get_relations over any number of entities (the first ``HOP_FRONTIER``), in batches, counts added up."""
-        merged: dict[tuple[str, Direction], Relation] = {}
-        truncated = partial = False
-        warnings: list[str] = []
-        if len(ids) > HOP_FRONTIER:
-            warnings.append(f"relations of the first {HOP_FRONTIER} of {len(ids)} entities")
-            ids, truncated = ids[:HOP_FRONTIER], True
-        for i in range(0, len(ids), limits.max_ids):
-            rl = await graph.get_relations(ids[i : i + limits.max_ids])
-            truncated |= rl.truncated
-            partial |= rl.partial
-            warnings.extend(w for w in rl.warnings if w not in warnings)
-            for r in rl.relations:
-                key = (r.id, r.direction)
-                old = merged.get(key)
-                if old is None:
-                    merged[key] = r
-                else:
-                    add = {f: (getattr(old, f) or 0) + (getattr(r, f) or 0) for f in ("count", "entities")
-                           if getattr(old, f) is not None or getattr(r, f) is not None}
-                    merged[key] = old.model_copy(update=add)
-        rels = list(merged.values())
-        return RelationsResult(entity_ids=ids, relations=rels[: limits.max_relations],
-                               truncated=truncated or len(rels) > limits.max_relations, partial=partial,
-                               warnings=warnings)
+        used, rl = await relations_over(graph, ids)
+        return RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
+                               warnings=rl.warnings)
 
     @server.tool(title="List the relations of entities", annotations=read_only)
     async def get_relations(
@@ -222,39 +201,6 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         one relation and direction, then call get_edges."""
         result = await relations_of(sources(entity_ids, from_result))
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
-
-    async def edges_page(ids: list[str], relation_id: str, direction: Direction, limit: int, offset: int) -> EdgePage:
-        if len(ids) <= limits.max_ids:
-            return await graph.get_edges(ids, relation_id, direction, limit, offset)
-        if offset + limit > HOP_EDGE_BUDGET:
-            raise InvalidInput(f"offset {offset} is past the first {HOP_EDGE_BUDGET} edges of a whole result; "
-                               "use follow_path (distinct targets) or fewer entities")
-        if len(ids) > HOP_FRONTIER:
-            raise InvalidInput(f"result has {len(ids)} entities; get_edges follows at most {HOP_FRONTIER} "
-                               "(follow_path counts distinct targets over large sets)")
-        reach = await edges_from(graph, ids, relation_id, direction, budget=offset + limit + 1)
-        edges = reach.edges[offset : offset + limit]
-        more = reach.truncated or len(reach.edges) > offset + limit
-        shown = {x for e in edges for x in (e.source, e.target, e.via) if x}
-        return EdgePage(edges=edges, entities={k: v for k, v in reach.entities.items() if k in shown},
-                        truncated=more, next_offset=offset + limit if more else None, partial=reach.partial,
-                        warnings=reach.warnings, relation=reach.relation)
-
-    async def explain_empty(ids: list[str], relation_id: str, direction: Direction) -> str | None:
-        """Why a first page is empty, and the call that would find edges (the other direction), if any."""
-        try:
-            rels = (await relations_of(ids)).relations
-        except KGError:
-            return None
-        other = direction.flip()
-        back = next((r for r in rels if r.id == relation_id and r.direction is other), None)
-        if back is not None:
-            many = f" ({back.count} edges)" if back.count is not None else ""
-            return (f"no {relation_id} edges {direction.value} from these entities, but it runs {other.value}"
-                    f"{many}: call get_edges again with direction=\"{other.value}\"")
-        if not any(r.id == relation_id for r in rels):
-            return f"these entities have no {relation_id} edges either way; call get_relations to see theirs"
-        return None
 
     @server.tool(title="Follow one relation from entities", annotations=read_only)
     async def get_edges(
@@ -274,12 +220,12 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         ids = sources(entity_ids, from_result)
         relation_id = await runtime.relation_id(relation_id)
         limit = limits.clamp(limit, limits.max_edges)  # the server's cap holds whatever the adapter's is
-        page = await edges_page(ids, relation_id, direction, limit, offset)
+        page = await edges_over(graph, ids, relation_id, direction, limit, offset)
         reached = list(dict.fromkeys(e.target for e in page.edges if e.target))
         values = {e.value.value for e in page.edges if e.target is None and e.value is not None}
         had = {e.via or e.source for e in page.edges}
         quiet = [i for i in ids if i not in had] if offset == 0 and not page.truncated else []
-        hint = await explain_empty(ids, relation_id, direction) if not page.edges and offset == 0 else None
+        hint = await why_empty(graph, ids, relation_id, direction) if not page.edges and offset == 0 else None
         handle = remember("get_edges", reached, entity_ids=None if from_result else ids, from_result=from_result,
                           relation_id=relation_id, direction=direction, limit=limit, offset=offset)
         result = EdgesResult(**page.model_dump(), targets=len(reached) + len(values), result_id=handle,

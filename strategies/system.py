@@ -85,6 +85,14 @@ def assemble(
     kgs = dict(kgs)
     graph = LinkedKG(kgs, Linker.configured(kgs, config.link, config.linking), limits=limits)
     retrieval = config.retrieval
+    if embedder_factory is None:
+        backend = retrieval.embedder
+
+        def embedder_factory() -> Embedder:
+            from .embeddings import Embedder
+
+            return Embedder(backend=backend)
+
     services = Services(
         kgs, graph=graph, embedder_factory=embedder_factory, llm_factory=llm_factory,
         cache_dir=config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else None,

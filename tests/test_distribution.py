@@ -14,7 +14,7 @@ Specification:
   version, entry point and owner, so none of them can drift.
 
 No network: the wheel is built with ``--no-build-isolation --no-index`` from the installed setuptools, installed
-with ``--no-deps`` into a venv that reuses the installed dependencies (``--system-site-packages``), and the ``mcpb``
+with ``--no-deps`` into a venv that reuses the running environment's dependencies (a ``.pth`` file), and the ``mcpb``
 CLI runs with ``npx --offline``.
 """
 
@@ -104,11 +104,20 @@ def wheel(src, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
-    """A fresh venv with only the wheel installed in it; the dependencies come from the system site-packages."""
+    """A fresh venv with only the wheel installed in it; the dependencies come from the environment running the
+    tests (its site-packages directories, listed in a ``.pth`` file — not ``--system-site-packages``, which gives
+    the *base* interpreter's packages and misses everything when the tests run in a virtual environment). Listed
+    paths are added after the venv's own, and their ``.pth`` files are not run, so no editable install of the
+    checkout leaks in."""
+    import site
+
     root = tmp_path_factory.mktemp("venv")
-    made = run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(root)], cwd=root)
+    made = run([sys.executable, "-m", "venv", "--without-pip", str(root)], cwd=root)
     assert made.returncode == 0, made.stderr
     python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    own = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root)
+    parents = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if Path(p).is_dir()]
+    Path(own.stdout.strip(), "_tests_parent_env.pth").write_text("\n".join(parents) + "\n", encoding="utf-8")
     installed = run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
                      "--ignore-installed", "--disable-pip-version-check", str(wheel)], cwd=root)
     assert installed.returncode == 0, f"{installed.stdout}\n{installed.stderr}"

@@ -182,3 +182,5 @@ class KGInfo(_Model):
     triples: int | None = None
     relations: int | None = None
     relation_sample: list[Relation] = Field(default_factory=list)
+    unreachable: str | None = Field(default=None, description="Why the KG could not be asked (its endpoint did not "
+                                                              "answer); None when it answered.")

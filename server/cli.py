@@ -225,9 +225,9 @@ def run_check(runtime) -> int:
 
     failed = 0
     for name, info, err in anyio.run(infos):
-        if err is not None:
+        if err is not None or info.unreachable:
             failed += 1
-            print(f"{name}: FAILED: {err}")
+            print(f"{name}: FAILED: {err if err is not None else info.unreachable}")
         else:
             print(render_kg_info(info))
     for probe in anyio.run(probes):  # every link rule tried on a sample: one that links nothing is an error

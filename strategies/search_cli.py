@@ -265,6 +265,7 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
     method = _method(ns, system)
     q = BenchmarkQuestion(id="cli", text=ns.question)
     result = await method(q, kgs[0])
+    _write_one(ns, q, result, prices)
     if result.error:
         print(f"tot-search: error: {_one_line(result.error)}", file=sys.stderr)
         return 1
@@ -294,6 +295,28 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
             print("\nfinal local subgraph:")
             print(tree.subgraph_text)
     return 0
+
+
+def _write_one(ns: argparse.Namespace, question, result, prices) -> None:
+    """``--out`` (one JSONL record, appended) and ``--html`` (the trace report) for a single question, as for a
+    questions file."""
+    if ns.out is None and ns.html is None:
+        return
+    from strategies.benchmarks.runner import score, summarize
+
+    record = score(question, result, ns.method, prices)
+    if ns.out is not None:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        with open(ns.out, "a", encoding="utf-8") as fh:
+            fh.write(record.model_dump_json() + "\n")
+        print(f"wrote {ns.out}", file=sys.stderr)
+    if ns.html is not None:
+        from strategies.benchmarks.report import render_report
+
+        ns.html.parent.mkdir(parents=True, exist_ok=True)
+        ns.html.write_text(render_report([record], summarize([record], ns.task), f"tot-search · {ns.method}"),
+                           encoding="utf-8")
+        print(f"wrote {ns.html}", file=sys.stderr)
 
 
 async def _benchmark(ns: argparse.Namespace, system: System) -> int:

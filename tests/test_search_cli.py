@@ -57,6 +57,16 @@ def test_one_question_prints_the_answer_and_the_tree(capsys):
     assert "final local subgraph:" in out
 
 
+def test_one_question_writes_the_record_and_the_report_it_is_asked_for(capsys, tmp_path):
+    out_file, html = tmp_path / "runs" / "one.jsonl", tmp_path / "one.html"
+    code, out, err = run(capsys, "what movies did [Joely Richardson] star in", "--out", out_file, "--html", html)
+    assert code == 0 and out.startswith("answer: ")
+    (record,) = [json.loads(line) for line in out_file.read_text(encoding="utf-8").splitlines()]
+    assert record["question"] == "what movies did [Joely Richardson] star in" and "The Last Mimzy" in record["prediction"]
+    assert "Joely Richardson" in html.read_text(encoding="utf-8")
+    assert f"wrote {out_file}" in err and f"wrote {html}" in err
+
+
 def _check_metrics_match_jsonl(out: str, jsonl: Path, n: int) -> list[dict]:
     rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == n and len({r["id"] for r in rows}) == n

@@ -109,3 +109,17 @@ def test_a_malformed_triples_file_is_reported_with_its_line(tmp_path):
     result = run("--kg", f"bad={kb}", "--check")
     assert result.returncode == 2
     assert f"{kb}:2" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_fails_for_an_endpoint_that_does_not_answer():
+    """`--check` is the one command that says whether the configured KGs work: an endpoint nobody answers on is a
+    FAILED line and exit 1, not 'endpoint not answering' followed by OK."""
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = run("--kg", f"down=sparql:http://127.0.0.1:{port}/query", "--check", timeout=180)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "down: FAILED: endpoint not answering" in result.stdout
+    assert result.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed") and "Traceback" not in result.stderr

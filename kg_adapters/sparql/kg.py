@@ -700,10 +700,11 @@ class SparqlKG(KnowledgeGraph):
                 n = next((int(r["n"].value) for r in rs if "n" in r), None)
                 sample.append(self._relation_model(local, label, Direction.forward, n))
         except BackendError as e:
-            note = f" (endpoint not answering: {e})"
+            note = f"endpoint not answering: {e}"
         what = "Wikidata" if self.backend == "wikidata" else "RDF"
         desc = self.description or f"{what} via the SPARQL endpoint {self.endpoint}"
-        return KGInfo(name=self.name, backend=self.backend, description=desc + note, relation_sample=sample)
+        return KGInfo(name=self.name, backend=self.backend, description=desc + (f" ({note})" if note else ""),
+                      relation_sample=sample, unreachable=note or None)
 
     async def entity_key(self, entity_id: str) -> str | None:
         """The entity's IRI, without a query (IDs encode it)."""

@@ -93,10 +93,19 @@ def _is_participle(word: str) -> bool:
     return (len(w) > 3 and w.endswith(("ed", "en", "wn"))) or w in _IRREGULAR_PARTICIPLES
 
 
+#: plurals that add no s, and their singulars ("2 children", "child of 2"; never "2 childrens")
+_IRREGULAR = {"children": "child", "people": "person", "men": "man", "women": "woman", "feet": "foot",
+              "teeth": "tooth", "mice": "mouse", "geese": "goose", "criteria": "criterion",
+              "phenomena": "phenomenon", "alumni": "alumnus"}
+_IRREGULAR_PLURALS = {v: k for k, v in _IRREGULAR.items()}
+
+
 def _singular(phrase: str) -> str:
     head, _, last = phrase.rpartition(" ")
     w = last
-    if len(w) > 4 and w.endswith("ies"):
+    if w.lower() in _IRREGULAR:
+        w = _IRREGULAR[w.lower()]
+    elif len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
     elif len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
         w = w[:-2]
@@ -108,7 +117,11 @@ def _singular(phrase: str) -> str:
 def _plural(phrase: str) -> str:
     head, _, last = phrase.rpartition(" ")
     w = last
-    if w.endswith("s") and not w.endswith(("ss", "us", "is")):
+    if w.lower() in _IRREGULAR:
+        pass  # already plural ("children")
+    elif w.lower() in _IRREGULAR_PLURALS:
+        w = _IRREGULAR_PLURALS[w.lower()]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
         pass  # already plural ("starred actors", "tags")
     elif w.endswith(("ss", "sh", "ch", "x", "z")):
         w += "es"

@@ -279,3 +279,13 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
     assert (band.entity.label, band.entity.description) == ("The Beatles", "released 2")
     assert (album.entity.label, album.entity.description) == ("Abbey Road", "released by 1")
     assert (await graph.describe_entity(band.entity.id)).entity.description == "released 2"
+
+
+def test_irregular_plurals_read_as_english():
+    """'2 childrens' read oddly (issue #24): a relation named with an irregular plural keeps it."""
+    from kg_adapters.describe import RelationReading
+
+    r = RelationReading.of("children", 0.1, 100, 5.0)
+    assert r.count == ("", " children") and r.one == "child " and r.inverse == ("child of ", "")
+    p = RelationReading.of("person", 0.1, 100, 5.0)
+    assert p.count == ("", " people")

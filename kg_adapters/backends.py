@@ -109,6 +109,9 @@ class Backends(LazyRegistry[Backend]):
                 path = base_dir / path
             if kind == "file" and not path.exists():
                 raise InvalidInput(f"{where}: no such file, nor a KG kind ({', '.join(self.forms())})")
+            if kind == "file" and not path.is_file():
+                what = "a directory (an on-disk store? use store:PATH)" if path.is_dir() else "not a regular file"
+                raise InvalidInput(f"{where}: {what}")
             target = str(path)
         return kind, target
 

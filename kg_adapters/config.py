@@ -59,6 +59,7 @@ from .models import KG_NAME_RE
 from .spec import KGSpec, make_spec, open_kg
 
 _PATH_OPTIONS = ("store",)
+MAX_CONFIG_BYTES = 1 << 20
 # Per-KG switch for caller-written SPARQL (the sparql_query tool), any backend: on by default where the backend
 # answers SPARQL; `sparql_query = false` in a [kg.NAME] table turns it off for that KG.
 SPARQL_QUERY_KEY = "sparql_query"
@@ -182,15 +183,22 @@ def parse_config(data: dict[str, Any], source: str = "config", base_dir: Path | 
 def load_config(path: str | Path) -> Config:
     """Read and validate a TOML config; every problem is an InvalidInput naming the file and the key."""
     path = Path(path).expanduser()
+    if path.exists() and not path.is_file():  # a directory, a FIFO, /dev/zero: never read until memory runs out
+        raise InvalidInput(f"{path}: not a regular file")
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise InvalidInput(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file is a few lines")
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise InvalidInput(f"{path}: no such config file") from None
     except OSError as e:
         raise InvalidInput(f"{path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise InvalidInput(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{path}: not UTF-8 text") from None
     return parse_config(data, str(path), path.resolve().parent)
 
 

@@ -20,7 +20,7 @@ class BearerTokenMiddleware:
         if not token:
             raise ValueError("empty token")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self._authorized(scope):
@@ -41,7 +41,10 @@ class BearerTokenMiddleware:
         await send({"type": "http.response.body", "body": body})
 
     def _authorized(self, scope: Scope) -> bool:
+        """The auth scheme is case-insensitive (RFC 9110 §11.1: ``bearer``, ``BEARER``); the token is compared in
+        constant time."""
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
-                return hmac.compare_digest(value, self._expected)
+                scheme, _, token = value.strip().partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self._expected)
         return False

@@ -298,8 +298,8 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     args = build_parser().parse_args(argv)
     config = read_config(args.config)
     config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
-    if args.handle_ttl is not None and args.handle_ttl <= 0:
-        raise UsageError("--handle-ttl must be > 0 seconds")
+    if args.handle_ttl is not None and not 0 < args.handle_ttl < float("inf"):  # nan and inf fail both
+        raise UsageError("--handle-ttl must be a number of seconds > 0")
     handle_flags = {k: v for k, v in (("handles", args.handles), ("handle_ttl", args.handle_ttl)) if v is not None}
     if handle_flags:
         config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})

@@ -1,0 +1,60 @@
+"""Input from outside that must not exhaust or confuse the server (issue #25): a config path that is a device or a
+huge file, a --kg path that is a directory, a NaN handle lifetime, the Bearer scheme in any case."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg_adapters.config import MAX_CONFIG_BYTES, load_config
+from kg_adapters.errors import InvalidInput
+from kg_adapters.spec import make_spec
+from server.auth import BearerTokenMiddleware
+from server.cli import main
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null-dir-that-is-a-dir"])
+def test_a_config_that_is_not_a_regular_file_is_refused_without_reading_it(path, tmp_path):
+    target = path if path == "/dev/zero" else str(tmp_path)
+    with pytest.raises(InvalidInput, match="not a regular file"):
+        load_config(target)
+
+
+def test_a_huge_config_is_refused_after_reading_its_cap(tmp_path):
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"# " + b"x" * (MAX_CONFIG_BYTES + 10) + b"\n")
+    with pytest.raises(InvalidInput, match="larger than 1024 KiB"):
+        load_config(big)
+
+
+def test_a_kg_path_that_is_a_directory_says_so(tmp_path):
+    with pytest.raises(InvalidInput, match="a directory .*store:PATH"):
+        make_spec("x", str(tmp_path))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_handle_ttl_must_be_a_finite_positive_number(value, capsys):
+    assert main(["--handle-ttl", value, "--check"]) == 2
+    assert "--handle-ttl must be a number of seconds > 0" in capsys.readouterr().err
+
+
+async def test_the_bearer_scheme_is_case_insensitive_and_the_token_is_not():
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    guard = BearerTokenMiddleware(app, "s3cret")
+
+    async def status(header: bytes | None) -> int:
+        sent = []
+
+        async def send(msg):
+            sent.append(msg)
+
+        headers = [(b"authorization", header)] if header is not None else []
+        await guard({"type": "http", "headers": headers}, None, send)
+        return sent[0]["status"]
+
+    assert await status(b"Bearer s3cret") == 200
+    assert await status(b"bearer s3cret") == 200 and await status(b"BEARER  s3cret") == 200
+    assert await status(b"Bearer S3CRET") == 401 and await status(b"Basic s3cret") == 401
+    assert await status(None) == 401 and await status(b"s3cret") == 401

@@ -577,6 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.chunk_lines < 1:
         ap.error("--chunk-lines must be ≥ 1")
+    into = Path(args.into).expanduser()
+    if into.exists() and not into.is_dir():
+        ap.error(f"--into {args.into}: exists and is not a directory (a store is a directory; give a new or "
+                 "existing store directory)")
     loader = BulkLoader(args.into, chunk_lines=args.chunk_lines, progress=not args.quiet,
                         build_labels=not args.no_labels, description=args.description)
     if args.restart:

@@ -58,3 +58,14 @@ async def test_the_bearer_scheme_is_case_insensitive_and_the_token_is_not():
     assert await status(b"bearer s3cret") == 200 and await status(b"BEARER  s3cret") == 200
     assert await status(b"Bearer S3CRET") == 401 and await status(b"Basic s3cret") == 401
     assert await status(None) == 401 and await status(b"s3cret") == 401
+
+
+def test_load_into_a_file_is_a_usage_error(tmp_path, capsys):
+    from kg_adapters.bulk_load import main as load_main
+
+    data, target = tmp_path / "x.txt", tmp_path / "not-a-dir"
+    data.write_text("a|r|b\n", encoding="utf-8")
+    target.write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        load_main([str(data), "--into", str(target)])
+    assert exit_.value.code == 2 and "exists and is not a directory" in capsys.readouterr().err

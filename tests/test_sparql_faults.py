@@ -241,3 +241,22 @@ async def test_a_wbsearchentities_error_is_a_backend_error(server):
     kg = open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), search_api=server.url)
     with pytest.raises(BackendError, match="wbsearchentities refused the search: Unrecognized value"):
         await kg.search_entities("paris")
+
+
+# -- answers that would send the server elsewhere or fill its memory (issue #25) ---------------------------------
+async def test_a_redirect_is_not_followed_and_says_where_it_pointed(server):
+    with FaultServer() as elsewhere:
+        server.script = [Reply(status=302, headers={"Location": f"{elsewhere.url}?stolen=1"}, body=b"")]
+        with pytest.raises(BackendError, match=r"redirects \(HTTP 302\) to http://127\.0\.0\.1:\d+.*not followed"):
+            await one_request(make_kg(server))
+        assert elsewhere.seen == [] and len(server.seen) == 1  # refused at once, never retried
+
+
+async def test_an_answer_larger_than_the_cap_fails_instead_of_being_held(server, monkeypatch):
+    from kg_adapters.sparql import endpoint
+
+    monkeypatch.setattr(endpoint, "MAX_JSON_BYTES", 10_000)
+    big = {"head": {"vars": ["e"]}, "results": {"bindings": [{"e": {"type": "literal", "value": "x" * 100}}] * 500}}
+    server.default = Reply(body=json.dumps(big).encode())
+    with pytest.raises(BackendError, match="larger than 10,000 bytes"):
+        await one_request(make_kg(server, retries=0))

@@ -178,7 +178,8 @@ class JsonEndpoint:
         """One pooled client per event loop (an httpx client cannot outlive the loop it first ran on)."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            self._client = httpx.AsyncClient(headers=self._headers, transport=self._transport, follow_redirects=True)
+            # redirects are not followed: a 3xx could send the server's queries (and headers) to any host
+            self._client = httpx.AsyncClient(headers=self._headers, transport=self._transport, follow_redirects=False)
             self._loop = loop
         return self._client
 
@@ -246,14 +247,8 @@ class JsonEndpoint:
         url, policy = self.guard.url, self.policy
         limit = min(policy.timeout, timeout) if timeout else policy.timeout
         try:
-            if raw is not None:
-                resp = await asyncio.wait_for(self._bounded(method, params, form, limit, raw), limit)
-            else:
-                if form:
-                    call = self.client.request(method, url, data=params, timeout=limit)
-                else:
-                    call = self.client.request(method, url, params=params, timeout=limit)
-                resp = await asyncio.wait_for(call, limit)
+            bound = raw or Raw(self._headers.get("Accept", "application/json"), MAX_JSON_BYTES)
+            resp = await asyncio.wait_for(self._bounded(method, params, form, limit, bound), limit)
         except (asyncio.TimeoutError, httpx.TimeoutException):
             raise _Retry(f"no answer within {limit:g} s", kind="timeout") from None
         except httpx.TransportError as e:
@@ -271,6 +266,10 @@ class JsonEndpoint:
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
             raise _Retry(f"HTTP {status} {_snippet(body)}")
+        if 300 <= status < 400:
+            where = resp.headers.get("location", "?")
+            raise BackendError(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that URL "
+                               "if you trust it (redirects are not followed)")
         if status >= 400:
             raise BackendError(f"{url}: HTTP {status} {_snippet(resp.text)}")
         if raw is not None:
@@ -310,6 +309,11 @@ class Raw:
 
     accept: str
     max_bytes: int
+
+
+#: the most of a JSON answer read into memory (a traversal query's answer is a few hundred rows; sparql_query caps
+#: its own, smaller); beyond it the request fails instead of holding hundreds of MB
+MAX_JSON_BYTES = 64 << 20
 
 
 def _snippet(text: str) -> str:

@@ -300,7 +300,11 @@ class Models:
             if path not in self._cross:
                 if not Path(path).expanduser().is_dir():
                     raise RetrievalUnavailable(f"cross-encoder path {path!r} is not a directory")
-                from sentence_transformers import CrossEncoder
+                try:
+                    from sentence_transformers import CrossEncoder
+                except ImportError as e:
+                    raise RetrievalUnavailable("a cross-encoder needs sentence-transformers: pip install "
+                                               "'tot-mcp[torch]', or leave cross_encoder_path unset") from e
 
                 self._cross[path] = CrossEncoder(str(Path(path).expanduser()), device="cpu", local_files_only=True)
             return self._cross[path]

@@ -200,13 +200,10 @@ async def _deepen(res: GraphResources, query: str, q: _Question, ids: list[int],
                   llm: LLM | None) -> tuple[list[float], DeepenBackend]:
     graph = res.graph
     if cfg.cross_encoder_path:
-        from sentence_transformers import CrossEncoder
-
         try:
             model = res.models.cross_encoder(cfg.cross_encoder_path)
         except (OSError, ValueError) as e:
             raise RetrievalUnavailable(f"cannot load cross-encoder from {cfg.cross_encoder_path!r}: {e}") from e
-        assert isinstance(model, CrossEncoder)
         texts = [graph.descriptor(i, neighbours=12, max_chars=400) for i in ids]
         logits = model.predict([(query, t) for t in texts], show_progress_bar=False)
         return [1.0 / (1.0 + math.exp(-float(x))) for x in np.ravel(logits)], "cross-encoder"

@@ -260,13 +260,13 @@ class RdfFileKG(MemoryKG):
         import anyio
 
         from .oxigraph_store import META_GRAPH
-        from .sparql.guard import DEFAULT_MAX_ROWS, GuardPolicy, check_query
+        from .sparql.guard import DEFAULT_MAX_ROWS, GuardPolicy, check_query_async
         from .sparql.run import query_store
         from .sparql.vocab import DEFAULT_PREFIXES
 
         if not self.capabilities.sparql:
             raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
-        check_query(query, GuardPolicy(prefixes=DEFAULT_PREFIXES))  # refuse before loading anything
+        await check_query_async(query, GuardPolicy(prefixes=DEFAULT_PREFIXES))  # refuse before loading anything
         store = await anyio.to_thread.run_sync(self._sparql_store)
         return await query_store(store, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
                                  hidden=(META_GRAPH,))

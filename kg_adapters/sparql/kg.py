@@ -31,7 +31,7 @@ from ..text import bracketed_mentions, humanize, key, strip_brackets
 from . import queries, relsearch
 from .endpoint import JsonEndpoint
 from .escape import clean_search_text, sparql_literal
-from .guard import DEFAULT_MAX_ROWS, GuardPolicy, SparqlRows, check_query
+from .guard import DEFAULT_MAX_ROWS, GuardPolicy, SparqlRows, check_query_async
 from .ids import WD, wikidata_local
 from .relsearch import RelationHit
 from .results import Row, Term, parse_select
@@ -795,7 +795,7 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
         policy = GuardPolicy(prefixes=self.profile.prefix_map, services=self.sparql_services,
                              max_rows=self.limits.clamp(limit, DEFAULT_MAX_ROWS))
-        checked = check_query(query, policy)
+        checked = await check_query_async(query, policy)
         return await run_remote(self.sparql, self.name, checked, timeout)
 
     async def aclose(self) -> None:

@@ -172,10 +172,10 @@ async def query_store(store: Any, kg: str, query: str, max_rows: int, timeout: f
     it on a pyoxigraph store over all its graphs but ``hidden`` ones (a store's own metadata graph)."""
     import pyoxigraph as ox
 
-    from .guard import GuardPolicy, check_query
+    from .guard import GuardPolicy, check_query_async
     from .vocab import DEFAULT_PREFIXES
 
-    checked = check_query(query, GuardPolicy(prefixes=DEFAULT_PREFIXES, max_rows=max_rows))
+    checked = await check_query_async(query, GuardPolicy(prefixes=DEFAULT_PREFIXES, max_rows=max_rows))
     graphs = [g for g in store.named_graphs() if g not in hidden]
     return await run_local(store, kg, checked, timeout, default_graph=[ox.DefaultGraph(), *graphs],
                            named_graphs=graphs)

@@ -107,3 +107,21 @@ async def test_the_guard_checks_a_long_query_off_the_event_loop():
     assert checked.form == "SELECT"
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]
     assert took > 0.1 and max(gaps) < max(0.1, took / 3), (took, max(gaps))
+
+
+async def test_tree_of_traversals_refuses_a_huge_query_before_loading_any_model(tmp_path):
+    """A 10,000-character question was checked only after the embedder loaded (15 s, +366 MB)."""
+    from retrieval_fixtures import run_strategy
+
+    from kg_adapters.files import open_file_kg
+    from strategies.services import Services
+
+    data = tmp_path / "kb.txt"
+    data.write_text("Heat|directed_by|Michael Mann\n", encoding="utf-8")
+    kg = open_file_kg("m", data)
+
+    def no_model():
+        raise AssertionError("the embedder was loaded for a query that is refused anyway")
+
+    with pytest.raises(InvalidInput, match="query is 10000 characters; at most 2000"):
+        await run_strategy("tot", Services([kg], embedder_factory=no_model), kg, "x" * 10_000)

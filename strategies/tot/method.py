@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from strategies.registry import Call, Strategy
-from strategies.results import RetrievedEntity, StrategyResult
+from strategies.results import check_query, RetrievedEntity, StrategyResult
 
 from .state import DEFAULT_MAX_HOPS
 
@@ -57,6 +57,7 @@ async def _run(call: Call) -> TotResult:
 
     o: TotOptions = call.options  # type: ignore[assignment]
     graph = call.scope or call.services.graph  # every KG of the run, linked, unless the caller chose some
+    check_query(call.query, graph.limits.max_query_chars)  # a bad query is refused before any model loads
     embedder = await call.services.aembedder() if factory.needs_embedder(call.llm_kind) else None
     policy = policy_for(call, graph, embedder)
     config = SearchConfig(k=o.k, max_hops=o.max_hops, max_depth=o.max_depth, tau=o.tau,

@@ -19,7 +19,52 @@ MCP_PATH = "/mcp"
 
 
 async def serve_stdio(server: MCPServer) -> None:
-    await server.run_stdio_async()
+    """``MCPServer.run_stdio_async``, except that a line that is not a JSON-RPC message gets a JSON-RPC error
+    (-32700 parse error, or -32600 invalid request with the request's id when it has one), as over HTTP: the SDK's
+    stdio reader drops such lines, and the client waits forever for an answer."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs (tests/test_server_stdio.py fails if it moves)
+    async with stdio_server() as (read_stream, write_stream):
+        forward, receive = anyio.create_memory_object_stream(0)
+
+        async def answer_malformed() -> None:
+            async with forward:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        log.warning("stdio: malformed JSON-RPC message: %s", _first_line(item))
+                        await write_stream.send(SessionMessage(_jsonrpc_error(item)))
+                    else:
+                        await forward.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer_malformed)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _jsonrpc_error(exc: Exception):
+    """The JSON-RPC error for a line the SDK could not read as a message: -32700 when it is not JSON at all, else
+    -32600 with the id the line carried (a string or an integer), if any."""
+    import mcp_types as types
+
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    not_json = any(e.get("type") == "json_invalid" for e in errors) or not errors
+    request_id = None
+    for e in errors:
+        raw = e.get("input")
+        if isinstance(raw, dict) and isinstance(raw.get("id"), (str, int)) and not isinstance(raw.get("id"), bool):
+            request_id = raw["id"]
+            break
+    code, message = (-32700, "Parse error: the line is not JSON") if not_json else \
+        (-32600, "Invalid Request: not a JSON-RPC 2.0 message (e.g. params must be an object)")
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

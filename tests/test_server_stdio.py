@@ -70,3 +70,39 @@ async def test_a_triples_file_kg_served_beside_the_embedded_one(tmp_path):
     assert [k["name"] for k in kgs.structured_content["kgs"]] == ["tiny", "movies"]
     assert text_of(edges) == f"{ada} Ada Lovelace:\n  collaborated_with [1]: tiny:E1 Charles Babbage\n1 distinct target"
     assert len(capped.structured_content["edges"]) == 3 and capped.structured_content["next_offset"] == 3
+
+
+def test_a_malformed_line_over_stdio_gets_a_jsonrpc_error_and_the_session_goes_on():
+    """The SDK's stdio reader dropped a line that is not a JSON-RPC message, so the client waited forever; now it
+    gets -32700 (not JSON) or -32600 with its id (JSON, but params as an array), as over HTTP."""
+    import json
+    import subprocess
+
+    from mcp_client import REPO, SERVER_CMD, server_env
+
+    p = subprocess.Popen([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(), text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def send(message) -> None:
+        p.stdin.write((message if isinstance(message, str) else json.dumps(message)) + "\n")
+        p.stdin.flush()
+
+    def reply() -> dict:
+        return json.loads(p.stdout.readline())
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert reply()["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send("{this is not json")
+        assert reply() == {"jsonrpc": "2.0", "id": None,
+                           "error": {"code": -32700, "message": "Parse error: the line is not JSON"}}
+        send({"jsonrpc": "2.0", "id": 904, "method": "tools/call", "params": ["x"]})
+        bad = reply()
+        assert bad["id"] == 904 and bad["error"]["code"] == -32600
+        send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert reply() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    finally:
+        p.kill()
+        p.wait(timeout=10)

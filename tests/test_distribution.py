@@ -191,7 +191,8 @@ async def test_installed_wheel_answers_an_mcp_call_over_stdio(venv, tmp_path):
             errlog.seek(0)
             sys.stderr.write("---- installed tot-mcp stderr ----\n" + errlog.read()[-4000:])
             raise
-    assert tools == {t["name"] for t in MANIFEST["tools"]}
+    # the embedded KG offers every tool but the SPARQL ones (no SPARQL there); the manifest lists those too
+    assert tools == {t["name"] for t in MANIFEST["tools"]} - {"sparql_query", "search_relations", "resolve_external_id"}
     assert not result.is_error
     top = result.structured_content["entities"][0]["entity"]
     assert (top["id"], top["label"]) == ("movies:E1407", "Tom Hanks")
@@ -205,9 +206,14 @@ async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
     from kg_adapters.triples_file import load_triples_file
     from server.runtime import Runtime
 
+    from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+
     path = tmp_path / "mini.txt"
     path.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n", encoding="utf-8")
-    async with inprocess_client(Runtime({"mini": MemoryKG("mini", load_triples_file(path))})) as client:
+    # a bundle user may configure a SPARQL KG (wd=wikidata), which adds the SPARQL tools: the manifest lists those
+    # too (the endpoint is configured, never contacted)
+    wd = open_sparql_kg("wd", "wikidata", "http://127.0.0.1:9/sparql", registry=EndpointRegistry())
+    async with inprocess_client(Runtime({"mini": MemoryKG("mini", load_triples_file(path)), "wd": wd})) as client:
         registered = [t.name for t in (await client.list_tools()).tools]
     listed = [t["name"] for t in MANIFEST["tools"]]
     assert len(listed) == len(set(listed)), "a tool is listed twice in manifest.json"
@@ -252,6 +258,11 @@ def test_manifest_user_config_maps_into_the_server():
     assert user["token"]["sensitive"] is True and user["token"].get("required") is False
     assert config["env"]["ANTHROPIC_API_KEY"] == "${user_config.anthropic_api_key}"
     assert user["anthropic_api_key"]["sensitive"] is True
+    # llm=openai reads these three (strategies/llm/openai_llm.py); the key is a secret, the others are not
+    assert {k: config["env"][k] for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TOT_OPENAI_MODEL")} == {
+        "OPENAI_API_KEY": "${user_config.openai_api_key}", "OPENAI_BASE_URL": "${user_config.openai_base_url}",
+        "TOT_OPENAI_MODEL": "${user_config.openai_model}"}
+    assert user["openai_api_key"]["sensitive"] is True and "sensitive" not in user["openai_base_url"]
 
 
 def _mcpb_command() -> list[str]:

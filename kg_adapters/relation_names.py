@@ -22,6 +22,8 @@ from .models import split_id
 
 #: above this many relations in all, ``initialize`` does not list them (a Wikidata-sized vocabulary)
 MAX_LISTED = 60
+#: how many relations a backend's ``info()`` samples (SPARQL: 20); a sample that full may not be all of them
+SAMPLE_SIZE = 20
 
 
 @dataclass
@@ -30,6 +32,7 @@ class RelationNames:
 
     by_kg: dict[str, dict[str, str | None]] = field(default_factory=dict)  # KG → {relation ID: label}
     complete: bool = True  # False when a KG's vocabulary is larger than it listed, or it could not be asked
+    partial: set[str] = field(default_factory=set)  # KGs with more relations than they listed (a sample)
 
     @classmethod
     async def of(cls, kg: KnowledgeGraph) -> RelationNames:
@@ -46,7 +49,11 @@ class RelationNames:
                 out.complete = False
                 continue
             out.by_kg[name] = {r.id: r.label for r in info.relation_sample}
-            if info.relations is None or info.relations > len(info.relation_sample):
+            more = info.relations > len(info.relation_sample) if info.relations is not None \
+                else len(info.relation_sample) >= SAMPLE_SIZE  # a full sample: there may be more
+            if more:
+                out.partial.add(name)
+            if more or info.relations is None:
                 out.complete = False
         return out
 
@@ -84,8 +91,11 @@ class RelationNames:
         return rid
 
     def listing(self) -> str:
-        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to list)."""
+        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to list). A KG that
+        listed only a sample of its relations (Wikidata) is named, not listed: a partial list would read as all."""
         if not self.by_kg or self.count() > MAX_LISTED:
             return ""
-        return "; ".join(f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
-                         for kg, rels in self.by_kg.items() if rels)
+        parts = [f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
+                 for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
+        parts += [f"{kg}: too many to list (search_relations finds them)" for kg in self.by_kg if kg in self.partial]
+        return "; ".join(parts) if len(parts) > len(self.partial) else ""

@@ -51,3 +51,26 @@ async def test_a_large_vocabulary_is_not_listed(tmp_path):
     big = kg(tmp_path, "big", lines)
     names = await RelationNames.of(big)
     assert names.listing() == "" and names.resolve("rel_7") == "big:rel_7"
+
+
+async def test_a_kg_that_lists_only_a_sample_is_named_not_listed(tmp_path):
+    """Wikidata's info() samples 20 of ~12,000 properties: listing those 20 would read as its whole vocabulary."""
+    from kg_adapters.base import KnowledgeGraph
+    from kg_adapters.models import Direction, KGInfo, Relation
+
+    films = kg(tmp_path, "films", "Heat|directed_by|Michael Mann\n")
+
+    class Sampled(KnowledgeGraph):  # only what RelationNames reads: no relation_vocabulary, a full info() sample
+        async def info(self):
+            rels = [Relation(id=f"wd:P{i}", label=f"property {i}", inverse_label=f"inverse of property {i}",
+                             direction=Direction.forward) for i in range(20)]
+            return KGInfo(name="wd", backend="sparql", relation_sample=rels)
+
+        initialize = get_relations = get_edges = search_entities = describe_entity = None  # type: ignore
+
+    wd = Sampled.__new__(Sampled)
+    KnowledgeGraph.__init__(wd, "wd")
+    linked = LinkedKG({"films": films, "wd": wd}, Linker({"films": films, "wd": wd}, []))
+    names = await RelationNames.of(linked)
+    assert names.listing() == "films: directed_by; wd: too many to list (search_relations finds them)"
+    assert names.resolve("directed_by") == "films:directed_by" and names.resolve("wd:P31") == "wd:P31"

@@ -26,6 +26,11 @@ class BackendError(KGError):
     """The backend failed (endpoint down, timed out, returned garbage). Usually transient."""
 
 
+class BackendRefused(BackendError):
+    """The backend answered and refused this very request (an HTTP 4xx, a redirect, an answer over the size cap):
+    asking again the same way gets the same answer, so callers are told to change the request, not to retry."""
+
+
 class BackendTimeout(BackendError):
     """The backend did not answer within the configured timeout."""
 

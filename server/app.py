@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
-from kg_adapters.errors import BackendError, InvalidInput, KGError, NotFound, UnknownKG
+from kg_adapters.errors import BackendError, BackendRefused, InvalidInput, KGError, NotFound, UnknownKG
 
 from . import __version__
 from .apps import register_apps
@@ -50,6 +50,7 @@ def describe_kg_error(exc: KGError) -> str:
         else "invalid input" if isinstance(exc, InvalidInput)
         else "not found" if isinstance(exc, NotFound)
         else "unavailable" if isinstance(exc, ServiceUnavailable)
+        else "backend refused (change the request; retrying will not help)" if isinstance(exc, BackendRefused)
         else "backend error (may be transient, retry later)" if isinstance(exc, BackendError)
         else "error"
     )

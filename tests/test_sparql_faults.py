@@ -137,9 +137,23 @@ async def test_5xx_is_retried_with_backoff_then_succeeds(server):
 
 
 async def test_5xx_that_persists_raises_backend_error_naming_the_endpoint(server):
-    server.default = Reply(502, body=b"<html>Bad Gateway</html>")
-    with pytest.raises(BackendError, match=re.escape(server.url) + r".*HTTP 502.*Bad Gateway.*after 3 attempts"):
+    """The endpoint's own error page (a stack trace, a server path) stays in the server's log, not the message."""
+    server.default = Reply(502, body=b"<html>Bad Gateway at /srv/blazegraph/internal.jsp</html>")
+    with pytest.raises(BackendError, match=re.escape(server.url) + r".*HTTP 502 \(the endpoint failed\).*after 3 "
+                       r"attempts") as failed:
         await one_request(make_kg(server))
+    assert "/srv/blazegraph" not in str(failed.value)
+
+
+async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
+    from kg_adapters.errors import BackendRefused
+    from server.app import describe_kg_error
+
+    server.default = Reply(400, body=b"Parse error: unexpected token")
+    with pytest.raises(BackendRefused) as refused:
+        await one_request(make_kg(server))
+    assert len(server.seen) == 1  # not retried
+    assert describe_kg_error(refused.value).startswith("backend refused (change the request; retrying will not help)")
 
 
 async def test_a_slow_endpoint_times_out_within_the_configured_bound(server):

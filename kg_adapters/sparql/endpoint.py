@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import email.utils
 import json
+import logging
 import time
 import weakref
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from importlib import metadata
 
 import httpx
 
-from ..errors import BackendError, BackendTimeout, CircuitOpen, RateLimited
+from ..errors import BackendError, BackendRefused, BackendTimeout, CircuitOpen, RateLimited
+
+log = logging.getLogger("tot_mcp.sparql")
 
 
 def user_agent(contact: str) -> str:
@@ -265,13 +268,14 @@ class JsonEndpoint:
             body = resp.text[:300]
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
-            raise _Retry(f"HTTP {status} {_snippet(body)}")
+            log.debug("%s: HTTP %s: %s", url, status, _snippet(body))  # a server's stack trace is not the caller's
+            raise _Retry(f"HTTP {status} (the endpoint failed)")
         if 300 <= status < 400:
             where = resp.headers.get("location", "?")
-            raise BackendError(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that URL "
-                               "if you trust it (redirects are not followed)")
+            raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that "
+                                 "URL if you trust it (redirects are not followed)")
         if status >= 400:
-            raise BackendError(f"{url}: HTTP {status} {_snippet(resp.text)}")
+            raise BackendRefused(f"{url}: HTTP {status} {_snippet(resp.text)}")
         if raw is not None:
             return {"content_type": resp.headers.get("content-type", ""), "body": resp.content}
         try:
@@ -296,8 +300,8 @@ class JsonEndpoint:
             async for chunk in resp.aiter_bytes():
                 size += len(chunk)
                 if size > raw.max_bytes:
-                    raise BackendError(f"{self.guard.url}: the answer is larger than {raw.max_bytes:,} bytes; "
-                                       "select fewer or shorter values")
+                    raise BackendRefused(f"{self.guard.url}: the answer is larger than {raw.max_bytes:,} bytes; "
+                                         "select fewer or shorter values")
                 chunks.append(chunk)
             return httpx.Response(resp.status_code, headers=resp.headers, content=b"".join(chunks),
                                   request=resp.request)

@@ -115,27 +115,12 @@ class KnowledgeGraph(abc.ABC):
         (the offline reasoner reads a genre's thousands of films) need one bulk read, not the tools' pages: on a
         SPARQL endpoint, paging costs a sorted query per 200 edges. This default pages :meth:`get_edges`; a
         backend with a cheaper bulk read overrides it."""
-        edges: list = []
-        entities: dict = {}
-        ids = list(dict.fromkeys(entity_ids))
-        step = max(1, self.limits.max_ids)
-        truncated = False
-        for i in range(0, len(ids), step):
-            offset: int | None = 0
-            while offset is not None:
-                if len(edges) >= limit:
-                    truncated = True
-                    break
-                page = await self.get_edges(ids[i : i + step], relation_id, direction, offset=offset)
-                edges.extend(page.edges)
-                entities.update(page.entities)
-                offset = page.next_offset if page.truncated else None
-            if truncated:
-                break
-        truncated = truncated or len(edges) > limit
+        from .follow import edges_from  # the tools' paged walk over batches, bounded by a budget
+
+        reach = await edges_from(self, list(dict.fromkeys(entity_ids)), relation_id, direction, budget=limit)
         return EdgePage.model_construct(
-            edges=edges[:limit], entities=entities, truncated=truncated, next_offset=None, partial=False, warnings=[],
-            relation=None,
+            edges=reach.edges[:limit], entities=reach.entities, truncated=reach.truncated or len(reach.edges) > limit,
+            next_offset=None, partial=reach.partial, warnings=reach.warnings, relation=reach.relation,
         )
 
     # -- helpers every client wants ---------------------------------------------------------------------------

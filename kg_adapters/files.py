@@ -84,9 +84,13 @@ def too_large_for_memory(path: Path, max_mb: float, max_triples: int) -> bool:
 
 def open_file_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> KnowledgeGraph:
     """A KG over one local file: MemoryKG when it fits in memory, OxigraphKG otherwise (see module docstring)."""
+    return open_file(name, path, limits, BACKEND.parse_options(options, f"--kg {name}={path}"))
+
+
+def open_file(name: str, path: str | Path | None, limits: Limits | None, opts: FileOptions) -> KnowledgeGraph:
+    """:func:`open_file_kg` with its options already validated (what the backend registry calls)."""
     where = f"--kg {name}={path}"
-    opts = BACKEND.parse_options(options, where)
-    path = Path(path).expanduser()
+    path = Path(path or "").expanduser()
     if not path.is_file():
         raise InvalidInput(f"{where}: no such file")
     triples_file = is_triples_file(path)
@@ -162,6 +166,5 @@ BACKEND = Backend(
     summary="a local RDF file or head|relation|tail triples file, in memory or (large) in an oxigraph store",
     target="path",
     options=FileOptions,
-    open=lambda name, target, limits, options: open_file_kg(name, target or "", limits,
-                                                            **options.model_dump(exclude_unset=True)),
+    open=open_file,
 )

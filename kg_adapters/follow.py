@@ -10,14 +10,16 @@ start → … → target in the KG, as in a path query's bag semantics.
 from __future__ import annotations
 
 import asyncio
-
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .base import KnowledgeGraph
 from .errors import InvalidInput
 from .models import Direction, Edge, Entity, Literal, Relation
+
+if TYPE_CHECKING:  # annotations only: base's default bulk read calls edges_from, so no import back
+    from .base import KnowledgeGraph
 
 MAX_HOPS = 4
 HOP_EDGE_BUDGET = 20_000  # edges read per hop before the walk stops and says it was cut

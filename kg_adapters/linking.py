@@ -339,13 +339,9 @@ class Linker:
             return
         found: dict[str, dict[str, None]] = {e: {} for e in todo}
         try:
+            this, other = self.kgs[here], self.kgs[into]
             for rule in rules:
-                forward = rule.from_kg == here
-                this, other = self.kgs[here], self.kgs[into]
-                mine = rule.relation if forward else (rule.to_relation or rule.relation)
-                theirs = (rule.to_relation or rule.relation) if forward else rule.relation
-                mine_id = await self.relation_in(this, mine or "")
-                theirs_id = await self.relation_in(other, theirs or "")
+                mine_id, theirs_id = await self._identifier_relations(rule, this, other, rule.from_kg == here)
                 if mine_id is None or theirs_id is None:
                     continue
                 page = await this.adjacent(todo, mine_id, Direction.forward, limit=20 * len(todo))
@@ -413,14 +409,19 @@ class Linker:
         self._relations[key] = found
         return found
 
+    async def _identifier_relations(
+        self, rule: LinkRule, this: KnowledgeGraph, other: KnowledgeGraph, forward: bool
+    ) -> tuple[str | None, str | None]:
+        """The IDs of an identifier rule's relation in ``this`` KG and in ``other``, read in the rule's direction."""
+        mine = rule.relation if forward else (rule.to_relation or rule.relation)
+        theirs = (rule.to_relation or rule.relation) if forward else rule.relation
+        return await self.relation_in(this, mine or ""), await self.relation_in(other, theirs or "")
+
     async def _by_identifier(
         self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
     ) -> tuple[list[str], str | None]:
         """The entities of ``other`` that carry one of this entity's identifier values (asked by value there)."""
-        mine = rule.relation if forward else (rule.to_relation or rule.relation)
-        theirs = (rule.to_relation or rule.relation) if forward else rule.relation
-        mine_id = await self.relation_in(this, mine or "")
-        theirs_id = await self.relation_in(other, theirs or "")
+        mine_id, theirs_id = await self._identifier_relations(rule, this, other, forward)
         if mine_id is None or theirs_id is None:
             return [], None
         page = await this.get_edges([entity_id], mine_id, Direction.forward, limit=20)

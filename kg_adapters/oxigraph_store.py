@@ -702,8 +702,13 @@ def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **o
     uses the SQLite FTS label index ``STORE.labels.sqlite`` beside the store when there is one (written by
     ``tot-mcp load``), else reads the store's labels into memory on first search.
     """
-    opts = BACKEND.parse_options(options, f"store KG {name!r}").model_dump(exclude_unset=True)
-    path = Path(path).expanduser()
+    return open_store(name, path, limits, BACKEND.parse_options(options, f"store KG {name!r}"))
+
+
+def open_store(name: str, path: str | Path | None, limits: Limits | None, options: StoreOptions) -> OxigraphKG:
+    """:func:`open_store_kg` with its options already validated (what the backend registry calls)."""
+    opts = options.model_dump(exclude_unset=True)  # only what was given: OxigraphKG has its own defaults
+    path = Path(path or "").expanduser()
     if not path.is_dir():
         raise InvalidInput(
             f"no oxigraph store at {path}: create one with load_into_store() or `oxigraph load --location {path} --file F`"
@@ -741,6 +746,5 @@ BACKEND = Backend(
     summary="an on-disk oxigraph store (from `tot-mcp load` or `oxigraph load`)",
     target="path",
     options=StoreOptions,
-    open=lambda name, target, limits, options: open_store_kg(name, target or "", limits,
-                                                             **options.model_dump(exclude_unset=True)),
+    open=open_store,
 )

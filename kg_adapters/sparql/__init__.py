@@ -74,13 +74,18 @@ def open_sparql_kg(
     name: str, kind: str, target: str | None, limits: Limits | None = None, **options
 ) -> SparqlKG:
     """Configure (but do not contact) a SPARQL-backed KG. Raises InvalidInput for bad options."""
-    if kind not in ("wikidata", "sparql"):
-        raise InvalidInput(f"SPARQL KG kind must be 'wikidata' or 'sparql', got {kind!r}")
     try:
         opts = SparqlOptions(**options)
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
         raise InvalidInput(f"KG {name!r}: invalid SPARQL option(s): {problems}") from None
+    return open_sparql(name, kind, target, limits, opts)
+
+
+def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None, opts: SparqlOptions) -> SparqlKG:
+    """:func:`open_sparql_kg` with its options already validated (what the backend registry calls)."""
+    if kind not in ("wikidata", "sparql"):
+        raise InvalidInput(f"SPARQL KG kind must be 'wikidata' or 'sparql', got {kind!r}")
     url = target or (WDQS if kind == "wikidata" else None)
     if url is None or not url.startswith(("http://", "https://")) or not is_safe_iri(url):
         raise InvalidInput(f"KG {name!r}: a SPARQL endpoint must be an http(s) URL, got {target!r}")
@@ -157,8 +162,7 @@ def open_sparql_kg(
 
 
 def _open(kind: str):
-    return lambda name, target, limits, options: open_sparql_kg(name, kind, target, limits,
-                                                                **options.model_dump(exclude_unset=True))
+    return lambda name, target, limits, options: open_sparql(name, kind, target, limits, options)
 
 
 SPARQL_BACKEND = Backend(kind="sparql", summary="any SPARQL 1.1 endpoint (sparql:URL)", target="url",

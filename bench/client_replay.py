@@ -8,7 +8,9 @@ directed_by forward, directed_by backward, has_genre forward), then walked throu
 
 1. **step tools** (the client before result handles): ``initialize``, then per hop ``get_edges`` on the current
    entities in chunks of 50 IDs, every page, collecting the distinct targets by hand;
-2. **handles**: ``initialize``, then one ``follow_path`` over the whole path (one more call per extra page).
+2. **handles**: ``initialize``, then one ``follow_path`` over the whole path (one more call per extra page);
+3. **one call**: ``follow_path(start=<the topic's name>, hops=...)``: the client that knows the relation names (from
+   the server's instructions, ``list_kgs`` or an earlier ``initialize``) links and walks in one call.
 
 Each way counts its calls and the tokens a model would spend on them: the JSON of the arguments it writes plus the
 text content it reads (not the structured content), counted with the WordPiece tokenizer shipped in the
@@ -202,7 +204,8 @@ async def link_topic(meter: Meter, q: Question) -> str:
 
 async def step_walk(meter: Meter, q: Question) -> None:
     """The client before handles: per hop, get_edges on chunks of 50 IDs, every page, distinct targets by hand;
-    the topic is dropped from every hop's targets (as follow_path's exclude_start does, and MetaQA's answers)."""
+    the topic is dropped from the final targets (as follow_path's exclude_start does: "the films that share actors
+    with X" are not X), and walks may pass through it."""
     topic = await link_topic(meter, q)
     frontier = [topic]
     reached: dict[str, str] = {}
@@ -222,11 +225,11 @@ async def step_walk(meter: Meter, q: Question) -> None:
                 if page.get("truncated") and page.get("next_offset") is None:
                     meter.walk.notes.append(f"hop {n}: get_edges page truncated without next_offset")
                 offset = page.get("next_offset") if page.get("truncated") else None
-        reached.pop(topic, None)  # never back through the topic: "the films that share actors with X" are not X
         frontier = [k for k in reached if not k.startswith('"')]  # literal values end a path
         if not frontier and n < len(q.hops):
             reached = {}
             break
+    reached.pop(topic, None)
     meter.walk.keys, meter.walk.labels = set(reached), set(reached.values())
 
 
@@ -244,6 +247,22 @@ async def handles_walk(meter: Meter, q: Question) -> None:
         if res.get("truncated") and res.get("next_offset") is None:
             meter.walk.notes.append("follow_path truncated without next_offset (a hop's budget was hit): "
                                     + "; ".join(res.get("warnings", [])))
+        offset = res.get("next_offset")
+
+
+async def one_call_walk(meter: Meter, q: Question) -> None:
+    """The client that knows the path: follow_path links the topic's name itself (one more call per page)."""
+    offset: int | None = 0
+    while offset is not None:
+        res = await meter.call("follow_path", {"start": q.topic, "hops": list(q.hops), "limit": PAGE,
+                                               "offset": offset})
+        chosen = (res.get("linked") or "").split(" = ", 1)[-1]
+        if offset == 0 and not chosen.split(" ", 1)[-1].startswith(q.topic):
+            meter.walk.notes.append(f"start linked as {chosen!r}")
+        for t in res.get("targets", []):
+            key = t.get("id") or f'"{(t.get("value") or {}).get("value", t.get("label"))}"'
+            meter.walk.keys.add(key)
+            meter.walk.labels.add(t.get("label", key))
         offset = res.get("next_offset")
 
 
@@ -266,6 +285,7 @@ class Outcome:
     q: Question
     step: Walk
     handles: Walk
+    one: Walk = field(default_factory=Walk)
 
     @property
     def ok(self) -> bool:
@@ -335,6 +355,22 @@ def summarize(n_hops: int, outcomes: list[Outcome]) -> HopSummary:
         walk_step=median([o.step.tokens - o.step.by_tool.get("initialize", 0) for o in ok]),
         walk_handles=median([o.handles.tokens - o.handles.by_tool.get("initialize", 0) for o in ok]),
     )
+
+
+ONE_CALL_HEAD = ("| hops | n | failed | median calls one call / handles | median tokens one call / handles | "
+                 "answers agree with handles | gold ⊆ found one call |")
+
+
+def one_call_row(n_hops: int, outcomes: list[Outcome]) -> tuple[str, float]:
+    """The one-call way against the handles way, over the questions both answered; and its median calls."""
+    ok = [o for o in outcomes if o.one.error is None and o.handles.error is None]
+    calls = median([o.one.calls for o in ok])
+    row = (f"| {n_hops} | {len(outcomes)} | {len(outcomes) - len(ok)} | {fmt_num(calls)} / "
+           f"{fmt_num(median([o.handles.calls for o in ok]))} | {fmt_num(median([o.one.tokens for o in ok]))} / "
+           f"{fmt_num(median([o.handles.tokens for o in ok]))} | "
+           f"{sum(o.one.labels == o.handles.labels for o in ok)}/{len(ok)} | "
+           f"{sum(hits(o.one, o.q.answers)[0] for o in ok)} |")
+    return row, calls
 
 
 TABLE_HEAD = ("| hops | n | failed | median calls step / handles | median tokens step / handles | "
@@ -410,7 +446,8 @@ async def replay(hop_counts: list[int], limit: int | None, tokens: TokenCounter,
                     for i, q in enumerate(questions, 1):
                         step = await run_walk(step_walk, session, tokens, q, timeout, init_limit)
                         handles = await run_walk(handles_walk, session, tokens, q, timeout, init_limit)
-                        results[n_hops].append(Outcome(q, step, handles))
+                        one = await run_walk(one_call_walk, session, tokens, q, timeout, init_limit)
+                        results[n_hops].append(Outcome(q, step, handles, one))
                         if progress and i % 50 == 0:
                             print(f"  {n_hops}-hop: {i}/{len(questions)}", file=sys.stderr)
         except BaseException:
@@ -462,8 +499,21 @@ def main(argv: list[str] | None = None) -> int:
     for h in sorted(summaries):
         print(breakdown_row(summaries[h]))
     print()
+    print("One call (follow_path from the topic's name, no initialize):")
+    print()
+    print(ONE_CALL_HEAD)
+    print("|" + "---|" * ONE_CALL_HEAD.count(" |"))
+    one_calls = {}
+    for h in sorted(results):
+        row, one_calls[h] = one_call_row(h, results[h])
+        print(row)
+    for h in sorted(results):
+        for o in [o for o in results[h] if o.one.error or o.one.notes][:SHOW_DISAGREEMENTS]:
+            print(f"one call {o.q.id}: {o.one.error or '; '.join(o.one.notes)}", file=sys.stderr)
+    print()
     if 3 in summaries:
         print("\n".join(targets_verdict(summaries[3])))
+        print(f"calls_3hop_one_call_median: {fmt_num(one_calls[3])}")
         print(f"calls_3hop_median: {fmt_num(summaries[3].calls_handles)}")
     else:
         print("calls_3hop_median: n/a")

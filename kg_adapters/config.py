@@ -102,6 +102,9 @@ class ServerConfig(_Strict):
     stateless: bool | None = Field(default=None, description="HTTP: no sessions, any process answers any request.")
     allowed_hosts: list[str] | None = Field(default=None, description="HTTP: Host header values accepted besides "
                                                                       "the bind address ('*': any).")
+    tools: Literal["default", "all"] | None = Field(default=None, description="The tools clients see: default (the "
+                                                    "model's 10) or all (each strategy with its knobs, operator "
+                                                    "tools).")
 
 
 class LLMConfig(_Strict):
@@ -134,6 +137,9 @@ class Config(_Strict):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     linking: LinkingConfig = Field(default_factory=LinkingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    strategy: dict[str, dict[str, Any]] = Field(default_factory=dict, description="[strategy.NAME]: the options of "
+                                                "one strategy (tot-search --method NAME), e.g. [strategy.ark] "
+                                                "max_depth = 2; what clients and tot-search runs then start from.")
     base_dir: Path | None = Field(default=None, exclude=True)
 
     @field_validator("kg", "kgs")

@@ -29,9 +29,8 @@ HOP_FRONTIER = 5_000  # entities a hop may leave from
 class Hop(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    relation_id: str = Field(description="A relation ID from get_relations, e.g. 'movies:directed_by', or a "
-                                         "name initialize lists.")
-    direction: Direction = Field(default=Direction.forward, description="forward: follow it from subject to object.")
+    relation_id: str = Field(description="A relation ID, or a name initialize lists.")
+    direction: Direction = Field(default=Direction.forward, description="backward: from object to subject.")
 
 
 @dataclass
@@ -79,7 +78,8 @@ class PathTarget(BaseModel):
 class PathResult(BaseModel):
     start: list[str]
     hops: list[Hop]
-    reached: list[int] = Field(description="Distinct nodes reached after each hop.")
+    reached: list[int] = Field(description="Distinct nodes reached after each hop, the start left out.")
+    without_edge: int = Field(default=0, description="Nodes the last hop left from that have no such edge.")
     total: int = Field(description="Distinct final targets in all.")
     targets: list[PathTarget] = Field(description="This page of them, most paths first.")
     entities: dict[str, Entity] = Field(default_factory=dict, description="Labels of every ID in the examples.")
@@ -108,6 +108,7 @@ async def follow_path(
     hops: list[Hop],
     *,
     exclude_start: bool = True,
+    through_start: bool = True,
     limit: int = 50,
     offset: int = 0,
 ) -> PathResult:
@@ -126,12 +127,15 @@ async def follow_path(
     warnings: list[str] = []
     truncated = partial = False
     starts = set(start)
-    if exclude_start:  # the start in every linked KG is the start: a walk back through its twin is a walk back
+    if exclude_start:  # the start in every linked KG is the start: its twin is not an answer either
         for twins in await asyncio.gather(*(kg.same_as(s) for s in start[:HOP_FRONTIER])):
             starts.update(twins)
+    without_edge = 0
     for n, hop in enumerate(hops, 1):
+        # a walk may pass back through the start ("X's child's parent's heir" is X's heir): by default only the
+        # final targets leave it out; through_start=False also stops walks there ("X's co-stars' other films")
         frontier = [x for x in counts if x not in values]  # literal values are ends, not sources
-        if exclude_start and n > 1:  # a walk does not come back through where it started ("X's other films")
+        if exclude_start and not through_start and n > 1:
             frontier = [x for x in frontier if x not in starts]
         if len(frontier) > HOP_FRONTIER:
             warnings.append(f"hop {n} starts from {len(frontier)} entities; followed from the first {HOP_FRONTIER}")
@@ -153,8 +157,11 @@ async def follow_path(
                 values[tgt] = e.value
             nxt[tgt] = nxt.get(tgt, 0) + counts[src]
             nxt_example.setdefault(tgt, [*example[src], tgt])
+        if n == len(hops):
+            left = {e.via or e.source for e in reach.edges}
+            without_edge = sum(1 for x in frontier if x not in left)
         counts, example = nxt, nxt_example
-        reached.append(len(counts))
+        reached.append(sum(1 for x in counts if x not in starts) if exclude_start else len(counts))
         if not counts:
             break
     if exclude_start:
@@ -174,6 +181,7 @@ async def follow_path(
         start=start,
         hops=hops,
         reached=reached,
+        without_edge=without_edge,
         total=len(ordered),
         targets=targets,
         entities={k: v for k, v in entities.items() if k in shown},

@@ -97,5 +97,5 @@ class RelationNames:
             return ""
         parts = [f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
                  for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
-        parts += [f"{kg}: too many to list (search_relations finds them)" for kg in self.by_kg if kg in self.partial]
+        parts += [f"{kg}: too many to list (get_relations(search=...) finds them)" for kg in self.by_kg if kg in self.partial]
         return "; ".join(parts) if len(parts) > len(self.partial) else ""

@@ -22,8 +22,8 @@ from .apps import register_apps
 from .prompts import register_prompts
 from .resources import register_resources
 from .runtime import Runtime, ServiceUnavailable
-from .schema import lean_schema
-from .tools import REGISTRARS
+from .schema import lean_schema, model_schema, model_text
+from .tools import PROFILES, REGISTRARS
 
 log = logging.getLogger("tot_mcp.server")
 
@@ -73,7 +73,11 @@ class TotServer(MCPServer):
     async def list_tools(self) -> list[Any]:
         tools = await super().list_tools()
         return [
-            t.model_copy(update={"output_schema": lean_schema(t.output_schema)}) if t.output_schema else t
+            t.model_copy(update={
+                "description": model_text(t.description),
+                "input_schema": model_schema(t.input_schema),
+                **({"output_schema": lean_schema(t.output_schema)} if t.output_schema else {}),
+            })
             for t in tools
         ]
 
@@ -109,6 +113,12 @@ def build_server(runtime: Runtime) -> MCPServer:
     )
     for register in REGISTRARS:
         register(server, runtime)
+    profile = runtime.config.server.tools or "default"
+    shown = PROFILES[profile]
+    if shown is not None:  # the model's list: the rest stays reachable with --tools all (or the CLI)
+        for tool in [t.name for t in server._tool_manager.list_tools()]:
+            if tool not in shown:
+                server.remove_tool(tool)
     register_resources(server, runtime)
     register_prompts(server, runtime)
     register_apps(server, runtime)  # MCP Apps: tree_of_traversals' search tree, drawn where the user is

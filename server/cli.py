@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long a cached result stays valid (default 600)")
     p.add_argument("--log-level", default=None, type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="stderr log level (default WARNING)")
+    p.add_argument("--tools", choices=["default", "all"], default=None,
+                   help="the tools clients see: default (what a model needs, ~7k characters of tool list) or all "
+                        "(each strategy with its algorithm knobs, build_index, router_stats)")
     p.add_argument("--check", action="store_true", help="load the KGs, print a summary of each and exit")
     p.add_argument("--version", action="version", version=f"tot-mcp {__version__}")
     return p
@@ -300,7 +303,8 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
     if args.handle_ttl is not None and not 0 < args.handle_ttl < float("inf"):  # nan and inf fail both
         raise UsageError("--handle-ttl must be a number of seconds > 0")
-    handle_flags = {k: v for k, v in (("handles", args.handles), ("handle_ttl", args.handle_ttl)) if v is not None}
+    handle_flags = {k: v for k, v in (("handles", args.handles), ("handle_ttl", args.handle_ttl),
+                                      ("tools", args.tools)) if v is not None}
     if handle_flags:
         config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
     level = str(_setting(args, config, "log_level", "WARNING")).upper()

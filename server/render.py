@@ -7,6 +7,7 @@ its label and groups edges by source and relation instead of repeating them per 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kg_adapters.models import (
     Direction,
@@ -108,7 +109,20 @@ def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
         several = len(entity_ids) > 1
         lines = [f"Relations of {shown} (id (direction) [edges{'; entities having it' if several else ''}]: reading):"]
         lines.extend(relation_line(r, len(entity_ids)) for r in result.relations)
-    return "\n".join(lines + _footer(result.truncated, result.partial, result.warnings, "more relations exist"))
+    hint = [result.hint] if getattr(result, "hint", None) else []
+    return "\n".join(lines + _footer(result.truncated, result.partial, result.warnings, "more relations exist") + hint)
+
+
+def render_relation_search(text: str, hits: Sequence[Any], warnings: Sequence[str]) -> str:
+    """``get_relations(search=...)``: ``wd:P19 [2,345,678]: place of birth - description (matched "born in")``."""
+    lines = [f"Relations matching {text!r}:" if hits else f"No relation matches {text!r}"]
+    for h in hits:
+        count = f" [{h.count:,}]" if h.count is not None else ""
+        desc = f" - {h.description}" if h.description else ""
+        via = f'  (matched "{h.matched}")' if h.matched != h.label else ""
+        lines.append(f"{h.id}{count}: {h.label}{desc}{via}")
+    lines.extend(f"warning: {w}" for w in warnings)
+    return "\n".join(lines)
 
 
 def _node_text(target: str | None, value: Literal | None, entities: dict[str, Entity]) -> str:
@@ -190,10 +204,13 @@ def render_kg_info(info: KGInfo) -> str:
     if info.description:
         lines.append(f"  {_short(info.description, 400)}")
     if info.relation_sample:
-        sample = ", ".join(
-            f"{r.id}" + (f" [{r.count:,}]" if r.count is not None else "") for r in info.relation_sample
-        )
-        lines.append(f"  relations: {sample}")
+        def ref(r: Relation) -> str:  # wd:P161 cast member; movies:directed_by (its ID reads as its label)
+            kg = r.id.split(":", 1)[0] + ":" if ":" in r.id else ""
+            return kg + relation_ref(r.id, r) + (f" [{r.count:,}]" if r.count is not None else "")
+
+        sample = ", ".join(ref(r) for r in info.relation_sample)
+        more = info.relations is None or info.relations > len(info.relation_sample)
+        lines.append(f"  relations{' (a sample; get_relations(search=...) finds others)' if more else ''}: {sample}")
     return "\n".join(lines)
 
 
@@ -226,9 +243,12 @@ def render_paths(result) -> str:
 
     path = " → ".join(f"{h.relation_id}{' (inverse)' if h.direction is Direction.backward else ''}" for h in result.hops)
     start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
-    lines = [f"From {start} along {path}:"]
+    linked = getattr(result, "linked", None)
+    lines = ([linked] if linked else []) + [f"From {start} along {path}:"]
     if len(result.hops) > 1:
         lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
+    if result.without_edge:
+        lines.append(f"{result.without_edge} of the last hop's sources have no such edge")
     if not result.targets:
         lines.append("no targets")
     else:

@@ -65,3 +65,43 @@ def _has_ref(node: Any) -> bool:
     if isinstance(node, list):
         return any(_has_ref(v) for v in node)
     return False
+
+
+def model_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema as a client model reads it on every turn: the definitions inlined, no ``title`` (the
+    property name says it), an optional argument typed by what to pass (``"string"``, not ``["string", "null"]``
+    with ``default: null``: leaving it out means the default). Accepts every call the full schema accepts except an
+    explicit ``null``, which the server still takes."""
+    return _for_model(lean_schema(schema))
+
+
+def _for_model(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_for_model(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "properties" and isinstance(value, dict):  # property names are data, not keywords
+            out[key] = {name: _for_model(sub) for name, sub in value.items()}
+        else:
+            out[key] = _for_model(value)
+    if "default" in out and out["default"] is None:
+        del out["default"]
+        kind = out.get("type")
+        if isinstance(kind, list) and "null" in kind:
+            rest = [t for t in kind if t != "null"]
+            out["type"] = rest[0] if len(rest) == 1 else rest
+            if "enum" in out:
+                out["enum"] = [v for v in out["enum"] if v is not None]
+    return out
+
+
+def model_text(description: str | None) -> str | None:
+    """A tool description as one paragraph of plain words: docstring indentation and line breaks folded, RST
+    literals (````x````) unquoted."""
+    if description is None:
+        return None
+    return " ".join(description.replace("``", "").split())

@@ -71,7 +71,7 @@ class MethodOptions(BaseModel):
 def make_method(name: str, options: MethodOptions, services: Services) -> Method:
     """The registered strategy ``name`` as a benchmark method (an unknown name or option: ``InvalidInput``)."""
     strategy = get(name)
-    parsed = strategy.parse_options(options.options)
+    parsed = services.options(strategy, options.options)
     llm_factory = None
     if options.llm != "offline":
         from strategies.llm.factory import make_llm

@@ -281,7 +281,7 @@ async def walk(kg: KnowledgeGraph, p: Proposal) -> PathResult | None:
     """The path's targets: never back through the start at an intermediate hop ("films that share actors with X"),
     unless only that reaches anything ("the spouse of X's spouse's spouse"). None when the KG refuses the path."""
     try:
-        res = await follow_path(kg, p.start, p.hops, exclude_start=True, limit=ANSWERS)
+        res = await follow_path(kg, p.start, p.hops, exclude_start=True, through_start=False, limit=ANSWERS)
         if not res.total:
             res = await follow_path(kg, p.start, p.hops, exclude_start=False, limit=ANSWERS)
     except KGError:  # e.g. a relation the model made up
@@ -330,7 +330,7 @@ async def _offline_plans(call: Call, topics: list[str], k: int, max_hops: int) -
 async def _fallback(call: Call, result: PlanResult, reason: str, usage: LLMUsage) -> PlanResult:
     """The tree search's answer, run as the router runs a sub-strategy (with this call's KG, LLM and progress)."""
     s = get("tot")
-    sub = dataclasses.replace(call, options=s.parse_options({}), needs=s.needs, method="tot", _llm=None,
+    sub = dataclasses.replace(call, options=call.services.options(s), needs=s.needs, method="tot", _llm=None,
                               _before=None)
     out = await s.run(sub)
     total = LLMUsage()

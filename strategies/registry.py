@@ -93,6 +93,9 @@ class Strategy:
     reference: str = ""  # the method it implements, cited
     render: Callable[[StrategyResult], str] | None = None
     llm_option: str | None = None  # the option that asks for the LLM (e.g. ``judge="llm"``); None: llm-less
+    #: the options a client model sets on the default tool list (None: all); the rest are the server's
+    #: ``[strategy.NAME]`` settings (algorithm knobs a model cannot judge)
+    model_options: tuple[str, ...] | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     def parse_options(self, given: dict[str, Any] | None) -> BaseModel:

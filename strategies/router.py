@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import prompts
+from kg_adapters.errors import InvalidInput
 from strategies.llm.base import LLM, LLMError
 from strategies.llm.replies import extract_json
 from strategies.offline.question import parse_question
@@ -41,7 +42,8 @@ from strategies.results import (
 )
 from strategies.tot.asm import LINK_LIMIT
 
-Route = Literal["chain", "tot", "ark", "combined", "plan"]
+Route = Literal["chain", "tot", "ark", "combined", "plan", "beam", "rerank"]
+#: the routes the rule below chooses from; beam and rerank run only when a caller asks for them
 ROUTES: tuple[str, ...] = ("chain", "tot", "ark", "combined", "plan")
 
 
@@ -191,8 +193,11 @@ class RouterOptions(BaseModel):
 
     analyser: Literal["rules", "llm"] = Field(default="rules", description="Query analysis by rules or by the LLM "
                                                                           "(falls back to rules on bad JSON)")
-    route: Route | None = Field(default=None, description="Force a route instead of choosing one")
-    top_k: int = Field(default=20, ge=1, le=200, description="Results returned")
+    route: Route | None = Field(default=None, description="Force a strategy: chain (a chain of relations from one "
+                                "entity), tot (tree search), plan (planned relation paths), ark (a context to read, for open questions), "
+                                "combined (chain + ark), beam (the entities of the question's graph region), rerank "
+                                "(entity linking for hard names).")
+    top_k: int = Field(default=20, ge=1, le=200, description="Answers returned.")
 
 
 class RouterResult(StrategyResult):
@@ -204,7 +209,7 @@ class RouterResult(StrategyResult):
 
 async def _sub(call: Call, name: str) -> StrategyResult:
     s: Strategy = get(name)
-    sub = Call(services=call.services, kg=call.kg, query=call.query, options=s.parse_options({}),
+    sub = Call(services=call.services, kg=call.kg, query=call.query, options=call.services.options(s),
                llm_kind=call.llm_kind, llm_factory=call.llm_factory, progress=call.progress, needs=s.needs,
                method=name, build=call.build)
     return await s.run(sub)
@@ -229,6 +234,10 @@ async def _run_router(call: Call) -> RouterResult:
     analysis = (await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None) if llm
                 else rules.analyse(query, labels, None, hops=1))  # the rules' hop count is read below
     route: Route = o.route or choose_route(analysis, len(matches), local)
+    if not local and route in ("ark", "combined", "beam", "rerank"):
+        members = [k.name for k in getattr(call.kg, "kgs", {}).values() if k.capabilities.local_index]
+        raise InvalidInput(f"route {route!r} reads every triple of one KG: pass kg (one held locally: "
+                           f"{', '.join(members) or 'none configured'})")
     ran = [route if route != "combined" else "chain"]
     out = await _sub(call, ran[0])
     if not llm:
@@ -269,9 +278,9 @@ ROUTER = Strategy(
     name="router", job="answer", options=RouterOptions, run=_run_router, render=_render_router,
     result=RouterResult, local_only=False, tool="route_query", llm_option="analyser",
     title="Route a question to the strategy that serves it",
-    summary="Analyse the question (hops, entities, type) and run the strategy that serves it: chain for a lookup or "
-            "a chain of relations (escalated to the tree search when it finds no answer), the tree search when "
-            "several entities are named, ARK's context when nothing links or the question is open. Returns the "
-            "answer entities and which strategies ran.",
+    summary="Answer a question server-side in one call: the server reads the question and runs the strategy that "
+            "fits (a chain of relations from its entity, the tree search when several entities are named, a context "
+            "to read for open questions). Returns ranked answers and which strategy ran.",
+    model_options=("route", "top_k"),
     reference="Adaptive-RAG (Jeong et al., NAACL 2024): complexity-based routing with escalation",
 )

@@ -30,7 +30,7 @@ from strategies.route_stats import RouteStats
 if TYPE_CHECKING:
     from strategies.embeddings import Embedder
     from strategies.llm.base import LLM
-    from strategies.registry import Index, Progress
+    from strategies.registry import Index, Progress, Strategy
 
 DEFAULT_BUILD_LIMIT = 5000
 #: the indexes cheap enough to build within any call, whatever the KG's size or ``build`` (BM25 over the entity
@@ -86,6 +86,7 @@ class Services:
         build_limit: int = DEFAULT_BUILD_LIMIT,
         wait_for_builds: bool = False,
         cross_encoder_path: str | None = None,
+        strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.kgs: dict[str, KnowledgeGraph] = dict(kgs) if isinstance(kgs, Mapping) else {k.name: k for k in kgs}
         self._graph = graph
@@ -95,12 +96,19 @@ class Services:
         self.build_limit = build_limit
         self.wait_for_builds = wait_for_builds  # tot-search: a benchmark waits for its indexes
         self.cross_encoder_path = cross_encoder_path
+        #: ``[strategy.NAME]`` tables: each strategy's option defaults on this system (validated by assemble)
+        self.strategy_options = {k: dict(v) for k, v in (strategy_options or {}).items()}
         self.route_stats = RouteStats()
         #: the offline policy's reasoner per KG set: KG statistics computed once, kept between questions
         self.policy_state: dict[str, Any] = {}
         self._resources: dict[str, GraphResources] = {}
         self._builds: dict[str, BuildJob] = {}
         self._lock = threading.Lock()
+
+    def options(self, strategy: Strategy, given: Mapping[str, Any] | None = None) -> Any:
+        """``strategy``'s validated options: its defaults, then this system's ``[strategy.NAME]`` table, then
+        ``given`` (a caller's own choice)."""
+        return strategy.parse_options({**self.strategy_options.get(strategy.name, {}), **(given or {})})
 
     # -- the KGs --------------------------------------------------------------------------------------------
     @property

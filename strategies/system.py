@@ -99,8 +99,21 @@ def assemble(
         build_limit=DEFAULT_BUILD_LIMIT if retrieval.build_limit is None else retrieval.build_limit,
         wait_for_builds=wait_for_builds,
         cross_encoder_path=retrieval.cross_encoder_path or os.environ.get(CROSS_ENCODER_ENV),
+        strategy_options=_checked_strategy_options(config.strategy),
     )
     return System(kgs=kgs, graph=graph, services=services, config=config, limits=limits)
+
+
+def _checked_strategy_options(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``[strategy.NAME]`` tables, each checked against its strategy's options at start-up (a misspelt strategy or
+    option is an InvalidInput naming it, so the server does not start with a setting it ignores)."""
+    from .registry import REGISTRY
+
+    for name, options in tables.items():
+        if name not in REGISTRY.names():
+            raise InvalidInput(f"[strategy.{name}]: no strategy {name!r} (known: {', '.join(REGISTRY.names())})")
+        REGISTRY.get(name).parse_options(dict(options))
+    return {k: dict(v) for k, v in tables.items()}
 
 
 def open_configured(

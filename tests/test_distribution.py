@@ -192,7 +192,7 @@ async def test_installed_wheel_answers_an_mcp_call_over_stdio(venv, tmp_path):
             sys.stderr.write("---- installed tot-mcp stderr ----\n" + errlog.read()[-4000:])
             raise
     # the embedded KG offers every tool but the SPARQL ones (no SPARQL there); the manifest lists those too
-    assert tools == {t["name"] for t in MANIFEST["tools"]} - {"sparql_query", "search_relations", "resolve_external_id"}
+    assert tools == {t["name"] for t in MANIFEST["tools"]} - {"sparql_query"}
     assert not result.is_error
     top = result.structured_content["entities"][0]["entity"]
     assert (top["id"], top["label"]) == ("movies:E1407", "Tom Hanks")
@@ -214,12 +214,14 @@ async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
     # too (the endpoint is configured, never contacted)
     wd = open_sparql_kg("wd", "wikidata", "http://127.0.0.1:9/sparql", registry=EndpointRegistry())
     async with inprocess_client(Runtime({"mini": MemoryKG("mini", load_triples_file(path)), "wd": wd})) as client:
-        registered = [t.name for t in (await client.list_tools()).tools]
+        tools = (await client.list_tools()).tools
+    registered = [t.name for t in tools]
     listed = [t["name"] for t in MANIFEST["tools"]]
     assert len(listed) == len(set(listed)), "a tool is listed twice in manifest.json"
     assert set(listed) == set(registered), (f"add to manifest.json: {sorted(set(registered) - set(listed))}; "
                                             f"remove: {sorted(set(listed) - set(registered))}")
-    assert all(t.get("description") for t in MANIFEST["tools"])
+    titles = {t.name: f"{t.title}." for t in tools}  # each tool described by its title in the server
+    assert {t["name"]: t["description"] for t in MANIFEST["tools"]} == titles
 
 
 def test_manifest_agrees_with_pyproject():

@@ -30,7 +30,7 @@ from retrieval_fixtures import TRIPLES
 from server.apps import APP_URI, META_KEY
 
 QUESTION = "which films did [Eli Park] direct"
-TOT_ARGS = {"query": QUESTION, "llm": "offline", "max_expansions": 6}
+TOT_ARGS = {"query": QUESTION, "llm": "offline", "k": 2}
 APPS_CLIENT = {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}
 RUN_URI = re.compile(r"^ui://tot-mcp/search-tree\?run=t[0-9a-f]{12}$")
 

@@ -27,8 +27,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from retrieval_fixtures import TRIPLES
 
 QUESTION = "what genres are the films directed by [Eli Park]"
-TOT_ARGS = {"query": "which films did [Eli Park] direct", "llm": "offline", "k": 2, "max_hops": 2,
-            "max_expansions": 6}
+TOT_ARGS = {"query": "which films did [Eli Park] direct", "llm": "offline", "k": 2}
 
 
 def _calls(eli: str, handle: str) -> dict[str, dict[str, Any]]:
@@ -101,7 +100,10 @@ def kb(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("eras")
     path = tmp / "mini_kb.txt"
     path.write_text(TRIPLES, encoding="utf-8")
-    return ["--kg", f"mini={path}"], {"TOT_MCP_CACHE_DIR": str(tmp / "cache")}
+    config = tmp / "tot.toml"  # the search's knobs are the server's settings, not the tool's arguments
+    config.write_text("[strategy.tot]\nmax_hops = 2\nmax_expansions = 6\n", encoding="utf-8")
+    return (["--kg", f"mini={path}", "--config", str(config), "--tools", "all"],  # every tool, to drive each
+            {"TOT_MCP_CACHE_DIR": str(tmp / "cache")})
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +169,7 @@ def test_tree_of_traversals_answers_offline_with_a_progress_notification_per_exp
     assert data["llm"] == "offline" and data["expansions"] >= 1
     assert set(data["answer"]["labels"]) == {"Iron Orchard", "Glass Rivers"}
     assert [p[0] for p in tour.progress] == list(range(1, data["expansions"] + 1))
-    assert all(total == TOT_ARGS["max_expansions"] for _, total, _ in tour.progress)
+    assert all(total == 6 for _, total, _ in tour.progress)  # [strategy.tot] max_expansions of the config
     assert all(message and "expan" in message for _, _, message in tour.progress)
 
 

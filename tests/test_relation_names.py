@@ -72,5 +72,5 @@ async def test_a_kg_that_lists_only_a_sample_is_named_not_listed(tmp_path):
     KnowledgeGraph.__init__(wd, "wd")
     linked = LinkedKG({"films": films, "wd": wd}, Linker({"films": films, "wd": wd}, []))
     names = await RelationNames.of(linked)
-    assert names.listing() == "films: directed_by; wd: too many to list (search_relations finds them)"
+    assert names.listing() == "films: directed_by; wd: too many to list (get_relations(search=...) finds them)"
     assert names.resolve("directed_by") == "films:directed_by" and names.resolve("wd:P31") == "wd:P31"

@@ -20,7 +20,7 @@ def kb(tmp_path_factory):
 
 async def test_retrieval_tools_end_to_end(kb):
     path, cache = kb
-    async with stdio_session(["--kg", f"mini={path}"], env={"TOT_MCP_CACHE_DIR": str(cache)},
+    async with stdio_session(["--kg", f"mini={path}", "--tools", "all"], env={"TOT_MCP_CACHE_DIR": str(cache)},
                              read_timeout=300) as s:
         names = {t.name for t in (await s.list_tools()).tools}
         assert {"ark_retrieve", "route_query", "router_stats", "beam_search", "rerank_retrieve",
@@ -78,7 +78,7 @@ async def test_a_large_kg_builds_its_index_in_the_background_and_says_how_far_it
     cache = tmp_path / "c"
     config.write_text(f'[kgs]\nmini = "{path}"\n[retrieval]\nbuild_limit = 0\ncache_dir = "{cache}"\n',
                       encoding="utf-8")
-    async with stdio_session(["--config", str(config)], read_timeout=300) as s:
+    async with stdio_session(["--config", str(config), "--tools", "all"], read_timeout=300) as s:
         first = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan"})
         assert first.is_error
         text = first.content[0].text

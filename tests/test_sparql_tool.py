@@ -155,40 +155,42 @@ async def test_the_endpoint_timeout_applies_once_without_retrying():
     assert len(calls) == 1 and asyncio.get_running_loop().time() - loop_start < 2
 
 
-# -- the vocabulary tools: search_relations, resolve_external_id -----------------------------------------------------
+# -- large vocabularies: get_relations(search=...), search_entities(relation=...) -----------------------------------
 async def test_relations_are_found_by_meaning_and_external_ids_resolve(values_url):
     async with stdio_session(["--kg", f"wd=wikidata:{values_url}"]) as session:
-        married = await session.call_tool("search_relations", {"text": "married to"})
-        born = await session.call_tool("search_relations", {"text": "when was someone born", "limit": 1})
-        imdb = await session.call_tool("search_relations", {"text": "IMDb"})
-        film = await session.call_tool("resolve_external_id", {"property": "wd:P345", "value": "tt1375666"})
-        nothing = await session.call_tool("resolve_external_id", {"property": "wd:P345", "value": "tt0000000"})
-        no_such = await session.call_tool("resolve_external_id", {"property": "wd:P99999", "value": "tt1375666"})
-        bare = await session.call_tool("resolve_external_id", {"property": "P345", "value": "tt1375666"})
+        married = await session.call_tool("get_relations", {"search": "married to"})
+        born = await session.call_tool("get_relations", {"search": "when was someone born"})
+        imdb = await session.call_tool("get_relations", {"search": "IMDb"})
+        film = await session.call_tool("search_entities", {"relation": "wd:P345", "text": "tt1375666"})
+        nothing = await session.call_tool("search_entities", {"relation": "wd:P345", "text": "tt0000000"})
+        no_such = await session.call_tool("search_entities", {"relation": "wd:P99999", "text": "tt1375666"})
+        both = await session.call_tool("get_relations", {"search": "IMDb", "entity_ids": ["wd:Q25188"]})
     assert text_of(married).splitlines()[:2] == [
         "Relations matching 'married to':",
         'wd:P26: spouse - the subject has the object as their spouse  (matched "married to")']
-    assert married.structured_content["relations"][0]["aliases"] == ["husband", "married to", "wife"]
-    assert [r["id"] for r in born.structured_content["relations"]] == ["wd:P569"]
+    assert married.structured_content["matches"][0]["aliases"] == ["husband", "married to", "wife"]
+    assert born.structured_content["matches"][0]["id"] == "wd:P569"
     assert text_of(imdb).splitlines()[1] == "wd:P345: IMDb ID - identifier for the IMDb database"
-    assert text_of(film) == ("wd:P345 = 'tt1375666':\n"
-                             "wd:Q25188: Inception - 2010 film directed by Christopher Nolan")
-    assert film.structured_content["entities"][0]["id"] == "wd:Q25188"
+    assert text_of(film).splitlines()[:2] == ["Entities with wd:P345 = 'tt1375666':",
+                                              "wd:Q25188: Inception - 2010 film directed by Christopher Nolan  "
+                                              "[identifier 1.00]"]
+    assert film.structured_content["entities"][0]["entity"]["id"] == "wd:Q25188"
     assert not nothing.is_error and text_of(nothing) == "no entity in KG 'wd' has wd:P345 = 'tt0000000'"
-    for bad, needle in ((no_such, "not found: no relation 'wd:P99999' in KG 'wd'"), (bare, "malformed ID 'P345'")):
+    for bad, needle in ((no_such, "not found: no relation 'wd:P99999' in KG 'wd'"), (both, "not both")):
         assert bad.is_error and "\n" not in text_of(bad) and needle in text_of(bad), text_of(bad)
 
 
 async def test_local_kgs_are_searched_over_their_relation_labels(embedded_kg, wikidata_sparql_url):
     rt = Runtime({"movies": embedded_kg, **Runtime.open([make_spec("wd", f"wikidata:{wikidata_sparql_url}")]).kgs})
     async with inprocess_client(rt) as client:
-        director = await client.call_tool("search_relations", {"text": "director", "kg": "movies"})
-        year = await client.call_tool("resolve_external_id", {"property": "movies:release_year", "value": "1994"})
-        wrong = await client.call_tool("resolve_external_id", {"property": "movies:released", "value": "1994"})
-    top = director.structured_content["relations"][0]
+        director = await client.call_tool("get_relations", {"search": "director", "kg": "movies"})
+        year = await client.call_tool("search_entities", {"relation": "movies:release_year", "text": "1994",
+                                                          "limit": 5})
+        wrong = await client.call_tool("search_entities", {"relation": "movies:released", "text": "1994"})
+    top = director.structured_content["matches"][0]
     assert (top["id"], top["label"]) == ("movies:directed_by", "directed by") and top["count"] > 10_000
-    assert not year.is_error and len(year.structured_content["entities"]) == 5 and year.structured_content["more"] > 0
-    assert wrong.is_error and "no relation 'movies:released' in KG 'movies'" in text_of(wrong)
+    assert not year.is_error and len(year.structured_content["entities"]) == 5 and year.structured_content["result_id"]
+    assert wrong.is_error and "no relation 'movies:released' in KG 'movies'" in text_of(wrong), text_of(wrong)
 
 
 async def test_an_rdf_file_in_memory_answers_from_the_file_loaded_on_first_query():

@@ -102,7 +102,8 @@ async def test_the_tool_is_listed_with_its_schema(server):
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     tool = tools["tree_of_traversals"]
-    assert set(tool.input_schema["properties"]) >= {"query", "k", "max_hops", "tau", "llm", "kg"}
+    # the search's other bounds (max_hops, tau, max_expansions) are the server's [strategy.tot] settings
+    assert set(tool.input_schema["properties"]) == {"query", "k", "llm", "kg"}
     assert tool.output_schema and "answer" in tool.output_schema["properties"]
 
 
@@ -112,10 +113,10 @@ async def test_the_tool_runs_the_registered_method_so_tot_search_measures_what_i
 
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "offline", "max_hops": 2})
+        result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "offline", "k": 2})
     props = tools["tree_of_traversals"].input_schema["properties"]
     fields = get("tot").options.model_fields
-    for name in ("k", "max_hops", "tau", "max_expansions"):
+    for name in ("k",):
         meta = {m.__class__.__name__: m for m in fields[name].metadata}
         bounds = {k: getattr(m, k) for m in meta.values() for k in ("ge", "le") if hasattr(m, k)}
         assert props[name].get("minimum") == bounds.get("ge") and props[name].get("maximum") == bounds.get("le"), name

@@ -721,7 +721,7 @@ class SparqlKG(KnowledgeGraph):
         if not found:
             data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, relation)})
             if not data.get("boolean"):
-                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call search_relations to find one")
+                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; get_relations(search=...) finds one")
         return found
 
     async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:

@@ -13,9 +13,8 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
 from kg_adapters.base import Limits
-from kg_adapters.errors import InvalidInput
-from kg_adapters.sparql.values import EntityDetails
 from kg_adapters.batched import edges_over, relations_over, why_empty
+from kg_adapters.errors import InvalidInput, NotFound
 from kg_adapters.follow import MAX_HOPS, Hop, PathResult
 from kg_adapters.follow import follow_path as follow_path_in
 from kg_adapters.models import (
@@ -25,6 +24,8 @@ from kg_adapters.models import (
     KGInfo,
     Relation,
 )
+from kg_adapters.sparql.relsearch import RelationHit
+from kg_adapters.sparql.values import EntityDetails
 
 from .. import render
 from ..results import tool_result
@@ -42,15 +43,14 @@ def _ids_field(limits: Limits) -> Any:
     return Annotated[
         list[str] | None,
         BeforeValidator(_one_or_many),
-        Field(description=f"Namespaced entity IDs, e.g. ['movies:E1407'] (at most {limits.max_ids}; for more, "
-              "pass from_result). IDs of several KGs may be mixed.", json_schema_extra={"maxItems": limits.max_ids}),
+        Field(description=f"IDs such as 'movies:E1407' (at most {limits.max_ids}; more: from_result).",
+              json_schema_extra={"maxItems": limits.max_ids}),
     ]
 
 
 FromResult = Annotated[
     str | None,
-    Field(description="A result handle ('r…') from an earlier initialize / search_entities / get_edges / "
-          "follow_path: stands for every entity that result reached, instead of entity_ids."),
+    Field(description="Instead of entity_ids: a result handle ('r…'), every entity that result reached."),
 ]
 
 
@@ -70,6 +70,9 @@ class EntityMatches(BaseModel):
 class RelationsResult(BaseModel):
     entity_ids: list[str]
     relations: list[Relation]
+    search: str | None = Field(default=None, description="The text relations were searched by, if any.")
+    matches: list[RelationHit] = Field(default_factory=list, description="search: relations by meaning, best first.")
+    hint: str | None = Field(default=None, description="Where the KGs' other relations are.")
     truncated: bool = False
     partial: bool = False
     warnings: list[str] = Field(default_factory=list)
@@ -84,6 +87,7 @@ class EdgesResult(EdgePage):
 
 class PathsResult(PathResult):
     result_id: str | None = Field(default=None, description="Handle of every final target entity, for from_result.")
+    linked: str | None = Field(default=None, description="start: the entity it was linked to, and what else matched.")
 
 
 class KGList(BaseModel):
@@ -111,11 +115,11 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=graph.capabilities.remote)
     limits = runtime.limits
     kg_names = ", ".join(runtime.kgs)
+    KgArg = Annotated[str | None, Field(description=f"One of {kg_names}; default all.")]
     EntityIds = _ids_field(limits)
-    Limit = Annotated[int | None, Field(ge=1, description=f"Edges per page (at most {limits.max_edges}).",
-                                        json_schema_extra={"maximum": limits.max_edges})]
-    SearchLimit = Annotated[int, Field(ge=1, description=f"Maximum entities returned (at most {limits.max_search}).",
-                                       json_schema_extra={"maximum": limits.max_search})]
+    Limit = Annotated[int | None, Field(ge=1, json_schema_extra={"maximum": limits.max_edges})]
+    Offset = Annotated[int, Field(ge=0, description="next_offset of the previous page.")]
+    SearchLimit = Annotated[int, Field(ge=1, json_schema_extra={"maximum": limits.max_search})]
     Query = Annotated[str, Field(json_schema_extra={"maxLength": limits.max_query_chars})]
 
     def sources(entity_ids: list[str] | None, from_result: str | None) -> list[str]:
@@ -154,16 +158,14 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
     @server.tool(title="Link the entities of a question", annotations=read_only)
     async def initialize(
-        query: Annotated[Query, Field(description="The question or text whose entities to find. "
-                                                  "Put explicit entity mentions in [brackets].")],
-        kg: Annotated[str | None, Field(description=f"KG name to search (one of: {kg_names}); default all.")] = None,
+        query: Annotated[Query, Field(description="The question; mark entity mentions in [brackets].")],
+        kg: KgArg = None,
         limit: SearchLimit = 10,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, EntityMatches]:
-        """Tree-of-Traversals step 1: link the entities mentioned in a query to KG entities (entity linking).
-
-        Returns `id: label - description` per entity with how it matched, and, on KGs with a small vocabulary,
-        their relations by name: follow_path can then take the path at once. Else continue with get_relations."""
+        """Step 1: link the entities a question mentions to KG entities: id, label and description each. On KGs
+        with a small schema it also lists every relation by name, so follow_path can answer next; else call
+        get_relations."""
         result = await _link(query, kg, limit, ctx, "link")
         result.relations = (await runtime.relation_names()).listing() if result.entities else ""
         text = render.render_matches(f"Entities linked from {query!r}", result.entities, result.warnings,
@@ -174,49 +176,92 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
     @server.tool(title="Search entities by label", annotations=read_only)
     async def search_entities(
-        text: Annotated[Query, Field(description="A name or label to look up (exact, case-insensitive, fuzzy, "
-                                                 "BM25).")],
-        kg: Annotated[str | None, Field(description=f"KG name to search (one of: {kg_names}); default all.")] = None,
+        text: Annotated[Query, Field(description="A name to look up, or with relation an identifier value.")],
+        kg: KgArg = None,
         limit: SearchLimit = 10,
+        relation: Annotated[str | None, Field(description="An identifier relation, e.g. 'wd:P345' (IMDb ID): "
+                                              "the entities whose value of it is exactly text.")] = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, EntityMatches]:
-        """Find entities whose label matches a text, best first. Use when initialize missed an entity."""
+        """Entities whose name matches text (fuzzy, best first), when initialize missed one; with relation, the
+        entity an external identifier (IMDb, ISBN, DOI...) belongs to."""
+        if relation is not None and relation.strip():
+            return await by_identifier(relation.strip(), text, limit)
         result = await _link(text, kg, limit, ctx, "search")
         return tool_result(result, render.render_matches(f"Entities matching {text!r}", result.entities,
                                                          result.warnings, result.result_id))
+
+    async def by_identifier(relation: str, value: str, limit: int) -> CallToolResult:
+        """``search_entities(relation=...)``: the entities holding an identifier value, any backend."""
+        value = value.strip()
+        if not value or len(value) > 400:
+            raise InvalidInput("text must be 1 to 400 characters")
+        relation = await runtime.relation_id(relation)
+        owner = graph.owner(relation)
+        vocabulary = owner.relation_vocabulary()  # local KGs know theirs without I/O; SPARQL KGs check when empty
+        if vocabulary is not None and relation not in vocabulary:
+            raise NotFound(f"no relation {relation!r} in KG {owner.name!r}; get_relations(search=...) finds one")
+        limit = limits.clamp(limit, limits.max_search)
+        ids = await owner.find_by_value(relation, value, limit=limit)
+        found = [EntityMatch(entity=(await graph.describe_entity(i)).entity, score=1.0, match="identifier")
+                 for i in ids[:limit]]
+        handle = remember("search", [m.entity.id for m in found], relation=relation, text=value)
+        result = EntityMatches(query=value, kgs=[owner.name], entities=found, result_id=handle)
+        if not found:
+            return tool_result(result, f"no entity in KG {owner.name!r} has {relation} = {value!r}")
+        return tool_result(result, render.render_matches(f"Entities with {relation} = {value!r}", found, [],
+                                                         handle))
 
     async def relations_of(ids: list[str]) -> RelationsResult:
         used, rl = await relations_over(graph, ids)
         return RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
                                warnings=rl.warnings)
 
+    async def search_relations(text: str, kg: str | None) -> CallToolResult:
+        text = text.strip()
+        if not text or len(text) > 200:
+            raise InvalidInput("search must be 1 to 200 characters")
+        chosen = runtime.select(kg)
+        hits, warnings = await chosen.find_relations(text, limits.max_relations)
+        result = RelationsResult(entity_ids=[], relations=[], matches=hits, search=text, partial=bool(warnings),
+                                 warnings=warnings)
+        return tool_result(result, render.render_relation_search(text, hits, warnings))
+
     @server.tool(title="List the relations of entities", annotations=read_only)
     async def get_relations(
-        entity_ids: EntityIds = None, from_result: FromResult = None, ctx: Context | None = None
+        entity_ids: EntityIds = None,
+        from_result: FromResult = None,
+        search: Annotated[str | None, Field(description="Instead of entities: find relations of the KGs by "
+                                            "meaning, e.g. 'place of birth'.", json_schema_extra={"maxLength": 200})]
+        = None,
+        kg: Annotated[str | None, Field(description="With search: one of " + kg_names + "; default all.")] = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, RelationsResult]:
-        """Tree-of-Traversals step 2: the relation types the entities have, in both directions, with edge counts
-        and how many of the entities have each.
-
-        `forward` means entity -relation-> x; `backward` means x -relation-> entity (read as the inverse). Pick
-        one relation and direction, then call get_edges."""
+        """Step 2: the relations the entities have, with edge counts: forward is entity -r-> x, backward is
+        x -r-> entity. Pick one, then get_edges or follow_path. With search, relations by meaning across the KG
+        (large schemas such as Wikidata's)."""
+        if search is not None and search.strip():
+            if entity_ids or from_result:
+                raise InvalidInput("give entity_ids/from_result or search, not both")
+            return await search_relations(search, kg)
         result = await relations_of(sources(entity_ids, from_result))
+        if len(result.entity_ids) == 1:
+            result.hint = "other relations of the KGs: list_kgs, or get_relations(search=...)"
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
 
     @server.tool(title="Follow one relation from entities", annotations=read_only)
     async def get_edges(
-        relation_id: Annotated[str, Field(description="A relation ID from get_relations, e.g. "
-                                                      "'movies:starred_actors', or a name initialize lists.")],
+        relation_id: Annotated[str, Field(description="A relation ID from get_relations, or a name initialize "
+                                                      "lists.")],
         entity_ids: EntityIds = None,
-        direction: Annotated[Direction, Field(description="forward: entity is the subject; backward: the object.")]
+        direction: Annotated[Direction, Field(description="backward: the entities are the objects.")]
         = Direction.forward,
         limit: Limit = None,
-        offset: Annotated[int, Field(ge=0, description="Skip this many edges (use next_offset to page).")] = 0,
+        offset: Offset = 0,
         from_result: FromResult = None,
     ) -> Annotated[CallToolResult, EdgesResult]:
-        """Tree-of-Traversals step 3: the edges from the entities along one relation, and the entities reached.
-
-        Text groups targets by source: `source: relation (inverse) [count]: id label, ...`, then the distinct
-        targets and a result handle for them. When truncated, call again with offset=next_offset."""
+        """Step 3: follow one relation from the entities: the targets grouped by source, then a handle for all
+        of them (from_result). A cut page says next_offset."""
         ids = sources(entity_ids, from_result)
         relation_id = await runtime.relation_id(relation_id)
         limit = limits.clamp(limit, limits.max_edges)  # the server's cap holds whatever the adapter's is
@@ -235,38 +280,57 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     @server.tool(title="Follow a path of relations in one call", annotations=read_only)
     async def follow_path(
         hops: Annotated[list[Hop], Field(min_length=1, max_length=MAX_HOPS,
-                                         description=f"The relations to follow in order (1 to {MAX_HOPS}), each "
-                                         "{relation_id, direction}.")],
+                                         description="The relations in order, e.g. [{relation_id: 'starred_actors', "
+                                         "direction: 'backward'}].")],
         entity_ids: EntityIds = None,
         from_result: FromResult = None,
-        exclude_start: Annotated[bool, Field(description="Leave the start entities (and their equivalents in linked "
-                                                         "KGs) out of the targets and of every later hop; false for "
-                                                         "paths that return through the start ('X's child's "
-                                                         "parent').")] = True,
+        start: Annotated[str | None, Field(description="Instead of IDs: a name, linked as initialize would.",
+                                           json_schema_extra={"maxLength": limits.max_query_chars})] = None,
+        exclude_start: Annotated[bool, Field(description="Leave the start out of the final targets (paths through "
+                                                         "it still count).")] = True,
         limit: Limit = None,
-        offset: Annotated[int, Field(ge=0, description="Skip this many targets (use next_offset to page).")] = 0,
+        offset: Offset = 0,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, PathsResult]:
-        """Follow a chain of relations from the entities in one call: the distinct final targets, most paths
-        first, with how many paths reach each and one example path. Use it once you know the path; explore with
-        get_relations / get_edges."""
-        ids = sources(entity_ids, from_result)
+        """Follow a chain of relations in one call, from entities or from a name (start): the distinct final
+        targets, most paths first, each with one example path."""
+        linked = None
+        if start is not None and start.strip():
+            if entity_ids or from_result:
+                raise InvalidInput("give one of entity_ids, from_result or start")
+            ids, linked = await link_start(start, ctx)
+        else:
+            ids = sources(entity_ids, from_result)
         hops = [Hop(relation_id=await runtime.relation_id(h.relation_id), direction=h.direction) for h in hops]
         limit = limits.clamp(limit, limits.max_edges)
         res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, limit=limit, offset=offset)
         handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,
                           from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],
                           exclude_start=exclude_start)
-        result = PathsResult(**res.model_dump(), result_id=handle)
+        result = PathsResult(**res.model_dump(), result_id=handle, linked=linked)
         return tool_result(result, render.render_paths(result))
+
+    async def link_start(mention: str, ctx: Context | None) -> tuple[list[str], str]:
+        """``follow_path(start=...)``: the best entity for a name, and a line saying what else matched, so a wrong
+        pick is visible and a model can pass entity_ids instead."""
+        mention = limits.check_query(mention).strip()
+        query = mention if "[" in mention else f"[{mention}]"
+        found = await graph.find_matches(query, 5, "link", progress_to(ctx))
+        if not found.entities:
+            raise NotFound(f"no entity matches {mention!r}; try search_entities with another spelling")
+        best, rest = found.entities[0], found.entities[1:]
+        note = f"start {mention!r} = {best.entity.id} {best.entity.label} ({best.match})"
+        if rest:
+            note += "; also matched: " + ", ".join(f"{m.entity.id} {m.entity.label}" for m in rest[:4])
+        return [best.entity.id], note
 
     @server.tool(title="Describe one entity", annotations=read_only)
     async def describe_entity(
-        entity_id: Annotated[str | None, Field(description="One namespaced entity ID, e.g. 'movies:E1407'.")] = None,
+        entity_id: Annotated[str | None, Field(description="e.g. 'movies:E1407'.")] = None,
         from_result: FromResult = None,
-        position: Annotated[int, Field(ge=0, description="With from_result: which of its entities (0 = first).")]
-        = 0,
+        position: Annotated[int, Field(ge=0, description="With from_result: which entity (0 = first).")] = 0,
     ) -> Annotated[CallToolResult, EntityDetails]:
-        """Label, description, aliases, IDs in linked KGs and the relation summary of one entity."""
+        """One entity: label, description, aliases, its IDs in linked KGs, its relations."""
         if from_result is not None:
             if entity_id:
                 raise InvalidInput("give entity_id or from_result, not both")
@@ -283,7 +347,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
     @server.tool(title="List the configured KGs", annotations=read_only)
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:
-        """Name, backend, size and a sample of the relation vocabulary of every configured KG."""
+        """The KGs: name, backend, size, how they are linked, and their relations (a sample when there are many:
+        get_relations(search=...) finds more)."""
         infos, warnings = await graph.member_infos(progress_to(ctx))
         links = [r.describe() for r in graph.linker.rules]
         result = KGList(kgs=infos, links=links, warnings=warnings)

@@ -1,16 +1,11 @@
-"""Tools for large vocabularies (Wikidata and other SPARQL KGs):
-
-* ``sparql_query``: a caller-written, read-only SPARQL query against one KG that speaks SPARQL. The server only
+"""``sparql_query``: a caller-written, read-only SPARQL query against one KG that speaks SPARQL. The server only
   maps MCP to the adapter contract (:meth:`KnowledgeGraph.sparql_query`, offered where ``capabilities.sparql`` is
   true); the guard — read forms only, no SERVICE outside the KG's allowlist, a LIMIT at the cap, the KG's
   prefixes predeclared — lives in :mod:`kg_adapters.sparql.guard`. Here the answer is bounded once more in
   characters and rendered as a compact table.
-* ``search_relations``: a relation by what it means (labels, aliases, descriptions), across the KGs
-  (:meth:`KnowledgeGraph.search_relations`).
-* ``resolve_external_id``: an external identifier (IMDb ``tt1375666`` via ``wd:P345``) to the entity
-  (:meth:`KnowledgeGraph.find_by_value`).
 
-They are offered when some configured KG answers SPARQL (the in-memory movie KG alone does not need them).
+It is offered when some configured KG answers SPARQL. Relations by meaning (``get_relations(search=...)``) and
+entities by an external identifier (``search_entities(relation=...)``) are KG tools: every backend answers them.
 """
 
 
@@ -19,10 +14,9 @@ from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from kg_adapters.errors import InvalidInput, NotFound
-from kg_adapters.models import Entity
+from kg_adapters.errors import InvalidInput
 from kg_adapters.sparql.guard import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_ROWS,
@@ -30,9 +24,7 @@ from kg_adapters.sparql.guard import (
     SparqlRows,
     SparqlTerm,
 )
-from kg_adapters.sparql.relsearch import RelationHit
 
-from ..results import tool_result
 from ..runtime import Runtime
 
 MAX_TEXT_CHARS = 8000  # the rendered table; rows beyond it are left out of text and structured result alike
@@ -134,19 +126,15 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
     @server.tool(title="Run a read-only SPARQL query", annotations=annotations)
     async def sparql_query(
-        query: Annotated[str, Field(description="A SPARQL SELECT, ASK, CONSTRUCT or DESCRIBE query. The KG's usual "
-                                    "prefixes (e.g. wd:, wdt:, p:, ps:, rdfs:) need no PREFIX declaration.",
+        query: Annotated[str, Field(description="SELECT, ASK, CONSTRUCT or DESCRIBE; the KG's usual prefixes "
+                                    "(wd:, wdt:, rdfs: ...) need no PREFIX.",
                                     json_schema_extra={"maxLength": DEFAULT_MAX_CHARS})],
-        kg: Annotated[str | None, Field(description=f"The KG to query, one of: {names}"
+        kg: Annotated[str | None, Field(description=f"One of {names}"
                                         + ("" if default_kg is None else f"; default {default_kg}") + ".")] = None,
-        limit: Annotated[int | None, Field(ge=1, description=f"Most rows returned (at most {DEFAULT_MAX_ROWS}).",
-                                           json_schema_extra={"maximum": DEFAULT_MAX_ROWS})] = None,
+        limit: Annotated[int | None, Field(ge=1, json_schema_extra={"maximum": DEFAULT_MAX_ROWS})] = None,
     ) -> Annotated[CallToolResult, SparqlRows]:
-        """Run a read-only SPARQL query on one KG and get a compact table (plus typed rows).
-
-        Only SELECT/ASK/CONSTRUCT/DESCRIBE; updates, LOAD and SERVICE (federation) are refused. The LIMIT is
-        added or lowered to the row cap; a truncated answer says so. Use it for what the traversal tools cannot
-        express (aggregates, filters, multi-hop patterns); prefer get_relations/get_edges for exploring."""
+        """A read-only SPARQL query on one KG, answered as a compact table; for what the other tools cannot say
+        (counts, filters, joins). Updates and SERVICE are refused; the row cap is applied as LIMIT."""
         name = (kg or "").strip() or default_kg
         if name is None:
             raise InvalidInput(f"several KGs answer SPARQL; pass kg (one of: {', '.join(able)})")
@@ -159,71 +147,4 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content=result.model_dump(mode="json", exclude_none=True))
 
-    names_all = ", ".join(runtime.kgs)
-
-    @server.tool(title="Find a relation by what it means", annotations=annotations)
-    async def search_relations(
-        text: Annotated[str, Field(description="What the relation means, e.g. 'place of birth', 'married to', "
-                                   "'IMDb'.", json_schema_extra={"maxLength": 200})],
-        kg: Annotated[str | None, Field(description=f"KG name (one of: {names_all}); default all.")] = None,
-        limit: Annotated[int, Field(ge=1, description="Most relations returned (at most 50).",
-                                    json_schema_extra={"maximum": 50})] = 10,
-    ) -> Annotated[CallToolResult, RelationMatches]:
-        """Find relations by meaning when the vocabulary is large (Wikidata has ~12,000 properties): matches
-        labels, aliases and descriptions, best first, with IDs to pass to get_edges or resolve_external_id."""
-        text = (text or "").strip()
-        if not text or len(text) > 200:
-            raise InvalidInput("text must be 1 to 200 characters")
-        limit = min(limit, 50)
-        chosen = runtime.select(kg)
-        hits, warnings = await chosen.find_relations(text, limit)
-        result = RelationMatches(text=text, kgs=list(chosen.kgs), relations=hits, warnings=warnings)
-        lines = [f"Relations matching {text!r}:" if result.relations else f"No relation matches {text!r}"]
-        for h in result.relations:
-            count = f" [{h.count:,}]" if h.count is not None else ""
-            desc = f" - {h.description}" if h.description else ""
-            via = f'  (matched "{h.matched}")' if h.matched != h.label else ""
-            lines.append(f"{h.id}{count}: {h.label}{desc}{via}")
-        lines.extend(f"warning: {w}" for w in warnings)
-        return tool_result(result, "\n".join(lines))
-
-    @server.tool(title="Resolve an external identifier", annotations=annotations)
-    async def resolve_external_id(
-        property: Annotated[str, Field(description="The identifier property, namespaced: e.g. 'wd:P345' (IMDb ID). "
-                                       "search_relations finds it by name.")],
-        value: Annotated[str, Field(description="The identifier, e.g. 'tt1375666'.",
-                                    json_schema_extra={"maxLength": 400})],
-    ) -> Annotated[CallToolResult, ExternalIdResult]:
-        """The entity an external identifier (IMDb, VIAF, MusicBrainz, ISBN …) belongs to."""
-        value = (value or "").strip()
-        if not value or len(value) > 400:
-            raise InvalidInput("value must be 1 to 400 characters")
-        owner = runtime.graph.owner(property)
-        vocabulary = owner.relation_vocabulary()  # local KGs know theirs without I/O; SPARQL KGs check when empty
-        if vocabulary is not None and property not in vocabulary:
-            raise NotFound(f"no relation {property!r} in KG {owner.name!r}; call search_relations to find one")
-        ids = await owner.find_by_value(property, value, limit=10)
-        entities = [(await runtime.graph.describe_entity(i)).entity for i in ids[:5]]
-        result = ExternalIdResult(property=property, value=value, entities=entities, more=max(0, len(ids) - 5))
-        if not entities:
-            text = f"no entity in KG {owner.name!r} has {property} = {value!r}"
-        else:
-            text = "\n".join([f"{property} = {value!r}:"] + [f"{e.id}: {e.label}" + (
-                f" - {e.description}" if e.description else "") for e in entities]
-                + ([f"(+{result.more} more)"] if result.more else []))
-        return tool_result(result, text)
-
-
-class RelationMatches(BaseModel):
-    text: str
-    kgs: list[str]
-    relations: list[RelationHit]
-    warnings: list[str] = Field(default_factory=list)
-
-
-class ExternalIdResult(BaseModel):
-    property: str
-    value: str
-    entities: list[Entity] = Field(default_factory=list, description="The entities with that identifier.")
-    more: int = Field(default=0, description="Further matches not shown.")
 

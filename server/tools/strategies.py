@@ -17,6 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from kg_adapters.errors import InvalidInput
 from strategies.registry import REGISTRY, Call, Strategy
 from strategies.results import StrategyResult, render_ranked
 from strategies.route_stats import RouteStatsSnapshot
@@ -25,8 +26,7 @@ from strategies.services import CHEAP
 from ..results import tool_result
 from ..runtime import Runtime
 
-KgArg = Annotated[str | None, Field(description="Name of the KG to search; default: the first configured KG.")]
-Query = Annotated[str, Field(description="The question, natural language; [brackets] mark entity mentions.")]
+Query = Annotated[str, Field(description="The question; mark entity mentions in [brackets].")]
 BuildArg = Annotated[bool | None, Field(description="Build a missing index within this call and wait (true), "
                                                     "never (false), or as the server decides (default: small KGs "
                                                     "within the call, large ones in the background).")]
@@ -52,22 +52,42 @@ def _progress(ctx: Context | None):
     return report
 
 
-def strategy_tool(strategy: Strategy, runtime: Runtime):
+def kg_for(strategy: Strategy, runtime: Runtime, name: str | None) -> Any:
+    """The KG a strategy tool runs on: the one named; by default every KG, linked, or, for a strategy that reads
+    every triple of one KG, the one KG held locally (asked for by name when there are several)."""
+    if name and name.strip():
+        return runtime.kg(name.strip())
+    if len(runtime.kgs) == 1:
+        return next(iter(runtime.kgs.values()))
+    if not strategy.local_only:
+        return runtime.graph
+    local = [k for k in runtime.kgs.values() if k.capabilities.local_index]
+    if len(local) == 1:
+        return local[0]
+    raise InvalidInput(f"{strategy.tool or strategy.name} reads every triple of one KG: pass kg (one of: "
+                       f"{', '.join(k.name for k in local) or 'none held locally'})")
+
+
+def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...] | None = None):
     """The tool function of ``strategy``: a signature built from its options model, so the SDK derives the input
-    schema (with every option's type, bounds and description) as for a hand-written tool."""
-    fields = strategy.options.model_fields
+    schema (with every option's type, bounds and description) as for a hand-written tool. ``exposed``: the options
+    a caller may set (None: all); every default is this server's (``[strategy.NAME]``, else the strategy's)."""
+    fields = {k: v for k, v in strategy.options.model_fields.items() if exposed is None or k in exposed}
     clash = _RESERVED & set(fields)
     if clash:
         raise ValueError(f"strategy {strategy.name!r} has options named like the tool's own arguments: {clash}")
     result_type = strategy.result or StrategyResult
     services = runtime.services
-    default_kg = next(iter(runtime.kgs))
+    defaults = services.options(strategy)
+    names = ", ".join(runtime.kgs)
+    kg_arg = Annotated[str | None, Field(description=f"One of {names}; default " + (
+        "all" if not strategy.local_only else "the one held locally") + ".")]
 
     async def tool(**kwargs: Any) -> CallToolResult:
         ctx: Context | None = kwargs.pop("ctx", None)
         query, kg_name, build = kwargs.pop("query"), kwargs.pop("kg", None), kwargs.pop("build", None)
-        kg = runtime.kg(kg_name.strip() if kg_name and kg_name.strip() else default_kg)
-        options = strategy.parse_options(kwargs)
+        kg = kg_for(strategy, runtime, kg_name)
+        options = services.options(strategy, kwargs)
         wants_llm = strategy.llm_option is not None and getattr(options, strategy.llm_option) == "llm"
         call = Call(services=services, kg=kg, query=query, options=options,
                     llm_kind=runtime.config.llm.backend or "offline" if wants_llm else "offline",
@@ -80,10 +100,10 @@ def strategy_tool(strategy: Strategy, runtime: Runtime):
         return tool_result(out, text)
 
     params = [inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY, annotation=Query),
-              inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=KgArg)]
+              inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg)]
     for name, info in fields.items():
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info.get_default(
-            call_default_factory=True), annotation=Annotated[info.annotation, info]))
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, name),
+                                        annotation=Annotated[info.annotation, info]))
     if any(n not in CHEAP for n in strategy.needs):  # an index that may take minutes: the caller may say when
         params.append(inspect.Parameter("build", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=BuildArg))
     params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None))
@@ -97,10 +117,12 @@ def strategy_tool(strategy: Strategy, runtime: Runtime):
 
 def register(server: MCPServer, runtime: Runtime) -> None:
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    every_option = (runtime.config.server.tools or "default") == "all"
     for strategy in REGISTRY.all():
         if strategy.tool:
+            exposed = None if every_option else strategy.model_options
             server.tool(name=strategy.tool, title=strategy.title or None, description=strategy.summary,
-                        annotations=read_only)(strategy_tool(strategy, runtime))
+                        annotations=read_only)(strategy_tool(strategy, runtime, exposed))
     services = runtime.services
 
     @server.tool(title="Router statistics of this server", annotations=read_only)
@@ -114,7 +136,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     @server.tool(title="Build the retrieval indexes of a KG", annotations=ToolAnnotations(
         read_only_hint=False, idempotent_hint=True, open_world_hint=False))
     async def build_index(
-        kg: KgArg = None,
+        kg: Annotated[str | None, Field(description="default: the first configured KG.")] = None,
         index: Annotated[Literal["dense", "hierarchy", "all"], Field(description="dense: MiniLM + static entity "
                          "vectors (rerank); hierarchy: Louvain communities (beam_search); all: both.")] = "all",
         ctx: Context | None = None,

@@ -2,7 +2,7 @@
 its value, the final local subgraph and the search tree, with a progress notification per expansion."""
 
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -53,24 +53,21 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         meta=TOOL_META,  # MCP Apps: clients that render apps show the search tree inline
     )
     async def tree_of_traversals(
-        query: Annotated[str, Field(description="The question; mark the topic entity with [brackets] if you can.")],
-        k: Annotated[int, Field(ge=1, le=10, description="Branching factor: actions sampled per step (1 = chain).")] = 3,
-        max_hops: Annotated[int, Field(ge=1, le=10, description="Hops a path may take before it must answer.")] = 4,
-        tau: Annotated[float, Field(ge=0.0, le=1.0, description="Stop at an answer valued at least this.")] = 0.8,
+        query: Annotated[str, Field(description="The question; mark entity mentions in [brackets].")],
         llm: Annotated[
             Literal["offline", "sampling", "anthropic", "openai"],
-            Field(description="Policy: offline (no LLM), sampling (this client's model), anthropic (server's key), "
-                  "openai (an OpenAI-compatible server: OPENAI_BASE_URL, TOT_OPENAI_MODEL)."),
+            Field(description="Who reasons: offline (no LLM, free), sampling (your model, via the client), "
+                  "anthropic or openai (the server's key)."),
         ] = "offline",
-        kg: Annotated[str | None, Field(description=f"KG name(s), comma-separated (of: {kg_names}); default all.")] = None,
-        max_expansions: Annotated[int, Field(ge=1, le=500, description="Give up after this many expansions.")] = 25,
+        kg: Annotated[str | None, Field(description=f"One or more of {kg_names}, comma-separated; default all.")]
+        = None,
+        k: Annotated[int | None, Field(ge=1, le=10, description="Branches tried per step; 1 is a chain, cheaper.")]
+        = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, TreeOfTraversalsResult]:
-        """Runs the full Tree-of-Traversals search (Markowitz et al. 2024) on the server: links the question's
-        entities, then repeatedly expands the local subgraph (select entities → select relation → edges) guided by a
-        policy and value function, best-first, until an answer scores ≥ tau. Returns the answer entities, the final
-        subgraph and the search tree. Use it when you want an answer in one call instead of driving
-        initialize / get_relations / get_edges yourself."""
+        """Answer a question with the Tree-of-Traversals search on the server (Markowitz et al. 2024): it links
+        the entities, grows a subgraph step by step under a policy (an LLM, or offline rules), and stops at an answer it values well.
+        Returns the answer, the subgraph and the search tree: one call instead of driving the step tools."""
         graph = runtime.select(kg)
         warnings: list[str] = []
         kind = llm
@@ -85,8 +82,10 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             except LLMError as e:
                 raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         strategy = get("tot")  # the one implementation: what tot-search --method tot measures
-        options = strategy.parse_options({"k": k, "max_hops": max_hops, "tau": tau, "max_expansions": max_expansions,
-                                          "max_edges_per_expansion": min(50, runtime.limits.max_edges)})
+        given: dict[str, Any] = {} if k is None else {"k": k}  # the rest: [strategy.tot], else the paper's
+        if "max_edges_per_expansion" not in runtime.services.strategy_options.get("tot", {}):
+            given["max_edges_per_expansion"] = min(50, runtime.limits.max_edges)
+        options = runtime.services.options(strategy, given)
 
         async def progress(done: float, total: float | None, message: str) -> None:
             if ctx is not None:

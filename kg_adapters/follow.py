@@ -127,7 +127,7 @@ async def follow_path(
     warnings: list[str] = []
     truncated = partial = False
     starts = set(start)
-    if exclude_start:  # the start in every linked KG is the start: its twin is not an answer either
+    if exclude_start or not through_start:  # the start in every linked KG is the start: its twin is not an answer
         for twins in await asyncio.gather(*(kg.same_as(s) for s in start[:HOP_FRONTIER])):
             starts.update(twins)
     without_edge = 0
@@ -135,7 +135,7 @@ async def follow_path(
         # a walk may pass back through the start ("X's child's parent's heir" is X's heir): by default only the
         # final targets leave it out; through_start=False also stops walks there ("X's co-stars' other films")
         frontier = [x for x in counts if x not in values]  # literal values are ends, not sources
-        if exclude_start and not through_start and n > 1:
+        if not through_start and n > 1:
             frontier = [x for x in frontier if x not in starts]
         if len(frontier) > HOP_FRONTIER:
             warnings.append(f"hop {n} starts from {len(frontier)} entities; followed from the first {HOP_FRONTIER}")
@@ -159,7 +159,7 @@ async def follow_path(
             nxt_example.setdefault(tgt, [*example[src], tgt])
         if n == len(hops):
             left = {e.via or e.source for e in reach.edges}
-            without_edge = sum(1 for x in frontier if x not in left)
+            without_edge = sum(1 for x in frontier if x not in left and not (exclude_start and x in starts))
         counts, example = nxt, nxt_example
         reached.append(sum(1 for x in counts if x not in starts) if exclude_start else len(counts))
         if not counts:

@@ -13,12 +13,13 @@ is refused with both IDs, never guessed.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from .base import KnowledgeGraph
 from .errors import InvalidInput, KGError
 from .linking import local_relation_name, names_relation
-from .models import split_id
+from .models import Direction, split_id
 
 #: above this many relations in all, ``initialize`` does not list them (a Wikidata-sized vocabulary)
 MAX_LISTED = 60
@@ -99,3 +100,43 @@ class RelationNames:
                  for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
         parts += [f"{kg}: too many to list (get_relations(search=...) finds them)" for kg in self.by_kg if kg in self.partial]
         return "; ".join(parts) if len(parts) > len(self.partial) else ""
+
+
+async def relation_examples(kg: KnowledgeGraph, names: RelationNames) -> dict[str, str]:
+    """One edge per listed relation, ``Forrest Gump → Tom Hanks``: a relation's direction in words, which its name
+    alone does not say (is ``starred_actors`` film → actor or actor → film?). Two reads per relation (a subject, then
+    its first target), concurrently; only for vocabularies small enough to list; a relation whose sample fails or is
+    empty is left out."""
+    if not names.listing():
+        return {}
+    members = kg.members()
+
+    async def one(kg_name: str, rid: str) -> tuple[str, str] | None:
+        member = members.get(kg_name)
+        if member is None:
+            return None
+        try:
+            subjects = await member.subjects_of(rid, limit=1)
+            if not subjects:
+                return None
+            page = await member.adjacent(subjects[:1], rid, Direction.forward, limit=1)
+            if not page.edges:
+                return None
+            edge = page.edges[0]
+            if edge.target is not None:
+                entity = page.entities.get(edge.target)
+                target = entity.label if entity is not None else await member.label_of(edge.target)
+            else:
+                target = edge.value.value if edge.value is not None else "?"
+            return rid, f"{await member.label_of(subjects[0])} → {_short(target)}"
+        except KGError:
+            return None
+
+    found = await asyncio.gather(*(one(k, rid) for k, rels in names.by_kg.items() if k not in names.partial
+                                   for rid in rels))
+    return dict(x for x in found if x is not None)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

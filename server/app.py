@@ -30,11 +30,12 @@ log = logging.getLogger("tot_mcp.server")
 INSTRUCTIONS = (
     "Knowledge-graph access in the Tree-of-Traversals style. Start with initialize(query) to link the entities of a "
     "question, then alternate get_relations(entity_ids) and get_edges(entity_ids, relation_id, direction) to grow a "
-    "subgraph; IDs are namespaced by KG (movies:E12). With several KGs, an entity's equivalents in the others are "
-    "linked (same_as): its get_relations lists their relations too, and get_edges follows another KG's relation "
-    "from it directly. A result that reaches several entities names them with a handle: pass from_result instead "
-    "of copying IDs; follow_path walks a known chain of relations in one call. The prompt 'tree_of_traversals' "
-    "explains the procedure."
+    "subgraph; IDs are namespaced by KG (movies:E12). A relation runs forward from subject to object; list_kgs shows "
+    "each relation of a small schema with an example edge, so you know which way to walk it. When you know the "
+    "relations a question follows, follow_path(start=name, hops=[...]) answers it in one call. With several KGs, an "
+    "entity's equivalents in the others are linked (same_as): its get_relations lists their relations too, and "
+    "get_edges follows another KG's relation from it directly. A result that reaches several entities names them "
+    "with a handle: pass from_result instead of copying IDs. The prompt 'tree_of_traversals' explains the procedure."
 )
 
 

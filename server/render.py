@@ -196,7 +196,7 @@ def _num(n: int | None) -> str:
     return "?" if n is None else f"{n:,}"
 
 
-def render_kg_info(info: KGInfo) -> str:
+def render_kg_info(info: KGInfo, examples: dict[str, str] | None = None) -> str:
     lines = [
         f"{info.name} ({info.backend}): {_num(info.entities)} entities, {_num(info.triples)} triples, "
         f"{_num(info.relations)} relations"
@@ -206,16 +206,19 @@ def render_kg_info(info: KGInfo) -> str:
     if info.relation_sample:
         def ref(r: Relation) -> str:  # wd:P161 cast member; movies:directed_by (its ID reads as its label)
             kg = r.id.split(":", 1)[0] + ":" if ":" in r.id else ""
-            return kg + relation_ref(r.id, r) + (f" [{r.count:,}]" if r.count is not None else "")
+            example = f" ({examples[r.id]})" if examples and r.id in examples else ""
+            return kg + relation_ref(r.id, r) + (f" [{r.count:,}]" if r.count is not None else "") + example
 
         sample = ", ".join(ref(r) for r in info.relation_sample)
         more = info.relations is None or info.relations > len(info.relation_sample)
-        lines.append(f"  relations{' (a sample; get_relations(search=...) finds others)' if more else ''}: {sample}")
+        how = " (a sample; get_relations(search=...) finds others)" if more else \
+            " (forward: subject → object, e.g.)" if examples else ""
+        lines.append(f"  relations{how}: {sample}")
     return "\n".join(lines)
 
 
-def render_kg_infos(infos: Iterable[KGInfo]) -> str:
-    return "\n".join(render_kg_info(i) for i in infos) or "no KGs configured"
+def render_kg_infos(infos: Iterable[KGInfo], examples: dict[str, str] | None = None) -> str:
+    return "\n".join(render_kg_info(i, examples) for i in infos) or "no KGs configured"
 
 
 def render_edges_result(result) -> str:
@@ -241,14 +244,21 @@ def render_paths(result) -> str:
         e = result.entities.get(x)
         return e.label if e is not None else x
 
-    path = " → ".join(f"{h.relation_id}{' (inverse)' if h.direction is Direction.backward else ''}" for h in result.hops)
+    home = result.start[0].split(":", 1)[0] + ":" if result.start and ":" in result.start[0] else None
+
+    def rel(rid: str) -> str:  # the start's own KG goes without saying: written_by, catalog:genre
+        return rid.removeprefix(home) if home else rid
+
+    path = " → ".join(f"{rel(h.relation_id)}{' (inverse)' if h.direction is Direction.backward else ''}"
+                      for h in result.hops)
     start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
     linked = getattr(result, "linked", None)
     lines = ([linked] if linked else []) + [f"From {start} along {path}:"]
     if len(result.hops) > 1:
         lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:
-        lines.append(f"{result.without_edge} of the last hop's sources have no such edge")
+        n = result.without_edge
+        lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge")
     if not result.targets:
         lines.append("no targets")
     else:
@@ -267,5 +277,5 @@ def render_paths(result) -> str:
     more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
     lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
-                             "target entities"))
+                             "targets"))
     return "\n".join(lines)

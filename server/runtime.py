@@ -86,6 +86,7 @@ class Runtime:
         self.handles = HandleStore(fingerprint, server.handles or 2000, server.handle_ttl or 3600.0)
         self.load_seconds: float | None = None
         self._relation_names: Any = None
+        self._relation_examples: dict[str, str] | None = None
         #: drawn search trees for the MCP Apps view (server.apps registers them; None: no apps on this server)
         self.tree_views: Any = None
 
@@ -137,6 +138,14 @@ class Runtime:
         if names is None or not names.by_kg.keys() >= self.kgs.keys():
             names = self._relation_names = await RelationNames.of(self.graph)
         return names
+
+    async def relation_examples(self) -> dict[str, str]:
+        """One example edge per relation of a small vocabulary (``Forrest Gump → Tom Hanks``), asked once."""
+        from kg_adapters.relation_names import relation_examples
+
+        if self._relation_examples is None:
+            self._relation_examples = await relation_examples(self.graph, await self.relation_names())
+        return self._relation_examples
 
     async def relation_id(self, relation: str) -> str:
         """The relation ID a tool argument stands for: an ID of a configured KG as it is (no I/O), else the one

@@ -25,7 +25,7 @@ MODEL_ARGUMENTS = {
     "search_entities": {"text", "kg", "limit", "relation"},
     "get_relations": {"entity_ids", "from_result", "search", "kg"},
     "get_edges": {"relation_id", "entity_ids", "from_result", "direction", "limit", "offset"},
-    "follow_path": {"hops", "entity_ids", "from_result", "start", "exclude_start", "limit", "offset"},
+    "follow_path": {"hops", "entity_ids", "from_result", "start", "exclude_start", "through_start", "limit", "offset"},
     "describe_entity": {"entity_id", "from_result", "position"},
     "route_query": {"query", "kg", "route", "top_k"},
     "tree_of_traversals": {"query", "llm", "kg", "k"},
@@ -124,9 +124,12 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
             {"relation_id": "offspring"}, {"relation_id": "dad"}, {"relation_id": "heir"}]})
         siblings = await s.call_tool("follow_path", {"start": "Alfred", "hops": [
             {"relation_id": "dad"}, {"relation_id": "offspring"}]})
+        others = await s.call_tool("follow_path", {"start": "Albert", "through_start": False, "hops": [
+            {"relation_id": "offspring"}, {"relation_id": "dad"}, {"relation_id": "heir"}]})
         kids = await s.call_tool("follow_path", {"start": "Albert", "hops": [
             {"relation_id": "offspring"}, {"relation_id": "offspring"}]})
         nobody = await s.call_tool("follow_path", {"start": "Zebedee", "hops": [{"relation_id": "dad"}]})
+        kgs = await s.call_tool("list_kgs", {})
         both = await s.call_tool("follow_path", {"start": "Albert", "entity_ids": ["fam:E0"],
                                                  "hops": [{"relation_id": "dad"}]})
     assert not heir.is_error, text_of(heir)
@@ -134,7 +137,12 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
     assert text_of(heir).splitlines()[0].startswith("start 'Albert' = fam:")
     assert heir.structured_content["reached"] == [2, 0, 1]  # hop 2 reached only the start, which is not counted
     assert [t["label"] for t in siblings.structured_content["targets"]] == ["Helena"]  # the start is left out
-    assert kids.structured_content["without_edge"] == 2 and "2 of the last hop's sources have no such edge" in \
+    assert others.structured_content["targets"] == []  # every walk came back through Albert, and stopped there
+    assert kids.structured_content["without_edge"] == 2 and "2 last-hop sources without that edge" in \
         text_of(kids)  # Alfred and Helena have no offspring: missing data, said so, not a silent empty
     assert nobody.is_error and "no entity matches 'Zebedee'" in text_of(nobody)
+    # which way each relation runs, in words: an example edge, subject → object
+    examples = kgs.structured_content["examples"]
+    assert examples["fam:heir"] == "Albert → Edward" and examples["fam:dad"].endswith("→ Albert")
+    assert "fam:heir [1] (Albert → Edward)" in text_of(kgs)
     assert both.is_error and "one of entity_ids, from_result or start" in text_of(both)

@@ -92,6 +92,8 @@ class PathsResult(PathResult):
 
 class KGList(BaseModel):
     kgs: list[KGInfo]
+    examples: dict[str, str] = Field(default_factory=dict, description="One edge per relation, subject → object "
+                                     "(small vocabularies only): the relation's forward direction.")
     links: list[str] = Field(default_factory=list, description="How entities are linked across the KGs.")
     warnings: list[str] = Field(default_factory=list)
 
@@ -171,7 +173,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         text = render.render_matches(f"Entities linked from {query!r}", result.entities, result.warnings,
                                      result.result_id, result.omitted)
         if result.relations:
-            text += f"\nRelations by name (get_edges and follow_path take these): {result.relations}"
+            text += f"\nRelations by name (the path tools take these; list_kgs shows directions): {result.relations}"
         return tool_result(result, text)
 
     @server.tool(title="Search entities by label", annotations=read_only)
@@ -286,8 +288,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         from_result: FromResult = None,
         start: Annotated[str | None, Field(description="Instead of IDs: a name, linked as initialize would.",
                                            json_schema_extra={"maxLength": limits.max_query_chars})] = None,
-        exclude_start: Annotated[bool, Field(description="Leave the start out of the final targets (paths through "
-                                                         "it still count).")] = True,
+        exclude_start: Annotated[bool, Field(description="Leave the start out of the final targets.")] = True,
+        through_start: Annotated[bool, Field(description="false: no walk passes back through the start ('the other "
+                                                         "films of X's writers' skips X).")] = True,
         limit: Limit = None,
         offset: Offset = 0,
         ctx: Context | None = None,
@@ -303,10 +306,11 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             ids = sources(entity_ids, from_result)
         hops = [Hop(relation_id=await runtime.relation_id(h.relation_id), direction=h.direction) for h in hops]
         limit = limits.clamp(limit, limits.max_edges)
-        res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, limit=limit, offset=offset)
+        res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, through_start=through_start,
+                                   limit=limit, offset=offset)
         handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,
                           from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],
-                          exclude_start=exclude_start)
+                          exclude_start=exclude_start, through_start=None if through_start else False)
         result = PathsResult(**res.model_dump(), result_id=handle, linked=linked)
         return tool_result(result, render.render_paths(result))
 
@@ -319,9 +323,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         if not found.entities:
             raise NotFound(f"no entity matches {mention!r}; try search_entities with another spelling")
         best, rest = found.entities[0], found.entities[1:]
-        note = f"start {mention!r} = {best.entity.id} {best.entity.label} ({best.match})"
+        def ref(m: EntityMatch) -> str:  # what kind of thing it is, so a wrong pick shows without a call
+            desc = " ".join((m.entity.description or "").split())
+            return f"{m.entity.id} {m.entity.label}" + (f" ({desc[:60]})" if desc else "")
+
+        note = f"start {mention!r} = {ref(best)} [{best.match}]"
         if rest:
-            note += "; also matched: " + ", ".join(f"{m.entity.id} {m.entity.label}" for m in rest[:4])
+            note += "; also matched: " + "; ".join(ref(m) for m in rest[:4])
         return [best.entity.id], note
 
     @server.tool(title="Describe one entity", annotations=read_only)
@@ -347,11 +355,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
 
     @server.tool(title="List the configured KGs", annotations=read_only)
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:
-        """The KGs: name, backend, size, how they are linked, and their relations (a sample when there are many:
-        get_relations(search=...) finds more)."""
+        """The KGs: name, backend, size, how they are linked, and their relations, each with an example edge
+        that shows its direction when there are few (a sample when there are many: get_relations(search=...) finds
+        more)."""
         infos, warnings = await graph.member_infos(progress_to(ctx))
         links = [r.describe() for r in graph.linker.rules]
-        result = KGList(kgs=infos, links=links, warnings=warnings)
+        result = KGList(kgs=infos, links=links, warnings=warnings, examples=await runtime.relation_examples())
         linked = [f"links: {'; '.join(links)} (get_relations and get_edges follow them)"] if links else []
-        text = "\n".join([render.render_kg_infos(result.kgs), *linked, *(f"warning: {w}" for w in warnings)])
+        text = "\n".join([render.render_kg_infos(result.kgs, result.examples), *linked,
+                          *(f"warning: {w}" for w in warnings)])
         return tool_result(result, text)

@@ -111,7 +111,7 @@ class Edge(_Model):
     direction: Direction = Direction.forward
     target: str | None = None
     value: Literal | None = None
-    qualifiers: list[Qualifier] = Field(default_factory=list)
+    qualifiers: list[Qualifier] = Field(default_factory=list, exclude_if=lambda q: not q)  # most edges have none
     via: str | None = Field(
         default=None,
         description="The entity asked about, when the edge was followed from its linked equivalent `source` in "

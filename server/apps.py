@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, Apps, client_supports_apps
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.resources import FunctionResource
 
 from . import __version__
 
@@ -227,6 +228,14 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
         view = views.get(run.strip())
         return render_page(view.fragment, view.run, f"Search tree: {view.question}")
 
+    def app() -> str:
+        return render_page()
+
+    # the app itself is a plain resource too, so resources/list shows it (a template is listed only as a template)
+    server.add_resource(FunctionResource.from_function(
+        fn=app, uri=APP_URI, name="search-tree-app", title="Tree-of-Traversals search tree (app)",
+        description="The MCP Apps view that draws the search tree of a tree_of_traversals result.",
+        mime_type=APP_MIME_TYPE, meta={"ui": {"prefersBorder": True}}))
     _advertise(server)
 
 

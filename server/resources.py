@@ -7,7 +7,9 @@ before spending tool calls; the content is ``KnowledgeGraph.info()`` as JSON.
 its text (the same ``LinkedKG.describe_entity`` call, so IDs in linked KGs are listed as ``same as``, and the same
 ``render.render_description``). ``id`` is the entity's ID as the tools print it (``movies:E1407``) or its local part
 (``E1407``): an ``id`` that does not start with ``KG:`` gets that prefix. The ``kg`` argument completes to the
-configured KG names (``completion/complete``). An unknown KG or entity is a one-line ``resources/read`` error.
+configured KG names and ``id`` to the entities whose label matches what was typed (``completion/complete``, a label
+search: ``Tom Ha`` → ``movies:E1407``); the ``tree_of_traversals`` prompt's ``question`` completes an open
+``[mention`` to the labels that match. An unknown KG or entity is a one-line ``resources/read`` error.
 """
 
 from __future__ import annotations
@@ -85,13 +87,35 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
         ref: PromptReference | ResourceTemplateReference, argument: CompletionArgument,
         context: CompletionContext | None,
     ) -> Completion | None:
-        """``kg`` of the entity template: the configured KG names starting with what was typed."""
-        if not (isinstance(ref, ResourceTemplateReference) and ref.uri == ENTITY_TEMPLATE and argument.name == "kg"):
-            return None
-        prefix = argument.value.strip().lower()
-        names = [n for n in runtime.kgs if n.lower().startswith(prefix)]
-        return Completion(values=names[:_MAX_COMPLETIONS], total=len(names),
-                          has_more=len(names) > _MAX_COMPLETIONS)
+        """The entity template's ``kg`` (KG names) and ``id`` (entities by label), the prompt's ``[mention``."""
+        if isinstance(ref, ResourceTemplateReference) and ref.uri == ENTITY_TEMPLATE:
+            if argument.name == "kg":
+                prefix = argument.value.strip().lower()
+                return _values([n for n in runtime.kgs if n.lower().startswith(prefix)])
+            if argument.name == "id":
+                kg = ((context.arguments or {}).get("kg") if context else None) or None
+                return _values([m.entity.id for m in await _labelled(kg, argument.value)])
+        if isinstance(ref, PromptReference) and argument.name == "question":
+            head, bracket, typed = argument.value.rpartition("[")
+            if not bracket or "]" in typed:
+                return None
+            return _values([f"{head}[{m.entity.label}]" for m in await _labelled(None, typed)])
+        return None
+
+    async def _labelled(kg: str | None, typed: str) -> list:
+        """Entities whose label matches ``typed`` (the tools' label search), none for under two characters or an
+        unknown KG: a completion never fails."""
+        if len(typed.strip()) < 2 or (kg is not None and kg not in runtime.kgs):
+            return []
+        try:
+            return await runtime.select(kg).search_entities(typed.strip(), limit=10)
+        except KGError:
+            return []
+
+
+def _values(values: list[str]) -> Completion:
+    values = list(dict.fromkeys(values))
+    return Completion(values=values[:_MAX_COMPLETIONS], total=len(values), has_more=len(values) > _MAX_COMPLETIONS)
 
 
 def register_resources(server: MCPServer, runtime: Runtime) -> None:

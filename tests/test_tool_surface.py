@@ -146,3 +146,25 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
     assert examples["fam:heir"] == "Albert → Edward" and examples["fam:dad"].endswith("→ Albert")
     assert "fam:heir [1] (Albert → Edward)" in text_of(kgs)
     assert both.is_error and "one of entity_ids, from_result or start" in text_of(both)
+
+
+async def test_completions_suggest_entities_by_label_and_the_app_is_a_listed_resource():
+    from mcp_types import PromptReference, ResourceTemplateReference
+
+    template = ResourceTemplateReference(type="ref/resource", uri="kg://{kg}/entity/{id}")
+    async with stdio_session(["--kg", "movies=embedded", "--tools", "all"]) as s:
+        ids = await s.complete(template, {"name": "id", "value": "Tom Han"}, context_arguments={"kg": "movies"})
+        short = await s.complete(template, {"name": "id", "value": "T"}, context_arguments={"kg": "movies"})
+        unknown = await s.complete(template, {"name": "id", "value": "Tom"}, context_arguments={"kg": "nope"})
+        mention = await s.complete(PromptReference(type="ref/prompt", name="tree_of_traversals"),
+                                   {"name": "question", "value": "what films did [Tom Han"})
+        closed = await s.complete(PromptReference(type="ref/prompt", name="tree_of_traversals"),
+                                  {"name": "question", "value": "what films did [Tom Hanks] make"})
+        resources = [str(r.uri) for r in (await s.list_resources()).resources]
+        build = next(t for t in (await s.list_tools()).tools if t.name == "build_index")
+    assert ids.completion.values[0] == "movies:E1407"
+    assert short.completion.values == [] and unknown.completion.values == []
+    assert mention.completion.values[0] == "what films did [Tom Hanks]"
+    assert closed.completion.values == []  # nothing open to complete
+    assert "ui://tot-mcp/search-tree" in resources
+    assert build.annotations.destructive_hint is False and build.annotations.read_only_hint is False

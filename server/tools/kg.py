@@ -20,6 +20,7 @@ from kg_adapters.follow import follow_path as follow_path_in
 from kg_adapters.models import (
     Direction,
     EdgePage,
+    Entity,
     EntityMatch,
     KGInfo,
     Relation,
@@ -99,6 +100,12 @@ class KGList(BaseModel):
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
+def labels_only(entities: dict[str, Entity]) -> dict[str, Entity]:
+    """The entities a page reached as the text shows them, by label: their descriptions are describe_entity's job
+    (a page of 200 targets would otherwise carry 200 descriptions no one asked for)."""
+    return {k: e.model_copy(update={"description": None}) if e.description else e for k, e in entities.items()}
+
+
 def progress_to(ctx: Context | None) -> Any:
     """A progress callback reporting "<KG> answered" to the client, when the client asked for progress."""
     if ctx is None:
@@ -275,6 +282,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         hint = await why_empty(graph, ids, relation_id, direction) if not page.edges and offset == 0 else None
         handle = remember("get_edges", reached, entity_ids=None if from_result else ids, from_result=from_result,
                           relation_id=relation_id, direction=direction, limit=limit, offset=offset)
+        page = page.model_copy(update={"entities": labels_only(page.entities)})
         result = EdgesResult(**page.model_dump(), targets=len(reached) + len(values), result_id=handle,
                              sources_without_edges=quiet if page.edges else [], hint=hint)
         return tool_result(result, render.render_edges_result(result))
@@ -312,6 +320,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                           from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],
                           exclude_start=exclude_start, through_start=None if through_start else False)
         result = PathsResult(**res.model_dump(), result_id=handle, linked=linked)
+        result.entities = labels_only(result.entities)
         return tool_result(result, render.render_paths(result))
 
     async def link_start(mention: str, ctx: Context | None) -> tuple[list[str], str]:

@@ -134,7 +134,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         return tool_result(snap, text)
 
     @server.tool(title="Build the retrieval indexes of a KG", annotations=ToolAnnotations(
-        read_only_hint=False, idempotent_hint=True, open_world_hint=False))
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     async def build_index(
         kg: Annotated[str | None, Field(description="default: the first configured KG.")] = None,
         index: Annotated[Literal["dense", "hierarchy", "all"], Field(description="dense: MiniLM + static entity "

@@ -6,22 +6,33 @@ up: the same call gives the same handle in every server process. A process that 
 expired, was evicted, or another process behind a load balancer made it — refuses it with a message telling the
 client to repeat that call, which recreates the same handle wherever it lands. Held in a bounded LRU with an age
 limit.
+
+With a ``path`` (the server's cache directory, ``handles.sqlite``) every handle is also kept on disk, bounded and
+with the same age limit, keyed by the fingerprint of what is served: a later process serving the same KGs (same
+files, unchanged; same endpoints) resolves it too. Clients that start a server per call (LangChain's default
+``MultiServerMCPClient`` over stdio) and restarts keep their handles. Disk trouble never fails a call: the store
+then keeps to memory and says so once in the log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
+import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kg_adapters.errors import InvalidInput
 
 HANDLE_RE = re.compile(r"^r[0-9a-f]{10}$")
+log = logging.getLogger("tot_mcp.handles")
 
 
 @dataclass(frozen=True)
@@ -37,13 +48,16 @@ class UnknownHandle(InvalidInput):
 
 
 class HandleStore:
-    def __init__(self, fingerprint: str, max_entries: int = 2000, ttl_seconds: float = 3600.0) -> None:
+    def __init__(self, fingerprint: str, max_entries: int = 2000, ttl_seconds: float = 3600.0,
+                 path: Path | None = None) -> None:
         if max_entries < 1 or ttl_seconds <= 0:
             raise InvalidInput("the result-handle store needs a size ≥ 1 and an age limit > 0")
         self.fingerprint = fingerprint
         self.max_entries = max_entries
         self.ttl = ttl_seconds
         self._sets: OrderedDict[str, ResultSet] = OrderedDict()
+        # on disk as many as in memory, per set of served KGs: --handles bounds both
+        self._disk = _DiskHandles(path, fingerprint, max_entries, ttl_seconds) if path is not None else None
 
     def derive(self, tool: str, args: dict[str, Any]) -> str:
         canonical = json.dumps([self.fingerprint, tool, args], sort_keys=True, default=str, ensure_ascii=False)
@@ -57,6 +71,8 @@ class HandleStore:
         self._sets.move_to_end(handle)
         while len(self._sets) > self.max_entries:
             self._sets.popitem(last=False)
+        if self._disk is not None:
+            self._disk.put(rs)
         return rs
 
     def get(self, handle: str) -> ResultSet:
@@ -67,6 +83,10 @@ class HandleStore:
         if rs is not None and time.monotonic() - rs.created > self.ttl:
             del self._sets[handle]
             rs = None
+        if rs is None and self._disk is not None:
+            rs = self._disk.get(handle)
+            if rs is not None:
+                self._sets[handle] = rs
         if rs is None:
             raise UnknownHandle(
                 f"result {handle} is unknown here (expired after {self.ttl:.0f} s, evicted, or made by another "
@@ -74,3 +94,65 @@ class HandleStore:
             )
         self._sets.move_to_end(handle)
         return rs
+
+
+class _DiskHandles:
+    """Handles in one SQLite file shared by every server process on the machine (WAL: readers never wait).
+    ``created`` is wall-clock time here, since it must mean the same in two processes."""
+
+    def __init__(self, path: Path, fingerprint: str, max_entries: int, ttl: float) -> None:
+        self.path, self.fingerprint, self.max_entries, self.ttl = Path(path), fingerprint, max_entries, ttl
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._broken = False
+
+    def _conn(self) -> sqlite3.Connection | None:
+        if self._db is None and not self._broken:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("CREATE TABLE IF NOT EXISTS handles (handle TEXT, fingerprint TEXT, tool TEXT, "
+                           "ids TEXT, created REAL, PRIMARY KEY (handle, fingerprint))")
+                db.execute("CREATE INDEX IF NOT EXISTS handles_created ON handles (created)")
+                self._db = db
+            except (OSError, sqlite3.Error) as e:
+                self._fail(e)
+        return self._db
+
+    def _fail(self, e: Exception) -> None:
+        if not self._broken:
+            log.warning("result handles stay in memory only (%s: %s)", self.path, e)
+        self._broken, self._db = True, None
+
+    def put(self, rs: ResultSet) -> None:
+        with self._lock:
+            db = self._conn()
+            if db is None:
+                return
+            try:
+                now = time.time()
+                db.execute("INSERT OR REPLACE INTO handles VALUES (?, ?, ?, ?, ?)",
+                           (rs.handle, self.fingerprint, rs.tool, json.dumps(rs.entity_ids), now))
+                db.execute("DELETE FROM handles WHERE rowid IN (SELECT rowid FROM handles WHERE fingerprint = ? "
+                           "ORDER BY created DESC LIMIT -1 OFFSET ?) OR created < ?",
+                           (self.fingerprint, self.max_entries, now - self.ttl))
+            except sqlite3.Error as e:
+                self._fail(e)
+
+    def get(self, handle: str) -> ResultSet | None:
+        with self._lock:
+            db = self._conn()
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT tool, ids, created FROM handles WHERE handle = ? AND fingerprint = ?",
+                                 (handle, self.fingerprint)).fetchone()
+            except sqlite3.Error as e:
+                self._fail(e)
+                return None
+        if row is None or time.time() - row[2] > self.ttl:
+            return None
+        age = time.time() - row[2]  # the age limit counts from when the call was made, in whichever process
+        return ResultSet(handle, row[0], tuple(json.loads(row[1])), time.monotonic() - age)

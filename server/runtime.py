@@ -21,7 +21,7 @@ from kg_adapters.errors import KGError, UnknownKG
 from kg_adapters.linked import LinkedKG
 from kg_adapters.spec import KGSpec
 
-from strategies.system import assemble, open_configured
+from strategies.system import assemble, content_stamp, open_configured
 
 from .handles import HandleStore
 
@@ -67,6 +67,7 @@ class Runtime:
         *,
         embedder_factory: Callable[[], "Embedder"] | None = None,
         llm_factory: LLMFactory | None = None,
+        stamp: str | None = None,
     ) -> None:
         self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
@@ -83,7 +84,9 @@ class Runtime:
         server = self.config.server
         fingerprint = json.dumps([sorted((n, k.backend) for n, k in self.kgs.items()),
                                   [r.describe() for r in self.graph.linker.rules]])
-        self.handles = HandleStore(fingerprint, server.handles or 2000, server.handle_ttl or 3600.0)
+        # with the content's stamp, handles are kept on disk too, for later processes serving the same KGs
+        self.handles = HandleStore(fingerprint + (stamp or ""), server.handles or 2000, server.handle_ttl or 3600.0,
+                                   path=self.services.cache_dir / "handles.sqlite" if stamp else None)
         self.load_seconds: float | None = None
         self._relation_names: Any = None
         self._relation_examples: dict[str, str] | None = None
@@ -109,6 +112,7 @@ class Runtime:
         config = config or Config()
         limits = limits or config.limits.to_limits()
         kgs = open_configured(specs, config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
+        kwargs.setdefault("stamp", content_stamp(specs, config))  # result handles then outlive the process
         runtime = cls(kgs, limits, config, **kwargs)  # a bad link rule is an InvalidInput here (exit 2)
         runtime.load_seconds = time.perf_counter() - t0
         return runtime

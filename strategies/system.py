@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kg_adapters.base import KnowledgeGraph, Limits
@@ -143,6 +144,39 @@ def open_configured(
             raise InvalidInput(f"a KG backend is not available here: {e}") from None
     log.info("opened %d KG(s) in %.2fs", len(kgs), time.perf_counter() - started)
     return kgs
+
+
+def content_stamp(specs: Sequence[KGSpec] = (), config: Config | None = None) -> str | None:
+    """What identifies the served KGs' content across processes — each KG's kind and its file (path, size, newest
+    modification) or endpoint URL — or None when some KG cannot say (then nothing made from them outlives the
+    process). Result handles kept on disk are keyed by it: a changed file means its IDs may mean other things."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    config = config or Config()
+    chosen = {s.name: s for s, _ in config.specs()}
+    chosen.update({s.name: s for s in specs})
+    if not chosen:
+        chosen = {DEFAULT_KG_NAME: make_spec(DEFAULT_KG_NAME, "embedded")}
+    parts = []
+    for name in sorted(chosen):
+        spec = chosen[name]
+        target = spec.target
+        if target is None:  # the embedded KG: its content is this release's
+            try:
+                parts.append(f"{name}={spec.kind}@{version('tot-mcp')}")
+            except PackageNotFoundError:
+                return None
+        elif "://" in target:
+            parts.append(f"{name}={spec.kind}:{target}")
+        else:
+            path = Path(target).expanduser()
+            try:
+                stats = [path.stat(), *(c.stat() for c in path.iterdir())] if path.is_dir() else [path.stat()]
+            except OSError:
+                return None
+            newest = max(st.st_mtime_ns for st in stats)
+            parts.append(f"{name}={spec.kind}:{path.resolve()}:{sum(st.st_size for st in stats)}:{newest}")
+    return "|".join(parts)
 
 
 def build_system(

@@ -105,10 +105,11 @@ async def test_bad_handles_and_paths_are_one_clear_error_and_the_server_keeps_se
             assert not (await s.call_tool("get_relations", {"entity_ids": [TOM_HANKS]})).is_error
 
 
-async def test_handles_are_derived_from_the_call_so_any_server_process_can_recreate_them():
-    """Two processes behind a load balancer: the second does not hold the first's handle and says how to get it;
-    repeating the call there gives the same handle, which then works."""
-    async with http_server([]) as url_a, http_server([]) as url_b:
+async def test_handles_are_derived_from_the_call_so_any_server_process_can_recreate_them(tmp_path):
+    """Two processes behind a load balancer (two machines: no disk in common): the second does not hold the first's
+    handle and says how to get it; repeating the call there gives the same handle, which then works."""
+    async with (http_server([], env={"TOT_MCP_CACHE_DIR": str(tmp_path / "a")}) as url_a,
+                http_server([], env={"TOT_MCP_CACHE_DIR": str(tmp_path / "b")}) as url_b):
         async with http_session(url_a) as a, http_session(url_b) as b:
             made = await call(a, "get_edges", entity_ids=[TOM_HANKS], **STARRED)
             handle = made.structured_content["result_id"]

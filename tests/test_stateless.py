@@ -27,10 +27,15 @@ LIMITS = {("across", "legacy"): 41, ("across", "modern"): 42, ("proxy", "legacy"
 
 
 @pytest.fixture(scope="module")
-def servers():
-    with (run_http_server(["--stateless", "--allowed-host", PUBLIC_HOST]) as a,
-          run_http_server(["--stateless"]) as b,
-          run_http_server([]) as c):
+def servers(tmp_path_factory):
+    """Three processes as on three machines behind a load balancer: no disk in common (a handle kept on disk by
+    one is not seen by another)."""
+    def disk(name: str) -> dict[str, str]:
+        return {"TOT_MCP_CACHE_DIR": str(tmp_path_factory.mktemp(f"machine-{name}"))}
+
+    with (run_http_server(["--stateless", "--allowed-host", PUBLIC_HOST], env=disk("a")) as a,
+          run_http_server(["--stateless"], env=disk("b")) as b,
+          run_http_server([], env=disk("c")) as c):
         yield {"A": a, "B": b, "C": c}
 
 

@@ -102,6 +102,9 @@ class ServerConfig(_Strict):
     stateless: bool | None = Field(default=None, description="HTTP: no sessions, any process answers any request.")
     allowed_hosts: list[str] | None = Field(default=None, description="HTTP: Host header values accepted besides "
                                                                       "the bind address ('*': any).")
+    max_sessions: int | None = Field(default=None, ge=1, description="HTTP: 2025-era sessions open at once (default "
+                                     "1000); at the limit the one idle longest, or never used after its handshake, "
+                                     "is ended to admit a new client.")
     tools: Literal["default", "all"] | None = Field(default=None, description="The tools clients see: default (the "
                                                     "model's 10) or all (each strategy with its knobs, operator "
                                                     "tools).")

@@ -331,7 +331,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     import anyio
 
     from .app import build_server
-    from .transports import bind_socket, serve_http, serve_stdio
+    from .transports import MAX_SESSIONS, bind_socket, serve_http, serve_stdio
 
     server = build_server(runtime)
     freeze_loaded_objects()
@@ -356,7 +356,8 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
         anyio.run(partial(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
-                          stateless=stateless, allowed_hosts=allowed_hosts),
+                          stateless=stateless, allowed_hosts=allowed_hosts,
+                          max_sessions=config.server.max_sessions or MAX_SESSIONS),
                   backend_options=_event_loop_options())
     finally:
         anyio.run(runtime.aclose)

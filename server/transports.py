@@ -12,10 +12,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import BearerTokenMiddleware
+from .sessions import SessionJanitor
 
 log = logging.getLogger("tot_mcp.transports")
 
 MCP_PATH = "/mcp"
+MAX_SESSIONS = 1000  # 2025-era sessions open at once; at the limit the oldest idle one makes room
 
 
 async def serve_stdio(server: MCPServer) -> None:
@@ -155,6 +157,7 @@ async def serve_http(
     *,
     stateless: bool = False,
     allowed_hosts: Sequence[str] = (),
+    max_sessions: int = MAX_SESSIONS,
 ) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket.
 
@@ -165,10 +168,11 @@ async def serve_http(
 
     host, port = sock.getsockname()[:2]
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, max_sessions=1000, session_idle_timeout=600,
+        streamable_http_path=MCP_PATH, host=host, max_sessions=max_sessions, session_idle_timeout=600,
         stateless_http=stateless, transport_security=transport_security(host, allowed_hosts),
     )
-    asgi: ASGIApp = MisdirectedHint(app)
+    # at the session limit, an abandoned or idle session makes room for a new client (server/sessions.py)
+    asgi: ASGIApp = MisdirectedHint(app if stateless else SessionJanitor(app, MCP_PATH))
     if token:
         asgi = BearerTokenMiddleware(asgi, token)
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False)

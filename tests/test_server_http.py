@@ -51,5 +51,5 @@ async def test_without_a_token_the_loopback_server_is_open():
         async with http_session(url) as session:
             resources = (await session.list_resources()).resources
             prompt = await session.get_prompt("tree_of_traversals", {"question": "Who starred in Big?"})
-    assert [str(r.uri) for r in resources] == ["kg://movies"]
+    assert [str(r.uri) for r in resources] == ["kg://movies", "ui://tot-mcp/search-tree"]  # the KG, the tree app
     assert "Question: Who starred in Big?" in prompt.messages[0].content.text

@@ -27,7 +27,7 @@ async def test_default_server_offers_tools_resource_and_prompt_and_walks_the_emb
         await session.call_tool("list_kgs", {}, progress_callback=on_progress)
     assert updates == [(1.0, 1.0, "movies answered")]  # progress notifications reach the stdio client
     assert {"initialize", "search_entities", "get_relations", "get_edges", "describe_entity", "list_kgs"} <= tools
-    assert resources == ["kg://movies"]
+    assert resources == ["kg://movies", "ui://tot-mcp/search-tree"]
     assert "tree_of_traversals" in prompts
     assert actor == TOM_HANKS
     assert "movies:starred_actors (backward) [32]" in text_of(relations)

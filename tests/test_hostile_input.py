@@ -109,6 +109,17 @@ async def test_the_guard_checks_a_long_query_off_the_event_loop():
     assert took > 0.1 and max(gaps) < max(0.1, took / 3), (took, max(gaps))
 
 
+async def test_queries_checked_at_the_same_time_are_each_judged_on_their_own():
+    """The parser is not thread-safe: checks in worker threads at once must not refuse valid queries."""
+    import asyncio
+
+    from kg_adapters.sparql.guard import GuardPolicy, check_query_async
+
+    queries = [f"SELECT ?s WHERE {{ ?s ?p ?o }} LIMIT {n}" for n in range(1, 13)]
+    checked = await asyncio.gather(*(check_query_async(q, GuardPolicy(max_rows=100)) for q in queries))
+    assert [c.form for c in checked] == ["SELECT"] * 12
+
+
 async def test_tree_of_traversals_refuses_a_huge_query_before_loading_any_model(tmp_path):
     """A 10,000-character question was checked only after the embedder loaded (15 s, +366 MB)."""
     from retrieval_fixtures import run_strategy

@@ -274,3 +274,28 @@ async def test_an_answer_larger_than_the_cap_fails_instead_of_being_held(server,
     server.default = Reply(body=json.dumps(big).encode())
     with pytest.raises(BackendError, match="larger than 10,000 bytes"):
         await one_request(make_kg(server, retries=0))
+
+
+# -- fairness: callers' own queries against the traversal tools ---------------------------------------------------
+async def test_slow_caller_queries_cannot_take_the_slots_the_tools_need(server):
+    """Four slow sparql_query calls on a one-slot endpoint: a tool's lookup still goes out at once, in its own
+    lane, instead of queueing behind them (issue #25 item 2)."""
+    kg = make_kg(server, max_concurrent=1, timeout=5.0)
+    server.default = Reply(delay=0.6)
+    slow = [asyncio.create_task(kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=5.0)) for _ in range(4)]
+    await asyncio.sleep(0.1)  # the first caller query is at the endpoint, three wait for the caller lane's slot
+    server.default = Reply()
+    started = time.monotonic()
+    await one_request(kg)
+    assert time.monotonic() - started < 0.5  # not behind 4 × 0.6 s
+    await asyncio.gather(*slow)
+
+
+async def test_caller_queries_that_time_out_do_not_open_the_breaker_for_the_tools(server):
+    server.default = Reply(delay=0.5)
+    kg = make_kg(server, retries=0, breaker_failures=2, breaker_cooldown=30)
+    for _ in range(3):
+        with pytest.raises(BackendTimeout):
+            await kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=0.1)
+    server.default = Reply()
+    assert await one_request(kg) == []  # the circuit stayed closed: a heavy query is not a sick endpoint

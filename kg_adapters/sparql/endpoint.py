@@ -51,14 +51,17 @@ class Policy:
 class EndpointGuard:
     """Shared state of one endpoint URL: concurrency slots, the "not before" time set by a 429, the breaker.
 
-    Slots are asyncio semaphores, one per event loop (they cannot cross loops); the rest is plain data.
+    Slots are asyncio semaphores, one per event loop (they cannot cross loops) and per lane: callers' own queries
+    (``sparql_query``, lane ``"caller"``) wait for their own slots, so a few slow ones cannot hold every slot the
+    traversal tools need, and one of them timing out says the query was heavy, not that the endpoint is down, so
+    it does not count toward the breaker. The rest is plain data.
     """
 
     def __init__(self, url: str, policy: Policy, clock=time.monotonic) -> None:
         self.url = url
         self.policy = policy
         self._clock = clock
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
             weakref.WeakKeyDictionary()
         )
         self.not_before = 0.0
@@ -68,11 +71,11 @@ class EndpointGuard:
 
     # -- concurrency and 429 back-off -------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def slot(self):
-        loop = asyncio.get_running_loop()
-        sem = self._slots.get(loop)
+    async def slot(self, lane: str = "tools"):
+        lanes = self._slots.setdefault(asyncio.get_running_loop(), {})
+        sem = lanes.get(lane)
         if sem is None:
-            sem = self._slots[loop] = asyncio.Semaphore(max(1, self.policy.max_concurrent))
+            sem = lanes[lane] = asyncio.Semaphore(max(1, self.policy.max_concurrent))
         async with sem:
             delay = self.not_before - self._clock()
             if delay > 0:
@@ -200,12 +203,14 @@ class JsonEndpoint:
         timeout: float | None = None,
         retry_timeouts: bool = True,
         raw: Raw | None = None,
+        lane: str = "tools",
     ) -> dict:
         """Parsed JSON of one request, with the guard's limits, retries and breaker. ``timeout`` lowers the
         policy's per-attempt timeout; ``retry_timeouts=False`` gives up after the first timeout (a caller's own
         query would time out again). With ``raw`` the body is not parsed as JSON: it is returned as
         ``{"content_type": …, "body": bytes}``, sent with ``raw.accept`` and cut off (BackendError) beyond
-        ``raw.max_bytes``."""
+        ``raw.max_bytes``. ``lane="caller"``: a caller's own query (its own slots; its timeout leaves the breaker
+        as it was)."""
         url, policy = self.guard.url, self.policy
         probe = self.guard.enter()
         ok: bool | None = None
@@ -213,7 +218,7 @@ class JsonEndpoint:
         try:
             for attempt in range(policy.retries + 1):
                 try:
-                    async with self.guard.slot():
+                    async with self.guard.slot(lane):
                         if not probe:
                             self.guard.refuse_if_open()
                         self.attempts += 1
@@ -238,7 +243,7 @@ class JsonEndpoint:
                 tries = policy.retries + 1
             if last.kind == "rate":
                 raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
-            ok = False
+            ok = None if lane == "caller" and last.kind == "timeout" else False
             cls = BackendTimeout if last.kind == "timeout" else BackendError
             raise cls(f"{url}: {last.what} (gave up after {tries} attempts)")
         finally:

@@ -84,7 +84,8 @@ async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, tim
     graph = checked.form in ("CONSTRUCT", "DESCRIBE")
     raw = Raw(_TRIPLES_ACCEPT if graph else _RESULTS_ACCEPT, MAX_ANSWER_BYTES)
     answer = await endpoint.request("POST" if form else "GET", params, form=form,
-                                    timeout=timeout or DEFAULT_TIMEOUT, retry_timeouts=False, raw=raw)
+                                    timeout=timeout or DEFAULT_TIMEOUT, retry_timeouts=False, raw=raw,
+                                    lane="caller")  # its own slots: it cannot starve the traversal tools
     url = endpoint.guard.url
     body: bytes = answer["body"]
     if graph:

@@ -231,6 +231,10 @@ def run_check(runtime) -> int:
         if err is not None or info.unreachable:
             failed += 1
             print(f"{name}: FAILED: {err if err is not None else info.unreachable}")
+        elif info.triples == 0:  # e.g. the store a failed `tot-mcp load` left: every call would come back empty
+            failed += 1
+            print(f"{name}: FAILED: the KG is empty (0 triples), so every call would find nothing; if it is a store, "
+                  "load it again (tot-mcp load FILES --into STORE)")
         else:
             print(render_kg_info(info))
     for probe in anyio.run(probes):  # every link rule tried on a sample: one that links nothing is an error

@@ -123,3 +123,16 @@ def test_check_fails_for_an_endpoint_that_does_not_answer():
     assert result.returncode == 1, result.stdout + result.stderr
     assert "down: FAILED: endpoint not answering" in result.stdout
     assert result.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed") and "Traceback" not in result.stderr
+
+
+def test_check_fails_for_the_empty_store_a_failed_load_leaves(tmp_path):
+    """A load that stops at a syntax error exits 2; the store it created is empty, and --check says so instead of
+    OK (every call on it would find nothing)."""
+    bad = tmp_path / "bad.nt"
+    bad.write_text('<a> <b> <c> .\n<a> <b> "unterminated .\n', encoding="utf-8")
+    store = tmp_path / "kg.store"
+    loaded = run("load", str(bad), "--into", str(store), "--quiet")
+    checked = run("--kg", f"x=store:{store}", "--check")
+    assert loaded.returncode == 2 and "could not parse" in loaded.stderr
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "x: FAILED: the KG is empty (0 triples)" in checked.stdout and "Traceback" not in checked.stderr

@@ -68,8 +68,10 @@ async def edges_from(
 
 
 class PathTarget(BaseModel):
-    id: str | None = Field(default=None, description="The entity reached (None for a literal value).")
-    value: Literal | None = Field(default=None, description="The literal reached, when the target is a value.")
+    id: str | None = Field(default=None, exclude_if=lambda v: v is None, description="The entity reached (absent "
+                           "for a literal value).")
+    value: Literal | None = Field(default=None, exclude_if=lambda v: v is None, description="The literal reached, "
+                                  "when the target is a value.")
     label: str
     paths: int = Field(description="How many distinct paths from the start entities reach it.")
     example: list[str] = Field(description="One such path: the start entity's ID, then each node's ID or value.")
@@ -80,6 +82,7 @@ class PathResult(BaseModel):
     hops: list[Hop]
     reached: list[int] = Field(description="Distinct nodes reached after each hop, the start left out.")
     without_edge: int = Field(default=0, description="Nodes the last hop left from that have no such edge.")
+    without_edge_sample: list[str] = Field(default_factory=list, description="The first few of them.")
     total: int = Field(description="Distinct final targets in all.")
     targets: list[PathTarget] = Field(description="This page of them, most paths first.")
     entities: dict[str, Entity] = Field(default_factory=dict, description="Labels of every ID in the examples.")
@@ -130,7 +133,7 @@ async def follow_path(
     if exclude_start or not through_start:  # the start in every linked KG is the start: its twin is not an answer
         for twins in await asyncio.gather(*(kg.same_as(s) for s in start[:HOP_FRONTIER])):
             starts.update(twins)
-    without_edge = 0
+    without_edge, without_sample = 0, []
     for n, hop in enumerate(hops, 1):
         # a walk may pass back through the start ("X's child's parent's heir" is X's heir): by default only the
         # final targets leave it out; through_start=False also stops walks there ("X's co-stars' other films")
@@ -159,7 +162,8 @@ async def follow_path(
             nxt_example.setdefault(tgt, [*example[src], tgt])
         if n == len(hops):
             left = {e.via or e.source for e in reach.edges}
-            without_edge = sum(1 for x in frontier if x not in left and not (exclude_start and x in starts))
+            quiet = [x for x in frontier if x not in left and not (exclude_start and x in starts)]
+            without_edge, without_sample = len(quiet), quiet[:3]
         counts, example = nxt, nxt_example
         reached.append(sum(1 for x in counts if x not in starts) if exclude_start else len(counts))
         if not counts:
@@ -175,13 +179,14 @@ async def follow_path(
         else:
             ent = entities.get(k)
             targets.append(PathTarget(id=k, label=ent.label if ent else k, paths=counts[k], example=example[k]))
-    shown = {x for t in targets for x in t.example}
+    shown = {x for t in targets for x in t.example} | set(without_sample)
     more = offset + limit < len(ordered)
     result = PathResult(
         start=start,
         hops=hops,
         reached=reached,
         without_edge=without_edge,
+        without_edge_sample=without_sample,
         total=len(ordered),
         targets=targets,
         entities={k: v for k, v in entities.items() if k in shown},

@@ -73,7 +73,7 @@ class _Model(BaseModel):
 class Entity(_Model):
     id: str = Field(description="Namespaced ID, e.g. 'movies:E12' or 'wd:Q42'.")
     label: str
-    description: str | None = None
+    description: str | None = Field(default=None, exclude_if=lambda v: v is None)
     kg: str
 
 
@@ -109,11 +109,12 @@ class Edge(_Model):
     source: str
     relation: str
     direction: Direction = Direction.forward
-    target: str | None = None
-    value: Literal | None = None
-    qualifiers: list[Qualifier] = Field(default_factory=list, exclude_if=lambda q: not q)  # most edges have none
+    # a page holds hundreds of edges: what an edge lacks is left out of its JSON (absent means none)
+    target: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    value: Literal | None = Field(default=None, exclude_if=lambda v: v is None)
+    qualifiers: list[Qualifier] = Field(default_factory=list, exclude_if=lambda q: not q)
     via: str | None = Field(
-        default=None,
+        default=None, exclude_if=lambda v: v is None,
         description="The entity asked about, when the edge was followed from its linked equivalent `source` in "
         "another KG.",
     )
@@ -184,3 +185,9 @@ class KGInfo(_Model):
     relation_sample: list[Relation] = Field(default_factory=list)
     unreachable: str | None = Field(default=None, description="Why the KG could not be asked (its endpoint did not "
                                                               "answer); None when it answered.")
+
+
+def backward(label: str) -> str:
+    """How a relation followed backward reads in every result a client sees: ``directed by (inverse)``. (The tree
+    search's prompts say "inverse of directed by", wording a real model was checked on: prompts/.)"""
+    return f"{label} (inverse)"

@@ -6,10 +6,12 @@ its label and groups edges by source and relation instead of repeating them per 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kg_adapters.models import (
+    backward,
     Direction,
     Edge,
     EdgePage,
@@ -166,8 +168,9 @@ def render_edges(page: EdgePage) -> str:
         linked = f" (same as {via[source]})" if source in via else ""  # followed from the entity asked about
         lines.append(f"{entity_ref(source, page.entities)}{linked}:")
         for (relation, direction), targets in by_rel.items():
-            inverse = " (inverse)" if direction is Direction.backward else ""
-            lines.append(f"  {relation_ref(relation, page.relation)}{inverse} [{len(targets)}]: {', '.join(targets)}")
+            name = relation_ref(relation, page.relation)
+            name = backward(name) if direction is Direction.backward else name
+            lines.append(f"  {name} [{len(targets)}]: {', '.join(targets)}")
     more = f"call get_edges again with offset={page.next_offset} for more" if page.next_offset is not None else ""
     return "\n".join(lines + _footer(page.truncated, page.partial, page.warnings, more))
 
@@ -249,7 +252,7 @@ def render_paths(result) -> str:
     def rel(rid: str) -> str:  # the start's own KG goes without saying: written_by, catalog:genre
         return rid.removeprefix(home) if home else rid
 
-    path = " → ".join(f"{rel(h.relation_id)}{' (inverse)' if h.direction is Direction.backward else ''}"
+    path = " → ".join(backward(rel(h.relation_id)) if h.direction is Direction.backward else rel(h.relation_id)
                       for h in result.hops)
     start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
     linked = getattr(result, "linked", None)
@@ -257,8 +260,9 @@ def render_paths(result) -> str:
     if len(result.hops) > 1:
         lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:
-        n = result.without_edge
-        lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge")
+        n = result.without_edge  # named when there are one or two (then a check of each is cheap); else counted
+        names = f": {', '.join(f'{x} {name(x)}' for x in result.without_edge_sample)}" if n <= 2 else ""
+        lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge{names}")
     if not result.targets:
         lines.append("no targets")
     else:
@@ -279,3 +283,21 @@ def render_paths(result) -> str:
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
                              "targets"))
     return "\n".join(lines)
+
+
+def first_parts(description: str, limit: int) -> str:
+    """The leading ``; ``-separated parts of a description that fit in ``limit`` characters (never a part cut in
+    the middle of a name: ``written by John )``), ``…`` when some were left out."""
+    text = " ".join(description.split())
+    flag = re.search(r"\s*\(may be \d+ things named .*\)$", text)  # a merged title: never cut off
+    if flag:
+        text, limit = text[: flag.start()], max(20, limit - len(flag.group()))
+    parts = [p.strip() for p in text.split(";") if p.strip()]
+    kept: list[str] = []
+    for p in parts:
+        if len("; ".join([*kept, p])) > limit:
+            break
+        kept.append(p)
+    if not kept and parts:
+        kept, parts = [parts[0][: limit - 1] + "…"], parts[:1]
+    return "; ".join(kept) + ("; …" if len(kept) < len(parts) else "") + (flag.group() if flag else "")

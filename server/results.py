@@ -12,9 +12,7 @@ from pydantic import BaseModel
 
 
 def tool_result(model: BaseModel, text: str) -> CallToolResult:
-    """``null`` fields are left out of the structured result (absent means none, as the output schema allows):
-    some clients hand the structured form to the model, which pays for every key."""
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
-        structured_content=model.model_dump(mode="json", by_alias=True, exclude_none=True),
+        structured_content=model.model_dump(mode="json", by_alias=True),
     )

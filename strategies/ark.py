@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import prompts
 from kg_adapters.base import KnowledgeGraph
-from kg_adapters.models import Direction
+from kg_adapters.models import Direction, backward
 from kg_adapters.text import bracketed_mentions
 from strategies.indexes import GraphResources
 from strategies.llm.base import LLM, LLMError
@@ -98,7 +98,7 @@ class LLMArkJudge:
     ) -> ArkDecision:
         lines = []
         for k, r in enumerate(results[: self.max_results_shown], 1):
-            via = " → ".join(f"{s.label}{'' if s.direction.value == 'forward' else ' (inverse)'}" for s in r.path)
+            via = " → ".join(s.label if s.direction.value == "forward" else backward(s.label) for s in r.path)
             lines.append(f"{k}. {r.label}" + (f"  (via {via})" if via else ""))
         prompt = prompts.render(
             "ark_judge",
@@ -237,7 +237,7 @@ def _relations_at(graph: LocalGraph, frontier: Sequence[Reached], cache: Neighbo
     for f in frontier:
         for r, d, targets in cache.groups(graph, f.node):
             if targets:
-                seen[graph.rel_labels[r] + ("" if d is Direction.forward else " (inverse)")] = None
+                seen[graph.rel_labels[r] if d is Direction.forward else backward(graph.rel_labels[r])] = None
     return list(seen)
 
 
@@ -246,7 +246,7 @@ def _relation_filter(graph: LocalGraph, names: list[str] | None) -> set[int] | N
     is known, so a sloppy judge cannot starve the search)."""
     if not names:
         return None
-    wanted = {n.strip().casefold().removesuffix(" (inverse)") for n in names}
+    wanted = {n.strip().casefold().removesuffix(backward("").casefold()) for n in names}
     idx = {
         r for r in range(len(graph.rel_labels))
         if graph.rel_labels[r].casefold() in wanted or graph.rel_ids[r].casefold() in wanted

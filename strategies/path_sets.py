@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kg_adapters.models import Direction
+from kg_adapters.models import Direction, backward
 from strategies.local_graph import LocalGraph
 from strategies.relevance import PathScorer
 
@@ -85,7 +85,7 @@ def path_sets(graph: LocalGraph, roots: Sequence[tuple[int, float]], scorer: Pat
 
 
 def describe_path(graph: LocalGraph, steps: Sequence[Step]) -> str:
-    return " → ".join(graph.rel_labels[r] + ("" if d is Direction.forward else " (inverse)") for r, d in steps)
+    return " → ".join(graph.rel_labels[r] if d is Direction.forward else backward(graph.rel_labels[r]) for r, d in steps)
 
 
 def render_path_sets(graph: LocalGraph, paths: Sequence[PathSet], budget_tokens: int, list_cap: int = 60) -> str:

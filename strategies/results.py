@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kg_adapters.errors import InvalidInput
-from kg_adapters.models import Direction
+from kg_adapters.models import Direction, backward
 from strategies.llm.base import LLMUsage
 
 DEFAULT_MAX_QUERY_CHARS = 2000
@@ -72,7 +72,7 @@ def render_ranked(title: str, results: list[RetrievedEntity], extra: list[str] |
     for k, r in enumerate(results, 1):
         via = ""
         if r.path:
-            via = "  via " + " → ".join(s.label + ("" if s.direction.value == "forward" else "⁻¹") for s in r.path)
+            via = "  via " + " → ".join(s.label if s.direction.value == "forward" else backward(s.label) for s in r.path)
         out.append(f"{k}. {r.label} [{r.id}] {r.score:.3f}{via}")
     if not results:
         out.append("(no results)")

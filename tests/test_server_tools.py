@@ -258,7 +258,7 @@ async def test_each_kg_is_a_resource_describing_it(embedded_kg, mini_kg):
     async with inprocess_client(Runtime({"movies": embedded_kg, "mini": mini_kg})) as client:
         resources = {str(r.uri): r for r in (await client.list_resources()).resources}
         content = (await client.read_resource("kg://movies")).contents[0]
-    assert set(resources) == {"kg://movies", "kg://mini"}
+    assert set(resources) == {"kg://movies", "kg://mini", "ui://tot-mcp/search-tree"}  # + the tree app
     assert resources["kg://movies"].mime_type == "application/json"
     info = json.loads(content.text)
     assert (info["name"], info["backend"], info["triples"]) == ("movies", "memory", 133582)

@@ -168,3 +168,13 @@ async def test_completions_suggest_entities_by_label_and_the_app_is_a_listed_res
     assert closed.completion.values == []  # nothing open to complete
     assert "ui://tot-mcp/search-tree" in resources
     assert build.annotations.destructive_hint is False and build.annotations.read_only_hint is False
+
+
+def test_a_description_is_shortened_at_its_parts_and_keeps_a_merged_title_warning():
+    from server.render import first_parts
+
+    text = "release year 1994; directed by Danny Boyle; written by John Hodge; genre Crime"
+    assert first_parts(text, 60) == "release year 1994; directed by Danny Boyle; …"  # never "written by John )"
+    merged = 'release years 2000, 2012; directed by David Riker, Julian Jarrold; genre Drama (may be 2 things named "X")'
+    assert first_parts(merged, 60).endswith('; … (may be 2 things named "X")')
+    assert first_parts(text, 200) == text

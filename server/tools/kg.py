@@ -333,8 +333,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             raise NotFound(f"no entity matches {mention!r}; try search_entities with another spelling")
         best, rest = found.entities[0], found.entities[1:]
         def ref(m: EntityMatch) -> str:  # what kind of thing it is, so a wrong pick shows without a call
-            desc = " ".join((m.entity.description or "").split())
-            return f"{m.entity.id} {m.entity.label}" + (f" ({desc[:60]})" if desc else "")
+            desc = render.first_parts(m.entity.description or "", 70)
+            return f"{m.entity.id} {m.entity.label}" + (f" ({desc})" if desc else "")
 
         note = f"start {mention!r} = {ref(best)} [{best.match}]"
         if rest:

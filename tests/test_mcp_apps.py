@@ -74,7 +74,7 @@ def test_the_tool_declares_the_app_and_the_app_is_a_ui_resource(served):
     assert served["tool"].meta["ui"] == {"resourceUri": APP_URI}
     assert served["app"].mime_type == APP_MIME_TYPE and served["app"].meta == {"ui": {"prefersBorder": True}}
     assert "ui/initialize" in served["app"].text and "Waiting for a tree_of_traversals result" in served["app"].text
-    assert served["resources"] == ["kg://mini"]  # UI-only resources stay out of resources/list (the Apps spec allows it)
+    assert served["resources"] == ["kg://mini", APP_URI]  # the app is listed, so hosts can prefetch it (issue #24)
     assert APP_URI + "{?run}" in served["templates"]  # beside kg://{kg}/entity/{id}
     assert EXTENSION_ID in (served["modern_capabilities"].extensions or {})  # 2026 era: extensions are advertised
 

@@ -263,14 +263,16 @@ def render_paths(result) -> str:
         n = result.without_edge  # named when there are one or two (then a check of each is cheap); else counted
         names = f": {', '.join(f'{x} {name(x)}' for x in result.without_edge_sample)}" if n <= 2 else ""
         lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge{names}")
-    if not result.targets:
+    plural = "s" if result.total != 1 else ""
+    if not result.targets and result.total:  # limit=0: counted, not listed
+        lines.append(f"{result.total} distinct target{plural} (not listed: limit=0)")
+    elif not result.targets:
         lines.append("no targets")
     else:
         shown = ""
         if result.truncated and result.total > len(result.targets):
             first = (result.next_offset or result.total) - len(result.targets) + 1
             shown = f" (showing {first}-{first + len(result.targets) - 1})"
-        plural = "s" if result.total != 1 else ""
         legend = "; [paths] via one example" if len(result.hops) > 1 else ""
         lines.append(f"{result.total} distinct target{plural}{shown}{legend}:")
         for t in result.targets:
@@ -278,8 +280,12 @@ def render_paths(result) -> str:
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
             paths = f" [{t.paths}]" if len(result.hops) > 1 or t.paths > 1 else ""
             lines.append(f"  {ref}{paths}" + (f" via {via}" if via else ""))
+    counted_only = not result.targets and result.total
     more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
-    lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
+    if not counted_only:
+        lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
+    else:
+        lines.extend(_footer(False, result.partial, result.warnings))
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
                              "targets"))
     return "\n".join(lines)

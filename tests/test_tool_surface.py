@@ -130,6 +130,10 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
             {"relation_id": "offspring"}, {"relation_id": "offspring"}]})
         nobody = await s.call_tool("follow_path", {"start": "Zebedee", "hops": [{"relation_id": "dad"}]})
         kgs = await s.call_tool("list_kgs", {})
+        counted = await s.call_tool("follow_path", {"start": "Albert", "limit": 0, "hops": [
+            {"relation_id": "offspring"}]})  # only the count and a handle for the next step
+        grandchildren = await s.call_tool("follow_path", {"from_result": counted.structured_content["result_id"],
+                                                          "hops": [{"relation_id": "offspring"}]})
         both = await s.call_tool("follow_path", {"start": "Albert", "entity_ids": ["fam:E0"],
                                                  "hops": [{"relation_id": "dad"}]})
     assert not heir.is_error, text_of(heir)
@@ -141,6 +145,9 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
     assert kids.structured_content["without_edge"] == 2 and "2 last-hop sources without that edge" in \
         text_of(kids)  # Alfred and Helena have no offspring: missing data, said so, not a silent empty
     assert nobody.is_error and "no entity matches 'Zebedee'" in text_of(nobody)
+    assert counted.structured_content["targets"] == [] and counted.structured_content["total"] == 2
+    assert "2 distinct targets (not listed: limit=0)" in text_of(counted) and "offset=" not in text_of(counted)
+    assert grandchildren.structured_content["total"] == 0  # Alfred and Helena, from the handle: no offspring
     # which way each relation runs, in words: an example edge, subject → object
     examples = kgs.structured_content["examples"]
     assert examples["fam:heir"] == "Albert → Edward" and examples["fam:dad"].endswith("→ Albert")

@@ -299,7 +299,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         exclude_start: Annotated[bool, Field(description="Leave the start out of the final targets.")] = True,
         through_start: Annotated[bool, Field(description="false: no walk passes back through the start ('the other "
                                                          "films of X's writers' skips X).")] = True,
-        limit: Limit = None,
+        limit: Annotated[int | None, Field(ge=0, description="0: only the count and the handle.",
+                                           json_schema_extra={"maximum": limits.max_edges})] = None,
         offset: Offset = 0,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, PathsResult]:
@@ -313,7 +314,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         else:
             ids = sources(entity_ids, from_result)
         hops = [Hop(relation_id=await runtime.relation_id(h.relation_id), direction=h.direction) for h in hops]
-        limit = limits.clamp(limit, limits.max_edges)
+        limit = 0 if limit == 0 else limits.clamp(limit, limits.max_edges)  # 0: a handle for the next step only
         res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, through_start=through_start,
                                    limit=limit, offset=offset)
         handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,

@@ -92,6 +92,14 @@ class KnowledgeGraph(abc.ABC):
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
         """Entities mentioned in ``query`` (entity linking). ``[bracketed]`` spans are taken as explicit mentions."""
 
+    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+                               ) -> list[EntityMatch]:
+        """:meth:`initialize`, told which ``[bracketed]`` mentions another KG already matched by name. Such a
+        mention's fuzzy look-alikes here are left out of a linked answer anyway (unless as good as a name match,
+        :data:`~kg_adapters.linked.EXACT_ENOUGH`), so a backend whose fuzzy fallback is a scan (SPARQL ``CONTAINS``
+        over every label) may skip it for them. The default is :meth:`initialize`."""
+        return await self.initialize(query, limit)
+
     @abc.abstractmethod
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         """Relation types the entities have, forward and backward, with edge counts where cheap."""

@@ -214,6 +214,10 @@ class CachedKG(KnowledgeGraph):
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
         return await self.inner.initialize(query, limit)
 
+    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+                               ) -> list[EntityMatch]:
+        return await self.inner.initialize_named(query, limit, named)
+
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
         return await self.inner.search_entities(text, limit)
 
@@ -222,6 +226,9 @@ class CachedKG(KnowledgeGraph):
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         return await self.inner.find_by_label(label, limit)
+
+    async def label_of(self, entity_id: str) -> str:  # the backend's own (cheaper than a cached description)
+        return await self.inner.label_of(entity_id)
 
     async def resolve_key(self, key: str) -> str | None:
         return await self.inner.resolve_key(key)

@@ -266,8 +266,30 @@ class LinkedKG(KnowledgeGraph):
         report = Report()
         names = list(self.kgs)
 
+        # linking: the KGs without I/O answer first, and the others are told which mentions those matched by name,
+        # so that a remote KG skips its fuzzy scan for them (its look-alikes would be left out below anyway)
+        remote = {n for n in names if self.kgs[n].capabilities.remote} if how == "link" else set()
+        if len(remote) == len(names):
+            remote = set()
+        named: set[str] = set()
+        local_left = len(names) - len(remote)
+        local_done = asyncio.Event()
+
         async def call(kg: KnowledgeGraph) -> list[EntityMatch]:
-            return await (kg.initialize(text, limit) if how == "link" else kg.search_entities(text, limit))
+            nonlocal local_left
+            if how != "link":
+                return await kg.search_entities(text, limit)
+            if kg.name in remote:
+                await local_done.wait()
+                return await kg.initialize_named(text, limit, frozenset(named))
+            try:
+                got = await kg.initialize(text, limit)
+                named.update(m.mention for m in got if m.mention is not None and m.match in ("exact", "casefold"))
+                return got
+            finally:
+                local_left -= 1
+                if local_left == 0:
+                    local_done.set()
 
         found = [m for _, ms in await self._each(names, call, report, progress) for m in ms]
         found.sort(key=lambda m: -m.score)  # stable: KG order breaks ties

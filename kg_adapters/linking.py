@@ -424,9 +424,11 @@ class Linker:
         mine_id, theirs_id = await self._identifier_relations(rule, this, other, forward)
         if mine_id is None or theirs_id is None:
             return [], None
-        page = await this.get_edges([entity_id], mine_id, Direction.forward, limit=20)
-        values = [e.value.value if e.value is not None else (await this.label_of(e.target)) for e in page.edges
-                  if e.value is not None or e.target]
+        # the bulk read (one unsorted query on SPARQL), not a tool page: no sort, no check that the relation exists
+        page = await this.adjacent([entity_id], mine_id, Direction.forward, limit=20)
+        values = [e.value.value if e.value is not None else (
+            page.entities[e.target].label if e.target in page.entities else await this.label_of(e.target))
+            for e in page.edges if e.value is not None or e.target]
         out: list[str] = []
         for v in dict.fromkeys(values):
             out.extend(i for i in await other.find_by_value(theirs_id, v, limit=self.max_label_matches)

@@ -506,6 +506,31 @@ class OxigraphKG(KnowledgeGraph):
             iri=term.value if isinstance(term, ox.NamedNode) else None,
         )
 
+    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
+        """Entities whose label is exactly ``label`` straight from the store's object index (a label link asks it
+        for every entity of a frontier); else the label search's case-insensitive matches (the default)."""
+        if not label.strip() or limit < 1:
+            return []
+        literals = [ox.Literal(label), *(ox.Literal(label, language=lang) for lang in self.languages if lang)]
+        found: dict[Term, None] = {}
+        for lit in literals:
+            for pred in _LABEL_NODES:
+                for q in self._quads(p=pred, o=lit):
+                    if not isinstance(q.subject, ox.Literal):
+                        found.setdefault(q.subject, None)
+        out = []
+        for term in found:
+            eid = self.term_id(term)
+            if eid is not None and (ent := self.entity(term, eid)).label == label:
+                out.append(ent)
+        return out[:limit] if out else await super().find_by_label(label, limit)
+
+    async def label_of(self, entity_id: str) -> str:
+        """The label :meth:`describe_entity` shows, without counting the entity's relations (label links ask it
+        for every entity of a frontier)."""
+        (local,) = self.local_ids([entity_id])
+        return self.entity(self.entity_term(local), entity_id).label
+
     async def resolve_key(self, key: str) -> str | None:
         candidates: list[Term] = [ox.NamedNode(name_iri(key)), ox.Literal(key)]  # a triple-file name, a value
         if ":" in key:

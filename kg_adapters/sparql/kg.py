@@ -509,7 +509,9 @@ class SparqlKG(KnowledgeGraph):
         return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
 
     # -- search and linking -----------------------------------------------------------------------------------
-    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+    async def search_entities(self, text: str, limit: int = 10, *, scan: bool = True) -> list[EntityMatch]:
+        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
+        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
         text = clean_search_text(self.limits.check_query(text))
         if not text:
             raise InvalidInput("search text is empty once control characters are removed")
@@ -526,7 +528,7 @@ class SparqlKG(KnowledgeGraph):
         literals = [sparql_literal(v, lang or None) for v in _variants(text) for lang in self.profile.langs]
         rows = await self._select(queries.find_labels(self.profile, literals, max(4 * limit, 50)))
         matches = self._matches(rows, {key(text): text})
-        if not matches and self.label_search == "contains":  # a substring scan only when nothing matched exactly
+        if not matches and scan and self.label_search == "contains":  # a substring scan only when nothing matched
             needle = sparql_literal(text.lower())
             rows = await self._select(queries.contains_labels(self.profile, needle, max(4 * limit, 50)))
             matches = self._matches(rows, {key(text): text}, contains=text)
@@ -571,6 +573,12 @@ class SparqlKG(KnowledgeGraph):
         return [EntityMatch.model_construct(entity=e, score=round(s, 4), match=h, mention=None) for s, _, e, h in scored]
 
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+        return await self.initialize_named(query, limit)
+
+    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+                               ) -> list[EntityMatch]:
+        """Bracketed mentions by label search, each; a mention in ``named`` (matched by name in another KG) without
+        the substring scan, which reads every label of the endpoint."""
         query = self.limits.check_query(query)
         limit = self.limits.clamp(limit, self.limits.max_search)
         mentions = bracketed_mentions(query)[:_MAX_MENTIONS]
@@ -579,7 +587,7 @@ class SparqlKG(KnowledgeGraph):
             for m in mentions:
                 if not clean_search_text(m):
                     continue
-                for h in await self.search_entities(m, limit):
+                for h in await self.search_entities(m, limit, scan=m not in named):
                     if h.entity.id not in best or best[h.entity.id].score < h.score:
                         best[h.entity.id] = h.model_copy(update={"mention": m})
             return sorted(best.values(), key=lambda h: -h.score)[:limit]
@@ -705,6 +713,12 @@ class SparqlKG(KnowledgeGraph):
         desc = self.description or f"{what} via the SPARQL endpoint {self.endpoint}"
         return KGInfo(name=self.name, backend=self.backend, description=desc + (f" ({note})" if note else ""),
                       relation_sample=sample, unreachable=note or None)
+
+    async def label_of(self, entity_id: str) -> str:
+        """The label a search, an edge page or a description already brought (no query); else a description's."""
+        ((local, _),) = self._terms([entity_id])
+        known = self._labels.get(local)
+        return known if known is not None else await super().label_of(entity_id)
 
     async def entity_key(self, entity_id: str) -> str | None:
         """The entity's IRI, without a query (IDs encode it)."""

@@ -200,10 +200,13 @@ def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool
 
 
 def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:
-    """Entities whose label or alias is exactly one of ``literals`` (index lookups, fast on any store)."""
+    """Entities whose label or alias is exactly one of ``literals`` (index lookups, fast on any store). The
+    predicates are a FILTER, not a second ``VALUES``: oxigraph joins ``VALUES ?ml`` × ``VALUES ?mp`` by scanning the
+    label predicates (tens to hundreds of ms on a 100k-label store), while with the literal alone bound it looks each
+    up in its object index (~3 ms)."""
     preds = [*p.label_preds, *p.alias_preds]
     return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
-  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . {_values("?mp", preds)} {p.entity_filter} }} LIMIT {_int(limit)} }}
+  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . FILTER(?mp IN ({", ".join(preds)})) {p.entity_filter} }} LIMIT {_int(limit)} }}
   {_labels(p, "?e")}
   {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
   {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}

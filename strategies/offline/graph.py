@@ -36,6 +36,9 @@ class GraphView(abc.ABC):
         """The nodes that are these nodes in other linked KGs (none in a single KG)."""
         return []
 
+    async def warm(self, nodes: list) -> None:  # noqa: B027 - only views that look things up lazily
+        """Look up in bulk what asking about ``nodes`` one at a time would look up one by one (their links)."""
+
     @abc.abstractmethod
     async def nodes_for(self, entity_ids: Iterable[str]) -> list:
         """Node keys for entity IDs (unknown IDs are skipped)."""
@@ -53,6 +56,13 @@ class GraphView(abc.ABC):
     @abc.abstractmethod
     async def neighbours(self, nodes: list, hop: Hop) -> dict[object, list]:
         """``{node: [targets]}`` along one hop, for the nodes that have it."""
+
+    async def reaches_more_than(self, nodes: list, hop: Hop, n: int) -> bool:
+        """Whether following ``hop`` from ``nodes`` reaches more than ``n`` distinct nodes (what :meth:`neighbours`
+        returns, counted). Views that read over I/O first read only a little more than ``n`` edges: the reasoner
+        asks it of a hub ("every film of the genre") whose targets it does not otherwise need."""
+        nb = await self.neighbours(nodes, hop)
+        return len({t for ts in nb.values() for t in ts}) > n
 
     @abc.abstractmethod
     def relation_label(self, relation_id: str) -> str: ...
@@ -219,6 +229,17 @@ class InterfaceGraph(GraphView):
             res.setdefault(src, []).append(tgt)
         return res
 
+    async def reaches_more_than(self, nodes: list[str], hop: Hop, n: int) -> bool:
+        if n + 1 < self.max_edges_per_hop:  # a bounded read settles it unless it is cut with n targets or fewer
+            try:
+                page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=n + 1)
+            except KGError:
+                return False  # as neighbours(): a failed read reaches nothing
+            targets = {t for s, t in self._pairs(page)}
+            if len(targets) > n or not page.truncated:
+                return len(targets) > n
+        return await super().reaches_more_than(nodes, hop, n)
+
     def _pairs(self, page) -> list[tuple[str, str]]:
         """(source, target node) per edge of ``page``, a literal as its ``literal:`` key; labels remembered."""
         for eid, ent in page.entities.items():
@@ -383,6 +404,12 @@ class LinkedGraph(GraphView):
         eqs = await asyncio.gather(*(self._equivalents(n, name) for n in others)) if others else []
         return own, {n: eq for n, eq in zip(others, eqs) if eq}
 
+    async def warm(self, nodes: list) -> None:
+        """Every node's equivalents in every other KG, in bulk (per-node questions after it are cache hits)."""
+        if len(nodes) > 1:
+            for name in self.views:
+                await self._in(nodes, name)
+
     async def twins(self, nodes: list) -> list:
         asks = [(n, name) for n in nodes if not is_literal(n) for name in self.views if name != self._split(n)[0]]
         await self._prefetch(list(dict.fromkeys(n for n, name in asks if (n, name) not in self._eq)))
@@ -417,6 +444,15 @@ class LinkedGraph(GraphView):
             if targets:
                 res[n] = self._keys(name, list(dict.fromkeys(targets)) if len(ms) > 1 else targets)
         return res
+
+    async def reaches_more_than(self, nodes: list, hop: Hop, n: int) -> bool:
+        name = split_id(hop[0])[0]
+        view = self.views.get(name)
+        if view is None:
+            return False
+        own, linked = await self._in(nodes, name)  # the targets are those of the nodes asked there (see neighbours)
+        asked = list(dict.fromkeys([*own, *(m for ms in linked.values() for m in ms)])) if linked else own
+        return await view.reaches_more_than(asked, hop, n) if asked else False
 
     def relation_label(self, relation_id: str) -> str:
         view = self.views.get(relation_id.split(":", 1)[0])

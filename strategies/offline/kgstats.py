@@ -164,7 +164,9 @@ class KGStats:
         return rels
 
     async def _relations_of_all(self, nodes: list) -> list[frozenset]:
-        """Each node's relations, asked concurrently: on a remote KG these are many small round trips."""
+        """Each node's relations, asked concurrently: on a remote KG these are many small round trips (their links
+        into other KGs looked up in bulk first)."""
+        await self.view.warm([n for n in nodes if n not in self._node_rels])
         return list(await asyncio.gather(*(self._relations_of(n) for n in nodes)))
 
     async def _reference_nodes(self) -> list[frozenset]:

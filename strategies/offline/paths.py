@@ -40,8 +40,9 @@ class Plan:
 class _Partial:
     hops: tuple[Hop, ...]
     aligns: list[Alignment]
-    reached: list  # nodes reached by the last hop
-    frontiers: list[list]
+    reached: list | None  # nodes reached by the last hop; None until read (a last hop is read lazily)
+    frontiers: list[list | None]
+    src: list | None = None  # the nodes the last hop leaves from, while ``reached`` is not read yet
 
     @property
     def align(self) -> float:
@@ -132,6 +133,13 @@ class OfflineReasoner:
             children.sort(key=lambda c: -c[0])
             kept = children[: st.beam]
             layer = []
+            if depth == st.max_hops - 1:
+                # the last hop: what it reaches is read only for the plans that need it (the ranked ones, and a
+                # hop whose size the score asks for), not for every path of the beam — on a remote KG a hop into a
+                # hub ("every film of the genre") is the most expensive read of the walk
+                done.extend(_Partial(child.hops, child.aligns, None, [*child.frontiers, None], child.reached)
+                            for _, child, _ in kept)
+                break
             for _, child, hop in kept:
                 reached = await follow(child.reached, hop)
                 if not reached:
@@ -139,6 +147,14 @@ class OfflineReasoner:
                 part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached])
                 layer.append(part)
                 done.append(part)
+
+        async def materialise(p: _Partial) -> bool:
+            """Reads a lazy last hop (once); False when it reaches nothing (then the path is no plan)."""
+            if p.reached is None:
+                p.reached = await follow(p.src or [], p.hops[-1])
+                p.frontiers[-1] = p.reached
+                p.src = None
+            return bool(p.reached)
 
         if not done:
             return Reasoning(question, topic_ids, [])
@@ -160,12 +176,20 @@ class OfflineReasoner:
             aligns = [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
             if not aligns:
                 return None
+            last = len(p.hops) - 1
+            last_hub = False  # the hub test of a lazy last hop, asked without reading all it reaches
+            if p.reached is None and last > 0 and any(a.spans[-1:] == (SIBLING,) for a in aligns):
+                prev = p.frontiers[-2] or []
+                last_hub = await view.reaches_more_than(p.src or [], p.hops[-1], int(st.hub_fanout * len(prev)))
+
+            def hub(k: int) -> bool:
+                f = p.frontiers[k]
+                return last_hub if f is None else len(f) > st.hub_fanout * len(p.frontiers[k - 1] or [])
 
             def unread(a: Alignment) -> int:
                 """Chained relation nouns no hop stands for. A wordless return hop through a hub ("everyone of
                 the same gender") stands for none of them."""
-                hubs = sum(1 for k, i in enumerate(a.spans) if i == SIBLING and k > 0
-                           and len(p.frontiers[k]) > st.hub_fanout * len(p.frontiers[k - 1]))
+                hubs = sum(1 for k, i in enumerate(a.spans) if i == SIBLING and k > 0 and hub(k))
                 return max(0, min(chained, st.max_hops) - len(p.hops) + hubs)
 
             read, best = max(
@@ -181,7 +205,11 @@ class OfflineReasoner:
         finals = [(await final(p), p) for p in done]
         scored = sorted([(*f, p) for f, p in finals if f is not None], key=lambda sp: -sp[0])
         plans: list[Plan] = []
-        for score, align, p in scored[: max(st.plans, 1)]:
+        for score, align, p in scored:
+            if len(plans) >= max(st.plans, 1):
+                break
+            if not await materialise(p):
+                continue
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]
             ordered = ordered[: st.max_answers]
             plans.append(
@@ -192,7 +220,7 @@ class OfflineReasoner:
                     type_score=type_by_hop.get(p.hops[-1], 0.0),
                     answers=[view.node_id(n) for n in ordered],
                     answer_labels=[view.label(n) for n in ordered],
-                    frontiers=[[view.node_id(n) for n in f[: st.max_answers]] for f in p.frontiers],
+                    frontiers=[[view.node_id(n) for n in (f or [])[: st.max_answers]] for f in p.frontiers],
                     phrases=[scorer.spans[i].text if i >= 0 else ("(same)" if i == SIBLING else None)
                              for i in align.spans],
                 )

@@ -1,0 +1,229 @@
+"""What keeps linked KGs close to one in-memory KB in speed (issue #21): the offline reasoner reads a path's last hop
+only when a returned plan needs what it reaches, and asks a hub's size with a bounded read; topic linking skips an
+endpoint's label scan for a mention another KG already named; a link lookup is one query, a label link an index
+lookup. Each test pins the read it saves, and that the answers stay those of the full read."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from oxigraph_fixture import _serve
+from retrieval_fixtures import shared_embedder
+
+from kg_adapters.base import KnowledgeGraph
+from kg_adapters.linked import LinkedKG
+from kg_adapters.linking import Linker, LinkRule
+from kg_adapters.memory import MemoryKG
+from kg_adapters.models import Direction
+from kg_adapters.oxigraph_store import load_into_store, open_store_kg
+from kg_adapters.spec import make_spec, open_kg
+from kg_adapters.triple_index import TripleIndex
+from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
+from strategies.offline.graph import InterfaceGraph, view_for
+
+# -- the offline reasoner: lazy last hops -----------------------------------------------------------------------------
+HUB = 300  # films of one genre
+
+
+def _hub_kg(name: str = "films") -> MemoryKG:
+    """Alpha is one of HUB Drama films; only Alpha has a director."""
+    index = TripleIndex()
+    triples = [("Alpha", "directed_by", "Dana Reed"), ("Alpha", "has_genre", "Drama"),
+               ("Alpha", "release_year", "1999")]
+    triples += [(f"Film {i}", "has_genre", "Drama") for i in range(HUB - 1)]
+    for h, r, t in triples:
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return MemoryKG(name, index)
+
+
+class CountingKG(KnowledgeGraph):
+    """A MemoryKG seen only through the public interface (so the reasoner uses InterfaceGraph), counting the bulk
+    reads it is asked for: (relation local name, direction, limit)."""
+
+    def __init__(self, inner: MemoryKG) -> None:
+        super().__init__(inner.name, inner.limits)
+        self.inner = inner
+        self.reads: list[tuple[str, Direction, int]] = []
+
+    async def adjacent(self, entity_ids, relation_id, direction=Direction.forward, limit=2000):
+        self.reads.append((relation_id.split(":", 1)[1], Direction(direction), limit))
+        return await super().adjacent(entity_ids, relation_id, direction, limit)
+
+    async def initialize(self, query, limit=10):
+        return await self.inner.initialize(query, limit)
+
+    async def get_relations(self, entity_ids):
+        return await self.inner.get_relations(entity_ids)
+
+    async def get_edges(self, entity_ids, relation_id, direction=Direction.forward, limit=None, offset=0):
+        return await self.inner.get_edges(entity_ids, relation_id, direction, limit, offset)
+
+    async def search_entities(self, text, limit=10):
+        return await self.inner.search_entities(text, limit)
+
+    async def describe_entity(self, entity_id):
+        return await self.inner.describe_entity(entity_id)
+
+    async def find_by_label(self, label, limit=20):
+        return await self.inner.find_by_label(label, limit)
+
+    async def info(self):
+        return await self.inner.info()
+
+
+async def _plans(kg, question: str, settings: OfflineSettings | None = None):
+    reasoner = OfflineReasoner(shared_embedder(), settings or OfflineSettings(max_hops=2))
+    topics = topics_from_matches(await kg.initialize(question))
+    return await reasoner.reason(kg, question, topics)
+
+
+def _summary(res) -> list[tuple]:
+    """What a plan walks and reaches (scores differ between views by their relation samples, not by this)."""
+    return [(tuple((h[0].split(":", 1)[1], h[1]) for h in p.hops), tuple(sorted(p.answer_labels)),
+             tuple(len(f) for f in p.frontiers)) for p in res.plans]
+
+
+async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_plan_ends_there():
+    """"who directed [Alpha]": the beam also tries Alpha → genre → every Drama film (the genre's 300 films, a
+    "same genre" hop). Scoring it needs only to know that the hop multiplies the frontier by more than hub_fanout,
+    which a read of hub_fanout + 1 edges settles; its 300 films are never read. The plans are those of the
+    in-memory view, which reads everything."""
+    counting = CountingKG(_hub_kg())
+    assert isinstance(view_for(counting), InterfaceGraph)
+    settings = OfflineSettings(max_hops=2, plans=1)
+    res = await _plans(counting, "who directed [Alpha]", settings)
+    assert res.best.answer_labels == ["Dana Reed"]
+    hub_reads = [limit for rel, d, limit in counting.reads if rel == "has_genre" and d is Direction.backward]
+    assert hub_reads and max(hub_reads) <= settings.hub_fanout + 1
+    assert _summary(res) == _summary(await _plans(_hub_kg(), "who directed [Alpha]", settings))
+
+
+async def test_the_plans_are_those_of_a_full_read_whatever_the_view():
+    """Every returned plan's last hop is read (answers, frontiers), as the in-memory view reads them."""
+    for question in ("who directed [Alpha]", "which films have the same genre as [Alpha]",
+                     "when were the films of the genre of [Alpha] released"):
+        memory = await _plans(_hub_kg(), question)
+        generic = await _plans(CountingKG(_hub_kg()), question)
+        assert sorted(_summary(memory)) == sorted(_summary(generic)), question
+        assert all(len(p.frontiers[-1]) == len(p.answers) or len(p.answers) == 200 for p in generic.plans)
+
+
+async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_a_full_read():
+    counting = CountingKG(_hub_kg())
+    view = InterfaceGraph(counting)
+    drama = (await counting.find_by_label("Drama"))[0].id
+    hop = ("films:has_genre", Direction.backward)
+    assert await view.reaches_more_than([drama], hop, 10)
+    assert counting.reads == [("has_genre", Direction.backward, 11)]
+    assert not await view.reaches_more_than([drama], hop, HUB)  # exactly HUB films: a full read says so
+    assert await view.reaches_more_than([drama], hop, HUB - 1)
+    memory = view_for(_hub_kg())
+    (node,) = await memory.nodes_for([drama])
+    assert await memory.reaches_more_than([node], hop, HUB - 1) and not await memory.reaches_more_than([node], hop, HUB)
+
+
+# -- linking over a SPARQL endpoint ---------------------------------------------------------------------------------
+FILMS = "Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli Fox\nBeta|imdb_id|tt0002\n"
+CATALOG = """@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix c: <http://example.org/catalog/> .
+c:imdb rdfs:label "IMDb ID" .
+c:genre rdfs:label "genre" .
+c:t1 rdfs:label "Alpha (1999)" ; c:imdb "tt0001" ; c:genre c:thriller .
+c:t2 rdfs:label "Beta (2003)" ; c:imdb "tt0002" ; c:genre c:horror .
+c:thriller rdfs:label "Thriller" .
+c:horror rdfs:label "Horror" .
+"""
+
+
+@pytest.fixture(scope="module")
+def catalog_url(tmp_path_factory):
+    root = tmp_path_factory.mktemp("speed")
+    (root / "catalog.ttl").write_text(CATALOG, encoding="utf-8")
+    (root / "srv").mkdir()
+    server = _serve(root / "catalog.ttl", root / "srv")
+    yield next(server)
+    server.close()
+
+
+@pytest.fixture
+def kgs(catalog_url, tmp_path):
+    films = tmp_path / "films.txt"
+    films.write_text(FILMS, encoding="utf-8")
+    return open_kg(make_spec("films", str(films))), open_kg(make_spec("catalog", f"sparql:{catalog_url}"))
+
+
+def _spy_queries(kg) -> list[str]:
+    """The SPARQL text of every request (SELECT or ASK) the KG sends from now on."""
+    sent: list[str] = []
+    real = kg.sparql.request
+
+    async def spy(method, params, *args, **kwargs):
+        sent.append(params.get("query", ""))
+        return await real(method, params, *args, **kwargs)
+
+    kg.sparql.request = spy
+    return sent
+
+
+async def test_a_mention_a_local_kg_names_exactly_costs_the_endpoint_no_label_scan(kgs):
+    films, catalog = kgs
+    alone = _spy_queries(catalog)
+    hits = await catalog.initialize("what genre is [Alpha]")  # on its own the endpoint scans labels for "Alpha"
+    assert [h.entity.label for h in hits] == ["Alpha (1999)"] and hits[0].match == "contains"
+    assert any("CONTAINS(" in q for q in alone)
+    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+        {"films": films, "catalog": catalog},
+        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+    alone.clear()
+    (alpha,) = await linked.initialize("what genre is [Alpha]")
+    assert alpha.entity.label == "Alpha" and alpha.match == "exact"
+    assert [await catalog.label_of(i) for i in alpha.same_as] == ["Alpha (1999)"]  # still linked, by its ID
+    assert not any("CONTAINS(" in q for q in alone)
+    # a mention no local KG names is still looked up by substring at the endpoint
+    alone.clear()
+    assert [m.entity.label for m in await linked.initialize("what genre is [Alpha (1]")] == ["Alpha (1999)"]
+    assert any("CONTAINS(" in q for q in alone)
+
+
+async def test_an_identifier_link_of_one_entity_is_one_query(kgs):
+    """The entity's identifier values are one unsorted read (not a sorted tool page plus, when it has none, an ASK
+    whether the relation exists at all): a genre node, which has no IMDb ID, learns it has no twin in one query."""
+    films, catalog = kgs
+    linker = Linker({"films": films, "catalog": catalog},
+                    [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb",
+                              to_relation="imdb_id")])
+    thriller = (await catalog.search_entities("Thriller"))[0].entity.id
+    t1 = (await catalog.search_entities("Alpha (1999)"))[0].entity.id
+    await linker.relation_in(catalog, "imdb")  # the rule's relation is resolved once per KG, not per entity
+    sent = _spy_queries(catalog)
+    assert (await linker.equivalents(thriller, "films")).ids == ()
+    assert len(sent) == 1
+    sent.clear()
+    assert [await films.label_of(i) for i in (await linker.equivalents(t1, "films")).ids] == ["Alpha"]
+    assert len(sent) == 1
+
+
+# -- label links against an on-disk store -----------------------------------------------------------------------------
+def test_a_store_finds_a_label_in_its_index_and_names_an_entity_without_describing_it(tmp_path):
+    src = tmp_path / "cast.txt"
+    src.write_text("Heat|starred_actors|Al Pacino\nheat wave|starred_actors|Ann Lee\n", encoding="utf-8")
+    load_into_store(src, tmp_path / "st")
+    kg = open_store_kg("cast", tmp_path / "st")
+
+    async def run():
+        (heat,) = await kg.find_by_label("Heat")
+        assert heat.label == "Heat"
+        assert [e.label for e in await kg.find_by_label("HEAT")] == ["Heat"]  # case aside: the label search's answer
+        assert await kg.find_by_label("Heat Wave") == await kg.find_by_label("heat wave")
+        assert await kg.find_by_label("Nothing Like It") == []
+
+        async def no_relations(ids):
+            raise AssertionError("label_of counted relations")
+
+        described = (await kg.describe_entity(heat.id)).entity.label
+        kg.get_relations = no_relations
+        assert await kg.label_of(heat.id) == described == "Heat"
+
+    asyncio.run(run())

@@ -28,14 +28,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.datasets import BENCHMARKS, by_benchmark_name, load_sets
-from strategies.benchmarks.metrics import ranking_metrics
-from strategies.deep_graphrag import (
+from tot_mcp.strategies.benchmarks.metrics import ranking_metrics
+from tot_mcp.strategies.deep_graphrag import (
     beam_search,
     exhaustive_search,
     hierarchy_for,
     topic_anchors,
 )
-from strategies.services import Services
+from tot_mcp.strategies.services import Services
 
 
 def p50(xs: list[float]) -> float:

@@ -92,7 +92,7 @@ class Question:
 def load_questions(n_hops: int, limit: int | None) -> list[Question]:
     """The first ``limit`` dev questions of one hop count with a replayable qtype. The qtype file is aligned with
     the question file by line, so questions are paired with qtypes by line number (bad lines are skipped)."""
-    from strategies.benchmarks.formats import BadLine, read_questions
+    from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
 
     folder = BENCHMARKS / "metaqa" / f"{n_hops}-hop"
     qtypes = (folder / "qa_dev_sample_qtype.txt").read_text(encoding="utf-8").splitlines()
@@ -431,7 +431,7 @@ async def replay(hop_counts: list[int], limit: int | None, tokens: TokenCounter,
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from server.http_child import REPO, SERVER_CMD, server_env
+    from tot_mcp.server.http_child import REPO, SERVER_CMD, server_env
 
     params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], "--kg", f"{KG}=embedded"],
                                    env=server_env(), cwd=str(REPO))

@@ -45,9 +45,9 @@ def load_sets(data: Path, names: Iterable[str], limit: int | None = None) -> Ite
     """(name, KG, first ``limit`` questions) per set, named by key (``pq2``) or as :func:`by_benchmark_name` spells
     it (``PQ-2H``); each KB is loaded once and shared by the sets that ask the same KB. Malformed question lines
     are skipped."""
-    from kg_adapters.memory import MemoryKG
-    from kg_adapters.triples_file import load_triples_file
-    from strategies.benchmarks.formats import BadLine, read_questions
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.triples_file import load_triples_file
+    from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
 
     sets = {**DEV_SETS, **by_benchmark_name()}
     kgs: dict[str, MemoryKG] = {}

@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO))
 import numpy as np
 
 from bench.datasets import BENCHMARKS, load_sets
-from strategies.benchmarks.metrics import ranking_metrics
-from strategies.embeddings import ONNX_INT8, TORCH, Embedder, OnnxMiniLM
-from strategies.indexes import _cached_matrix, _progress
-from strategies.services import Services
+from tot_mcp.strategies.benchmarks.metrics import ranking_metrics
+from tot_mcp.strategies.embeddings import ONNX_INT8, TORCH, Embedder, OnnxMiniLM
+from tot_mcp.strategies.indexes import _cached_matrix, _progress
+from tot_mcp.strategies.services import Services
 
 
 def _torch_threads(n: int):

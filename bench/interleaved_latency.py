@@ -21,12 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.datasets import BENCHMARKS, by_benchmark_name
-from kg_adapters.spec import make_spec, open_kg
-from strategies.benchmarks.formats import BadLine, read_questions
-from strategies.benchmarks.runner import score
-from strategies.methods import MethodOptions, make_method
-from strategies.registry import available, get
-from strategies.services import Services
+from tot_mcp.kg_adapters.spec import make_spec, open_kg
+from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
+from tot_mcp.strategies.benchmarks.runner import score
+from tot_mcp.strategies.methods import MethodOptions, make_method
+from tot_mcp.strategies.registry import available, get
+from tot_mcp.strategies.services import Services
 
 
 async def run(args) -> list[tuple[str, int, float, float]]:

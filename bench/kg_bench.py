@@ -58,7 +58,7 @@ def kb_path(arg: str | None) -> tuple[Path, str]:
         return SHARED_KB, str(SHARED_KB)
     from importlib.resources import files
 
-    return Path(str(files("kg_adapters") / "data" / "metaqa_kb.txt.gz")), "embedded copy (kg_adapters/data)"
+    return Path(str(files("tot_mcp.kg_adapters") / "data" / "metaqa_kb.txt.gz")), "embedded copy (kg_adapters/data)"
 
 
 def sample_lookups(index, n: int, rng: random.Random) -> list[Lookup]:
@@ -75,7 +75,7 @@ def sample_lookups(index, n: int, rng: random.Random) -> list[Lookup]:
 
 
 async def time_in_process(kg, lookups: list[Lookup]) -> tuple[list[float], list[float]]:
-    from kg_adapters.models import Direction
+    from tot_mcp.kg_adapters.models import Direction
 
     rel_ids = [f"{kg.name}:{local}" for local in kg.index.rel_local_ids]
     args = [([kg.node_id(lk.entity)], rel_ids[lk.relation], Direction.forward if lk.forward else Direction.backward)
@@ -150,7 +150,7 @@ async def time_mcp_stdio(kb: Path, kg_name: str, calls: list[tuple[str, str, str
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from server.http_child import SERVER_CMD, server_env
+    from tot_mcp.server.http_child import SERVER_CMD, server_env
 
     params = StdioServerParameters(command=SERVER_CMD[0], args=[*SERVER_CMD[1:], "--kg", f"{kg_name}={kb}"],
                                    env=server_env(), cwd=str(REPO))
@@ -195,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-mcp", action="store_true")
     args = ap.parse_args(argv)
 
-    from kg_adapters.memory import MemoryKG
-    from kg_adapters.triples_file import load_triples_file
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.triples_file import load_triples_file
 
     path, shown = kb_path(args.kb)
     gc.collect()

@@ -202,7 +202,7 @@ def _tool_env() -> dict[str, str]:
     return env
 
 
-TOT_MCP = [sys.executable, "-m", "server.cli"]  # `tot-mcp` from this checkout, whatever is on PATH
+TOT_MCP = [sys.executable, "-m", "tot_mcp.server.cli"]  # `tot-mcp` from this checkout, whatever is on PATH
 
 
 def load_cast_store(cast_txt: Path, store: Path) -> None:
@@ -475,7 +475,7 @@ HEADER = ("| slice | n | Hits@1 single KB | Hits@1 three KGs | median latency si
 
 def table_from(runs: Path) -> str:
     """The table again from a run's JSONL records (``WORK/runs/<time>``), without running anything."""
-    from strategies.benchmarks.runner import load_done
+    from tot_mcp.strategies.benchmarks.runner import load_done
 
     lines = [HEADER]
     for hops in HOPS:
@@ -491,13 +491,13 @@ def table_from(runs: Path) -> str:
 
 
 async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
-    from kg_adapters.config import load_config
-    from kg_adapters.spec import make_spec
-    from strategies.benchmarks.formats import BadLine, read_questions
-    from strategies.benchmarks.runner import run_questions
-    from strategies.embeddings import Embedder
-    from strategies.methods import MethodOptions, make_method
-    from strategies.system import build_system
+    from tot_mcp.kg_adapters.config import load_config
+    from tot_mcp.kg_adapters.spec import make_spec
+    from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
+    from tot_mcp.strategies.benchmarks.runner import run_questions
+    from tot_mcp.strategies.embeddings import Embedder
+    from tot_mcp.strategies.methods import MethodOptions, make_method
+    from tot_mcp.strategies.system import build_system
 
     started = time.perf_counter()
     embedder = Embedder()
@@ -564,7 +564,7 @@ def tot_search_command(data: Data, url: str, question_file: Path) -> str:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    from strategies.indexes import default_cache_dir
+    from tot_mcp.strategies.indexes import default_cache_dir
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=None,

@@ -25,10 +25,10 @@ SETS = {"2hop": "dev_2hop.txt", "3hop": "dev_3hop.txt"}
 
 
 async def measure(data: Path, key: str, args: argparse.Namespace, single: list, linked: list, embedder) -> dict:
-    from strategies.benchmarks.formats import BadLine, read_questions
-    from strategies.benchmarks.runner import score
-    from strategies.methods import MethodOptions, make_method
-    from strategies.services import Services
+    from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
+    from tot_mcp.strategies.benchmarks.runner import score
+    from tot_mcp.strategies.methods import MethodOptions, make_method
+    from tot_mcp.strategies.services import Services
 
     questions = [q for q in read_questions(data / SETS[key], "metaqa") if not isinstance(q, BadLine)][: args.limit]
     runs = {}
@@ -53,8 +53,8 @@ async def measure(data: Path, key: str, args: argparse.Namespace, single: list, 
 
 
 async def run(args: argparse.Namespace) -> None:
-    from kg_adapters.spec import make_spec, open_kg
-    from strategies.embeddings import Embedder
+    from tot_mcp.kg_adapters.spec import make_spec, open_kg
+    from tot_mcp.strategies.embeddings import Embedder
 
     single = [open_kg(make_spec("movies", "embedded"))]
     linked = [open_kg(make_spec("films", str(args.data / "films.txt"))),

@@ -52,7 +52,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
-from server.http_child import REPO, http_child, server_env
+from tot_mcp.server.http_child import REPO, http_child, server_env
 
 _PROTOCOL_VERSION = "2025-06-18"  # what the raw clients ask for; the server's answer is what they then send
 _MODERN_VERSION = "2026-07-28"  # the session-less protocol revision (--era modern)
@@ -476,7 +476,7 @@ MIXES = ("steps", "agent")
 
 def call_pool(size: int, seed: int, mix: str = "steps") -> list[tuple[str, dict]]:
     """Deterministic mixed calls over the embedded movie KB (built in-process from the same data)."""
-    from kg_adapters.embedded import load_embedded
+    from tot_mcp.kg_adapters.embedded import load_embedded
 
     kg = load_embedded()
     ix = kg.index

@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.datasets import BENCHMARKS, DEV_SETS, load_sets  # noqa: E402
-from kg_adapters.memory import MemoryKG  # noqa: E402
-from strategies.embeddings import Embedder  # noqa: E402
-from strategies.methods import BenchmarkQuestion  # noqa: E402
-from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches  # noqa: E402
+from tot_mcp.kg_adapters.memory import MemoryKG  # noqa: E402
+from tot_mcp.strategies.embeddings import Embedder  # noqa: E402
+from tot_mcp.strategies.methods import BenchmarkQuestion  # noqa: E402
+from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches  # noqa: E402
 
 TARGET = {"mqa1": 0.90, "mqa2": 0.80, "mqa3": 0.70, "pq2": 0.70, "pq3": 0.70, "pql2": 0.70, "pql3": 0.70}
 
@@ -49,9 +49,9 @@ async def run_set(
     for q, gold in qs:
         t0 = time.perf_counter()
         if policy:
-            from strategies.offline import OfflinePolicy
-            from strategies.tot.asm import TraversalASM
-            from strategies.tot.search import SearchConfig, TreeSearch
+            from tot_mcp.strategies.offline import OfflinePolicy
+            from tot_mcp.strategies.tot.asm import TraversalASM
+            from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
             pol = OfflinePolicy([kg], embedder=reasoner.embedder, settings=reasoner.settings, shared=shared)
             result = await TreeSearch(TraversalASM([kg]), pol, SearchConfig()).run(q)

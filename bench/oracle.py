@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.models import Direction
-from strategies.llm.base import LLM
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.llm.base import LLM
 
 Hop = tuple[str, Direction]  # relation name (without namespace), direction
 

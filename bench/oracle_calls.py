@@ -15,12 +15,12 @@ import asyncio
 import statistics
 from pathlib import Path
 
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triples_file import load_triples_file
-from strategies.tot.asm import AsmConfig, TraversalASM
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triples_file import load_triples_file
+from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
 from bench.oracle import OracleLLM, metaqa_path
-from strategies.tot.prompted import PromptedPolicy
-from strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.strategies.tot.prompted import PromptedPolicy
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
 TARGETS = {2: 10, 3: 15}
 

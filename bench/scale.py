@@ -82,8 +82,8 @@ def ensure_triples(workdir: Path, n: int, seed: int, fresh: bool) -> tuple[Path,
 
 
 def ensure_store(workdir: Path, triples: Path, fresh: bool, chunk_lines: int) -> tuple[Path, dict]:
-    from kg_adapters.bulk_load import LoadState, state_path
-    from kg_adapters.fts_index import label_index_path
+    from tot_mcp.kg_adapters.bulk_load import LoadState, state_path
+    from tot_mcp.kg_adapters.fts_index import label_index_path
 
     store = workdir / (triples.stem + ".store")
     state = LoadState.read(state_path(store)) if state_path(store).is_file() else None
@@ -94,7 +94,7 @@ def ensure_store(workdir: Path, triples: Path, fresh: bool, chunk_lines: int) ->
         shutil.rmtree(store, ignore_errors=True)
         for p in (state_path(store), label_index_path(store)):
             p.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "kg_adapters.bulk_load", str(triples), "--into", str(store),
+    cmd = [sys.executable, "-m", "tot_mcp.kg_adapters.bulk_load", str(triples), "--into", str(store),
            "--chunk-lines", str(chunk_lines)]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     t0 = time.perf_counter()
@@ -107,8 +107,8 @@ def ensure_store(workdir: Path, triples: Path, fresh: bool, chunk_lines: int) ->
 
 
 async def in_process(store: Path, samples: list[tuple[str, str, str]], hub: str, rows: list) -> dict:
-    from kg_adapters.cache import CachedKG, ResultCache
-    from kg_adapters.oxigraph_store import name_iri, open_store_kg
+    from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
+    from tot_mcp.kg_adapters.oxigraph_store import name_iri, open_store_kg
 
     kg = open_store_kg(KG, store)
 
@@ -174,7 +174,7 @@ async def over_mcp(store: Path, heads: list[str], rels: list[str], rows: list) -
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from server.http_child import SERVER_CMD, server_env
+    from tot_mcp.server.http_child import SERVER_CMD, server_env
 
     params = StdioServerParameters(
         command=SERVER_CMD[0], args=[*SERVER_CMD[1:], "--kg", f"{KG}=store:{store}"], env=server_env(), cwd=str(REPO),
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     triples, gen_s = ensure_triples(args.workdir, args.triples, args.seed, args.fresh)
     store, load = ensure_store(args.workdir, triples, args.fresh, args.chunk_lines)
-    from kg_adapters.fts_index import label_index_path
+    from tot_mcp.kg_adapters.fts_index import label_index_path
 
     rows: list[tuple[str, str]] = [
         ("triples", f"{args.triples:,}"),

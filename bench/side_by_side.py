@@ -30,13 +30,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.datasets import BENCHMARKS, by_benchmark_name
-from kg_adapters.spec import make_spec, open_kg
-from strategies.benchmarks.formats import BadLine, read_questions
-from strategies.benchmarks.linking import linking_question
-from strategies.benchmarks.runner import RunRecord, load_done, run_questions
-from strategies.methods import MethodOptions, make_method
-from strategies.registry import available, get
-from strategies.services import Services
+from tot_mcp.kg_adapters.spec import make_spec, open_kg
+from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
+from tot_mcp.strategies.benchmarks.linking import linking_question
+from tot_mcp.strategies.benchmarks.runner import RunRecord, load_done, run_questions
+from tot_mcp.strategies.methods import MethodOptions, make_method
+from tot_mcp.strategies.registry import available, get
+from tot_mcp.strategies.services import Services
 
 SETS = {name: (d.questions, d.fmt, d.kg_name, d.kb) for name, d in by_benchmark_name().items()}
 LINKING = ("rerank", "initialize")  # methods also run on the linking task
@@ -87,7 +87,7 @@ def table(out: Path, sets: list[str], methods: list[str], limit: int) -> str:
 
 
 async def run(args) -> None:
-    from strategies.embeddings import Embedder
+    from tot_mcp.strategies.embeddings import Embedder
 
     embedder = None
     by_kb: dict[str, list[str]] = {}

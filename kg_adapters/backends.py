@@ -52,11 +52,11 @@ class Backend:
 
 
 _BUILTINS: dict[str, str] = {
-    "embedded": "kg_adapters.embedded:BACKEND",
-    "file": "kg_adapters.files:BACKEND",
-    "store": "kg_adapters.oxigraph_store:BACKEND",
-    "sparql": "kg_adapters.sparql:SPARQL_BACKEND",
-    "wikidata": "kg_adapters.sparql:WIKIDATA_BACKEND",
+    "embedded": "tot_mcp.kg_adapters.embedded:BACKEND",
+    "file": "tot_mcp.kg_adapters.files:BACKEND",
+    "store": "tot_mcp.kg_adapters.oxigraph_store:BACKEND",
+    "sparql": "tot_mcp.kg_adapters.sparql:SPARQL_BACKEND",
+    "wikidata": "tot_mcp.kg_adapters.sparql:WIKIDATA_BACKEND",
 }
 
 

@@ -21,7 +21,7 @@ DESCRIPTION = (
 
 
 def load_embedded(name: str = DEFAULT_KG_NAME, limits: Limits | None = None) -> MemoryKG:
-    with as_file(files("kg_adapters") / "data" / "metaqa_kb.txt.gz") as path:
+    with as_file(files("tot_mcp.kg_adapters") / "data" / "metaqa_kb.txt.gz") as path:
         index = load_triples_file(path)
     return MemoryKG(name, index, description=DESCRIPTION, limits=limits)
 

@@ -9,7 +9,7 @@ from importlib.resources import files
 @cache
 def load(name: str) -> str:
     """The text of ``prompts/<name>.txt``; raises FileNotFoundError naming the template."""
-    path = files("prompts") / f"{name}.txt"
+    path = files("tot_mcp.prompts") / f"{name}.txt"
     if not path.is_file():
         raise FileNotFoundError(f"no prompt template {name!r} in prompts/")
     return path.read_text(encoding="utf-8")

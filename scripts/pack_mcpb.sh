@@ -43,17 +43,16 @@ EOF
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 "$PYTHON" - "$stage" <<'EOF'
-# Copy what the wheel is built from: the top-level packages pyproject's [tool.setuptools.packages.find] includes.
-import fnmatch, shutil, sys, tomllib
+# Copy what the wheel is built from: the directories pyproject's [tool.setuptools.package-dir] maps to tot_mcp.*.
+import shutil, sys, tomllib
 from pathlib import Path
 stage = Path(sys.argv[1])
-patterns = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["packages"]["find"]["include"]
+dirs = set(tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"].values())
 for name in ("manifest.json", "pyproject.toml", "README.md"):
     shutil.copy2(name, stage / name)
-packages = sorted(p for p in Path(".").iterdir()
-                  if (p / "__init__.py").is_file() and any(fnmatch.fnmatch(p.name, pat) for pat in patterns))
-if not packages:
-    sys.exit("pack_mcpb.sh: no package matches pyproject's packages.find include")
+packages = sorted(Path(d) for d in dirs if (Path(d) / "__init__.py").is_file())
+if len(packages) != len(dirs):
+    sys.exit("pack_mcpb.sh: a directory of pyproject's package-dir has no __init__.py")
 for pkg in packages:
     shutil.copytree(pkg, stage / pkg.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
 print("staged:", ", ".join(p.name for p in packages))

@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
-from kg_adapters.errors import BackendError, BackendRefused, InvalidInput, KGError, NotFound, UnknownKG
+from tot_mcp.kg_adapters.errors import BackendError, BackendRefused, InvalidInput, KGError, NotFound, UnknownKG
 
 from . import __version__
 from .apps import register_apps

@@ -39,7 +39,7 @@ from . import __version__
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from strategies.tot.search import SearchResult
+    from tot_mcp.strategies.tot.search import SearchResult
 
     from .runtime import Runtime
 
@@ -55,7 +55,7 @@ log = logging.getLogger("tot_mcp.apps")
 def render_tree(result: SearchResult, *, policy: str, warnings: Sequence[str] = ()) -> str:
     """One search as an HTML fragment: question, answer, and the tree drawn by ``tot-search --html``'s renderer
     (``strategies.benchmarks.report``: the one place the tree's HTML is generated)."""
-    from strategies.benchmarks import report
+    from tot_mcp.strategies.benchmarks import report
 
     trace = result.model_dump(mode="json")
     answer = ", ".join(result.answer.labels) or result.answer.text or "—"
@@ -121,7 +121,7 @@ request('ui/initialize', {protocolVersion: '2026-01-26', appCapabilities: {avail
 
 def render_page(fragment: str | None = None, run: str = "", title: str = "Tree-of-Traversals search tree") -> str:
     """The app page: ``fragment`` drawn already (a run's page), or waiting for a result (the app itself)."""
-    from strategies.benchmarks import report
+    from tot_mcp.strategies.benchmarks import report
 
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"

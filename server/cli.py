@@ -20,11 +20,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kg_adapters.base import Limits
-from kg_adapters.config import Config, load_config
-from kg_adapters.errors import KGError
-from kg_adapters.linking import with_flags
-from kg_adapters.spec import parse_kg_arg
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.config import Config, load_config
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.linking import with_flags
+from tot_mcp.kg_adapters.spec import parse_kg_arg
 
 from . import __version__
 
@@ -32,8 +32,8 @@ EXIT_USAGE = 2
 TOKEN_ENV = "TOT_MCP_TOKEN"
 
 # Subcommands dispatched on argv[1] before option parsing: name -> "module:function" taking argv[2:] and returning
-# an exit code. Add `"load": "kg_adapters.load_cli:main"` (or wherever it lives) when that command lands.
-SUBCOMMANDS: dict[str, str] = {"load": "kg_adapters.bulk_load:main"}  # tot-mcp load FILES --into STORE
+# an exit code. Add `"load": "tot_mcp.kg_adapters.load_cli:main"` (or wherever it lives) when that command lands.
+SUBCOMMANDS: dict[str, str] = {"load": "tot_mcp.kg_adapters.bulk_load:main"}  # tot-mcp load FILES --into STORE
 
 LIMIT_FLAGS = {  # flag -> (Limits field, help)
     "--max-ids": ("max_ids", "entity IDs per call"),

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.errors import InvalidInput
 
 HANDLE_RE = re.compile(r"^r[0-9a-f]{10}$")
 log = logging.getLogger("tot_mcp.handles")

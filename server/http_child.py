@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # Run the server module with this interpreter so no installed console script is needed on PATH.
-SERVER_CMD = [sys.executable, "-m", "server.cli"]
+SERVER_CMD = [sys.executable, "-m", "tot_mcp.server.cli"]
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
 _URL_RE = re.compile(r"serving MCP over streamable HTTP at (http://\S+)")
 

@@ -9,8 +9,7 @@ from typing import Annotated
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
-import prompts as templates
-
+from tot_mcp import prompts as templates
 from .runtime import Runtime
 
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kg_adapters.models import (
+from tot_mcp.kg_adapters.models import (
     backward,
     Direction,
     Edge,
@@ -23,8 +23,8 @@ from kg_adapters.models import (
     Relation,
     RelationList,
 )
-from kg_adapters.sparql.values import WKT, coordinate_value
-from kg_adapters.text import humanize, key
+from tot_mcp.kg_adapters.sparql.values import WKT, coordinate_value
+from tot_mcp.kg_adapters.text import humanize, key
 
 _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
 _QUALIFIERS_SHOWN = 8  # per edge in the text; a statement with dozens would drown the page

@@ -25,9 +25,9 @@ from mcp_types import (
     ResourceTemplateReference,
 )
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import InvalidInput, KGError, NotFound, UnknownKG
-from kg_adapters.sparql.values import EntityDetails
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import InvalidInput, KGError, NotFound, UnknownKG
+from tot_mcp.kg_adapters.sparql.values import EntityDetails
 
 from . import render
 from .runtime import Runtime

@@ -14,21 +14,21 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 
-from kg_adapters.base import KnowledgeGraph, Limits
-from kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
-from kg_adapters.config import Config
-from kg_adapters.errors import KGError, UnknownKG
-from kg_adapters.linked import LinkedKG
-from kg_adapters.spec import KGSpec
+from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
+from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
+from tot_mcp.kg_adapters.config import Config
+from tot_mcp.kg_adapters.errors import KGError, UnknownKG
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.spec import KGSpec
 
-from strategies.system import assemble, content_stamp, open_configured
+from tot_mcp.strategies.system import assemble, content_stamp, open_configured
 
 from .handles import HandleStore
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
-    from kg_adapters.relation_names import RelationNames
-    from strategies.embeddings import Embedder
-    from strategies.llm.base import LLM
+    from tot_mcp.kg_adapters.relation_names import RelationNames
+    from tot_mcp.strategies.embeddings import Embedder
+    from tot_mcp.strategies.llm.base import LLM
 
 log = logging.getLogger("tot_mcp.runtime")
 
@@ -47,8 +47,8 @@ def llm_from_config(options: Mapping[str, Any], ctx: Any = None) -> "LLM":
     if not backend:
         raise ServiceUnavailable('no LLM configured: add an [llm] table with backend = "anthropic" (or "sampling") '
                                  "to the --config file")
-    from strategies.llm.base import LLMError
-    from strategies.llm.factory import make_llm
+    from tot_mcp.strategies.llm.base import LLMError
+    from tot_mcp.strategies.llm.factory import make_llm
 
     try:
         return make_llm(backend, ctx=ctx, model=options.get("model"), options=dict(options))
@@ -136,7 +136,7 @@ class Runtime:
     async def relation_names(self) -> "RelationNames":
         """Short names of every KG's relations (``initialize`` lists them, the path tools accept them); asked
         once, again only after a KG could not be asked."""
-        from kg_adapters.relation_names import RelationNames
+        from tot_mcp.kg_adapters.relation_names import RelationNames
 
         names = self._relation_names
         if names is None or not names.by_kg.keys() >= self.kgs.keys():
@@ -145,7 +145,7 @@ class Runtime:
 
     async def relation_examples(self) -> dict[str, str]:
         """One example edge per relation of a small vocabulary (``Forrest Gump → Tom Hanks``), asked once."""
-        from kg_adapters.relation_names import relation_examples
+        from tot_mcp.kg_adapters.relation_names import relation_examples
 
         if self._relation_examples is None:
             self._relation_examples = await relation_examples(self.graph, await self.relation_names())
@@ -162,7 +162,7 @@ class Runtime:
     def _load_embedder(self) -> "Embedder":
         if self._embedder_factory is not None:
             return self._embedder_factory()
-        from strategies.embeddings import EmbeddingUnavailable, Embedder
+        from tot_mcp.strategies.embeddings import EmbeddingUnavailable, Embedder
 
         try:
             return Embedder(backend=self.config.retrieval.embedder)

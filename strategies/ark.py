@@ -20,24 +20,24 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import prompts
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.models import Direction, backward
-from kg_adapters.text import bracketed_mentions
-from strategies.indexes import GraphResources
-from strategies.llm.base import LLM, LLMError
-from strategies.llm.replies import extract_json
-from strategies.local_graph import LocalGraph
-from strategies.path_sets import path_sets, render_path_sets
-from strategies.registry import Call, Progress, Strategy
-from strategies.relevance import QueryRelevance
-from strategies.results import (
+from tot_mcp import prompts
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.models import Direction, backward
+from tot_mcp.kg_adapters.text import bracketed_mentions
+from tot_mcp.strategies.indexes import GraphResources
+from tot_mcp.strategies.llm.base import LLM, LLMError
+from tot_mcp.strategies.llm.replies import extract_json
+from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.strategies.path_sets import path_sets, render_path_sets
+from tot_mcp.strategies.registry import Call, Progress, Strategy
+from tot_mcp.strategies.relevance import QueryRelevance
+from tot_mcp.strategies.results import (
     RetrievedEntity,
     StrategyResult,
     check_query,
     render_ranked,
 )
-from strategies.traversal import (
+from tot_mcp.strategies.traversal import (
     NeighbourCache,
     Reached,
     expand_frontier,

@@ -37,24 +37,24 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kg_adapters.base import KnowledgeGraph
-from strategies.indexes import (
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.strategies.indexes import (
     GraphResources,
     IndexNotBuilt,
     _bulk_name,
     _encode_many,
     _progress,
 )
-from strategies.inner_products import inner_products, inner_products_at
-from strategies.local_graph import LocalGraph
-from strategies.registry import Call, Strategy
-from strategies.results import (
+from tot_mcp.strategies.inner_products import inner_products, inner_products_at
+from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.strategies.registry import Call, Strategy
+from tot_mcp.strategies.results import (
     RetrievedEntity,
     StrategyResult,
     check_query,
     render_ranked,
 )
-from strategies.traversal import linked_seeds
+from tot_mcp.strategies.traversal import linked_seeds
 
 HIERARCHY_VERSION = 2
 

@@ -105,7 +105,7 @@ class OnnxMiniLM:
             import gzip
             from importlib.resources import files
 
-            tok = Tokenizer.from_str(gzip.decompress((files("strategies") / "data" / TOKENIZER).read_bytes())
+            tok = Tokenizer.from_str(gzip.decompress((files("tot_mcp.strategies") / "data" / TOKENIZER).read_bytes())
                                      .decode("utf-8"))
         tok.no_padding()  # padded per batch below; the shipped file pads every text to 128
         tok.enable_truncation(max_length)  # sentence-transformers' max_seq_length for this model

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kg_adapters.errors import KGError
-from kg_adapters.text import tokens
-from strategies.inner_products import top_k
-from strategies.local_graph import LocalGraph, RetrievalUnavailable
-from strategies.relevance import STOPWORDS, QueryRelevance
-from strategies.traversal import NeighbourCache
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.text import tokens
+from tot_mcp.strategies.inner_products import top_k
+from tot_mcp.strategies.local_graph import LocalGraph, RetrievalUnavailable
+from tot_mcp.strategies.relevance import STOPWORDS, QueryRelevance
+from tot_mcp.strategies.traversal import NeighbourCache
 
 if TYPE_CHECKING:
-    from strategies.embeddings import Embedder
+    from tot_mcp.strategies.embeddings import Embedder
 
 
 class IndexNotBuilt(KGError):
@@ -139,7 +139,7 @@ def _bulk_name(models: Models) -> str:
     emb = models._embedder
     if emb is not None:
         return getattr(emb, "bulk_name", "minilm")
-    from strategies.embeddings import default_bulk_backend
+    from tot_mcp.strategies.embeddings import default_bulk_backend
 
     return default_bulk_backend()
 
@@ -277,7 +277,7 @@ class Models:
                     if self._embedder_provider is not None:
                         self._embedder = self._embedder_provider()
                     else:
-                        from strategies.embeddings import Embedder
+                        from tot_mcp.strategies.embeddings import Embedder
 
                         self._embedder = Embedder()
         return self._embedder

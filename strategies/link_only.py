@@ -7,8 +7,8 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strategies.registry import Call, Strategy
-from strategies.results import RetrievedEntity, StrategyResult, check_query
+from tot_mcp.strategies.registry import Call, Strategy
+from tot_mcp.strategies.results import RetrievedEntity, StrategyResult, check_query
 
 
 class LinkOptions(BaseModel):

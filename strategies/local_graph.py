@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import InvalidInput
-from kg_adapters.models import Direction
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.models import Direction
 
 
 class RetrievalUnavailable(InvalidInput):

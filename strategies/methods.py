@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kg_adapters.base import KnowledgeGraph
-from strategies.llm.base import LLMUsage
-from strategies.registry import Call, get
-from strategies.services import Services
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.strategies.llm.base import LLMUsage
+from tot_mcp.strategies.registry import Call, get
+from tot_mcp.strategies.services import Services
 
 
 class BenchmarkQuestion(BaseModel):
@@ -74,7 +74,7 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
     parsed = services.options(strategy, options.options)
     llm_factory = None
     if options.llm != "offline":
-        from strategies.llm.factory import make_llm
+        from tot_mcp.strategies.llm.factory import make_llm
 
         def llm_factory():
             return make_llm(options.llm, model=options.model, options=options.llm_options)

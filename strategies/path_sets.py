@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kg_adapters.models import Direction, backward
-from strategies.local_graph import LocalGraph
-from strategies.relevance import PathScorer
+from tot_mcp.kg_adapters.models import Direction, backward
+from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.strategies.relevance import PathScorer
 
 Step = tuple[int, Direction]
 

@@ -25,17 +25,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import prompts
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
-from kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
-from kg_adapters.models import Direction, EntityMatch, Relation
-from kg_adapters.text import humanize, key
-from strategies.llm.base import LLMError, LLMUsage
-from strategies.registry import Call, Strategy, get
-from strategies.relevance import STOPWORDS
-from strategies.results import PathStep, RetrievedEntity, StrategyResult, check_query, render_ranked
-from strategies.tot.asm import LINK_LIMIT
+from tot_mcp import prompts
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
+from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation
+from tot_mcp.kg_adapters.text import humanize, key
+from tot_mcp.strategies.llm.base import LLMError, LLMUsage
+from tot_mcp.strategies.registry import Call, Strategy, get
+from tot_mcp.strategies.relevance import STOPWORDS
+from tot_mcp.strategies.results import PathStep, RetrievedEntity, StrategyResult, check_query, render_ranked
+from tot_mcp.strategies.tot.asm import LINK_LIMIT
 
 TOPIC_LIMIT = 5  # linked entities kept (as the tree search's start state)
 LINK_MIN_SCORE = 0.99  # further matches of one mention kept only when (near-)exact
@@ -312,8 +312,8 @@ def _partial_reason(res: PathResult) -> str:
 # -- the strategy ----------------------------------------------------------------------------------------------------
 async def _offline_plans(call: Call, topics: list[str], k: int, max_hops: int) -> list[Proposal]:
     """The offline reasoner's ranked plans (the one the offline tree search shares, kept between questions)."""
-    from strategies.offline.paths import OfflineReasoner
-    from strategies.offline.settings import OfflineSettings
+    from tot_mcp.strategies.offline.paths import OfflineReasoner
+    from tot_mcp.strategies.offline.settings import OfflineSettings
 
     embedder = await call.services.aembedder()
     settings = OfflineSettings()

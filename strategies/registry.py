@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.plugins import LazyRegistry, parse_options
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.plugins import LazyRegistry, parse_options
 
 if TYPE_CHECKING:
-    from kg_adapters.base import KnowledgeGraph
-    from strategies.indexes import GraphResources
-    from strategies.llm.base import LLM
-    from strategies.results import StrategyResult
-    from strategies.services import Services
+    from tot_mcp.kg_adapters.base import KnowledgeGraph
+    from tot_mcp.strategies.indexes import GraphResources
+    from tot_mcp.strategies.llm.base import LLM
+    from tot_mcp.strategies.results import StrategyResult
+    from tot_mcp.strategies.services import Services
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 #: what a strategy reads besides the graph: BM25 over entity descriptors, the relevance model (relation-phrase
@@ -68,7 +68,7 @@ class Call:
         return self._llm
 
     def usage(self) -> Any:
-        from strategies.llm.base import LLMUsage
+        from tot_mcp.strategies.llm.base import LLMUsage
 
         return self._llm.usage.since(self._before) if self._llm is not None else LLMUsage()
 
@@ -106,16 +106,16 @@ class Strategy:
 
 # name → "module:attribute" of its Strategy; imported only when the strategy is first asked for
 _BUILTINS: dict[str, str] = {
-    "tot": "strategies.tot.method:TOT",
-    "chain": "strategies.tot.method:CHAIN",
-    "router": "strategies.router:ROUTER",
-    "ark": "strategies.ark:ARK",
-    "bfs": "strategies.ark:BFS",
-    "dfs": "strategies.ark:DFS",
-    "beam": "strategies.deep_graphrag:BEAM",
-    "rerank": "strategies.rerank:RERANK",
-    "initialize": "strategies.link_only:INITIALIZE",
-    "plan": "strategies.plan:PLAN",
+    "tot": "tot_mcp.strategies.tot.method:TOT",
+    "chain": "tot_mcp.strategies.tot.method:CHAIN",
+    "router": "tot_mcp.strategies.router:ROUTER",
+    "ark": "tot_mcp.strategies.ark:ARK",
+    "bfs": "tot_mcp.strategies.ark:BFS",
+    "dfs": "tot_mcp.strategies.ark:DFS",
+    "beam": "tot_mcp.strategies.deep_graphrag:BEAM",
+    "rerank": "tot_mcp.strategies.rerank:RERANK",
+    "initialize": "tot_mcp.strategies.link_only:INITIALIZE",
+    "plan": "tot_mcp.strategies.plan:PLAN",
 }
 
 

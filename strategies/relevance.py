@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kg_adapters.text import bracketed_mentions, tokens
-from strategies.local_graph import LocalGraph
+from tot_mcp.kg_adapters.text import bracketed_mentions, tokens
+from tot_mcp.strategies.local_graph import LocalGraph
 
 if TYPE_CHECKING:
-    from strategies.embeddings import Embedder
+    from tot_mcp.strategies.embeddings import Embedder
 
 
 STOPWORDS = frozenset(

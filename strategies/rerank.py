@@ -33,17 +33,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
-import prompts
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
-from kg_adapters.text import key
-from strategies.indexes import GraphResources
-from strategies.llm.base import LLM, LLMError
-from strategies.llm.replies import extract_json
-from strategies.local_graph import LocalGraph, RetrievalUnavailable
-from strategies.registry import Call, Progress, Strategy
-from strategies.relevance import STOPWORDS, Span, query_spans
-from strategies.results import (
+from tot_mcp import prompts
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.text import key
+from tot_mcp.strategies.indexes import GraphResources
+from tot_mcp.strategies.llm.base import LLM, LLMError
+from tot_mcp.strategies.llm.replies import extract_json
+from tot_mcp.strategies.local_graph import LocalGraph, RetrievalUnavailable
+from tot_mcp.strategies.registry import Call, Progress, Strategy
+from tot_mcp.strategies.relevance import STOPWORDS, Span, query_spans
+from tot_mcp.strategies.results import (
     RetrievedEntity,
     StrategyResult,
     check_query,

@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.models import Direction, backward
-from strategies.llm.base import LLMUsage
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.models import Direction, backward
+from tot_mcp.strategies.llm.base import LLMUsage
 
 DEFAULT_MAX_QUERY_CHARS = 2000
 

@@ -27,20 +27,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-import prompts
-from kg_adapters.errors import InvalidInput
-from strategies.llm.base import LLM, LLMError
-from strategies.llm.replies import extract_json
-from strategies.offline.question import parse_question
-from strategies.registry import Call, Strategy, get
-from strategies.relevance import STOPWORDS, QueryRelevance, Span
-from strategies.results import (
+from tot_mcp import prompts
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.strategies.llm.base import LLM, LLMError
+from tot_mcp.strategies.llm.replies import extract_json
+from tot_mcp.strategies.offline.question import parse_question
+from tot_mcp.strategies.registry import Call, Strategy, get
+from tot_mcp.strategies.relevance import STOPWORDS, QueryRelevance, Span
+from tot_mcp.strategies.results import (
     RetrievedEntity,
     StrategyResult,
     check_query,
     render_ranked,
 )
-from strategies.tot.asm import LINK_LIMIT
+from tot_mcp.strategies.tot.asm import LINK_LIMIT
 
 Route = Literal["chain", "tot", "ark", "combined", "plan", "beam", "rerank"]
 #: the routes the rule below chooses from; beam and rerank run only when a caller asks for them

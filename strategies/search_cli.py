@@ -17,10 +17,10 @@ import re
 import sys
 from pathlib import Path
 
-from kg_adapters.errors import KGError
-from kg_adapters.linking import with_flags
-from kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
-from strategies.system import System, build_system
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.linking import with_flags
+from tot_mcp.kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
+from tot_mcp.strategies.system import System, build_system
 
 USAGE_ERROR = 2
 LLM_CHOICES = ("offline", "anthropic", "openai")
@@ -34,8 +34,8 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from strategies.benchmarks.formats import FORMATS
-    from strategies.registry import available
+    from tot_mcp.strategies.benchmarks.formats import FORMATS
+    from tot_mcp.strategies.registry import available
 
     p = argparse.ArgumentParser(
         prog="tot-search",
@@ -175,7 +175,7 @@ def _validate(ns: argparse.Namespace) -> None:
 
 def _prices(ns: argparse.Namespace):
     """The price table for the cost estimate: the built-in one, updated from ``--prices FILE``."""
-    from strategies.llm.prices import DEFAULT_PRICES, PricesError, load_prices
+    from tot_mcp.strategies.llm.prices import DEFAULT_PRICES, PricesError, load_prices
 
     if ns.prices is None:
         return DEFAULT_PRICES
@@ -198,8 +198,8 @@ async def _check_llm(ns: argparse.Namespace) -> None:
     is one usage error, not one error per question."""
     if ns.llm == "offline":
         return
-    from strategies.llm.base import LLMError
-    from strategies.llm.factory import make_llm
+    from tot_mcp.strategies.llm.base import LLMError
+    from tot_mcp.strategies.llm.factory import make_llm
 
     try:
         llm = make_llm(ns.llm, model=ns.model, options=_llm_options(ns))
@@ -211,7 +211,7 @@ async def _check_llm(ns: argparse.Namespace) -> None:
 
 
 def load_cli_config(ns: argparse.Namespace):
-    from kg_adapters.config import Config, load_config
+    from tot_mcp.kg_adapters.config import Config, load_config
 
     return load_config(ns.config) if ns.config is not None else Config()
 
@@ -219,7 +219,7 @@ def load_cli_config(ns: argparse.Namespace):
 def strategy_options(ns: argparse.Namespace) -> dict:
     """The chosen strategy's options: the search flags it has (-k, --tau, ...; the tree search's) and every
     ``--option KEY=VALUE`` (validated by the strategy's options model, so a misspelt key is a usage error)."""
-    from strategies.registry import get
+    from tot_mcp.strategies.registry import get
 
     try:
         fields = get(ns.method).options.model_fields
@@ -247,7 +247,7 @@ def strategy_options(ns: argparse.Namespace) -> dict:
 
 
 def _method(ns: argparse.Namespace, system: System):
-    from strategies.methods import MethodOptions, make_method
+    from tot_mcp.strategies.methods import MethodOptions, make_method
 
     options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
     try:
@@ -258,8 +258,8 @@ def _method(ns: argparse.Namespace, system: System):
 
 async def _one_question(ns: argparse.Namespace, system: System) -> int:
     kgs = list(system.kgs.values())
-    from strategies.llm.prices import cost_usd, format_cost
-    from strategies.methods import BenchmarkQuestion
+    from tot_mcp.strategies.llm.prices import cost_usd, format_cost
+    from tot_mcp.strategies.methods import BenchmarkQuestion
 
     prices = _prices(ns)
     method = _method(ns, system)
@@ -286,7 +286,7 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
     if result.context:
         print(f"\ncontext ({(len(result.context) + 3) // 4} tokens, est.):\n{result.context}")
     if result.trace and result.trace.get("nodes") is not None:
-        from strategies.tot.search import SearchResult
+        from tot_mcp.strategies.tot.search import SearchResult
 
         tree = SearchResult.model_validate(result.trace)
         print("\nsearch tree (* = chosen path, #n = expansion order):")
@@ -302,7 +302,7 @@ def _write_one(ns: argparse.Namespace, question, result, prices) -> None:
     questions file."""
     if ns.out is None and ns.html is None:
         return
-    from strategies.benchmarks.runner import score, summarize
+    from tot_mcp.strategies.benchmarks.runner import score, summarize
 
     record = score(question, result, ns.method, prices)
     if ns.out is not None:
@@ -311,7 +311,7 @@ def _write_one(ns: argparse.Namespace, question, result, prices) -> None:
             fh.write(record.model_dump_json() + "\n")
         print(f"wrote {ns.out}", file=sys.stderr)
     if ns.html is not None:
-        from strategies.benchmarks.report import render_report
+        from tot_mcp.strategies.benchmarks.report import render_report
 
         ns.html.parent.mkdir(parents=True, exist_ok=True)
         ns.html.write_text(render_report([record], summarize([record], ns.task), f"tot-search · {ns.method}"),
@@ -322,9 +322,9 @@ def _write_one(ns: argparse.Namespace, question, result, prices) -> None:
 async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     kgs = list(system.kgs.values())
     linked = system.graph if len(kgs) > 1 else None
-    from strategies.benchmarks.formats import BadLine, read_questions
-    from strategies.benchmarks.report import render_report
-    from strategies.benchmarks.runner import load_done, run_questions, summarize
+    from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
+    from tot_mcp.strategies.benchmarks.report import render_report
+    from tot_mcp.strategies.benchmarks.runner import load_done, run_questions, summarize
 
     prices = _prices(ns)
     fmt = ns.format or _guess_format(ns.questions)
@@ -346,7 +346,7 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     if ns.limit is not None:
         questions = questions[: ns.limit]
     if ns.task == "linking":
-        from strategies.benchmarks.linking import linking_question
+        from tot_mcp.strategies.benchmarks.linking import linking_question
 
         questions = [linking_question(q) for q in questions if q.topic]
     done = []
@@ -388,8 +388,8 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     order = {q.id: i for i, q in enumerate(questions)}
     records = sorted(done + new, key=lambda r: order.get(r.id, 0))
     if ns.resume and ns.prices is not None:  # re-price the resumed records with the table of this run
-        from strategies.llm.base import LLMUsage
-        from strategies.llm.prices import cost_usd
+        from tot_mcp.strategies.llm.base import LLMUsage
+        from tot_mcp.strategies.llm.prices import cost_usd
 
         for r in done:
             r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, input_tokens=r.input_tokens,
@@ -419,7 +419,7 @@ def _one_line(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from strategies.llm.base import LLMError
+    from tot_mcp.strategies.llm.base import LLMError
 
     parser = build_parser()
     ns = parser.parse_args(argv)

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
-from strategies.indexes import GraphResources, Models, default_cache_dir
-from strategies.local_graph import LocalGraph
-from strategies.route_stats import RouteStats
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.strategies.indexes import GraphResources, Models, default_cache_dir
+from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.strategies.route_stats import RouteStats
 
 if TYPE_CHECKING:
-    from strategies.embeddings import Embedder
-    from strategies.llm.base import LLM
-    from strategies.registry import Index, Progress, Strategy
+    from tot_mcp.strategies.embeddings import Embedder
+    from tot_mcp.strategies.llm.base import LLM
+    from tot_mcp.strategies.registry import Index, Progress, Strategy
 
 DEFAULT_BUILD_LIMIT = 5000
 #: the indexes cheap enough to build within any call, whatever the KG's size or ``build`` (BM25 over the entity
@@ -115,7 +115,7 @@ class Services:
     def graph(self) -> KnowledgeGraph:
         """Every KG, linked (one per services object, so its link cache carries over between questions)."""
         if self._graph is None:
-            from kg_adapters.linked import LinkedKG
+            from tot_mcp.kg_adapters.linked import LinkedKG
 
             self._graph = LinkedKG.of(list(self.kgs.values()))
         return self._graph
@@ -132,7 +132,7 @@ class Services:
 
     def llm(self, ctx: Any = None) -> LLM:
         if self._llm_factory is None:
-            from strategies.llm.base import LLMError
+            from tot_mcp.strategies.llm.base import LLMError
 
             raise LLMError("no LLM is configured for this run")
         return self._llm_factory(ctx)
@@ -173,7 +173,7 @@ class Services:
         if missing:
             inline = build is True or self.wait_for_builds or (build is None and res.graph.n <= self.build_limit)
             if build is False:
-                from strategies.indexes import IndexNotBuilt
+                from tot_mcp.strategies.indexes import IndexNotBuilt
 
                 raise IndexNotBuilt(f"the {' and '.join(missing)} index of KG {kg.name!r} is not built; call "
                                     "build_index first")
@@ -234,7 +234,7 @@ def _ready(res: GraphResources, need: str) -> bool:
     if need == "static":
         return res.static_ready()
     if need == "hierarchy":
-        from strategies.deep_graphrag import hierarchy_ready
+        from tot_mcp.strategies.deep_graphrag import hierarchy_ready
 
         return hierarchy_ready(res)
     raise ValueError(f"unknown index {need!r}")
@@ -249,7 +249,7 @@ def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
             job.stage = "static entity vectors"
             res.static_dense()
         if need == "hierarchy":
-            from strategies.deep_graphrag import hierarchy_for
+            from tot_mcp.strategies.deep_graphrag import hierarchy_for
 
             job.stage, job.done, job.total = "community hierarchy", 0, 0
             hierarchy_for(res, build=True)
@@ -268,7 +268,7 @@ def _load(res: GraphResources, needs: Sequence[str]) -> None:
         elif need == "static":
             res.static_dense()
         elif need == "hierarchy":
-            from strategies.deep_graphrag import hierarchy_for
+            from tot_mcp.strategies.deep_graphrag import hierarchy_for
 
             hierarchy_for(res, build=False)
 

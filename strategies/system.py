@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kg_adapters.base import KnowledgeGraph, Limits
-from kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
-from kg_adapters.config import Config, open_kgs
-from kg_adapters.embedded import DEFAULT_KG_NAME
-from kg_adapters.errors import InvalidInput
-from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker
-from kg_adapters.spec import KGSpec, make_spec
+from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
+from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
+from tot_mcp.kg_adapters.config import Config, open_kgs
+from tot_mcp.kg_adapters.embedded import DEFAULT_KG_NAME
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.linking import Linker
+from tot_mcp.kg_adapters.spec import KGSpec, make_spec
 
 from .services import DEFAULT_BUILD_LIMIT, Services
 

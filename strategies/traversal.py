@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import InvalidInput
-from kg_adapters.models import Direction
-from strategies.local_graph import LocalGraph
-from strategies.relevance import PathScorer
-from strategies.results import PathStep, RetrievedEntity
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.strategies.relevance import PathScorer
+from tot_mcp.strategies.results import PathStep, RetrievedEntity
 
 
 @dataclass

@@ -32,6 +32,6 @@ def benchmarks_dir() -> Path:
 @pytest.fixture(scope="session")
 def embedded_kg():
     """The shipped MetaQA movie KG as ``movies`` (a MemoryKG; ~3 s to load, so once per session)."""
-    from kg_adapters.embedded import load_embedded
+    from tot_mcp.kg_adapters.embedded import load_embedded
 
     return load_embedded()

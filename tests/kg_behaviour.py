@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from kg_adapters.base import KnowledgeGraph, Limits
-from kg_adapters.cache import CachedKG, ResultCache
-from kg_adapters.linked import LinkedKG
-from kg_adapters.errors import InvalidInput, NotFound, UnknownKG
-from kg_adapters.files import open_file_kg
-from kg_adapters.models import Direction
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
+from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
+from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
 pytest_plugins = ["oxigraph_fixture"]  # movies_sparql_url
 
@@ -60,8 +60,8 @@ SERVED: dict[str, tuple[str, Callable[[str], KnowledgeGraph]]] = {
 
 def _bulk_loaded(tmp: Path) -> KnowledgeGraph:
     """The same graph through ``tot-mcp load`` (N-Triples in 7-line chunks), searched with its on-disk FTS index."""
-    from kg_adapters.bulk_load import BulkLoader
-    from kg_adapters.oxigraph_store import open_store_kg
+    from tot_mcp.kg_adapters.bulk_load import BulkLoader
+    from tot_mcp.kg_adapters.oxigraph_store import open_store_kg
 
     BulkLoader(tmp / "bulk", chunk_lines=7, progress=False).load([FIXTURES / "local_movies.nt"])
     kg = open_store_kg("mv", tmp / "bulk", SMALL_LIMITS)

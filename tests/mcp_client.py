@@ -36,7 +36,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from server.http_child import REPO, SERVER_CMD, http_child, server_env
+from tot_mcp.server.http_child import REPO, SERVER_CMD, http_child, server_env
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -129,7 +129,7 @@ async def inprocess_client(runtime) -> AsyncIterator[Client]:
     mapping as the real process, without spawning one (fast; use for detailed behaviour tests)."""
     from mcp import Client
 
-    from server.app import build_server
+    from tot_mcp.server.app import build_server
 
     async with Client(build_server(runtime)) as client:
         yield client

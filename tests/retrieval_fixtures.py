@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triples_file import load_triples_file
-from strategies.llm.base import LLM
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triples_file import load_triples_file
+from tot_mcp.strategies.llm.base import LLM
 
 TRIPLES = """\
 Night Harbor|directed_by|Ada Stone
@@ -89,14 +89,14 @@ _EMBEDDER: list = []
 def shared_embedder():
     """One MiniLM instance for every retrieval test module in the session (~6 s to load)."""
     if not _EMBEDDER:
-        from strategies.embeddings import Embedder
+        from tot_mcp.strategies.embeddings import Embedder
 
         _EMBEDDER.append(Embedder())
     return _EMBEDDER[0]
 
 
 def make_service(cache_dir: Path):
-    from strategies.services import Services
+    from tot_mcp.strategies.services import Services
 
     return Services({}, embedder_factory=shared_embedder, cache_dir=cache_dir)
 
@@ -104,7 +104,7 @@ def make_service(cache_dir: Path):
 async def run_strategy(name: str, services, kg, query: str, llm: LLM | None = None, **options):
     """Run the registered strategy ``name`` as ``tot-search`` and the tools do: its options validated, its indexes
     declared, a scripted ``llm`` when given (else offline)."""
-    from strategies.registry import Call, get
+    from tot_mcp.strategies.registry import Call, get
 
     s = get(name)
     call = Call(services=services, kg=kg, query=query, options=s.parse_options(options),

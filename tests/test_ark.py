@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.errors import InvalidInput
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service, node
-from strategies.ark import ArkConfig, ark_search, fixed_bfs, fixed_dfs
-from strategies.ark import LLMArkJudge, OfflineArkJudge, parse_ark_decision
-from strategies.llm.base import LLMError
+from tot_mcp.strategies.ark import ArkConfig, ark_search, fixed_bfs, fixed_dfs
+from tot_mcp.strategies.ark import LLMArkJudge, OfflineArkJudge, parse_ark_decision
+from tot_mcp.strategies.llm.base import LLMError
 
 
 @pytest.fixture(scope="module")

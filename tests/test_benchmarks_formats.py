@@ -8,11 +8,11 @@ import pytest
 
 from tot_fixtures import make_kg
 
-from strategies.benchmarks.formats import (
+from tot_mcp.strategies.benchmarks.formats import (
     BadLine, FormatError, mark_topic, parse_jsonl, parse_metaqa, parse_pathquestion, parse_pq_answers, read_questions,
 )
-from strategies.benchmarks.runner import run_questions
-from strategies.methods import MethodResult
+from tot_mcp.strategies.benchmarks.runner import run_questions
+from tot_mcp.strategies.methods import MethodResult
 
 
 @pytest.mark.parametrize(

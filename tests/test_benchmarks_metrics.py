@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from strategies.benchmarks.metrics import answer_f1, em_in, hits_at_1, recall_at
-from strategies.benchmarks.runner import RunRecord, summarize
+from tot_mcp.strategies.benchmarks.metrics import answer_f1, em_in, hits_at_1, recall_at
+from tot_mcp.strategies.benchmarks.runner import RunRecord, summarize
 
 
 def test_hits_at_1_looks_only_at_the_top_answer_and_normalises():

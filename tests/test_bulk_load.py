@@ -11,10 +11,10 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from kg_adapters.bulk_load import BulkLoader, LoadState, main, state_path
-from kg_adapters.errors import InvalidInput
-from kg_adapters.fts_index import FtsLabelIndex, label_index_path
-from kg_adapters.oxigraph_store import META_GRAPH, load_into_store, open_store_kg
+from tot_mcp.kg_adapters.bulk_load import BulkLoader, LoadState, main, state_path
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.fts_index import FtsLabelIndex, label_index_path
+from tot_mcp.kg_adapters.oxigraph_store import META_GRAPH, load_into_store, open_store_kg
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters.base import Limits
-from kg_adapters.cache import CachedKG, ResultCache
-from kg_adapters.errors import InvalidInput, NotFound
-from kg_adapters.memory import MemoryKG
-from kg_adapters.models import Direction
-from kg_adapters.triple_index import TripleIndex
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.triple_index import TripleIndex
 
 TRIPLES = [
     ("Heat", "directed_by", "Michael Mann"),

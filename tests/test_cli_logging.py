@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from server.cli import _configure_logging
+from tot_mcp.server.cli import _configure_logging
 
 
 def test_a_library_logger_set_to_debug_does_not_pass_the_configured_level(capsys):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kg_adapters.config import load_config, open_kgs, parse_config
-from kg_adapters.errors import InvalidInput
-from kg_adapters.memory import MemoryKG
-from kg_adapters.oxigraph_store import OxigraphKG
-from kg_adapters.spec import make_spec
-from server.runtime import Runtime
+from tot_mcp.kg_adapters.config import load_config, open_kgs, parse_config
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG
+from tot_mcp.kg_adapters.spec import make_spec
+from tot_mcp.server.runtime import Runtime
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -133,8 +133,8 @@ def test_every_backend_refuses_a_misspelt_option_and_names_the_valid_ones(tmp_pa
 def test_a_third_party_backend_is_one_registration(tmp_path):
     """A new KG kind: one Backend object, registered (or named in the entry-point group tot_mcp.kg_backends);
     specs, options and --config then work as for the built-in ones."""
-    from kg_adapters.backends import Backend, Backends, NoOptions
-    from kg_adapters.files import open_file_kg
+    from tot_mcp.kg_adapters.backends import Backend, Backends, NoOptions
+    from tot_mcp.kg_adapters.files import open_file_kg
 
     backends = Backends()
     opened = []

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from retrieval_fixtures import make_kg, make_service, shared_embedder
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triples_file import load_triples_file
-from strategies.deep_graphrag import (
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triples_file import load_triples_file
+from tot_mcp.strategies.deep_graphrag import (
     HierarchyParams,
     adjacency,
     anchored_neighbourhood,
@@ -20,7 +20,7 @@ from strategies.deep_graphrag import (
     neighbour_lists,
     topic_anchors,
 )
-from strategies.indexes import IndexNotBuilt
+from tot_mcp.strategies.indexes import IndexNotBuilt
 
 SMALL_LEAVES = HierarchyParams(leaf_size=6)  # the mini KG has 32 nodes: force a real second level
 
@@ -173,9 +173,9 @@ def test_cache_file_names_the_hierarchy_version_vectors_and_parameters(setup):
 
 
 async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setup):
-    from strategies.benchmarks.runner import run_questions, summarize
-    from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
-    from strategies.services import Services
+    from tot_mcp.strategies.benchmarks.runner import run_questions, summarize
+    from tot_mcp.strategies.methods import BenchmarkQuestion, MethodOptions, make_method
+    from tot_mcp.strategies.services import Services
 
     kg, res, h = setup
     cache = str(res.cache_dir)

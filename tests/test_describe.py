@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters import describe
-from kg_adapters.memory import MemoryKG
-from kg_adapters.models import Direction
-from kg_adapters.triple_index import TripleIndex
+from tot_mcp.kg_adapters import describe
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.triple_index import TripleIndex
 
 FILMS = [
     # title, years, directors, actors, tags
@@ -269,8 +269,8 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
     match is from one get_relations, so look-alikes still read differently."""
     from pathlib import Path
 
-    from kg_adapters.files import open_file_kg
-    from kg_adapters.linked import LinkedKG
+    from tot_mcp.kg_adapters.files import open_file_kg
+    from tot_mcp.kg_adapters.linked import LinkedKG
 
     store = open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory")
     assert not store.capabilities.local_index
@@ -283,7 +283,7 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
 
 def test_irregular_plurals_read_as_english():
     """'2 childrens' read oddly (issue #24): a relation named with an irregular plural keeps it."""
-    from kg_adapters.describe import RelationReading
+    from tot_mcp.kg_adapters.describe import RelationReading
 
     r = RelationReading.of("children", 0.1, 100, 5.0)
     assert r.count == ("", " children") and r.one == "child " and r.inverse == ("child of ", "")

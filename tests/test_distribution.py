@@ -20,7 +20,6 @@ CLI runs with ``npx --offline``.
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import os
 import re
@@ -47,15 +46,16 @@ REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/ser
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "*.egg-info")
 
 
+PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]  # tot_mcp.server → server, …
+
+
 def shipped_packages() -> list[Path]:
-    """The top-level package directories ``[tool.setuptools.packages.find] include`` selects."""
-    patterns = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
-    return sorted(p for p in REPO.iterdir()
-                  if (p / "__init__.py").is_file() and any(fnmatch.fnmatch(p.name, pat) for pat in patterns))
+    """The repository directories ``[tool.setuptools.package-dir]`` installs under ``tot_mcp``."""
+    return sorted(REPO / d for d in set(PACKAGE_DIRS.values()))
 
 
 def package_files(root: Path = REPO) -> set[str]:
-    """Every file of the shipped packages under ``root`` (as wheel paths), caches left out."""
+    """Every file of the shipped packages under ``root``, as repository paths, caches left out."""
     files = set()
     for pkg in shipped_packages():
         for path in (root / pkg.name).rglob("*"):
@@ -63,6 +63,13 @@ def package_files(root: Path = REPO) -> set[str]:
             if path.is_file() and not any(IGNORED(str(path.parent), [part]) for part in rel.parts):
                 files.add(rel.as_posix())
     return files
+
+
+def wheel_path(repo_path: str) -> str:
+    """Where a repository file lands in the wheel: ``server/cli.py`` → ``tot_mcp/server/cli.py``."""
+    top, _, rest = repo_path.partition("/")
+    package = next(p for p, d in PACKAGE_DIRS.items() if d == top)
+    return f"{package.replace('.', '/')}/{rest}"
 
 
 def run(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
@@ -140,13 +147,16 @@ def test_wheel_holds_every_package_file_and_the_runtime_data(src, wheel):
         content = {n for n in zf.namelist() if not n.startswith(dist_info)}
         entry_points = zf.read(dist_info + "entry_points.txt").decode()
         metadata = zf.read(dist_info + "METADATA").decode()
-    expected = package_files(src)
+    expected = {wheel_path(f) for f in package_files(src)}
     assert content == expected, (f"missing from the wheel: {sorted(expected - content)}; "
                                  f"unexpected: {sorted(content - expected)}")
+    # one package of our own: nothing generic (server, prompts, …) at the top of site-packages
+    assert {n.split("/")[0] for n in content} == {"tot_mcp"}
     # What the code opens at run time through importlib.resources (kg_adapters/embedded.py, prompts/__init__.py):
-    prompts = {p.relative_to(REPO).as_posix() for p in (REPO / "prompts").glob("*.txt")}
+    prompts = {wheel_path(p.relative_to(REPO).as_posix()) for p in (REPO / "prompts").glob("*.txt")}
     assert prompts and prompts <= content
-    assert {"kg_adapters/data/metaqa_kb.txt.gz", "kg_adapters/data/NOTICE.md", "prompts/tot_system.txt"} <= content
+    assert {"tot_mcp/kg_adapters/data/metaqa_kb.txt.gz", "tot_mcp/kg_adapters/data/NOTICE.md",
+            "tot_mcp/prompts/tot_system.txt"} <= content
     for name, target in PROJECT["scripts"].items():
         assert f"{name} = {target}" in entry_points
     assert f"Version: {VERSION}" in metadata
@@ -156,12 +166,15 @@ def test_wheel_holds_every_package_file_and_the_runtime_data(src, wheel):
 
 def test_installed_wheel_runs_from_its_own_environment(venv, tmp_path):
     env = clean_env()
-    probe = ("import importlib.metadata as md, json, kg_adapters, prompts, server, server.cli, strategies; "
-             "print(json.dumps({'modules': [m.__file__ for m in (kg_adapters, prompts, server, server.cli, strategies)],"
+    probe = ("import importlib.metadata as md, importlib.util as iu, json; "
+             "from tot_mcp import kg_adapters, prompts, server, strategies; import tot_mcp.server.cli as cli; "
+             "print(json.dumps({'modules': [m.__file__ for m in (kg_adapters, prompts, server, cli, strategies)],"
+             " 'generic': [n for n in ('server', 'prompts', 'strategies', 'kg_adapters') if iu.find_spec(n)],"
              " 'dist': str(md.distribution('tot-mcp').locate_file('')), 'version': md.version('tot-mcp')}))")
     out = run([str(bin_of(venv, "python")), "-c", probe], cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout)
+    assert found["generic"] == []  # another distribution's `server` cannot collide with ours
     root = venv.resolve()
     for path in [*found["modules"], found["dist"]]:
         assert Path(path).resolve().is_relative_to(root), f"{path} is not from the venv {root}"
@@ -202,11 +215,11 @@ async def test_installed_wheel_answers_an_mcp_call_over_stdio(venv, tmp_path):
 async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
     from mcp_client import inprocess_client
 
-    from kg_adapters.memory import MemoryKG
-    from kg_adapters.triples_file import load_triples_file
-    from server.runtime import Runtime
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.triples_file import load_triples_file
+    from tot_mcp.server.runtime import Runtime
 
-    from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+    from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
     path = tmp_path / "mini.txt"
     path.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n", encoding="utf-8")
@@ -232,7 +245,8 @@ def test_manifest_agrees_with_pyproject():
     server = MANIFEST["server"]
     assert server["type"] == "uv"  # Claude Desktop installs the dependencies from the bundled pyproject.toml
     module, function = script_target("tot-mcp")
-    assert server["entry_point"] == module.replace(".", "/") + ".py"
+    package, _, name = module.rpartition(".")  # tot_mcp.server.cli → server/cli.py, the bundle's repository layout
+    assert server["entry_point"] == f"{PACKAGE_DIRS[package]}/{name}.py"
     assert (REPO / server["entry_point"]).is_file()
     import importlib
 
@@ -246,8 +260,8 @@ def test_manifest_agrees_with_pyproject():
 
 
 def test_manifest_user_config_maps_into_the_server():
-    from kg_adapters.spec import parse_kg_arg
-    from server.cli import TOKEN_ENV
+    from tot_mcp.kg_adapters.spec import parse_kg_arg
+    from tot_mcp.server.cli import TOKEN_ENV
 
     user = MANIFEST["user_config"]
     config = MANIFEST["server"]["mcp_config"]

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from retrieval_fixtures import make_kg, shared_embedder
 
-from strategies import embeddings
-from strategies.embeddings import ONNX_INT8, TORCH, default_bulk_backend, onnx_available
-from strategies.indexes import IndexNotBuilt
-from strategies.services import Services
+from tot_mcp.strategies import embeddings
+from tot_mcp.strategies.embeddings import ONNX_INT8, TORCH, default_bulk_backend, onnx_available
+from tot_mcp.strategies.indexes import IndexNotBuilt
+from tot_mcp.strategies.services import Services
 
 TEXTS = [
     "Patriot Games; directed by Phillip Noyce; written by Tom Clancy; starred actors Harrison Ford; release year 1992",

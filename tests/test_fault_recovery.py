@@ -24,8 +24,8 @@ import pytest
 from net_helpers import FIXTURES, answers, free_port
 from sparql_fault_server import FaultServer, Reply
 
-from kg_adapters.errors import BackendError, CircuitOpen, KGError
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.errors import BackendError, CircuitOpen, KGError
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
 ADA = "g:ex.Ada_Lovelace"
 KNOWS = "g:foaf.knows"

@@ -8,7 +8,7 @@ import time
 
 from mcp_client import stdio_session, text_of
 
-from server.handles import HandleStore, UnknownHandle
+from tot_mcp.server.handles import HandleStore, UnknownHandle
 
 STARRED = {"relation_id": "movies:starred_actors", "direction": "backward"}
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters.config import MAX_CONFIG_BYTES, load_config
-from kg_adapters.errors import InvalidInput
-from kg_adapters.spec import make_spec
-from server.auth import BearerTokenMiddleware
-from server.cli import main
+from tot_mcp.kg_adapters.config import MAX_CONFIG_BYTES, load_config
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.spec import make_spec
+from tot_mcp.server.auth import BearerTokenMiddleware
+from tot_mcp.server.cli import main
 
 
 @pytest.mark.parametrize("path", ["/dev/zero", "/dev/null-dir-that-is-a-dir"])
@@ -61,7 +61,7 @@ async def test_the_bearer_scheme_is_case_insensitive_and_the_token_is_not():
 
 
 def test_load_into_a_file_is_a_usage_error(tmp_path, capsys):
-    from kg_adapters.bulk_load import main as load_main
+    from tot_mcp.kg_adapters.bulk_load import main as load_main
 
     data, target = tmp_path / "x.txt", tmp_path / "not-a-dir"
     data.write_text("a|r|b\n", encoding="utf-8")
@@ -75,7 +75,7 @@ def test_a_query_with_too_many_tokens_is_refused_before_it_is_parsed():
     """A 10,000-character COALESCE of 4,920 arguments took 8 s to check: now one line, at once."""
     import time
 
-    from kg_adapters.sparql.guard import MAX_TOKENS, GuardPolicy, QueryRefused, check_query
+    from tot_mcp.kg_adapters.sparql.guard import MAX_TOKENS, GuardPolicy, QueryRefused, check_query
 
     q = "SELECT * WHERE { ?s ?p ?o FILTER(COALESCE(" + ",".join(["1"] * 4920) + ")) }"
     started = time.perf_counter()
@@ -89,7 +89,7 @@ async def test_the_guard_checks_a_long_query_off_the_event_loop():
     import asyncio
     import time
 
-    from kg_adapters.sparql.guard import GuardPolicy, check_query_async
+    from tot_mcp.kg_adapters.sparql.guard import GuardPolicy, check_query_async
 
     q = "SELECT * WHERE { ?s ?p ?o FILTER(COALESCE(" + ",".join(["1"] * 480) + ")) }"
     ticks: list[float] = []
@@ -113,7 +113,7 @@ async def test_queries_checked_at_the_same_time_are_each_judged_on_their_own():
     """The parser is not thread-safe: checks in worker threads at once must not refuse valid queries."""
     import asyncio
 
-    from kg_adapters.sparql.guard import GuardPolicy, check_query_async
+    from tot_mcp.kg_adapters.sparql.guard import GuardPolicy, check_query_async
 
     queries = [f"SELECT ?s WHERE {{ ?s ?p ?o }} LIMIT {n}" for n in range(1, 13)]
     checked = await asyncio.gather(*(check_query_async(q, GuardPolicy(max_rows=100)) for q in queries))
@@ -124,8 +124,8 @@ async def test_tree_of_traversals_refuses_a_huge_query_before_loading_any_model(
     """A 10,000-character question was checked only after the embedder loaded (15 s, +366 MB)."""
     from retrieval_fixtures import run_strategy
 
-    from kg_adapters.files import open_file_kg
-    from strategies.services import Services
+    from tot_mcp.kg_adapters.files import open_file_kg
+    from tot_mcp.strategies.services import Services
 
     data = tmp_path / "kb.txt"
     data.write_text("Heat|directed_by|Michael Mann\n", encoding="utf-8")

@@ -16,9 +16,9 @@ from typing import Self
 import pytest
 from retrieval_fixtures import make_kg, shared_embedder
 
-from strategies import indexes
-from strategies.registry import Call, get
-from strategies.services import Services
+from tot_mcp.strategies import indexes
+from tot_mcp.strategies.registry import Call, get
+from tot_mcp.strategies.services import Services
 
 SLOW = 0.5  # seconds each patched build sleeps in the thread that runs it
 TICK = 0.02

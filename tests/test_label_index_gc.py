@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import gc
 
-from kg_adapters.label_index import LabelIndex
-from server.cli import freeze_loaded_objects
-from server.runtime import Runtime
+from tot_mcp.kg_adapters.label_index import LabelIndex
+from tot_mcp.server.cli import freeze_loaded_objects
+from tot_mcp.server.runtime import Runtime
 
 
 def test_freezing_after_load_takes_the_kg_and_its_indexes_out_of_collections(embedded_kg):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters.label_index import LabelIndex
+from tot_mcp.kg_adapters.label_index import LabelIndex
 
 
 def labels_of(index: LabelIndex, hits) -> list[str]:

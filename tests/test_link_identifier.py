@@ -9,13 +9,13 @@ import pytest
 from oxigraph_fixture import _serve
 from retrieval_fixtures import shared_embedder
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker, LinkRule
-from kg_adapters.spec import make_spec, open_kg
-from strategies.offline import OfflinePolicy
-from strategies.tot.asm import TraversalASM
-from strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.linking import Linker, LinkRule
+from tot_mcp.kg_adapters.spec import make_spec, open_kg
+from tot_mcp.strategies.offline import OfflinePolicy
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
 FILMS = ("Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli Fox\nBeta|imdb_id|tt0002\n"
          "Gamma|directed_by|Ann Lee\nGamma|imdb_id|tt0003\n")
@@ -163,7 +163,7 @@ async def test_links_compose_a_cast_film_is_one_node_in_all_three_kgs(three):
 
 
 async def test_one_follow_path_call_crosses_all_three_kgs(three):
-    from kg_adapters.follow import Hop, follow_path
+    from tot_mcp.kg_adapters.follow import Hop, follow_path
 
     cy = (await three.kgs["cast"].find_by_label("Cy Park"))[0].id
     genre = next(r.id for r in (await three.kgs["catalog"].info()).relation_sample if r.label == "genre")
@@ -175,7 +175,7 @@ async def test_one_follow_path_call_crosses_all_three_kgs(three):
 async def test_a_path_back_through_the_starts_twin_in_another_kg_leaves_the_start_out(three):
     """films:Alpha → its cast → their films: cast:Alpha is films:Alpha, so it is not a target (nor walked through);
     exclude_start=False keeps it."""
-    from kg_adapters.follow import Hop, follow_path
+    from tot_mcp.kg_adapters.follow import Hop, follow_path
 
     alpha = (await three.kgs["films"].find_by_label("Alpha"))[0].id
     hops = [Hop(relation_id="cast:starred_actors"), Hop(relation_id="cast:starred_actors", direction="backward")]
@@ -215,8 +215,7 @@ def test_tot_search_opens_the_configs_kgs_as_the_server_opens_them(tmp_path, cap
     cfg.write_text('[kgs]\nfilms = "films.txt"\n\n[kg.catalog]\nspec = "catalog.txt"\n\n'
                    '[[link]]\nfrom_kg = "films"\nto_kg = "catalog"\nkind = "identifier"\nrelation = "imdb_id"\n'
                    'to_relation = "imdb"\n', encoding="utf-8")
-    import strategies.search_cli as cli
-
+    import tot_mcp.strategies.search_cli as cli
     code = cli.main(["--config", str(cfg), "what genre is the film directed by [Eli Fox]"])
     out, err = capsys.readouterr()
     assert code == 0, err

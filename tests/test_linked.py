@@ -8,12 +8,12 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from kg_adapters.errors import BackendError, InvalidInput, UnknownKG
-from kg_adapters.files import open_file_kg
-from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker, LinkingConfig, LinkRule, rules_for
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triple_index import TripleIndex
+from tot_mcp.kg_adapters.errors import BackendError, InvalidInput, UnknownKG
+from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.linking import Linker, LinkingConfig, LinkRule, rules_for
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triple_index import TripleIndex
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MB = "https://musicbrainz.org/artist/"

@@ -10,12 +10,12 @@ import pytest
 from oxigraph_fixture import _serve
 from retrieval_fixtures import shared_embedder
 
-from kg_adapters.linked import LinkedKG
-from kg_adapters.oxigraph_store import load_into_store
-from kg_adapters.spec import make_spec, open_kg
-from strategies.offline import OfflinePolicy
-from strategies.tot.asm import TraversalASM
-from strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.oxigraph_store import load_into_store
+from tot_mcp.kg_adapters.spec import make_spec, open_kg
+from tot_mcp.strategies.offline import OfflinePolicy
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
 FILMS_TXT = "Alpha|directed_by|Eli Fox\nBeta|directed_by|Eli Fox\nGamma|directed_by|Ann Lee\n"
 FILMS_TTL = """@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .

@@ -11,16 +11,16 @@ import pytest
 from oxigraph_fixture import _serve
 from retrieval_fixtures import shared_embedder
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker, LinkRule
-from kg_adapters.memory import MemoryKG
-from kg_adapters.models import Direction
-from kg_adapters.oxigraph_store import load_into_store, open_store_kg
-from kg_adapters.spec import make_spec, open_kg
-from kg_adapters.triple_index import TripleIndex
-from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
-from strategies.offline.graph import InterfaceGraph, view_for
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.linking import Linker, LinkRule
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg
+from tot_mcp.kg_adapters.spec import make_spec, open_kg
+from tot_mcp.kg_adapters.triple_index import TripleIndex
+from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
+from tot_mcp.strategies.offline.graph import InterfaceGraph, view_for
 
 # -- the offline reasoner: lazy last hops -----------------------------------------------------------------------------
 HUB = 300  # films of one genre

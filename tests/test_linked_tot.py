@@ -8,10 +8,10 @@ import pytest
 from retrieval_fixtures import shared_embedder
 from test_offline_core import kg_of, lines
 
-from kg_adapters.linked import LinkedKG
-from strategies.offline import OfflinePolicy
-from strategies.tot.asm import TraversalASM
-from strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.strategies.offline import OfflinePolicy
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
 FILMS = """
 Alpha|directed_by|Dana Reed
@@ -73,7 +73,7 @@ async def test_without_links_the_other_kg_is_out_of_reach(graph):
 
 
 async def test_follow_path_crosses_the_link_in_one_call(graph):
-    from kg_adapters.follow import Hop, follow_path
+    from tot_mcp.kg_adapters.follow import Hop, follow_path
 
     eli = (await graph.initialize("[Eli Fox]"))[0].entity.id
     hops = [Hop(relation_id="films:directed_by", direction="backward"), Hop(relation_id="catalog:has_genre")]

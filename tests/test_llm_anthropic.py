@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from llm_wire import anthropic_message, send_json, serve
 
-from strategies.llm.anthropic_llm import AnthropicLLM
-from strategies.llm.base import LLMError
+from tot_mcp.strategies.llm.anthropic_llm import AnthropicLLM
+from tot_mcp.strategies.llm.base import LLMError
 
 
 class FakeAnthropic(BaseHTTPRequestHandler):

@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from llm_wire import anthropic_message, openai_completion, send_json, serve
 
-from strategies.benchmarks.runner import RunRecord, summarize
-from strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
-from strategies.llm.base import LLMUsage
-from strategies.llm.openai_llm import OpenAICompatibleLLM
-from strategies.llm.prices import DEFAULT_PRICES, PricesError, cost_usd, format_cost, load_prices
+from tot_mcp.strategies.benchmarks.runner import RunRecord, summarize
+from tot_mcp.strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
+from tot_mcp.strategies.llm.base import LLMUsage
+from tot_mcp.strategies.llm.openai_llm import OpenAICompatibleLLM
+from tot_mcp.strategies.llm.prices import DEFAULT_PRICES, PricesError, cost_usd, format_cost, load_prices
 
 ANTHROPIC_USAGE = {"input_tokens": 10, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": 3000,
                    "output_tokens": 20}
@@ -136,8 +136,8 @@ def test_unknown_model_costs_question_mark_and_offline_costs_zero():
 
 @pytest.fixture
 def tot_search(monkeypatch, embedded_kg, capsys):
-    import strategies.search_cli as cli
-    from strategies.system import assemble
+    import tot_mcp.strategies.search_cli as cli
+    from tot_mcp.strategies.system import assemble
 
     monkeypatch.setattr(cli, "open_system", lambda ns, config: assemble({"movies": embedded_kg}, config))
 

@@ -21,11 +21,11 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from llm_wire import anthropic_message, openai_completion, send, send_json, serve
 
-from strategies.llm import factory
-from strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
-from strategies.llm.base import LLMError
-from strategies.llm.openai_llm import OpenAICompatibleLLM
-from strategies.llm.retry import RetryPolicy, parse_retry_after
+from tot_mcp.strategies.llm import factory
+from tot_mcp.strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
+from tot_mcp.strategies.llm.base import LLMError
+from tot_mcp.strategies.llm.openai_llm import OpenAICompatibleLLM
+from tot_mcp.strategies.llm.retry import RetryPolicy, parse_retry_after
 
 NOT_JSON = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 
@@ -174,7 +174,7 @@ def test_the_default_anthropic_model_is_known_to_the_sdk_and_not_deprecated():
 
 
 def test_factory_builds_both_http_backends_with_their_options(server, monkeypatch):
-    from strategies.search_cli import build_parser
+    from tot_mcp.strategies.search_cli import build_parser
 
     llm = factory.make_llm("openai", model="m", options={"base_url": f"{server}/v1", "timeout": "3", "max_retries": 1})
     assert isinstance(llm, OpenAICompatibleLLM) and llm.timeout == 3.0 and llm.retry.max_retries == 1
@@ -331,8 +331,8 @@ async def test_openai_404_unknown_model_names_the_model_and_is_not_retried(serve
 # means main returned its exit code and wrote exactly one stderr line) -------------------------------------------
 @pytest.fixture
 def tot_search(monkeypatch, embedded_kg, capsys):
-    import strategies.search_cli as cli
-    from strategies.system import assemble
+    import tot_mcp.strategies.search_cli as cli
+    from tot_mcp.strategies.system import assemble
 
     # the embedded movie KG, loaded once
     monkeypatch.setattr(cli, "open_system", lambda ns, config: assemble({"movies": embedded_kg}, config))

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from tot_fixtures import eid, make_kg
 
-from kg_adapters.models import Direction
-from strategies.llm.base import LLMError
-from strategies.llm.scripted import ScriptedLLM
-from strategies.tot.actions import Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
-from strategies.tot.asm import TraversalASM
-from strategies.tot.prompted import PromptedPolicy, parse_action_text, parse_score
-from strategies.tot.search import SearchConfig, TreeSearch
-from strategies.tot.state import AsmState
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.llm.base import LLMError
+from tot_mcp.strategies.llm.scripted import ScriptedLLM
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.prompted import PromptedPolicy, parse_action_text, parse_score
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.strategies.tot.state import AsmState
 
 Q = "who directed the films [Keanu Reeves] acted in"
 

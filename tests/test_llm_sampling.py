@@ -7,8 +7,8 @@ import mcp_types as types
 from mcp.client.client import Client
 from mcp.server.mcpserver import Context, MCPServer
 
-from strategies.llm.base import LLMError
-from strategies.llm.sampling import SamplingLLM, sampling_unavailable_reason
+from tot_mcp.strategies.llm.base import LLMError
+from tot_mcp.strategies.llm.sampling import SamplingLLM, sampling_unavailable_reason
 
 
 def _server() -> MCPServer:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from conftest import require_benchmarks
 
-from kg_adapters.base import Limits
-from kg_adapters.errors import InvalidInput, NotFound, UnknownKG
-from kg_adapters.files import open_file_kg
-from kg_adapters.memory import MemoryKG
-from kg_adapters.models import Direction
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
+from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.models import Direction
 
 
 @pytest.fixture(scope="module")

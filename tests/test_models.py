@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kg_adapters.models import Entity, EntityMatch
+from tot_mcp.kg_adapters.models import Entity, EntityMatch
 
 
 def test_an_unvalidated_construct_fills_factory_defaults_without_marking_them_set():

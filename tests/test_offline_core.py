@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 from retrieval_fixtures import shared_embedder
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.memory import MemoryKG
-from kg_adapters.models import Direction
-from kg_adapters.triple_index import TripleIndex
-from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
-from strategies.offline.graph import InterfaceGraph, view_for
-from strategies.offline.kgstats import relation_phrases
-from strategies.offline.question import parse_question
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.triple_index import TripleIndex
+from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
+from tot_mcp.strategies.offline.graph import InterfaceGraph, view_for
+from tot_mcp.strategies.offline.kgstats import relation_phrases
+from tot_mcp.strategies.offline.question import parse_question
 
 TRIPLES = """
 Alpha|directed_by|Dana Reed

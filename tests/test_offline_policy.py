@@ -6,13 +6,13 @@ import pytest
 from retrieval_fixtures import shared_embedder
 from test_offline_core import build_kg
 
-from kg_adapters.models import Direction
-from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
-from strategies.tot.asm import TraversalASM
-from strategies.tot.search import SearchConfig, TreeSearch
-from strategies.tot.state import AsmState
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.strategies.tot.state import AsmState
 
-from strategies.offline import OfflinePolicy
+from tot_mcp.strategies.offline import OfflinePolicy
 
 Q2 = "what genres are the films directed by [Eli Fox]"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from retrieval_fixtures import shared_embedder
 
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triple_index import TripleIndex
-from strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triple_index import TripleIndex
+from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
 
 TRIPLES = [
     ("Widget A", "p1", "Red"), ("Widget B", "p1", "Blue"), ("Widget C", "p1", "Green"), ("Widget D", "p1", "Yellow"),

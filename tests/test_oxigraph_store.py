@@ -13,10 +13,10 @@ from conftest import require_benchmarks
 from kg_behaviour import *  # noqa: F403 - the shared backend suite, collected here
 from kg_behaviour import FIXTURES, entity_id
 
-from kg_adapters.errors import InvalidInput, NotFound
-from kg_adapters.files import open_file_kg
-from kg_adapters.models import Direction
-from kg_adapters.oxigraph_store import OxigraphKG, TermCodec, load_into_store, name_iri, open_store_kg
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, TermCodec, load_into_store, name_iri, open_store_kg
 
 TRIPLES = "Heat|directed_by|Michael Mann\nHeat|starred_actors|Al Pacino\nHeat|release_year|1995\nCollateral|directed_by|Michael Mann\nAC/DC: Live|has_tags|rock & roll\n"
 
@@ -64,7 +64,7 @@ def test_reopening_a_file_reuses_its_store_and_refuses_a_store_of_other_data(tri
     def no_reload(*a, **k):
         raise AssertionError("the store was loaded again")
 
-    monkeypatch.setattr("kg_adapters.oxigraph_store.load_into_store", no_reload)
+    monkeypatch.setattr("tot_mcp.kg_adapters.oxigraph_store.load_into_store", no_reload)
     again = open_file_kg("f", triples_file, store=str(store))
     assert asyncio.run(again.search_entities("Heat"))[0].entity.label == "Heat"
     with pytest.raises(InvalidInput, match="holds"):

@@ -10,10 +10,10 @@ import re
 import pytest
 
 from retrieval_fixtures import run_strategy, shared_embedder
-from strategies.llm.scripted import ScriptedLLM
-from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
-from strategies.registry import available, get
-from strategies.services import Services
+from tot_mcp.strategies.llm.scripted import ScriptedLLM
+from tot_mcp.strategies.methods import BenchmarkQuestion, MethodOptions, make_method
+from tot_mcp.strategies.registry import available, get
+from tot_mcp.strategies.services import Services
 
 pytest_plugins = ["oxigraph_fixture"]  # movies_sparql_url
 
@@ -125,7 +125,7 @@ async def test_offline_a_three_hop_question_keeps_the_start_out_of_its_answers(m
 
 # -- literal values --------------------------------------------------------------------------------------------------
 async def test_literal_values_are_answers(movies_sparql_url):
-    from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+    from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
     kg = open_sparql_kg("mv", "sparql", movies_sparql_url, registry=EndpointRegistry(),
                         prefixes={"ex": "http://example.org/movies/"})
@@ -159,7 +159,7 @@ async def test_it_runs_as_a_tot_search_method_with_the_scripted_backend(movies):
 
 
 def test_tot_search_offers_plan_and_passes_k_to_it():
-    from strategies.search_cli import build_parser, strategy_options
+    from tot_mcp.strategies.search_cli import build_parser, strategy_options
 
     parser = build_parser()
     assert "plan" in parser.format_help()
@@ -179,7 +179,7 @@ async def test_a_planned_path_crosses_linked_kgs_like_the_tree_search(tmp_path):
     and a path ending in one reaches the genres (planning over the first KG alone would stop at the films)."""
     from test_offline_core import kg_of, lines
 
-    from kg_adapters.linked import LinkedKG
+    from tot_mcp.kg_adapters.linked import LinkedKG
 
     films = kg_of("films", lines("Alpha|directed_by|Eli Fox\nBeta|directed_by|Eli Fox\nGamma|directed_by|Ann Lee\n"))
     catalog = kg_of("catalog", lines("Alpha|has_genre|Thriller\nBeta|has_genre|Horror\nGamma|has_genre|Drama\n"))
@@ -198,7 +198,7 @@ def test_tot_search_prints_the_path_a_planned_answer_took():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "strategies.search_cli", "--method", "plan",
+    out = subprocess.run([sys.executable, "-m", "tot_mcp.strategies.search_cli", "--method", "plan",
                           "what genres are the films directed by [Clark Gregg]"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.files import open_file_kg
-from kg_adapters.memory import MemoryKG
-from kg_adapters.oxigraph_store import OxigraphKG
-from kg_adapters.rdf_file import METADATA_PREDICATES, load_rdf_file
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG
+from tot_mcp.kg_adapters.rdf_file import METADATA_PREDICATES, load_rdf_file
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FORMATS = ["ttl", "nt", "nt.gz", "nq", "rdf", "jsonld", "trig"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.files import open_file_kg
-from kg_adapters.linked import LinkedKG
-from kg_adapters.linking import Linker
-from kg_adapters.relation_names import MAX_LISTED, RelationNames
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.linking import Linker
+from tot_mcp.kg_adapters.relation_names import MAX_LISTED, RelationNames
 
 
 def kg(tmp_path, name, text):
@@ -55,8 +55,8 @@ async def test_a_large_vocabulary_is_not_listed(tmp_path):
 
 async def test_a_kg_that_lists_only_a_sample_is_named_not_listed(tmp_path):
     """Wikidata's info() samples 20 of ~12,000 properties: listing those 20 would read as its whole vocabulary."""
-    from kg_adapters.base import KnowledgeGraph
-    from kg_adapters.models import Direction, KGInfo, Relation
+    from tot_mcp.kg_adapters.base import KnowledgeGraph
+    from tot_mcp.kg_adapters.models import Direction, KGInfo, Relation
 
     films = kg(tmp_path, "films", "Heat|directed_by|Michael Mann\n")
 

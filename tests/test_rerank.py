@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service
-from strategies.benchmarks.metrics import ranking_metrics
-from strategies.local_graph import RetrievalUnavailable
-from strategies.rerank import RerankConfig, adaptive_rerank
+from tot_mcp.strategies.benchmarks.metrics import ranking_metrics
+from tot_mcp.strategies.local_graph import RetrievalUnavailable
+from tot_mcp.strategies.rerank import RerankConfig, adaptive_rerank
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ async def test_a_misspelt_unmarked_mention_is_linked_first(setup):
 async def test_a_relation_word_is_not_taken_for_the_mention(tmp_path):
     """"director" names a relation here (directed_by) and is also a tag; the misspelt name must win over the exact
     tag, because a span that names a relation is rarely the question's entity."""
-    from kg_adapters.memory import MemoryKG
-    from kg_adapters.triples_file import load_triples_file
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.triples_file import load_triples_file
 
     from retrieval_fixtures import TRIPLES
 

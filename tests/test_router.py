@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, run_strategy, shared_embedder
-from strategies.llm.base import LLMError
-from strategies.registry import REGISTRY, Call, Strategy, get
-from strategies.results import RetrievedEntity, StrategyResult
-from strategies.router import LLMQueryAnalyser, QueryAnalysis, RuleQueryAnalyser, choose_route, round_robin
-from strategies.services import Services
+from tot_mcp.strategies.llm.base import LLMError
+from tot_mcp.strategies.registry import REGISTRY, Call, Strategy, get
+from tot_mcp.strategies.results import RetrievedEntity, StrategyResult
+from tot_mcp.strategies.router import LLMQueryAnalyser, QueryAnalysis, RuleQueryAnalyser, choose_route, round_robin
+from tot_mcp.strategies.services import Services
 
 
 @pytest.fixture(scope="module")
@@ -140,14 +140,14 @@ def test_rule_analysis_grows_with_relations_and_entities(setup):
 
 async def test_empty_query_is_a_clear_error(setup):
     kg, svc, _ = setup
-    from kg_adapters.errors import InvalidInput
+    from tot_mcp.kg_adapters.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="empty"):
         await route(svc, kg, "")
 
 
 async def test_a_misspelt_option_is_an_error_naming_the_valid_ones():
-    from kg_adapters.errors import InvalidInput
+    from tot_mcp.kg_adapters.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="top_kk.*valid options: analyser, route, top_k"):
         get("router").parse_options({"top_kk": 3})

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.fts_index import FtsLabelIndex, label_index_path
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.fts_index import FtsLabelIndex, label_index_path
 
 NAMES = [
     ("urn:e:1", "Maria Okafor", "label"),

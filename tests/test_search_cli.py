@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from tot_cli_policy import OneHopPolicy
 
-import strategies.llm.factory as factory
-import strategies.search_cli as cli
-from kg_adapters.embedded import load_embedded
-from strategies.benchmarks import metrics
+import tot_mcp.strategies.llm.factory as factory
+import tot_mcp.strategies.search_cli as cli
+from tot_mcp.kg_adapters.embedded import load_embedded
+from tot_mcp.strategies.benchmarks import metrics
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"benchmark data not found at {SHARED}")
@@ -32,7 +32,7 @@ def fixed_policy(monkeypatch):
 
     def cached_open(ns, config):  # the embedded KG takes seconds to load: once per test session
         if not ns.kg and not config.specs():
-            from strategies.system import assemble
+            from tot_mcp.strategies.system import assemble
 
             if "movies" not in _KG_CACHE:
                 _KG_CACHE["movies"] = load_embedded("movies")
@@ -120,7 +120,7 @@ def _write_metaqa(tmp_path: Path, n: int = 8) -> Path:
 _RUN_WITH_SLOW_POLICY = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-import strategies.llm.factory as factory
+import tot_mcp.strategies.llm.factory as factory
 from tot_cli_policy import OneHopPolicy
 
 class Slow(OneHopPolicy):
@@ -134,7 +134,7 @@ class Slow(OneHopPolicy):
 
 factory.make_policy = lambda *a, **k: Slow()
 factory.needs_embedder = lambda kind: False
-from strategies.search_cli import main
+from tot_mcp.strategies.search_cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -272,7 +272,7 @@ def test_an_interrupted_run_does_not_wait_for_a_slow_embedder_load():
     import threading
     import time
 
-    from strategies.services import Services
+    from tot_mcp.strategies.services import Services
 
     loading = threading.Event()
 

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 from mcp_client import REPO, SERVER_CMD, server_env
 
-from server import __version__
-from server.cli import main
+from tot_mcp.server import __version__
+from tot_mcp.server.cli import main
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

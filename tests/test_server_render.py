@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from kg_adapters.models import Edge, EdgePage, Entity, Literal, Qualifier, Relation
-from server.render import render_edges
+from tot_mcp.kg_adapters.models import Edge, EdgePage, Entity, Literal, Qualifier, Relation
+from tot_mcp.server.render import render_edges
 
 
 def _page(n_qualifiers: int) -> EdgePage:

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from kg_adapters.config import parse_config
-from kg_adapters.errors import InvalidInput, UnknownKG
-from kg_adapters.memory import MemoryKG
-from server.app import build_server
-from server.runtime import Runtime, ServiceUnavailable
+from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.kg_adapters.errors import InvalidInput, UnknownKG
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.server.app import build_server
+from tot_mcp.server.runtime import Runtime, ServiceUnavailable
 
 
 async def test_ids_are_routed_by_prefix_and_several_kgs_are_linked_by_label(embedded_kg):
@@ -61,7 +61,7 @@ def test_the_llm_comes_from_the_config_and_is_built_once(embedded_kg):
 
 
 def test_open_defaults_to_the_embedded_kg_and_rejects_a_name_given_twice():
-    from kg_adapters.spec import make_spec
+    from tot_mcp.kg_adapters.spec import make_spec
 
     with pytest.raises(InvalidInput, match="given twice"):
         Runtime.open([make_spec("a", "embedded"), make_spec("a", "embedded")])
@@ -70,10 +70,10 @@ def test_open_defaults_to_the_embedded_kg_and_rejects_a_name_given_twice():
 
 
 async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp_path):
-    from kg_adapters.cache import CachedKG
-    from kg_adapters.files import open_file_kg
-    from kg_adapters.memory import MemoryKG
-    from kg_adapters.cache import with_result_cache
+    from tot_mcp.kg_adapters.cache import CachedKG
+    from tot_mcp.kg_adapters.files import open_file_kg
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.cache import with_result_cache
 
     path = tmp_path / "tiny.txt"
     path.write_text("Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8")

@@ -7,9 +7,9 @@ import copy
 import pytest
 from jsonschema import validators
 
-from kg_adapters.models import Direction, Edge, EdgePage, Entity, EntityDescription, Literal, Relation
-from server.schema import lean_schema
-from server.tools.kg import EntityMatches, KGList, RelationsResult
+from tot_mcp.kg_adapters.models import Direction, Edge, EdgePage, Entity, EntityDescription, Literal, Relation
+from tot_mcp.server.schema import lean_schema
+from tot_mcp.server.tools.kg import EntityMatches, KGList, RelationsResult
 
 
 def _valid_page() -> dict:

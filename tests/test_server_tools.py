@@ -12,12 +12,12 @@ import json
 import pytest
 from mcp_client import inprocess_client, text_of
 
-from kg_adapters.base import Capabilities, Limits
-from kg_adapters.config import parse_config
-from kg_adapters.errors import BackendError
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triples_file import load_triples_file
-from server.runtime import Runtime
+from tot_mcp.kg_adapters.base import Capabilities, Limits
+from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.kg_adapters.errors import BackendError
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triples_file import load_triples_file
+from tot_mcp.server.runtime import Runtime
 
 TOM_HANKS = "movies:E1407"
 

@@ -14,9 +14,9 @@ import time
 import pytest
 from sparql_fault_server import FaultServer, Reply
 
-from kg_adapters.base import Limits
-from kg_adapters.errors import BackendError, BackendTimeout, CircuitOpen, InvalidInput, RateLimited
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.errors import BackendError, BackendTimeout, CircuitOpen, InvalidInput, RateLimited
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
 
 @pytest.fixture
@@ -146,8 +146,8 @@ async def test_5xx_that_persists_raises_backend_error_naming_the_endpoint(server
 
 
 async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
-    from kg_adapters.errors import BackendRefused
-    from server.app import describe_kg_error
+    from tot_mcp.kg_adapters.errors import BackendRefused
+    from tot_mcp.server.app import describe_kg_error
 
     server.default = Reply(400, body=b"Parse error: unexpected token")
     with pytest.raises(BackendRefused) as refused:
@@ -267,7 +267,7 @@ async def test_a_redirect_is_not_followed_and_says_where_it_pointed(server):
 
 
 async def test_an_answer_larger_than_the_cap_fails_instead_of_being_held(server, monkeypatch):
-    from kg_adapters.sparql import endpoint
+    from tot_mcp.kg_adapters.sparql import endpoint
 
     monkeypatch.setattr(endpoint, "MAX_JSON_BYTES", 10_000)
     big = {"head": {"vars": ["e"]}, "results": {"bindings": [{"e": {"type": "literal", "value": "x" * 100}}] * 500}}

@@ -8,11 +8,11 @@ import base64
 
 import pytest
 
-from kg_adapters.errors import InvalidInput, NotFound
-from kg_adapters.models import Direction
-from kg_adapters.sparql import EndpointRegistry, IriIds, open_sparql_kg
-from kg_adapters.sparql.kg import BNODE_PROPERTIES
-from server.render import render_edges
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, IriIds, open_sparql_kg
+from tot_mcp.kg_adapters.sparql.kg import BNODE_PROPERTIES
+from tot_mcp.server.render import render_edges
 
 pytest_plugins = ["oxigraph_fixture"]
 

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
-from kg_adapters.sparql.guard import DEFAULT_MAX_ROWS, WIKIBASE_LABEL_SERVICE
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.sparql.guard import DEFAULT_MAX_ROWS, WIKIBASE_LABEL_SERVICE
 
 CAP = 20
 LABEL = WIKIBASE_LABEL_SERVICE

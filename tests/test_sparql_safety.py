@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rdflib.plugins.sparql.parser import parseQuery
 
-from kg_adapters.base import Limits
-from kg_adapters.errors import InvalidInput, KGError, NotFound
-from kg_adapters.sparql import EndpointRegistry, IriIds, is_safe_iri, open_sparql_kg, sparql_literal
-from kg_adapters.sparql.escape import clean_search_text, iri_ref
-from kg_adapters.sparql.ids import wikidata_entity, wikidata_property
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.errors import InvalidInput, KGError, NotFound
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, IriIds, is_safe_iri, open_sparql_kg, sparql_literal
+from tot_mcp.kg_adapters.sparql.escape import clean_search_text, iri_ref
+from tot_mcp.kg_adapters.sparql.ids import wikidata_entity, wikidata_property
 
 NASTY = ['"', "'", "\\", "\\u0022", "\\U0000007D", "}", "{", "#", "\n", "\r", "\t", "\x00", "\x7f", "<", ">", "^^",
          "@en", " . ", ";", "} INSERT DATA { <a:b> <a:c> <a:d> } #", '" } ; DELETE WHERE { ?s ?p ?o } #',

@@ -13,12 +13,12 @@ import pytest
 from mcp_client import inprocess_client, stdio_session, text_of
 from net_helpers import FIXTURES
 
-from kg_adapters.config import parse_config
-from kg_adapters.errors import BackendTimeout, InvalidInput
-from kg_adapters.oxigraph_store import OxigraphKG, load_into_store
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
-from kg_adapters.spec import make_spec
-from server.runtime import Runtime
+from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.kg_adapters.errors import BackendTimeout, InvalidInput
+from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, load_into_store
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.spec import make_spec
+from tot_mcp.server.runtime import Runtime
 
 pytest_plugins = ["oxigraph_fixture"]
 
@@ -194,7 +194,7 @@ async def test_local_kgs_are_searched_over_their_relation_labels(embedded_kg, wi
 
 
 async def test_an_rdf_file_in_memory_answers_from_the_file_loaded_on_first_query():
-    from kg_adapters.rdf_file import RdfFileKG, load_rdf_file
+    from tot_mcp.kg_adapters.rdf_file import RdfFileKG, load_rdf_file
 
     path = FIXTURES / "local_movies.nt.gz"
     kg = RdfFileKG("m", load_rdf_file(path), source=path)

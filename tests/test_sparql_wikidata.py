@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from kg_adapters.base import Limits
-from kg_adapters.errors import InvalidInput, NotFound, UnknownKG
-from kg_adapters.models import Direction
-from kg_adapters.spec import make_spec, open_kg
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.spec import make_spec, open_kg
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
 pytest_plugins = ["oxigraph_fixture"]
 

@@ -14,7 +14,7 @@ import pytest
 from mcp_client import ERAS, http_session, run_http_server, text_of
 
 from bench import load_test
-from server.cli import main as cli_main
+from tot_mcp.server.cli import main as cli_main
 
 TOM_HANKS = "movies:E1407"
 STARRED = {"relation_id": "movies:starred_actors", "direction": "backward"}

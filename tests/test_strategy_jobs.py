@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 
 from retrieval_fixtures import make_kg, shared_embedder
-from strategies.benchmarks.linking import inject_typo, linking_question
-from strategies.benchmarks.metrics import context_recall, estimated_tokens
-from strategies.benchmarks.runner import score, summarize
-from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
-from strategies.services import Services
+from tot_mcp.strategies.benchmarks.linking import inject_typo, linking_question
+from tot_mcp.strategies.benchmarks.metrics import context_recall, estimated_tokens
+from tot_mcp.strategies.benchmarks.runner import score, summarize
+from tot_mcp.strategies.methods import BenchmarkQuestion, MethodOptions, make_method
+from tot_mcp.strategies.services import Services
 
 
 async def test_ark_returns_a_bounded_context_naming_every_answer_with_its_path(tmp_path):
@@ -57,7 +57,7 @@ def test_the_linking_set_is_fixed_by_its_seed_and_hides_the_mention():
 
 
 def test_job_lines_name_each_figure_once():
-    from strategies.benchmarks.runner import RunRecord
+    from tot_mcp.strategies.benchmarks.runner import RunRecord
 
     recs = [RunRecord(id="1", question="q", gold=["x"], hits1=1.0, recall10=0.5),
             RunRecord(id="2", question="q", gold=["x"], hits1=0.0, recall10=1.0)]
@@ -78,8 +78,8 @@ async def test_the_context_lists_every_entity_a_relation_path_reaches_and_a_shar
 
 
 async def test_the_topic_is_the_bracketed_mention_not_a_word_inside_the_question(tmp_path):
-    from kg_adapters.memory import MemoryKG
-    from kg_adapters.triples_file import load_triples_file
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.triples_file import load_triples_file
 
     kb = tmp_path / "kb.txt"
     kb.write_text("Kansas City Confidential|directed_by|Phil Karlson\nKansas City Confidential|starred_actors|John Payne\n"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.errors import InvalidInput
 from retrieval_fixtures import make_kg, shared_embedder
-from strategies.methods import BenchmarkQuestion, MethodOptions, make_method
-from strategies.registry import REGISTRY, Call, Registry, Strategy, available, get
-from strategies.results import RetrievedEntity, StrategyResult
-from strategies.services import Services
+from tot_mcp.strategies.methods import BenchmarkQuestion, MethodOptions, make_method
+from tot_mcp.strategies.registry import REGISTRY, Call, Registry, Strategy, available, get
+from tot_mcp.strategies.results import RetrievedEntity, StrategyResult
+from tot_mcp.strategies.services import Services
 
 
 def test_every_registered_strategy_loads_under_its_own_name_with_strict_options():

@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kg_adapters.config import load_config
-from server.runtime import Runtime
-from strategies import search_cli
-from strategies.system import build_system
+from tot_mcp.kg_adapters.config import load_config
+from tot_mcp.server.runtime import Runtime
+from tot_mcp.strategies import search_cli
+from tot_mcp.strategies.system import build_system
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

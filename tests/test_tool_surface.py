@@ -178,7 +178,7 @@ async def test_completions_suggest_entities_by_label_and_the_app_is_a_listed_res
 
 
 def test_a_description_is_shortened_at_its_parts_and_keeps_a_merged_title_warning():
-    from server.render import first_parts
+    from tot_mcp.server.render import first_parts
 
     text = "release year 1994; directed by Danny Boyle; written by John Hodge; genre Crime"
     assert first_parts(text, 60) == "release year 1994; directed by Danny Boyle; …"  # never "written by John )"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from tot_fixtures import FunctionPolicy, eid, make_kg
 
-from kg_adapters.models import Direction
-from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
-from strategies.tot.asm import AsmConfig, TraversalASM
-from strategies.tot.prompted import parse_action_text
-from strategies.tot.search import SearchConfig, TreeSearch
-from strategies.tot.state import AsmState
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
+from tot_mcp.strategies.tot.prompted import parse_action_text
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.strategies.tot.state import AsmState
 
 # three actors with 30, 25 and 3 films: one request capped at 20 edges would fill from the first two only
 CAST = ([(f"Film A{i}", "starred_actors", "Ann") for i in range(30)]
@@ -103,7 +103,7 @@ async def test_every_director_of_a_prolific_actors_films_is_answered(embedded_kg
     answer it cut), so all 25 of their other directors come back, without him."""
     from retrieval_fixtures import shared_embedder
 
-    from strategies.offline import OfflinePolicy
+    from tot_mcp.strategies.offline import OfflinePolicy
 
     policy = OfflinePolicy(embedded_kg, embedder=shared_embedder())
     result = await TreeSearch(TraversalASM(embedded_kg), policy, SearchConfig(k=3, max_expansions=10)).run(

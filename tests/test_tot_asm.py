@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from tot_fixtures import eid, make_kg
 
-from kg_adapters.models import Direction
-from strategies.tot.actions import Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
-from strategies.tot.asm import AsmConfig, TraversalASM, was_rejected
-from strategies.tot.state import AsmState, TraversalState
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
+from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM, was_rejected
+from tot_mcp.strategies.tot.state import AsmState, TraversalState
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ async def test_a_kg_error_during_selection_is_recorded_not_raised(kg):
     asm = TraversalASM(kg)
     s = await asm.initial_state("[Keanu Reeves]")
     # an ID the KG does not know (as if the subgraph held a stale entity)
-    from kg_adapters.models import Entity
+    from tot_mcp.kg_adapters.models import Entity
 
     lonely = Entity(id="m:E424242", label="ghost", kg="m")
     s.subgraph.add_entity(lonely)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from tot_fixtures import eid, make_kg
 
-from strategies.llm.scripted import ScriptedLLM
-from strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
-from strategies.tot.asm import TraversalASM
-from strategies.tot.prompted import PromptedPolicy
-from strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.strategies.llm.scripted import ScriptedLLM
+from tot_mcp.strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.prompted import PromptedPolicy
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
 Q = "who directed the films [Keanu Reeves] acted in"
 
@@ -105,7 +105,7 @@ async def test_batch_false_keeps_the_sampled_protocol():
 async def test_alternatives_that_reached_nothing_yet_are_ranked_as_proposed_without_a_call():
     """EXPAND_KG beside a THINK (or two entity selections) tell a judge nothing the proposer did not know: they keep
     the model's order, just below their parent; only relation choices, which reached something, are judged."""
-    from strategies.tot.actions import Think
+    from tot_mcp.strategies.tot.actions import Think
 
     kg = make_kg()
     asm = TraversalASM(kg)

@@ -9,10 +9,10 @@ import random
 import pytest
 from tot_fixtures import make_kg
 
-from strategies.llm.scripted import ScriptedLLM
-from strategies.tot.asm import TraversalASM
-from strategies.tot.prompted import PromptedPolicy
-from strategies.tot.search import SearchConfig, TreeSearch
+from tot_mcp.strategies.llm.scripted import ScriptedLLM
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.prompted import PromptedPolicy
+from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
 
 Q = "who directed the films [Keanu Reeves] acted in"
 JUNK = ["", " ", "ANSWER:", "ANSWER: ;;; ;", "ANSWER: | m:E999", "ANSWER: INCOMPLETE:", "ANSWER: NONE NONE",
@@ -38,7 +38,7 @@ async def test_any_mix_of_bad_replies_ends_in_a_result(seed):
 async def test_a_planner_reply_of_junk_falls_back_or_answers(embedded_kg, reply, tmp_path):
     from retrieval_fixtures import run_strategy, shared_embedder
 
-    from strategies.services import Services
+    from tot_mcp.strategies.services import Services
 
     svc = Services([embedded_kg], embedder_factory=shared_embedder, cache_dir=tmp_path)
     llm = ScriptedLLM(lambda prompt: reply if "PATH" in prompt and "plan" in prompt.lower() else "EXPAND_KG")

@@ -8,8 +8,8 @@ import pytest
 from mcp.client.client import Client
 from tot_fixtures import make_kg
 
-from server.app import build_server
-from server.runtime import Runtime
+from tot_mcp.server.app import build_server
+from tot_mcp.server.runtime import Runtime
 
 Q = "who directed the films [Keanu Reeves] acted in"
 
@@ -109,7 +109,7 @@ async def test_the_tool_is_listed_with_its_schema(server):
 
 async def test_the_tool_runs_the_registered_method_so_tot_search_measures_what_it_does(server):
     """One Tree-of-Traversals: the tool and `tot-search --method tot` run the same strategy, with the same bounds."""
-    from strategies.registry import get
+    from tot_mcp.strategies.registry import get
 
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

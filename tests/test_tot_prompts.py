@@ -8,12 +8,12 @@ import re
 import pytest
 from tot_fixtures import make_kg
 
-from kg_adapters.models import Direction
-from strategies.llm.scripted import ScriptedLLM
-from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
-from strategies.tot.state import AsmState
-from strategies.tot.asm import TraversalASM
-from strategies.tot.prompted import PromptedPolicy, parse_action_text
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.llm.scripted import ScriptedLLM
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
+from tot_mcp.strategies.tot.state import AsmState
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.prompted import PromptedPolicy, parse_action_text
 
 Q = "who directed the films [Keanu Reeves] acted in"
 

@@ -32,14 +32,14 @@ import pytest
 from conftest import SHARED
 from tot_fixtures import make_kg
 
-from kg_adapters.follow import Hop
-from kg_adapters.models import Direction, Entity, EntityMatch, Relation
-from kg_adapters.text import key as text_key
-from strategies.plan import Group, PlanReader
-from strategies.tot.actions import ExpandKG, Invalid, SelectEntities, SelectRelation
-from strategies.tot.asm import TraversalASM
-from strategies.tot.prompted import chosen_with_expand, parse_action_lines, parse_score, parse_scores
-from strategies.tot.state import AsmState, TraversalState
+from tot_mcp.kg_adapters.follow import Hop
+from tot_mcp.kg_adapters.models import Direction, Entity, EntityMatch, Relation
+from tot_mcp.kg_adapters.text import key as text_key
+from tot_mcp.strategies.plan import Group, PlanReader
+from tot_mcp.strategies.tot.actions import ExpandKG, Invalid, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.prompted import chosen_with_expand, parse_action_lines, parse_score, parse_scores
+from tot_mcp.strategies.tot.state import AsmState, TraversalState
 
 TRANSCRIPTS = SHARED / "llm-transcripts"
 FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl", "2026-11-24": "tot-prompts-2026-11-24.jsonl",

@@ -6,11 +6,11 @@ import json
 
 from tot_fixtures import FunctionPolicy, eid, make_kg
 
-from kg_adapters.models import Direction
-from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
-from strategies.tot.asm import TraversalASM
-from strategies.tot.search import SearchConfig, SearchResult, TreeSearch
-from strategies.tot.state import AsmState, TraversalState
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.search import SearchConfig, SearchResult, TreeSearch
+from tot_mcp.strategies.tot.state import AsmState, TraversalState
 
 QUESTION = "who directed the films [Keanu Reeves] acted in"
 

@@ -4,11 +4,11 @@ two edges, and the offline reasoner answers them as two answers."""
 
 from __future__ import annotations
 
-from kg_adapters.models import Direction, Edge, Literal, Qualifier, Relation
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
-from strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
-from strategies.tot.asm import TraversalASM
-from strategies.tot.state import LocalSubgraph
+from tot_mcp.kg_adapters.models import Direction, Edge, Literal, Qualifier, Relation
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.state import LocalSubgraph
 
 pytest_plugins = ["oxigraph_fixture"]
 
@@ -47,7 +47,7 @@ async def test_the_offline_reasoner_answers_two_nameless_structured_values_as_tw
 
     from retrieval_fixtures import shared_embedder
 
-    from strategies.offline import OfflineReasoner, topics_from_matches
+    from tot_mcp.strategies.offline import OfflineReasoner, topics_from_matches
 
     ttl = tmp_path / "awards.ttl"
     ttl.write_text('@prefix ex: <http://example.org/p/> .\n@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'

@@ -18,8 +18,8 @@ from mcp_client import REPO, stdio_session, text_of
 from net_helpers import FIXTURES
 from oxigraph_fixture import _serve
 
-from server.cli import read_config
-from server.runtime import Runtime
+from tot_mcp.server.cli import read_config
+from tot_mcp.server.runtime import Runtime
 
 EXAMPLE = REPO / "examples" / "wikidata-split.toml"
 ARTICLE, AUTHOR_SCHOLARLY, AUTHOR_MAIN = "scholarly:Q900000002", "scholarly:Q900000001", "wd:Q900000001"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from mcp_client import stdio_session, text_of
 
-from kg_adapters.models import Literal
-from kg_adapters.sparql import EndpointRegistry, open_sparql_kg
-from kg_adapters.sparql.values import WKT, coordinate_value, quantity_value, time_value
-from server.render import literal_text
+from tot_mcp.kg_adapters.models import Literal
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.sparql.values import WKT, coordinate_value, quantity_value, time_value
+from tot_mcp.server.render import literal_text
 
 pytest_plugins = ["oxigraph_fixture"]
 

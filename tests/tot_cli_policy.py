@@ -3,10 +3,10 @@ the topic along the relation whose label shares most words with the question, th
 
 from __future__ import annotations
 
-from kg_adapters.text import key
-from strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
-from strategies.tot.policy import Policy
-from strategies.tot.state import AsmState, TraversalState
+from tot_mcp.kg_adapters.text import key
+from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot.policy import Policy
+from tot_mcp.strategies.tot.state import AsmState, TraversalState
 
 
 class OneHopPolicy(Policy):

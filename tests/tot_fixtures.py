@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kg_adapters.memory import MemoryKG
-from kg_adapters.triple_index import TripleIndex
-from strategies.tot.actions import Action
-from strategies.tot.policy import Policy
-from strategies.tot.state import TraversalState
+from tot_mcp.kg_adapters.memory import MemoryKG
+from tot_mcp.kg_adapters.triple_index import TripleIndex
+from tot_mcp.strategies.tot.actions import Action
+from tot_mcp.strategies.tot.policy import Policy
+from tot_mcp.strategies.tot.state import TraversalState
 
 MOVIE_TRIPLES = [
     ("The Matrix", "directed_by", "Lana Wachowski"),

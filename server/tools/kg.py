@@ -12,12 +12,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
-from kg_adapters.base import Limits
-from kg_adapters.batched import edges_over, relations_over, why_empty
-from kg_adapters.errors import InvalidInput, NotFound
-from kg_adapters.follow import MAX_HOPS, Hop, PathResult
-from kg_adapters.follow import follow_path as follow_path_in
-from kg_adapters.models import (
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.batched import edges_over, relations_over, why_empty
+from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult
+from tot_mcp.kg_adapters.follow import follow_path as follow_path_in
+from tot_mcp.kg_adapters.models import (
     Direction,
     EdgePage,
     Entity,
@@ -25,8 +25,8 @@ from kg_adapters.models import (
     KGInfo,
     Relation,
 )
-from kg_adapters.sparql.relsearch import RelationHit
-from kg_adapters.sparql.values import EntityDetails
+from tot_mcp.kg_adapters.sparql.relsearch import RelationHit
+from tot_mcp.kg_adapters.sparql.values import EntityDetails
 
 from .. import render
 from ..results import tool_result

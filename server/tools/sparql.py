@@ -16,8 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kg_adapters.errors import InvalidInput
-from kg_adapters.sparql.guard import (
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.sparql.guard import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,

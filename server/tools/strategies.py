@@ -17,11 +17,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from kg_adapters.errors import InvalidInput
-from strategies.registry import REGISTRY, Call, Strategy
-from strategies.results import StrategyResult, render_ranked
-from strategies.route_stats import RouteStatsSnapshot
-from strategies.services import CHEAP
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.strategies.registry import REGISTRY, Call, Strategy
+from tot_mcp.strategies.results import StrategyResult, render_ranked
+from tot_mcp.strategies.route_stats import RouteStatsSnapshot
+from tot_mcp.strategies.services import CHEAP
 
 from ..results import tool_result
 from ..runtime import Runtime
@@ -150,7 +150,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         res = await services.resources(k, needs, progress=_progress(ctx), build=True)
         levels: dict[str, int] = {}
         if "hierarchy" in needs:
-            from strategies.deep_graphrag import hierarchy_for
+            from tot_mcp.strategies.deep_graphrag import hierarchy_for
 
             levels = hierarchy_for(res, build=False).levels
         status = IndexStatus(kg=k.name, index=index, entities=res.graph.n, levels=levels,

@@ -9,11 +9,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from strategies.llm import factory
-from strategies.llm.base import LLMError, LLMUsage
-from strategies.llm.sampling import sampling_unavailable_reason
-from strategies.registry import Call, get
-from strategies.tot.search import RankedAnswer, SearchNode
+from tot_mcp.strategies.llm import factory
+from tot_mcp.strategies.llm.base import LLMError, LLMUsage
+from tot_mcp.strategies.llm.sampling import sampling_unavailable_reason
+from tot_mcp.strategies.registry import Call, get
+from tot_mcp.strategies.tot.search import RankedAnswer, SearchNode
 
 from ..apps import TOOL_META, publish_tree
 from ..results import tool_result

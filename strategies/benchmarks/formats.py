@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg_adapters.text import bracketed_mentions
-from strategies.methods import BenchmarkQuestion
+from tot_mcp.kg_adapters.text import bracketed_mentions
+from tot_mcp.strategies.methods import BenchmarkQuestion
 
 FORMATS = ("metaqa", "pathquestion", "jsonl")
 

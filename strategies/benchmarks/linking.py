@@ -13,7 +13,7 @@ import random
 import re
 import string
 
-from strategies.methods import BenchmarkQuestion
+from tot_mcp.strategies.methods import BenchmarkQuestion
 
 DEFAULT_SEED = 13
 

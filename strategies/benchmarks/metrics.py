@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from kg_adapters.text import key
+from tot_mcp.kg_adapters.text import key
 
 
 def _keys(items: list[str]) -> list[str]:

@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
-from kg_adapters.text import key
-from strategies.llm.base import LLMError
-from strategies.llm.prices import ModelPrice, cost_usd, format_cost
-from strategies.methods import BenchmarkQuestion, Method, MethodResult
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.text import key
+from tot_mcp.strategies.llm.base import LLMError
+from tot_mcp.strategies.llm.prices import ModelPrice, cost_usd, format_cost
+from tot_mcp.strategies.methods import BenchmarkQuestion, Method, MethodResult
 
 from . import metrics
 

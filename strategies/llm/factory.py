@@ -8,19 +8,19 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import InvalidInput
-from kg_adapters.plugins import LazyRegistry, parse_options
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.plugins import LazyRegistry, parse_options
 
 from .base import LLM, LLMBackend, LLMError
 
 #: LLM backends by kind; a new one is a module defining an ``LLMBackend`` plus one line here (or an entry point in
 #: the group ``tot_mcp.llm_backends``)
 LLMS: LazyRegistry[LLMBackend] = LazyRegistry("LLM backend", {
-    "anthropic": "strategies.llm.anthropic_llm:BACKEND",
-    "openai": "strategies.llm.openai_llm:BACKEND",
-    "sampling": "strategies.llm.sampling:BACKEND",
-    "scripted": "strategies.llm.scripted:BACKEND",
+    "anthropic": "tot_mcp.strategies.llm.anthropic_llm:BACKEND",
+    "openai": "tot_mcp.strategies.llm.openai_llm:BACKEND",
+    "sampling": "tot_mcp.strategies.llm.sampling:BACKEND",
+    "scripted": "tot_mcp.strategies.llm.scripted:BACKEND",
 }, "tot_mcp.llm_backends", name_of=lambda backend: backend.kind)
 
 
@@ -65,14 +65,14 @@ def make_policy(
     ``offline`` uses ``strategies.offline.OfflinePolicy``; it is given the KGs and, if its constructor takes them,
     the shared ``embedder``, ``options`` and ``shared`` (the caller's dict for state kept between questions, e.g.
     the offline reasoner's per-KG statistics). ``llm`` overrides the backend of the LLM kinds (tests)."""
-    from strategies.tot.prompted import PromptedPolicy
+    from tot_mcp.strategies.tot.prompted import PromptedPolicy
 
-    from kg_adapters.linked import LinkedKG
+    from tot_mcp.kg_adapters.linked import LinkedKG
 
     graph = kg if isinstance(kg, KnowledgeGraph) else LinkedKG.of(list(kg))
     if kind == "offline":
         try:
-            from strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
+            from tot_mcp.strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
         except ImportError as e:
             raise LLMError(
                 "the offline policy (strategies.offline.OfflinePolicy) is not available in this build; "
@@ -95,7 +95,7 @@ def needs_embedder(kind: str) -> bool:
     if kind != "offline":
         return False
     try:
-        from strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
+        from tot_mcp.strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
     except ImportError:
         return False
     return "embedder" in inspect.signature(OfflinePolicy).parameters

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kg_adapters.models import EntityMatch
+from tot_mcp.kg_adapters.models import EntityMatch
 
 from .paths import OfflineReasoner, Plan, Reasoning
 from .policy import OfflinePolicy

@@ -17,10 +17,10 @@ import asyncio
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
-from kg_adapters.models import STRUCTURED_VALUE, Direction, split_id
-from kg_adapters.text import humanize
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.models import STRUCTURED_VALUE, Direction, split_id
+from tot_mcp.kg_adapters.text import humanize
 
 Hop = tuple[str, Direction]
 

@@ -13,8 +13,8 @@ import re
 
 import numpy as np
 
-from kg_adapters.models import Direction
-from kg_adapters.text import humanize
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.text import humanize
 
 from ..embeddings import Embedder
 from .graph import GraphView, Hop

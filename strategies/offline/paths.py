@@ -10,8 +10,8 @@ import math
 import weakref
 from dataclasses import dataclass, field
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
 
 from ..embeddings import Embedder
 from .graph import GraphView, Hop, view_for

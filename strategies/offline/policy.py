@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.linked import LinkedKG
-from kg_adapters.models import Direction
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.models import Direction
 
 from ..embeddings import Embedder
 from ..tot.actions import Action, Answer, ExpandKG, SelectEntities, SelectRelation

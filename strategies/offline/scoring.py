@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kg_adapters.models import Direction
+from tot_mcp.kg_adapters.models import Direction
 
 from ..embeddings import Embedder
 from .graph import Hop

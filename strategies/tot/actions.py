@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from kg_adapters.models import Direction
+from tot_mcp.kg_adapters.models import Direction
 
 
 class _Action(BaseModel):

@@ -14,10 +14,10 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kg_adapters.base import KnowledgeGraph
-from kg_adapters.errors import KGError
-from kg_adapters.linked import LinkedKG
-from kg_adapters.models import Entity, EntityMatch, split_id
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.models import Entity, EntityMatch, split_id
 
 from .actions import Action, Answer, AnswerItem, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
 from .state import DEFAULT_MAX_HOPS, AsmState, Expansion, InvalidAction, TraversalState

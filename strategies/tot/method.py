@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from strategies.registry import Call, Strategy
-from strategies.results import check_query, RetrievedEntity, StrategyResult
+from tot_mcp.strategies.registry import Call, Strategy
+from tot_mcp.strategies.results import check_query, RetrievedEntity, StrategyResult
 
 from .state import DEFAULT_MAX_HOPS
 
@@ -43,7 +43,7 @@ class TotResult(StrategyResult):
 
 
 def policy_for(call: Call, graph, embedder):
-    from strategies.llm import factory
+    from tot_mcp.strategies.llm import factory
 
     o: TotOptions = call.options  # type: ignore[assignment]
     return factory.make_policy(call.llm_kind, graph, embedder=embedder, options=o.policy,
@@ -51,9 +51,9 @@ def policy_for(call: Call, graph, embedder):
 
 
 async def _run(call: Call) -> TotResult:
-    from strategies.llm import factory
-    from strategies.tot.asm import AsmConfig, TraversalASM
-    from strategies.tot.search import SearchConfig, SearchProgress, TreeSearch
+    from tot_mcp.strategies.llm import factory
+    from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
+    from tot_mcp.strategies.tot.search import SearchConfig, SearchProgress, TreeSearch
 
     o: TotOptions = call.options  # type: ignore[assignment]
     graph = call.scope or call.services.graph  # every KG of the run, linked, unless the caller chose some

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 
-from strategies.llm.base import LLMUsage
+from tot_mcp.strategies.llm.base import LLMUsage
 
 from .actions import Action
 from .state import TraversalState

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import re
 
-import prompts
-from kg_adapters.models import Direction
-from kg_adapters.text import key as norm
-from strategies.llm.base import LLM, LLMError
+from tot_mcp import prompts
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.text import key as norm
+from tot_mcp.strategies.llm.base import LLM, LLMError
 
 from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think, distinct
 from .policy import Policy

@@ -18,8 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kg_adapters.models import Direction
-from strategies.llm.base import LLMError, LLMUsage
+from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.strategies.llm.base import LLMError, LLMUsage
 
 from .actions import Action, Invalid, Think, distinct
 from .asm import TraversalASM, was_rejected

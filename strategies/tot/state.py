@@ -14,8 +14,8 @@ from enum import Enum
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation
-from kg_adapters.text import key as text_key
+from tot_mcp.kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation
+from tot_mcp.kg_adapters.text import key as text_key
 
 from .actions import Action, Answer, AnswerItem, ExpandKG
 

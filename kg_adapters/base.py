@@ -125,9 +125,11 @@ class KnowledgeGraph(abc.ABC):
         backend with a cheaper bulk read overrides it."""
         from .follow import edges_from  # the tools' paged walk over batches, bounded by a budget
 
-        reach = await edges_from(self, list(dict.fromkeys(entity_ids)), relation_id, direction, budget=limit)
+        # one edge over the limit is what tells "cut" from "exactly the limit" (a budget reached at the end of a
+        # batch says nothing of the batches after it)
+        reach = await edges_from(self, list(dict.fromkeys(entity_ids)), relation_id, direction, budget=limit + 1)
         return EdgePage.model_construct(
-            edges=reach.edges[:limit], entities=reach.entities, truncated=reach.truncated or len(reach.edges) > limit,
+            edges=reach.edges[:limit], entities=reach.entities, truncated=len(reach.edges) > limit,
             next_offset=None, partial=reach.partial, warnings=reach.warnings, relation=reach.relation,
         )
 

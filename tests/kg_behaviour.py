@@ -283,6 +283,22 @@ async def test_a_bulk_read_gives_the_pages_edges_over_any_number_of_ids_up_to_it
         assert {back.entities[e.target].label for e in back.edges} == {"The Matrix", "John Wick", "Speed"}
 
 
+async def test_a_bulk_read_says_truncated_exactly_when_it_left_edges_out(make_kg):
+    """A strategy takes a truncated bulk read for "more than this" (the offline reasoner does not walk on from a
+    frontier that was cut), so the flag must be exact at every limit: set when an edge was left out, never when the
+    read holds them all — also when the limit is reached at the end of a batch of sources and later sources have
+    no such edge."""
+    films = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    people = [await entity_id(make_kg, n) for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
+    starring = next(r for r in (await make_kg.get_relations(films)).relations if r.label == "starring")
+    ids = films + people  # more than max_ids (5): the second batch (Chad Stahelski) has no such edge
+    for kg in (make_kg, CachedKG(make_kg, ResultCache()), LinkedKG({"mv": make_kg})):
+        total = len((await kg.adjacent(ids, starring.id, limit=1000)).edges)
+        assert total == 5
+        for limit in range(1, total + 3):
+            page = await kg.adjacent(ids, starring.id, limit=limit)
+            assert (len(page.edges), page.truncated) == (min(limit, total), limit < total), (type(kg), limit)
+
 async def test_get_edges_reports_the_relations_label_in_the_direction_asked(make_kg):
     matrix = await entity_id(make_kg, "The Matrix")
     directed = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "directed by")

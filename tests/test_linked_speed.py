@@ -1,5 +1,6 @@
-"""What keeps linked KGs close to one in-memory KB in speed (issue #21): the offline reasoner reads a path's last hop
-only when a returned plan needs what it reaches, and asks a hub's size with a bounded read; topic linking skips an
+"""What keeps linked KGs close to one in-memory KB in speed and answers (issue #21): the offline reasoner reads a path's
+last hop only when a returned plan needs what it reaches, and asks a hub's size with a bounded read; a frontier whose
+read was cut is too big to walk on from, as one over the node limit is in memory; topic linking skips an
 endpoint's label scan for a mention another KG already named; a link lookup is one query, a label link an index
 lookup. Each test pins the read it saves, and that the answers stay those of the full read."""
 
@@ -123,6 +124,77 @@ async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_
     (node,) = await memory.nodes_for([drama])
     assert await memory.reaches_more_than([node], hop, HUB - 1) and not await memory.reaches_more_than([node], hop, HUB)
 
+
+
+# -- the offline reasoner: a frontier cut at a read cap is too big to walk on from ------------------------------------
+def _cast_hub_kg() -> MemoryKG:
+    """Alpha is one of HUB Drama films, each with an actor of its own (so there is a hop to walk on to)."""
+    index = TripleIndex()
+    triples = [("Alpha", "directed_by", "Dana Reed"), ("Alpha", "has_genre", "Drama"),
+               ("Alpha", "starred_actors", "Ann Alpha")]
+    for i in range(HUB - 1):
+        triples += [(f"Film {i}", "has_genre", "Drama"), (f"Film {i}", "starred_actors", f"Actor {i}")]
+    for h, r, t in triples:
+        index.add(index.node(h), index.relation(r), index.node(t))
+    index.freeze()
+    return MemoryKG("films", index)
+
+
+class CappedKG(CountingKG):
+    """A backend whose bulk read never returns more than ``cap`` edges (it says ``truncated`` when it left some
+    out), as an endpoint with a result-row limit does."""
+
+    def __init__(self, inner: MemoryKG, cap: int) -> None:
+        super().__init__(inner)
+        self.cap = cap
+
+    async def adjacent(self, entity_ids, relation_id, direction=Direction.forward, limit=2000):
+        return await super().adjacent(entity_ids, relation_id, direction, min(limit, self.cap))
+
+
+def _walked_from_the_genre(res) -> list[tuple]:
+    """Plans that walk on from "every film of the genre" (genre, then back to its films, then further)."""
+    return [p.hops for p in res.plans
+            if len(p.hops) == 3 and [(h[0].split(":", 1)[1], h[1]) for h in p.hops[:2]]
+            == [("has_genre", Direction.forward), ("has_genre", Direction.backward)]]
+
+
+async def test_a_frontier_whose_read_was_cut_is_never_walked_on_from_as_over_max_frontier_in_memory():
+    """The genre's HUB films are more than max_frontier. The in-memory view reads them all and does not walk on
+    from them; a view over a KG whose read is cut at fewer edges than max_frontier holds only part of them, under
+    the limit, and must take the same decision rather than walk on from an arbitrary part of the genre."""
+    settings = OfflineSettings(max_hops=3, max_frontier=HUB // 3)
+    question = "who acted in the films of the genre of [Alpha]"
+    memory = await _plans(_cast_hub_kg(), question, settings)
+    assert memory.plans and not _walked_from_the_genre(memory)
+    capped = CappedKG(_cast_hub_kg(), cap=HUB // 6)
+    assert isinstance(view_for(capped), InterfaceGraph)
+    res = await _plans(capped, question, settings)
+    assert res.plans and not _walked_from_the_genre(res)
+    assert res.best.hops == memory.best.hops
+
+
+async def test_neighbours_within_reads_a_cut_hop_again_until_it_can_tell_more_from_not_more():
+    """A read cut at the view's edge cap with n targets or fewer says nothing about n: the view reads again,
+    larger, and answers with every neighbour when they are not more than n. A KG that cuts every read below n
+    leaves it unsettled: that counts as more than n (too big to walk on from)."""
+    counting = CountingKG(_hub_kg())
+    drama = (await counting.find_by_label("Drama"))[0].id
+    hop = ("films:has_genre", Direction.backward)
+    view = InterfaceGraph(counting, max_edges_per_hop=50)
+    nb, over = await view.neighbours_within([drama], hop, HUB)
+    assert not over and len(nb[drama]) == HUB  # all of them, not the first 50
+    assert [limit for *_, limit in counting.reads][0] == 50 and len(counting.reads) == 2
+    assert (await view.neighbours_within([drama], hop, HUB - 1))[1]
+    assert (await view.neighbours_within([drama], hop, 10))[1] and len(nb[drama]) == HUB
+
+    capped = InterfaceGraph(CappedKG(_hub_kg(), cap=50), max_edges_per_hop=50, max_edges_to_settle=1000)
+    nb, over = await capped.neighbours_within([drama], hop, HUB)
+    assert over and len(nb[drama]) == 50
+    assert await capped.reaches_more_than([drama], hop, HUB)
+    alpha = (await counting.find_by_label("Alpha"))[0].id
+    assert await capped.neighbours_within([alpha], ("films:has_genre", Direction.forward), 5) == (
+        {alpha: [drama]}, False)  # a read that was not cut is exact
 
 # -- linking over a SPARQL endpoint ---------------------------------------------------------------------------------
 FILMS = "Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli Fox\nBeta|imdb_id|tt0002\n"

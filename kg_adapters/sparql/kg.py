@@ -342,10 +342,7 @@ class SparqlKG(KnowledgeGraph):
         entities: dict[str, Entity] = {}
         truncated = False
         for batch in _chunks(sources, self.batch_size):
-            room = limit - len(edges)
-            if room <= 0:
-                truncated = True
-                break
+            room = limit - len(edges)  # asked for one edge more: a full read of the limit is not a cut one
             rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1))
             page = self._group_edges(rows)
             if self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):

@@ -131,12 +131,13 @@ def edges(
 
 
 def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int) -> str:
-    """Up to ``limit`` ``?src relation ?tgt`` pairs (or reversed) with target labels: no ORDER BY, no OFFSET, no
-    qualifiers, so a hub's thousands of edges cost one unsorted scan (the bulk read behind
+    """Up to ``limit`` distinct ``?src relation ?tgt`` pairs (or reversed) with target labels (distinct: a triple in
+    two named graphs is one edge, so ``limit + 1`` pairs asked and fewer got means none was left out): no ORDER BY,
+    no OFFSET, no qualifiers, so a hub's thousands of edges cost one unsorted scan (the bulk read behind
     :meth:`KnowledgeGraph.adjacent`)."""
     triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
     return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
-  {{ SELECT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)} }}
+  {{ SELECT DISTINCT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)} }}
   {_labels(p, "?tgt")}
 }}"""
 

@@ -57,12 +57,20 @@ class GraphView(abc.ABC):
     async def neighbours(self, nodes: list, hop: Hop) -> dict[object, list]:
         """``{node: [targets]}`` along one hop, for the nodes that have it."""
 
-    async def reaches_more_than(self, nodes: list, hop: Hop, n: int) -> bool:
-        """Whether following ``hop`` from ``nodes`` reaches more than ``n`` distinct nodes (what :meth:`neighbours`
-        returns, counted). Views that read over I/O first read only a little more than ``n`` edges: the reasoner
-        asks it of a hub ("every film of the genre") whose targets it does not otherwise need."""
+    async def neighbours_within(self, nodes: list, hop: Hop, n: int) -> tuple[dict[object, list], bool]:
+        """:meth:`neighbours`, and whether they are more than ``n`` distinct nodes. When they are not, the answer
+        holds every neighbour; when they are, it may hold only part of them (a read over I/O is cut at its edge
+        cap). So a view that reads over I/O decides "more than ``n``" as a view that reads everything does: a read
+        cut off with ``n`` targets or fewer is read again, larger, and counts as more than ``n`` if it is still cut
+        at its ceiling. The reasoner asks it of every frontier it may walk on from (``n`` = ``max_frontier``)."""
         nb = await self.neighbours(nodes, hop)
-        return len({t for ts in nb.values() for t in ts}) > n
+        return nb, _more_than(nb, n)
+
+    async def reaches_more_than(self, nodes: list, hop: Hop, n: int) -> bool:
+        """Whether following ``hop`` from ``nodes`` reaches more than ``n`` distinct nodes (what
+        :meth:`neighbours_within` decides). Views that read over I/O first read only a little more than ``n``
+        edges: the reasoner asks it of a hub ("every film of the genre") whose targets it does not otherwise need."""
+        return (await self.neighbours_within(nodes, hop, n))[1]
 
     @abc.abstractmethod
     def relation_label(self, relation_id: str) -> str: ...
@@ -182,9 +190,11 @@ class InterfaceGraph(GraphView):
 
     knows_labels = False
 
-    def __init__(self, kg: KnowledgeGraph, max_edges_per_hop: int = 2000) -> None:
+    def __init__(self, kg: KnowledgeGraph, max_edges_per_hop: int = 2000, max_edges_to_settle: int = 20_000) -> None:
         self.kg = kg
         self.max_edges_per_hop = max_edges_per_hop
+        #: how far :meth:`neighbours_within` reads to tell whether a cut hop reaches more than n nodes
+        self.max_edges_to_settle = max(max_edges_to_settle, max_edges_per_hop)
         self._labels: dict[str, str] = {}
         self._rel_labels: dict[str, str] = {}
         self._targets: dict[tuple[Hop, int], list[str]] = {}
@@ -220,24 +230,37 @@ class InterfaceGraph(GraphView):
         return counts
 
     async def neighbours(self, nodes: list[str], hop: Hop) -> dict[str, list[str]]:
+        return (await self._read(nodes, hop, self.max_edges_per_hop))[0]
+
+    async def _read(self, nodes: list[str], hop: Hop, limit: int) -> tuple[dict[str, list[str]], bool]:
+        """``{node: [targets]}`` from one bulk read of at most ``limit`` edges, and whether it was cut off."""
         res: dict[str, list[str]] = {}
         try:
-            page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=self.max_edges_per_hop)
+            page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=limit)
         except KGError:
-            return res
+            return res, False  # a failed read reaches nothing
         for src, tgt in self._pairs(page):
             res.setdefault(src, []).append(tgt)
-        return res
+        return res, bool(page.truncated)
+
+    async def neighbours_within(self, nodes: list[str], hop: Hop, n: int) -> tuple[dict[str, list[str]], bool]:
+        limit = self.max_edges_per_hop
+        while True:
+            nb, cut = await self._read(nodes, hop, limit)
+            more = _more_than(nb, n)
+            if more or not cut:
+                return nb, more
+            if limit >= self.max_edges_to_settle:
+                return nb, True  # still cut: as many edges as we read and more, too many to walk on from
+            # cut with n targets or fewer: duplicate targets (many sources, few values) or a cap below n
+            limit = min(self.max_edges_to_settle, max(4 * limit, 2 * (n + 1)))
 
     async def reaches_more_than(self, nodes: list[str], hop: Hop, n: int) -> bool:
         if n + 1 < self.max_edges_per_hop:  # a bounded read settles it unless it is cut with n targets or fewer
-            try:
-                page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=n + 1)
-            except KGError:
-                return False  # as neighbours(): a failed read reaches nothing
-            targets = {t for s, t in self._pairs(page)}
-            if len(targets) > n or not page.truncated:
-                return len(targets) > n
+            nb, cut = await self._read(nodes, hop, n + 1)
+            more = _more_than(nb, n)
+            if more or not cut:
+                return more
         return await super().reaches_more_than(nodes, hop, n)
 
     def _pairs(self, page) -> list[tuple[str, str]]:
@@ -428,21 +451,36 @@ class LinkedGraph(GraphView):
         return counts
 
     async def neighbours(self, nodes: list, hop: Hop) -> dict[object, list]:
+        return (await self._neighbours(nodes, hop, None))[0]
+
+    async def neighbours_within(self, nodes: list, hop: Hop, n: int) -> tuple[dict[object, list], bool]:
+        return await self._neighbours(nodes, hop, n)
+
+    async def _neighbours(self, nodes: list, hop: Hop, n: int | None) -> tuple[dict[object, list], bool]:
+        """The neighbours, read in the KG that owns the hop from the nodes and their equivalents there; with ``n``,
+        whether they are more than ``n`` (the owning view decides: the targets are the same nodes)."""
         name = split_id(hop[0])[0]
         view = self.views.get(name)
         if view is None:
-            return {}
+            return {}, False
         own, linked = await self._in(nodes, name)
         asked = list(dict.fromkeys([*own, *(m for ms in linked.values() for m in ms)])) if linked else own
-        nb = await view.neighbours(asked, hop)
+        if n is None:
+            nb, more = await view.neighbours(asked, hop), False
+        else:
+            nb, more = await view.neighbours_within(asked, hop, n) if asked else ({}, False)
+        return self._shifted(name, own, linked, nb), more
+
+    def _shifted(self, name: str, own: list, linked: dict, nb: dict) -> dict[object, list]:
+        """A view's ``{node: [targets]}`` as this graph's keys, a linked node answering for its equivalents."""
         base = self._base.get(name, 0)  # 0: the view's nodes are the keys (the first memory KG, or entity IDs)
         if not linked:  # the common case: every node is of this KG
-            return {n + base: self._keys(name, t) for n, t in nb.items()} if base else nb
+            return {k + base: self._keys(name, t) for k, t in nb.items()} if base else nb
         res = {(m + base if base else m): self._keys(name, nb[m]) for m in own if m in nb}
-        for n, ms in linked.items():
+        for k, ms in linked.items():
             targets = [t for m in ms for t in nb.get(m, ())]
             if targets:
-                res[n] = self._keys(name, list(dict.fromkeys(targets)) if len(ms) > 1 else targets)
+                res[k] = self._keys(name, list(dict.fromkeys(targets)) if len(ms) > 1 else targets)
         return res
 
     async def reaches_more_than(self, nodes: list, hop: Hop, n: int) -> bool:
@@ -473,6 +511,11 @@ LITERAL_PREFIX = "literal:"
 
 def is_literal(node) -> bool:
     return type(node) is str and node.startswith(LITERAL_PREFIX)
+
+
+def _more_than(nb: dict, n: int) -> bool:
+    """Whether ``{node: [targets]}`` holds more than ``n`` distinct targets (no set built when the edges are fewer)."""
+    return sum(len(ts) for ts in nb.values()) > n and len({t for ts in nb.values() for t in ts}) > n
 
 
 def view_for(kg: KnowledgeGraph) -> GraphView:

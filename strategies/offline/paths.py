@@ -43,6 +43,9 @@ class _Partial:
     reached: list | None  # nodes reached by the last hop; None until read (a last hop is read lazily)
     frontiers: list[list | None]
     src: list | None = None  # the nodes the last hop leaves from, while ``reached`` is not read yet
+    #: per hop, whether it reached more than ``max_frontier`` nodes (then its frontier may be a part of them: a read
+    #: over I/O is cut at its edge cap) — such a frontier is never walked on from, whatever part of it was read
+    over: list[bool] = field(default_factory=list)
 
     @property
     def align(self) -> float:
@@ -103,13 +106,21 @@ class OfflineReasoner:
                 rel_cache[key] = r
             return r
 
-        async def follow(nodes: list, hop: Hop) -> list:
-            nb = await view.neighbours(nodes, hop)
+        def targets(nodes: list, nb: dict) -> list:
             out: dict = {}
             for n in nodes:
                 for t in nb.get(n, ()):
                     out[t] = None
             return list(out)
+
+        async def follow(nodes: list, hop: Hop) -> list:
+            return targets(nodes, await view.neighbours(nodes, hop))
+
+        async def follow_within(nodes: list, hop: Hop) -> tuple[list, bool]:
+            """What ``hop`` reaches, and whether it is more than ``max_frontier`` nodes — decided on all of them, not
+            on a read cut at an edge cap ("every comedy" read as its first 2,000 films is not a walkable frontier)."""
+            nb, over = await view.neighbours_within(nodes, hop, st.max_frontier)
+            return targets(nodes, nb), over
 
         done: list[_Partial] = []
         layer = [_Partial((), [Alignment(0.0, ())], list(topics), [])]
@@ -118,7 +129,7 @@ class OfflineReasoner:
             for p in layer:
                 src = p.reached
                 if depth > 0:
-                    if len(src) > st.max_frontier:
+                    if p.over[-1] or len(src) > st.max_frontier:
                         continue
                     # never walk back through the topic at an intermediate hop, unless nothing else is there
                     src = [n for n in src if n not in topic_set] or src
@@ -127,7 +138,8 @@ class OfflineReasoner:
                 prev = p.hops[-1] if p.hops else None
                 for hop in rels:
                     aligns = scorer.extend(p.aligns, hop, prev)
-                    children.append((aligns[0].score, _Partial((*p.hops, hop), aligns, src, p.frontiers), hop))
+                    children.append((aligns[0].score, _Partial((*p.hops, hop), aligns, src, p.frontiers,
+                                                               over=p.over), hop))
             if not children:
                 break
             children.sort(key=lambda c: -c[0])
@@ -137,14 +149,14 @@ class OfflineReasoner:
                 # the last hop: what it reaches is read only for the plans that need it (the ranked ones, and a
                 # hop whose size the score asks for), not for every path of the beam — on a remote KG a hop into a
                 # hub ("every film of the genre") is the most expensive read of the walk
-                done.extend(_Partial(child.hops, child.aligns, None, [*child.frontiers, None], child.reached)
-                            for _, child, _ in kept)
+                done.extend(_Partial(child.hops, child.aligns, None, [*child.frontiers, None], child.reached,
+                                     [*child.over, False]) for _, child, _ in kept)
                 break
             for _, child, hop in kept:
-                reached = await follow(child.reached, hop)
+                reached, over = await follow_within(child.reached, hop)
                 if not reached:
                     continue
-                part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached])
+                part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached], over=[*child.over, over])
                 layer.append(part)
                 done.append(part)
 
@@ -184,7 +196,10 @@ class OfflineReasoner:
 
             def hub(k: int) -> bool:
                 f = p.frontiers[k]
-                return last_hub if f is None else len(f) > st.hub_fanout * len(p.frontiers[k - 1] or [])
+                if f is None:
+                    return last_hub
+                size = max(len(f), st.max_frontier + 1) if p.over[k] else len(f)  # a cut read: more than it holds
+                return size > st.hub_fanout * len(p.frontiers[k - 1] or [])
 
             def unread(a: Alignment) -> int:
                 """Chained relation nouns no hop stands for. A wordless return hop through a hub ("everyone of

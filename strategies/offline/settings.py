@@ -51,7 +51,8 @@ class OfflineSettings(BaseModel):
                                "hop's typical targets).")
     type_std_floor: float = Field(0.05, gt=0, description="Floor of the spread the answer-type z-score divides by.")
     type_sample: int = Field(32, ge=1, description="Target names sampled per relation to embed its answer type.")
-    max_frontier: int = Field(3000, ge=1, description="Paths reaching more entities than this are not expanded.")
+    max_frontier: int = Field(3000, ge=1, description="Paths reaching more entities than this are not expanded "
+                              "(over I/O, a read cut at its edge cap is read again to tell; still cut: more).")
     max_answers: int = Field(200, ge=1, description="Answers kept per plan.")
     plans: int = Field(10, ge=1, description="Ranked plans returned.")
     value_scale: float = Field(10.0, description="Slope of the logistic turning a plan's margin over its best rival "

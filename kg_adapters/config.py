@@ -105,6 +105,10 @@ class ServerConfig(_Strict):
     max_sessions: int | None = Field(default=None, ge=1, description="HTTP: 2025-era sessions open at once (default "
                                      "1000); at the limit the one idle longest, or never used after its handshake, "
                                      "is ended to admit a new client.")
+    header_timeout: float | None = Field(default=None, gt=0, le=3600, description="HTTP: seconds a connection has "
+                                         "to send a request's headers (default 10).")
+    body_timeout: float | None = Field(default=None, gt=0, le=3600, description="HTTP: seconds a request has to "
+                                       "send its body (default 30).")
     tools: Literal["default", "all"] | None = Field(default=None, description="The tools clients see: default (the "
                                                     "model's 10) or all (each strategy with its knobs, operator "
                                                     "tools).")

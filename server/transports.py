@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import BearerTokenMiddleware
 from .sessions import SessionJanitor
+from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_class
 
 log = logging.getLogger("tot_mcp.transports")
 
@@ -158,6 +159,8 @@ async def serve_http(
     stateless: bool = False,
     allowed_hosts: Sequence[str] = (),
     max_sessions: int = MAX_SESSIONS,
+    header_seconds: float = HEADER_SECONDS,
+    body_seconds: float = BODY_SECONDS,
 ) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket.
 
@@ -173,9 +176,11 @@ async def serve_http(
     )
     # at the session limit, an abandoned or idle session makes room for a new client (server/sessions.py)
     asgi: ASGIApp = MisdirectedHint(app if stateless else SessionJanitor(app, MCP_PATH))
+    asgi = BodyDeadline(asgi, body_seconds)  # a slow client: body_seconds for a body, header_seconds for headers
     if token:
         asgi = BearerTokenMiddleware(asgi, token)
-    config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False)
+    config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False,
+                            http=protocol_class(header_seconds))
     url_host = f"[{host}]" if ":" in host else host
     notes = [n for n, on in (("bearer token required", token), ("stateless", stateless)) if on]
     if allowed_hosts:

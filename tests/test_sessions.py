@@ -31,3 +31,34 @@ async def test_abandoned_handshakes_make_room_for_a_real_client_and_a_session_in
             after = await user.call_tool("list_kgs", {})  # the session in use survived the churn
     assert statuses == [200] * 10  # each abandoned handshake was admitted by ending an older abandoned one
     assert not before.is_error and not late.is_error and not after.is_error, text_of(after)
+
+
+async def test_a_client_that_sends_its_headers_or_body_too_slowly_is_cut_off(tmp_path):
+    """Slow-loris: headers never finished → the connection is closed; a body never finished → the request ends
+    (the app sees the client gone) — both within the configured seconds, not held open indefinitely."""
+    import asyncio
+    import time
+    from urllib.parse import urlsplit
+
+    config = tmp_path / "tot.toml"
+    config.write_text("[server]\nheader_timeout = 1\nbody_timeout = 2\n", encoding="utf-8")
+    async with http_server(["--kg", "movies=embedded", "--config", str(config)]) as url:
+        host, port = urlsplit(url).hostname, urlsplit(url).port
+
+        async def stalled(data: bytes) -> tuple[float, bytes]:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(data)
+            started = time.monotonic()
+            got = await asyncio.wait_for(reader.read(200), 20)
+            writer.close()
+            return time.monotonic() - started, got
+
+        headers_at, headers_got = await stalled(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
+        body_at, body_got = await stalled(
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nAccept: "
+            f"application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{".encode())
+        async with http_session(url) as s:  # a normal client is served as ever
+            ok = await s.call_tool("list_kgs", {})
+    assert headers_got == b"" and 0.9 < headers_at < 8  # closed without an answer
+    assert body_got.startswith(b"HTTP/1.1 4") and 1.9 < body_at < 10  # an error answer, then done
+    assert not ok.is_error

@@ -94,12 +94,12 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
         return "\n".join([f"{heading}: no entities found", *_footer(False, False, warnings)])
     lines = [f"{heading}:"]
     for m in matches:
-        how = f"{m.match} {m.score:.2f}" + (f' for "{m.mention}"' if m.mention else "")
+        score = "" if m.match == "exact" else f" {m.score:.2f}"  # an exact match is 1.00 by definition
+        how = f"{m.match}{score}" + (f' for "{m.mention}"' if m.mention else "")
         same = f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})" if m.same_as else ""
         lines.append(f"{entity_line(m.entity)}  [{how}]{same}")
     if omitted:
-        lines.append(f"({omitted} fuzzy look-alike{'s' if omitted != 1 else ''} of exact matches left out; "
-                     "search_entities lists them)")
+        lines.append(f"({omitted} fuzzy look-alike{'s' if omitted != 1 else ''} left out; search_entities lists them)")
     return "\n".join(lines + _footer(False, False, warnings) + handle_line(handle, len(matches)))
 
 

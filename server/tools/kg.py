@@ -180,7 +180,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         text = render.render_matches(f"Entities linked from {query!r}", result.entities, result.warnings,
                                      result.result_id, result.omitted)
         if result.relations:
-            text += f"\nRelations by name (the path tools take these; list_kgs shows directions): {result.relations}"
+            text += f"\nRelations, by name (list_kgs shows their directions): {result.relations}"
         return tool_result(result, text)
 
     @server.tool(title="Search entities by label", annotations=read_only)

@@ -71,6 +71,8 @@ class TotServer(MCPServer):
     """MCPServer with the project's error mapping applied to every tool call, and output schemas that are cheap
     for clients to validate (see :mod:`server.schema`)."""
 
+    _arguments: dict[str, set[str]] | None = None
+
     async def list_tools(self) -> list[Any]:
         tools = await super().list_tools()
         return [
@@ -83,9 +85,10 @@ class TotServer(MCPServer):
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
-        tool = self._tool_manager.get_tool(name)
-        if tool is not None and arguments:  # the SDK drops unknown arguments: a misspelt one would go unnoticed
-            known = set((tool.parameters or {}).get("properties", {}))
+        if self._arguments is None:  # every tool's argument names, once (the list does not change after build)
+            self._arguments = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+        known = self._arguments.get(name)
+        if known is not None and arguments:  # the SDK drops unknown arguments: a misspelt one would go unnoticed
             unknown = sorted(set(arguments) - known)
             if unknown:
                 raise ToolError(_one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
@@ -103,6 +106,25 @@ class TotServer(MCPServer):
             raise ToolError(_one_line(str(exc))) from cause
 
 
+class _Profiled:
+    """The server as registrars see it under a profile: ``tool(...)`` registers only the tools the profile shows
+    (a tool's name is its ``name=`` or its function's name); everything else is the server's own."""
+
+    def __init__(self, server: MCPServer, shown: frozenset[str]) -> None:
+        self._server, self._shown = server, shown
+
+    def tool(self, name: str | None = None, **kwargs: Any) -> Any:
+        register = self._server.tool(name=name, **kwargs)
+
+        def decorator(fn: Any) -> Any:
+            return register(fn) if (name or fn.__name__) in self._shown else fn
+
+        return decorator
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._server, attr)
+
+
 def build_server(runtime: Runtime) -> MCPServer:
     """A ready-to-run server over ``runtime``'s KGs. Tools come from every registrar in ``server.tools.REGISTRARS``."""
     server = TotServer(
@@ -112,14 +134,9 @@ def build_server(runtime: Runtime) -> MCPServer:
         version=__version__,
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
     )
-    for register in REGISTRARS:
-        register(server, runtime)
-    profile = runtime.config.server.tools or "default"
-    shown = PROFILES[profile]
-    if shown is not None:  # the model's list: the rest stays reachable with --tools all (or the CLI)
-        for tool in [t.name for t in server._tool_manager.list_tools()]:
-            if tool not in shown:
-                server.remove_tool(tool)
+    shown = PROFILES[runtime.config.server.tools or "default"]
+    for register in REGISTRARS:  # the model's list: the rest stays reachable with --tools all
+        register(server if shown is None else _Profiled(server, shown), runtime)
     register_resources(server, runtime)
     register_prompts(server, runtime)
     register_apps(server, runtime)  # MCP Apps: tree_of_traversals' search tree, drawn where the user is

@@ -67,6 +67,10 @@ async def test_the_default_tool_list_fits_the_budget_and_reads_as_plain_words():
 async def test_every_tool_says_when_to_use_it_or_what_it_returns():
     async with stdio_session(TWO_KGS) as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
+        misspelt = await s.call_tool("follow_path", {"strat": "Tom Hanks", "hops": [{"relation_id": "directed_by"}]})
+        knob = await s.call_tool("tree_of_traversals", {"query": "[Tom Hanks]", "tau": 0.5})  # a server setting now
+    assert misspelt.is_error and "unknown 'strat' (valid: " in text_of(misspelt) and "start" in text_of(misspelt)
+    assert knob.is_error and "unknown 'tau'" in text_of(knob)
     for name in ("initialize", "get_relations", "get_edges"):  # the paper's three steps, in order
         assert re.match(r"Step \d:", tools[name].description), name
     assert "instead of driving the step tools" in tools["tree_of_traversals"].description

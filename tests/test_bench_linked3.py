@@ -186,3 +186,11 @@ async def test_a_client_answers_a_transitive_question_in_two_calls_by_relation_n
         assert sorted(t["label"] for t in years.structured_content["targets"]) == ["1987", "2010"]
         wrong = await session.call_tool("follow_path", {"entity_ids": [dee], "hops": [{"relation_id": "starred"}]})
         assert wrong.is_error and "no relation named 'starred'" in text_of(wrong) and "starred_actors" in text_of(wrong)
+        # one call: follow_path links the name itself, across the three KGs
+        one = await session.call_tool("follow_path", {"start": "Dee Lane", "hops": [
+            {"relation_id": "starred_actors", "direction": "backward"}, {"relation_id": "genre"}]})
+        kgs = await session.call_tool("list_kgs", {})
+    assert not one.is_error and [t["label"] for t in one.structured_content["targets"]] == ["Thriller"], text_of(one)
+    assert text_of(one).startswith(f"start 'Dee Lane' = {dee} Dee Lane")
+    examples = kgs.structured_content["examples"]  # each relation's direction in words, in every KG
+    assert any(k.startswith("cast:") for k in examples) and any(k.startswith("catalog:") for k in examples)

@@ -75,7 +75,7 @@ def handle_line(handle: str | None, count: int, what: str = "entities") -> list[
     """How to pass a result on without copying its IDs."""
     if not handle or count < 2:  # one ID is as short as a handle
         return []
-    return [f"result {handle} = these {count} {what} (from_result)"]
+    return [f"result {handle} = {count} {what} (from_result)"]
 
 
 def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str = "") -> list[str]:
@@ -256,7 +256,7 @@ def render_paths(result) -> str:
                       for h in result.hops)
     start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
     linked = getattr(result, "linked", None)
-    lines = ([linked] if linked else []) + [f"From {start} along {path}:"]
+    lines = ([linked] if linked else []) + [f"{start} → {path}:"]
     if len(result.hops) > 1:
         lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:
@@ -265,7 +265,7 @@ def render_paths(result) -> str:
         lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge{names}")
     plural = "s" if result.total != 1 else ""
     if not result.targets and result.total:  # limit=0: counted, not listed
-        lines.append(f"{result.total} distinct target{plural} (not listed: limit=0)")
+        lines.append(f"{result.total} target{plural} (not listed: limit=0)")
     elif not result.targets:
         lines.append("no targets")
     else:
@@ -274,7 +274,7 @@ def render_paths(result) -> str:
             first = (result.next_offset or result.total) - len(result.targets) + 1
             shown = f" (showing {first}-{first + len(result.targets) - 1})"
         legend = "; [paths] via one example" if len(result.hops) > 1 else ""
-        lines.append(f"{result.total} distinct target{plural}{shown}{legend}:")
+        lines.append(f"{result.total} target{plural}{shown}{legend}:")  # distinct by construction
         for t in result.targets:
             ref = f"{t.id} {t.label}" if t.id else literal_text(t.value) if t.value else t.label
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))

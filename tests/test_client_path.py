@@ -21,7 +21,7 @@ async def test_a_handle_stands_for_every_entity_a_result_reached():
     async with stdio_session(["--kg", "movies=embedded"]) as s:
         films = await call(s, "get_edges", entity_ids=[TOM_HANKS], **STARRED)
         handle = films.structured_content["result_id"]
-        assert f"result {handle} = these 32 entities" in text_of(films)
+        assert f"result {handle} = 32 entities (from_result)" in text_of(films)
         assert "32 distinct targets" in text_of(films)
         by_handle = await call(s, "get_edges", from_result=handle, **DIRECTED, limit=200)
         by_ids = await call(s, "get_edges", entity_ids=[e["target"] for e in films.structured_content["edges"]],

@@ -56,8 +56,11 @@ class BuildJob:
     total: int = 0
     error: BaseException | None = None
     finished: bool = False
+    cancelled: bool = False  # the call waiting for it was cancelled: the build stops at its next step
 
     def step(self, done: int, total: int) -> None:
+        if self.cancelled:
+            raise BuildCancelled(f"building the {' and '.join(self.needs)} index of {self.kg} was cancelled")
         self.done, self.total = done, total
 
     def status(self) -> str:
@@ -67,6 +70,13 @@ class BuildJob:
             left = elapsed / frac * (1 - frac)
             return f"{self.stage}: {frac:.0%} done, about {_duration(left)} left"
         return f"{self.stage}, {_duration(elapsed)} so far"
+
+
+class BuildCancelled(Exception):
+    """Raised inside a build's thread at its next step once the call that waited for it was cancelled."""
+
+
+PROGRESS_SECONDS = 1.0  # how often a waiting call hears how far a build is
 
 
 def _duration(seconds: float) -> str:
@@ -182,7 +192,8 @@ class Services:
                 if progress is not None:
                     await progress(0, 1, f"building the {' and '.join(missing)} index of {kg.name} "
                                          f"({res.graph.n} entities)")
-                await _in_daemon_thread(lambda: _build(res, missing, job))
+                await _wait_reporting(asyncio.ensure_future(_in_daemon_thread(lambda: _build(res, missing, job))),
+                                      job, progress)
             else:
                 job = self.start_build(kg, missing)
                 if job.error is not None:
@@ -240,8 +251,26 @@ def _ready(res: GraphResources, need: str) -> bool:
     raise ValueError(f"unknown index {need!r}")
 
 
+async def _wait_reporting(build: asyncio.Future, job: BuildJob, progress: Progress | None) -> None:
+    """Wait for an inline build, telling the caller each stage and how far it is (every PROGRESS_SECONDS, when it
+    moved); if the call is cancelled, the build is told to stop at its next step instead of running on unseen."""
+    said = None
+    try:
+        while not build.done():
+            await asyncio.wait({build}, timeout=PROGRESS_SECONDS)
+            now = (job.stage, job.done, job.total)
+            if progress is not None and not build.done() and now != said:
+                said = now
+                await progress(job.done, job.total or None, job.status())
+        await build
+    except asyncio.CancelledError:
+        job.cancelled = True
+        raise
+
+
 def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
     for need in needs:
+        job.step(job.done, job.total)  # a cancelled build stops between stages too
         if need == "dense" or need == "hierarchy":
             job.stage = f"embedding {res.graph.n} entity descriptors"
             res.dense(build=True, on_progress=job.step)

@@ -132,3 +132,45 @@ async def test_the_router_finds_the_relevance_model_built_off_the_loop(services,
         out = await router.run(call)
     assert out.results and len(relevance) == 1 and ticker.off_loop(relevance[0])
     assert ticker.during(relevance[0]) >= 5, f"the loop ticked {ticker.during(relevance[0])} times"
+
+
+async def test_an_inline_build_reports_each_stage_and_stops_when_its_call_is_cancelled(tmp_path, monkeypatch):
+    """A caller waiting for a build hears its stage and how far it is, not one message at the start; a caller that
+    gives up (the MCP request is cancelled) stops the build at its next step instead of leaving it running."""
+    from tot_mcp.strategies import services as services_mod
+
+    monkeypatch.setattr(services_mod, "PROGRESS_SECONDS", 0.05)
+    steps: list[int] = []
+
+    def slow_dense(self, build: bool = False, on_progress=None):
+        for i in range(int(self.graph.kg.name == "big") * 180 + 20):
+            time.sleep(0.02)
+            if on_progress is not None:
+                on_progress(i + 1, 200 if self.graph.kg.name == "big" else 20)
+            steps.append(i)
+
+    monkeypatch.setattr(indexes.GraphResources, "dense", slow_dense)
+    heard: list[tuple[float, float | None, str]] = []
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        heard.append((done, total, message))
+
+    small = Services([make_kg(tmp_path)], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    await small.resources(small.kgs["mini"], ("dense",), progress=progress, build=True)
+    assert heard[0][2].startswith("building the dense index of mini")
+    assert any("embedding" in m and "% done" in m for _, _, m in heard[1:]), heard  # the stage, how far
+    assert [d for d, _, _ in heard[1:]] == sorted(d for d, _, _ in heard[1:])  # progress only goes up
+
+    steps.clear()
+    big_dir = tmp_path / "big"
+    big_dir.mkdir()
+    big = Services([make_kg(big_dir, "big")], embedder_factory=shared_embedder, cache_dir=tmp_path / "c2")
+    call = asyncio.create_task(big.resources(big.kgs["big"], ("dense",), progress=progress, build=True))
+    await asyncio.sleep(0.4)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    stopped_at = len(steps)
+    await asyncio.sleep(0.3)
+    assert len(steps) <= stopped_at + 1 and stopped_at < 100  # it stopped at its next step, not after 200
+    assert not [t for t in threading.enumerate() if t.name == "tot-load" and t.is_alive()]

@@ -7,7 +7,7 @@ entities seen in results are cached so follow-up calls rarely need a label query
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
@@ -91,6 +91,7 @@ class SparqlKG(KnowledgeGraph):
         label_search: str = "contains",
         description: str = "",
         label_cache: int = 50000,
+        client_sort_max: int = 10_000,
         sparql_services: Iterable[str] = (),
     ) -> None:
         super().__init__(name, limits)
@@ -107,6 +108,9 @@ class SparqlKG(KnowledgeGraph):
         self.description = description
         self._labels: OrderedDict[str, str] = OrderedDict()
         self._label_cap = label_cache
+        #: ``get_edges`` sorts pages client-side from an unsorted read of at most this many rows (:meth:`_sorted_read`)
+        self.client_sort_max = client_sort_max
+        self._server_sorts: set[tuple[str, bool]] = set()  # (relation, forward) with non-IRI targets seen
 
     @property
     def endpoint(self) -> str:
@@ -292,24 +296,36 @@ class SparqlKG(KnowledgeGraph):
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[tuple[str, Term, list[Row]]] = []
         skip, room, truncated = offset, limit, False
+        client = statement is None and value_node is None and (rel_term, forward) not in self._server_sorts
+        reads: dict[tuple, tuple | None] = {}  # this call's unsorted reads, per source (results are cached above us)
+        local_of = {t: local for local, t in sources}
         for i, batch in enumerate(batches):
             if room == 0:
                 truncated = True
                 break
-            if skip and len(batches) > 1:
-                rows = await self._select(queries.count_edges(self.profile, batch, rel_term, forward))
-                n = int(rows[0]["n"].value) if rows and "n" in rows[0] else 0
-                if n <= skip:
-                    skip -= n
-                    continue
-            cap = (room + 1) * BNODE_PROPERTIES if self.structured_bnodes else None
-            query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap, value_node)
-            rows = await self._select(query)
-            page = self._group_edges(rows)
+            read = await self._sorted_read(batch, local_of, rel_term, forward, reads) if client else None
             cut = False
-            if cap is not None and _property_rows(rows) >= cap:
-                kept = self._before_cut(rows, page)
-                cut, page = len(kept) < len(page), kept
+            if read is not None:  # the same rows the endpoint would sort, sorted here
+                order, groups = read
+                if skip and len(batches) > 1 and len(order) <= skip:
+                    skip -= len(order)
+                    continue
+                page = [groups[k] for k in dict.fromkeys(order[skip: skip + room + 1])]
+            else:
+                if skip and len(batches) > 1:
+                    rows = await self._select(queries.count_edges(self.profile, batch, rel_term, forward))
+                    n = int(rows[0]["n"].value) if rows and "n" in rows[0] else 0
+                    if n <= skip:
+                        skip -= n
+                        continue
+                cap = (room + 1) * BNODE_PROPERTIES if self.structured_bnodes else None
+                query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap,
+                                      value_node)
+                rows = await self._select(query)
+                page = self._group_edges(rows)
+                if cap is not None and _property_rows(rows) >= cap:
+                    kept = self._before_cut(rows, page)
+                    cut, page = len(kept) < len(page), kept
             skip = 0
             if len(page) > room or cut:
                 grouped.extend(page[:room])
@@ -324,6 +340,55 @@ class SparqlKG(KnowledgeGraph):
             if not data.get("boolean"):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
+
+    async def _sorted_read(
+        self, batch: Sequence[str], local_of: dict[str, str], rel_term: str, forward: bool, memo: dict
+    ) -> tuple[list[tuple], dict[tuple, tuple[str, Term, list[Row]]]] | None:
+        """Every row ``get_edges``' sorted query pages over for one batch of sources, read unsorted
+        (:func:`queries.pairs`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the edge keys in that
+        order, once per row (a triple in two graphs is two rows, as the endpoint counts them), and the label rows of
+        each edge. Only when every target is an IRI, whose order is its string's (SPARQL orders IRIs as simple
+        literals), and each source has at most ``client_sort_max`` rows: else None, and the endpoint sorts (a
+        relation with a literal or blank-node target is left to the endpoint from then on: one read, once).
+        ``memo`` holds this call's reads per source (a source given again is not read again); nothing is kept
+        between calls: repeating a page is the result cache's job, which has an age limit."""
+        todo = [t for t in dict.fromkeys(batch) if (t, rel_term, forward) not in memo]
+        if todo:
+            rows = await self._select(queries.pairs(self.profile, todo, rel_term, forward,
+                                                    len(todo) * self.client_sort_max + 1))
+            per: dict[str, tuple[list[tuple], dict]] = {local_of[t]: ([], {}) for t in todo}
+            for r in rows:
+                k = self._edge_key(r)
+                if k is None or r["tgt"].kind != "uri" or k[0] not in per:
+                    self._server_sorts.add((rel_term, forward))
+                    return None
+                groups = per[k[0]][1]
+                if k not in groups:
+                    groups[k] = (k[0], r["tgt"], [])
+                groups[k][2].append(r)
+            whole = len(rows) <= len(todo) * self.client_sort_max  # the LIMIT did not cut the read
+            for t in todo:
+                order, groups = per[local_of[t]]
+                for k, (_, _, krows) in groups.items():  # a pair's rows = its rows before the label join × labels
+                    labels = len({(r.get("l"), r.get("lp")) for r in krows})
+                    order.extend([k] * (len(krows) // max(1, labels)))
+                fits = whole and len(order) <= self.client_sort_max
+                if fits:
+                    order.sort(key=lambda k: k[2])  # one source: by the target IRI's string
+                memo[(t, rel_term, forward)] = (order, groups) if fits else None
+        reads = []
+        for t, times in Counter(batch).items():  # a source given twice is joined twice: each of its rows twice
+            read = memo.get((t, rel_term, forward))
+            if read is None:  # too many rows: the endpoint sorts this batch
+                return None
+            reads.append((self.profile.iri(local_of[t]), times, read))
+        reads.sort(key=lambda x: x[0])  # ORDER BY ?src first: a source's IRI, then its targets'
+        order: list[tuple] = []
+        groups: dict[tuple, tuple[str, Term, list[Row]]] = {}
+        for _, times, (o, g) in reads:
+            order.extend(o if times == 1 else [k for k in o for _ in range(times)])
+            groups.update(g)
+        return order, groups
 
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000

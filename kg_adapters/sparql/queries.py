@@ -142,6 +142,18 @@ def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, l
 }}"""
 
 
+def pairs(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int) -> str:
+    """Up to ``limit`` rows of ``?src relation ?tgt`` (or reversed) — exactly the rows :func:`edges` pages over,
+    duplicates included, but unsorted — with target labels: a page sorted client-side from these equals the
+    endpoint's ``ORDER BY ?src ?tgt`` page, without the sort that costs oxigraph 0.3–0.5 s over a genre's 4,000
+    films (~60 ms read unsorted). Each row's labels multiply it by the same factor, so counts stay recoverable."""
+    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
+  {{ SELECT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)} }}
+  {_labels(p, "?tgt")}
+}}"""
+
+
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:
     """A Wikidata value node's time precision or quantity unit, tied to the very value it describes."""
     return (f"{{ {node} wikibase:timeValue {value} ; wikibase:timePrecision {precision} }} UNION "

@@ -113,7 +113,10 @@ def _checked_strategy_options(tables: Mapping[str, Mapping[str, Any]]) -> dict[s
     for name, options in tables.items():
         if name not in REGISTRY.names():
             raise InvalidInput(f"[strategy.{name}]: no strategy {name!r} (known: {', '.join(REGISTRY.names())})")
-        REGISTRY.get(name).parse_options(dict(options))
+        try:
+            REGISTRY.get(name).parse_options(dict(options))
+        except InvalidInput as e:
+            raise InvalidInput(f"[strategy.{name}] in the config: {e}") from None
     return {k: dict(v) for k, v in tables.items()}
 
 

@@ -101,13 +101,13 @@ class PromptedPolicy(Policy):
         shown = ", ".join(newest[:6]) + (f" +{len(newest) - 6} more" if len(newest) > 6 else "")
         view = state.model_copy(update={"candidate_relations": found.relations,
                                         "relations_truncated": found.truncated})
-        return f"Relations of the newest entities ({len(newest)}: {shown}):\n{candidates_text(view)}"
+        return prompts.render("tot_frontier_relations", count=len(newest), shown=shown,
+                              relations=candidates_text(view)).rstrip("\n")
 
     def prompt_for(self, state: TraversalState, k: int = 1, frontier: str | None = None) -> str:
         """The proposal prompt; with ``k`` > 1 it asks for up to k alternative action lines in one reply."""
-        reply_intro = (
-            prompts.load("tot_reply_alternatives").strip().format(k=k) if k > 1 else "Reply with exactly one line"
-        )
+        reply_intro = (prompts.load("tot_reply_alternatives").strip().format(k=k) if k > 1
+                       else prompts.load("tot_reply_one").strip())
         common = {
             "reply_intro": reply_intro,
             "question": state.question,

@@ -45,3 +45,7 @@ class RateLimited(BackendError):
 
 class CircuitOpen(BackendError):
     """Calls to a backend are suspended after repeated failures; retry later."""
+
+
+class ServiceUnavailable(KGError):
+    """A shared service (the embedder, an LLM) is not installed or not configured; the message says how to fix it."""

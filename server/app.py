@@ -15,13 +15,21 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
-from tot_mcp.kg_adapters.errors import BackendError, BackendRefused, InvalidInput, KGError, NotFound, UnknownKG
+from tot_mcp.kg_adapters.errors import (
+    BackendError,
+    BackendRefused,
+    InvalidInput,
+    KGError,
+    NotFound,
+    ServiceUnavailable,
+    UnknownKG,
+)
 
 from . import __version__
 from .apps import register_apps
 from .prompts import register_prompts
 from .resources import register_resources
-from .runtime import Runtime, ServiceUnavailable
+from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.config import Config
-from tot_mcp.kg_adapters.errors import KGError, UnknownKG
+from tot_mcp.kg_adapters.errors import KGError, ServiceUnavailable, UnknownKG  # noqa: F401 - ServiceUnavailable: re-exported
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.spec import KGSpec
 
@@ -31,10 +31,6 @@ if TYPE_CHECKING:  # heavy imports only for type checkers
     from tot_mcp.strategies.llm.base import LLM
 
 log = logging.getLogger("tot_mcp.runtime")
-
-
-class ServiceUnavailable(KGError):
-    """A shared service (embedder, LLM) is not installed or not configured; the message says how to fix it."""
 
 
 LLMFactory = Callable[[Mapping[str, Any], Any], "LLM"]
@@ -69,12 +65,11 @@ class Runtime:
         llm_factory: LLMFactory | None = None,
         stamp: str | None = None,
     ) -> None:
-        self._embedder_factory = embedder_factory
         self._llm_factory = llm_factory or llm_from_config
         self._llm: LLM | None = None
         # the composition root links the KGs (the one place that decides which KG answers a call) and makes the
         # strategies' one services object: models, per-KG indexes, what policies keep between calls
-        self.system = assemble(kgs, config, limits or Limits(), embedder_factory=self._load_embedder,
+        self.system = assemble(kgs, config, limits or Limits(), embedder_factory=embedder_factory,
                                llm_factory=self.llm)
         self.kgs: dict[str, KnowledgeGraph] = self.system.kgs
         self.limits = self.system.limits
@@ -159,16 +154,6 @@ class Runtime:
         return (await self.relation_names()).resolve(relation)
 
     # -- shared services ------------------------------------------------------------------------------------
-    def _load_embedder(self) -> "Embedder":
-        if self._embedder_factory is not None:
-            return self._embedder_factory()
-        from tot_mcp.strategies.embeddings import EmbeddingUnavailable, Embedder
-
-        try:
-            return Embedder(backend=self.config.retrieval.embedder)
-        except EmbeddingUnavailable as e:
-            raise ServiceUnavailable(str(e)) from e
-
     @property
     def policy_state(self) -> dict:
         """What tree-search policies keep between calls (the offline reasoner's KG statistics)."""

@@ -23,7 +23,7 @@ from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.config import Config, open_kgs
 from tot_mcp.kg_adapters.embedded import DEFAULT_KG_NAME
-from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.errors import InvalidInput, ServiceUnavailable
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.linking import Linker
 from tot_mcp.kg_adapters.spec import KGSpec, make_spec
@@ -90,9 +90,12 @@ def assemble(
         backend = retrieval.embedder
 
         def embedder_factory() -> Embedder:
-            from .embeddings import Embedder
+            from .embeddings import Embedder, EmbeddingUnavailable
 
-            return Embedder(backend=backend)
+            try:
+                return Embedder(backend=backend)
+            except EmbeddingUnavailable as e:  # a tool answers "unavailable: <how to install it>"
+                raise ServiceUnavailable(str(e)) from e
 
     services = Services(
         kgs, graph=graph, embedder_factory=embedder_factory, llm_factory=llm_factory,

@@ -189,3 +189,19 @@ def test_a_description_is_shortened_at_its_parts_and_keeps_a_merged_title_warnin
     merged = 'release years 2000, 2012; directed by David Riker, Julian Jarrold; genre Drama (may be 2 things named "X")'
     assert first_parts(merged, 60).endswith('; … (may be 2 things named "X")')
     assert first_parts(text, 200) == text
+
+
+async def test_route_query_runs_a_forced_strategy_and_says_which_kg_a_local_one_needs(tmp_path):
+    from retrieval_fixtures import TRIPLES
+
+    (tmp_path / "mini.txt").write_text(TRIPLES, encoding="utf-8")
+    (tmp_path / "other.txt").write_text("A|knows|B\n", encoding="utf-8")
+    args = ["--kg", f"mini={tmp_path / 'mini.txt'}", "--kg", f"other={tmp_path / 'other.txt'}"]
+    async with stdio_session(args, env={"TOT_MCP_CACHE_DIR": str(tmp_path / "c")}, read_timeout=300) as s:
+        unsaid = await s.call_tool("route_query", {"query": "adventure films by [Ivo Tan]", "route": "beam"})
+        beam = await s.call_tool("route_query", {"query": "adventure films by [Ivo Tan]", "route": "beam",
+                                                 "kg": "mini", "top_k": 3})
+        auto = await s.call_tool("route_query", {"query": "which films did [Ivo Tan] direct"})  # every KG, linked
+    assert unsaid.is_error and "route 'beam' reads every triple of one KG: pass kg" in text_of(unsaid)
+    assert not beam.is_error and beam.structured_content["ran"] == ["beam"] and beam.structured_content["results"]
+    assert not auto.is_error and auto.structured_content["kg"] != "mini", text_of(auto)  # not "the first KG"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .base import KnowledgeGraph
 from .errors import InvalidInput, KGError
+from .describe import _cut  # a value label cut as descriptions cut it
 from .linking import local_relation_name, names_relation
 from .models import Direction, split_id
 
@@ -128,7 +129,7 @@ async def relation_examples(kg: KnowledgeGraph, names: RelationNames) -> dict[st
                 target = entity.label if entity is not None else await member.label_of(edge.target)
             else:
                 target = edge.value.value if edge.value is not None else "?"
-            return rid, f"{await member.label_of(subjects[0])} → {_short(target)}"
+            return rid, f"{await member.label_of(subjects[0])} → {_cut(target)}"
         except KGError:
             return None
 
@@ -136,7 +137,3 @@ async def relation_examples(kg: KnowledgeGraph, names: RelationNames) -> dict[st
                                    for rid in rels))
     return dict(x for x in found if x is not None)
 
-
-def _short(text: str, limit: int = 40) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -152,7 +152,7 @@ class _DiskHandles:
             except sqlite3.Error as e:
                 self._fail(e)
                 return None
-        if row is None or time.time() - row[2] > self.ttl:
+        age = time.time() - row[2] if row is not None else None  # counted from the call, in whichever process
+        if age is None or age > self.ttl:
             return None
-        age = time.time() - row[2]  # the age limit counts from when the call was made, in whichever process
         return ResultSet(handle, row[0], tuple(json.loads(row[1])), time.monotonic() - age)

@@ -234,7 +234,8 @@ async def _run_router(call: Call) -> RouterResult:
     analysis = (await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None) if llm
                 else rules.analyse(query, labels, None, hops=1))  # the rules' hop count is read below
     route: Route = o.route or choose_route(analysis, len(matches), local)
-    if not local and route in ("ark", "combined", "beam", "rerank"):
+    runs = ("chain", "ark") if route == "combined" else (route,)
+    if not local and any(get(r).local_only for r in runs):  # the registry says which need one KG's triples
         members = [k.name for k in getattr(call.kg, "kgs", {}).values() if k.capabilities.local_index]
         raise InvalidInput(f"route {route!r} reads every triple of one KG: pass kg (one held locally: "
                            f"{', '.join(members) or 'none configured'})")

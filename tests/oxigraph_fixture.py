@@ -51,6 +51,14 @@ def _serve(data: Path, tmp: Path) -> Iterator[str]:
                 proc.kill()
 
 
+def serve_turtle(tmp: Path, turtle: str) -> Iterator[str]:
+    """``oxigraph serve`` over a test's own Turtle text (written under ``tmp``): for a module-scoped fixture,
+    ``yield from serve_turtle(tmp_path_factory.mktemp("name"), TEXT)``."""
+    (tmp / "data.ttl").write_text(turtle, encoding="utf-8")
+    (tmp / "srv").mkdir()
+    yield from _serve(tmp / "data.ttl", tmp / "srv")
+
+
 @pytest.fixture(scope="session")
 def wikidata_sparql_url(tmp_path_factory) -> Iterator[str]:
     """A Wikidata-shaped endpoint serving tests/fixtures/wikidata_sample.ttl."""

@@ -6,7 +6,7 @@ crosses from a director's films to their catalog genres."""
 from __future__ import annotations
 
 import pytest
-from oxigraph_fixture import _serve
+from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
 from tot_mcp.kg_adapters.errors import InvalidInput
@@ -34,12 +34,7 @@ c:drama rdfs:label "Drama" .
 
 @pytest.fixture(scope="module")
 def catalog_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("identifier")
-    (root / "catalog.ttl").write_text(CATALOG, encoding="utf-8")
-    (root / "srv").mkdir()
-    server = _serve(root / "catalog.ttl", root / "srv")
-    yield next(server)
-    server.close()
+    yield from serve_turtle(tmp_path_factory.mktemp("identifier"), CATALOG)
 
 
 @pytest.fixture(scope="module")

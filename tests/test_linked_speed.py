@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from oxigraph_fixture import _serve
+from delegating_kg import DelegatingKG
+from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.linking import Linker, LinkRule
 from tot_mcp.kg_adapters.memory import MemoryKG
@@ -39,39 +39,20 @@ def _hub_kg(name: str = "films") -> MemoryKG:
     return MemoryKG(name, index)
 
 
-class CountingKG(KnowledgeGraph):
+class CountingKG(DelegatingKG):
     """A MemoryKG seen only through the public interface (so the reasoner uses InterfaceGraph), counting the bulk
     reads it is asked for: (relation local name, direction, limit)."""
 
     def __init__(self, inner: MemoryKG) -> None:
-        super().__init__(inner.name, inner.limits)
-        self.inner = inner
+        super().__init__(inner)
         self.reads: list[tuple[str, Direction, int]] = []
 
     async def adjacent(self, entity_ids, relation_id, direction=Direction.forward, limit=2000):
         self.reads.append((relation_id.split(":", 1)[1], Direction(direction), limit))
         return await super().adjacent(entity_ids, relation_id, direction, limit)
 
-    async def initialize(self, query, limit=10):
-        return await self.inner.initialize(query, limit)
-
-    async def get_relations(self, entity_ids):
-        return await self.inner.get_relations(entity_ids)
-
-    async def get_edges(self, entity_ids, relation_id, direction=Direction.forward, limit=None, offset=0):
-        return await self.inner.get_edges(entity_ids, relation_id, direction, limit, offset)
-
-    async def search_entities(self, text, limit=10):
-        return await self.inner.search_entities(text, limit)
-
-    async def describe_entity(self, entity_id):
-        return await self.inner.describe_entity(entity_id)
-
     async def find_by_label(self, label, limit=20):
         return await self.inner.find_by_label(label, limit)
-
-    async def info(self):
-        return await self.inner.info()
 
 
 async def _plans(kg, question: str, settings: OfflineSettings | None = None):
@@ -211,12 +192,7 @@ c:horror rdfs:label "Horror" .
 
 @pytest.fixture(scope="module")
 def catalog_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("speed")
-    (root / "catalog.ttl").write_text(CATALOG, encoding="utf-8")
-    (root / "srv").mkdir()
-    server = _serve(root / "catalog.ttl", root / "srv")
-    yield next(server)
-    server.close()
+    yield from serve_turtle(tmp_path_factory.mktemp("speed"), CATALOG)
 
 
 @pytest.fixture
@@ -319,12 +295,7 @@ def _hub_catalog() -> str:
 
 @pytest.fixture(scope="module")
 def hub_catalog_url(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hub")
-    (root / "catalog.ttl").write_text(_hub_catalog(), encoding="utf-8")
-    (root / "srv").mkdir()
-    server = _serve(root / "catalog.ttl", root / "srv")
-    yield next(server)
-    server.close()
+    yield from serve_turtle(tmp_path_factory.mktemp("hub"), _hub_catalog())
 
 
 def _page(p) -> tuple:

@@ -5,6 +5,7 @@ A tiny hand-made film KG with known answers; one embedder for the whole session 
 from __future__ import annotations
 
 import pytest
+from delegating_kg import DelegatingKG
 from retrieval_fixtures import shared_embedder
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
@@ -60,30 +61,6 @@ def build_kg(name: str = "films") -> MemoryKG:
     return kg_of(name, lines(TRIPLES))
 
 
-class Delegating(KnowledgeGraph):
-    """A backend the reasoner knows nothing about: only the public interface, so the generic path is used."""
-
-    def __init__(self, inner: MemoryKG) -> None:
-        super().__init__(inner.name, inner.limits)
-        self.inner = inner
-
-    async def initialize(self, query, limit=10):
-        return await self.inner.initialize(query, limit)
-
-    async def get_relations(self, entity_ids):
-        return await self.inner.get_relations(entity_ids)
-
-    async def get_edges(self, entity_ids, relation_id, direction=Direction.forward, limit=None, offset=0):
-        return await self.inner.get_edges(entity_ids, relation_id, direction, limit, offset)
-
-    async def search_entities(self, text, limit=10):
-        return await self.inner.search_entities(text, limit)
-
-    async def describe_entity(self, entity_id):
-        return await self.inner.describe_entity(entity_id)
-
-    async def info(self):
-        return await self.inner.info()
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +135,7 @@ async def test_plans_are_ranked_with_confidences_in_unit_interval(reasoner, kg):
 
 
 async def test_generic_backend_gives_the_same_answers(reasoner, kg):
-    generic = Delegating(build_kg())
+    generic = DelegatingKG(build_kg())
     assert isinstance(view_for(generic), InterfaceGraph)
     for q in ("which films did [Eli Fox] direct", "what genres are the films directed by [Eli Fox]",
               "who directed the films that share actors with [Alpha]"):

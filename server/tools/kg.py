@@ -6,6 +6,7 @@ of :mod:`server.render`. Every result is bounded by the runtime's ``Limits`` and
 """
 
 
+import asyncio
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -98,6 +99,8 @@ class KGList(BaseModel):
     links: list[str] = Field(default_factory=list, description="How entities are linked across the KGs.")
     warnings: list[str] = Field(default_factory=list)
 
+
+RELATIONS_FOUND = 10  # get_relations(search=...): the best few (search_relations' default before it merged here)
 
 # -- helpers ----------------------------------------------------------------------------------------------------
 def labels_only(entities: dict[str, Entity]) -> dict[str, Entity]:
@@ -212,8 +215,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             raise NotFound(f"no relation {relation!r} in KG {owner.name!r}; get_relations(search=...) finds one")
         limit = limits.clamp(limit, limits.max_search)
         ids = await owner.find_by_value(relation, value, limit=limit)
-        found = [EntityMatch(entity=(await graph.describe_entity(i)).entity, score=1.0, match="identifier")
-                 for i in ids[:limit]]
+        described = await asyncio.gather(*(graph.describe_entity(i) for i in ids[:limit]))
+        found = [EntityMatch(entity=d.entity, score=1.0, match="identifier") for d in described]
         handle = remember("search", [m.entity.id for m in found], relation=relation, text=value)
         result = EntityMatches(query=value, kgs=[owner.name], entities=found, result_id=handle)
         if not found:
@@ -231,7 +234,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         if not text or len(text) > 200:
             raise InvalidInput("search must be 1 to 200 characters")
         chosen = runtime.select(kg)
-        hits, warnings = await chosen.find_relations(text, limits.max_relations)
+        hits, warnings = await chosen.find_relations(text, RELATIONS_FOUND)
         result = RelationsResult(entity_ids=[], relations=[], matches=hits, search=text, partial=bool(warnings),
                                  warnings=warnings)
         return tool_result(result, render.render_relation_search(text, hits, warnings))

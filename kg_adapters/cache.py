@@ -176,6 +176,28 @@ class CachedKG(KnowledgeGraph):
         ids = tuple(entity_ids)
         return await self._cached(("get_relations", ids), lambda: self.inner.get_relations(list(ids)))
 
+    async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
+        """Cached ``get_relations([id])`` answers where there are; the rest from the backend's bulk read, kept under
+        the same keys (they are those answers)."""
+        out: dict[str, RelationList] = {}
+        missing: list[str] = []
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                value = self.cache.get((self._identity, "get_relations", (eid,)))
+            except TypeError:  # unhashable: let the backend reject it
+                value = ResultCache._MISSING
+            if value is ResultCache._MISSING:
+                missing.append(eid)
+            else:
+                out[eid] = value
+        if missing:
+            got = await self.inner.relations_by_entity(missing)
+            for eid, rl in got.items():
+                if not getattr(rl, "partial", False):
+                    self.cache.put((self._identity, "get_relations", (eid,)), rl)
+            out.update(got)
+        return {e: out[e] for e in dict.fromkeys(entity_ids) if e in out}
+
     async def get_edges(
         self,
         entity_ids: list[str],

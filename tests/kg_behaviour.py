@@ -177,6 +177,23 @@ async def test_relation_counts_add_up_over_several_entities(make_kg):
     assert counts[("release year", "forward")] == 3
 
 
+async def test_relations_by_entity_is_one_get_relations_per_entity(make_kg):
+    """The bulk read the offline reasoner's chain statistics use: each entity's answer exactly as asked alone
+    (relations, directions, counts, labels, order), duplicates once, and IDs get_relations refuses left out."""
+    labels = ("The Matrix", "John Wick", "Speed", "Keanu Reeves", "film")
+    ids = [await entity_id(make_kg, t) for t in labels]
+    nobody, _, _ = absent_ids(make_kg)
+    got = await make_kg.relations_by_entity([*ids, ids[0], nobody])
+    assert set(got) == set(ids)
+    for eid in ids:
+        alone = await make_kg.get_relations([eid])
+        assert [(r.id, r.label, r.direction, r.count) for r in got[eid].relations] == [
+            (r.id, r.label, r.direction, r.count) for r in alone.relations
+        ]
+        assert got[eid].truncated == alone.truncated
+    assert await make_kg.relations_by_entity([]) == {}
+
+
 async def test_info_reports_size_and_relation_vocabulary(make_kg):
     info = await make_kg.info()
     # an endpoint's size is not counted: COUNT(*) over a large remote store can hit its time limit

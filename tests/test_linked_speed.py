@@ -354,3 +354,51 @@ async def test_literal_and_blank_node_targets_and_reads_over_the_bound_are_left_
     assert _page(await ours.get_edges([drama], rels["genre"], Direction.backward, limit=7)) == \
         _page(await theirs.get_edges([drama], rels["genre"], Direction.backward, limit=7))
     assert any("ORDER BY" in q for q in sent)
+
+
+# -- the chain statistics' per-node relations over SPARQL -------------------------------------------------------------
+async def _every_node(kg) -> list[str]:
+    films = [m.entity.id for i in range(40) for m in (await kg.search_entities(f"Film {i}"))[:1]]
+    genres = [(await kg.search_entities(g))[0].entity.id for g in ("Drama", "Comedy")]
+    return list(dict.fromkeys([*films, *genres]))
+
+
+@pytest.mark.parametrize("backward_scan", [20000, 5])
+async def test_each_nodes_relations_are_one_query_per_batch_and_those_asked_one_by_one(hub_catalog_url,
+                                                                                      backward_scan):
+    """``InterfaceGraph.relation_sets`` (the chain statistics' per-node relations) reads N nodes of a SPARQL KG in
+    ``ceil(N / batch)`` queries, and each node's set is what ``relations([node])`` says. A node whose backward edges
+    ``get_relations`` would sample (the genre's 40 films over a scan of 5), and the rest of a batch whose sample it
+    cut, are asked alone, as before."""
+    catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    catalog.batch_size, catalog.backward_scan = 10, backward_scan
+    nodes = await _every_node(catalog)
+    assert len(nodes) == 42
+    alone = {n: frozenset(await InterfaceGraph(catalog).relations([n])) for n in nodes}
+    sent = _spy_queries(catalog)
+    got = await InterfaceGraph(catalog).relation_sets(nodes)
+    assert got == alone
+    # over a scan of 5 the last batch (the two genres) has its backward sample cut by the drama's 40 films: both
+    # genres are asked alone
+    alone_asked = 2 if backward_scan == 5 else 0
+    assert len(sent) == -(-len(nodes) // 10) + alone_asked
+
+
+async def test_a_linked_views_per_node_relations_are_those_of_relations_one_node_at_a_time(kgs):
+    """Over linked KGs a node's relations include its twins' (a catalog film has the films KG's relations and the
+    reverse); the bulk read agrees node by node with ``relations([node])``."""
+    films, catalog = kgs
+    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+        {"films": films, "catalog": catalog},
+        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+    nodes = []
+    for kg in (films, catalog):
+        view = view_for(linked)
+        for label in ("Alpha", "Beta", "Alpha (1999)", "Beta (2003)", "Thriller", "Horror"):
+            nodes += [await view.nodes_for([m.entity.id]) for m in (await kg.search_entities(label))[:1]]
+    nodes = list(dict.fromkeys(n for ns in nodes for n in ns))
+    assert len(nodes) >= 6
+    alone = {n: frozenset(await view_for(linked).relations([n])) for n in nodes}
+    got = await view_for(linked).relation_sets(nodes)
+    assert got == alone
+    assert any({h[0].split(":")[0] for h in s} == {"films", "catalog"} for s in got.values())

@@ -45,7 +45,8 @@ def is_safe_iri(iri: str) -> bool:
         return False
     if iri.count("#") > 1:  # a fragment cannot contain '#'
         return False
-    return not any(ord(c) > 0x7F and unicodedata.category(c) in _BAD_CATEGORIES for c in iri)
+    # an ASCII IRI (nearly all) has no format or control character left to find past the regex
+    return iri.isascii() or not any(ord(c) > 0x7F and unicodedata.category(c) in _BAD_CATEGORIES for c in iri)
 
 
 def iri_ref(iri: str) -> str:

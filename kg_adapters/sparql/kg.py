@@ -6,13 +6,14 @@ entities seen in results are cached so follow-up calls rarely need a label query
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
 from ..base import Capabilities, KnowledgeGraph, Limits
-from ..errors import BackendError, InvalidInput, NotFound
+from ..errors import BackendError, InvalidInput, KGError, NotFound
 from ..models import (
     STRUCTURED_VALUE,
     Direction,
@@ -110,6 +111,7 @@ class SparqlKG(KnowledgeGraph):
         self._label_cap = label_cache
         #: ``get_edges`` sorts pages client-side from an unsorted read of at most this many rows (:meth:`_sorted_read`)
         self.client_sort_max = client_sort_max
+        self._used_relations: set[str] = set()  # relations an ASK found in use (bounded by the vocabulary)
         self._server_sorts: set[tuple[str, bool]] = set()  # (relation, forward) with non-IRI targets seen
 
     @property
@@ -262,6 +264,90 @@ class SparqlKG(KnowledgeGraph):
             relations=rels[:cap], truncated=len(rels) > cap or sampled, partial=False, warnings=warnings
         )
 
+    async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
+        """One query per batch (:func:`queries.relations_by_entity`), each entity's answer built as
+        :meth:`get_relations` builds it from the same rows. An entity that query alone would answer differently —
+        its backward edges sampled, or none of its relations found (get_relations then checks it exists) — and
+        every entity of a batch whose backward sample was cut is asked with :meth:`get_relations` itself."""
+        pairs: list[tuple[str, str]] = []
+        given: dict[str, list[str]] = {}  # local → the IDs it was asked as
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                (pair,) = self._terms([eid])
+            except KGError:  # malformed or another KG's: get_relations([eid]) would refuse it
+                continue
+            if pair[0] not in given:
+                pairs.append(pair)
+            given.setdefault(pair[0], []).append(eid)
+        out: dict[str, RelationList] = {}
+        alone: list[str] = []
+
+        async def read(batch: list[tuple[str, str]]) -> None:
+            rows = await self._select(queries.relations_by_entity(self.profile, [t for _, t in batch],
+                                                                  self.backward_scan))
+            iri_of = {local: self.profile.iri(local) for local, _ in batch}
+            back_rows: dict[str, int] = {}
+            by_entity: dict[str, list[Row]] = {}
+            for r in rows:
+                if "e" not in r:
+                    continue
+                if "t" in r:
+                    back_rows[r["e"].value] = int(r["t"].value)
+                else:
+                    by_entity.setdefault(r["e"].value, []).append(r)
+            if sum(back_rows.values()) >= (self.backward_scan + 1) * len(batch):  # the sample was cut
+                alone.extend(local for local, _ in batch)
+                return
+            for local, _ in batch:
+                iri = iri_of[local]
+                rels = self._relations_from(by_entity.get(iri, []))
+                if back_rows.get(iri, 0) > self.backward_scan or not rels:
+                    alone.append(local)
+                    continue
+                cap = self.limits.max_relations
+                rl = RelationList.model_construct(
+                    relations=rels[:cap], truncated=len(rels) > cap, partial=False, warnings=[]
+                )
+                out.update((eid, rl) for eid in given[local])
+
+        # batches at once, as the per-node reads they replace were: the endpoint's slots bound the concurrency
+        await asyncio.gather(*(read(b) for b in _chunks(pairs, self.batch_size)))
+
+        async def one(local: str) -> tuple[str, RelationList | None]:
+            try:
+                return local, await self.get_relations([self._qid(local)])
+            except KGError:
+                return local, None
+
+        for local, rl in await asyncio.gather(*(one(x) for x in alone)):
+            if rl is not None:
+                out.update((eid, rl) for eid in given[local])
+        return out
+
+    def _relations_from(self, rows: list[Row]) -> list[Relation]:
+        """One entity's relations from its rows of :func:`queries.relations_by_entity`, as :meth:`get_relations`
+        reads them (its backward edges known not to be sampled)."""
+        counts: dict[tuple[str, Direction], int] = {}
+        by_rel: dict[str, list[Row]] = {}
+        seen: set[tuple[str, str]] = set()
+        for r in rows:
+            local = self.profile.relation_local(r["r"].value) if "r" in r else None
+            if local is None or "dir" not in r or "n" not in r:
+                continue
+            by_rel.setdefault(local, []).append(r)
+            if (local, r["dir"].value) in seen:  # label rows repeat the count
+                continue
+            seen.add((local, r["dir"].value))
+            direction = Direction.forward if r["dir"].value == "f" else Direction.backward
+            counts[(local, direction)] = counts.get((local, direction), 0) + int(r["n"].value)
+        labels = {local: self._best(rs, "l", "lp", self.profile.label_preds) for local, rs in by_rel.items()}
+        rels = []
+        for (local, direction), n in counts.items():
+            label = self._remember(local, labels.get(local) or humanize(self.profile.fallback_label(local)))
+            rels.append(self._relation_model(local, label, direction, n))
+        rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
+        return rels
+
     async def _check_exist(self, terms: list[str], entity_ids: list[str]) -> None:
         """NotFound naming the IDs that occur in no triple at all (only asked when a result came back empty)."""
         found: set[str] = set()
@@ -335,10 +421,11 @@ class SparqlKG(KnowledgeGraph):
             room -= len(page)
             if room == 0 and i + 1 < len(batches):
                 truncated = True  # later batches may hold more (the next page can then be empty)
-        if not grouped and offset == 0:
+        if not grouped and offset == 0 and rel_term not in self._used_relations:
             data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, rel_term)})
             if not data.get("boolean"):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
+            self._used_relations.add(rel_term)  # a relation in use stays in use: asked once, not per empty page
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
 
     async def _sorted_read(

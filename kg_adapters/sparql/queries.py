@@ -68,18 +68,51 @@ def relation_used(p: Profile, relation: str) -> str:
     return f"{p.prefixes}ASK {{ ?s {relation} ?o }}"
 
 
+def _forward_edges(vals: str) -> str:
+    return f'{{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}'
+
+
+def _backward_sample(p: Profile, vals: str, limit: int, entity: bool = False) -> str:
+    e = "?e " if entity else ""
+    return (f'{{ SELECT {e}?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} '
+            f"LIMIT {_int(limit)} }}")
+
+
 def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
     """Relation types with edge counts; backward edges are counted over a bounded sample (hubs like Q5 have
     millions of incoming edges), so callers compare the backward total with ``backward_scan`` to detect it."""
     vals = _values("?e", entities)
     return f"""{p.prefixes}SELECT ?r ?dir ?n ?l ?lp WHERE {{
   {{ SELECT ?r ?dir (COUNT(*) AS ?n) WHERE {{
-      {{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}
+      {_forward_edges(vals)}
       UNION
-      {{ SELECT ?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} LIMIT {_int(backward_scan) + 1} }}
+      {_backward_sample(p, vals, _int(backward_scan) + 1)}
       {p.relation_join}
   }} GROUP BY ?r ?dir }}
   {_labels(p, "?r")}
+}}"""
+
+
+def relations_by_entity(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
+    """:func:`relations` of each entity apart (``?e`` kept), the same edges, filter and join, in one query. The
+    backward sample is bounded by ``backward_scan + 1`` rows per entity in all; ``?t`` rows give each entity's
+    backward rows in that sample *before* the relation join, so a caller can tell which entities
+    :func:`relations` alone would have sampled (more than ``backward_scan``) or this sample cut (the sample's total
+    reaching its limit) and ask those one by one."""
+    vals = _values("?e", entities)
+    back = _backward_sample(p, vals, (_int(backward_scan) + 1) * len(entities), entity=True)
+    return f"""{p.prefixes}SELECT ?e ?r ?dir ?n ?t ?l ?lp WHERE {{
+  {{
+    {{ SELECT ?e ?r ?dir (COUNT(*) AS ?n) WHERE {{
+        {_forward_edges(vals)}
+        UNION
+        {back}
+        {p.relation_join}
+    }} GROUP BY ?e ?r ?dir }}
+    {_labels(p, "?r")}
+  }}
+  UNION
+  {{ SELECT ?e (COUNT(*) AS ?t) WHERE {{ {back} }} GROUP BY ?e }}
 }}"""
 
 

@@ -95,6 +95,9 @@ def lang_filter(var: str, langs: Sequence[str]) -> str:
     return f"FILTER(LANG({var}) IN ({', '.join(sparql_literal(x) for x in langs)}))"
 
 
+_MAX_REMEMBERED_LOCALS = 100_000
+
+
 class WikidataProfile:
     kind = "wikidata"
     qualifiers = True
@@ -161,6 +164,7 @@ class GenericProfile:
     ) -> None:
         self.langs = [*check_languages(languages), ""]
         self.ids = IriIds({**DEFAULT_PREFIXES, **(prefixes or {})})
+        self._locals: dict[str, str | None] = {}  # IRI → local ID: a hub read meets the same IRIs thousands of times
         self.prefixes = ""
         self.prefix_map = self.ids.prefixes  # usable undeclared in a caller's SPARQL query
         self.label_preds = tuple(self._predicate(p, "label_predicates") for p in label_predicates)
@@ -188,10 +192,19 @@ class GenericProfile:
     relation_node = entity_term
 
     def entity_local(self, term: Term) -> str | None:
-        if term.kind != "uri" or not is_safe_iri(term.value):
+        if term.kind != "uri":
             return None
-        local = self.ids.encode(term.value)
-        return local if len(local) <= 512 else None
+        iri = term.value
+        try:
+            return self._locals[iri]
+        except KeyError:
+            pass
+        local = self.ids.encode(iri) if is_safe_iri(iri) else None
+        local = local if local is not None and len(local) <= 512 else None
+        if len(self._locals) >= _MAX_REMEMBERED_LOCALS:
+            self._locals.clear()  # bounded; refilled by the next reads
+        self._locals[iri] = local
+        return local
 
     def relation_local(self, iri: str) -> str | None:
         return self.entity_local(Term("uri", iri))

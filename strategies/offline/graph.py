@@ -53,6 +53,13 @@ class GraphView(abc.ABC):
     async def relations(self, nodes: list) -> dict[Hop, int]:
         """Every (relation, direction) the nodes have, with edge counts."""
 
+    async def relation_sets(self, nodes: list) -> dict:
+        """``{node: frozenset(relations([node]))}`` for every node: each node's (relation, direction) pairs apart.
+        This default asks :meth:`relations` per node, concurrently; views over I/O read them in bulk."""
+        nodes = list(dict.fromkeys(nodes))
+        got = await asyncio.gather(*(self.relations([n]) for n in nodes))
+        return {n: frozenset(c) for n, c in zip(nodes, got)}
+
     @abc.abstractmethod
     async def neighbours(self, nodes: list, hop: Hop) -> dict[object, list]:
         """``{node: [targets]}`` along one hop, for the nodes that have it."""
@@ -228,6 +235,24 @@ class InterfaceGraph(GraphView):
                 k = (rel.id, Direction(rel.direction))
                 counts[k] = counts.get(k, 0) + (rel.count if rel.count is not None else 1)
         return counts
+
+    async def relation_sets(self, nodes: list[str]) -> dict[str, frozenset]:
+        """One :meth:`KnowledgeGraph.relations_by_entity` read (a query per batch on SPARQL) instead of a
+        ``get_relations`` per node; a node it leaves out (refused) has none, as :meth:`relations` would say."""
+        nodes = list(dict.fromkeys(nodes))
+        try:
+            got = await self.kg.relations_by_entity(nodes)
+        except KGError:
+            return await super().relation_sets(nodes)
+        out: dict[str, frozenset] = {}
+        for n in nodes:
+            rl = got.get(n)
+            hops = []
+            for rel in rl.relations if rl is not None else ():
+                self._rel_labels.setdefault(rel.id, rel.label)
+                hops.append((rel.id, Direction(rel.direction)))
+            out[n] = frozenset(hops)
+        return out
 
     async def neighbours(self, nodes: list[str], hop: Hop) -> dict[str, list[str]]:
         return (await self._read(nodes, hop, self.max_edges_per_hop))[0]
@@ -449,6 +474,37 @@ class LinkedGraph(GraphView):
                 for hop, c in (await view.relations(local)).items():
                     counts[hop] = counts.get(hop, 0) + c
         return counts
+
+    async def relation_sets(self, nodes: list) -> dict:
+        """Each node's :meth:`relations` apart, read in bulk per KG: a node's own there, or its one equivalent's
+        (a node with several equivalents in a KG is asked as :meth:`relations` asks them, together)."""
+        nodes = list(dict.fromkeys(nodes))
+        parts: dict = {n: set() for n in nodes}
+
+        async def per_view(name: str, view: GraphView) -> None:
+            _, linked = await self._in(nodes, name)
+            single: dict = {}  # node → the one local node answering for it
+            several: list = []
+            for n in nodes:
+                if is_literal(n):
+                    continue
+                kg, local = self._split(n)
+                if kg == name:
+                    single[n] = local
+                elif n in linked:
+                    ms = list(dict.fromkeys(linked[n]))
+                    if len(ms) == 1:
+                        single[n] = ms[0]
+                    else:
+                        several.append((n, ms))
+            sets = await view.relation_sets(list(dict.fromkeys(single.values()))) if single else {}
+            for n, local in single.items():
+                parts[n].update(sets.get(local, ()))
+            for (n, _), c in zip(several, await asyncio.gather(*(view.relations(ms) for _, ms in several))):
+                parts[n].update(c)
+
+        await asyncio.gather(*(per_view(name, view) for name, view in self.views.items()))
+        return {n: frozenset(p) for n, p in parts.items()}
 
     async def neighbours(self, nodes: list, hop: Hop) -> dict[object, list]:
         return (await self._neighbours(nodes, hop, None))[0]

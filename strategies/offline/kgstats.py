@@ -7,8 +7,6 @@ with hundreds of relations costs nothing up front; the cache lives as long as th
 
 from __future__ import annotations
 
-import asyncio
-
 import re
 
 import numpy as np
@@ -157,17 +155,14 @@ class KGStats:
             self._mismatch[key] = hit
         return hit
 
-    async def _relations_of(self, node) -> frozenset:
-        rels = self._node_rels.get(node)
-        if rels is None:
-            rels = self._node_rels[node] = frozenset(await self.view.relations([node]))
-        return rels
-
     async def _relations_of_all(self, nodes: list) -> list[frozenset]:
-        """Each node's relations, asked concurrently: on a remote KG these are many small round trips (their links
-        into other KGs looked up in bulk first)."""
-        await self.view.warm([n for n in nodes if n not in self._node_rels])
-        return list(await asyncio.gather(*(self._relations_of(n) for n in nodes)))
+        """Each node's relations, read in bulk (their links into other KGs looked up in bulk first; on a SPARQL KG
+        one query per batch of nodes, not one per node)."""
+        todo = [n for n in nodes if n not in self._node_rels]
+        await self.view.warm(todo)
+        if todo:
+            self._node_rels.update(await self.view.relation_sets(todo))
+        return [self._node_rels[n] for n in nodes]
 
     async def _reference_nodes(self) -> list[frozenset]:
         """The relations of the nodes the KG's relations point at, a few per relation and direction: the population

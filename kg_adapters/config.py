@@ -109,6 +109,9 @@ class ServerConfig(_Strict):
                                          "to send a request's headers (default 10).")
     body_timeout: float | None = Field(default=None, gt=0, le=3600, description="HTTP: seconds a request has to "
                                        "send its body (default 30).")
+    max_calls_per_client: int | None = Field(default=None, ge=1, le=10_000, description="Tool calls one client (an "
+                                             "HTTP session, a stateless peer address, the stdio client) may have "
+                                             "in flight (default 16); one more is refused with a one-line error.")
     tools: Literal["default", "all"] | None = Field(default=None, description="The tools clients see: default (the "
                                                     "model's 10) or all (each strategy with its knobs, operator "
                                                     "tools).")

@@ -127,9 +127,11 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
     from .oxigraph_store import (
         OxigraphKG,
         default_store_dir,
+        file_query_source,
         load_into_store,
         read_meta,
     )
+    from .sparql.workers import StoreSource
 
     if store == "memory":
         return OxigraphKG(
@@ -137,6 +139,7 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             load_into_store(path, None, format=fmt, description=description),
             limits=limits,
             languages=languages,
+            query_source=file_query_source(path, fmt),
         )
     store_dir = Path(store).expanduser() if store is not None else default_store_dir(path)
     st = None
@@ -147,7 +150,8 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             raise InvalidInput(f"--kg {name}: cannot open store {store_dir}: {e}") from None
         meta = read_meta(existing)
         if meta.get("loaded") == "true" and meta.get("source") == str(path.resolve()):
-            return OxigraphKG(name, existing, limits=limits, languages=languages)
+            return OxigraphKG(name, existing, limits=limits, languages=languages,
+                              query_source=StoreSource(store=str(store_dir)))
         if meta:
             raise InvalidInput(
                 f"--kg {name}: store {store_dir} holds {meta.get('source', 'another load')!r}, not {path}; "
@@ -158,7 +162,7 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
         del existing
     store_dir.parent.mkdir(parents=True, exist_ok=True)
     st = load_into_store(path, store_dir, format=fmt, description=description, store=st)
-    return OxigraphKG(name, st, limits=limits, languages=languages)
+    return OxigraphKG(name, st, limits=limits, languages=languages, query_source=StoreSource(store=str(store_dir)))
 
 
 BACKEND = Backend(

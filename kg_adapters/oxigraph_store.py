@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote, unquote
 
 import pyoxigraph as ox
@@ -90,6 +90,10 @@ _DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
 _ALIAS_NODES = [ox.NamedNode(p) for p in ALIAS_PREDICATES]
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
+
+if TYPE_CHECKING:  # the SPARQL package (httpx, rdflib) is imported when a caller query first needs it
+    from .sparql.run import ThreadRuns
+    from .sparql.workers import StoreQueryWorkers, StoreSource
 
 
 # -- IDs ------------------------------------------------------------------------------------------------------------
@@ -244,9 +248,15 @@ class OxigraphKG(KnowledgeGraph):
         relation_base: str | None = None,
         label_search: LabelSearch | None = None,
         cache_size: int = 50_000,
+        query_source: StoreSource | None = None,
     ) -> None:
         super().__init__(name, limits)
         self.store = store
+        # where a query process finds the same data (sparql_query runs there, killed at its timeout); without
+        # one, caller queries run in threads of this process, at most MAX_THREAD_RUNS at once
+        self.query_source = query_source
+        self._workers: StoreQueryWorkers | None = None
+        self._thread_runs: ThreadRuns | None = None
         meta = read_meta(store)
         self.description = description if description is not None else meta.get("description", "")
         self.languages = tuple(languages)
@@ -582,12 +592,21 @@ class OxigraphKG(KnowledgeGraph):
         the store over all its graphs but the metadata one; common prefixes (rdf, rdfs, owl, xsd, skos, schema,
         wd, wdt …) need no declaration."""
         from .sparql.guard import DEFAULT_MAX_ROWS
-        from .sparql.run import query_store
+        from .sparql.run import ThreadRuns, query_store
+        from .sparql.workers import StoreQueryWorkers
 
         if not self.capabilities.sparql:
             raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
+        if self._workers is None and self.query_source is not None:
+            self._workers = StoreQueryWorkers(self.name, self.query_source)
+        if self._thread_runs is None:
+            self._thread_runs = ThreadRuns()
         return await query_store(self.store, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
-                                 hidden=(META_GRAPH,))
+                                 hidden=(META_GRAPH,), workers=self._workers, runs=self._thread_runs)
+
+    async def aclose(self) -> None:
+        if self._workers is not None:
+            self._workers.close()
 
 
 # -- metadata, loading, opening ------------------------------------------------------------------------------
@@ -743,8 +762,25 @@ def open_store(name: str, path: str | Path | None, limits: Limits | None, option
     except OSError as e:
         raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
     from .fts_index import FtsLabelIndex  # the on-disk label index `tot-mcp load` builds beside the store
+    from .sparql.workers import StoreSource
 
-    return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path), **opts)
+    return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path),
+                      query_source=StoreSource(store=str(path)), **opts)
+
+
+def file_query_source(source: str | Path, format: str | None = None) -> StoreSource | None:
+    """How a query process loads an RDF file into its own in-memory store (None for ``head|relation|tail``
+    files, which need a conversion first: their caller queries run in threads of this process)."""
+    from .sparql.workers import StoreSource
+
+    source = Path(source)
+    if is_triples_file(source):
+        return None
+    fmt = rdf_format_for(source, format)
+    if fmt is None:
+        return None
+    return StoreSource(file=str(source.resolve()), media_type=_OX_FORMATS[fmt].media_type,
+                       gz=source.name.lower().endswith(".gz"), base_iri=source.resolve().as_uri())
 
 
 class StoreOptions(BaseModel):

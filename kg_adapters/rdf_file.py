@@ -9,7 +9,6 @@ can go backward from ``"1999"`` as from any entity. Named graphs are merged (a K
 from __future__ import annotations
 
 import gzip
-import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -234,9 +233,10 @@ def load_rdf_file(
 
 class RdfFileKG(MemoryKG):
     """A :class:`MemoryKG` over an RDF file that also answers caller-written read-only SPARQL
-    (``sparql_query``, through :mod:`kg_adapters.sparql.guard`). The traversal index holds no RDF terms, so on the
-    first query the file is parsed once more into an in-memory pyoxigraph store (lazily: most sessions never ask;
-    it costs about the file's size in memory again)."""
+    (``sparql_query``, through :mod:`kg_adapters.sparql.guard`). The traversal index holds no RDF terms, so the
+    queries run in separate processes that each parse the file once more into their own in-memory pyoxigraph
+    store (lazily: most sessions never ask; each costs about the file's size in memory again) and are killed
+    when a query runs out of time (:mod:`kg_adapters.sparql.workers`)."""
 
     capabilities = Capabilities(backend="memory", local_index=True, sparql=True)
 
@@ -245,28 +245,24 @@ class RdfFileKG(MemoryKG):
         super().__init__(name, index, description=description, limits=limits)
         self.source = Path(source)
         self.format = format
-        self._store = None
-        self._store_lock = threading.Lock()
-
-    def _sparql_store(self):
-        with self._store_lock:
-            if self._store is None:
-                from .oxigraph_store import load_into_store
-
-                self._store = load_into_store(self.source, None, format=self.format)
-            return self._store
+        self._workers = None
 
     async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None):
-        import anyio
-
-        from .oxigraph_store import META_GRAPH
-        from .sparql.guard import DEFAULT_MAX_ROWS, GuardPolicy, check_query_async
+        from .oxigraph_store import file_query_source
+        from .sparql.guard import DEFAULT_MAX_ROWS
         from .sparql.run import query_store
-        from .sparql.vocab import DEFAULT_PREFIXES
+        from .sparql.workers import StoreQueryWorkers
 
         if not self.capabilities.sparql:
             raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
-        await check_query_async(query, GuardPolicy(prefixes=DEFAULT_PREFIXES))  # refuse before loading anything
-        store = await anyio.to_thread.run_sync(self._sparql_store)
-        return await query_store(store, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
-                                 hidden=(META_GRAPH,))
+        if self._workers is None:
+            source = file_query_source(self.source, self.format)
+            if source is None:
+                raise InvalidInput(f"KG {self.name!r}: {self.source.name} is not an RDF file pyoxigraph reads")
+            self._workers = StoreQueryWorkers(self.name, source)
+        return await query_store(None, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
+                                 workers=self._workers)
+
+    async def aclose(self) -> None:
+        if self._workers is not None:
+            self._workers.close()

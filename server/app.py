@@ -9,12 +9,14 @@ stderr and reported as a generic failure, and the server keeps serving.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
+from tot_mcp.kg_adapters.clients import CLIENT
 from tot_mcp.kg_adapters.errors import (
     BackendError,
     BackendRefused,
@@ -75,11 +77,36 @@ def describe_validation_error(exc: ValidationError) -> str:
     return _one_line("invalid arguments: " + "; ".join(parts) + more)
 
 
+MAX_CALLS_PER_CLIENT = 16  # `[server] max_calls_per_client`
+
+
+def client_of(context: Context | None) -> str:
+    """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address (stateless
+    HTTP: a shared bearer token would make every client one), else the one local client (stdio, in-process)."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # no request context: called in-process
+        return "local"
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return "local"
+    session = headers.get("mcp-session-id")
+    if session:
+        return f"session:{session[:100]}"
+    peer = getattr(request, "client", None)
+    return f"peer:{getattr(peer, 'host', None) or '?'}"
+
+
 class TotServer(MCPServer):
     """MCPServer with the project's error mapping applied to every tool call, and output schemas that are cheap
-    for clients to validate (see :mod:`server.schema`)."""
+    for clients to validate (see :mod:`server.schema`). Each call runs with its client in
+    :data:`kg_adapters.clients.CLIENT` (endpoint slots are shared fairly among clients), and one client has at
+    most ``max_calls_per_client`` calls in flight: one more is refused at once with one line, so a client cannot
+    park unbounded work in the server."""
 
     _arguments: dict[str, set[str]] | None = None
+    max_calls_per_client: int = MAX_CALLS_PER_CLIENT
+    _in_flight: Counter[str] | None = None
 
     async def list_tools(self) -> list[Any]:
         tools = await super().list_tools()
@@ -101,6 +128,14 @@ class TotServer(MCPServer):
             if unknown:
                 raise ToolError(_one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
                                           f"(valid: {', '.join(sorted(known)) or 'none'})"))
+        client = client_of(context)
+        if self._in_flight is None:
+            self._in_flight = Counter()
+        if self._in_flight[client] >= self.max_calls_per_client:
+            raise ToolError(f"{name}: too many calls in flight: this client already has {self._in_flight[client]} "
+                            "running (the server's per-client limit); wait for some to finish, then retry")
+        self._in_flight[client] += 1
+        token = CLIENT.set(client)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -112,6 +147,11 @@ class TotServer(MCPServer):
             if isinstance(exc, UnexpectedToolError):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
             raise ToolError(_one_line(str(exc))) from cause
+        finally:
+            CLIENT.reset(token)
+            self._in_flight[client] -= 1
+            if not self._in_flight[client]:
+                del self._in_flight[client]
 
 
 class _Profiled:
@@ -142,6 +182,7 @@ def build_server(runtime: Runtime) -> MCPServer:
         version=__version__,
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
     )
+    server.max_calls_per_client = runtime.config.server.max_calls_per_client or MAX_CALLS_PER_CLIENT
     shown = PROFILES[runtime.config.server.tools or "default"]
     for register in REGISTRARS:  # the model's list: the rest stays reachable with --tools all
         register(server if shown is None else _Profiled(server, shown), runtime)

@@ -9,21 +9,22 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from net_helpers import FIXTURES, answers, free_port
 
 
-def start_oxigraph(data: Path, store: Path) -> tuple[subprocess.Popen, str]:
+def start_oxigraph(data: Path, store: Path, extra: Sequence[str] = ()) -> tuple[subprocess.Popen, str]:
+    """``oxigraph serve-read-only`` over ``data`` loaded into ``store``; ``extra``: more options (``--timeout-s``)."""
     exe = shutil.which("oxigraph")
     if exe is None:
         pytest.skip("the oxigraph binary is not installed (pip install oxigraph)")
     subprocess.run([exe, "load", "--location", str(store), "--file", str(data)], check=True, capture_output=True)
     port = free_port()
     proc = subprocess.Popen(
-        [exe, "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}"],
+        [exe, "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}", *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -20,6 +20,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     cut: int | None = None  # send only this many bytes of the body, then close (Content-Length stays full)
+    hold: bool = False  # answer nothing; wait (up to 10 s) for the client to close the connection, and note when
 
 
 @dataclass
@@ -38,6 +39,7 @@ class FaultServer:
         self.seen: list[Seen] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.disconnects: list[float] = []  # when clients closed connections held open by Reply(hold=True)
         self._lock = threading.Lock()
         server = self
 
@@ -56,6 +58,9 @@ class FaultServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
+                    if reply.hold:
+                        self._wait_for_disconnect()
+                        return
                     if reply.delay:
                         time.sleep(reply.delay)
                     self.send_response(reply.status)
@@ -73,6 +78,17 @@ class FaultServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+
+            def _wait_for_disconnect(self) -> None:
+                self.connection.settimeout(10)
+                try:
+                    closed = self.connection.recv(1) == b""
+                except (TimeoutError, OSError):
+                    closed = False
+                if closed:
+                    with server._lock:
+                        server.disconnects.append(time.monotonic())
+                self.close_connection = True
 
             do_GET = do_POST = _handle
 

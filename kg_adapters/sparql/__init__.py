@@ -48,6 +48,11 @@ class SparqlOptions(BaseModel):
     max_concurrent: int | None = Field(None, ge=1, le=64, description="Default 1 for the public WDQS, else 4.")
     breaker_failures: int = Field(5, ge=0, le=1000)
     breaker_cooldown: float = Field(30.0, ge=0, le=3600)
+    timeout_param: str | None = Field(
+        None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}(:(s|ms))?$",
+        description="A query parameter through which the endpoint takes a time limit, as NAME (seconds) or "
+        "NAME:ms — 'timeout:ms' (Virtuoso), 'timeout' (Fuseki), 'maxQueryTimeMillis:ms' (Blazegraph). Each request "
+        "then sends the time tot-mcp waits for it. Default: none (unknown parameters may be refused).")
     languages: list[str] = Field(default_factory=lambda: ["en", "mul"])
     batch_size: int = Field(50, ge=1, le=50)
     backward_scan: int = Field(20000, ge=1, le=10_000_000)
@@ -113,7 +118,11 @@ def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None,
         max_concurrent=opts.max_concurrent or (1 if public else 4),
         breaker_failures=opts.breaker_failures,
         breaker_cooldown=opts.breaker_cooldown,
+        timeout_param=(opts.timeout_param or "").split(":")[0] or None,
+        timeout_unit=(opts.timeout_param or "").partition(":")[2] or "s",
     )
+    if policy.timeout_param in ("query", "update", "default-graph-uri", "named-graph-uri"):
+        raise InvalidInput(f"KG {name!r}: timeout_param cannot be the protocol's own {policy.timeout_param!r}")
     registry = opts.registry or SHARED_ENDPOINTS
     ua = opts.user_agent or user_agent(opts.user_agent_contact)
     if any(ord(c) < 32 or ord(c) > 126 for c in ua):
@@ -136,7 +145,7 @@ def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None,
         raise InvalidInput(f"KG {name!r}: search_language {opts.search_language!r} is not a language tag")
     search_api = None
     if api_url is not None:
-        api_policy = Policy(**{**policy.__dict__, "max_concurrent": opts.max_concurrent or 1})
+        api_policy = Policy(**{**policy.__dict__, "max_concurrent": opts.max_concurrent or 1, "timeout_param": None})
         search_api = JsonEndpoint(
             registry.guard(api_url, api_policy), {"User-Agent": ua, "Accept": "application/json"}, opts.transport
         )

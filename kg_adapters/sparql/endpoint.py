@@ -13,6 +13,7 @@ import contextlib
 import email.utils
 import json
 import logging
+import math
 import time
 import weakref
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from importlib import metadata
 
 import httpx
 
+from ..clients import FairSlots
 from ..errors import BackendError, BackendRefused, BackendTimeout, CircuitOpen, RateLimited
 
 log = logging.getLogger("tot_mcp.sparql")
@@ -46,22 +48,29 @@ class Policy:
     max_concurrent: int = 1
     breaker_failures: int = 5  # consecutive failed calls that open the circuit (0 disables it)
     breaker_cooldown: float = 30.0  # how long it stays open before one probe is let through
+    # a query parameter through which the endpoint accepts a time limit ("timeout" on Virtuoso in ms, on Fuseki
+    # in s; "maxQueryTimeMillis" on Blazegraph): each request sends the time we will wait for it, so the engine
+    # can stop when we stop listening. None: nothing is sent (an endpoint may reject unknown parameters).
+    timeout_param: str | None = None
+    timeout_unit: str = "s"  # "s" (whole seconds, rounded up) or "ms"
 
 
 class EndpointGuard:
     """Shared state of one endpoint URL: concurrency slots, the "not before" time set by a 429, the breaker.
 
-    Slots are asyncio semaphores, one per event loop (they cannot cross loops) and per lane: callers' own queries
-    (``sparql_query``, lane ``"caller"``) wait for their own slots, so a few slow ones cannot hold every slot the
-    traversal tools need, and one of them timing out says the query was heavy, not that the endpoint is down, so
-    it does not count toward the breaker. The rest is plain data.
+    Slots are :class:`~kg_adapters.clients.FairSlots`, one set per event loop (they cannot cross loops) and per
+    lane: callers' own queries (``sparql_query``, lane ``"caller"``) wait for their own slots, so a few slow ones
+    cannot hold every slot the traversal tools need, and one of them timing out says the query was heavy, not that
+    the endpoint is down, so it does not count toward the breaker. Within a lane, a freed slot goes to the waiting
+    client served longest ago, so one client's flood of calls delays another client's call by at most one of
+    them per slot. The rest is plain data.
     """
 
     def __init__(self, url: str, policy: Policy, clock=time.monotonic) -> None:
         self.url = url
         self.policy = policy
         self._clock = clock
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, FairSlots]] = (
             weakref.WeakKeyDictionary()
         )
         self.not_before = 0.0
@@ -73,10 +82,10 @@ class EndpointGuard:
     @contextlib.asynccontextmanager
     async def slot(self, lane: str = "tools"):
         lanes = self._slots.setdefault(asyncio.get_running_loop(), {})
-        sem = lanes.get(lane)
-        if sem is None:
-            sem = lanes[lane] = asyncio.Semaphore(max(1, self.policy.max_concurrent))
-        async with sem:
+        slots = lanes.get(lane)
+        if slots is None:
+            slots = lanes[lane] = FairSlots(self.policy.max_concurrent)
+        async with slots.slot():  # shared fairly among the clients waiting (kg_adapters.clients.CLIENT)
             delay = self.not_before - self._clock()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -281,6 +290,8 @@ class JsonEndpoint:
                                  "URL if you trust it (redirects are not followed)")
         if status >= 400:
             raise BackendRefused(f"{url}: HTTP {status} {_snippet(resp.text)}")
+        if resp.content.rstrip().endswith(_ENGINE_CANCELLED):  # oxigraph serve --timeout-s: a 200 whose body stops there
+            raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit")
         if raw is not None:
             return {"content_type": resp.headers.get("content-type", ""), "body": resp.content}
         try:
@@ -297,6 +308,9 @@ class JsonEndpoint:
     ) -> httpx.Response:
         """The response with its body read up to ``raw.max_bytes`` (BackendError beyond: never buffer an answer
         of unbounded size)."""
+        if self.policy.timeout_param:
+            hint = math.ceil(timeout * 1000) if self.policy.timeout_unit == "ms" else math.ceil(timeout)
+            params = {**params, self.policy.timeout_param: str(hint)}
         kwargs = {"data": params} if form else {"params": params}
         headers = {"Accept": raw.accept}
         async with self.client.stream(method, self.guard.url, headers=headers, timeout=timeout, **kwargs) as resp:
@@ -323,6 +337,9 @@ class Raw:
 #: the most of a JSON answer read into memory (a traversal query's answer is a few hundred rows; sparql_query caps
 #: its own, smaller); beyond it the request fails instead of holding hundreds of MB
 MAX_JSON_BYTES = 64 << 20
+
+#: what ``oxigraph serve --timeout-s`` writes after the part of the answer it had sent when the time ran out
+_ENGINE_CANCELLED = b"The SPARQL operation has been cancelled"
 
 
 def _snippet(text: str) -> str:

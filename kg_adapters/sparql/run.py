@@ -5,14 +5,18 @@
   one request at a time) — with the query's timeout, no retry after a timeout (it would time out again), and the
   answer read to at most :data:`MAX_ANSWER_BYTES`. SELECT/ASK ask for SPARQL JSON results, CONSTRUCT/DESCRIBE for
   N-Triples (or Turtle).
-* :func:`run_local` queries a pyoxigraph store in a worker thread, stops reading after the cap (or the deadline),
-  and gives up waiting at the timeout (a thread blocked inside one step of the engine cannot be interrupted; it
-  ends by itself, its result unused).
+* :func:`query_store` evaluates it on a local pyoxigraph store: in a child process that is killed at the deadline
+  when the KG knows where its data lives (:mod:`kg_adapters.sparql.workers`: the only way found to stop the
+  engine), else — a store built in memory by the embedder — in a worker thread (:func:`run_local`), which
+  stops reading after the cap or the deadline but cannot interrupt the engine inside one step. Such a thread
+  runs on after its caller's timeout, so at most :data:`MAX_THREAD_RUNS` of them run per store at once
+  (:class:`ThreadRuns`); further queries are refused with one line until they end.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterable
 from functools import partial
@@ -24,6 +28,7 @@ import anyio
 from ..errors import BackendError, BackendTimeout
 from .endpoint import JsonEndpoint, Raw
 from .guard import DEFAULT_TIMEOUT, CheckedQuery, SparqlRows, SparqlTerm, finish_rows
+from .workers import StoreQueryWorkers
 
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 _GET_LIMIT = 1800  # longer queries are POSTed (as every other query of the adapter)
@@ -122,9 +127,36 @@ async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, tim
     return finish_rows(kg, checked, columns, rows)
 
 
-def _collect(store: Any, checked: CheckedQuery, deadline: float, graphs: dict) -> tuple[list[str], list, bool | None]:
+MAX_THREAD_RUNS = 2
+
+
+class ThreadRuns:
+    """How many in-thread evaluations of one store are running — including ones whose caller already got its
+    timeout: such a thread holds a core until the engine finishes, so their number is what must be bounded."""
+
+    def __init__(self, limit: int = MAX_THREAD_RUNS) -> None:
+        self.limit = limit
+        self.running = 0
+        self._lock = threading.Lock()
+
+    def enter(self, kg: str) -> None:
+        with self._lock:
+            if self.running >= self.limit:
+                raise BackendError(f"KG {kg!r}: {self.running} earlier SPARQL queries are still running on it (a "
+                                   "query that ran out of time runs on in this process); retry when they finish")
+            self.running += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.running -= 1
+
+
+def _collect(store: Any, checked: CheckedQuery, deadline: float, graphs: dict, runs: ThreadRuns | None = None,
+             kg: str = "") -> tuple[list[str], list, bool | None]:
     import pyoxigraph as ox
 
+    if runs is not None:  # counted in the thread: a run that never starts never holds a place
+        runs.enter(kg)
     try:
         result = store.query(checked.text, **graphs)
         if isinstance(result, ox.QueryBoolean):
@@ -142,6 +174,9 @@ def _collect(store: Any, checked: CheckedQuery, deadline: float, graphs: dict) -
         raise BackendError(f"the store rejected the query: {str(e).splitlines()[0][:200]}") from None
     except (OSError, RuntimeError) as e:
         raise BackendError(f"store query failed: {str(e)[:200]}") from None
+    finally:
+        if runs is not None:
+            runs.leave()  # in the thread: an abandoned evaluation keeps its place until it really ends
 
 
 def _until(items: Iterable[Any], deadline: float) -> Iterable[Any]:
@@ -151,14 +186,16 @@ def _until(items: Iterable[Any], deadline: float) -> Iterable[Any]:
         yield x
 
 
-async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float | None, **graphs: Any) -> SparqlRows:
-    """Evaluate ``checked.text`` on a pyoxigraph store (``graphs``: its ``default_graph`` / ``named_graphs``)."""
+async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float | None,
+                    runs: ThreadRuns | None = None, **graphs: Any) -> SparqlRows:
+    """Evaluate ``checked.text`` on a pyoxigraph store in a worker thread (``graphs``: its ``default_graph`` /
+    ``named_graphs``); with ``runs``, refused while that many evaluations of the store are still running."""
     limit = timeout or DEFAULT_TIMEOUT
     deadline = time.monotonic() + limit
     try:
         with anyio.fail_after(limit):
             columns, rows, boolean = await anyio.to_thread.run_sync(
-                partial(_collect, store, checked, deadline, graphs), abandon_on_cancel=True
+                partial(_collect, store, checked, deadline, graphs, runs, kg), abandon_on_cancel=True
             )
     except TimeoutError:
         raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
@@ -168,15 +205,20 @@ async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float |
 
 
 async def query_store(store: Any, kg: str, query: str, max_rows: int, timeout: float | None,
-                      hidden: tuple[Any, ...] = ()) -> SparqlRows:
+                      hidden: tuple[Any, ...] = (), *, workers: StoreQueryWorkers | None = None,
+                      runs: ThreadRuns | None = None) -> SparqlRows:
     """Guard ``query`` (the common prefixes predeclared: rdf, rdfs, owl, xsd, skos, schema, wd, wdt …) and evaluate
-    it on a pyoxigraph store over all its graphs but ``hidden`` ones (a store's own metadata graph)."""
+    it on a pyoxigraph store over all its graphs but ``hidden`` ones (a store's own metadata graph): in one of
+    ``workers``' processes when given (killed at the timeout), else in a thread of this process (``runs``: the
+    cap on such threads; ``store`` may be None when ``workers`` is given)."""
     import pyoxigraph as ox
 
     from .guard import GuardPolicy, check_query_async
     from .vocab import DEFAULT_PREFIXES
 
     checked = await check_query_async(query, GuardPolicy(prefixes=DEFAULT_PREFIXES, max_rows=max_rows))
+    if workers is not None:
+        return await workers.query(checked, timeout, hidden=tuple(g.value for g in hidden))
     graphs = [g for g in store.named_graphs() if g not in hidden]
-    return await run_local(store, kg, checked, timeout, default_graph=[ox.DefaultGraph(), *graphs],
+    return await run_local(store, kg, checked, timeout, runs, default_graph=[ox.DefaultGraph(), *graphs],
                            named_graphs=graphs)

@@ -564,7 +564,7 @@ def tot_search_command(data: Data, url: str, question_file: Path) -> str:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    from tot_mcp.strategies.indexes import default_cache_dir
+    from tot_mcp.kg_adapters.environment import Environment
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=None,
@@ -590,7 +590,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     if args.table is not None:
         print(table_from(args.table))
         return 0
-    args.work = (args.work or default_cache_dir() / "bench" / "linked3").expanduser().resolve()
+    args.work = (args.work or Environment.read().cache_dir / "bench" / "linked3").expanduser().resolve()
     args.single = args.single or args.kb
     if args.work == REPO or REPO in args.work.parents:
         ap.error(f"--work {args.work} is inside the repository; benchmark data stays outside it")

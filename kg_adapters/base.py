@@ -73,6 +73,11 @@ class Capabilities:
     sparql: bool = False  # answers caller-written read-only SPARQL (:meth:`KnowledgeGraph.sparql_query`), guarded
 
 
+def labels_only(entities: Mapping[str, Entity]) -> dict[str, Entity]:
+    """The entities without their descriptions (see :meth:`KnowledgeGraph.get_labelled_edges`)."""
+    return {k: e.model_copy(update={"description": None}) if e.description else e for k, e in entities.items()}
+
+
 class KnowledgeGraph(abc.ABC):
     """A named KG. IDs it accepts and returns are namespaced with ``self.name``."""
 
@@ -132,6 +137,21 @@ class KnowledgeGraph(abc.ABC):
         offset: int = 0,
     ) -> EdgePage:
         """Edges from the entities along one relation, plus labels of every entity they reach."""
+
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        """:meth:`get_edges` with the entities by label only, no description: what a page shown to a model
+        carries (a page of 200 targets would otherwise carry 200 descriptions no one asked for; they are
+        describe_entity's job). A backend that makes descriptions while reading edges overrides this to skip that
+        work; this default drops them from :meth:`get_edges`' page."""
+        page = await self.get_edges(entity_ids, relation_id, direction, limit, offset)
+        return page.model_copy(update={"entities": labels_only(page.entities)})
 
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000

@@ -7,7 +7,7 @@ strategy walking a frontier need the same answers; the server only maps MCP to t
 
 from __future__ import annotations
 
-from .base import KnowledgeGraph
+from .base import KnowledgeGraph, labels_only
 from .errors import InvalidInput, KGError
 from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
 from .models import Direction, EdgePage, Relation, RelationList
@@ -44,10 +44,11 @@ async def relations_over(kg: KnowledgeGraph, ids: list[str]) -> tuple[list[str],
 
 async def edges_over(kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction, limit: int,
                      offset: int) -> EdgePage:
-    """One page of edges from any number of entities: one backend call when the IDs fit in one, else read across
-    batches (within ``HOP_EDGE_BUDGET`` edges and ``HOP_FRONTIER`` entities, beyond which follow_path serves)."""
+    """One page of edges from any number of entities, the entities by label only (a page shown to a model): one
+    backend call when the IDs fit in one, else read across batches (within ``HOP_EDGE_BUDGET`` edges and
+    ``HOP_FRONTIER`` entities, beyond which follow_path serves)."""
     if len(ids) <= kg.limits.max_ids:
-        return await kg.get_edges(ids, relation_id, direction, limit, offset)
+        return await kg.get_labelled_edges(ids, relation_id, direction, limit, offset)
     if offset + limit > HOP_EDGE_BUDGET:
         raise InvalidInput(f"offset {offset} is past the first {HOP_EDGE_BUDGET} edges of a whole result; "
                            "use follow_path (distinct targets) or fewer entities")
@@ -58,7 +59,7 @@ async def edges_over(kg: KnowledgeGraph, ids: list[str], relation_id: str, direc
     edges = reach.edges[offset : offset + limit]
     more = reach.truncated or len(reach.edges) > offset + limit
     shown = {x for e in edges for x in (e.source, e.target, e.via) if x}
-    return EdgePage(edges=edges, entities={k: v for k, v in reach.entities.items() if k in shown},
+    return EdgePage(edges=edges, entities=labels_only({k: v for k, v in reach.entities.items() if k in shown}),
                     truncated=more, next_offset=offset + limit if more else None, partial=reach.partial,
                     warnings=reach.warnings, relation=reach.relation)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
@@ -28,6 +27,7 @@ from pydantic import BaseModel
 
 from .base import KnowledgeGraph
 from .errors import InvalidInput
+from .lru import LRU
 from .models import (
     Direction,
     EdgePage,
@@ -80,59 +80,34 @@ class ResultCache:
             raise InvalidInput("cache ttl_seconds must be > 0")
         self.max_weight = max_weight
         self.ttl = ttl_seconds
-        self._clock = clock
-        self._data: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
-        self._weight = 0
+        self._entries: LRU[Any] = LRU(max_weight, ttl=ttl_seconds, weigh=_weight, clock=clock)
         self._lock = threading.Lock()
-        self.hits = self.misses = self.evictions = self.expirations = 0
 
     _MISSING = object()
 
     def get(self, key: Hashable) -> Any:
         """The cached value, or ``ResultCache._MISSING`` (counted as a miss)."""
         with self._lock:
-            item = self._data.get(key)
-            if item is not None:
-                expires, w, value = item
-                if expires > self._clock():
-                    self._data.move_to_end(key)
-                    self.hits += 1
-                    return value
-                del self._data[key]
-                self._weight -= w
-                self.expirations += 1
-            self.misses += 1
-            return self._MISSING
+            return self._entries.get(key, self._MISSING)
 
     def put(self, key: Hashable, value: Any) -> None:
-        w = _weight(value)
-        if w > self.max_weight:
-            return  # bigger than the whole cache: not worth evicting everything for
         with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._weight -= old[1]
-            self._data[key] = (self._clock() + self.ttl, w, value)
-            self._weight += w
-            while self._weight > self.max_weight:
-                _, (_, ow, _) = self._data.popitem(last=False)
-                self._weight -= ow
-                self.evictions += 1
+            self._entries.put(key, value)
 
     def clear(self) -> None:
         with self._lock:
-            self._data.clear()
-            self._weight = 0
+            self._entries.clear()
 
     def stats(self) -> CacheStats:
         with self._lock:
+            e = self._entries
             return CacheStats(
-                hits=self.hits,
-                misses=self.misses,
-                evictions=self.evictions,
-                expirations=self.expirations,
-                entries=len(self._data),
-                weight=self._weight,
+                hits=e.hits,
+                misses=e.misses,
+                evictions=e.evictions,
+                expirations=e.expirations,
+                entries=len(e),
+                weight=e.weight,
                 max_weight=self.max_weight,
                 ttl_seconds=self.ttl,
             )
@@ -206,16 +181,32 @@ class CachedKG(KnowledgeGraph):
         limit: int | None = None,
         offset: int = 0,
     ) -> EdgePage:
+        return await self._edges(self.inner.get_edges, entity_ids, relation_id, direction, limit, offset)
+
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        return await self._edges(self.inner.get_labelled_edges, entity_ids, relation_id, direction, limit, offset)
+
+    async def _edges(self, read: Callable[..., Awaitable[EdgePage]], entity_ids: list[str], relation_id: str,
+                     direction: Direction, limit: int | None, offset: int) -> EdgePage:
+        """``read`` (the inner KG's get_edges or get_labelled_edges) cached under its own name: a page with
+        descriptions and one without are different answers."""
         if not isinstance(entity_ids, (list, tuple)):
-            return await self.inner.get_edges(entity_ids, relation_id, direction, limit, offset)
+            return await read(entity_ids, relation_id, direction, limit, offset)
         ids = tuple(entity_ids)
         try:
             d = Direction(direction)
         except ValueError:
-            return await self.inner.get_edges(list(ids), relation_id, direction, limit, offset)
+            return await read(list(ids), relation_id, direction, limit, offset)
         return await self._cached(
-            ("get_edges", ids, relation_id, d, limit, offset),
-            lambda: self.inner.get_edges(list(ids), relation_id, d, limit, offset),
+            (read.__name__, ids, relation_id, d, limit, offset),
+            lambda: read(list(ids), relation_id, d, limit, offset),
         )
 
     async def adjacent(

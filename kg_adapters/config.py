@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .base import KnowledgeGraph, Limits
 from .cache import DEFAULT_CACHE_TTL, with_result_cache
 from .linking import LinkingConfig, LinkRule
+from .embedded import DEFAULT_KG_NAME
 from .errors import InvalidInput
 from .models import KG_NAME_RE
 from .spec import KGSpec, make_spec, open_kg
@@ -218,20 +220,31 @@ def load_config(path: str | Path) -> Config:
     return parse_config(data, str(path), path.resolve().parent)
 
 
+def served_kgs(specs: Sequence[KGSpec] = (), config: Config | None = None) -> dict[str, tuple[KGSpec, dict[str, Any]]]:
+    """The KGs a system serves, by name, with their options: the config's, then ``specs`` (``--kg``), each
+    replacing the config's KG of its name, options and all; with neither, the embedded movie KG. Opening the KGs
+    and stamping their content both start here, so the two never disagree on which KGs those are."""
+    names = [s.name for s in specs]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InvalidInput(f"KG name {duplicated[0]!r} is given twice")
+    wanted: dict[str, tuple[KGSpec, dict[str, Any]]] = {s.name: (s, o) for s, o in (config or Config()).specs()}
+    wanted.update((s.name, (s, {})) for s in specs)
+    if not wanted:
+        wanted[DEFAULT_KG_NAME] = (make_spec(DEFAULT_KG_NAME, "embedded"), {})
+    return wanted
+
+
 def open_kgs(
-    specs: list[KGSpec] | None = None, config: Config | None = None, limits: Limits | None = None, *,
+    specs: Sequence[KGSpec] | None = None, config: Config | None = None, limits: Limits | None = None, *,
     cache_weight: int = 0, cache_ttl: float = DEFAULT_CACHE_TTL,
 ) -> dict[str, KnowledgeGraph]:
-    """Open the KGs of ``specs`` (e.g. from ``--kg``, which win over the config's KGs of the same name) and of
-    ``config``, with a result cache of ``cache_weight`` in front of those that do I/O (0: none). Opened in order;
-    if one fails, the error propagates and nothing after it is opened."""
+    """Open the KGs :func:`served_kgs` names, with a result cache of ``cache_weight`` in front of those that do
+    I/O (0: none). Opened in order; if one fails, the error propagates and nothing after it is opened."""
     config = config or Config()
     limits = limits or config.limits.to_limits()
-    wanted: dict[str, tuple[KGSpec, dict[str, Any]]] = {s.name: (s, o) for s, o in config.specs()}
-    for s in specs or []:
-        wanted[s.name] = (s, {})  # a --kg flag replaces the config's KG of that name, options and all
     kgs: dict[str, KnowledgeGraph] = {}
-    for name, (spec, opts) in wanted.items():
+    for name, (spec, opts) in served_kgs(specs or (), config).items():
         opts = dict(opts)
         sparql_on = opts.pop(SPARQL_QUERY_KEY, True)
         if not isinstance(sparql_on, bool):

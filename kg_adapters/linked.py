@@ -368,6 +368,20 @@ class LinkedKG(KnowledgeGraph):
         limit: int | None = None,
         offset: int = 0,
     ) -> EdgePage:
+        return await self._edges(entity_ids, relation_id, direction, limit, offset, labelled=False)
+
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        return await self._edges(entity_ids, relation_id, direction, limit, offset, labelled=True)
+
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
         self.limits.check_ids(entity_ids)
         kg = self.owner(relation_id)
         entity_ids = list(dict.fromkeys(entity_ids))
@@ -399,7 +413,8 @@ class LinkedKG(KnowledgeGraph):
         if not routed:
             return EdgePage(edges=[], relation=asked, warnings=warnings, partial=report.failed)
         try:
-            page = await kg.get_edges(list(routed)[: kg.limits.max_ids], relation_id, direction, limit, offset)
+            read = kg.get_labelled_edges if labelled else kg.get_edges
+            page = await read(list(routed)[: kg.limits.max_ids], relation_id, direction, limit, offset)
         except BackendError as e:
             if len(self.kgs) == 1:
                 raise

@@ -241,7 +241,7 @@ class Linker:
         self.kgs = dict(kgs)
         self.rules = list(rules)
         self.max_label_matches = max_label_matches
-        self._cache: LRU = LRU(cache_size)
+        self._cache: LRU[Links] = LRU(cache_size)
         self._partners: dict[str, list[str]] = {}
         for r in self.rules:
             for a, b in ((r.from_kg, r.to_kg), (r.to_kg, r.from_kg)):
@@ -294,7 +294,7 @@ class Linker:
         """The entity's equivalents in KG ``into`` (cached). Raises BackendError when a KG failed (not cached)."""
         key = (entity_id, into)
         self._lookups += 1
-        cached = self._cache.get_fresh(key)
+        cached = self._cache.get(key)
         if cached is not None:
             self._hits += 1
             return cached
@@ -334,7 +334,7 @@ class Linker:
         if not rules or any(r.kind != "identifier" for r in rules):
             return
         todo = [e for e in dict.fromkeys(entity_ids)
-                if split_id(e)[0] == here and self._cache.get_fresh((e, into)) is None]
+                if split_id(e)[0] == here and self._cache.get((e, into)) is None]
         if not todo:
             return
         found: dict[str, dict[str, None]] = {e: {} for e in todo}

@@ -7,6 +7,7 @@ safe token (``movies:directed_by``), else ``<kg>:R<n>``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .base import Capabilities, KnowledgeGraph, Limits
 from .describe import Describer
@@ -75,6 +76,14 @@ class MemoryKG(KnowledgeGraph):
             self._entities[i] = e
         return e
 
+    def labelled_entity(self, i: int) -> Entity:
+        """Node ``i`` by label only: never derives a description (the work :meth:`entity` does the first time)."""
+        e = self._entities[i]
+        if e is not None:
+            return e.model_copy(update={"description": None}) if e.description else e
+        return Entity.model_construct(id=f"{self._prefix}E{i}", label=self.index.nodes[i].label, description=None,
+                                      kg=self.name)
+
     def relation_model(self, r: int, direction: Direction, count: int | None = None, entities: int | None = None
                        ) -> Relation:
         label = self.index.rel_labels[r]
@@ -136,6 +145,20 @@ class MemoryKG(KnowledgeGraph):
         limit: int | None = None,
         offset: int = 0,
     ) -> EdgePage:
+        return self._edges(entity_ids, relation_id, direction, limit, offset, self.entity)
+
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        return self._edges(entity_ids, relation_id, direction, limit, offset, self.labelled_entity)
+
+    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None, offset: int,
+               entity: Callable[[int], Entity]) -> EdgePage:
         nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
         r = self.relation_index(relation_id)
         direction = Direction(direction)
@@ -157,7 +180,7 @@ class MemoryKG(KnowledgeGraph):
             if room == 0:
                 truncated = True
                 break
-            source = self.entity(i)
+            source = entity(i)
             src = source.id
             entities[src] = source
             chunk = targets[skip : skip + room]
@@ -166,7 +189,7 @@ class MemoryKG(KnowledgeGraph):
             room -= len(chunk)
             for j in chunk:
                 node = self.index.nodes[j]
-                target = self.entity(j)
+                target = entity(j)
                 tid = target.id
                 value = (
                     Literal.model_construct(value=node.key, datatype=node.datatype, lang=node.lang)

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -265,7 +264,7 @@ class OxigraphKG(KnowledgeGraph):
             relation_base if relation_base is not None else meta.get("relationBase"),
         )
         self.labels: LabelSearch = label_search or InMemoryLabelSearch(store)
-        self._entity_cache: LRU = LRU(cache_size)
+        self._entity_cache: LRU[Entity] = LRU(cache_size)
         self._relation_labels: dict[str, str] = {}
         self._info: KGInfo | None = None  # a full scan: computed once
         self._prefix = f"{name}:"
@@ -323,7 +322,7 @@ class OxigraphKG(KnowledgeGraph):
         return best[2] if best else None
 
     def entity(self, term: Term, eid: str | None = None) -> Entity:
-        cached = self._entity_cache.get(term)
+        cached = self._entity_cache.peek(term)
         if cached is not None:
             return cached
         eid = eid or self.term_id(term) or ""
@@ -337,6 +336,21 @@ class OxigraphKG(KnowledgeGraph):
             ent = Entity.model_construct(id=eid, label=label, description=desc, kg=self.name)
         self._entity_cache.put(term, ent)
         return ent
+
+    def labelled_entity(self, term: Term, eid: str | None = None) -> Entity:
+        """The entity by label only: never reads its description (what :meth:`entity` does the first time)."""
+        cached = self._entity_cache.peek(term)
+        if cached is not None and cached.description is None:
+            return cached
+        if cached is not None:
+            return cached.model_copy(update={"description": None})
+        eid = eid or self.term_id(term) or ""
+        if isinstance(term, ox.Literal):
+            return Entity.model_construct(id=eid, label=term.value, description=None, kg=self.name)
+        label = self._best_text(term, _LABEL_NODES)
+        if label is None:
+            label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
+        return Entity.model_construct(id=eid, label=label, description=None, kg=self.name)
 
     def relation_label(self, iri: str) -> str:
         label = self._relation_labels.get(iri)
@@ -453,6 +467,20 @@ class OxigraphKG(KnowledgeGraph):
         limit: int | None = None,
         offset: int = 0,
     ) -> EdgePage:
+        return self._edges(entity_ids, relation_id, direction, limit, offset, self.entity)
+
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        return self._edges(entity_ids, relation_id, direction, limit, offset, self.labelled_entity)
+
+    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None, offset: int,
+               entity: Callable[[Term, str | None], Entity]) -> EdgePage:
         terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
         pred = self.relation_node(relation_id)
         direction = Direction(direction)
@@ -470,7 +498,7 @@ class OxigraphKG(KnowledgeGraph):
         entities: dict[str, Entity] = {}
         for src, tgt in window[:limit]:
             sid = self.term_id(src) or ""
-            entities.setdefault(sid, self.entity(src, sid))
+            entities.setdefault(sid, entity(src, sid))
             tid = self.term_id(tgt)
             value = None
             if isinstance(tgt, ox.Literal):
@@ -484,7 +512,7 @@ class OxigraphKG(KnowledgeGraph):
                 )
             )
             if tid is not None:
-                entities.setdefault(tid, self.entity(tgt, tid))
+                entities.setdefault(tid, entity(tgt, tid))
         return EdgePage.model_construct(
             edges=edges,
             entities=entities,
@@ -729,13 +757,14 @@ def load_into_store(
     return store
 
 
-def default_store_dir(source: Path) -> Path:
-    """Where a file too large for memory gets its store when none is configured: a cache keyed by the file's
-    path, size and mtime, so the next start reuses it."""
+def default_store_dir(source: Path, cache_dir: Path | None = None) -> Path:
+    """Where a file too large for memory gets its store when none is configured: under ``stores/`` of the cache
+    directory (None: the environment's), keyed by the file's path, size and mtime, so the next start reuses it."""
+    from .environment import Environment
+
     st = source.stat()
     digest = hashlib.sha1(f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tot-mcp" / "stores"
-    return root / f"{source.stem}-{digest}"
+    return (cache_dir or Environment.read().cache_dir) / "stores" / f"{source.stem}-{digest}"
 
 
 def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> OxigraphKG:

@@ -28,7 +28,7 @@ from tot_mcp.kg_adapters.errors import (
 )
 
 from . import __version__
-from .apps import register_apps
+from .apps import apps_extension, register_apps
 from .prompts import register_prompts
 from .resources import register_resources
 from .runtime import Runtime
@@ -108,16 +108,28 @@ class TotServer(MCPServer):
     max_calls_per_client: int = MAX_CALLS_PER_CLIENT
     _in_flight: Counter[str] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # tool name → (its description and schemas as registered, their lean forms): a client may list the tools
+        # before every turn, and rewriting every schema costs more than the SDK's own listing
+        self._lean_tools: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
     async def list_tools(self) -> list[Any]:
-        tools = await super().list_tools()
-        return [
-            t.model_copy(update={
-                "description": model_text(t.description),
-                "input_schema": model_schema(t.input_schema),
-                **({"output_schema": lean_schema(t.output_schema)} if t.output_schema else {}),
-            })
-            for t in tools
-        ]
+        return [t.model_copy(update=self._lean_fields(t)) for t in await super().list_tools()]
+
+    def _lean_fields(self, tool: Any) -> dict[str, Any]:
+        """The tool's description and schemas as clients get them, computed once per tool (again only if a tool of
+        that name is registered anew with other ones)."""
+        registered = (tool.description, tool.input_schema, tool.output_schema)
+        known = self._lean_tools.get(tool.name)
+        if known is None or known[0] != registered:
+            lean = {
+                "description": model_text(tool.description),
+                "input_schema": model_schema(tool.input_schema),
+                **({"output_schema": lean_schema(tool.output_schema)} if tool.output_schema else {}),
+            }
+            known = self._lean_tools[tool.name] = (registered, lean)
+        return known[1]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         if self._arguments is None:  # every tool's argument names, once (the list does not change after build)
@@ -181,6 +193,7 @@ def build_server(runtime: Runtime) -> MCPServer:
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
+        extensions=[apps_extension()],  # MCP Apps in the capabilities; register_apps serves them
     )
     server.max_calls_per_client = runtime.config.server.max_calls_per_client or MAX_CALLS_PER_CLIENT
     shown = PROFILES[runtime.config.server.tools or "default"]

@@ -25,14 +25,15 @@ import html
 import logging
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, Apps, client_supports_apps
+from mcp.server.apps import APP_MIME_TYPE, Apps, client_supports_apps
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resources import FunctionResource
+
+from tot_mcp.kg_adapters.lru import LRU
 
 from . import __version__
 
@@ -150,28 +151,22 @@ class TreeViews:
 
     def __init__(self, max_entries: int = 200, ttl_seconds: float = 3600.0) -> None:
         self.max_entries, self.ttl = max_entries, ttl_seconds
-        self._views: OrderedDict[str, TreeView] = OrderedDict()
+        self._views: LRU[TreeView] = LRU(max_entries, ttl=ttl_seconds)
 
     def put(self, question: str, fragment: str) -> TreeView:
         run = "t" + hashlib.blake2b(f"{question}\n{fragment}".encode(), digest_size=6).hexdigest()
-        view = self._views[run] = TreeView(run, question, fragment)
-        self._views.move_to_end(run)
-        while len(self._views) > self.max_entries:
-            self._views.popitem(last=False)
+        view = TreeView(run, question, fragment)
+        self._views.put(run, view, born=view.created)
         return view
 
     def get(self, run: str) -> TreeView:
         if not RUN_RE.match(run):
             raise ResourceNotFoundError(f"{APP_URI}?run={run}: not a search-tree ID (they look like t1a2b3c4d5e6f)")
         view = self._views.get(run)
-        if view is not None and time.monotonic() - view.created > self.ttl:
-            del self._views[run]
-            view = None
         if view is None:
             raise ResourceNotFoundError(
                 f"search tree {run} is unknown here (expired after {self.ttl:.0f} s, evicted, or drawn by another "
                 "server process): run tree_of_traversals again for a new one")
-        self._views.move_to_end(run)
         return view
 
 
@@ -208,8 +203,9 @@ def _supports_apps(ctx: Any) -> bool:
 
 # -- registration ----------------------------------------------------------------------------------------------------
 def register_apps(server: MCPServer, runtime: Runtime) -> None:
-    """Serve the search-tree app and the drawn trees, and advertise MCP Apps in the server's capabilities. Called
-    once by :func:`server.app.build_server`; the ``tree_of_traversals`` tool points at :data:`APP_URI`."""
+    """Serve the search-tree app and the drawn trees. Called
+    once by :func:`server.app.build_server` (which advertises them with :func:`apps_extension`); the
+    ``tree_of_traversals`` tool points at :data:`APP_URI`."""
     limits = runtime.config.server
     views = runtime.tree_views = TreeViews(ttl_seconds=limits.handle_ttl or 3600.0)
 
@@ -236,14 +232,10 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
         fn=app, uri=APP_URI, name="search-tree-app", title="Tree-of-Traversals search tree (app)",
         description="The MCP Apps view that draws the search tree of a tree_of_traversals result.",
         mime_type=APP_MIME_TYPE, meta={"ui": {"prefersBorder": True}}))
-    _advertise(server)
 
 
-def _advertise(server: MCPServer) -> None:
-    """``capabilities.extensions["io.modelcontextprotocol/ui"]``, as ``MCPServer(extensions=[Apps()])`` would set it
-    (the server is built before the apps are registered, so the SDK's own hook is called here)."""
-    apply = getattr(server, "_apply_extension", None)
-    if apply is None:
-        raise RuntimeError("this mcp SDK has no MCPServer._apply_extension: advertise MCP Apps another way")
-    if EXTENSION_ID not in getattr(server._lowlevel_server, "extensions", {}):
-        apply(Apps())
+def apps_extension() -> Apps:
+    """What advertises MCP Apps (``capabilities.extensions["io.modelcontextprotocol/ui"]``): the SDK's extension,
+    passed to the server's constructor (``MCPServer(extensions=[...])``, the SDK's public way), empty since
+    :func:`register_apps` registers the resources itself."""
+    return Apps()

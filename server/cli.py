@@ -1,6 +1,7 @@
 """``tot-mcp``: serve knowledge graphs over MCP (stdio by default, or streamable HTTP), or check a configuration.
 
-Precedence: command-line flags > ``--config`` TOML > built-in defaults. ``--kg`` and the config's KGs are
+Precedence: command-line flags > ``--config`` TOML > environment variables (:mod:`kg_adapters.environment`) >
+built-in defaults. ``--kg`` and the config's KGs are
 combined (``--kg`` wins for a name); with neither, the embedded MetaQA movie KG is served as ``movies``. Bad input never shows a traceback: one message on
 stderr and exit code 2.
 """
@@ -22,6 +23,7 @@ from typing import Any, NoReturn
 
 from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.config import Config, load_config
+from tot_mcp.kg_adapters.environment import TOKEN as TOKEN_ENV, Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.linking import with_flags
 from tot_mcp.kg_adapters.spec import parse_kg_arg
@@ -29,7 +31,6 @@ from tot_mcp.kg_adapters.spec import parse_kg_arg
 from . import __version__
 
 EXIT_USAGE = 2
-TOKEN_ENV = "TOT_MCP_TOKEN"
 
 # Subcommands dispatched on argv[1] before option parsing: name -> "module:function" taking argv[2:] and returning
 # an exit code. Add `"load": "tot_mcp.kg_adapters.load_cli:main"` (or wherever it lives) when that command lands.
@@ -172,14 +173,10 @@ def _setting(args: argparse.Namespace, config: Config, key: str, default: Any) -
     return default if value is None else value
 
 
-def resolve_token(args: argparse.Namespace, config: Config) -> str | None:
+def resolve_token(args: argparse.Namespace, config: Config, environment: Environment | None = None) \
+        -> str | None:
     """``--token``, else ``$TOT_MCP_TOKEN``, else the variable named by the config's ``[server] token_env``."""
-    if args.token:
-        return args.token
-    for env in (TOKEN_ENV, config.server.token_env):
-        if env and os.environ.get(env):
-            return os.environ[env]
-    return None
+    return args.token or (environment or Environment.read()).token(config.server.token_env)
 
 
 def _checked_host(value: Any) -> str:
@@ -321,14 +318,16 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     transport = _setting(args, config, "transport", "stdio")
     host = _setting(args, config, "host", "127.0.0.1")
     port = _setting(args, config, "port", 8000)
-    token = resolve_token(args, config)
+    environment = Environment.read()  # once: everything below takes its values from here
+    token = resolve_token(args, config, environment)
     stateless = bool(_setting(args, config, "stateless", False))
     allowed_hosts = _setting(args, config, "allowed_hosts", None) or []  # [server] allowed_hosts, if the config has it
     allowed_hosts = [_checked_host(h) for h in ([allowed_hosts] if isinstance(allowed_hosts, str) else allowed_hosts)]
 
     from .runtime import Runtime
 
-    runtime = Runtime.open(specs, limits, config, cache_weight=args.cache_size, cache_ttl=args.cache_ttl)
+    runtime = Runtime.open(specs, limits, config, cache_weight=args.cache_size, cache_ttl=args.cache_ttl,
+                           environment=environment)
     if args.check:
         return run_check(runtime), False
 

@@ -23,13 +23,13 @@ import re
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.lru import LRU
 
 HANDLE_RE = re.compile(r"^r[0-9a-f]{10}$")
 log = logging.getLogger("tot_mcp.handles")
@@ -55,7 +55,7 @@ class HandleStore:
         self.fingerprint = fingerprint
         self.max_entries = max_entries
         self.ttl = ttl_seconds
-        self._sets: OrderedDict[str, ResultSet] = OrderedDict()
+        self._sets: LRU[ResultSet] = LRU(max_entries, ttl=ttl_seconds)  # an age counted from the call
         # on disk as many as in memory, per set of served KGs: --handles bounds both
         self._disk = _DiskHandles(path, fingerprint, max_entries, ttl_seconds) if path is not None else None
 
@@ -67,10 +67,7 @@ class HandleStore:
         """Keep the entities a call reached under the handle derived from the call."""
         handle = self.derive(tool, args)
         rs = ResultSet(handle, tool, tuple(dict.fromkeys(entity_ids)), time.monotonic())
-        self._sets[handle] = rs
-        self._sets.move_to_end(handle)
-        while len(self._sets) > self.max_entries:
-            self._sets.popitem(last=False)
+        self._sets.put(handle, rs, born=rs.created)
         if self._disk is not None:
             self._disk.put(rs)
         return rs
@@ -80,19 +77,15 @@ class HandleStore:
             raise InvalidInput(f"from_result {handle!r} is not a result handle (they look like 'r1f3a9c07d2')")
         handle = handle.strip()
         rs = self._sets.get(handle)
-        if rs is not None and time.monotonic() - rs.created > self.ttl:
-            del self._sets[handle]
-            rs = None
         if rs is None and self._disk is not None:
             rs = self._disk.get(handle)
             if rs is not None:
-                self._sets[handle] = rs
+                self._sets.put(handle, rs, born=rs.created)  # its age carries over from the process that made it
         if rs is None:
             raise UnknownHandle(
                 f"result {handle} is unknown here (expired after {self.ttl:.0f} s, evicted, or made by another "
                 "server process): repeat the call that returned it, which gives the same handle, then use it again"
             )
-        self._sets.move_to_end(handle)
         return rs
 
 

@@ -11,12 +11,14 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.config import Config
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError, ServiceUnavailable, UnknownKG  # noqa: F401 - ServiceUnavailable: re-exported
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.spec import KGSpec
@@ -36,9 +38,10 @@ log = logging.getLogger("tot_mcp.runtime")
 LLMFactory = Callable[[Mapping[str, Any], Any], "LLM"]
 
 
-def llm_from_config(options: Mapping[str, Any], ctx: Any = None) -> "LLM":
+def llm_from_config(options: Mapping[str, Any], ctx: Any = None, environment: Environment | None = None) -> "LLM":
     """Default LLM factory: the ``[llm]`` table's ``backend`` (anthropic, sampling, scripted) and ``model``, built by
-    :func:`strategies.llm.factory.make_llm`; ``ctx`` is the MCP request context that sampling needs."""
+    :func:`strategies.llm.factory.make_llm` (keys from ``environment``); ``ctx`` is the MCP request context that
+    sampling needs."""
     backend = str(options.get("backend") or "").strip()
     if not backend:
         raise ServiceUnavailable('no LLM configured: add an [llm] table with backend = "anthropic" (or "sampling") '
@@ -47,7 +50,7 @@ def llm_from_config(options: Mapping[str, Any], ctx: Any = None) -> "LLM":
     from tot_mcp.strategies.llm.factory import make_llm
 
     try:
-        return make_llm(backend, ctx=ctx, model=options.get("model"), options=dict(options))
+        return make_llm(backend, ctx=ctx, model=options.get("model"), options=dict(options), environment=environment)
     except LLMError as e:
         raise ServiceUnavailable(str(e)) from e
 
@@ -64,13 +67,16 @@ class Runtime:
         embedder_factory: Callable[[], "Embedder"] | None = None,
         llm_factory: LLMFactory | None = None,
         stamp: str | None = None,
+        environment: Environment | None = None,
     ) -> None:
-        self._llm_factory = llm_factory or llm_from_config
         self._llm: LLM | None = None
         # the composition root links the KGs (the one place that decides which KG answers a call) and makes the
         # strategies' one services object: models, per-KG indexes, what policies keep between calls
         self.system = assemble(kgs, config, limits or Limits(), embedder_factory=embedder_factory,
-                               llm_factory=self.llm)
+                               llm_factory=self.llm, environment=environment)
+        #: the variables the system was built with (LLM keys are looked up in it when an LLM is first asked for)
+        self.environment = self.system.environment
+        self._llm_factory = llm_factory or partial(llm_from_config, environment=self.environment)
         self.kgs: dict[str, KnowledgeGraph] = self.system.kgs
         self.limits = self.system.limits
         self.config = self.system.config

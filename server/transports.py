@@ -29,7 +29,9 @@ async def serve_stdio(server: MCPServer) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
-    lowlevel = server._lowlevel_server  # what run_stdio_async runs (tests/test_server_stdio.py fails if it moves)
+    # private, for lack of a public way: mcp 2.3.0 runs an MCPServer only over streams it opens itself
+    # (run_stdio_async); revisit when a later SDK takes the streams (tests/test_server_stdio.py fails if this moves)
+    lowlevel = server._lowlevel_server
     async with stdio_server() as (read_stream, write_stream):
         forward, receive = anyio.create_memory_object_stream(0)
 

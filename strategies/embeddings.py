@@ -18,11 +18,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from tot_mcp.kg_adapters.environment import EMBEDDER, Environment
+from tot_mcp.kg_adapters.lru import LRU
 
 #: the bulk backends :class:`Embedder` knows, by name: the torch model and its int8 ONNX export
 TORCH = "minilm"
@@ -52,21 +54,20 @@ def torch_available() -> bool:
     return importlib.util.find_spec("sentence_transformers") is not None
 
 
-def default_backend() -> str:
-    """``$TOT_MCP_EMBEDDER`` (``minilm-int8`` or ``minilm``), else the int8 ONNX model when installed (a plain
-    install has it), else the torch model."""
-    explicit = os.environ.get("TOT_MCP_EMBEDDER", "").strip()
+def default_backend(explicit: str | None = None) -> str:
+    """``explicit`` (``[retrieval] embedder`` or ``$TOT_MCP_EMBEDDER``: ``minilm-int8`` or ``minilm``), else the
+    int8 ONNX model when installed (a plain install has it), else the torch model."""
     if explicit:
         if explicit not in (TORCH, ONNX_INT8):
-            raise EmbeddingUnavailable(f"TOT_MCP_EMBEDDER={explicit!r}: use {ONNX_INT8} or {TORCH}")
+            raise EmbeddingUnavailable(f"{EMBEDDER}={explicit!r}: use {ONNX_INT8} or {TORCH}")
         return explicit
     return ONNX_INT8 if onnx_available() or not torch_available() else TORCH
 
 
-def default_bulk_backend() -> str:
-    """What :meth:`Embedder.encode_many` of the torch backend uses unless told otherwise: ``$TOT_MCP_BULK_EMBEDDER``
-    (``minilm`` or ``minilm-int8``), else the int8 ONNX model when installed, else the torch model."""
-    explicit = os.environ.get("TOT_MCP_BULK_EMBEDDER", "").strip()
+def default_bulk_backend(explicit: str | None = None) -> str:
+    """What :meth:`Embedder.encode_many` of the torch backend uses unless told otherwise: ``explicit``
+    (``$TOT_MCP_BULK_EMBEDDER``: ``minilm`` or ``minilm-int8``), else the int8 ONNX model when installed, else the
+    torch model."""
     if explicit in (TORCH, ONNX_INT8):
         return explicit
     return ONNX_INT8 if onnx_available() else TORCH
@@ -142,26 +143,31 @@ class OnnxMiniLM:
         return out
 
 
+def _keep_the_model_stack_offline_and_quiet() -> None:
+    """Set (unless the user has) what keeps the Hugging Face libraries from reaching the network — the models come
+    from installed packages — and from printing progress bars into a CLI's output. Written, never read, here."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar in CLI output
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
 class Embedder:
     """Thread-safe, cached ``encode``. Vectors are L2-normalised float32, so dot product = cosine.
 
-    ``backend``: ``minilm-int8`` (ONNX, no torch) or ``minilm`` (torch); None: :func:`default_backend`.
-    ``bulk``: the backend of :meth:`encode_many` for the torch backend (None: :func:`default_bulk_backend`); the
-    ONNX backend makes its bulk vectors itself."""
+    ``backend``: ``minilm-int8`` (ONNX, no torch) or ``minilm`` (torch); None: :func:`default_backend` of
+    ``$TOT_MCP_EMBEDDER``. ``bulk``: the backend of :meth:`encode_many` for the torch backend (None:
+    :func:`default_bulk_backend` of ``$TOT_MCP_BULK_EMBEDDER``); the ONNX backend makes its bulk vectors itself."""
 
     def __init__(self, model_path: str | None = None, cache_size: int = 200_000, device: str = "cpu",
                  bulk: str | None = None, backend: str | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar in CLI output
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        backend = backend or (TORCH if model_path is not None else default_backend())
+        _keep_the_model_stack_offline_and_quiet()
+        backend = backend or (TORCH if model_path is not None else default_backend(Environment.read().embedder))
         if backend not in (TORCH, ONNX_INT8):
             raise ValueError(f"unknown embedding backend {backend!r} ({ONNX_INT8} or {TORCH})")
         self.backend = backend
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: LRU[np.ndarray] = LRU(cache_size)  # first in, first out: a hit does not refresh a string
         self._lock = threading.Lock()
         self._onnx: OnnxMiniLM | None = None
         self._model = None
@@ -183,7 +189,7 @@ class Embedder:
         self._model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim() or 384)
-        wanted = bulk or default_bulk_backend()
+        wanted = bulk or default_bulk_backend(Environment.read().bulk_embedder)
         if wanted not in (TORCH, ONNX_INT8):
             raise ValueError(f"unknown bulk embedding backend {wanted!r} (minilm or minilm-int8)")
         # the ONNX export is of the default model: another model path keeps its own (torch) vectors
@@ -205,12 +211,10 @@ class Embedder:
             if missing:
                 vecs = self._run(missing, batch_size)
                 for t, v in zip(missing, vecs):
-                    self._cache[t] = v
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                    self._cache.put(t, v)
             out = np.empty((len(texts), self.dim), dtype=np.float32)
             for i, t in enumerate(texts):
-                v = self._cache.get(t)
+                v = self._cache.peek(t)
                 if v is None:  # evicted by this very call (more texts than the cache holds)
                     v = self._run([t], 1)[0]
                 out[i] = v

@@ -27,16 +27,6 @@ class IndexNotBuilt(KGError):
 
 
 
-def default_cache_dir() -> Path:
-    """``$TOT_MCP_CACHE_DIR``, else ``$XDG_CACHE_HOME/tot-mcp``, else ``~/.cache/tot-mcp``."""
-    explicit = os.environ.get("TOT_MCP_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "tot-mcp"
-
-
-
 # -- lexical index over descriptors --------------------------------------------------------------------------------
 class DescriptorBM25:
     """BM25 (bm25s) over every entity's descriptor. The label is indexed twice so a name match outweighs a
@@ -139,9 +129,10 @@ def _bulk_name(models: Models) -> str:
     emb = models._embedder
     if emb is not None:
         return getattr(emb, "bulk_name", "minilm")
+    from tot_mcp.kg_adapters.environment import Environment
     from tot_mcp.strategies.embeddings import default_bulk_backend
 
-    return default_bulk_backend()
+    return default_bulk_backend(Environment.read().bulk_embedder)
 
 
 def _encode_many(emb: Embedder, texts: Sequence[str]) -> np.ndarray:

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError
-from tot_mcp.strategies.indexes import GraphResources, Models, default_cache_dir
+from tot_mcp.strategies.indexes import GraphResources, Models
 from tot_mcp.strategies.local_graph import LocalGraph
 from tot_mcp.strategies.route_stats import RouteStats
 
@@ -102,7 +103,7 @@ class Services:
         self._graph = graph
         self.models = Models(embedder_factory)
         self._llm_factory = llm_factory
-        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else Environment.read().cache_dir
         self.build_limit = build_limit
         self.wait_for_builds = wait_for_builds  # tot-search: a benchmark waits for its indexes
         self.cross_encoder_path = cross_encoder_path

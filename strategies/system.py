@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
-from tot_mcp.kg_adapters.config import Config, open_kgs
-from tot_mcp.kg_adapters.embedded import DEFAULT_KG_NAME
+from tot_mcp.kg_adapters.config import Config, open_kgs, served_kgs
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import InvalidInput, ServiceUnavailable
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.linking import Linker
-from tot_mcp.kg_adapters.spec import KGSpec, make_spec
+from tot_mcp.kg_adapters.spec import KGSpec
 
 from .services import DEFAULT_BUILD_LIMIT, Services
 
@@ -35,11 +34,6 @@ if TYPE_CHECKING:
     from .llm.base import LLM
 
 log = logging.getLogger("tot_mcp.system")
-
-#: read here and nowhere else: a local CrossEncoder directory for rerank's second stage (``[retrieval]
-#: cross_encoder_path`` wins)
-CROSS_ENCODER_ENV = "TOT_MCP_CROSS_ENCODER"
-
 
 @dataclass
 class System:
@@ -50,6 +44,7 @@ class System:
     services: Services
     config: Config
     limits: Limits
+    environment: Environment = field(default_factory=Environment)
     load_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -73,9 +68,11 @@ def assemble(
     embedder_factory: Callable[[], Embedder] | None = None,
     llm_factory: Callable[[Any], LLM] | None = None,
     wait_for_builds: bool = False,
+    environment: Environment | None = None,
 ) -> System:
     """Link open KGs by the config's rules (a bad rule: InvalidInput) and make the services with the config's
-    retrieval settings. ``wait_for_builds``: a benchmark waits for a missing index instead of being told to retry."""
+    retrieval settings, the environment's (None: this process's) where the config leaves one unset.
+    ``wait_for_builds``: a benchmark waits for a missing index instead of being told to retry."""
     if not kgs:
         raise InvalidInput("no KG configured")
     for key, kg in kgs.items():
@@ -86,26 +83,27 @@ def assemble(
     kgs = dict(kgs)
     graph = LinkedKG(kgs, Linker.configured(kgs, config.link, config.linking), limits=limits)
     retrieval = config.retrieval
+    environment = environment or Environment.read()
     if embedder_factory is None:
-        backend = retrieval.embedder
+        backend, bulk = retrieval.embedder or environment.embedder, environment.bulk_embedder
 
         def embedder_factory() -> Embedder:
-            from .embeddings import Embedder, EmbeddingUnavailable
+            from .embeddings import Embedder, EmbeddingUnavailable, default_backend, default_bulk_backend
 
             try:
-                return Embedder(backend=backend)
+                return Embedder(backend=default_backend(backend), bulk=default_bulk_backend(bulk))
             except EmbeddingUnavailable as e:  # a tool answers "unavailable: <how to install it>"
                 raise ServiceUnavailable(str(e)) from e
 
     services = Services(
         kgs, graph=graph, embedder_factory=embedder_factory, llm_factory=llm_factory,
-        cache_dir=config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else None,
+        cache_dir=config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else environment.cache_dir,
         build_limit=DEFAULT_BUILD_LIMIT if retrieval.build_limit is None else retrieval.build_limit,
         wait_for_builds=wait_for_builds,
-        cross_encoder_path=retrieval.cross_encoder_path or os.environ.get(CROSS_ENCODER_ENV),
+        cross_encoder_path=retrieval.cross_encoder_path or environment.cross_encoder_path,
         strategy_options=_checked_strategy_options(config.strategy),
     )
-    return System(kgs=kgs, graph=graph, services=services, config=config, limits=limits)
+    return System(kgs=kgs, graph=graph, services=services, config=config, limits=limits, environment=environment)
 
 
 def _checked_strategy_options(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -136,12 +134,6 @@ def open_configured(
     anything a loader prints goes to stderr (the stdio protocol stream stays clean)."""
     config = config or Config()
     limits = limits or config.limits.to_limits()
-    names = [s.name for s in specs]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise InvalidInput(f"KG name {duplicated[0]!r} is given twice")
-    if not specs and not config.specs():
-        specs = [make_spec(DEFAULT_KG_NAME, "embedded")]
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
         try:
@@ -158,14 +150,10 @@ def content_stamp(specs: Sequence[KGSpec] = (), config: Config | None = None) ->
     process). Result handles kept on disk are keyed by it: a changed file means its IDs may mean other things."""
     from importlib.metadata import PackageNotFoundError, version
 
-    config = config or Config()
-    chosen = {s.name: s for s, _ in config.specs()}
-    chosen.update({s.name: s for s in specs})
-    if not chosen:
-        chosen = {DEFAULT_KG_NAME: make_spec(DEFAULT_KG_NAME, "embedded")}
+    served = served_kgs(specs, config)
     parts = []
-    for name in sorted(chosen):
-        spec = chosen[name]
+    for name in sorted(served):
+        spec = served[name][0]
         target = spec.target
         if target is None:  # the embedded KG: its content is this release's
             try:

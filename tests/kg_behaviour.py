@@ -340,6 +340,23 @@ async def test_caching_and_linking_wrappers_pass_the_relation_label_through(make
     assert cached.cache.stats().hits >= 1
 
 
+async def test_a_labelled_page_is_the_page_without_descriptions_through_every_wrapper(make_kg):
+    """What the get_edges tool shows a model: the same edges and labels, no description (describe_entity's job),
+    so a backend that makes descriptions while reading edges need not make them for this page."""
+    keanu = await entity_id(make_kg, "Keanu Reeves")
+    rel = (await make_kg.get_relations([keanu])).relations[0]
+    cached = CachedKG(make_kg, ResultCache())
+    for kg in (make_kg, cached, LinkedKG({"mv": cached})):
+        full = await kg.get_edges([keanu], rel.id, Direction.backward)
+        labelled = await kg.get_labelled_edges([keanu], rel.id, Direction.backward)
+        assert labelled.edges == full.edges and labelled.truncated == full.truncated
+        assert {k: e.label for k, e in labelled.entities.items()} == {k: e.label for k, e in full.entities.items()}
+        assert all(e.description is None for e in labelled.entities.values())
+    if not over_sparql(make_kg):  # the films' own descriptions (rdfs:comment) are still the full page's
+        assert any(e.description for e in (await make_kg.get_edges([keanu], rel.id, Direction.backward))
+                   .entities.values())
+
+
 # -- bad input ---------------------------------------------------------------------------------------------------
 async def test_bad_ids_and_arguments_raise_the_right_errors(make_kg):
     keanu = await entity_id(make_kg, "Keanu Reeves")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from retrieval_fixtures import make_kg, shared_embedder
 
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.strategies import embeddings
 from tot_mcp.strategies.embeddings import ONNX_INT8, TORCH, default_bulk_backend, onnx_available
 from tot_mcp.strategies.indexes import IndexNotBuilt
@@ -72,14 +73,11 @@ def test_batching_and_length_sorting_do_not_change_the_vectors(onnx_model):
 
 
 def test_the_bulk_backend_is_onnx_when_installed_else_torch(monkeypatch):
-    monkeypatch.delenv("TOT_MCP_BULK_EMBEDDER", raising=False)
     assert default_bulk_backend() == (ONNX_INT8 if onnx_available() else TORCH)
     monkeypatch.setattr(embeddings, "onnx_available", lambda: False)
     assert default_bulk_backend() == TORCH  # the fallback when the ONNX packages are missing
-    monkeypatch.setenv("TOT_MCP_BULK_EMBEDDER", ONNX_INT8)
-    assert default_bulk_backend() == ONNX_INT8
-    monkeypatch.setenv("TOT_MCP_BULK_EMBEDDER", TORCH)
-    assert default_bulk_backend() == TORCH
+    for chosen in (ONNX_INT8, TORCH):  # $TOT_MCP_BULK_EMBEDDER, as the environment reads it
+        assert default_bulk_backend(Environment({"TOT_MCP_BULK_EMBEDDER": f" {chosen} "}).bulk_embedder) == chosen
 
 
 @needs_torch

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from llm_wire import anthropic_message, openai_completion, send, send_json, serve
 
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.strategies.llm import factory
 from tot_mcp.strategies.llm.anthropic_llm import DEFAULT_MODEL, AnthropicLLM
 from tot_mcp.strategies.llm.base import LLMError
@@ -124,9 +125,8 @@ def one_line(e: BaseException) -> str:
 
 
 # -- OK path ---------------------------------------------------------------------------------------------------------
-async def test_openai_ok_reply_sends_chat_completions_and_counts_tokens(server, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    llm = openai(server)
+async def test_openai_ok_reply_sends_chat_completions_and_counts_tokens(server):
+    llm = openai(server, api_key="sk-local")
     text = await llm.complete("hello", system="be brief", max_tokens=20, temperature=0.3, stop=["\n\n"])
     assert text == "ANSWER: Forrest Gump | movies:E1"
     req = Faulty.requests[0]
@@ -140,9 +140,9 @@ async def test_openai_ok_reply_sends_chat_completions_and_counts_tokens(server, 
     await llm.aclose()
 
 
-async def test_openai_key_is_optional_for_local_servers_and_model_comes_from_the_environment(server, monkeypatch):
-    monkeypatch.setenv("TOT_OPENAI_MODEL", "env-model")
-    llm = OpenAICompatibleLLM(base_url=f"{server}/v1")
+async def test_openai_key_is_optional_for_local_servers_and_model_comes_from_the_environment(server):
+    llm = factory.make_llm("openai", environment=Environment({"TOT_OPENAI_MODEL": "env-model",
+                                                                "OPENAI_BASE_URL": f"{server}/v1"}))
     assert await llm.complete("hi") == Faulty.reply_text
     assert "authorization" not in Faulty.requests[0]["headers"]
     assert Faulty.requests[0]["body"]["model"] == "env-model"
@@ -180,8 +180,11 @@ def test_factory_builds_both_http_backends_with_their_options(server, monkeypatc
     assert isinstance(llm, OpenAICompatibleLLM) and llm.timeout == 3.0 and llm.retry.max_retries == 1
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("TOT_ANTHROPIC_MODEL", "claude-env")
-    assert factory.make_llm("anthropic").model == "claude-env"
+    assert factory.make_llm("anthropic").model == "claude-env"  # this process's environment, unless given one
     assert factory.make_llm("anthropic", model="claude-flag").model == "claude-flag"
+    assert factory.make_llm("anthropic", options={"model": "claude-config"}).model == "claude-config"
+    with pytest.raises(LLMError, match="ANTHROPIC_API_KEY is not set"):
+        factory.make_llm("anthropic", environment=Environment({"ANTHROPIC_API_KEY": ""}))  # empty is unset
     assert "openai" in factory.policy_kinds()
     assert build_parser().parse_args(["--llm", "openai", "q"]).llm == "openai"
 

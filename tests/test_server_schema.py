@@ -81,3 +81,24 @@ def test_a_recursive_schema_keeps_its_definitions():
     validator = validators.validator_for(lean)(lean)
     assert validator.is_valid({"child": {"child": {"child": None}}})
     assert not validator.is_valid({"child": {"child": 3}})
+
+
+async def test_the_tool_list_is_made_lean_once_per_tool_and_again_only_for_a_tool_registered_anew(embedded_kg):
+    from tot_mcp.server.app import build_server
+    from tot_mcp.server.runtime import Runtime
+
+    server = build_server(Runtime({"movies": embedded_kg}))
+    first, second = await server.list_tools(), await server.list_tools()
+    assert first == second
+    assert all(a.input_schema is b.input_schema for a, b in zip(first, second))  # reused, not recomputed
+    assert all("$defs" not in t.input_schema and "title" not in t.input_schema for t in first)
+
+    def get_edges(entity_ids: list[str], note: str | None = None) -> str:
+        """A replacement with another signature."""
+        return ""
+
+    server.remove_tool("get_edges")
+    server.add_tool(get_edges)
+    replaced = {t.name: t for t in await server.list_tools()}["get_edges"]
+    assert set(replaced.input_schema["properties"]) == {"entity_ids", "note"}
+    assert replaced.input_schema["properties"]["note"] == {"type": "string"}  # lean: no null, no default, no title

@@ -63,3 +63,23 @@ cache_dir = "idx"
         await runtime.aclose()
         await cli.aclose()
         await bench.aclose()
+
+
+def test_the_kgs_opened_and_the_kgs_stamped_are_the_same_ones(tmp_path):
+    """open_configured and content_stamp both ask served_kgs: a --kg replaces the config's KG of its name in both,
+    and with no KG named anywhere both mean the embedded one."""
+    import pytest
+
+    from tot_mcp.kg_adapters.config import parse_config, served_kgs
+    from tot_mcp.kg_adapters.errors import InvalidInput
+    from tot_mcp.kg_adapters.spec import make_spec
+    from tot_mcp.strategies.system import content_stamp, open_configured
+
+    config = parse_config({"kgs": {"m": str(FIXTURES / "local_movies.ttl")}})
+    flag = make_spec("m", str(FIXTURES / "local_movies.nt"))
+    assert served_kgs([flag], config)["m"] == (flag, {})
+    assert "local_movies.nt" in content_stamp([flag], config) and "local_movies.ttl" not in content_stamp([flag], config)
+    assert open_configured([flag], config, cache_weight=0)["m"].source.name == "local_movies.nt"
+    assert list(served_kgs()) == ["movies"] and content_stamp().startswith("movies=embedded")
+    with pytest.raises(InvalidInput, match="given twice"):
+        served_kgs([flag, flag])

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
 from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, KGError, NotFound
+from ..lru import LRU
 from ..models import (
     STRUCTURED_VALUE,
     Direction,
@@ -107,8 +108,7 @@ class SparqlKG(KnowledgeGraph):
         self.backward_scan = backward_scan
         self.label_search = label_search
         self.description = description
-        self._labels: OrderedDict[str, str] = OrderedDict()
-        self._label_cap = label_cache
+        self._labels: LRU[str] = LRU(label_cache)
         #: ``get_edges`` sorts pages client-side from an unsorted read of at most this many rows (:meth:`_sorted_read`)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = set()  # relations an ASK found in use (bounded by the vocabulary)
@@ -149,10 +149,7 @@ class SparqlKG(KnowledgeGraph):
 
     def _remember(self, local: str, label: str | None) -> str:
         label = label or self.profile.fallback_label(local)
-        self._labels[local] = label
-        self._labels.move_to_end(local)
-        if len(self._labels) > self._label_cap:
-            self._labels.popitem(last=False)
+        self._labels.put(local, label)
         return label
 
     async def _ensure_labels(self, entities: Iterable[str], relations: Iterable[str] = ()) -> None:
@@ -170,7 +167,7 @@ class SparqlKG(KnowledgeGraph):
                 self._remember(local, self._best(grouped.get(iri, []), "l", "lp", self.profile.label_preds))
 
     def _entity(self, local: str, description: str | None = None) -> Entity:
-        label = self._labels.get(local) or self.profile.fallback_label(local)
+        label = self._labels.peek(local) or self.profile.fallback_label(local)
         return Entity.model_construct(id=self._qid(local), label=label, description=description, kg=self.name)
 
     def _relation_model(self, local: str, label: str, direction: Direction, count: int | None) -> Relation:
@@ -213,7 +210,7 @@ class SparqlKG(KnowledgeGraph):
         units = [r[unit] for r in rows if unit in r]
         if units:
             local = self.profile.entity_local(units[0])
-            label = None if local in (None, UNITLESS) else self._labels.get(local) or local
+            label = None if local in (None, UNITLESS) else self._labels.peek(local) or local
             return quantity_value(term.value, label)
         return value
 
@@ -628,7 +625,7 @@ class SparqlKG(KnowledgeGraph):
 
     def _relation_label(self, local: str) -> str:
         """The cached label; a missing one reads as get_relations shows it (humanized local name)."""
-        label = self._labels.get(local)
+        label = self._labels.peek(local)
         fallback = self.profile.fallback_label(local)
         return humanize(fallback) if label is None or label == fallback else label
 
@@ -866,7 +863,7 @@ class SparqlKG(KnowledgeGraph):
     async def label_of(self, entity_id: str) -> str:
         """The label a search, an edge page or a description already brought (no query); else a description's."""
         ((local, _),) = self._terms([entity_id])
-        known = self._labels.get(local)
+        known = self._labels.peek(local)
         return known if known is not None else await super().label_of(entity_id)
 
     async def entity_key(self, entity_id: str) -> str | None:

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
-from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.base import Limits, labels_only
 from tot_mcp.kg_adapters.batched import edges_over, relations_over, why_empty
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult
@@ -21,7 +21,6 @@ from tot_mcp.kg_adapters.follow import follow_path as follow_path_in
 from tot_mcp.kg_adapters.models import (
     Direction,
     EdgePage,
-    Entity,
     EntityMatch,
     KGInfo,
     Relation,
@@ -103,12 +102,6 @@ class KGList(BaseModel):
 RELATIONS_FOUND = 10  # get_relations(search=...): the best few (search_relations' default before it merged here)
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-def labels_only(entities: dict[str, Entity]) -> dict[str, Entity]:
-    """The entities a page reached as the text shows them, by label: their descriptions are describe_entity's job
-    (a page of 200 targets would otherwise carry 200 descriptions no one asked for)."""
-    return {k: e.model_copy(update={"description": None}) if e.description else e for k, e in entities.items()}
-
-
 def progress_to(ctx: Context | None) -> Any:
     """A progress callback reporting "<KG> answered" to the client, when the client asked for progress."""
     if ctx is None:
@@ -285,7 +278,6 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         hint = await why_empty(graph, ids, relation_id, direction) if not page.edges and offset == 0 else None
         handle = remember("get_edges", reached, entity_ids=None if from_result else ids, from_result=from_result,
                           relation_id=relation_id, direction=direction, limit=limit, offset=offset)
-        page = page.model_copy(update={"entities": labels_only(page.entities)})
         result = EdgesResult(**page.model_dump(), targets=len(reached) + len(values), result_id=handle,
                              sources_without_edges=quiet if page.edges else [], hint=hint)
         return tool_result(result, render.render_edges_result(result))

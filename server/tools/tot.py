@@ -78,7 +78,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 kind = "offline"
         if kind != "offline":
             try:
-                backend = factory.make_llm(kind, ctx=ctx)
+                backend = factory.make_llm(kind, ctx=ctx, environment=runtime.environment)
             except LLMError as e:
                 raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         strategy = get("tot")  # the one implementation: what tot-search --method tot measures

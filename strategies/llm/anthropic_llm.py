@@ -9,8 +9,6 @@ and returns a bare ``str`` for a non-JSON content type; both are caught here.)
 
 from __future__ import annotations
 
-import os
-
 from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
     Retryable,
@@ -60,10 +58,10 @@ class AnthropicLLM(LLM):
             import anthropic
         except ImportError as e:  # pragma: no cover - anthropic is a declared dependency
             raise LLMError(f"the anthropic package is not installed: {e}") from e
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        key = api_key
         if not key:
             raise LLMError("ANTHROPIC_API_KEY is not set; export it or choose another LLM (e.g. --llm offline)")
-        self.model = model or os.environ.get("TOT_ANTHROPIC_MODEL") or DEFAULT_MODEL
+        self.model = model or DEFAULT_MODEL
         self.timeout = float(timeout)
         self.retry = RetryPolicy(
             max_retries=max(0, int(max_retries)), backoff=float(retry_backoff), max_retry_wait=float(max_retry_wait)
@@ -170,7 +168,8 @@ class AnthropicOptions(HttpLLMOptions):
 
 BACKEND = LLMBackend(
     kind="anthropic", summary="Claude through the Anthropic API (ANTHROPIC_API_KEY)", options=AnthropicOptions,
-    create=lambda o, ctx: AnthropicLLM(o.model, base_url=o.base_url, timeout=o.timeout, max_retries=o.max_retries,
-                                       retry_backoff=o.retry_backoff, max_retry_wait=o.max_retry_wait,
-                                       cache_system=o.cache_system),
+    create=lambda o, ctx: AnthropicLLM(o.model, api_key=o.api_key, base_url=o.base_url, timeout=o.timeout,
+                                       max_retries=o.max_retries, retry_backoff=o.retry_backoff,
+                                       max_retry_wait=o.max_retry_wait, cache_system=o.cache_system),
+    variables={"api_key": "ANTHROPIC_API_KEY", "model": "TOT_ANTHROPIC_MODEL"},
 )

@@ -8,8 +8,8 @@ not implement this interface. Every backend counts its calls and tokens in ``usa
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,6 +87,8 @@ class HttpLLMOptions(LLMOptions):
     """An LLM behind an HTTP API."""
 
     base_url: str | None = Field(None, description="The API's base URL.")
+    api_key: str | None = Field(None, repr=False, description="From the backend's environment variable; the [llm] "
+                                                             "table has no key (a config file holds no secret).")
     timeout: float = Field(60.0, gt=0, description="Seconds per request.")
     max_retries: int = Field(2, ge=0, description="Retries after a transient failure.")
     retry_backoff: float = Field(0.5, ge=0)
@@ -102,3 +104,6 @@ class LLMBackend:
     summary: str
     options: type[LLMOptions]
     create: Callable[[Any, Any], LLM]  # (validated options, the MCP request context or None) → the LLM
+    #: option → environment variable supplying it when neither a flag nor the config does (read by the factory
+    #: through :class:`kg_adapters.environment.Environment`; the backend itself takes explicit values)
+    variables: Mapping[str, str] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.plugins import LazyRegistry, parse_options
 
@@ -33,13 +34,16 @@ def policy_kinds() -> list[str]:
     return ["offline", *LLMS.names()]
 
 
-def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: dict | None = None) -> LLM:
+def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: dict | None = None,
+             environment: Environment | None = None) -> LLM:
     """An LLM backend; raises :class:`LLMError` with a fix-it message when it cannot be built here (an unknown kind,
-    a misspelt or ill-typed option, a missing key)."""
+    a misspelt or ill-typed option, a missing key). ``model`` (a flag) > ``options`` (flags, the ``[llm]`` table) >
+    the backend's environment variables (of ``environment``; None: this process's)."""
     if kind not in LLMS:
         raise LLMError(f"unknown LLM kind {kind!r}; choose one of {', '.join(LLMS.names())}")
     backend = LLMS.get(kind)
-    given = {k: v for k, v in (options or {}).items() if v is not None and k != "backend"}
+    given = (environment or Environment.read()).options(backend.variables)
+    given.update({k: v for k, v in (options or {}).items() if v is not None and k != "backend"})
     if model:
         given["model"] = model
     try:

@@ -15,7 +15,6 @@ the key from ``OPENAI_API_KEY``, sent as ``Authorization: Bearer`` when set (opt
 from __future__ import annotations
 
 import json
-import os
 from urllib.parse import urlsplit
 
 import httpx
@@ -56,14 +55,14 @@ class OpenAICompatibleLLM(LLM):
         max_tokens_param: str = "max_tokens",
     ) -> None:
         super().__init__()
-        self.model = model or os.environ.get("TOT_OPENAI_MODEL")
+        self.model = model
         if not self.model:
             raise LLMError("no model for --llm openai: pass --model NAME or set TOT_OPENAI_MODEL")
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise LLMError(f"--base-url {self.base_url!r} is not an http(s) URL (e.g. http://localhost:8000/v1)")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        key = api_key
         if not key and parts.hostname == "api.openai.com":
             raise LLMError("OPENAI_API_KEY is not set; export it, or point --base-url at a local server")
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
@@ -195,7 +194,8 @@ class OpenAIOptions(HttpLLMOptions):
 BACKEND = LLMBackend(
     kind="openai", summary="any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama)",
     options=OpenAIOptions,
-    create=lambda o, ctx: OpenAICompatibleLLM(o.model, base_url=o.base_url, timeout=o.timeout,
+    create=lambda o, ctx: OpenAICompatibleLLM(o.model, base_url=o.base_url, api_key=o.api_key, timeout=o.timeout,
                                               max_retries=o.max_retries, retry_backoff=o.retry_backoff,
                                               max_retry_wait=o.max_retry_wait, max_tokens_param=o.max_tokens_param),
+    variables={"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "TOT_OPENAI_MODEL"},
 )

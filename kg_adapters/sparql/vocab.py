@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import unquote
 
 from ..errors import InvalidInput
+from ..lru import LRU
 from .escape import LANG_TAG, iri_ref, is_safe_iri, sparql_literal
 from .ids import PID, QID, WD, IriIds, wikidata_entity, wikidata_local, wikidata_property
 from .results import Term
@@ -96,6 +97,7 @@ def lang_filter(var: str, langs: Sequence[str]) -> str:
 
 
 _MAX_REMEMBERED_LOCALS = 100_000
+_UNSEEN = object()
 
 
 class WikidataProfile:
@@ -164,7 +166,7 @@ class GenericProfile:
     ) -> None:
         self.langs = [*check_languages(languages), ""]
         self.ids = IriIds({**DEFAULT_PREFIXES, **(prefixes or {})})
-        self._locals: dict[str, str | None] = {}  # IRI → local ID: a hub read meets the same IRIs thousands of times
+        self._locals: LRU[str | None] = LRU(_MAX_REMEMBERED_LOCALS)  # IRI → local ID: a hub read meets the same IRIs thousands of times
         self.prefixes = ""
         self.prefix_map = self.ids.prefixes  # usable undeclared in a caller's SPARQL query
         self.label_preds = tuple(self._predicate(p, "label_predicates") for p in label_predicates)
@@ -195,15 +197,12 @@ class GenericProfile:
         if term.kind != "uri":
             return None
         iri = term.value
-        try:
-            return self._locals[iri]
-        except KeyError:
-            pass
+        local = self._locals.get(iri, _UNSEEN)
+        if local is not _UNSEEN:
+            return local
         local = self.ids.encode(iri) if is_safe_iri(iri) else None
         local = local if local is not None and len(local) <= 512 else None
-        if len(self._locals) >= _MAX_REMEMBERED_LOCALS:
-            self._locals.clear()  # bounded; refilled by the next reads
-        self._locals[iri] = local
+        self._locals.put(iri, local)
         return local
 
     def relation_local(self, iri: str) -> str | None:

@@ -3,10 +3,12 @@ entities represented, and an answer known to be partial said to be partial."""
 
 from __future__ import annotations
 
+import pytest
 from tot_fixtures import FunctionPolicy, eid, make_kg
 
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation
+from tot_mcp.strategies.tot import asm as asm_module
 from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
 from tot_mcp.strategies.tot.prompted import parse_action_text
 from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
@@ -29,7 +31,10 @@ async def _actors_expanded(asm: TraversalASM):
     return s
 
 
-async def test_a_capped_expansion_shares_the_cap_fairly_and_names_who_was_cut():
+@pytest.mark.parametrize("read_at_once", [2000, 10], ids=["one bulk read", "pages per source"])
+async def test_a_capped_expansion_shares_the_cap_fairly_and_names_who_was_cut(monkeypatch, read_at_once):
+    # the sources' edges are shared out of one bulk read; sources with more edges than it holds, page by page
+    monkeypatch.setattr(asm_module, "FAIR_SHARE_READ", read_at_once)
     kg = make_kg("c", CAST)
     asm = TraversalASM(kg, AsmConfig(max_edges_per_expansion=20))
     s = await _actors_expanded(asm)

@@ -40,6 +40,28 @@ class AsmConfig:
     describe_twins: bool = True  # keep each equivalent's own summary (what a model reads; an offline policy does not)
 
 
+#: edges read at once to share an expansion's cap among its sources (more: pages per source instead)
+FAIR_SHARE_READ = 2000
+
+
+def _shares(have: dict[str, int], sources: list[str], cap: int) -> dict[str, int]:
+    """How many of each source's ``have`` edges an expansion keeps: an equal quota of ``cap`` each, then, in a few
+    rounds, what the small ones left goes to the ones that have more (the rule :meth:`TraversalASM._fair_pages`
+    applies page by page)."""
+    taken = {s: min(have[s], max(1, cap // len(sources))) for s in sources}
+    for _ in range(3):
+        used = sum(taken.values())
+        hungry = [s for s in sources if taken[s] < have[s]]
+        if not hungry or used >= cap:
+            break
+        extra = (cap - used) // len(hungry)
+        if extra < 1:
+            hungry, extra = hungry[: cap - used], 1
+        for s in hungry:
+            taken[s] = min(have[s], taken[s] + extra)
+    return taken
+
+
 class TraversalASM:
     """Applies actions to states against a KG — typically several linked KGs answered as one
     (:class:`~kg_adapters.linked.LinkedKG`), which routes IDs by namespace and follows links across KGs."""
@@ -269,6 +291,28 @@ class TraversalASM:
         page = await self.kg.get_edges(sources, relation_id, direction, limit=cap)
         if not page.truncated or len(sources) == 1:  # nothing cut, or nothing to share
             return page, list(sources) if page.truncated else []
+        # every source's edges in one bulk read (on a linked or remote KG, one read per batch instead of a page per
+        # source and round), shared out here; a read too big for that falls back to pages per source
+        bulk = await self.kg.adjacent(sources, relation_id, direction, limit=FAIR_SHARE_READ)
+        if bulk.truncated:
+            return await self._fair_pages(page, sources, relation_id, direction)
+        per: dict[str, list] = {s: [] for s in sources}
+        for edge in bulk.edges:
+            got = per.get(edge.via or edge.source)
+            if got is not None:
+                got.append(edge)
+        for edges in per.values():  # a source's edges in one fixed order (the bulk read promises none)
+            edges.sort(key=lambda e: (e.target or "", e.value.value if e.value is not None else ""))
+        taken = _shares({s: len(es) for s, es in per.items()}, sources, cap)
+        edges = [e for s in sources for e in per[s][: taken[s]]]
+        keep = {n for e in edges for n in (e.source, e.target) if n is not None}
+        cut = [s for s in sources if taken[s] < len(per[s])]
+        entities = {k: v for k, v in bulk.entities.items() if k in keep}
+        return page.model_copy(update={"edges": edges[:cap], "entities": entities, "truncated": bool(cut)}), cut
+
+    async def _fair_pages(self, page, sources: list[str], relation_id: str, direction) -> tuple:
+        """:meth:`_fair_edges` by pages per source, for sources with too many edges to read at once."""
+        cap = self.config.max_edges_per_expansion
         sem = asyncio.Semaphore(8)
 
         async def fetch(src: str, limit: int, offset: int = 0):

@@ -199,6 +199,21 @@ class FtsLabelIndex:
     def aliases(self, k: str) -> list[str]:
         return [r[0] for r in self._rows("SELECT label FROM names WHERE key=? AND kind='alias' ORDER BY id", (k,))]
 
+    def named(self, label: str, limit: int = 20) -> list[FtsHit]:
+        """Names equal to ``label`` once case, accents, spacing and punctuation are set aside (the indexed ``norm``
+        column): the first stage of :meth:`search` alone, what a label link needs, without its full-text stages
+        (a label link asks this for every entity of a frontier, most of them named nowhere here)."""
+        norm = key(label)
+        if not norm or limit < 1:
+            return []
+        text = label.strip()
+        hits: dict[str, FtsHit] = {}
+        for k, found in self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?", (norm, limit * 4)):
+            hit = FtsHit(k, found, 1.0 if found == text else 0.95, "exact" if found == text else "casefold")
+            if k not in hits or hits[k].score < hit.score:
+                hits[k] = hit
+        return sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
+
     def search(self, text: str, limit: int = 10) -> list[FtsHit]:
         """Best first: exact label (1.0), case/accent-insensitive (0.95), names with all the (non-stop) words, the
         last as a prefix (≤ 0.9, BM25-ordered); only when none of these match, names with any of the words

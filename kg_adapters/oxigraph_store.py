@@ -65,6 +65,7 @@ from .rdf_file import (
     rdf_format_for,
 )
 from .text import humanize
+from .text import key as label_key
 from .triples_file import is_triples_file, iter_triples
 
 ENTITY_NS = "urn:tot:e:"  # head/tail names of head|relation|tail files, percent-encoded
@@ -183,6 +184,10 @@ class LabelSearch(Protocol):
 
     def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
 
+    def named(self, label: str, limit: int = 20) -> Sequence[KeyHit]:
+        """Names equal to ``label`` up to case, accents, spacing and punctuation; no fuzzy or word matches."""
+        ...
+
 
 def term_key(term: Term) -> str:
     return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
@@ -229,6 +234,12 @@ class InMemoryLabelSearch:
 
     def link(self, query: str, limit: int = 10) -> list[KeyHit]:
         return self._dedupe(self._build().link(query, limit * 2), limit)
+
+    def named(self, label: str, limit: int = 20) -> list[KeyHit]:
+        text = label.strip()
+        return self._dedupe([Hit(i, 1.0 if self._texts[i] == text else 0.95,
+                                 "exact" if self._texts[i] == text else "casefold")
+                             for i in self._build().named(label)], limit)
 
 
 # -- the backend -----------------------------------------------------------------------------------------------
@@ -561,7 +572,13 @@ class OxigraphKG(KnowledgeGraph):
             eid = self.term_id(term)
             if eid is not None and (ent := self.entity(term, eid)).label == label:
                 out.append(ent)
-        return out[:limit] if out else await super().find_by_label(label, limit)
+        if out:
+            return out[:limit]
+        # no exact name: the case-insensitive ones, from the index's normalised names (the default would run the
+        # whole label search, fuzzy and full-text stages included, and keep only these)
+        want = label_key(label)
+        hits = self._matches(self.labels.named(label, limit), mention=False)
+        return [h.entity for h in hits if label_key(h.entity.label) == want][:limit]
 
     async def label_of(self, entity_id: str) -> str:
         """The label :meth:`describe_entity` shows, without counting the entity's relations (label links ask it

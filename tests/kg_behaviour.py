@@ -127,6 +127,15 @@ async def test_search_tolerates_a_typo_and_case(make_kg):
     assert hits[0].match in ("fuzzy", "bm25") and hits[0].score < 0.95
 
 
+async def test_find_by_label_is_the_name_exactly_else_up_to_case_never_a_look_alike(make_kg):
+    """What label links are made of: a near miss or a shared word links nothing."""
+    assert [e.label for e in await make_kg.find_by_label("Keanu Reeves")] == ["Keanu Reeves"]
+    assert [e.label for e in await make_kg.find_by_label("KEANU  reeves")] == ["Keanu Reeves"]
+    assert await make_kg.find_by_label("Keanu Reevs") == []
+    assert await make_kg.find_by_label("Keanu") == []
+    assert await make_kg.find_by_label("Nobody At All") == []
+
+
 async def test_initialize_links_a_bracketed_mention_first(make_kg):
     hits = await make_kg.initialize("what films did [Keanu Reeves] act in")
     assert hits[0].entity.label == "Keanu Reeves" and hits[0].mention == "Keanu Reeves"

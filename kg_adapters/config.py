@@ -107,6 +107,9 @@ class ServerConfig(_Strict):
     max_sessions: int | None = Field(default=None, ge=1, description="HTTP: 2025-era sessions open at once (default "
                                      "1000); at the limit the one idle longest, or never used after its handshake, "
                                      "is ended to admit a new client.")
+    max_sessions_per_client: int | None = Field(default=None, ge=1, description="HTTP: 2025-era sessions one peer "
+                                                "address may hold (default 100); its next one ends its own idle or "
+                                                "half-open session.")
     header_timeout: float | None = Field(default=None, gt=0, le=3600, description="HTTP: seconds a connection has "
                                          "to send a request's headers (default 10).")
     body_timeout: float | None = Field(default=None, gt=0, le=3600, description="HTTP: seconds a request has to "

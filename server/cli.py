@@ -335,7 +335,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
 
     from .app import build_server
     from .slow_clients import BODY_SECONDS, HEADER_SECONDS
-    from .transports import MAX_SESSIONS, bind_socket, serve_http, serve_stdio
+    from .transports import MAX_PER_CLIENT, MAX_SESSIONS, bind_socket, serve_http, serve_stdio
 
     server = build_server(runtime)
     freeze_loaded_objects()
@@ -362,6 +362,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
         anyio.run(partial(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
                           stateless=stateless, allowed_hosts=allowed_hosts,
                           max_sessions=config.server.max_sessions or MAX_SESSIONS,
+                          max_sessions_per_client=config.server.max_sessions_per_client or MAX_PER_CLIENT,
                           header_seconds=config.server.header_timeout or HEADER_SECONDS,
                           body_seconds=config.server.body_timeout or BODY_SECONDS),
                   backend_options=_event_loop_options())

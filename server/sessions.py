@@ -5,7 +5,9 @@ expires (600 s). So 1,000 ``initialize`` POSTs that never come back locked every
 :class:`SessionJanitor` wraps the MCP app and, when a new session is refused for that reason, ends the session the
 least likely to be missed — one whose handshake never went further than ``initialize``, else the one idle longest,
 never one with a request in flight — through the protocol's own ``DELETE``, then lets the new session in. Sessions
-that stay half-open longer than ``HANDSHAKE_SECONDS`` are ended the same way whenever a new session opens.
+that stay half-open longer than ``HANDSHAKE_SECONDS`` are ended the same way whenever a new session opens. One
+client (a peer address) holds at most ``max_per_client`` sessions: its next one ends its own least likely to be
+missed, so one client's flood of sessions ends its own idle ones, not everyone else's.
 
 Only the public protocol is used (the ``Mcp-Session-Id`` header, ``DELETE``), so the SDK's session manager stays a
 black box. 2026-era requests carry no session and pass straight through.
@@ -22,14 +24,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("tot_mcp.sessions")
 
 HANDSHAKE_SECONDS = 30.0  # a session with nothing after its initialize is ended after this, when others arrive
+MAX_PER_CLIENT = 100  # sessions one peer address may hold (`[server] max_sessions_per_client`)
 MAX_OPENING_BYTES = 1 << 20  # an initialize body larger than this is passed on unbuffered (and cannot be retried)
 _SESSION = b"mcp-session-id"
 
 
 class SessionJanitor:
-    def __init__(self, app: ASGIApp, path: str, handshake_seconds: float = HANDSHAKE_SECONDS) -> None:
+    def __init__(self, app: ASGIApp, path: str, handshake_seconds: float = HANDSHAKE_SECONDS,
+                 max_per_client: int = MAX_PER_CLIENT) -> None:
         self.app, self.path, self.handshake_seconds = app, path, handshake_seconds
+        self.max_per_client = max(1, max_per_client)
         self.opened: dict[str, float] = {}  # session → when it was opened
+        self.client: dict[str, str] = {}  # session → the peer address that opened it
         self.last_seen: dict[str, float] = {}  # session → end of its last request
         self.used: set[str] = set()  # sessions that sent anything after their initialize
         self.in_flight: Counter[str] = Counter()
@@ -79,13 +85,15 @@ class SessionJanitor:
             return
         held: list[Message] = []
         refused = False
+        client = _peer(scope)
+        opened: list[str] = []  # the session this request opened, once the app has answered
 
         async def hold(message: Message) -> None:
             nonlocal refused
             if message["type"] == "http.response.start":
                 refused = message["status"] == 503 and bool(self.opened)
                 if not refused:
-                    self._note_opened(message)
+                    opened.extend(self._note_opened(message, client))
             if refused:
                 held.append(message)
             else:
@@ -93,36 +101,53 @@ class SessionJanitor:
 
         await self.app(scope, _replay(body, receive), hold)
         if not refused:
+            await self._bound_client(client, opened, scope)
             return
         victim = self._victim()
         if victim is not None:
             await self._end(victim, scope)
             log.warning("session limit reached: ended session %s… (idle or half-open) to admit a new one", victim[:8])
-            await self.app(scope, _replay(body, receive), self._noting(send))
+            await self.app(scope, _replay(body, receive), self._noting(send, client, opened))
+            await self._bound_client(client, opened, scope)
             return
         for message in held:  # every session is busy: the SDK's own 503 stands
             await send(message)
 
-    def _noting(self, send: Send) -> Send:
+    def _noting(self, send: Send, client: str, opened: list[str]) -> Send:
         async def noted(message: Message) -> None:
             if message["type"] == "http.response.start":
-                self._note_opened(message)
+                opened.extend(self._note_opened(message, client))
             await send(message)
 
         return noted
 
-    def _note_opened(self, start: Message) -> None:
+    def _note_opened(self, start: Message, client: str) -> list[str]:
         session = next((v.decode("latin-1") for k, v in start.get("headers", ()) if k.lower() == _SESSION), None)
-        if session is not None and start["status"] < 400:
-            now = time.monotonic()
-            self.opened.setdefault(session, now)
-            self.last_seen[session] = now
+        if session is None or start["status"] >= 400:
+            return []
+        now = time.monotonic()
+        self.opened.setdefault(session, now)
+        self.last_seen[session] = now
+        self.client[session] = client
+        return [session]
 
-    def _victim(self) -> str | None:
-        idle = [s for s in self.opened if not self.in_flight.get(s)]
+    def _victim(self, among: list[str] | None = None) -> str | None:
+        idle = [s for s in (self.opened if among is None else among) if not self.in_flight.get(s)]
         if not idle:
             return None
         return min(idle, key=lambda s: (s in self.used, self.last_seen.get(s, 0.0)))
+
+    async def _bound_client(self, client: str, opened: list[str], scope: Scope) -> None:
+        """Past its share, the client's own least-missed session (never the one it just opened) is ended."""
+        mine = [s for s, c in self.client.items() if c == client and s in self.opened]
+        while len(mine) > self.max_per_client:
+            victim = self._victim([s for s in mine if s not in opened])
+            if victim is None:
+                return
+            await self._end(victim, scope)
+            mine.remove(victim)
+            log.warning("client %s holds %d sessions: ended its session %s… (idle or half-open)", client,
+                        self.max_per_client, victim[:8])
 
     async def _end_half_open(self, scope: Scope) -> None:
         cutoff = time.monotonic() - self.handshake_seconds
@@ -148,8 +173,15 @@ class SessionJanitor:
 
     def _forget(self, session: str) -> None:
         self.opened.pop(session, None)
+        self.client.pop(session, None)
         self.last_seen.pop(session, None)
         self.used.discard(session)
+
+
+def _peer(scope: Scope) -> str:
+    """The client a session belongs to: its peer address (a proxy in front makes every client one)."""
+    peer = scope.get("client")
+    return str(peer[0]) if peer else "?"
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

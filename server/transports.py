@@ -12,7 +12,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import BearerTokenMiddleware
-from .sessions import SessionJanitor
+from .sessions import MAX_PER_CLIENT, SessionJanitor
 from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_class
 
 log = logging.getLogger("tot_mcp.transports")
@@ -161,6 +161,7 @@ async def serve_http(
     stateless: bool = False,
     allowed_hosts: Sequence[str] = (),
     max_sessions: int = MAX_SESSIONS,
+    max_sessions_per_client: int = MAX_PER_CLIENT,
     header_seconds: float = HEADER_SECONDS,
     body_seconds: float = BODY_SECONDS,
 ) -> None:
@@ -177,7 +178,8 @@ async def serve_http(
         stateless_http=stateless, transport_security=transport_security(host, allowed_hosts),
     )
     # at the session limit, an abandoned or idle session makes room for a new client (server/sessions.py)
-    asgi: ASGIApp = MisdirectedHint(app if stateless else SessionJanitor(app, MCP_PATH))
+    asgi: ASGIApp = MisdirectedHint(app if stateless else SessionJanitor(
+        app, MCP_PATH, max_per_client=max_sessions_per_client))
     asgi = BodyDeadline(asgi, body_seconds)  # a slow client: body_seconds for a body, header_seconds for headers
     if token:
         asgi = BearerTokenMiddleware(asgi, token)

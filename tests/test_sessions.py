@@ -33,6 +33,28 @@ async def test_abandoned_handshakes_make_room_for_a_real_client_and_a_session_in
     assert not before.is_error and not late.is_error and not after.is_error, text_of(after)
 
 
+async def test_one_client_past_its_share_of_sessions_ends_its_own_oldest_not_other_clients(tmp_path):
+    """A peer address holds at most ``max_sessions_per_client`` sessions: a flood from one address (127.0.0.2 here)
+    ends that address's own oldest idle sessions; another client's idle session is left alone."""
+    config = tmp_path / "tot.toml"
+    config.write_text("[server]\nmax_sessions_per_client = 3\n", encoding="utf-8")
+    async with http_server(["--kg", "movies=embedded", "--config", str(config)]) as url:
+        async with http_session(url) as user:
+            await user.call_tool("list_kgs", {})  # then idle while the flood comes
+            flood = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+            async with httpx.AsyncClient(timeout=10, transport=flood) as other:
+                sessions = []
+                for _ in range(6):
+                    r = await other.post(url, json=INIT, headers=HEADERS)
+                    sessions.append(r.headers["mcp-session-id"])
+                ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+                used = [(await other.post(url, json=ping, headers={**HEADERS, "mcp-session-id": s})).status_code
+                        for s in sessions]
+            after = await user.call_tool("list_kgs", {})
+    assert used == [404, 404, 404, 200, 200, 200]  # the flood kept its three newest sessions
+    assert not after.is_error, text_of(after)
+
+
 async def test_a_client_that_sends_its_headers_or_body_too_slowly_is_cut_off(tmp_path):
     """Slow-loris: headers never finished → the connection is closed; a body never finished → the request ends
     (the app sees the client gone) — both within the configured seconds, not held open indefinitely."""

@@ -24,6 +24,7 @@ from .models import (
     Literal,
     Relation,
     RelationList,
+    inverse_of,
 )
 from .triple_index import TripleIndex
 
@@ -90,7 +91,7 @@ class MemoryKG(KnowledgeGraph):
         return Relation.model_construct(
             id=f"{self._prefix}{self.index.rel_local_ids[r]}",
             label=label,
-            inverse_label=f"inverse of {label}",
+            inverse_label=inverse_of(label),
             direction=direction,
             count=count,
             entities=entities,

@@ -189,5 +189,11 @@ class KGInfo(_Model):
 
 def backward(label: str) -> str:
     """How a relation followed backward reads in every result a client sees: ``directed by (inverse)``. (The tree
-    search's prompts say "inverse of directed by", wording a real model was checked on: prompts/.)"""
+    search's prompts say :func:`inverse_of`, wording a real model was checked on: prompts/.)"""
     return f"{label} (inverse)"
+
+
+def inverse_of(label: str) -> str:
+    """How a relation followed backward reads where a sentence names it (``Relation.inverse_label`` and the tree
+    search's prompts): ``inverse of directed by``. The one place this wording is made."""
+    return f"inverse of {label}"

@@ -52,6 +52,7 @@ from .models import (
     Literal,
     Relation,
     RelationList,
+    inverse_of,
 )
 from .rdf_file import (
     ALIAS_PREDICATES,
@@ -377,7 +378,7 @@ class OxigraphKG(KnowledgeGraph):
         return Relation.model_construct(
             id=self._prefix + self.codec.encode_relation(iri),
             label=label,
-            inverse_label=f"inverse of {label}",
+            inverse_label=inverse_of(label),
             direction=direction,
             count=count,
         )

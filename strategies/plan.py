@@ -29,7 +29,7 @@ from tot_mcp import prompts
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
-from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation
+from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation, inverse_of
 from tot_mcp.kg_adapters.text import humanize, key
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
 from tot_mcp.strategies.registry import Call, Strategy, get
@@ -161,7 +161,7 @@ async def gather_vocabulary(kg: KnowledgeGraph, topics: list[str], question: str
 
 
 def _meaning(r: Relation) -> str:
-    return r.label if r.direction is Direction.forward else (r.inverse_label or f"inverse of {r.label}")
+    return r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
 
 
 def render_vocabulary(groups: list[Group]) -> str:

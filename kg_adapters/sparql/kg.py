@@ -28,6 +28,7 @@ from ..models import (
     Qualifier,
     Relation,
     RelationList,
+    inverse_of,
 )
 from ..text import bracketed_mentions, humanize, key, strip_brackets
 from . import queries, relsearch
@@ -172,7 +173,7 @@ class SparqlKG(KnowledgeGraph):
 
     def _relation_model(self, local: str, label: str, direction: Direction, count: int | None) -> Relation:
         return Relation.model_construct(
-            id=self._qid(local), label=label, inverse_label=f"inverse of {label}", direction=direction, count=count
+            id=self._qid(local), label=label, inverse_label=inverse_of(label), direction=direction, count=count
         )
 
     def _value(self, term: Term) -> tuple[str | None, Literal | None]:

@@ -12,7 +12,7 @@ import asyncio
 import re
 
 from tot_mcp import prompts
-from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.models import Direction, inverse_of
 from tot_mcp.kg_adapters.text import key as norm
 from tot_mcp.strategies.llm.base import LLM, LLMError
 
@@ -316,7 +316,7 @@ def feedback_text(state: TraversalState) -> str:
 def candidates_text(state: TraversalState) -> str:
     lines = []
     for n, r in enumerate(state.candidate_relations, 1):
-        meaning = r.label if r.direction is Direction.forward else (r.inverse_label or f"inverse of {r.label}")
+        meaning = r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
         count = f" [{r.count}]" if r.count is not None else ""
         lines.append(f"{n}. {r.id} {r.direction.value}: {meaning}{count}")
     if state.relations_truncated:

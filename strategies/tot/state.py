@@ -14,7 +14,7 @@ from enum import Enum
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from tot_mcp.kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation
+from tot_mcp.kg_adapters.models import Direction, Edge, Entity, EntityMatch, Relation, inverse_of
 from tot_mcp.kg_adapters.text import key as text_key
 
 from .actions import Action, Answer, AnswerItem, ExpandKG
@@ -148,7 +148,7 @@ class LocalSubgraph(BaseModel):
                 rel = self.relations.get(rel_id)
                 name = rel.label if rel else rel_id
                 if direction is Direction.backward:
-                    name = (rel.inverse_label if rel and rel.inverse_label else f"inverse of {name}")
+                    name = (rel.inverse_label if rel and rel.inverse_label else inverse_of(name))
                 shown = others[:max_edges_per_group]
                 more = f", ... (+{len(others) - len(shown)} more)" if len(others) > len(shown) else ""
                 lines.append(f"    {rel_id} [{name}] ({len(others)}): {', '.join(shown)}{more}")

@@ -222,6 +222,11 @@ class KnowledgeGraph(abc.ABC):
         want = label_key(label)
         return (exact or [h.entity for h in hits if label_key(h.entity.label) == want])[:limit]
 
+    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
+        """:meth:`find_by_label` for many labels at once (a label link joins a whole frontier by its names); a
+        backend with a label index that can look many up in one go overrides it."""
+        return {label: await self.find_by_label(label, limit) for label in dict.fromkeys(labels)}
+
     async def same_as(self, entity_id: str, into: str | None = None) -> list[str]:
         """The same entity in the other linked KGs (only in KG ``into``, if given). A KG on its own knows none;
         :class:`~kg_adapters.linked.LinkedKG` answers by its link rules."""

@@ -240,6 +240,9 @@ class CachedKG(KnowledgeGraph):
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         return await self.inner.find_by_label(label, limit)
 
+    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
+        return await self.inner.find_by_labels(labels, limit)
+
     async def label_of(self, entity_id: str) -> str:  # the backend's own (cheaper than a cached description)
         return await self.inner.label_of(entity_id)
 

@@ -25,6 +25,7 @@ a bounded LRU, so a walk that meets the same films again asks nobody.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Iterable, Mapping
@@ -326,21 +327,26 @@ class Linker:
         """Link many entities of one KG into ``into`` with a few bulk queries, cached as :meth:`equivalents` caches
         them: a reasoner walking a frontier of a thousand films would otherwise ask the other KG a thousand times.
         Only where every rule between the two KGs is an identifier rule (values read with one bulk read, looked up
-        with ``find_by_values``); other kinds stay one entity at a time. Anything that fails caches nothing."""
+        with ``find_by_values``) or a label rule (names looked up with ``find_by_labels``); other kinds stay one
+        entity at a time. Anything that fails caches nothing."""
         if not entity_ids:
             return
         here = split_id(entity_ids[0])[0]
         rules = [r for r in self.rules if {r.from_kg, r.to_kg} == {here, into}]
-        if not rules or any(r.kind != "identifier" for r in rules):
+        if not rules or any(r.kind not in ("identifier", "label") for r in rules):
             return
         todo = [e for e in dict.fromkeys(entity_ids)
                 if split_id(e)[0] == here and self._cache.get((e, into)) is None]
         if not todo:
             return
         found: dict[str, dict[str, None]] = {e: {} for e in todo}
+        notes: dict[str, str] = {}
         try:
             this, other = self.kgs[here], self.kgs[into]
             for rule in rules:
+                if rule.kind == "label":
+                    await self._labels_in_bulk(this, other, todo, found, notes)
+                    continue
                 mine_id, theirs_id = await self._identifier_relations(rule, this, other, rule.from_kg == here)
                 if mine_id is None or theirs_id is None:
                     continue
@@ -363,7 +369,23 @@ class Linker:
             log.debug("prefetching links %s → %s: %s", here, into, e)
             return
         for eid, ids in found.items():
-            self._cache.put((eid, into), Links(tuple(ids), None))
+            self._cache.put((eid, into), Links(tuple(ids), notes.get(eid)))
+
+    async def _labels_in_bulk(self, this: KnowledgeGraph, other: KnowledgeGraph, todo: list[str],
+                              found: dict[str, dict[str, None]], notes: dict[str, str]) -> None:
+        """:meth:`_by_label` for many entities: their labels, then one ``find_by_labels`` in the other KG."""
+        labels = dict(zip(todo, await asyncio.gather(*(this.label_of(e) for e in todo))))
+        cap = self.max_label_matches
+        wanted = [label for label in dict.fromkeys(labels.values()) if label.strip()]
+        hits = await other.find_by_labels(wanted, limit=cap + 1) if wanted else {}
+        for eid, label in labels.items():
+            got = hits.get(label, []) if label.strip() else []
+            if len(got) > cap:
+                self._capped += 1
+                notes[eid] = (f"label {label!r} names more than {cap} entities in KG {other.name!r}; "
+                              f"linked to the first {cap}")
+                got = got[:cap]
+            found[eid].update(dict.fromkeys(e.id for e in got if split_id(e.id)[0] == other.name))
 
     # -- the three kinds ------------------------------------------------------------------------------------------
     async def _resolve(self, rule: LinkRule, entity_id: str, forward: bool) -> tuple[list[str], str | None]:

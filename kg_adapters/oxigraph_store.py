@@ -26,7 +26,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -189,6 +189,10 @@ class LabelSearch(Protocol):
         """Names equal to ``label`` up to case, accents, spacing and punctuation; no fuzzy or word matches."""
         ...
 
+    def named_many(self, labels: Sequence[str], limit: int = 20) -> Mapping[str, Sequence[KeyHit]]:
+        """:meth:`named` of many labels at once; a label named nowhere may be left out."""
+        ...
+
 
 def term_key(term: Term) -> str:
     return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
@@ -235,6 +239,9 @@ class InMemoryLabelSearch:
 
     def link(self, query: str, limit: int = 10) -> list[KeyHit]:
         return self._dedupe(self._build().link(query, limit * 2), limit)
+
+    def named_many(self, labels: Sequence[str], limit: int = 20) -> dict[str, list[KeyHit]]:
+        return {label: hits for label in dict.fromkeys(labels) if (hits := self.named(label, limit))}
 
     def named(self, label: str, limit: int = 20) -> list[KeyHit]:
         text = label.strip()
@@ -580,6 +587,15 @@ class OxigraphKG(KnowledgeGraph):
         want = label_key(label)
         hits = self._matches(self.labels.named(label, limit), mention=False)
         return [h.entity for h in hits if label_key(h.entity.label) == want][:limit]
+
+    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
+        """:meth:`find_by_label` of a frontier's names: the label index says in one lookup which of them name
+        anything here at all (a name the index does not hold is no entity's label here, exactly or up to case);
+        only those are looked up in the store."""
+        wanted = [label for label in dict.fromkeys(labels) if label.strip()]
+        named = self.labels.named_many(wanted, 1) if wanted else {}
+        return {label: (await self.find_by_label(label, limit) if label in named else []) for label in wanted} | {
+            label: [] for label in labels if not label.strip()}
 
     async def label_of(self, entity_id: str) -> str:
         """The label :meth:`describe_entity` shows, without counting the entity's relations (label links ask it

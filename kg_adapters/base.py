@@ -69,7 +69,7 @@ class Capabilities:
 
     backend: str = "unknown"  # shown to users: memory, oxigraph, sparql, wikidata, linked
     remote: bool = False  # answers come from a server we do not control (tools get openWorldHint; worth caching)
-    local_index: bool = False  # every triple sits in an in-memory TripleIndex (``kg.index``) strategies may read
+    local_index: bool = False  # every triple is in memory: ``kg.local_graph()`` gives the integer-indexed view
     sparql: bool = False  # answers caller-written read-only SPARQL (:meth:`KnowledgeGraph.sparql_query`), guarded
 
 

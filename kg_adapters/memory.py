@@ -13,6 +13,7 @@ from .base import Capabilities, KnowledgeGraph, Limits
 from .describe import Describer
 from .errors import InvalidInput, NotFound
 from .label_index import LabelIndex
+from .local_graph import LocalGraph
 from .models import (
     Direction,
     Edge,
@@ -53,14 +54,34 @@ class MemoryKG(KnowledgeGraph):
         ]
         self._labels = LabelIndex([n.label for n in index.nodes], priors=degree)
         self._prefix = f"{name}:"
+        self._entity_prefix = f"{name}:E"
         # Entity models are immutable, so each node's is built once, on first use: building them was the main
         # cost of get_edges (bounded by the KG's own size).
         self._entities: list[Entity | None] = [None] * len(index.nodes)
         self._describe = Describer(index) if derive_descriptions else None
+        self._local: LocalGraph | None = None
 
-    # -- id mapping -------------------------------------------------------------------------------------------
+    # -- id mapping: the one place this backend's entity IDs are spelt and read --------------------------------
     def node_id(self, i: int) -> str:
         return f"{self._prefix}E{i}"
+
+    def node_of(self, entity_id: str) -> int | None:
+        """The node an ID of this KG names, else None (another KG's, malformed, out of range)."""
+        # what _ENTITY_LOCAL accepts, without a regex: frontiers of thousands of IDs come through here
+        start = self._entity_prefix
+        if type(entity_id) is not str or not entity_id.startswith(start):
+            return None
+        digits = entity_id[len(start):]
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > 10 or (digits[0] == "0" and len(digits) > 1):
+            return None
+        i = int(digits)
+        return i if i < len(self.index.nodes) else None
+
+    def local_graph(self) -> LocalGraph:
+        """The integer-indexed view of this KG (built once)."""
+        if self._local is None:
+            self._local = LocalGraph(self)
+        return self._local
 
     def node_index(self, local: str) -> int:
         m = _ENTITY_LOCAL.match(local)
@@ -73,7 +94,7 @@ class MemoryKG(KnowledgeGraph):
         if e is None:
             n = self.index.nodes[i]
             desc = n.description or (self._describe(i) if self._describe is not None else None)
-            e = Entity.model_construct(id=f"{self._prefix}E{i}", label=n.label, description=desc, kg=self.name)
+            e = Entity.model_construct(id=self.node_id(i), label=n.label, description=desc, kg=self.name)
             self._entities[i] = e
         return e
 
@@ -82,7 +103,7 @@ class MemoryKG(KnowledgeGraph):
         e = self._entities[i]
         if e is not None:
             return e.model_copy(update={"description": None}) if e.description else e
-        return Entity.model_construct(id=f"{self._prefix}E{i}", label=self.index.nodes[i].label, description=None,
+        return Entity.model_construct(id=self.node_id(i), label=self.index.nodes[i].label, description=None,
                                       kg=self.name)
 
     def relation_model(self, r: int, direction: Direction, count: int | None = None, entities: int | None = None
@@ -247,7 +268,7 @@ class MemoryKG(KnowledgeGraph):
         out = []
         for i, rels in enumerate(self.index.out):
             if r in rels:
-                out.append(f"{self._prefix}E{i}")
+                out.append(self.node_id(i))
                 if len(out) >= limit:
                     break
         return out

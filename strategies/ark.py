@@ -27,7 +27,7 @@ from tot_mcp.kg_adapters.text import bracketed_mentions
 from tot_mcp.strategies.indexes import GraphResources
 from tot_mcp.strategies.llm.base import LLM, LLMError
 from tot_mcp.strategies.llm.replies import extract_json
-from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.kg_adapters.local_graph import LocalGraph
 from tot_mcp.strategies.path_sets import path_sets, render_path_sets
 from tot_mcp.strategies.registry import Call, Progress, Strategy
 from tot_mcp.strategies.relevance import QueryRelevance

@@ -46,7 +46,7 @@ from tot_mcp.strategies.indexes import (
     _progress,
 )
 from tot_mcp.strategies.inner_products import inner_products, inner_products_at
-from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.kg_adapters.local_graph import LocalGraph
 from tot_mcp.strategies.registry import Call, Strategy
 from tot_mcp.strategies.results import (
     RetrievedEntity,

@@ -14,7 +14,8 @@ import numpy as np
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.text import tokens
 from tot_mcp.strategies.inner_products import top_k
-from tot_mcp.strategies.local_graph import LocalGraph, RetrievalUnavailable
+from tot_mcp.kg_adapters.local_graph import LocalGraph
+from tot_mcp.strategies.local_graph import RetrievalUnavailable
 from tot_mcp.strategies.relevance import STOPWORDS, QueryRelevance
 from tot_mcp.strategies.traversal import NeighbourCache
 

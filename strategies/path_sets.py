@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tot_mcp.kg_adapters.models import Direction, backward
-from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.kg_adapters.local_graph import LocalGraph
 from tot_mcp.strategies.relevance import PathScorer
 
 Step = tuple[int, Direction]

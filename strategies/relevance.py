@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tot_mcp.kg_adapters.text import bracketed_mentions, tokens
-from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.kg_adapters.local_graph import LocalGraph
 
 if TYPE_CHECKING:
     from tot_mcp.strategies.embeddings import Embedder

@@ -25,7 +25,7 @@ from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.strategies.indexes import GraphResources, Models
-from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.strategies.local_graph import local_graph
 from tot_mcp.strategies.route_stats import RouteStats
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class Services:
         with self._lock:
             res = self._resources.get(kg.name)
             if res is None or res.graph.kg is not kg:
-                res = GraphResources(LocalGraph(kg), self.models, self.cache_dir)
+                res = GraphResources(local_graph(kg), self.models, self.cache_dir)
                 self._resources[kg.name] = res
             return res
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.models import Direction
-from tot_mcp.strategies.local_graph import LocalGraph
+from tot_mcp.kg_adapters.local_graph import LocalGraph
 from tot_mcp.strategies.relevance import PathScorer
 from tot_mcp.strategies.results import PathStep, RetrievedEntity
 

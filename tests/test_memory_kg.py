@@ -109,3 +109,17 @@ async def test_the_id_list_cap_follows_the_limits(metaqa):
     await small.get_relations(ids)
     with pytest.raises(InvalidInput, match="at most 2"):
         await small.get_relations(ids + ids[:1])
+
+
+def test_the_id_scheme_is_read_where_it_is_written_and_the_local_view_uses_it(tmp_path):
+    """MemoryKG spells its entity IDs (node_id) and reads them back (node_of) in one place; its local view and the
+    offline reasoner's view go through those, so an ID they accept is one the KG issued."""
+    path = tmp_path / "kb.txt"
+    path.write_text("Alpha|directed_by|Eli Fox\nBeta|directed_by|Eli Fox\n", encoding="utf-8")
+    kg = open_file_kg("mv", path)
+    view = kg.local_graph()
+    assert view is kg.local_graph()  # built once
+    assert [kg.node_of(kg.node_id(i)) for i in range(view.n)] == list(range(view.n))
+    assert [view.entity_id(i) for i in range(view.n)] == [kg.node_id(i) for i in range(view.n)]
+    for bad in ("mv:E007", "mv:E", "mv:E-1", "mv:E１", "other:E1", f"mv:E{view.n}", "mv:Ex", 7, None):
+        assert kg.node_of(bad) is None and view.node_of(bad) is None

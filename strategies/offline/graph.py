@@ -102,27 +102,18 @@ class GraphView(abc.ABC):
 class MemoryGraph(GraphView):
     def __init__(self, kg: KnowledgeGraph) -> None:  # a KG declaring capabilities.local_index
         self.kg = kg
-        self.index = kg.index
-        self._prefix = f"{kg.name}:"
-        self._rel_ids = [f"{self._prefix}{loc}" for loc in self.index.rel_local_ids]
+        self.local = kg.local_graph()  # type: ignore[attr-defined] - the KG's own view and ID scheme
+        self.index = self.local.index
+        self._rel_ids = self.local.rel_ids
         self._rel_by_id = {rid: r for r, rid in enumerate(self._rel_ids)}
         self._targets: dict[tuple[int, bool], list[int]] | None = None
 
     async def nodes_for(self, entity_ids: Iterable[str]) -> list[int]:
-        out = []
-        n = len(self.index.nodes)
-        for eid in entity_ids:
-            if eid.startswith(self._prefix) and eid[len(self._prefix) :][:1] == "E":
-                try:
-                    i = int(eid[len(self._prefix) + 1 :])
-                except ValueError:
-                    continue
-                if 0 <= i < n:
-                    out.append(i)
-        return out
+        node_of = self.local.node_of
+        return [i for eid in entity_ids if (i := node_of(eid)) is not None]
 
     def node_id(self, node: int) -> str:
-        return f"{self._prefix}E{node}"
+        return self.local.entity_id(node)
 
     def int_nodes(self) -> int:
         return len(self.index.nodes)

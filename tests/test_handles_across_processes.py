@@ -57,7 +57,8 @@ def test_a_handle_on_disk_expires_like_one_in_memory_and_the_disk_stays_bounded(
     import sqlite3
 
     rows = sqlite3.connect(path).execute("SELECT fingerprint, COUNT(*) FROM handles GROUP BY fingerprint")
-    assert dict(rows.fetchall()) == {"kgs": 50, "other kgs": 1}  # --handles bounds each set of KGs on disk too
+    counts = dict(rows.fetchall())  # --handles bounds each set of KGs on disk too (pruned every tenth of it)
+    assert 50 <= counts["kgs"] <= 55 and counts["other kgs"] == 1
     try:
         later.get(made[0])
     except UnknownHandle:

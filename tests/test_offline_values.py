@@ -49,3 +49,34 @@ async def test_value_readings_are_built_from_forward_targets_and_off_by_default(
     assert float(vecs["things:p1"][0] @ colours) > 0.8  # three of the colours, in the relation's words
     off = OfflineReasoner(embedder, OfflineSettings(value_examples=0)).stats_for(kg)
     assert (await off.value_vectors(["things:p1"]))["things:p1"].shape == (0, embedder.dim)
+
+
+async def test_a_relation_the_topic_lacks_is_not_answered_confidently_with_another():
+    """"Who is the director of [Nomad]": the KG records directors, but not Nomad's. The best walk reads "director"
+    as its actors, a relation that fits the word far worse: the answer is of the wrong kind, and the result says so
+    (partial, unsupported, value capped) instead of naming the actors confidently. A film with a director is
+    answered as ever."""
+    from tot_fixtures import make_kg
+
+    from tot_mcp.strategies.offline import OfflinePolicy
+    from tot_mcp.strategies.tot.asm import TraversalASM
+    from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch
+
+    kg = make_kg("m", [
+        ("Arrival", "directed_by", "Denis Villeneuve"), ("Arrival", "starred_actors", "Amy Adams"),
+        ("Dune", "directed_by", "Denis Villeneuve"), ("Dune", "starred_actors", "Zendaya"),
+        ("Heat", "directed_by", "Michael Mann"), ("Heat", "starred_actors", "Al Pacino"),
+        ("Nomad", "starred_actors", "Kuno Becker"), ("Nomad", "starred_actors", "Jay Hernandez"),
+        ("Nomad", "release_year", "2005"), ("Heat", "release_year", "1995"),
+    ])
+    policy = OfflinePolicy(kg, embedder=shared_embedder())
+    search = TreeSearch(TraversalASM(kg), policy, SearchConfig(k=3, max_expansions=12))
+    lacking = await search.run("who is the director of [Nomad]")
+    assert lacking.status != "answered" and lacking.value <= 0.3, lacking.tree_text()
+    assert lacking.partial and lacking.partial_reason.startswith(
+        "unsupported: the question's 'director' reads as m:directed_by"), lacking.partial_reason
+    assert "the KG may not record it for them)" in lacking.partial_reason  # one KG: no talk of links
+    known = await TreeSearch(TraversalASM(kg), OfflinePolicy(kg, embedder=shared_embedder()),
+                             SearchConfig(k=3, max_expansions=12)).run("who is the director of [Heat]")
+    assert known.answer.labels == ["Michael Mann"] and known.value > 0.5, known.tree_text()
+    assert not known.partial_reason.startswith("unsupported")

@@ -266,23 +266,37 @@ class OfflineReasoner:
 
 
 async def _unreached(scorer: QuestionScorer, view, plans: list[Plan]) -> list[tuple[str, str]]:
-    """Relation words of the question that read best as a relation the search never met, and that the best plan
-    does not read: checked against every relation the KGs have, after the plans are ranked (they do not change)."""
+    """Relation words of the question that read best as a relation the best plan does not walk: one the search
+    never met, where the plan does not read the words at all; or one it met, where the plan reads the words as a
+    relation that fits them far worse (``misread_margin``). Checked against every relation the KGs have, after the
+    plans are ranked (they do not change)."""
     seen = scorer.prepared()
     try:
         unseen = [r for r in await view.vocabulary() if r not in seen]
     except KGError:
         return []
-    if not unseen or not plans:
+    if not plans:
         return []
-    await scorer.prepare(unseen)
-    read = [p for p in plans[0].phrases if p]
+    if unseen:
+        await scorer.prepare(unseen)
+    best = plans[0]
+    used = {h[0] for h in best.hops}
     out = []
-    for i, _, rel in scorer.relation_mentions():
+    for i, sim, rel in scorer.relation_mentions():
         text = scorer.spans[i].text
-        if rel in seen or any(text in p or p in text for p in read):
+        if rel in used:
             continue
-        out.append((text, rel))
+        readers = [h[0] for h, p in zip(best.hops, best.phrases) if p and (text in p or p in text)]
+        if not readers:
+            if rel not in seen:
+                out.append((text, rel))
+            continue
+        # the words name a relation the plan does not walk, and the plan read them as one they do not name and that
+        # fits them far worse: an answer of the wrong kind ("who is the director of [X]" answered by X's actors, X
+        # having no director here). Naming, not only meaning: embeddings put "acted by" nearer "directed by".
+        if (scorer.names(rel, i) and not any(scorer.names(r, i) for r in readers)
+                and sim - max(scorer.similarity(r, i) for r in readers) > scorer.settings.misread_margin):
+            out.append((text, rel))
     return out
 
 

@@ -185,8 +185,9 @@ class OfflinePolicy(Policy):
             return None
         view = self.reasoner.stats_for(self.kg).view
         parts = [f"'{phrase}' reads as {rel} ({view.relation_label(rel)})" for phrase, rel in res.unreached[:3]]
-        return (f"unsupported: the question's {'; '.join(parts)}, which no walk from its entities reaches "
-                f"(a missing link between KGs?)")
+        why = "the KG may not record it for them" + (", or a link between KGs is missing"
+                                                     if len(self.kg.members()) > 1 else "")
+        return f"unsupported: the question's {'; '.join(parts)}, which no walk from its entities reaches ({why})"
 
     async def value(self, state: TraversalState) -> float:
         plans = await self.consistent(state)

@@ -119,6 +119,18 @@ class QuestionScorer:
             order = [int(i) for i in np.argsort(-sims, kind="stable")]
             self._rel_top[r] = [i for i in order if i not in self._type_only][:m]
 
+    def similarity(self, relation_id: str, span: int) -> float:
+        """How well relation ``relation_id`` reads span ``span`` of the question (as :meth:`relation_mentions` ranks
+        them); -1 for a relation not read against the question."""
+        sims = self._rel_sims.get(relation_id)
+        return float(sims[span]) if sims is not None else -1.0
+
+    def names(self, relation_id: str, span: int) -> bool:
+        """Whether span ``span`` of the question literally names the relation (shares a word stem with one of its
+        phrases: "director" ~ "directed by"), as opposed to meaning something near it."""
+        stems = [w for p in self.stats.phrases(relation_id) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
+        return bool(_shares_stem(self.spans[span].text, stems)) if len(self.spans) else False
+
     def prepared(self) -> frozenset[str]:
         """The relations read against the question so far (those the search met)."""
         return frozenset(self._rel_sims)

@@ -15,6 +15,10 @@ class OfflineSettings(BaseModel):
     hop_price: float = Field(0.30, description="τ: a hop must match its phrase this much above average to pay.")
     lexical_weight: float = Field(0.15, description="Bonus when a question word shares a stem with the hop's phrase.")
     unmatched_cost: float = Field(0.45, description="Cost of a hop that matches no phrase at all.")
+    misread_margin: float = Field(0.2, description="A question relation word that names a relation the best plan "
+                                  "does not walk, read by the plan as a relation it does not name and that fits it this "
+                                  "much worse, marks the answer as of the wrong kind (value capped, 'unsupported'): the "
+                                  "topic lacks that relation.")
     sibling_cost: float = Field(0.12, description="Cost of the wordless return hop r⁻¹ right after r "
                                 "('films that share actors with X').")
     coverage_weight: float = Field(1.0, description="Cost per unit of a question relation word (a phrase matching "

@@ -504,10 +504,12 @@ class SparqlKG(KnowledgeGraph):
                 local, value = self._value(t)
                 if local is not None:
                     self._remember(local, self._best(trows, "l", "lp", self.profile.label_preds))
-                    entities.setdefault(self._qid(local), self._entity(local))
+                    if (key := self._qid(local)) not in entities:  # setdefault would build the entity every time
+                        entities[key] = self._entity(local)
                 elif t.kind == "bnode":
                     continue  # an opaque blank node (no structured values here): nothing to walk or show
-                entities.setdefault(self._qid(src), self._entity(src))
+                if (key := self._qid(src)) not in entities:
+                    entities[key] = self._entity(src)
                 edges.append(Edge.model_construct(
                     source=self._qid(src), relation=rel_id, direction=Direction(direction),
                     target=self._qid(local) if local is not None else None, value=value, qualifiers=[],
@@ -581,10 +583,12 @@ class SparqlKG(KnowledgeGraph):
         edges: list[Edge] = []
         entities: dict[str, Entity] = {}
         for src, t, rows in grouped:
-            entities.setdefault(self._qid(src), self._entity(src))
+            if (key := self._qid(src)) not in entities:
+                entities[key] = self._entity(src)
             local, value = self._value(t)
             if local is not None:
-                entities.setdefault(self._qid(local), self._entity(local))
+                if (key := self._qid(local)) not in entities:
+                    entities[key] = self._entity(local)
             elif value is not None:
                 value = self._faithful(t, value, rows, "tp", "unit")
             qualifiers = self._qualifiers(rows, entities)
@@ -647,7 +651,8 @@ class SparqlKG(KnowledgeGraph):
             if k in out:
                 continue
             if local is not None:
-                entities.setdefault(self._qid(local), self._entity(local))
+                if (key := self._qid(local)) not in entities:
+                    entities[key] = self._entity(local)
             out[k] = Qualifier.model_construct(
                 relation=self._relation_model(qp, self._relation_label(qp), Direction.forward, None),
                 target=self._qid(local) if local is not None else None,

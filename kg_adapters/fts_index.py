@@ -72,6 +72,18 @@ def _fts_phrase(tok: str) -> str:
     return '"' + tok.replace('"', '""') + '"'
 
 
+def _named_hits(label: str, rows: Iterable[tuple[str, str]], limit: int) -> list[FtsHit]:
+    """(key, name) rows sharing ``label``'s normalised name as hits: exact (1.0) or casefold (0.95), one per key,
+    best first."""
+    text = label.strip()
+    hits: dict[str, FtsHit] = {}
+    for k, found in rows:
+        hit = FtsHit(k, found, 1.0 if found == text else 0.95, "exact" if found == text else "casefold")
+        if k not in hits or hits[k].score < hit.score:
+            hits[k] = hit
+    return sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
+
+
 class FtsLabelIndex:
     """Search and link entity names stored in one SQLite file.
 
@@ -206,13 +218,8 @@ class FtsLabelIndex:
         norm = key(label)
         if not norm or limit < 1:
             return []
-        text = label.strip()
-        hits: dict[str, FtsHit] = {}
-        for k, found in self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?", (norm, limit * 4)):
-            hit = FtsHit(k, found, 1.0 if found == text else 0.95, "exact" if found == text else "casefold")
-            if k not in hits or hits[k].score < hit.score:
-                hits[k] = hit
-        return sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
+        return _named_hits(label, self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?",
+                                             (norm, limit * 4)), limit)
 
     def named_many(self, labels: Iterable[str], limit: int = 20) -> dict[str, list[FtsHit]]:
         """:meth:`named` of many labels, a query per 500 distinct normalised names; a label named nowhere is
@@ -228,17 +235,7 @@ class FtsLabelIndex:
             q = f"SELECT norm, key, label FROM names WHERE norm IN ({','.join('?' * len(part))})"
             for norm, k, found in self._rows(q, part):
                 rows.setdefault(norm, []).append((k, found))
-        out: dict[str, list[FtsHit]] = {}
-        for norm, found_rows in rows.items():
-            for label in by_norm[norm]:
-                text = label.strip()
-                hits: dict[str, FtsHit] = {}
-                for k, found in found_rows:
-                    hit = FtsHit(k, found, 1.0 if found == text else 0.95, "exact" if found == text else "casefold")
-                    if k not in hits or hits[k].score < hit.score:
-                        hits[k] = hit
-                out[label] = sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
-        return out
+        return {label: _named_hits(label, found, limit) for norm, found in rows.items() for label in by_norm[norm]}
 
     def search(self, text: str, limit: int = 10) -> list[FtsHit]:
         """Best first: exact label (1.0), case/accent-insensitive (0.95), names with all the (non-stop) words, the

@@ -381,9 +381,7 @@ class Linker:
         for eid, label in labels.items():
             got = hits.get(label, []) if label.strip() else []
             if len(got) > cap:
-                self._capped += 1
-                notes[eid] = (f"label {label!r} names more than {cap} entities in KG {other.name!r}; "
-                              f"linked to the first {cap}")
+                notes[eid] = self._capped_note(label, other)
                 got = got[:cap]
             found[eid].update(dict.fromkeys(e.id for e in got if split_id(e.id)[0] == other.name))
 
@@ -465,9 +463,13 @@ class Linker:
         found = await other.find_by_label(label, limit=cap + 1)
         if len(found) <= cap:
             return [e.id for e in found], None
+        return [e.id for e in found[:cap]], self._capped_note(label, other)
+
+    def _capped_note(self, label: str, other: KnowledgeGraph) -> str:
+        """Counts a hub label cut at ``max_label_matches``, and says so."""
         self._capped += 1
-        return [e.id for e in found[:cap]], (f"label {label!r} names more than {cap} entities in KG {other.name!r}; "
-                                             f"linked to the first {cap}")
+        cap = self.max_label_matches
+        return f"label {label!r} names more than {cap} entities in KG {other.name!r}; linked to the first {cap}"
 
     async def _by_same_as(
         self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool

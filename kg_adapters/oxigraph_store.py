@@ -592,10 +592,9 @@ class OxigraphKG(KnowledgeGraph):
         """:meth:`find_by_label` of a frontier's names: the label index says in one lookup which of them name
         anything here at all (a name the index does not hold is no entity's label here, exactly or up to case);
         only those are looked up in the store."""
-        wanted = [label for label in dict.fromkeys(labels) if label.strip()]
-        named = self.labels.named_many(wanted, 1) if wanted else {}
-        return {label: (await self.find_by_label(label, limit) if label in named else []) for label in wanted} | {
-            label: [] for label in labels if not label.strip()}
+        wanted = list(dict.fromkeys(labels))
+        named = self.labels.named_many([label for label in wanted if label.strip()], 1)
+        return {label: await self.find_by_label(label, limit) if label in named else [] for label in wanted}
 
     async def label_of(self, entity_id: str) -> str:
         """The label :meth:`describe_entity` shows, without counting the entity's relations (label links ask it

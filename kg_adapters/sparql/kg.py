@@ -223,31 +223,8 @@ class SparqlKG(KnowledgeGraph):
         sampled = False
         for batch in _chunks(terms, self.batch_size):
             rows = await self._select(queries.relations(self.profile, batch, self.backward_scan))
-            by_rel: dict[str, list[Row]] = {}
-            seen: set[tuple[str, str]] = set()
-            backward_total = 0
-            for r in rows:
-                local = self.profile.relation_local(r["r"].value) if "r" in r else None
-                if local is None or "dir" not in r or "n" not in r:
-                    continue
-                by_rel.setdefault(local, []).append(r)
-                if (local, r["dir"].value) in seen:  # label rows repeat the count
-                    continue
-                seen.add((local, r["dir"].value))
-                direction = Direction.forward if r["dir"].value == "f" else Direction.backward
-                n = int(r["n"].value)
-                counts[(local, direction)] = counts.get((local, direction), 0) + n
-                if direction is Direction.backward:
-                    backward_total += n
-            sampled |= backward_total > self.backward_scan
-            for local, rs in by_rel.items():
-                labels[local] = self._best(rs, "l", "lp", self.profile.label_preds)
-        rels = []
-        for (local, direction), n in counts.items():
-            label = self._remember(local, labels.get(local) or humanize(self.profile.fallback_label(local)))
-            count = None if sampled and direction is Direction.backward else n
-            rels.append(self._relation_model(local, label, direction, count))
-        rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
+            sampled |= self._read_counts(rows, counts, labels) > self.backward_scan
+        rels = self._relations_of(counts, labels, sampled)
         warnings = []
         if sampled:
             warnings.append(
@@ -326,8 +303,17 @@ class SparqlKG(KnowledgeGraph):
         """One entity's relations from its rows of :func:`queries.relations_by_entity`, as :meth:`get_relations`
         reads them (its backward edges known not to be sampled)."""
         counts: dict[tuple[str, Direction], int] = {}
+        labels: dict[str, str | None] = {}
+        self._read_counts(rows, counts, labels)
+        return self._relations_of(counts, labels)
+
+    def _read_counts(self, rows: list[Row], counts: dict[tuple[str, Direction], int],
+                     labels: dict[str, str | None]) -> int:
+        """Adds one relation-count answer (:func:`queries.relations`, :func:`queries.relations_by_entity`) to
+        ``counts`` per (relation, direction) and ``labels`` per relation; returns the backward edges it counted."""
         by_rel: dict[str, list[Row]] = {}
         seen: set[tuple[str, str]] = set()
+        backward_total = 0
         for r in rows:
             local = self.profile.relation_local(r["r"].value) if "r" in r else None
             if local is None or "dir" not in r or "n" not in r:
@@ -337,12 +323,22 @@ class SparqlKG(KnowledgeGraph):
                 continue
             seen.add((local, r["dir"].value))
             direction = Direction.forward if r["dir"].value == "f" else Direction.backward
-            counts[(local, direction)] = counts.get((local, direction), 0) + int(r["n"].value)
-        labels = {local: self._best(rs, "l", "lp", self.profile.label_preds) for local, rs in by_rel.items()}
+            n = int(r["n"].value)
+            counts[(local, direction)] = counts.get((local, direction), 0) + n
+            if direction is Direction.backward:
+                backward_total += n
+        for local, rs in by_rel.items():
+            labels[local] = self._best(rs, "l", "lp", self.profile.label_preds)
+        return backward_total
+
+    def _relations_of(self, counts: dict[tuple[str, Direction], int], labels: dict[str, str | None],
+                      sampled: bool = False) -> list[Relation]:
+        """The relations of read counts, in the order get_relations lists them (a sampled backward count left out)."""
         rels = []
         for (local, direction), n in counts.items():
             label = self._remember(local, labels.get(local) or humanize(self.profile.fallback_label(local)))
-            rels.append(self._relation_model(local, label, direction, n))
+            count = None if sampled and direction is Direction.backward else n
+            rels.append(self._relation_model(local, label, direction, count))
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
         return rels
 

@@ -113,7 +113,7 @@ class QuestionScorer:
                 vs = st.value_weight * ((self.span_vecs @ values[r].T).max(axis=1) - self._value_mean)
                 sims = np.maximum(sims, np.where(self._not_focus, vs, -np.inf))
             if st.lexical_weight and len(self.spans):
-                stems = [w for p in self.stats.phrases(r) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
+                stems = self._stems(r)
                 sims = sims + st.lexical_weight * np.array([_shares_stem(sp.text, stems) for sp in self.spans])
             self._rel_sims[r] = sims
             order = [int(i) for i in np.argsort(-sims, kind="stable")]
@@ -128,8 +128,11 @@ class QuestionScorer:
     def names(self, relation_id: str, span: int) -> bool:
         """Whether span ``span`` of the question literally names the relation (shares a word stem with one of its
         phrases: "director" ~ "directed by"), as opposed to meaning something near it."""
-        stems = [w for p in self.stats.phrases(relation_id) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
-        return bool(_shares_stem(self.spans[span].text, stems)) if len(self.spans) else False
+        return bool(_shares_stem(self.spans[span].text, self._stems(relation_id))) if len(self.spans) else False
+
+    def _stems(self, relation_id: str) -> list[str]:
+        """The relation's content words that :func:`_shares_stem` compares with the question's."""
+        return [w for p in self.stats.phrases(relation_id) for w in p.split() if len(w) >= 4 and w not in STOPWORDS]
 
     def prepared(self) -> frozenset[str]:
         """The relations read against the question so far (those the search met)."""

@@ -74,18 +74,27 @@ def sample_lookups(index, n: int, rng: random.Random) -> list[Lookup]:
     return out
 
 
-async def time_in_process(kg, lookups: list[Lookup]) -> tuple[list[float], list[float]]:
+async def time_in_process(kg, lookups: list[Lookup]) -> tuple[list[float], list[float], list[float]]:
+    """get_labelled_edges (what the get_edges tool reads: labels only), get_edges (each entity also gets the
+    description derived from its edges, the first time it is returned) and get_relations, per lookup, in µs."""
     from tot_mcp.kg_adapters.models import Direction
 
     rel_ids = [f"{kg.name}:{local}" for local in kg.index.rel_local_ids]
     args = [([kg.node_id(lk.entity)], rel_ids[lk.relation], Direction.forward if lk.forward else Direction.backward)
             for lk in lookups]
-    for a in args[:200]:  # warm up
+    warm = args[-200:]  # warm up on lookups not timed, so each timed entity is built the first time, as in use
+    args = args[:-200] if len(args) > 400 else args
+    for a in warm:
+        await kg.get_labelled_edges(*a)
         await kg.get_edges(*a)
-    t_edges, t_rel = [], []
+    t_labelled, t_edges, t_rel = [], [], []
     clock = time.perf_counter_ns
     gc.disable()
     try:
+        for ids, rel, direction in args:  # first: get_edges would leave every entity built, descriptions and all
+            t0 = clock()
+            await kg.get_labelled_edges(ids, rel, direction)
+            t_labelled.append((clock() - t0) / 1e3)
         for ids, rel, direction in args:
             t0 = clock()
             await kg.get_edges(ids, rel, direction)
@@ -96,7 +105,7 @@ async def time_in_process(kg, lookups: list[Lookup]) -> tuple[list[float], list[
             t_rel.append((clock() - t0) / 1e3)
     finally:
         gc.enable()
-    return t_edges, t_rel
+    return t_labelled, t_edges, t_rel
 
 
 def time_raw_index(index, lookups: list[Lookup]) -> list[float]:
@@ -207,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     rss_kg = rss_mb() - rss0
     rng = random.Random(args.seed)
     lookups = sample_lookups(kg.index, args.samples, rng)
-    edges_us, rel_us = asyncio.run(time_in_process(kg, lookups))
+    labelled_us, edges_us, rel_us = asyncio.run(time_in_process(kg, lookups))
     raw_us = time_raw_index(kg.index, lookups)
     fanout = statistics.mean(len((kg.index.out if lk.forward else kg.index.inc)[lk.entity][lk.relation])
                              for lk in lookups)
@@ -219,8 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         ("RSS of the loaded KG", f"{rss_kg:.0f} MB"),
         ("lookups", f"{len(lookups):,} random (entity, relation, direction) with ≥1 edge; mean {fanout:.1f} edges"),
         ("in-process get_relations p50 / p99", f"{pct(rel_us, .5):.1f} / {pct(rel_us, .99):.1f} µs"),
+        ("in-process get_labelled_edges p50 / p99", f"{pct(labelled_us, .5):.1f} / {pct(labelled_us, .99):.1f} µs "
+                                                    "(what the get_edges tool reads: labels, pydantic models)"),
         ("in-process get_edges p50 / p99", f"{pct(edges_us, .5):.1f} / {pct(edges_us, .99):.1f} µs "
-                                           "(with labels, pydantic models)"),
+                                           "(also derives each entity's description, once)"),
         ("in-process raw index lookup p50 / p99", f"{pct(raw_us, .5):.2f} / {pct(raw_us, .99):.2f} µs "
                                                   "(TripleIndex only: IDs, no labels)"),
     ]

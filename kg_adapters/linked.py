@@ -393,7 +393,7 @@ class LinkedKG(KnowledgeGraph):
         if len(foreign) > 1:
             await self.prefetch(foreign)
         linked = dict(zip(foreign, await asyncio.gather(*(self.equivalents(eid, report, into=kg.name)
-                                                          for eid in foreign))))
+                                                          for eid in foreign)))) if foreign else {}
         for eid in entity_ids:
             if eid not in linked:
                 routed[eid] = None
@@ -409,16 +409,20 @@ class LinkedKG(KnowledgeGraph):
             report.note(f"{shown}: no equivalent in KG {kg.name!r}, so no {relation_id} edges from "
                         f"{'it' if len(unlinked) == 1 else 'them'}")
         warnings = report.warnings
-        asked = Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
+
+        def asked() -> Relation:
+            return Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
+
         if not routed:
-            return EdgePage(edges=[], relation=asked, warnings=warnings, partial=report.failed)
+            return EdgePage(edges=[], relation=asked(), warnings=warnings, partial=report.failed)
         try:
             read = kg.get_labelled_edges if labelled else kg.get_edges
             page = await read(list(routed)[: kg.limits.max_ids], relation_id, direction, limit, offset)
         except BackendError as e:
             if len(self.kgs) == 1:
                 raise
-            return EdgePage(edges=[], relation=asked, partial=True, warnings=[*warnings, f"KG {kg.name!r} failed: {e}"])
+            return EdgePage(edges=[], relation=asked(), partial=True,
+                            warnings=[*warnings, f"KG {kg.name!r} failed: {e}"])
         if not via and not warnings:
             return page
         edges = [e.model_copy(update={"via": via[e.source]}) if e.source in via else e for e in page.edges]

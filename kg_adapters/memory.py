@@ -58,6 +58,7 @@ class MemoryKG(KnowledgeGraph):
         # Entity models are immutable, so each node's is built once, on first use: building them was the main
         # cost of get_edges (bounded by the KG's own size).
         self._entities: list[Entity | None] = [None] * len(index.nodes)
+        self._labelled: list[Entity | None] = [None] * len(index.nodes)  # the same, by label only
         self._describe = Describer(index) if derive_descriptions else None
         self._local: LocalGraph | None = None
 
@@ -100,11 +101,14 @@ class MemoryKG(KnowledgeGraph):
 
     def labelled_entity(self, i: int) -> Entity:
         """Node ``i`` by label only: never derives a description (the work :meth:`entity` does the first time)."""
-        e = self._entities[i]
-        if e is not None:
-            return e.model_copy(update={"description": None}) if e.description else e
-        return Entity.model_construct(id=self.node_id(i), label=self.index.nodes[i].label, description=None,
-                                      kg=self.name)
+        e = self._labelled[i]
+        if e is None:
+            e = self._entities[i]
+            if e is None or e.description:
+                e = Entity.model_construct(id=self.node_id(i), label=self.index.nodes[i].label, description=None,
+                                           kg=self.name)
+            self._labelled[i] = e
+        return e
 
     def relation_model(self, r: int, direction: Direction, count: int | None = None, entities: int | None = None
                        ) -> Relation:

@@ -184,6 +184,7 @@ class Runtime:
         return self._llm
 
     async def aclose(self) -> None:
+        self.handles.close()
         for kg in self.kgs.values():
             try:
                 await kg.aclose()

@@ -51,7 +51,9 @@ def test_a_handle_on_disk_expires_like_one_in_memory_and_the_disk_stays_bounded(
     path = tmp_path / "handles.sqlite"
     first = HandleStore("kgs", max_entries=50, ttl_seconds=0.5, path=path)
     made = [first.put("get_edges", {"n": i}, [f"m:E{i}"]).handle for i in range(200)]
-    HandleStore("other kgs", max_entries=50, ttl_seconds=0.5, path=path).put("get_edges", {}, ["x:E1"])
+    other = HandleStore("other kgs", max_entries=50, ttl_seconds=0.5, path=path)
+    other.put("get_edges", {}, ["x:E1"])
+    first.close(), other.close()  # as at exit: what was queued for the disk is written
     later = HandleStore("kgs", max_entries=50, ttl_seconds=0.5, path=path)
     assert later.get(made[-1]).entity_ids == ("m:E199",)
     import sqlite3

@@ -278,8 +278,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         hint = await why_empty(graph, ids, relation_id, direction) if not page.edges and offset == 0 else None
         handle = remember("get_edges", reached, entity_ids=None if from_result else ids, from_result=from_result,
                           relation_id=relation_id, direction=direction, limit=limit, offset=offset)
-        result = EdgesResult(**page.model_dump(), targets=len(reached) + len(values), result_id=handle,
-                             sources_without_edges=quiet if page.edges else [], hint=hint)
+        result = EdgesResult.model_construct(**dict(page), targets=len(reached) + len(values), result_id=handle,
+                                             sources_without_edges=quiet if page.edges else [], hint=hint)
         return tool_result(result, render.render_edges_result(result))
 
     @server.tool(title="Follow a path of relations in one call", annotations=read_only)

@@ -232,6 +232,17 @@ class KnowledgeGraph(abc.ABC):
         :class:`~kg_adapters.linked.LinkedKG` answers by its link rules."""
         return []
 
+    async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:
+        """:meth:`same_as` of many entities (a walk links every entity it adds); one whose lookup failed is left
+        out. A KG that links overrides it to ask in bulk first."""
+        out: dict[str, list[str]] = {}
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                out[eid] = await self.same_as(eid)
+            except KGError:
+                continue
+        return out
+
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None
     ) -> SparqlRows:

@@ -368,12 +368,9 @@ class TraversalASM:
     async def _link(self, entities: list[Entity], state: TraversalState) -> None:
         """The paper's "entity linking when adding new entities": record each new entity's equivalents in the other
         KGs (the KG's link rules decide; answers are cached there), so the subgraph shows where a walk may cross."""
-        for ent in entities:
-            try:
-                for other in await self.kg.same_as(ent.id):
-                    state.subgraph.link(ent.id, other)
-            except KGError:
-                continue
+        for eid, others in (await self.kg.same_as_many([e.id for e in entities])).items():
+            for other in others:
+                state.subgraph.link(eid, other)
 
     def _step(self, state: TraversalState, action: Action) -> TraversalState:
         new = state.fork()

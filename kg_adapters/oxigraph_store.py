@@ -287,6 +287,7 @@ class OxigraphKG(KnowledgeGraph):
         self._relation_labels: dict[str, str] = {}
         self._info: KGInfo | None = None  # a full scan: computed once
         self._prefix = f"{name}:"
+        self._in_use: dict[str, bool] = {}  # metadata predicate IRI → does the store use it (asked once)
 
     # -- terms and IDs ------------------------------------------------------------------------------------------
     def term_id(self, term: Term) -> str | None:
@@ -298,6 +299,16 @@ class OxigraphKG(KnowledgeGraph):
             return self.store.quads_for_pattern(s, p, o, None)
         except OSError as e:
             raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
+
+    def _used(self, preds: list[ox.NamedNode]) -> list[ox.NamedNode]:
+        """The predicates of ``preds`` the store holds at all (asked once each; a served store is read-only): a
+        label is read from one predicate, not from the eight metadata predicates RDF may use, of which a store
+        usually holds one or two — each a store lookup per entity."""
+        used = self._in_use
+        for p in preds:
+            if p.value not in used:
+                used[p.value] = next(iter(self._quads(p=p)), None) is not None
+        return [p for p in preds if used[p.value]]
 
     def _exists(self, term: Term) -> bool:
         if not isinstance(term, ox.Literal) and next(iter(self._quads(s=term)), None) is not None:
@@ -348,10 +359,10 @@ class OxigraphKG(KnowledgeGraph):
         if isinstance(term, ox.Literal):
             ent = Entity.model_construct(id=eid, label=term.value, description=None, kg=self.name)
         else:
-            label = self._best_text(term, _LABEL_NODES)
+            label = self._best_text(term, self._used(_LABEL_NODES))
             if label is None:
                 label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
-            desc = self._best_text(term, _DESCRIPTION_NODES)
+            desc = self._best_text(term, self._used(_DESCRIPTION_NODES))
             ent = Entity.model_construct(id=eid, label=label, description=desc, kg=self.name)
         self._entity_cache.put(term, ent)
         return ent
@@ -366,7 +377,7 @@ class OxigraphKG(KnowledgeGraph):
         eid = eid or self.term_id(term) or ""
         if isinstance(term, ox.Literal):
             return Entity.model_construct(id=eid, label=term.value, description=None, kg=self.name)
-        label = self._best_text(term, _LABEL_NODES)
+        label = self._best_text(term, self._used(_LABEL_NODES))
         if label is None:
             label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
         return Entity.model_construct(id=eid, label=label, description=None, kg=self.name)
@@ -374,7 +385,7 @@ class OxigraphKG(KnowledgeGraph):
     def relation_label(self, iri: str) -> str:
         label = self._relation_labels.get(iri)
         if label is None:
-            label = self._best_text(ox.NamedNode(iri), _LABEL_NODES) or humanize(
+            label = self._best_text(ox.NamedNode(iri), self._used(_LABEL_NODES)) or humanize(
                 unquote(iri[len(RELATION_NS) :]) if iri.startswith(RELATION_NS) else iri
             )
             self._relation_labels[iri] = label
@@ -548,7 +559,7 @@ class OxigraphKG(KnowledgeGraph):
         ent = self.entity(term, entity_id)
         aliases: list[str] = []
         if not isinstance(term, ox.Literal):
-            for pred in _ALIAS_NODES + _LABEL_NODES:
+            for pred in self._used(_ALIAS_NODES + _LABEL_NODES):
                 for q in self._quads(s=term, p=pred):
                     if isinstance(q.object, ox.Literal) and language_rank(q.object.language, self.languages) <= len(
                         self.languages
@@ -564,37 +575,40 @@ class OxigraphKG(KnowledgeGraph):
         )
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        """Entities whose label is exactly ``label`` straight from the store's object index (a label link asks it
-        for every entity of a frontier); else the label search's case-insensitive matches (the default)."""
-        if not label.strip() or limit < 1:
+        """Entities whose label is exactly ``label``, else those whose label equals it up to case (the default
+        would run the whole label search, fuzzy and full-text stages included, and keep only these)."""
+        if not label.strip():
             return []
-        literals = [ox.Literal(label), *(ox.Literal(label, language=lang) for lang in self.languages if lang)]
-        found: dict[Term, None] = {}
-        for lit in literals:
-            for pred in _LABEL_NODES:
-                for q in self._quads(p=pred, o=lit):
-                    if not isinstance(q.subject, ox.Literal):
-                        found.setdefault(q.subject, None)
-        out = []
-        for term in found:
-            eid = self.term_id(term)
-            if eid is not None and (ent := self.entity(term, eid)).label == label:
-                out.append(ent)
-        if out:
-            return out[:limit]
-        # no exact name: the case-insensitive ones, from the index's normalised names (the default would run the
-        # whole label search, fuzzy and full-text stages included, and keep only these)
-        want = label_key(label)
-        hits = self._matches(self.labels.named(label, limit), mention=False)
-        return [h.entity for h in hits if label_key(h.entity.label) == want][:limit]
+        return (await self.find_by_labels([label], limit))[label]
 
     async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
-        """:meth:`find_by_label` of a frontier's names: the label index says in one lookup which of them name
-        anything here at all (a name the index does not hold is no entity's label here, exactly or up to case);
-        only those are looked up in the store."""
+        """:meth:`find_by_label` of a frontier's names from the label index in one lookup: it holds every name
+        of every entity with its key, so the store is read only for the entities found (their shown label, which
+        must equal the name for an exact match). A name the index does not hold is no entity's label here."""
         wanted = list(dict.fromkeys(labels))
-        named = self.labels.named_many([label for label in wanted if label.strip()], 1)
-        return {label: await self.find_by_label(label, limit) if label in named else [] for label in wanted}
+        if limit < 1:
+            return {label: [] for label in wanted}
+        named = self.labels.named_many([label for label in wanted if label.strip()], max(limit, 20))
+        out: dict[str, list[Entity]] = {}
+        for label in wanted:
+            exact: list[Entity] = []
+            folded: list[Entity] = []
+            want = label_key(label)
+            for h in named.get(label, ()):
+                try:
+                    term = key_term(h.key)
+                except ValueError:
+                    continue
+                eid = self.term_id(term)
+                if eid is None:
+                    continue
+                ent = self.entity(term, eid)
+                if ent.label == label:
+                    exact.append(ent)
+                elif label_key(ent.label) == want:
+                    folded.append(ent)
+            out[label] = (exact or folded)[:limit]
+        return out
 
     async def label_of(self, entity_id: str) -> str:
         """The label :meth:`describe_entity` shows, without counting the entity's relations (label links ask it

@@ -286,6 +286,19 @@ class MemoryKG(KnowledgeGraph):
             i = self.index.find_literal(key)
         return None if i is None else self.node_id(i)
 
+    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
+        """Straight from the index: each value's node, then its ``relation_id`` subjects (an identifier link asks
+        this for a whole frontier; the contract's fallback built a described edge page per value)."""
+        r = self.relation_index(relation_id)
+        out: dict[str, list[str]] = {}
+        for v in dict.fromkeys(values):
+            i = self.index.find_node(v)
+            if i is None:
+                i = self.index.find_literal(v)
+            subjects = self.index.inc[i].get(r, ()) if i is not None else ()
+            out[v] = [self.node_id(j) for j in subjects[:limit]]
+        return out
+
     async def entity_key(self, entity_id: str) -> str | None:
         (local,) = self.local_ids([entity_id])
         return self.index.nodes[self.node_index(local)].key

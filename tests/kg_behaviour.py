@@ -246,6 +246,15 @@ async def test_literals_are_values_with_datatypes_and_can_be_walked_back_from(ma
     assert [back.entities[e.target].label for e in back.edges] == ["The Matrix"]
 
 
+async def test_a_value_finds_its_subjects_alone_and_in_bulk_alike(make_kg):
+    """An identifier link asks find_by_values for a whole frontier: the same answer as one value at a time."""
+    matrix = await entity_id(make_kg, "The Matrix")
+    genre = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "genre")
+    assert await make_kg.find_by_value(genre.id, "science fiction") == [matrix]
+    bulk = await make_kg.find_by_values(genre.id, ["science fiction", "science fiction", "western"])
+    assert bulk == {"science fiction": [matrix], "western": []}
+
+
 async def test_a_blank_node_is_an_entity_you_can_walk_through(make_kg):
     matrix = await entity_id(make_kg, "The Matrix")
     award = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "award")

@@ -497,7 +497,7 @@ async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
     from tot_mcp.strategies.benchmarks.runner import run_questions
     from tot_mcp.strategies.embeddings import Embedder
     from tot_mcp.strategies.methods import MethodOptions, make_method
-    from tot_mcp.strategies.system import build_system
+    from tot_mcp.strategies.system import build_system, freeze_loaded_objects
 
     started = time.perf_counter()
     embedder = Embedder()
@@ -530,6 +530,7 @@ async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
     if warm is not None:  # the relevance index, the offline reasoner's KG statistics, first connections: untimed
         for key, (kgs, _) in settings.items():
             await run_questions([warm], methods[key], args.method, kgs)
+    freeze_loaded_objects()  # as tot-search and tot-mcp do once loaded
     print(f"warmed up in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
 
     print(f"method {args.method}, llm {args.llm}, {time.strftime('%Y-%m-%d')}; single KB {args.single}; three KGs "

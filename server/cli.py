@@ -9,7 +9,6 @@ stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import importlib.util
 import logging
@@ -27,6 +26,7 @@ from tot_mcp.kg_adapters.environment import TOKEN as TOKEN_ENV, Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.linking import with_flags
 from tot_mcp.kg_adapters.spec import parse_kg_arg
+from tot_mcp.strategies.system import freeze_loaded_objects
 
 from . import __version__
 
@@ -279,16 +279,6 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-def freeze_loaded_objects() -> int:
-    """Move everything alive now (the loaded KGs and indexes, the built server) out of the garbage collector's
-    view; returns how many objects that is. A full collection otherwise re-scans all of them — on MetaQA ~425k
-    objects, ~380 ms that land in some request's latency (docs/scale.md). Call once, after loading
-    and before serving; objects created later (sessions, per-call garbage) are collected as usual."""
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
 
 
 def _event_loop_options() -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 
 from tot_mcp.kg_adapters.label_index import LabelIndex
-from tot_mcp.server.cli import freeze_loaded_objects
+from tot_mcp.strategies.system import freeze_loaded_objects
 from tot_mcp.server.runtime import Runtime
 
 

@@ -8,11 +8,11 @@ reach. Everything is async because most backends do I/O; the in-memory backend s
 from __future__ import annotations
 
 import abc
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .eager import gather_eager
 from .errors import InvalidInput, KGError, UnknownKG
 from .models import (
     Direction,
@@ -124,7 +124,7 @@ class KnowledgeGraph(abc.ABC):
             except KGError:
                 return None
 
-        got = await asyncio.gather(*(one(e) for e in ids))
+        got = await gather_eager(one(e) for e in ids)
         return {e: rl for e, rl in zip(ids, got) if rl is not None}
 
     @abc.abstractmethod

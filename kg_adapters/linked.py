@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from .base import Capabilities, KnowledgeGraph, Limits
 from .describe import describe_relations
+from .eager import gather_eager
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
 from .linking import Linker, LinkingConfig, LinkRule
 from .models import (
@@ -196,7 +197,7 @@ class LinkedKG(KnowledgeGraph):
                     if other in came_from:
                         continue
                     await self.linker.prefetch(ids, other)
-                    found = await asyncio.gather(*(self._links(e, other, Report()) for e in ids))
+                    found = await gather_eager(self._links(e, other, Report()) for e in ids)
                     nxt.update(dict.fromkeys(i for f in found for i in f[:MAX_CHAIN_IDS]))
             came_from.update(by_kg)
             frontier = list(nxt)
@@ -348,7 +349,7 @@ class LinkedKG(KnowledgeGraph):
             groups.setdefault(self.owner(eid).name, {})[eid] = None
         if len(entity_ids) > 1:
             await self.prefetch(entity_ids)
-        for eqs in await asyncio.gather(*(self.equivalents(eid, report) for eid in entity_ids)):
+        for eqs in await gather_eager(self.equivalents(eid, report) for eid in entity_ids):
             for other, ids in eqs.items():
                 groups.setdefault(other, {}).update(dict.fromkeys(ids))
         return {k: list(v) for k, v in groups.items()}
@@ -402,8 +403,8 @@ class LinkedKG(KnowledgeGraph):
         foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
         if len(foreign) > 1:
             await self.prefetch(foreign)
-        linked = dict(zip(foreign, await asyncio.gather(*(self.equivalents(eid, report, into=kg.name)
-                                                          for eid in foreign)))) if foreign else {}
+        linked = dict(zip(foreign, await gather_eager(self.equivalents(eid, report, into=kg.name)
+                                                      for eid in foreign)))
         for eid in entity_ids:
             if eid not in linked:
                 routed[eid] = None

@@ -25,7 +25,6 @@ a bounded LRU, so a walk that meets the same films again asks nobody.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 from collections.abc import Iterable, Mapping
@@ -35,6 +34,7 @@ from typing import Literal as TypingLiteral
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .base import KnowledgeGraph
+from .eager import gather_eager
 from .errors import BackendError, InvalidInput, KGError
 from .lru import LRU
 from .models import Direction, EdgePage, Relation, split_id
@@ -374,7 +374,7 @@ class Linker:
     async def _labels_in_bulk(self, this: KnowledgeGraph, other: KnowledgeGraph, todo: list[str],
                               found: dict[str, dict[str, None]], notes: dict[str, str]) -> None:
         """:meth:`_by_label` for many entities: their labels, then one ``find_by_labels`` in the other KG."""
-        labels = dict(zip(todo, await asyncio.gather(*(this.label_of(e) for e in todo))))
+        labels = dict(zip(todo, await gather_eager(this.label_of(e) for e in todo)))
         cap = self.max_label_matches
         wanted = [label for label in dict.fromkeys(labels.values()) if label.strip()]
         hits = await other.find_by_labels(wanted, limit=cap + 1) if wanted else {}

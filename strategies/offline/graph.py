@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.eager import gather_eager
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.models import STRUCTURED_VALUE, Direction, split_id
 from tot_mcp.kg_adapters.text import humanize
@@ -57,7 +58,7 @@ class GraphView(abc.ABC):
         """``{node: frozenset(relations([node]))}`` for every node: each node's (relation, direction) pairs apart.
         This default asks :meth:`relations` per node, concurrently; views over I/O read them in bulk."""
         nodes = list(dict.fromkeys(nodes))
-        got = await asyncio.gather(*(self.relations([n]) for n in nodes))
+        got = await gather_eager(self.relations([n]) for n in nodes)
         return {n: frozenset(c) for n, c in zip(nodes, got)}
 
     @abc.abstractmethod
@@ -440,7 +441,7 @@ class LinkedGraph(GraphView):
             else:
                 others.append(n)
         await self._prefetch([n for n in others if (n, name) not in self._eq])
-        eqs = await asyncio.gather(*(self._equivalents(n, name) for n in others)) if others else []
+        eqs = await gather_eager(self._equivalents(n, name) for n in others)
         return own, {n: eq for n, eq in zip(others, eqs) if eq}
 
     async def warm(self, nodes: list) -> None:
@@ -452,7 +453,7 @@ class LinkedGraph(GraphView):
     async def twins(self, nodes: list) -> list:
         asks = [(n, name) for n in nodes if not is_literal(n) for name in self.views if name != self._split(n)[0]]
         await self._prefetch(list(dict.fromkeys(n for n, name in asks if (n, name) not in self._eq)))
-        found = await asyncio.gather(*(self._equivalents(n, name) for n, name in asks))
+        found = await gather_eager(self._equivalents(n, name) for n, name in asks)
         return [k for (_, name), eq in zip(asks, found) for k in self._keys(name, eq)]
 
     # -- the graph ------------------------------------------------------------------------------------------------

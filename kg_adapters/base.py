@@ -8,7 +8,7 @@ reach. Everything is async because most backends do I/O; the in-memory backend s
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,7 @@ from .models import (
     EntityMatch,
     Entity,
     KGInfo,
+    Relation,
     RelationList,
     split_id,
 )
@@ -109,6 +110,14 @@ class KnowledgeGraph(abc.ABC):
     @abc.abstractmethod
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         """Relation types the entities have, forward and backward, with edge counts where cheap."""
+
+    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+        """:meth:`get_relations` of any number of entities, counts (edges, and entities having the relation) added
+        up, every relation kept (a caller shows what it can). Read in batches of ``max_ids``; a backend with its
+        own bulk batches overrides it (SPARQL: ``batch_size`` IDs a query, more than a tool call takes)."""
+        step = max(1, self.limits.max_ids)
+        lists = [await self.get_relations(entity_ids[i : i + step]) for i in range(0, len(entity_ids), step)]
+        return merge_relation_lists(lists)
 
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """Each entity's own :meth:`get_relations` answer, asked of many entities at once: ``{id: what
@@ -308,3 +317,26 @@ class KnowledgeGraph(abc.ABC):
         if kg != self.name:
             raise UnknownKG(f"relation {relation_id!r} belongs to KG {kg!r}, not {self.name!r}")
         return local
+
+
+def merge_relation_lists(lists: Sequence[RelationList]) -> RelationList:
+    """Several answers of :meth:`KnowledgeGraph.get_relations` as one: counts added up per (relation, direction),
+    flags and warnings combined, the first answer's order kept."""
+    merged: dict[tuple[str, Direction], Relation] = {}
+    truncated = partial = False
+    warnings: list[str] = []
+    for rl in lists:
+        truncated |= rl.truncated
+        partial |= rl.partial
+        warnings.extend(w for w in rl.warnings if w not in warnings)
+        for r in rl.relations:
+            key = (r.id, r.direction)
+            old = merged.get(key)
+            if old is None:
+                merged[key] = r
+            else:
+                add = {f: (getattr(old, f) or 0) + (getattr(r, f) or 0) for f in ("count", "entities")
+                       if getattr(old, f) is not None or getattr(r, f) is not None}
+                merged[key] = old.model_copy(update=add)
+    return RelationList.model_construct(relations=list(merged.values()), truncated=truncated, partial=partial,
+                                        warnings=warnings)

@@ -10,36 +10,23 @@ from __future__ import annotations
 from .base import KnowledgeGraph, labels_only
 from .errors import InvalidInput, KGError
 from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
-from .models import Direction, EdgePage, Relation, RelationList
+from .models import Direction, EdgePage, RelationList
 
 
 async def relations_over(kg: KnowledgeGraph, ids: list[str]) -> tuple[list[str], RelationList]:
-    """``get_relations`` over the first ``HOP_FRONTIER`` entities, in batches of ``max_ids``, counts (edges, and
-    entities having the relation) added up; returns the entities read and the merged list."""
+    """``get_relations`` over the first ``HOP_FRONTIER`` entities (:meth:`KnowledgeGraph.relation_counts`: counts,
+    edges and entities having the relation, added up), at most ``max_relations`` shown; returns the entities read
+    and the list."""
     limits = kg.limits
-    merged: dict[tuple[str, Direction], Relation] = {}
-    truncated = partial = False
     warnings: list[str] = []
+    truncated = False
     if len(ids) > HOP_FRONTIER:
         warnings.append(f"relations of the first {HOP_FRONTIER} of {len(ids)} entities")
         ids, truncated = ids[:HOP_FRONTIER], True
-    for i in range(0, len(ids), limits.max_ids):
-        rl = await kg.get_relations(ids[i : i + limits.max_ids])
-        truncated |= rl.truncated
-        partial |= rl.partial
-        warnings.extend(w for w in rl.warnings if w not in warnings)
-        for r in rl.relations:
-            key = (r.id, r.direction)
-            old = merged.get(key)
-            if old is None:
-                merged[key] = r
-            else:
-                add = {f: (getattr(old, f) or 0) + (getattr(r, f) or 0) for f in ("count", "entities")
-                       if getattr(old, f) is not None or getattr(r, f) is not None}
-                merged[key] = old.model_copy(update=add)
-    rels = list(merged.values())
-    return ids, RelationList(relations=rels[: limits.max_relations], truncated=truncated or
-                             len(rels) > limits.max_relations, partial=partial, warnings=warnings)
+    rl = await kg.relation_counts(ids)
+    rels = rl.relations
+    return ids, RelationList(relations=rels[: limits.max_relations], truncated=truncated or rl.truncated or
+                             len(rels) > limits.max_relations, partial=rl.partial, warnings=[*warnings, *rl.warnings])
 
 
 async def edges_over(kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction, limit: int,

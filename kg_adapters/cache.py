@@ -151,6 +151,12 @@ class CachedKG(KnowledgeGraph):
         ids = tuple(entity_ids)
         return await self._cached(("get_relations", ids), lambda: self.inner.get_relations(list(ids)))
 
+    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+        if not isinstance(entity_ids, (list, tuple)):
+            return await self.inner.relation_counts(entity_ids)
+        ids = tuple(entity_ids)
+        return await self._cached(("relation_counts", ids), lambda: self.inner.relation_counts(list(ids)))
+
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """Cached ``get_relations([id])`` answers where there are; the rest from the backend's bulk read, kept under
         the same keys (they are those answers)."""

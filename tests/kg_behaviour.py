@@ -186,6 +186,23 @@ async def test_relation_counts_add_up_over_several_entities(make_kg):
     assert counts[("release year", "forward")] == 3
 
 
+async def test_relation_counts_read_any_number_of_entities_as_get_relations_adds_them_up(make_kg):
+    """The reasoner reads whole frontiers' relations; max_ids (5 here) bounds a tool call, not this read."""
+    labels = ("The Matrix", "John Wick", "Speed", "Keanu Reeves", "Sandra Bullock", "Carrie-Anne Moss",
+              "Lana Wachowski")
+    ids = [await entity_id(make_kg, t) for t in labels]
+    assert len(ids) > make_kg.limits.max_ids
+    parts = [await make_kg.get_relations(ids[:4]), await make_kg.get_relations(ids[4:])]
+    expected: dict[tuple[str, str], int] = {}
+    for rl in parts:
+        for r in rl.relations:
+            expected[(r.id, r.direction.value)] = expected.get((r.id, r.direction.value), 0) + r.count
+    for kg in (make_kg, CachedKG(make_kg, ResultCache())):
+        got = {(r.id, r.direction.value): r.count for r in (await kg.relation_counts(ids)).relations}
+        assert got == expected
+        assert got[(next(r.id for r in parts[0].relations if r.label == "starring"), "forward")] == 5
+
+
 async def test_relations_by_entity_is_one_get_relations_per_entity(make_kg):
     """The bulk read the offline reasoner's chain statistics use: each entity's answer exactly as asked alone
     (relations, directions, counts, labels, order), duplicates once, and IDs get_relations refuses left out."""

@@ -217,7 +217,21 @@ class SparqlKG(KnowledgeGraph):
 
     # -- relations --------------------------------------------------------------------------------------------
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
-        terms = [t for _, t in self._terms(entity_ids)]
+        rl = await self._counted(entity_ids, [t for _, t in self._terms(entity_ids)])
+        cap = self.limits.max_relations
+        rels = rl.relations
+        return RelationList.model_construct(relations=rels[:cap], truncated=rl.truncated or len(rels) > cap,
+                                            partial=False, warnings=rl.warnings)
+
+    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+        """One query per ``batch_size`` IDs, however many: the reasoner reads whole frontiers' relations, and a
+        tool call's ``max_ids`` is no bound for that."""
+        step = max(1, self.limits.max_ids)
+        terms = [t for i in range(0, len(entity_ids), step) for _, t in self._terms(entity_ids[i : i + step])]
+        return await self._counted(entity_ids, terms)
+
+    async def _counted(self, entity_ids: list[str], terms: list[str]) -> RelationList:
+        """The relations of ``terms`` (``entity_ids``' terms), every one, counts added up over the batches."""
         counts: dict[tuple[str, Direction], int] = {}
         labels: dict[str, str | None] = {}
         sampled = False
@@ -234,10 +248,7 @@ class SparqlKG(KnowledgeGraph):
         if not rels:
             await self._check_exist(terms, entity_ids)
             warnings.append("no statements found for these entities")
-        cap = self.limits.max_relations
-        return RelationList.model_construct(
-            relations=rels[:cap], truncated=len(rels) > cap or sampled, partial=False, warnings=warnings
-        )
+        return RelationList.model_construct(relations=rels, truncated=sampled, partial=False, warnings=warnings)
 
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """One query per batch (:func:`queries.relations_by_entity`), each entity's answer built as

@@ -211,21 +211,16 @@ class InterfaceGraph(GraphView):
     def remember_label(self, entity_id: str, label: str) -> None:
         self._labels.setdefault(entity_id, label)
 
-    def _batches(self, nodes: list[str]) -> list[list[str]]:
-        n = max(1, self.kg.limits.max_ids)
-        return [nodes[i : i + n] for i in range(0, len(nodes), n)]
-
     async def relations(self, nodes: list[str]) -> dict[Hop, int]:
         counts: dict[Hop, int] = {}
-        for batch in self._batches(nodes):
-            try:
-                rl = await self.kg.get_relations(batch)
-            except KGError:
-                continue
-            for rel in rl.relations:
-                self._rel_labels.setdefault(rel.id, rel.label)
-                k = (rel.id, Direction(rel.direction))
-                counts[k] = counts.get(k, 0) + (rel.count if rel.count is not None else 1)
+        try:
+            rl = await self.kg.relation_counts(nodes)  # in the backend's own batches
+        except KGError:
+            return counts
+        for rel in rl.relations:
+            self._rel_labels.setdefault(rel.id, rel.label)
+            k = (rel.id, Direction(rel.direction))
+            counts[k] = counts.get(k, 0) + (rel.count if rel.count is not None else 1)
         return counts
 
     async def relation_sets(self, nodes: list[str]) -> dict[str, frozenset]:

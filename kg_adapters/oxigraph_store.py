@@ -463,12 +463,23 @@ class OxigraphKG(KnowledgeGraph):
 
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
+        return self._relations(terms, self.limits.max_relations)
+
+    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+        """One count query per direction however many entities (a reasoner's frontier of thousands was two
+        queries per ``max_ids``)."""
+        step = max(1, self.limits.max_ids)
+        terms = list(dict.fromkeys(self.entity_term(x) for i in range(0, len(entity_ids), step)
+                                   for x in self.local_ids(entity_ids[i : i + step])))
+        return self._relations(terms, None)
+
+    def _relations(self, terms: list[Term], cap: int | None) -> RelationList:
         rows: list[tuple[bool, str, Direction, int, str]] = []
         for direction in (Direction.forward, Direction.backward):
             for iri, n in self._count_query(terms, direction).items():
                 rows.append((direction is Direction.backward, self.codec.encode_relation(iri), direction, n, iri))
         rows.sort(key=lambda r: r[:2])
-        cap = self.limits.max_relations
+        cap = len(rows) if cap is None else cap
         rels = [self.relation_model(iri, d, n) for _, _, d, n, iri in rows[:cap]]
         return RelationList.model_construct(relations=rels, truncated=len(rows) > cap, partial=False, warnings=[])
 

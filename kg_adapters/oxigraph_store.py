@@ -520,12 +520,27 @@ class OxigraphKG(KnowledgeGraph):
     ) -> EdgePage:
         return self._edges(entity_ids, relation_id, direction, limit, offset, self.labelled_entity)
 
+    async def adjacent(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> EdgePage:
+        """One walk of the store's index for any number of entities, labels only: the default pages get_edges by
+        ``max_ids`` and builds each target's description."""
+        ids = list(dict.fromkeys(entity_ids))
+        step = max(1, self.limits.max_ids)
+        locals_ = [x for i in range(0, len(ids), step) for x in self.local_ids(ids[i : i + step])]
+        page = self._read_edges(locals_, relation_id, direction, max(0, limit), 0, self.labelled_entity)
+        return page.model_copy(update={"next_offset": None, "relation": None})
+
     def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None, offset: int,
                entity: Callable[[Term, str | None], Entity]) -> EdgePage:
-        terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
+        limit = self.limits.clamp(limit, self.limits.max_edges)
+        return self._read_edges(self.local_ids(entity_ids), relation_id, direction, limit, offset, entity)
+
+    def _read_edges(self, locals_: list[str], relation_id: str, direction: Direction, limit: int, offset: int,
+                    entity: Callable[[Term, str | None], Entity]) -> EdgePage:
+        terms = list(dict.fromkeys(self.entity_term(x) for x in locals_))
         pred = self.relation_node(relation_id)
         direction = Direction(direction)
-        limit = self.limits.clamp(limit, self.limits.max_edges)
         if not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be an integer ≥ 0")
         rel_id = self._prefix + self.codec.encode_relation(pred.value)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 _PLAIN_TYPES = (XSD + "string", "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
 _NAME_SAFE = "!$&'()*+,;=@"  # kept readable in IRIs made from names; ':' '/' '#' '?' '%' and spaces are encoded
 _MAX_LOCAL = 512
+_SPACE = re.compile(r"\s")  # str.isspace's characters
 _OX_FORMATS = {
     "turtle": ox.RdfFormat.TURTLE,
     "nt": ox.RdfFormat.N_TRIPLES,
@@ -127,7 +129,7 @@ class TermCodec:
                 local += "^^" + ("xsd:" + dt[len(XSD) :] if dt.startswith(XSD) else quote(dt, safe=""))
         else:  # RDF-star triple terms are not entities here
             return None
-        return local if len(local) <= _MAX_LOCAL and not any(c.isspace() for c in local) else None
+        return local if len(local) <= _MAX_LOCAL and not _SPACE.search(local) else None
 
     def decode(self, local: str) -> Term:
         try:

@@ -122,7 +122,10 @@ class SparqlKG(KnowledgeGraph):
     # -- plumbing ---------------------------------------------------------------------------------------------
     async def _select(self, query: str) -> list[Row]:
         params = {"query": query}
-        form = len(urlencode(params)) > _GET_LIMIT
+        # percent-encoding at most triples a byte: only a query in between is measured encoded (a reasoner's
+        # VALUES queries run to kilobytes, and encoding one to measure it cost as much as sending it)
+        size = len(query.encode())
+        form = size > _GET_LIMIT or (3 * size + 6 > _GET_LIMIT and len(urlencode(params)) > _GET_LIMIT)
         data = await self.sparql.request("POST" if form else "GET", params, form=form)
         return parse_select(data, self.endpoint)
 

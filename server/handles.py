@@ -34,6 +34,7 @@ from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.lru import LRU
 
 HANDLE_RE = re.compile(r"^r[0-9a-f]{10}$")
+_GATHER_SECONDS = 0.05  # the disk writer waits this long after a first queued handle before committing
 log = logging.getLogger("tot_mcp.handles")
 
 
@@ -101,8 +102,8 @@ class _DiskHandles:
     ``created`` is wall-clock time here, since it must mean the same in two processes.
 
     Writes leave the calling thread: a commit costs ~0.2 ms, which on the event loop was a tenth of a stdio round
-    trip. ``put`` queues the row and a writer thread commits whatever is queued in one transaction, microseconds
-    later; a handle the same process made recently (same entities, under a tenth of the age limit) is not written
+    trip. ``put`` queues the row and a writer thread commits whatever is queued in one transaction, 50 ms later
+    (a burst of calls is one commit, and a queued row wakes no thread); a handle the same process made recently (same entities, under a tenth of the age limit) is not written
     again. The queue is flushed before this process reads the file and when it exits, so a server started per
     call (LangChain over stdio) still leaves its handles to the next one."""
 
@@ -116,6 +117,7 @@ class _DiskHandles:
         self._prune_every = max(1, max_entries // 10)
         self._since_prune = self._prune_every  # the first put prunes what earlier processes left
         self._pending: queue.SimpleQueue[tuple[str, str, str, str, float]] = queue.SimpleQueue()
+        self._held: list[tuple[str, str, str, str, float]] = []  # taken off the queue by the writer, not written
         self._written: dict[str, tuple[tuple[str, ...], float]] = {}  # handle → (ids, when written), bounded
         self._writer: threading.Thread | None = None
         atexit.register(self.flush)
@@ -157,12 +159,16 @@ class _DiskHandles:
 
     def _write_loop(self) -> None:
         while True:
-            self.flush(self._pending.get())
+            first = self._pending.get()
+            with self._lock:
+                self._held.append(first)  # a flush meanwhile (exit, a read) writes it
+            time.sleep(_GATHER_SECONDS)  # the calls of the next moment join this transaction without waking us
+            self.flush()
 
-    def flush(self, first: tuple | None = None) -> None:
+    def flush(self) -> None:
         """Commit every queued handle (one transaction)."""
         with self._lock:
-            rows = [first] if first is not None else []
+            rows, self._held = self._held, []
             while True:
                 try:
                     rows.append(self._pending.get_nowait())

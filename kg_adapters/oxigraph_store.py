@@ -403,19 +403,23 @@ class OxigraphKG(KnowledgeGraph):
             count=count,
         )
 
+    def _hit_entity(self, hit: KeyHit) -> Entity | None:
+        """The entity a label-index hit names (None for a key this KG cannot give an ID)."""
+        try:
+            term = key_term(hit.key)
+        except ValueError:
+            return None
+        eid = self.term_id(term)
+        return None if eid is None else self.entity(term, eid)
+
     def _matches(self, found: Sequence[KeyHit], mention: bool) -> list[EntityMatch]:
         out = []
         for h in found:
-            try:
-                term = key_term(h.key)
-            except ValueError:
-                continue
-            eid = self.term_id(term)
-            if eid is None:
+            if (ent := self._hit_entity(h)) is None:
                 continue
             out.append(
                 EntityMatch.model_construct(
-                    entity=self.entity(term, eid),
+                    entity=ent,
                     score=h.score,
                     match=h.match,
                     mention=h.mention if mention else None,
@@ -623,14 +627,8 @@ class OxigraphKG(KnowledgeGraph):
             folded: list[Entity] = []
             want = label_key(label)
             for h in named.get(label, ()):
-                try:
-                    term = key_term(h.key)
-                except ValueError:
+                if (ent := self._hit_entity(h)) is None:
                     continue
-                eid = self.term_id(term)
-                if eid is None:
-                    continue
-                ent = self.entity(term, eid)
                 if ent.label == label:
                     exact.append(ent)
                 elif label_key(ent.label) == want:

@@ -49,8 +49,8 @@ async def test_calls_that_never_wait_make_no_task_and_waiting_ones_run_together(
         del loop.create_task
 
 
-async def test_an_error_is_raised_and_the_calls_still_waiting_are_cancelled():
-    cancelled = []
+def waits_until_cancelled(cancelled: list[bool]):
+    """A call that waits ten seconds unless cancelled, noting its cancellation in ``cancelled``."""
 
     async def slow():
         try:
@@ -58,6 +58,13 @@ async def test_an_error_is_raised_and_the_calls_still_waiting_are_cancelled():
         except asyncio.CancelledError:
             cancelled.append(True)
             raise
+
+    return slow
+
+
+async def test_an_error_is_raised_and_the_calls_still_waiting_are_cancelled():
+    cancelled: list[bool] = []
+    slow = waits_until_cancelled(cancelled)
 
     async def failing():
         await asyncio.sleep(0.01)
@@ -77,14 +84,8 @@ async def test_an_error_is_raised_and_the_calls_still_waiting_are_cancelled():
 
 
 async def test_cancelling_the_caller_cancels_what_its_calls_wait_on():
-    cancelled = []
-
-    async def slow():
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.append(True)
-            raise
+    cancelled: list[bool] = []
+    slow = waits_until_cancelled(cancelled)
 
     task = asyncio.ensure_future(gather_eager([slow(), cached(1)]))
     await asyncio.sleep(0.01)

@@ -103,9 +103,10 @@ class _DiskHandles:
 
     Writes leave the calling thread: a commit costs ~0.2 ms, which on the event loop was a tenth of a stdio round
     trip. ``put`` queues the row and a writer thread commits whatever is queued in one transaction, 50 ms later
-    (a burst of calls is one commit, and a queued row wakes no thread); a handle the same process made recently (same entities, under a tenth of the age limit) is not written
-    again. The queue is flushed before this process reads the file and when it exits, so a server started per
-    call (LangChain over stdio) still leaves its handles to the next one."""
+    (a burst of calls is one commit, and a queued row wakes no thread); a handle the same process made recently
+    (same entities, under a tenth of the age limit) is not written again. The queue is flushed before this
+    process reads the file and when it exits, so a server started per call (LangChain over stdio) still leaves
+    its handles to the next one."""
 
     def __init__(self, path: Path, fingerprint: str, max_entries: int, ttl: float) -> None:
         self.path, self.fingerprint, self.max_entries, self.ttl = Path(path), fingerprint, max_entries, ttl

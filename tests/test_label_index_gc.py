@@ -14,13 +14,27 @@ from tot_mcp.server.runtime import Runtime
 def test_freezing_after_load_takes_the_kg_and_its_indexes_out_of_collections(embedded_kg):
     runtime = Runtime({"movies": embedded_kg})
     try:
+        threshold = gc.get_threshold()
         frozen = freeze_loaded_objects()
+        gc.set_threshold(*threshold)
         still_collected = {id(o) for o in gc.get_objects()}
         assert frozen > len(embedded_kg.index.nodes)
         for obj in (runtime.kgs, embedded_kg.index.nodes, embedded_kg.index.out, embedded_kg._labels._by_key):
             assert gc.is_tracked(obj) and id(obj) not in still_collected
     finally:
         gc.unfreeze()  # back to the oldest generation: later tests see an ordinary heap
+
+
+def test_after_freezing_full_collections_come_ten_times_less_often():
+    """With the loaded objects frozen, Python's rule that a full collection waits for a quarter of the long-lived
+    objects to be new no longer holds one back; the threshold does (see strategies.system)."""
+    before = gc.get_threshold()
+    try:
+        freeze_loaded_objects()
+        assert gc.get_threshold()[2] >= 10 * 10 and gc.get_threshold()[:2] == before[:2]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
 
 
 def test_the_lazily_built_fuzzy_index_adds_nothing_for_the_collector_to_scan(embedded_kg):

@@ -24,8 +24,13 @@ needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"benchmark data n
 _KG_CACHE: dict[str, object] = {}
 
 
+FROZEN: list[int] = []  # one entry per freeze_loaded_objects() a run asked for
+
+
 @pytest.fixture(autouse=True)
 def fixed_policy(monkeypatch):
+    # the real one would freeze this test process's heap; what matters here is that tot-search asks for it
+    monkeypatch.setattr(cli, "freeze_loaded_objects", lambda: FROZEN.append(1) or 0)
     monkeypatch.setattr(factory, "make_policy", lambda *a, **k: OneHopPolicy())
     monkeypatch.setattr(factory, "needs_embedder", lambda kind: False)
     real_open = cli.open_system
@@ -55,6 +60,14 @@ def test_one_question_prints_the_answer_and_the_tree(capsys):
     assert "search tree" in out and "* [1.00] ROOT: what movies did [Joely Richardson] star in" in out
     assert "SELECT_ENTITIES: Joely Richardson (movies:E" in out
     assert "final local subgraph:" in out
+
+
+def test_the_loaded_kgs_are_frozen_out_of_the_collector_once_before_answering(capsys):
+    """tot-search, like tot-mcp, takes the loaded KGs out of the garbage collector's full scans (each ~0.3 s on
+    MetaQA, landing inside some question's latency)."""
+    FROZEN.clear()
+    code, _, _ = run(capsys, "what movies did [Joely Richardson] star in")
+    assert code == 0 and FROZEN == [1]
 
 
 def test_one_question_writes_the_record_and_the_report_it_is_asked_for(capsys, tmp_path):

@@ -26,6 +26,7 @@ async def serve_stdio(server: MCPServer) -> None:
     (-32700 parse error, or -32600 invalid request with the request's id when it has one), as over HTTP: the SDK's
     stdio reader drops such lines, and the client waits forever for an answer."""
     import anyio
+    import anyio.abc
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
@@ -33,21 +34,23 @@ async def serve_stdio(server: MCPServer) -> None:
     # (run_stdio_async); revisit when a later SDK takes the streams (tests/test_server_stdio.py fails if this moves)
     lowlevel = server._lowlevel_server
     async with stdio_server() as (read_stream, write_stream):
-        forward, receive = anyio.create_memory_object_stream(0)
 
-        async def answer_malformed() -> None:
-            async with forward:
-                async for item in read_stream:
-                    if isinstance(item, Exception):
-                        log.warning("stdio: malformed JSON-RPC message: %s", _first_line(item))
-                        await write_stream.send(SessionMessage(_jsonrpc_error(item)))
-                    else:
-                        await forward.send(item)
+        class Answering(anyio.abc.ObjectReceiveStream):
+            """The SDK's read stream with malformed lines answered in passing (no task or stream in between: a
+            hop through one cost every message a task switch)."""
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(answer_malformed)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
-            tg.cancel_scope.cancel()
+            async def receive(self):
+                while True:
+                    item = await read_stream.receive()
+                    if not isinstance(item, Exception):
+                        return item
+                    log.warning("stdio: malformed JSON-RPC message: %s", _first_line(item))
+                    await write_stream.send(SessionMessage(_jsonrpc_error(item)))
+
+            async def aclose(self) -> None:
+                await read_stream.aclose()
+
+        await lowlevel.run(Answering(), write_stream, lowlevel.create_initialization_options())
 
 
 def _first_line(exc: Exception) -> str:

@@ -78,10 +78,12 @@ def test_a_query_with_too_many_tokens_is_refused_before_it_is_parsed():
     from tot_mcp.kg_adapters.sparql.guard import MAX_TOKENS, GuardPolicy, QueryRefused, check_query
 
     q = "SELECT * WHERE { ?s ?p ?o FILTER(COALESCE(" + ",".join(["1"] * 4920) + ")) }"
+    check_query("SELECT * WHERE { ?s ?p ?o }", GuardPolicy(max_chars=10_000))  # the parser's first use, untimed
     started = time.perf_counter()
     with pytest.raises(QueryRefused, match=f"tokens; at most {MAX_TOKENS:,}"):
         check_query(q, GuardPolicy(max_chars=10_000))
-    assert time.perf_counter() - started < 0.5
+    # milliseconds alone; the bound only has to tell "refused before parsing" from the 8 s parse on a busy 2-core CI
+    assert time.perf_counter() - started < 2.0
 
 
 async def test_the_guard_checks_a_long_query_off_the_event_loop():

@@ -253,6 +253,22 @@ async def test_an_identifier_link_of_one_entity_is_one_query(kgs):
     assert len(sent) == 1
 
 
+async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
+    """same_as_many (the ASM links every entity a step adds): a page of catalog films was one identifier query per
+    film; now one bulk read of their identifiers, one lookup by value, and the same links same_as finds alone."""
+    films, catalog = kgs
+    rule = [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]
+    ids = [(await catalog.search_entities(t))[0].entity.id for t in ("Alpha (1999)", "Beta (2003)", "Thriller")]
+    alone = LinkedKG({"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule))
+    expected = {i: await alone.same_as(i) for i in ids}
+    assert [len(v) for v in expected.values()] == [1, 1, 0]  # the films have a twin, the genre has none
+    linked = LinkedKG({"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule))
+    await linked.linker.relation_in(catalog, "imdb")  # resolved once per KG, not per entity
+    sent = _spy_queries(catalog)
+    assert await linked.same_as_many(ids) == expected
+    assert len(sent) <= 2, sent  # the identifiers of all three in one read (none per entity)
+
+
 # -- label links against an on-disk store -----------------------------------------------------------------------------
 def test_a_store_finds_a_label_in_its_index_and_names_an_entity_without_describing_it(tmp_path):
     src = tmp_path / "cast.txt"

@@ -228,14 +228,18 @@ class FtsLabelIndex:
         for label in dict.fromkeys(labels):
             if (norm := key(label)):
                 by_norm.setdefault(norm, []).append(label)
+        rows = self._by_norm(list(by_norm))
+        return {label: _named_hits(label, found, limit) for norm, found in rows.items() for label in by_norm[norm]}
+
+    def _by_norm(self, norms: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """Every (key, name) whose normalised name is one of ``norms``, by that name: a query per 500."""
         rows: dict[str, list[tuple[str, str]]] = {}
-        norms = list(by_norm)
         for i in range(0, len(norms), 500):
             part = norms[i : i + 500]
             q = f"SELECT norm, key, label FROM names WHERE norm IN ({','.join('?' * len(part))})"
-            for norm, k, found in self._rows(q, part):
-                rows.setdefault(norm, []).append((k, found))
-        return {label: _named_hits(label, found, limit) for norm, found in rows.items() for label in by_norm[norm]}
+            for norm, k, label in self._rows(q, part):
+                rows.setdefault(norm, []).append((k, label))
+        return rows
 
     def search(self, text: str, limit: int = 10) -> list[FtsHit]:
         """Best first: exact label (1.0), case/accent-insensitive (0.95), names with all the (non-stop) words, the
@@ -305,13 +309,7 @@ class FtsLabelIndex:
                 if all(t in _STOP for t in gram):
                     continue
                 grams.setdefault(" ".join(gram), (start, start + n))
-        found: dict[str, list[tuple[str, str]]] = {}
-        names = list(grams)
-        for i in range(0, len(names), 500):
-            part = names[i : i + 500]
-            q = f"SELECT norm, key, label FROM names WHERE norm IN ({','.join('?' * len(part))})"
-            for norm, k, label in self._rows(q, part):
-                found.setdefault(norm, []).append((k, label))
+        found = self._by_norm(list(grams))
         spans = sorted(
             ((grams[g][0], grams[g][1], g) for g in found), key=lambda s: (-(s[1] - s[0]), s[0])
         )  # longest first, then leftmost

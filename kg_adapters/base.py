@@ -312,6 +312,12 @@ class KnowledgeGraph(abc.ABC):
             out.append(local)
         return out
 
+    def bulk_local_ids(self, entity_ids: list[str]) -> list[str]:
+        """:meth:`local_ids` of any number of IDs, as a bulk read takes them: a tool call's ``max_ids`` does not
+        bound a reasoner's frontier, every ID is still checked."""
+        step = max(1, self.limits.max_ids)
+        return [x for i in range(0, len(entity_ids), step) for x in self.local_ids(entity_ids[i : i + step])]
+
     def local_relation(self, relation_id: str) -> str:
         kg, local = split_id(relation_id)
         if kg != self.name:

@@ -474,9 +474,7 @@ class OxigraphKG(KnowledgeGraph):
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
         """One count query per direction however many entities (a reasoner's frontier of thousands was two
         queries per ``max_ids``)."""
-        step = max(1, self.limits.max_ids)
-        terms = list(dict.fromkeys(self.entity_term(x) for i in range(0, len(entity_ids), step)
-                                   for x in self.local_ids(entity_ids[i : i + step])))
+        terms = list(dict.fromkeys(self.entity_term(x) for x in self.bulk_local_ids(entity_ids)))
         return self._relations(terms, None)
 
     def _relations(self, terms: list[Term], cap: int | None) -> RelationList:
@@ -531,9 +529,7 @@ class OxigraphKG(KnowledgeGraph):
     ) -> EdgePage:
         """One walk of the store's index for any number of entities, labels only: the default pages get_edges by
         ``max_ids`` and builds each target's description."""
-        ids = list(dict.fromkeys(entity_ids))
-        step = max(1, self.limits.max_ids)
-        locals_ = [x for i in range(0, len(ids), step) for x in self.local_ids(ids[i : i + step])]
+        locals_ = self.bulk_local_ids(list(dict.fromkeys(entity_ids)))
         page = self._read_edges(locals_, relation_id, direction, max(0, limit), 0, self.labelled_entity)
         return page.model_copy(update={"next_offset": None, "relation": None})
 

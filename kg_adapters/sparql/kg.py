@@ -229,9 +229,7 @@ class SparqlKG(KnowledgeGraph):
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
         """One query per ``batch_size`` IDs, however many: the reasoner reads whole frontiers' relations, and a
         tool call's ``max_ids`` is no bound for that."""
-        step = max(1, self.limits.max_ids)
-        terms = [t for i in range(0, len(entity_ids), step) for _, t in self._terms(entity_ids[i : i + step])]
-        return await self._counted(entity_ids, terms)
+        return await self._counted(entity_ids, [self.profile.entity_term(x) for x in self.bulk_local_ids(entity_ids)])
 
     async def _counted(self, entity_ids: list[str], terms: list[str]) -> RelationList:
         """The relations of ``terms`` (``entity_ids``' terms), every one, counts added up over the batches."""
@@ -493,8 +491,7 @@ class SparqlKG(KnowledgeGraph):
         if self.profile.qualifiers:
             return await super().adjacent(entity_ids, relation_id, direction, limit)
         ids = list(dict.fromkeys(entity_ids))
-        step = max(1, self.limits.max_ids)
-        sources = [self.profile.entity_term(x) for i in range(0, len(ids), step) for x in self.local_ids(ids[i:i + step])]
+        sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(ids)]
         rel_local, rel_term = self._relation(relation_id)
         forward = Direction(direction) is Direction.forward
         rel_id = self._qid(rel_local)

@@ -281,10 +281,13 @@ class MemoryKG(KnowledgeGraph):
         return {f"{self._prefix}{loc}": label for loc, label in zip(self.index.rel_local_ids, self.index.rel_labels)}
 
     async def resolve_key(self, key: str) -> str | None:
-        i = self.index.find_node(key)
-        if i is None:
-            i = self.index.find_literal(key)
+        i = self._node_by_key(key)
         return None if i is None else self.node_id(i)
+
+    def _node_by_key(self, key: str) -> int | None:
+        """The node a key names: an entity's name, else a literal's value."""
+        i = self.index.find_node(key)
+        return self.index.find_literal(key) if i is None else i
 
     async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
         """Straight from the index: each value's node, then its ``relation_id`` subjects (an identifier link asks
@@ -292,9 +295,7 @@ class MemoryKG(KnowledgeGraph):
         r = self.relation_index(relation_id)
         out: dict[str, list[str]] = {}
         for v in dict.fromkeys(values):
-            i = self.index.find_node(v)
-            if i is None:
-                i = self.index.find_literal(v)
+            i = self._node_by_key(v)
             subjects = self.index.inc[i].get(r, ()) if i is not None else ()
             out[v] = [self.node_id(j) for j in subjects[:limit]]
         return out

@@ -358,16 +358,19 @@ class OxigraphKG(KnowledgeGraph):
         if cached is not None:
             return cached
         eid = eid or self.term_id(term) or ""
-        if isinstance(term, ox.Literal):
-            ent = Entity.model_construct(id=eid, label=term.value, description=None, kg=self.name)
-        else:
-            label = self._best_text(term, self._used(_LABEL_NODES))
-            if label is None:
-                label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
-            desc = self._best_text(term, self._used(_DESCRIPTION_NODES))
-            ent = Entity.model_construct(id=eid, label=label, description=desc, kg=self.name)
+        desc = None if isinstance(term, ox.Literal) else self._best_text(term, self._used(_DESCRIPTION_NODES))
+        ent = Entity.model_construct(id=eid, label=self._label(term), description=desc, kg=self.name)
         self._entity_cache.put(term, ent)
         return ent
+
+    def _label(self, term: Term) -> str:
+        """The name shown for a term: a literal's value; else its best label, or its IRI's local name."""
+        if isinstance(term, ox.Literal):
+            return term.value
+        label = self._best_text(term, self._used(_LABEL_NODES))
+        if label is None:
+            label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
+        return label
 
     def labelled_entity(self, term: Term, eid: str | None = None) -> Entity:
         """The entity by label only: never reads its description (what :meth:`entity` does the first time)."""
@@ -377,12 +380,7 @@ class OxigraphKG(KnowledgeGraph):
         if cached is not None:
             return cached.model_copy(update={"description": None})
         eid = eid or self.term_id(term) or ""
-        if isinstance(term, ox.Literal):
-            return Entity.model_construct(id=eid, label=term.value, description=None, kg=self.name)
-        label = self._best_text(term, self._used(_LABEL_NODES))
-        if label is None:
-            label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
-        return Entity.model_construct(id=eid, label=label, description=None, kg=self.name)
+        return Entity.model_construct(id=eid, label=self._label(term), description=None, kg=self.name)
 
     def relation_label(self, iri: str) -> str:
         label = self._relation_labels.get(iri)

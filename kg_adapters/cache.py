@@ -29,6 +29,7 @@ from .base import KnowledgeGraph
 from .errors import InvalidInput
 from .lru import LRU
 from .models import (
+    AdjacentIds,
     Direction,
     EdgePage,
     Entity,
@@ -225,6 +226,20 @@ class CachedKG(KnowledgeGraph):
             ("adjacent", ids, relation_id, Direction(direction), limit),
             lambda: self.inner.adjacent(list(ids), relation_id, direction, limit),
         )
+
+    async def adjacent_ids(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> AdjacentIds:
+        if not isinstance(entity_ids, (list, tuple)):
+            return await self.inner.adjacent_ids(entity_ids, relation_id, direction, limit)
+        ids = tuple(entity_ids)
+        return await self._cached(
+            ("adjacent_ids", ids, relation_id, Direction(direction), limit),
+            lambda: self.inner.adjacent_ids(list(ids), relation_id, direction, limit),
+        )
+
+    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:  # the backends keep their labels
+        return await self.inner.labels_of(entity_ids)
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         return await self._cached(("describe_entity", entity_id), lambda: self.inner.describe_entity(entity_id))

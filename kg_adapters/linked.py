@@ -465,6 +465,16 @@ class LinkedKG(KnowledgeGraph):
     async def label_of(self, entity_id: str) -> str:
         return await self.owner(entity_id).label_of(entity_id)
 
+    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
+        by_kg: dict[str, list[str]] = {}
+        for eid in dict.fromkeys(entity_ids):
+            by_kg.setdefault(split_id(eid)[0], []).append(eid)
+        out: dict[str, str] = {}
+        for name, ids in by_kg.items():
+            if (kg := self.kgs.get(name)) is not None:
+                out.update(await kg.labels_of(ids))
+        return out
+
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         out: list[Entity] = []
         for kg in self.kgs.values():

@@ -34,10 +34,9 @@ from typing import Literal as TypingLiteral
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .base import KnowledgeGraph
-from .eager import gather_eager
 from .errors import BackendError, InvalidInput, KGError
 from .lru import LRU
-from .models import Direction, EdgePage, Relation, split_id
+from .models import AdjacentIds, Direction, EdgePage, Relation, split_id
 
 log = logging.getLogger(__name__)
 
@@ -350,15 +349,12 @@ class Linker:
                 mine_id, theirs_id = await self._identifier_relations(rule, this, other, rule.from_kg == here)
                 if mine_id is None or theirs_id is None:
                     continue
-                page = await this.adjacent(todo, mine_id, Direction.forward, limit=20 * len(todo))
-                if page.truncated:
+                read = await this.adjacent_ids(todo, mine_id, Direction.forward, limit=20 * len(todo))
+                if read.truncated:
                     return
                 values: dict[str, list[str]] = {}
-                for e in page.edges:
-                    v = e.value.value if e.value is not None else (
-                        page.entities[e.target].label if e.target in page.entities else None)
-                    if v is not None:
-                        values.setdefault(e.source, []).append(v)
+                for src, v in await self._identifier_values(this, read):
+                    values.setdefault(src, []).append(v)
                 wanted = list(dict.fromkeys(v for vs in values.values() for v in vs))
                 hits = await other.find_by_values(theirs_id, wanted, limit=self.max_label_matches) if wanted else {}
                 for src, vs in values.items():
@@ -374,7 +370,7 @@ class Linker:
     async def _labels_in_bulk(self, this: KnowledgeGraph, other: KnowledgeGraph, todo: list[str],
                               found: dict[str, dict[str, None]], notes: dict[str, str]) -> None:
         """:meth:`_by_label` for many entities: their labels, then one ``find_by_labels`` in the other KG."""
-        labels = dict(zip(todo, await gather_eager(this.label_of(e) for e in todo)))
+        labels = await this.labels_of(todo)  # an entity the KG cannot name links nowhere, as one by one
         cap = self.max_label_matches
         wanted = [label for label in dict.fromkeys(labels.values()) if label.strip()]
         hits = await other.find_by_labels(wanted, limit=cap + 1) if wanted else {}
@@ -445,15 +441,20 @@ class Linker:
         if mine_id is None or theirs_id is None:
             return [], None
         # the bulk read (one unsorted query on SPARQL), not a tool page: no sort, no check that the relation exists
-        page = await this.adjacent([entity_id], mine_id, Direction.forward, limit=20)
-        values = [e.value.value if e.value is not None else (
-            page.entities[e.target].label if e.target in page.entities else await this.label_of(e.target))
-            for e in page.edges if e.value is not None or e.target]
+        read = await this.adjacent_ids([entity_id], mine_id, Direction.forward, limit=20)
+        values = [v for _, v in await self._identifier_values(this, read)]
         out: list[str] = []
         for v in dict.fromkeys(values):
             out.extend(i for i in await other.find_by_value(theirs_id, v, limit=self.max_label_matches)
                        if i not in out)
         return out, None
+
+    @staticmethod
+    async def _identifier_values(kg: KnowledgeGraph, read: AdjacentIds) -> list[tuple[str, str]]:
+        """(entity, identifier value) per edge of ``read``: a literal's text, or the label of the node a KG makes
+        of the value (a triples file's ``tt0111161`` is a node)."""
+        named = await kg.labels_of([t for _, t in read.pairs]) if read.pairs else {}
+        return [*((src, named[t]) for src, t in read.pairs if t in named), *read.values]
 
     async def _by_label(self, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph) -> tuple[list[str], str | None]:
         label = await this.label_of(entity_id)

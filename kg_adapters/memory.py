@@ -15,6 +15,7 @@ from .errors import InvalidInput, NotFound
 from .label_index import LabelIndex
 from .local_graph import LocalGraph
 from .models import (
+    AdjacentIds,
     Direction,
     Edge,
     EdgePage,
@@ -240,6 +241,31 @@ class MemoryKG(KnowledgeGraph):
             warnings=[],
             relation=self.relation_model(r, direction),
         )
+
+    async def adjacent_ids(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> AdjacentIds:
+        """Straight from the index (the contract's default pages :meth:`get_edges`, an entity built per node)."""
+        r = self.relation_index(relation_id)
+        table = self.index.out if Direction(direction) is Direction.forward else self.index.inc
+        nid = self.node_id
+        pairs: list[tuple[str, str]] = []
+        room = max(0, limit)
+        for i in dict.fromkeys(self.node_index(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))):
+            targets = table[i].get(r)
+            if not targets:
+                continue
+            src = nid(i)
+            if len(targets) > room:
+                pairs.extend((src, nid(j)) for j in targets[:room])
+                return AdjacentIds.model_construct(pairs=pairs, values=[], truncated=True)
+            pairs.extend((src, nid(j)) for j in targets)
+            room -= len(targets)
+        return AdjacentIds.model_construct(pairs=pairs, values=[], truncated=False)
+
+    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
+        nodes = self.index.nodes
+        return {eid: nodes[i].label for eid in dict.fromkeys(entity_ids) if (i := self.node_of(eid)) is not None}
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         (local,) = self.local_ids([entity_id])

@@ -159,6 +159,16 @@ class Edge(_Model):
             return (self.source, self.relation, other)
         return (other, self.relation, self.source)  # type: ignore[return-value]
 
+    def value_text(self) -> str | None:
+        """The literal the edge reaches as people read it (None when it reaches an entity); a nameless structured
+        value (a blank node over generic SPARQL) with its own properties, so two of them are two answers:
+        ``(structured value) {award name: Gold Medal}``."""
+        if self.value is None:
+            return None
+        if self.value.value != STRUCTURED_VALUE:
+            return self.value.value
+        return self.value.value + self.qualifier_text(lambda q: q.value.value if q.value else q.target, 5, more=False)
+
     def qualifier_text(self, node_text: Callable[[Qualifier], str], shown: int, more: bool = True) -> str:
         """`` {start time: 1999; end time: 2004}`` to follow the target in a text: the first ``shown`` qualifiers
         (a statement's, or a blank node's own properties), each as ``label: node_text(q)``, then ``+N more``
@@ -198,6 +208,28 @@ class EdgePage(_Model):
         description="The relation followed, with its label, in the direction asked (IDs alone can be opaque, "
         "e.g. 'wd:P57'); None when the backend could not say.",
     )
+
+
+class AdjacentIds(_Model):
+    """:meth:`KnowledgeGraph.adjacent` as IDs only: what a walk needs to go on (it names its answers at the end,
+    with :meth:`KnowledgeGraph.labels_of`). ``pairs`` are (source ID, target ID); ``values`` are (source ID, the
+    text of a literal target the KG gives no ID, as :meth:`Edge.value_text` reads it). At most ``limit`` of the two
+    together; ``truncated`` exactly when the read left one out."""
+
+    pairs: list[tuple[str, str]] = Field(default_factory=list)
+    values: list[tuple[str, str]] = Field(default_factory=list)
+    truncated: bool = False
+
+    @classmethod
+    def of_page(cls, page: EdgePage) -> AdjacentIds:
+        pairs: list[tuple[str, str]] = []
+        values: list[tuple[str, str]] = []
+        for e in page.edges:
+            if e.target is not None:
+                pairs.append((e.source, e.target))
+            elif (text := e.value_text()) is not None:
+                values.append((e.source, text))
+        return cls.model_construct(pairs=pairs, values=values, truncated=page.truncated)
 
 
 class EntityDescription(_Model):

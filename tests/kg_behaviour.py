@@ -351,6 +351,46 @@ async def test_a_bulk_read_says_truncated_exactly_when_it_left_edges_out(make_kg
             page = await kg.adjacent(ids, starring.id, limit=limit)
             assert (len(page.edges), page.truncated) == (min(limit, total), limit < total), (type(kg), limit)
 
+async def test_the_unlabelled_bulk_read_is_the_bulk_read_as_ids(make_kg):
+    """adjacent_ids is what a walk reads: adjacent's edges, an entity target as its ID and a literal one the KG
+    gives no ID as its text, with the same truncation at every limit, through every wrapper."""
+    films = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    rels = (await make_kg.get_relations(films)).relations
+    starring = next(r for r in rels if r.label == "starring")
+    year = next(r for r in rels if r.label == "release year" and r.direction is Direction.forward)
+    people = [await entity_id(make_kg, n) for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
+    for kg in (make_kg, CachedKG(make_kg, ResultCache()), LinkedKG({"mv": make_kg})):
+        for ids, rel, direction in ((films + people, starring.id, Direction.forward),
+                                    ([people[0]], starring.id, Direction.backward),
+                                    (films, year.id, Direction.forward)):
+            full = await kg.adjacent(ids, rel, direction, limit=1000)
+            lean = await kg.adjacent_ids(ids, rel, direction, limit=1000)
+            assert sorted(lean.pairs) == sorted((e.source, e.target) for e in full.edges if e.target is not None)
+            assert sorted(lean.values) == sorted((e.source, e.value.value) for e in full.edges if e.target is None)
+            assert not lean.truncated
+            total = len(full.edges)
+            for limit in range(0, total + 2):
+                cut = await kg.adjacent_ids(ids, rel, direction, limit=limit)
+                assert (len(cut.pairs) + len(cut.values), cut.truncated) == (min(limit, total), limit < total)
+        years = await kg.adjacent_ids(films, year.id)
+        if over_sparql(make_kg):  # a literal has no ID over SPARQL: its text comes instead
+            assert sorted(v for _, v in years.values) == ["1994", "1999", "2014"] and not years.pairs
+        else:
+            assert not years.values and sorted((await kg.labels_of([t for _, t in years.pairs])).values()) == [
+                "1994", "1999", "2014"]
+
+
+async def test_labels_of_names_many_entities_as_label_of_names_each(make_kg):
+    names = ("The Matrix", "Keanu Reeves", "Lana Wachowski")
+    ids = [await entity_id(make_kg, n) for n in names]
+    nobody, _, _ = absent_ids(make_kg)
+    for kg in (make_kg, CachedKG(make_kg, ResultCache()), LinkedKG({"mv": make_kg})):
+        got = await kg.labels_of([*ids, ids[0], nobody, "other:E1"])
+        if over_sparql(make_kg):  # no existence check: a well-formed IRI gets its local name, as get_edges shows it
+            assert got.pop(nobody) == "Nobody"
+        assert got == dict(zip(ids, names))  # an ID the KG does not know is left out, not an error
+
+
 async def test_get_edges_reports_the_relations_label_in_the_direction_asked(make_kg):
     matrix = await entity_id(make_kg, "The Matrix")
     directed = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "directed by")

@@ -17,6 +17,7 @@ from ..errors import BackendError, InvalidInput, KGError, NotFound
 from ..lru import LRU
 from ..models import (
     STRUCTURED_VALUE,
+    AdjacentIds,
     Direction,
     Edge,
     EdgePage,
@@ -527,6 +528,49 @@ class SparqlKG(KnowledgeGraph):
             edges=edges, entities=entities, truncated=truncated, next_offset=None, partial=False, warnings=[],
             relation=None,
         )
+
+    async def adjacent_ids(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> AdjacentIds:
+        """:meth:`adjacent`'s query without its label join, one row an edge, no models built."""
+        if self.profile.qualifiers:
+            return await super().adjacent_ids(entity_ids, relation_id, direction, limit)
+        sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))]
+        _, rel_term = self._relation(relation_id)
+        forward = Direction(direction) is Direction.forward
+        pairs: list[tuple[str, str]] = []
+        values: list[tuple[str, str]] = []
+        truncated = False
+        for batch in _chunks(sources, self.batch_size):
+            room = limit - len(pairs) - len(values)
+            rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1, labels=False))
+            got = [(src, r["tgt"]) for r in rows
+                   if "tgt" in r and "src" in r and (src := self.profile.entity_local(r["src"])) is not None]
+            if self.structured_bnodes and any(t.kind == "bnode" for _, t in got):
+                # structured values are read by their properties, which only get_edges' query brings
+                return await super().adjacent_ids(entity_ids, relation_id, direction, limit)
+            if len(got) > room:
+                got, truncated = got[:room], True
+            for src, t in got:
+                local, value = self._value(t)
+                if local is not None:
+                    pairs.append((self._qid(src), self._qid(local)))
+                elif t.kind != "bnode" and value is not None:  # an opaque blank node: nothing to walk or show
+                    values.append((self._qid(src), value.value))
+            if truncated:
+                break
+        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
+
+    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
+        """Labels not known yet, one query per batch."""
+        locals_: dict[str, str] = {}
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                ((locals_[eid], _),) = self._terms([eid])
+            except (InvalidInput, NotFound):
+                continue
+        await self._ensure_labels(locals_.values())
+        return {eid: self._labels.peek(local) or self.profile.fallback_label(local) for eid, local in locals_.items()}
 
     def _edge_key(self, r: Row) -> tuple | None:
         src = self.profile.entity_local(r["src"]) if "src" in r and "tgt" in r else None

@@ -163,14 +163,18 @@ def edges(
 }} ORDER BY ?src ?tgt"""
 
 
-def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int) -> str:
-    """Up to ``limit`` distinct ``?src relation ?tgt`` pairs (or reversed) with target labels (distinct: a triple in
-    two named graphs is one edge, so ``limit + 1`` pairs asked and fewer got means none was left out): no ORDER BY,
-    no OFFSET, no qualifiers, so a hub's thousands of edges cost one unsorted scan (the bulk read behind
-    :meth:`KnowledgeGraph.adjacent`)."""
+def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int, labels: bool = True
+             ) -> str:
+    """Up to ``limit`` distinct ``?src relation ?tgt`` pairs (or reversed), with target labels unless ``labels`` is
+    False (distinct: a triple in two named graphs is one edge, so ``limit + 1`` pairs asked and fewer got means none
+    was left out): no ORDER BY, no OFFSET, no qualifiers, so a hub's thousands of edges cost one unsorted scan (the
+    bulk read behind :meth:`KnowledgeGraph.adjacent` and, without labels, ``adjacent_ids``)."""
     triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    pairs = f"SELECT DISTINCT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)}"
+    if not labels:
+        return f"{p.prefixes}{pairs}"
     return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
-  {{ SELECT DISTINCT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)} }}
+  {{ {pairs} }}
   {_labels(p, "?tgt")}
 }}"""
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.eager import gather_eager
 from tot_mcp.kg_adapters.errors import KGError
-from tot_mcp.kg_adapters.models import STRUCTURED_VALUE, Direction, split_id
+from tot_mcp.kg_adapters.models import AdjacentIds, Direction, split_id
 from tot_mcp.kg_adapters.text import humanize
 
 Hop = tuple[str, Direction]
@@ -39,6 +39,10 @@ class GraphView(abc.ABC):
 
     async def warm(self, nodes: list) -> None:  # noqa: B027 - only views that look things up lazily
         """Look up in bulk what asking about ``nodes`` one at a time would look up one by one (their links)."""
+
+    async def fetch_labels(self, nodes: list) -> None:  # noqa: B027 - only views that read labels lazily
+        """Make :meth:`label` answer for ``nodes``: a view over I/O reads a walk's edges without labels and names
+        only what the walk shows (its answers, a type sample), in one bulk read."""
 
     @abc.abstractmethod
     async def nodes_for(self, entity_ids: Iterable[str]) -> list:
@@ -97,7 +101,9 @@ class GraphView(abc.ABC):
 
     async def target_sample(self, hop: Hop, limit: int) -> list[str]:
         """Labels of :meth:`target_nodes` (for the answer-type prior and value readings)."""
-        return [self.label(n) for n in await self.target_nodes(hop, limit)]
+        nodes = await self.target_nodes(hop, limit)
+        await self.fetch_labels(nodes)
+        return [self.label(n) for n in nodes]
 
 
 class MemoryGraph(GraphView):
@@ -206,7 +212,17 @@ class InterfaceGraph(GraphView):
         return node
 
     def label(self, node: str) -> str:
+        if is_literal(node):
+            return node[len(LITERAL_PREFIX):]
         return self._labels.get(node, node)
+
+    async def fetch_labels(self, nodes: list) -> None:
+        missing = [n for n in dict.fromkeys(nodes) if n not in self._labels and not is_literal(n)]
+        if missing:
+            try:
+                self._labels.update(await self.kg.labels_of(missing))
+            except KGError:
+                pass  # unnamed: label() shows the ID
 
     def remember_label(self, entity_id: str, label: str) -> None:
         self._labels.setdefault(entity_id, label)
@@ -248,12 +264,12 @@ class InterfaceGraph(GraphView):
         """``{node: [targets]}`` from one bulk read of at most ``limit`` edges, and whether it was cut off."""
         res: dict[str, list[str]] = {}
         try:
-            page = await self.kg.adjacent(nodes, hop[0], hop[1], limit=limit)
+            got = await self.kg.adjacent_ids(nodes, hop[0], hop[1], limit=limit)
         except KGError:
             return res, False  # a failed read reaches nothing
-        for src, tgt in self._pairs(page):
+        for src, tgt in _id_pairs(got):
             res.setdefault(src, []).append(tgt)
-        return res, bool(page.truncated)
+        return res, bool(got.truncated)
 
     async def neighbours_within(self, nodes: list[str], hop: Hop, n: int) -> tuple[dict[str, list[str]], bool]:
         limit = self.max_edges_per_hop
@@ -274,21 +290,6 @@ class InterfaceGraph(GraphView):
             if more or not cut:
                 return more
         return await super().reaches_more_than(nodes, hop, n)
-
-    def _pairs(self, page) -> list[tuple[str, str]]:
-        """(source, target node) per edge of ``page``, a literal as its ``literal:`` key; labels remembered."""
-        for eid, ent in page.entities.items():
-            self._labels.setdefault(eid, ent.label)
-        out = []
-        for e in page.edges:
-            text = _value_text(e) if e.target is None and e.value is not None else None
-            tgt = e.target if e.target is not None else (f"{LITERAL_PREFIX}{text}" if text else None)
-            if tgt is None:
-                continue
-            if text:
-                self._labels.setdefault(tgt, text)
-            out.append((e.source, tgt))
-        return out
 
     def relation_label(self, relation_id: str) -> str:
         return self._rel_labels.get(relation_id) or humanize(relation_id.split(":", 1)[-1])
@@ -318,14 +319,14 @@ class InterfaceGraph(GraphView):
         rid, direction = hop
         try:
             subjects = await self.kg.subjects_of(rid, limit)
-            forward = self._pairs(await self.kg.adjacent(subjects, rid, Direction.forward, limit=4 * limit))
+            forward = _id_pairs(await self.kg.adjacent_ids(subjects, rid, Direction.forward, limit=4 * limit))
             objects = list(dict.fromkeys(t for _, t in forward))
             if direction is Direction.forward:
                 return objects[:limit]
             entities = [o for o in objects if not o.startswith(LITERAL_PREFIX)][:limit]
             if not entities:
                 return subjects[:limit]
-            back = self._pairs(await self.kg.adjacent(entities, rid, Direction.backward, limit=4 * limit))
+            back = _id_pairs(await self.kg.adjacent_ids(entities, rid, Direction.backward, limit=4 * limit))
             return list(dict.fromkeys(t for _, t in back))[:limit]
         except KGError:
             return []
@@ -391,6 +392,15 @@ class LinkedGraph(GraphView):
     @property
     def knows_labels(self) -> bool:  # type: ignore[override]
         return all(v.knows_labels for v in self.views.values())
+
+    async def fetch_labels(self, nodes: list) -> None:
+        by_view: dict[str, list] = {}
+        for n in nodes:
+            if not is_literal(n):
+                name, local = self._split(n)
+                by_view.setdefault(name, []).append(local)
+        for name, local in by_view.items():
+            await self.views[name].fetch_labels(local)
 
     def remember_label(self, entity_id: str, label: str) -> None:
         view = self.views.get(split_id(entity_id)[0])
@@ -570,9 +580,8 @@ def view_for(kg: KnowledgeGraph) -> GraphView:
     return MemoryGraph(only) if only.capabilities.local_index else InterfaceGraph(only)
 
 
-def _value_text(edge) -> str:
-    """A literal answer as people read it; a nameless structured value (a blank node over generic SPARQL) with its
-    own properties, so two of them are two answers: ``(structured value) {award name: Gold Medal}``."""
-    if edge.value.value != STRUCTURED_VALUE:
-        return edge.value.value
-    return edge.value.value + edge.qualifier_text(lambda q: q.value.value if q.value else q.target, 5, more=False)
+def _id_pairs(got: AdjacentIds) -> list[tuple[str, str]]:
+    """(source, target node) per edge, a literal as its ``literal:`` key (an empty text reaches nothing)."""
+    if not got.values:
+        return got.pairs
+    return [*got.pairs, *((src, f"{LITERAL_PREFIX}{text}") for src, text in got.values if text)]

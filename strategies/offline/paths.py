@@ -220,6 +220,7 @@ class OfflineReasoner:
         finals = [(await final(p), p) for p in done]
         scored = sorted([(*f, p) for f, p in finals if f is not None], key=lambda sp: -sp[0])
         plans: list[Plan] = []
+        shown: list[list] = []  # each plan's answer nodes, named below in one read
         for score, align, p in scored:
             if len(plans) >= max(st.plans, 1):
                 break
@@ -227,6 +228,7 @@ class OfflineReasoner:
                 continue
             ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]
             ordered = ordered[: st.max_answers]
+            shown.append(ordered)
             plans.append(
                 Plan(
                     hops=p.hops,
@@ -234,12 +236,15 @@ class OfflineReasoner:
                     align=p.align,
                     type_score=type_by_hop.get(p.hops[-1], 0.0),
                     answers=[view.node_id(n) for n in ordered],
-                    answer_labels=[view.label(n) for n in ordered],
+                    answer_labels=[],
                     frontiers=[[view.node_id(n) for n in (f or [])[: st.max_answers]] for f in p.frontiers],
                     phrases=[scorer.spans[i].text if i >= 0 else ("(same)" if i == SIBLING else None)
                              for i in align.spans],
                 )
             )
+        await view.fetch_labels([n for ordered in shown for n in ordered])
+        for plan, ordered in zip(plans, shown):
+            plan.answer_labels = [view.label(n) for n in ordered]
         _calibrate(plans, st.value_scale, st.value_bias)
         return Reasoning(question, topic_ids, plans, await _unreached(scorer, view, plans))
 

@@ -445,9 +445,18 @@ class LinkedGraph(GraphView):
                 own.append(local)
             else:
                 others.append(n)
-        await self._prefetch([n for n in others if (n, name) not in self._eq])
-        eqs = await gather_eager(self._equivalents(n, name) for n in others)
-        return own, {n: eq for n, eq in zip(others, eqs) if eq}
+        found: dict = {}
+        missing = []
+        for n in others:  # a beam reads the same frontiers' links many times: most are known already
+            eq = self._eq.get((n, name))
+            if eq is None:
+                missing.append(n)
+            else:
+                found[n] = eq
+        if missing:
+            await self._prefetch(missing)
+            found.update(zip(missing, await gather_eager(self._equivalents(n, name) for n in missing)))
+        return own, {n: eq for n in others if (eq := found[n])}
 
     async def warm(self, nodes: list) -> None:
         """Every node's equivalents in every other KG, in bulk (per-node questions after it are cache hits)."""

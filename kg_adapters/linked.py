@@ -152,6 +152,10 @@ class LinkedKG(KnowledgeGraph):
         ``MAX_CHAIN_IDS`` IDs a KG carry the chain on). Only in ``into``, if given (the chain may still pass
         through other KGs; a direct link is asked first). A KG that failed, or a capped hub label, goes to
         ``report``."""
+        if into is not None and report is None:  # a link already known: a reasoner asks thousands a question
+            links = self.linker.known(entity_id, into)
+            if links is not None and links.ids and into in self.partners(split_id(entity_id)[0]):
+                return {into: list(links.ids)}
         report = report if report is not None else Report()
         home = self.owner(entity_id).name
         if into is not None and into in self.partners(home):
@@ -197,7 +201,17 @@ class LinkedKG(KnowledgeGraph):
                     if other in came_from:
                         continue
                     await self.linker.prefetch(ids, other)
-                    found = await gather_eager(self._links(e, other, Report()) for e in ids)
+                    found: list = []
+                    missing = []
+                    for e in ids:
+                        links = self.linker.known(e, other)
+                        if links is None:
+                            missing.append(e)
+                        else:
+                            found.append(links.ids)
+                    if missing:  # rules the linker cannot apply in bulk: one entity at a time, concurrently
+                        report = Report()  # nobody reads it: equivalents() reports when asked
+                        found.extend(await gather_eager(self._links(e, other, report) for e in missing))
                     nxt.update(dict.fromkeys(i for f in found for i in f[:MAX_CHAIN_IDS]))
             came_from.update(by_kg)
             frontier = list(nxt)

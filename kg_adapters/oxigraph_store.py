@@ -472,8 +472,9 @@ class OxigraphKG(KnowledgeGraph):
 
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
         """One count query per direction however many entities (a reasoner's frontier of thousands was two
-        queries per ``max_ids``)."""
-        terms = list(dict.fromkeys(self.entity_term(x) for x in self.bulk_local_ids(entity_ids)))
+        queries per ``max_ids``); no check that each exists (two index lookups each; one that does not counts
+        nothing, as over SPARQL)."""
+        terms = list(dict.fromkeys(self.codec.decode(x) for x in self.bulk_local_ids(entity_ids)))
         return self._relations(terms, None)
 
     def _relations(self, terms: list[Term], cap: int | None) -> RelationList:
@@ -558,11 +559,13 @@ class OxigraphKG(KnowledgeGraph):
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=len(window) > limit)
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
+        """No check that each exists (a linker names whole frontiers): one that does not gets its local name, as
+        over SPARQL."""
         out: dict[str, str] = {}
         for eid in dict.fromkeys(entity_ids):
             try:
                 (local,) = self.local_ids([eid])
-                out[eid] = self.labelled_entity(self.entity_term(local), eid).label
+                out[eid] = self.labelled_entity(self.codec.decode(local), eid).label
             except (InvalidInput, NotFound):
                 continue
         return out

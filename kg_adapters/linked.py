@@ -77,6 +77,11 @@ class Matches(BaseModel):
 MAX_CHAIN_IDS = 20
 
 
+def _asked(relation_id: str, direction: Direction) -> Relation:
+    """The relation asked, named from its ID (for a page no KG read)."""
+    return Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
+
+
 class LinkedKG(KnowledgeGraph):
     def __init__(
         self,
@@ -410,11 +415,13 @@ class LinkedKG(KnowledgeGraph):
         self.limits.check_ids(entity_ids)
         kg = self.owner(relation_id)
         entity_ids = list(dict.fromkeys(entity_ids))
+        foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
+        if not foreign:  # the relation's own KG's entities (always, with one KG): nothing to link or report
+            return await self._read_member(kg, entity_ids, relation_id, direction, limit, offset, labelled)
         report = Report()
         routed: dict[str, None] = {}
         via: dict[str, str] = {}
         unlinked: list[str] = []
-        foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
         if len(foreign) > 1:
             await self.prefetch(foreign)
         linked = dict(zip(foreign, await gather_eager(self.equivalents(eid, report, into=kg.name)
@@ -434,25 +441,27 @@ class LinkedKG(KnowledgeGraph):
             report.note(f"{shown}: no equivalent in KG {kg.name!r}, so no {relation_id} edges from "
                         f"{'it' if len(unlinked) == 1 else 'them'}")
         warnings = report.warnings
-
-        def asked() -> Relation:
-            return Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
-
         if not routed:
-            return EdgePage(edges=[], relation=asked(), warnings=warnings, partial=report.failed)
-        try:
-            read = kg.get_labelled_edges if labelled else kg.get_edges
-            page = await read(list(routed)[: kg.limits.max_ids], relation_id, direction, limit, offset)
-        except BackendError as e:
-            if len(self.kgs) == 1:
-                raise
-            return EdgePage(edges=[], relation=asked(), partial=True,
-                            warnings=[*warnings, f"KG {kg.name!r} failed: {e}"])
+            return EdgePage(edges=[], relation=_asked(relation_id, direction), warnings=warnings,
+                            partial=report.failed)
+        page = await self._read_member(kg, list(routed), relation_id, direction, limit, offset, labelled)
         if not via and not warnings:
             return page
         edges = [e.model_copy(update={"via": via[e.source]}) if e.source in via else e for e in page.edges]
         return page.model_copy(update={"edges": edges, "partial": page.partial or report.failed,
                                        "warnings": [*page.warnings, *warnings]})
+
+    async def _read_member(self, kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction,
+                           limit: int | None, offset: int, labelled: bool) -> EdgePage:
+        """The member's page; a failed member is an empty partial page when other KGs are served."""
+        try:
+            read = kg.get_labelled_edges if labelled else kg.get_edges
+            return await read(ids[: kg.limits.max_ids], relation_id, direction, limit, offset)
+        except BackendError as e:
+            if len(self.kgs) == 1:
+                raise
+            return EdgePage(edges=[], relation=_asked(relation_id, direction), partial=True,
+                            warnings=[f"KG {kg.name!r} failed: {e}"])
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         desc = await self.owner(entity_id).describe_entity(entity_id)

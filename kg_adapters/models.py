@@ -116,8 +116,11 @@ class Relation(_Model):
     inverse_label: str | None = Field(default=None, description="How to read the relation backward.")
     direction: Direction = Direction.forward
     count: int | None = Field(default=None, description="Edges the queried entities have with it, if known.")
-    kg: str | None = Field(default=None, description="The KG it belongs to, when several linked KGs answered.")
-    entities: int | None = Field(default=None, description="How many of the queried entities have it, if known.")
+    # left out of the JSON when unknown (every edge page names its relation)
+    kg: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                           description="The KG it belongs to, when several linked KGs answered.")
+    entities: int | None = Field(default=None, exclude_if=lambda v: v is None,
+                                 description="How many of the queried entities have it, if known.")
 
 
 class Literal(_Model):

@@ -34,6 +34,7 @@ from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.lru import LRU
 
 HANDLE_RE = re.compile(r"^r[0-9a-f]{10}$")
+_CANONICAL = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)  # one call's arguments, canonical
 _GATHER_SECONDS = 0.05  # the disk writer waits this long after a first queued handle before committing
 log = logging.getLogger("tot_mcp.handles")
 
@@ -56,6 +57,7 @@ class HandleStore:
         if max_entries < 1 or ttl_seconds <= 0:
             raise InvalidInput("the result-handle store needs a size ≥ 1 and an age limit > 0")
         self.fingerprint = fingerprint
+        self._salted = hashlib.blake2b(fingerprint.encode(), digest_size=5)
         self.max_entries = max_entries
         self.ttl = ttl_seconds
         self._sets: LRU[ResultSet] = LRU(max_entries, ttl=ttl_seconds)  # an age counted from the call
@@ -63,8 +65,11 @@ class HandleStore:
         self._disk = _DiskHandles(path, fingerprint, max_entries, ttl_seconds) if path is not None else None
 
     def derive(self, tool: str, args: dict[str, Any]) -> str:
-        canonical = json.dumps([self.fingerprint, tool, args], sort_keys=True, default=str, ensure_ascii=False)
-        return "r" + hashlib.blake2b(canonical.encode(), digest_size=5).hexdigest()
+        """The same call under the same fingerprint gives the same handle in every process (the fingerprint, a
+        few hundred bytes, is hashed once: it was most of each call's hashing)."""
+        h = self._salted.copy()
+        h.update(_CANONICAL.encode([tool, args]).encode())
+        return "r" + h.hexdigest()
 
     def put(self, tool: str, args: dict[str, Any], entity_ids: Sequence[str]) -> ResultSet:
         """Keep the entities a call reached under the handle derived from the call."""
@@ -117,8 +122,9 @@ class _DiskHandles:
         # the file holds at most max_entries + max_entries // 10 rows per set of KGs between prunes
         self._prune_every = max(1, max_entries // 10)
         self._since_prune = self._prune_every  # the first put prunes what earlier processes left
-        self._pending: queue.SimpleQueue[tuple[str, str, str, str, float]] = queue.SimpleQueue()
-        self._held: list[tuple[str, str, str, str, float]] = []  # taken off the queue by the writer, not written
+        self._pending: queue.SimpleQueue[tuple[str, str, str, tuple[str, ...], float]] = queue.SimpleQueue()
+        # taken off the queue by the writer, not written yet
+        self._held: list[tuple[str, str, str, tuple[str, ...], float]] = []
         self._written: dict[str, tuple[tuple[str, ...], float]] = {}  # handle → (ids, when written), bounded
         self._writer: threading.Thread | None = None
         atexit.register(self.flush)
@@ -153,7 +159,7 @@ class _DiskHandles:
         if len(self._written) >= 4 * self.max_entries:
             self._written.clear()
         self._written[rs.handle] = (rs.entity_ids, now)
-        self._pending.put((rs.handle, self.fingerprint, rs.tool, json.dumps(rs.entity_ids), now))
+        self._pending.put((rs.handle, self.fingerprint, rs.tool, rs.entity_ids, now))  # as JSON when written
         if self._writer is None:
             self._writer = threading.Thread(target=self._write_loop, name="tot-mcp-handles", daemon=True)
             self._writer.start()
@@ -183,7 +189,8 @@ class _DiskHandles:
             try:
                 with db:  # one transaction
                     db.execute("BEGIN")
-                    db.executemany("INSERT OR REPLACE INTO handles VALUES (?, ?, ?, ?, ?)", rows)
+                    db.executemany("INSERT OR REPLACE INTO handles VALUES (?, ?, ?, ?, ?)",
+                                   [(h, f, t, json.dumps(ids), c) for h, f, t, ids, c in rows])
                     self._since_prune += len(rows)
                     if self._since_prune >= self._prune_every:
                         self._since_prune = 0

@@ -81,9 +81,13 @@ class RelationsResult(BaseModel):
 
 class EdgesResult(EdgePage):
     targets: int = Field(default=0, description="Distinct entities and values reached on this page.")
-    result_id: str | None = Field(default=None, description="Handle of the entities reached, for from_result.")
-    sources_without_edges: list[str] = Field(default_factory=list, description="Sources with no such edge.")
-    hint: str | None = Field(default=None, description="What to try when the page is empty.")
+    # what a page lacks is left out of its JSON (absent means none)
+    result_id: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                  description="Handle of the entities reached, for from_result.")
+    sources_without_edges: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
+                                             description="Sources with no such edge.")
+    hint: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                             description="What to try when the page is empty.")
 
 
 class PathsResult(PathResult):

@@ -101,6 +101,7 @@ class LinkedKG(KnowledgeGraph):
         self.kgs = members
         self.linker = linker or Linker(members, [])
         self._selections: dict[tuple[str, ...], LinkedKG] = {}
+        self._partners: dict[str, list[str]] = {}
         self.capabilities = Capabilities(backend="linked", remote=any(k.capabilities.remote for k in members.values()))
 
     @classmethod
@@ -147,7 +148,10 @@ class LinkedKG(KnowledgeGraph):
         return kg
 
     def partners(self, kg_name: str) -> list[str]:
-        return [p for p in self.linker.partners(kg_name) if p in self.kgs]
+        got = self._partners.get(kg_name)
+        if got is None:  # the rules do not change once linked: asked per entity of every frontier
+            got = self._partners[kg_name] = [p for p in self.linker.partners(kg_name) if p in self.kgs]
+        return got
 
     # -- linking --------------------------------------------------------------------------------------------------
     async def equivalents(self, entity_id: str, report: Report | None = None, into: str | None = None
@@ -237,6 +241,29 @@ class LinkedKG(KnowledgeGraph):
 
     async def same_as(self, entity_id: str, into: str | None = None, report: Report | None = None) -> list[str]:
         return [i for ids in (await self.equivalents(entity_id, report, into)).values() for i in ids]
+
+    async def same_as_in(self, entity_ids: list[str], into: str) -> dict[str, list[str]]:
+        """:meth:`same_as` into one KG for many entities (a reasoner links whole frontiers): a direct link the
+        linker knows is read from its cache, the rest asked as ``same_as`` asks, concurrently; an entity whose
+        lookup failed links nowhere."""
+        out: dict[str, list[str]] = {}
+        rest: list[str] = []
+        for eid in entity_ids:
+            links = self.linker.known(eid, into)
+            if links is not None and links.ids and into in self.partners(split_id(eid)[0]):
+                out[eid] = list(links.ids)
+            else:
+                rest.append(eid)
+
+        async def one(eid: str) -> list[str]:
+            try:
+                return await self.same_as(eid, into)
+            except KGError:
+                return []
+
+        if rest:
+            out.update(zip(rest, await gather_eager(one(e) for e in rest)))
+        return out
 
     async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """Linked in bulk first (:meth:`prefetch`), then each from the link cache: a page of 30 films linked one

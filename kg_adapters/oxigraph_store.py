@@ -402,14 +402,15 @@ class OxigraphKG(KnowledgeGraph):
             count=count,
         )
 
-    def _hit_entity(self, hit: KeyHit) -> Entity | None:
-        """The entity a label-index hit names (None for a key this KG cannot give an ID)."""
+    def _hit_entity(self, hit: KeyHit, labelled: bool = False) -> Entity | None:
+        """The entity a label-index hit names (None for a key this KG cannot give an ID); by label only if
+        ``labelled`` (a label link needs no descriptions)."""
         try:
             term = key_term(hit.key)
         except ValueError:
             return None
         eid = self.term_id(term)
-        return None if eid is None else self.entity(term, eid)
+        return None if eid is None else (self.labelled_entity if labelled else self.entity)(term, eid)
 
     def _matches(self, found: Sequence[KeyHit], mention: bool) -> list[EntityMatch]:
         out = []
@@ -649,7 +650,8 @@ class OxigraphKG(KnowledgeGraph):
     async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
         """:meth:`find_by_label` of a frontier's names from the label index in one lookup: it holds every name
         of every entity with its key, so the store is read only for the entities found (their shown label, which
-        must equal the name for an exact match). A name the index does not hold is no entity's label here."""
+        must equal the name for an exact match; no description). A name the index does not hold is no entity's
+        label here."""
         wanted = list(dict.fromkeys(labels))
         if limit < 1:
             return {label: [] for label in wanted}
@@ -660,7 +662,7 @@ class OxigraphKG(KnowledgeGraph):
             folded: list[Entity] = []
             want = label_key(label)
             for h in named.get(label, ()):
-                if (ent := self._hit_entity(h)) is None:
+                if (ent := self._hit_entity(h, labelled=True)) is None:
                     continue
                 if ent.label == label:
                     exact.append(ent)

@@ -51,7 +51,10 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length).decode() if length else ""
                 parsed = urllib.parse.urlsplit(self.path)
-                params = dict(urllib.parse.parse_qsl(parsed.query or raw))
+                if self.headers.get("Content-Type", "").startswith("application/sparql-query"):
+                    params = {**dict(urllib.parse.parse_qsl(parsed.query)), "query": raw}  # a direct POST
+                else:
+                    params = dict(urllib.parse.parse_qsl(parsed.query or raw))
                 with server._lock:
                     server.seen.append(Seen(time.monotonic(), self.command, parsed.path, params, dict(self.headers)))
                     reply = server.script.pop(0) if server.script else server.default

@@ -47,7 +47,9 @@ FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False
 
 def _handler(request: httpx.Request) -> httpx.Response:
     query = request.url.params.get("query")
-    if query is None:
+    if request.headers.get("content-type", "").startswith("application/sparql-query"):
+        query = request.content.decode()  # a direct POST
+    elif query is None:
         query = dict(x.split("=", 1) for x in request.content.decode().split("&")).get("query", "")
         from urllib.parse import unquote_plus
 

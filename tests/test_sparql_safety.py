@@ -103,7 +103,9 @@ class InProcessEndpoint:
         self.transport = httpx.MockTransport(self.handle)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
-        if request.method == "POST":
+        if request.headers.get("content-type", "").startswith("application/sparql-query"):
+            params = {**dict(request.url.params), "query": request.content.decode()}  # a direct POST
+        elif request.method == "POST":
             params = dict(urllib.parse.parse_qsl(request.content.decode()))
         else:
             params = dict(request.url.params)

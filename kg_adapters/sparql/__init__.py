@@ -125,6 +125,8 @@ def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None,
         breaker_cooldown=opts.breaker_cooldown,
         timeout_param=(opts.timeout_param or "").split(":")[0] or None,
         timeout_unit=(opts.timeout_param or "").partition(":")[2] or "s",
+        # Wikidata's traffic is remote and small next to its latency: it keeps the form WDQS documents
+        direct_post=kind != "wikidata",
     )
     if policy.timeout_param in ("query", "update", "default-graph-uri", "named-graph-uri"):
         raise InvalidInput(f"KG {name!r}: timeout_param cannot be the protocol's own {policy.timeout_param!r}")

@@ -167,6 +167,8 @@ class GenericProfile:
         self.langs = [*check_languages(languages), ""]
         self.ids = IriIds({**DEFAULT_PREFIXES, **(prefixes or {})})
         self._locals: LRU[str | None] = LRU(_MAX_REMEMBERED_LOCALS)  # IRI → local ID: a hub read meets the same IRIs thousands of times
+        # local ID → SPARQL term: a reasoner asks the same frontiers' IDs in query after query
+        self._terms: LRU[str] = LRU(_MAX_REMEMBERED_LOCALS)
         self.prefixes = ""
         self.prefix_map = self.ids.prefixes  # usable undeclared in a caller's SPARQL query
         self.label_preds = tuple(self._predicate(p, "label_predicates") for p in label_predicates)
@@ -188,7 +190,11 @@ class GenericProfile:
         raise InvalidInput(f"{option}: {name!r} is neither a full IRI nor prefix:name with a known prefix")
 
     def entity_term(self, local: str) -> str:
-        return iri_ref(self.ids.decode(local))
+        term = self._terms.peek(local)
+        if term is None:
+            term = iri_ref(self.ids.decode(local))  # raises for a malformed ID: nothing kept
+            self._terms.put(local, term)
+        return term
 
     relation_term = entity_term
     relation_node = entity_term

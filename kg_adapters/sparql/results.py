@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import BackendError
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(NamedTuple):
+    """One bound value (a NamedTuple: a reasoner's read parses tens of thousands, twice as fast to make as a
+    frozen dataclass)."""
+
     kind: str  # uri | literal | bnode
     value: str
     lang: str | None = None

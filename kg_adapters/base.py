@@ -274,6 +274,17 @@ class KnowledgeGraph(abc.ABC):
                 continue
         return out
 
+    async def same_as_in(self, entity_ids: list[str], into: str) -> dict[str, list[str]]:
+        """:meth:`same_as` into KG ``into`` for many entities (a reasoner links whole frontiers); an entity whose
+        lookup failed links nowhere. A KG that links answers from its link cache where it can."""
+        out: dict[str, list[str]] = {}
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                out[eid] = await self.same_as(eid, into)
+            except KGError:
+                out[eid] = []
+        return out
+
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None
     ) -> SparqlRows:

@@ -267,6 +267,11 @@ async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
     sent = _spy_queries(catalog)
     assert await linked.same_as_many(ids) == expected
     assert len(sent) <= 2, sent  # the identifiers of all three in one read (none per entity)
+    sent.clear()
+    into = {i: (await alone.same_as(i, into="films")) for i in ids}
+    bad = "catalog:~bm90LWFuLWlyaQ"  # base64 of "not-an-iri": its lookup fails, so it links nowhere
+    assert await linked.same_as_in([*ids, bad], "films") == {**into, bad: []}
+    assert not sent  # a frontier's links into one KG: from the link cache, nothing asked again
 
 
 # -- label links against an on-disk store -----------------------------------------------------------------------------

@@ -459,13 +459,10 @@ class LinkedGraph(GraphView):
         return own, {n: eq for n in others if (eq := found[n])}
 
     async def _equivalents_in(self, nodes: list, into: str) -> dict:
-        """:meth:`_equivalents` of many nodes, asked of the KG in one call where it can (``same_as_in``)."""
-        bulk = getattr(self.kg, "same_as_in", None)
-        if bulk is None or len(nodes) < 2:
-            return dict(zip(nodes, await gather_eager(self._equivalents(n, into) for n in nodes)))
+        """:meth:`_equivalents` of many nodes, asked of the KG in one call (``same_as_in``)."""
         ids = [self.node_id(n) for n in nodes]
         try:
-            linked = await bulk(ids, into)
+            linked = await self.kg.same_as_in(ids, into)
         except KGError:
             linked = {}
         view = self.views[into]

@@ -101,6 +101,9 @@ if TYPE_CHECKING:  # the SPARQL package (httpx, rdflib) is imported when a calle
 
 
 # -- IDs ------------------------------------------------------------------------------------------------------------
+_UNNAMED = object()  # not in the ID cache yet (None there means: no ID)
+
+
 class TermCodec:
     """The reversible term ↔ local-ID encoding described in the module docstring."""
 
@@ -287,6 +290,7 @@ class OxigraphKG(KnowledgeGraph):
         )
         self.labels: LabelSearch = label_search or InMemoryLabelSearch(store)
         self._entity_cache: LRU[Entity] = LRU(cache_size)
+        self._ids: LRU[str | None] = LRU(cache_size)  # term → its ID
         self._relation_labels: dict[str, str] = {}
         self._info: KGInfo | None = None  # a full scan: computed once
         self._prefix = f"{name}:"
@@ -294,8 +298,12 @@ class OxigraphKG(KnowledgeGraph):
 
     # -- terms and IDs ------------------------------------------------------------------------------------------
     def term_id(self, term: Term) -> str | None:
-        local = self.codec.encode(term)
-        return None if local is None else self._prefix + local
+        eid = self._ids.peek(term, _UNNAMED)
+        if eid is _UNNAMED:  # a walk meets the same targets (a genre, an actor) edge after edge
+            local = self.codec.encode(term)
+            eid = None if local is None else self._prefix + local
+            self._ids.put(term, eid)
+        return eid
 
     def _quads(self, s=None, p=None, o=None) -> Iterator[ox.Quad]:
         try:

@@ -161,10 +161,20 @@ class LinkedKG(KnowledgeGraph):
         ``MAX_CHAIN_IDS`` IDs a KG carry the chain on). Only in ``into``, if given (the chain may still pass
         through other KGs; a direct link is asked first). A KG that failed, or a capped hub label, goes to
         ``report``."""
-        if into is not None and report is None:  # a link already known: a reasoner asks thousands a question
-            links = self.linker.known(entity_id, into)
-            if links is not None and links.ids and into in self.partners(split_id(entity_id)[0]):
-                return {into: list(links.ids)}
+        if into is not None and report is None and (direct := self._known_direct(entity_id, into)) is not None:
+            return {into: direct}
+        return await self._chained(entity_id, report, into)
+
+    def _known_direct(self, entity_id: str, into: str) -> list[str] | None:
+        """The entity's direct links into ``into`` when the linker already holds some, without a coroutine (a
+        reasoner asks thousands a question); None when they must be asked (unknown, none, or no rule)."""
+        links = self.linker.known(entity_id, into)  # first: a malformed ID is simply not there
+        if links is None or not links.ids or into not in self.partners(split_id(entity_id)[0]):
+            return None
+        return list(links.ids)
+
+    async def _chained(self, entity_id: str, report: Report | None, into: str | None) -> dict[str, list[str]]:
+        """:meth:`equivalents` asked of the linker (its cache, else the KGs), rule by rule."""
         report = report if report is not None else Report()
         home = self.owner(entity_id).name
         if into is not None and into in self.partners(home):
@@ -249,15 +259,15 @@ class LinkedKG(KnowledgeGraph):
         out: dict[str, list[str]] = {}
         rest: list[str] = []
         for eid in entity_ids:
-            links = self.linker.known(eid, into)
-            if links is not None and links.ids and into in self.partners(split_id(eid)[0]):
-                out[eid] = list(links.ids)
-            else:
+            direct = self._known_direct(eid, into)
+            if direct is None:
                 rest.append(eid)
+            else:
+                out[eid] = direct
 
         async def one(eid: str) -> list[str]:
             try:
-                return await self.same_as(eid, into)
+                return (await self._chained(eid, None, into)).get(into, [])
             except KGError:
                 return []
 

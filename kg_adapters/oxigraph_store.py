@@ -549,26 +549,18 @@ class OxigraphKG(KnowledgeGraph):
         (index lookups per edge) and the check that each source exists (one that does not has no edges)."""
         terms = list(dict.fromkeys(self.codec.decode(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))))
         pred = self.relation_node(relation_id)
-        forward = Direction(direction) is Direction.forward
+        direction = Direction(direction)
         limit = max(0, limit)
         pairs: list[tuple[str, str]] = []
         values: list[tuple[str, str]] = []
-        term_id, quads_for = self.term_id, self.store.quads_for_pattern
-        taken, truncated = 0, False
-        try:  # :meth:`_targets` inlined: one index walk a source, each target once (it may be in several graphs)
+        term_id = self.term_id
+        taken = 0
+        try:
             for src in terms:
-                if forward and isinstance(src, ox.Literal):
-                    continue
-                sid: str | None = None
-                seen: set[Term] = set()
-                for q in quads_for(src, pred, None, None) if forward else quads_for(None, pred, src, None):
-                    t = q.object if forward else q.subject
-                    if t in seen or isinstance(t, ox.Triple):
-                        continue
-                    seen.add(t)
+                sid: str | None = None  # made once a source, for its first edge
+                for t in self._targets(src, pred, direction):
                     if taken == limit:
-                        truncated = True
-                        break
+                        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=True)
                     taken += 1
                     if sid is None:
                         sid = term_id(src) or ""
@@ -576,11 +568,9 @@ class OxigraphKG(KnowledgeGraph):
                         pairs.append((sid, tid))
                     elif isinstance(t, ox.Literal):
                         values.append((sid, t.value))
-                if truncated:
-                    break
         except OSError as e:
             raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
-        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
+        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
         """No check that each exists (a linker names whole frontiers): one that does not gets its local name, as

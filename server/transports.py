@@ -13,36 +13,65 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import BearerTokenMiddleware
 from .sessions import MAX_PER_CLIENT, SessionJanitor
+from .stdio_pipes import pipe_stdio
 from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_class
 
 log = logging.getLogger("tot_mcp.transports")
 
 MCP_PATH = "/mcp"
-MAX_SESSIONS = 1000  # 2025-era sessions open at once; at the limit the oldest idle one makes room
+MAX_SESSIONS = 1000
+STDIN_CLOSED_GRACE = 60.0  # seconds the stdio server waits, once stdin is closed, for requests it read to finish  # 2025-era sessions open at once; at the limit the oldest idle one makes room
 
 
 async def serve_stdio(server: MCPServer) -> None:
     """``MCPServer.run_stdio_async``, except that a line that is not a JSON-RPC message gets a JSON-RPC error
     (-32700 parse error, or -32600 invalid request with the request's id when it has one), as over HTTP: the SDK's
-    stdio reader drops such lines, and the client waits forever for an answer."""
+    stdio reader drops such lines, and the client waits forever for an answer; and pipes are served from the event
+    loop (``stdio_pipes``), not through a worker thread per line."""
     import anyio
     import anyio.abc
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
     # private, for lack of a public way: mcp 2.3.0 runs an MCPServer only over streams it opens itself
     # (run_stdio_async); revisit when a later SDK takes the streams (tests/test_server_stdio.py fails if this moves)
     lowlevel = server._lowlevel_server
-    async with stdio_server() as (read_stream, write_stream):
+    async with pipe_stdio() as (stdin, stdout), stdio_server(stdin, stdout) as (read_stream, write_stream):
+        unanswered: set = set()  # IDs of requests read and not answered yet
+        all_answered = anyio.Event()
+
+        def answered(request_id) -> None:
+            if request_id in unanswered:
+                unanswered.discard(request_id)
+                if not unanswered:
+                    all_answered.set()
 
         class Answering(anyio.abc.ObjectReceiveStream):
             """The SDK's read stream with malformed lines answered in passing (no task or stream in between: a
-            hop through one cost every message a task switch)."""
+            hop through one cost every message a task switch). At the end of input it waits for the requests
+            already read to be answered (up to ``STDIN_CLOSED_GRACE``): a client that writes its requests and
+            closes stdin gets every answer, as the spec's shutdown (close stdin, wait for the exit) expects."""
 
             async def receive(self):
+                nonlocal all_answered
                 while True:
-                    item = await read_stream.receive()
+                    try:
+                        item = await read_stream.receive()
+                    except anyio.EndOfStream:
+                        with anyio.move_on_after(STDIN_CLOSED_GRACE):
+                            if unanswered:
+                                await all_answered.wait()
+                        raise
                     if not isinstance(item, Exception):
+                        message = item.message
+                        if isinstance(message, JSONRPCRequest):
+                            if not unanswered:
+                                all_answered = anyio.Event()
+                            unanswered.add(message.id)
+                        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+                            params = message.params if isinstance(message.params, dict) else {}
+                            answered(params.get("requestId"))  # a cancelled request gets no answer
                         return item
                     log.warning("stdio: malformed JSON-RPC message: %s", _first_line(item))
                     await write_stream.send(SessionMessage(_jsonrpc_error(item)))
@@ -50,7 +79,27 @@ async def serve_stdio(server: MCPServer) -> None:
             async def aclose(self) -> None:
                 await read_stream.aclose()
 
-        await lowlevel.run(Answering(), write_stream, lowlevel.create_initialization_options())
+        class Replying:
+            """The SDK's write stream, noting which requests have their answer."""
+
+            async def send(self, item: SessionMessage) -> None:
+                await write_stream.send(item)
+                if isinstance(item.message, JSONRPCResponse | JSONRPCError):
+                    answered(item.message.id)
+
+            def close(self) -> None:
+                write_stream.close()
+
+            async def aclose(self) -> None:
+                await write_stream.aclose()
+
+            async def __aenter__(self) -> Replying:
+                return self
+
+            async def __aexit__(self, *exc) -> None:
+                await self.aclose()
+
+        await lowlevel.run(Answering(), Replying(), lowlevel.create_initialization_options())
 
 
 def _first_line(exc: Exception) -> str:

@@ -106,3 +106,53 @@ def test_a_malformed_line_over_stdio_gets_a_jsonrpc_error_and_the_session_goes_o
     finally:
         p.kill()
         p.wait(timeout=10)
+
+
+def _initialize(request_id: int = 1) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def test_over_pipes_a_long_line_a_burst_unread_and_eof_are_served_whole():
+    """Pipes are served from the event loop (server/stdio_pipes.py), not a thread per line: a 3 MB request is read
+    whole, 300 requests sent before any answer is read are all answered in order, and closing stdin ends the
+    server with exit code 0."""
+    import json
+    import subprocess
+
+    from mcp_client import REPO, SERVER_CMD, server_env
+
+    p = subprocess.Popen([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        lines = [_initialize(), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": {"pad": "é" * 1_500_000}}},
+                 *({"jsonrpc": "2.0", "id": 100 + i, "method": "ping"} for i in range(300))]
+        p.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        p.stdin.close()
+        replies = [json.loads(line) for line in p.stdout]
+        assert p.wait(timeout=60) == 0
+    finally:
+        p.kill()
+    assert [r["id"] for r in replies] == [1, 2, *range(100, 400)]
+    assert all(r.get("result") == {} for r in replies[1:])
+
+
+def test_a_regular_file_as_stdin_is_served_too(tmp_path):
+    """A file is not a pipe: the SDK's own (threaded) files serve it, with the same answers."""
+    import json
+    import subprocess
+
+    from mcp_client import REPO, SERVER_CMD, server_env
+
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(json.dumps(m) + "\n" for m in (
+        _initialize(), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"})) + "{not json\n")
+    out = tmp_path / "out.jsonl"
+    with requests.open("rb") as stdin, out.open("wb") as stdout:
+        code = subprocess.run([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(), stdin=stdin,
+                              stdout=stdout, stderr=subprocess.DEVNULL, timeout=120).returncode
+    replies = [json.loads(line) for line in out.read_text().splitlines()]
+    assert code == 0
+    assert [r["id"] for r in replies] == [1, 2, None] and replies[2]["error"]["code"] == -32700

@@ -26,6 +26,16 @@ class BackendError(KGError):
     """The backend failed (endpoint down, timed out, returned garbage). Usually transient."""
 
 
+class EndpointFailed(BackendError):
+    """The endpoint failed (an HTTP 5xx) and said why. Engines answer 500 both for their own trouble and for a
+    query they cannot run (an unsupported function, an internal limit), so callers are shown the message and left
+    to tell which."""
+
+    def __init__(self, message: str, said: str) -> None:
+        super().__init__(message)
+        self.said = said
+
+
 class BackendRefused(BackendError):
     """The backend answered and refused this very request (an HTTP 4xx, a redirect, an answer over the size cap):
     asking again the same way gets the same answer, so callers are told to change the request, not to retry."""

@@ -20,6 +20,7 @@ from tot_mcp.kg_adapters.clients import CLIENT
 from tot_mcp.kg_adapters.errors import (
     BackendError,
     BackendRefused,
+    EndpointFailed,
     InvalidInput,
     KGError,
     NotFound,
@@ -30,7 +31,7 @@ from tot_mcp.kg_adapters.errors import (
 from . import __version__
 from .apps import apps_extension, register_apps
 from .prompts import register_prompts
-from .resources import register_resources
+from .resources import _one_line, register_resources
 from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS
@@ -49,11 +50,6 @@ INSTRUCTIONS = (
 )
 
 
-def _one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def describe_kg_error(exc: KGError) -> str:
     """``not found: no entity movies:E99 in KG 'movies'`` — the kind first, so a model can tell retry from fix."""
     kind = (
@@ -62,6 +58,8 @@ def describe_kg_error(exc: KGError) -> str:
         else "not found" if isinstance(exc, NotFound)
         else "unavailable" if isinstance(exc, ServiceUnavailable)
         else "backend refused (change the request; retrying will not help)" if isinstance(exc, BackendRefused)
+        else "backend error (if the endpoint's message names the request, change it; else retry later)"
+        if isinstance(exc, EndpointFailed)
         else "backend error (may be transient, retry later)" if isinstance(exc, BackendError)
         else "error"
     )

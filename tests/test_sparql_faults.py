@@ -181,6 +181,37 @@ async def test_5xx_that_persists_raises_backend_error_naming_the_endpoint(server
     assert "/srv/blazegraph" not in str(failed.value)
 
 
+async def test_a_query_the_engine_fails_on_says_why_once_and_leaves_the_breaker_closed(server):
+    """Engines answer 500 for a query they cannot run (oxigraph: "The custom function … is not supported"): a
+    caller's query is sent once, not three times; the tool error quotes the engine and says to change the query or
+    retry; and bad queries do not open the breaker for the traversal tools."""
+    from tot_mcp.kg_adapters.errors import EndpointFailed
+    from tot_mcp.server.app import describe_kg_error
+
+    server.default = Reply(500, body=b"The custom function <http://x/f> is not supported\n")
+    kg = make_kg(server, breaker_failures=2, breaker_cooldown=30)
+    for _ in range(3):
+        with pytest.raises(EndpointFailed) as failed:
+            await kg.sparql_query("SELECT ?x WHERE { BIND(<http://x/f>(1) AS ?x) }")
+    assert len(server.seen) == 3
+    assert describe_kg_error(failed.value) == (
+        "backend error (if the endpoint's message names the request, change it; else retry later): "
+        f"{server.url}: HTTP 500 (the endpoint failed): The custom function <http://x/f> is not supported "
+        "(not retried)")
+    server.default = Reply()
+    assert await one_request(kg) == []  # the circuit stayed closed
+
+
+async def test_a_read_the_engine_keeps_failing_is_retried_and_quotes_the_first_line_only(server):
+    from tot_mcp.kg_adapters.errors import EndpointFailed
+
+    server.default = Reply(500, body=b"java.lang.IllegalStateException: index corrupt\n\tat x.Store.read(Store.java:42)")
+    with pytest.raises(EndpointFailed, match=r"HTTP 500 \(the endpoint failed\): java.lang.IllegalStateException: "
+                       r"index corrupt \(after 3 attempts\)$") as failed:
+        await one_request(make_kg(server))
+    assert "Store.java" not in str(failed.value) and len(server.seen) == 3
+
+
 async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
     from tot_mcp.kg_adapters.errors import BackendRefused
     from tot_mcp.server.app import describe_kg_error

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from ..clients import FairSlots
-from ..errors import BackendError, BackendRefused, BackendTimeout, CircuitOpen, RateLimited
+from ..errors import BackendError, BackendRefused, BackendTimeout, CircuitOpen, EndpointFailed, RateLimited
 
 log = logging.getLogger("tot_mcp.sparql")
 
@@ -172,11 +172,12 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 
 
 class _Retry(Exception):
-    """A failed attempt worth repeating. ``kind``: timeout | rate | error; ``wait``: the server's Retry-After."""
+    """A failed attempt worth repeating. ``kind``: timeout | rate | error; ``wait``: the server's Retry-After;
+    ``said``: what the endpoint said of its failure (the first line of a plain-text error body), if anything."""
 
-    def __init__(self, what: str, kind: str = "error", wait: float | None = None) -> None:
+    def __init__(self, what: str, kind: str = "error", wait: float | None = None, said: str | None = None) -> None:
         super().__init__(what)
-        self.what, self.kind, self.wait = what, kind, wait
+        self.what, self.kind, self.wait, self.said = what, kind, wait, said
 
 
 class JsonEndpoint:
@@ -244,7 +245,8 @@ class JsonEndpoint:
                     last = r
                     if r.kind == "rate" and r.wait is not None:
                         self.guard.defer(r.wait)  # every caller of this endpoint waits, not just this one
-                    if attempt == policy.retries or (r.kind == "timeout" and not retry_timeouts):
+                    if (attempt == policy.retries or (r.kind == "timeout" and not retry_timeouts)
+                            or (lane == "caller" and r.said)):  # the engine said why it failed this very query
                         tries = attempt + 1
                         break
                     if r.kind != "rate" or r.wait is None:
@@ -258,7 +260,12 @@ class JsonEndpoint:
                 tries = policy.retries + 1
             if last.kind == "rate":
                 raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
-            ok = None if lane == "caller" and last.kind == "timeout" else False
+            # a caller's own query timing out, or failing with the engine's reason, says nothing of the endpoint
+            ok = None if lane == "caller" and (last.kind == "timeout" or last.said) else False
+            if last.said:
+                raise EndpointFailed(f"{url}: {last.what}: {last.said} "
+                                     f"({'after ' + str(tries) + ' attempts' if tries > 1 else 'not retried'})",
+                                     said=last.said)
             cls = BackendTimeout if last.kind == "timeout" else BackendError
             raise cls(f"{url}: {last.what} (gave up after {tries} attempts)")
         finally:
@@ -296,8 +303,8 @@ class JsonEndpoint:
             body = resp.text[:300]
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
-            log.debug("%s: HTTP %s: %s", url, status, _snippet(body))  # a server's stack trace is not the caller's
-            raise _Retry(f"HTTP {status} (the endpoint failed)")
+            log.debug("%s: HTTP %s: %s", url, status, _snippet(body))
+            raise _Retry(f"HTTP {status} (the endpoint failed)", said=_engine_message(resp))
         if 300 <= status < 400:
             where = resp.headers.get("location", "?")
             raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that "
@@ -360,6 +367,22 @@ MAX_JSON_BYTES = 64 << 20
 
 #: what ``oxigraph serve --timeout-s`` writes after the part of the answer it had sent when the time ran out
 _ENGINE_CANCELLED = b"The SPARQL operation has been cancelled"
+
+
+def _engine_message(resp: httpx.Response) -> str | None:
+    """The first line of a plain-text error body ("The custom function <http://x/f> is not supported"), at most
+    200 characters: what an engine says of a query it failed on. Not an HTML page (a proxy's), and of a stack trace
+    only its first line."""
+    if "html" in resp.headers.get("content-type", "").lower():
+        return None
+    try:
+        text = resp.content[:2000].decode("utf-8", errors="replace")
+    except Exception:  # noqa: BLE001 - an odd body is simply not quoted
+        return None
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if not line or line.lstrip().startswith("<"):
+        return None
+    return line[:200] + ("…" if len(line) > 200 else "")
 
 
 def _snippet(text: str) -> str:

@@ -170,10 +170,6 @@ class FtsLabelIndex:
                 raise
         return after - before
 
-    def set_meta(self, k: str, v: str) -> None:
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, v))
-
     def optimize(self) -> None:
         """Merge FTS segments once loading is done: smaller file, faster queries."""
         with self._lock:

@@ -167,7 +167,8 @@ class LabelIndex:
     """Lookup structures over a list of labels; ``index`` values are positions in that list.
 
     ``priors`` (optional, one per label, ≥ 0 — e.g. an entity's degree) only break ties between equally good
-    matches.
+    matches. ``extra_text`` is accepted for API compatibility and ignored: descriptions are not searched (they
+    add noise).
     """
 
     def __init__(
@@ -186,7 +187,6 @@ class LabelIndex:
             self._by_key[key(label)].append(i)
         self._by_key.pop("", None)
         self._keys = list(self._by_key)
-        self._extra = extra_text  # kept for API compatibility; descriptions are not searched (they add noise)
         self._priors = priors
         self._fuzzy: _FuzzyIndex | None = None  # built on first use: most sessions only need exact lookups
         # the same mention is looked up again and again (an agent's initialize then search, a router and the

@@ -30,10 +30,6 @@ def split_id(qualified_id: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
-def make_id(kg: str, local: str) -> str:
-    return f"{kg}:{local}"
-
-
 # The value of an edge to a node with no name and no ID of its own (an unlabelled blank node over SPARQL); its
 # properties come as the edge's qualifiers.
 STRUCTURED_VALUE = "(structured value)"

@@ -77,10 +77,6 @@ def rdf_format_for(path: Path, override: str | None = None) -> str | None:
     return RDF_FORMATS.get(Path(name).suffix)
 
 
-def is_rdf_file(path: Path) -> bool:
-    return rdf_format_for(path) is not None
-
-
 def language_rank(lang: str | None, languages: Sequence[str]) -> float:
     """Lower is better: the preference list in order (exact tag, then its regional variants), untagged, any."""
     if lang:

@@ -39,7 +39,6 @@ class SessionJanitor:
         self.last_seen: dict[str, float] = {}  # session → end of its last request
         self.used: set[str] = set()  # sessions that sent anything after their initialize
         self.in_flight: Counter[str] = Counter()
-        self.evicted = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != self.path:
@@ -169,7 +168,6 @@ class SessionJanitor:
         except Exception:  # noqa: BLE001 - ending a session nobody uses must never fail the request that needs room
             log.exception("ending session %s… failed", session[:8])
         self._forget(session)
-        self.evicted += 1
 
     def _forget(self, session: str) -> None:
         self.opened.pop(session, None)

@@ -274,11 +274,6 @@ class Models:
                         self._embedder = Embedder()
         return self._embedder
 
-    def use_embedder(self, embedder: Embedder) -> None:
-        """Share an already loaded embedder instead of loading another copy."""
-        with self._lock:
-            self._embedder = embedder
-
     def static_model(self) -> StaticModel:
         if self._static is None:
             with self._lock:

@@ -130,9 +130,3 @@ class PathScorer:
         span = self.spans[best[0]]
         return best[1] - self.hop_price, used | frozenset(range(span.start, span.end))
 
-    def relation_scores(self) -> np.ndarray:
-        """Best centred similarity of each relation to any span (no coverage constraint): a cheap prior."""
-        if self.centred.size == 0:
-            return np.zeros(self.centred.shape[1] if self.centred.ndim == 2 else 0, np.float32)
-        return self.centred.max(axis=0)
-

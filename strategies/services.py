@@ -232,9 +232,6 @@ class Services:
         threading.Thread(target=work, name=f"tot-index-{kg.name}", daemon=True).start()
         return job
 
-    def build_job(self, kg: str) -> BuildJob | None:
-        return self._builds.get(kg)
-
 
 def _ready(res: GraphResources, need: str) -> bool:
     if need == "bm25":

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -279,11 +277,3 @@ async def run_questions(
     order = {q.id: i for i, q in enumerate(questions)}
     records.sort(key=lambda r: order.get(r.id, 0))
     return records
-
-
-def warn(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def dump_records(records: Sequence[RunRecord]) -> str:
-    return "".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in records)

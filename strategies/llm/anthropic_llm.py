@@ -13,6 +13,7 @@ from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
     Retryable,
     RetryPolicy,
+    one_line,
     parse_retry_after,
     retryable_status,
     with_retries,
@@ -109,7 +110,7 @@ class AnthropicLLM(LLM):
             response = await self._client.messages.create(**kwargs)
         except a.APIStatusError as e:
             status = e.status_code
-            msg = _one_line(_message(e))
+            msg = one_line(_message(e))
             if status == 404:
                 raise LLMError(
                     f"Anthropic API error 404: model {self.model!r} not found or not available to this key ({msg}); "
@@ -122,19 +123,19 @@ class AnthropicLLM(LLM):
         except a.APITimeoutError:
             raise Retryable(f"Anthropic API timed out after {self.timeout:g}s (model {self.model!r})") from None
         except a.APIConnectionError as e:
-            cause = f": {_one_line(str(e.__cause__))}" if e.__cause__ is not None and str(e.__cause__) else ""
-            raise Retryable(f"Anthropic API unreachable: {_one_line(str(e))}{cause}") from None
+            cause = f": {one_line(str(e.__cause__))}" if e.__cause__ is not None and str(e.__cause__) else ""
+            raise Retryable(f"Anthropic API unreachable: {one_line(str(e))}{cause}") from None
         except a.APIResponseValidationError as e:
-            raise Retryable(f"Anthropic API returned a malformed response: {_one_line(str(e))}") from None
+            raise Retryable(f"Anthropic API returned a malformed response: {one_line(str(e))}") from None
         except a.APIError as e:
-            raise Retryable(f"Anthropic API error: {_one_line(str(e))}") from None
+            raise Retryable(f"Anthropic API error: {one_line(str(e))}") from None
         except (ValueError, TypeError, KeyError, AttributeError) as e:  # json.JSONDecodeError is a ValueError
             raise Retryable(
-                f"Anthropic API returned a malformed response (not a Messages API JSON body: {_one_line(str(e))})"
+                f"Anthropic API returned a malformed response (not a Messages API JSON body: {one_line(str(e))})"
             ) from None
         content = getattr(response, "content", None)
         if not isinstance(content, list):
-            snippet = _one_line(str(response))[:80]
+            snippet = one_line(str(response))[:80]
             raise Retryable(f"Anthropic API returned a malformed response (not a Messages API body: {snippet!r})")
         return response
 
@@ -156,10 +157,6 @@ def _message(e: Exception) -> str:
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
     return str(e)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
 
 
 class AnthropicOptions(HttpLLMOptions):

@@ -25,10 +25,6 @@ LLMS: LazyRegistry[LLMBackend] = LazyRegistry("LLM backend", {
 }, "tot_mcp.llm_backends", name_of=lambda backend: backend.kind)
 
 
-def llm_kinds() -> list[str]:
-    return LLMS.names()
-
-
 def policy_kinds() -> list[str]:
     """``offline`` (no LLM) and every LLM backend."""
     return ["offline", *LLMS.names()]

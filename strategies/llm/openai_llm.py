@@ -25,6 +25,7 @@ from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
     Retryable,
     RetryPolicy,
+    one_line,
     parse_retry_after,
     retryable_status,
     with_retries,
@@ -109,7 +110,7 @@ class OpenAICompatibleLLM(LLM):
         except httpx.TimeoutException:
             raise Retryable(f"{where} timed out after {self.timeout:g}s (model {self.model!r})") from None
         except httpx.HTTPError as e:  # connect errors, resets, a body cut off mid-way (RemoteProtocolError)
-            detail = _one_line(str(e)) or type(e).__name__
+            detail = one_line(str(e)) or type(e).__name__
             raise Retryable(f"{where} unreachable or dropped the connection: {detail}") from None
         status = response.status_code
         if status != 200:
@@ -128,7 +129,7 @@ class OpenAICompatibleLLM(LLM):
         try:
             payload = response.json()
         except (ValueError, UnicodeDecodeError):
-            snippet = _one_line(response.text)[:80]
+            snippet = one_line(response.text)[:80]
             raise Retryable(f"{where} returned a malformed response (not JSON: {snippet!r})") from None
         try:
             choice = payload["choices"][0]
@@ -141,7 +142,7 @@ class OpenAICompatibleLLM(LLM):
             if not isinstance(content, str):
                 raise TypeError(f"message content is {type(content).__name__}")
         except (KeyError, IndexError, TypeError, AttributeError) as e:
-            snippet = _one_line(json.dumps(payload))[:120]
+            snippet = one_line(json.dumps(payload))[:120]
             raise Retryable(
                 f"{where} returned a malformed response (no choices[0].message.content: {e}; body {snippet})"
             ) from None
@@ -171,20 +172,16 @@ def _error_message(response: httpx.Response) -> str:
     try:
         body = response.json()
     except (ValueError, UnicodeDecodeError):
-        return _one_line(response.text)[:200] or response.reason_phrase
+        return one_line(response.text)[:200] or response.reason_phrase
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and err.get("message"):
-            return _one_line(str(err["message"]))
+            return one_line(str(err["message"]))
         if isinstance(err, str):
-            return _one_line(err)
+            return one_line(err)
         if body.get("message"):
-            return _one_line(str(body["message"]))
-    return _one_line(json.dumps(body))[:200]
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:300]
+            return one_line(str(body["message"]))
+    return one_line(json.dumps(body))[:200]
 
 
 class OpenAIOptions(HttpLLMOptions):

@@ -23,6 +23,11 @@ T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
+def one_line(text: str) -> str:
+    """An error text on one line, at most 300 characters (the backends' failure messages)."""
+    return " ".join(text.split())[:300]
+
+
 def retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 

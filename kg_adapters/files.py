@@ -25,21 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .backends import Backend
 from .base import KnowledgeGraph, Limits
 from .errors import InvalidInput
-from .rdf_file import DEFAULT_LANGUAGES, load_rdf_file, rdf_format_for
+from .rdf_file import DEFAULT_LANGUAGES, file_query_source, load_rdf_file, parse_languages, rdf_format_for
 from .triples_file import is_triples_file, load_triples_file
 
 DEFAULT_MAX_MEMORY_MB = 512
 DEFAULT_MAX_MEMORY_TRIPLES = 5_000_000
 _GZ_RATIO = 8
-
-
-def parse_languages(value) -> tuple[str, ...]:
-    """A list of language tags, or one comma-separated string of them."""
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",")]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError("languages must be a list of language tags, e.g. ['en', 'de']")
-    return tuple(value)
 
 
 class FileOptions(BaseModel):
@@ -124,13 +115,7 @@ def open_file(name: str, path: str | Path | None, limits: Limits | None, opts: F
 def _open_as_store(name, path: Path, store, fmt, languages, description, limits) -> KnowledgeGraph:
     import pyoxigraph as ox
 
-    from .oxigraph_store import (
-        OxigraphKG,
-        default_store_dir,
-        file_query_source,
-        load_into_store,
-        read_meta,
-    )
+    from .oxigraph_store import OxigraphKG, default_store_dir, load_into_store, read_meta
     from .sparql.workers import StoreSource
 
     if store == "memory":

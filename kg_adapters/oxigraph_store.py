@@ -62,9 +62,11 @@ from .rdf_file import (
     DESCRIPTION_PREDICATES,
     LABEL_PREDICATES,
     METADATA_PREDICATES,
+    RDF_MEDIA_TYPES,
     RDFS,
     language_rank,
     local_name,
+    parse_languages,
     rdf_format_for,
 )
 from .text import humanize
@@ -80,15 +82,7 @@ _PLAIN_TYPES = (XSD + "string", "http://www.w3.org/1999/02/22-rdf-syntax-ns#lang
 _NAME_SAFE = "!$&'()*+,;=@"  # kept readable in IRIs made from names; ':' '/' '#' '?' '%' and spaces are encoded
 _MAX_LOCAL = 512
 _SPACE = re.compile(r"\s")  # str.isspace's characters
-_OX_FORMATS = {
-    "turtle": ox.RdfFormat.TURTLE,
-    "nt": ox.RdfFormat.N_TRIPLES,
-    "nquads": ox.RdfFormat.N_QUADS,
-    "xml": ox.RdfFormat.RDF_XML,
-    "json-ld": ox.RdfFormat.JSON_LD,
-    "trig": ox.RdfFormat.TRIG,
-    "n3": ox.RdfFormat.N3,
-}
+_OX_FORMATS = {name: ox.RdfFormat.from_media_type(media) for name, media in RDF_MEDIA_TYPES.items()}
 _LABEL_NODES = [ox.NamedNode(p) for p in LABEL_PREDICATES]
 _DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
 _ALIAS_NODES = [ox.NamedNode(p) for p in ALIAS_PREDICATES]
@@ -918,21 +912,6 @@ def open_store(name: str, path: str | Path | None, limits: Limits | None, option
                       query_source=StoreSource(store=str(path)), **opts)
 
 
-def file_query_source(source: str | Path, format: str | None = None) -> StoreSource | None:
-    """How a query process loads an RDF file into its own in-memory store (None for ``head|relation|tail``
-    files, which need a conversion first: their caller queries run in threads of this process)."""
-    from .sparql.workers import StoreSource
-
-    source = Path(source)
-    if is_triples_file(source):
-        return None
-    fmt = rdf_format_for(source, format)
-    if fmt is None:
-        return None
-    return StoreSource(file=str(source.resolve()), media_type=_OX_FORMATS[fmt].media_type,
-                       gz=source.name.lower().endswith(".gz"), base_iri=source.resolve().as_uri())
-
-
 class StoreOptions(BaseModel):
     """The options of an on-disk store KG (see :func:`open_store_kg`)."""
 
@@ -947,8 +926,6 @@ class StoreOptions(BaseModel):
     @field_validator("languages", mode="before")
     @classmethod
     def _languages(cls, v):
-        from .files import parse_languages
-
         return None if v is None else parse_languages(v)
 
 

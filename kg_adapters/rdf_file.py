@@ -12,12 +12,16 @@ import gzip
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from .base import Capabilities, Limits
 from .errors import InvalidInput
 from .memory import MemoryKG
 from .triple_index import TripleIndex
+
+if TYPE_CHECKING:
+    from .sparql.workers import StoreSource
 
 RDF_FORMATS = {
     ".ttl": "turtle",
@@ -61,6 +65,25 @@ DESCRIPTION_PREDICATES: tuple[str, ...] = (
 ALIAS_PREDICATES: tuple[str, ...] = (SKOS + "altLabel",)
 METADATA_PREDICATES = frozenset(LABEL_PREDICATES + DESCRIPTION_PREDICATES + ALIAS_PREDICATES)
 DEFAULT_LANGUAGES: tuple[str, ...] = ("en",)
+#: the media type of each format name: how a query process (and pyoxigraph) is told what it reads
+RDF_MEDIA_TYPES = {
+    "turtle": "text/turtle",
+    "nt": "application/n-triples",
+    "nquads": "application/n-quads",
+    "xml": "application/rdf+xml",
+    "json-ld": "application/ld+json",
+    "trig": "application/trig",
+    "n3": "text/n3",
+}
+
+
+def parse_languages(value) -> tuple[str, ...]:
+    """A list of language tags, or one comma-separated string of them."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError("languages must be a list of language tags, e.g. ['en', 'de']")
+    return tuple(value)
 
 
 def rdf_format_for(path: Path, override: str | None = None) -> str | None:
@@ -75,6 +98,22 @@ def rdf_format_for(path: Path, override: str | None = None) -> str | None:
     if name.endswith(".gz"):
         name = name[:-3]
     return RDF_FORMATS.get(Path(name).suffix)
+
+
+def file_query_source(source: str | Path, format: str | None = None) -> StoreSource | None:
+    """How a query process loads an RDF file into its own in-memory store (None for ``head|relation|tail``
+    files, which need a conversion first: their caller queries run in threads of this process)."""
+    from .sparql.workers import StoreSource
+    from .triples_file import is_triples_file
+
+    source = Path(source)
+    if is_triples_file(source):
+        return None
+    fmt = rdf_format_for(source, format)
+    if fmt is None:
+        return None
+    return StoreSource(file=str(source.resolve()), media_type=RDF_MEDIA_TYPES[fmt],
+                       gz=source.name.lower().endswith(".gz"), base_iri=source.resolve().as_uri())
 
 
 def language_rank(lang: str | None, languages: Sequence[str]) -> float:
@@ -244,7 +283,6 @@ class RdfFileKG(MemoryKG):
         self._workers = None
 
     async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None):
-        from .oxigraph_store import file_query_source
         from .sparql.guard import DEFAULT_MAX_ROWS
         from .sparql.run import query_store
         from .sparql.workers import StoreQueryWorkers

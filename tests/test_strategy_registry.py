@@ -70,9 +70,11 @@ async def test_a_registered_strategy_runs_as_a_tot_search_method(tmp_path, monke
         make_method("echo", MethodOptions(options={"time": 1}), services)
 
 
-def test_the_strategy_modules_import_without_cycles():
-    """No module of the project imports itself back through others at import time (function-level and
-    TYPE_CHECKING imports excluded): the cycle judges → retrieval_common → router → judges is gone for good."""
+def test_the_layers_import_straight_down_without_cycles_even_inside_functions():
+    """server → strategies → kg_adapters, never up, and no module imports itself back through others — counting
+    imports inside functions too (a lazy import hides a cycle, it does not remove it); TYPE_CHECKING blocks aside.
+    The cycle judges → retrieval_common → router → judges, and rdf_file → oxigraph_store → files → rdf_file, are
+    gone for good."""
     import ast
     from pathlib import Path
 
@@ -84,26 +86,40 @@ def test_the_strategy_modules_import_without_cycles():
             rel = path.relative_to(root).with_suffix("")
             name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
             modules[name] = path
+
+    def known(dotted: str) -> str | None:
+        """The project module an import names (``tot_mcp.kg_adapters.x.y`` → ``kg_adapters.x``)."""
+        dotted = dotted.removeprefix("tot_mcp.")
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        deps: set[str] = set()
+        typing_only = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and "TYPE_CHECKING" in ast.unparse(node.test) for sub in ast.walk(node)}
         pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in tree.body:  # module level only
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        deps: set[str | None] = set()
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
                 continue
-            for sub in ([node] if not isinstance(node, ast.Try) else node.body):
-                if isinstance(sub, ast.Import):
-                    deps |= {a.name for a in sub.names}
-                elif isinstance(sub, ast.ImportFrom):
-                    base = sub.module or ""
-                    if sub.level:
-                        parts = pkg.split(".")
-                        base = ".".join(parts[: len(parts) - sub.level + 1] + ([base] if base else []))
-                    # ``from pkg import mod`` needs mod (pkg is already importing); ``from mod import name`` needs mod
-                    subs = {f"{base}.{a.name}" for a in sub.names} & set(modules)
-                    deps |= subs if len(subs) == len(sub.names) else {base} | subs
-        graph[name] = {d for d in deps if d in modules and d != name}
+            if isinstance(node, ast.Import):
+                deps |= {known(a.name) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = pkg.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                base = base.removeprefix("tot_mcp.")
+                # ``from pkg import mod`` needs mod (pkg is already importing); ``from mod import name`` needs mod
+                subs = {f"{base}.{a.name}" for a in node.names} & set(modules)
+                deps |= subs if len(subs) == len(node.names) else {known(base)} | subs
+        graph[name] = {d for d in deps if d is not None and d != name}
+
+    rank = {"kg_adapters": 0, "prompts": 0, "strategies": 1, "server": 2}
+    upward = [f"{n} → {d}" for n, ds in graph.items() for d in ds if rank[d.split(".")[0]] > rank[n.split(".")[0]]]
+    assert not upward, "imports going up a layer: " + "; ".join(sorted(upward))
     seen: dict[str, int] = {}
     stack: list[str] = []
 

@@ -219,23 +219,22 @@ class CachedKG(KnowledgeGraph):
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
-        if not isinstance(entity_ids, (list, tuple)):
-            return await self.inner.adjacent(entity_ids, relation_id, direction, limit)
-        ids = tuple(entity_ids)
-        return await self._cached(
-            ("adjacent", ids, relation_id, Direction(direction), limit),
-            lambda: self.inner.adjacent(list(ids), relation_id, direction, limit),
-        )
+        return await self._bulk(self.inner.adjacent, entity_ids, relation_id, direction, limit)
 
     async def adjacent_ids(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> AdjacentIds:
+        return await self._bulk(self.inner.adjacent_ids, entity_ids, relation_id, direction, limit)
+
+    async def _bulk(self, read, entity_ids, relation_id: str, direction: Direction, limit: int):
+        """A bulk read (``adjacent`` or ``adjacent_ids``) cached under its name and arguments; IDs that are not a
+        list go to the inner KG as they are, for it to refuse."""
         if not isinstance(entity_ids, (list, tuple)):
-            return await self.inner.adjacent_ids(entity_ids, relation_id, direction, limit)
+            return await read(entity_ids, relation_id, direction, limit)
         ids = tuple(entity_ids)
         return await self._cached(
-            ("adjacent_ids", ids, relation_id, Direction(direction), limit),
-            lambda: self.inner.adjacent_ids(list(ids), relation_id, direction, limit),
+            (read.__name__, ids, relation_id, Direction(direction), limit),
+            lambda: read(list(ids), relation_id, direction, limit),
         )
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:  # the backends keep their labels

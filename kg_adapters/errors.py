@@ -31,10 +31,6 @@ class EndpointFailed(BackendError):
     query they cannot run (an unsupported function, an internal limit), so callers are shown the message and left
     to tell which."""
 
-    def __init__(self, message: str, said: str) -> None:
-        super().__init__(message)
-        self.said = said
-
 
 class BackendRefused(BackendError):
     """The backend answered and refused this very request (an HTTP 4xx, a redirect, an answer over the size cap):

@@ -31,7 +31,7 @@ from tot_mcp.kg_adapters.errors import (
 from . import __version__
 from .apps import apps_extension, register_apps
 from .prompts import register_prompts
-from .resources import _one_line, register_resources
+from .resources import one_line, register_resources
 from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS
@@ -63,7 +63,7 @@ def describe_kg_error(exc: KGError) -> str:
         else "backend error (may be transient, retry later)" if isinstance(exc, BackendError)
         else "error"
     )
-    return _one_line(f"{kind}: {exc}")
+    return one_line(f"{kind}: {exc}")
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -72,7 +72,7 @@ def describe_validation_error(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "tArguments") or "arguments"
         parts.append(f"{loc}: {err.get('msg', 'invalid')}")
     more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-    return _one_line("invalid arguments: " + "; ".join(parts) + more)
+    return one_line("invalid arguments: " + "; ".join(parts) + more)
 
 
 MAX_CALLS_PER_CLIENT = 16  # `[server] max_calls_per_client`
@@ -136,7 +136,7 @@ class TotServer(MCPServer):
         if known is not None and arguments:  # the SDK drops unknown arguments: a misspelt one would go unnoticed
             unknown = sorted(set(arguments) - known)
             if unknown:
-                raise ToolError(_one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
+                raise ToolError(one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
                                           f"(valid: {', '.join(sorted(known)) or 'none'})"))
         client = client_of(context)
         if self._in_flight is None:
@@ -156,7 +156,7 @@ class TotServer(MCPServer):
                 raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             if isinstance(exc, UnexpectedToolError):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
-            raise ToolError(_one_line(str(exc))) from cause
+            raise ToolError(one_line(str(exc))) from cause
         finally:
             CLIENT.reset(token)
             self._in_flight[client] -= 1

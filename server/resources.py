@@ -44,7 +44,7 @@ def _reader(kg: KnowledgeGraph):
     return read
 
 
-def _one_line(text: str, limit: int = 500) -> str:
+def one_line(text: str, limit: int = 500) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -68,7 +68,7 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
     )
     async def entity(kg: str, id: str) -> str:
         if kg not in runtime.kgs:
-            raise ResourceNotFoundError(_one_line(f"unknown KG: no KG named {kg!r}; configured: "
+            raise ResourceNotFoundError(one_line(f"unknown KG: no KG named {kg!r}; configured: "
                                                   f"{', '.join(runtime.kgs)}"))
         if not id.strip():
             raise ResourceNotFoundError(f"invalid input: no entity ID in kg://{kg}/entity/")
@@ -76,9 +76,9 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
         try:  # what the describe_entity tool does for entity_id
             desc = await graph.describe_entity(entity_id)
         except (NotFound, InvalidInput, UnknownKG) as exc:
-            raise ResourceNotFoundError(_one_line(f"not found: {exc}")) from exc
+            raise ResourceNotFoundError(one_line(f"not found: {exc}")) from exc
         except KGError as exc:
-            raise ResourceError(_one_line(f"error describing {entity_id}: {exc}")) from exc
+            raise ResourceError(one_line(f"error describing {entity_id}: {exc}")) from exc
         details = EntityDetails.model_validate(desc, from_attributes=True)
         return render.render_description(details, details.types, details.statements)
 

@@ -71,6 +71,11 @@ class _LineReader(asyncio.Protocol):
         self._error = exc
         self._wake()
 
+    def _resume(self) -> None:
+        if self._paused and self._transport is not None:
+            self._transport.resume_reading()
+            self._paused = False
+
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
@@ -85,9 +90,8 @@ class _LineReader(asyncio.Protocol):
                 line = bytes(self._buf[: end + 1])
                 del self._buf[: end + 1]
                 self._scanned = 0
-                if self._paused and len(self._buf) < _HIGH_WATER // 2 and self._transport is not None:
-                    self._transport.resume_reading()
-                    self._paused = False
+                if len(self._buf) < _HIGH_WATER // 2:
+                    self._resume()
                 return line.decode("utf-8", errors="replace")
             self._scanned = len(self._buf)
             if self._eof:
@@ -99,9 +103,7 @@ class _LineReader(asyncio.Protocol):
                 if self._error is not None:
                     raise self._error
                 raise StopAsyncIteration
-            if self._paused and self._transport is not None:  # a line longer than the mark: keep reading it
-                self._transport.resume_reading()
-                self._paused = False
+            self._resume()  # paused, a line longer than the mark: keep reading it
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
@@ -131,6 +133,11 @@ class _Writer(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         self._lost = exc or BrokenPipeError("the client closed stdout")
         self._release()
+
+    @property
+    def lost(self) -> bool:
+        """The client stopped reading (a write would fail)."""
+        return self._lost is not None
 
     def _release(self) -> None:
         if self._drained is not None and not self._drained.done():
@@ -186,7 +193,7 @@ async def pipe_stdio() -> AsyncIterator[tuple[_LineReader, _Writer] | tuple[None
             in_transport.close()
         if out_transport is not None:
             for _ in range(100):  # what the client has not read yet, for up to a second, then the wire goes back
-                if not out_transport.get_write_buffer_size() or writer._lost is not None:
+                if not out_transport.get_write_buffer_size() or writer.lost:
                     break
                 await asyncio.sleep(0.01)
             out_transport.close()

@@ -19,8 +19,8 @@ from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_c
 log = logging.getLogger("tot_mcp.transports")
 
 MCP_PATH = "/mcp"
-MAX_SESSIONS = 1000
-STDIN_CLOSED_GRACE = 60.0  # seconds the stdio server waits, once stdin is closed, for requests it read to finish  # 2025-era sessions open at once; at the limit the oldest idle one makes room
+MAX_SESSIONS = 1000  # 2025-era sessions open at once; at the limit the oldest idle one makes room
+STDIN_CLOSED_GRACE = 60.0  # seconds the stdio server waits, once stdin is closed, for requests it read to finish
 
 
 async def serve_stdio(server: MCPServer) -> None:

@@ -263,9 +263,8 @@ class JsonEndpoint:
             # a caller's own query timing out, or failing with the engine's reason, says nothing of the endpoint
             ok = None if lane == "caller" and (last.kind == "timeout" or last.said) else False
             if last.said:
-                raise EndpointFailed(f"{url}: {last.what}: {last.said} "
-                                     f"({'after ' + str(tries) + ' attempts' if tries > 1 else 'not retried'})",
-                                     said=last.said)
+                how = f"after {tries} attempts" if tries > 1 else "not retried"
+                raise EndpointFailed(f"{url}: {last.what}: {last.said} ({how})")
             cls = BackendTimeout if last.kind == "timeout" else BackendError
             raise cls(f"{url}: {last.what} (gave up after {tries} attempts)")
         finally:
@@ -304,7 +303,7 @@ class JsonEndpoint:
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
             log.debug("%s: HTTP %s: %s", url, status, _snippet(body))
-            raise _Retry(f"HTTP {status} (the endpoint failed)", said=_engine_message(resp))
+            raise _Retry(f"HTTP {status} (the endpoint failed)", said=_engine_message(body, resp.headers))
         if 300 <= status < 400:
             where = resp.headers.get("location", "?")
             raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that "
@@ -369,17 +368,13 @@ MAX_JSON_BYTES = 64 << 20
 _ENGINE_CANCELLED = b"The SPARQL operation has been cancelled"
 
 
-def _engine_message(resp: httpx.Response) -> str | None:
+def _engine_message(body: str, headers: httpx.Headers) -> str | None:
     """The first line of a plain-text error body ("The custom function <http://x/f> is not supported"), at most
     200 characters: what an engine says of a query it failed on. Not an HTML page (a proxy's), and of a stack trace
     only its first line."""
-    if "html" in resp.headers.get("content-type", "").lower():
+    if "html" in headers.get("content-type", "").lower():
         return None
-    try:
-        text = resp.content[:2000].decode("utf-8", errors="replace")
-    except Exception:  # noqa: BLE001 - an odd body is simply not quoted
-        return None
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
     if not line or line.lstrip().startswith("<"):
         return None
     return line[:200] + ("…" if len(line) > 200 else "")

@@ -76,11 +76,8 @@ class System:
         return self.graph.linker
 
     async def aclose(self) -> None:
-        for kg in self.kgs.values():
-            try:
-                await kg.aclose()
-            except Exception:  # closing one must not keep the others open, nor hide why we stop
-                log.exception("closing KG %s failed", kg.name)
+        """Close every KG: the linked graph holds them all, and one failing to close does not keep the others open."""
+        await self.graph.aclose()
 
 
 def assemble(

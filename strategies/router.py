@@ -43,8 +43,6 @@ from tot_mcp.strategies.results import (
 from tot_mcp.strategies.tot.asm import LINK_LIMIT
 
 Route = Literal["chain", "tot", "ark", "combined", "plan", "beam", "rerank"]
-#: the routes the rule below chooses from; beam and rerank run only when a caller asks for them
-ROUTES: tuple[str, ...] = ("chain", "tot", "ark", "combined", "plan")
 
 
 # -- query analysis (LLM, or rules offline) --------------------------------------------------------------------

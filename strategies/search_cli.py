@@ -143,18 +143,11 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("give a question, or --questions FILE")
     if ns.question is not None and ns.questions is not None:
         raise UsageError("give either a question or --questions FILE, not both")
-    if ns.k is not None and not 1 <= ns.k <= 10:
-        raise UsageError("-k must be between 1 and 10")
-    if ns.max_hops is not None and not 1 <= ns.max_hops <= 10:
-        raise UsageError("--max-hops must be between 1 and 10")
-    if ns.max_depth is not None and not 1 <= ns.max_depth <= 50:
-        raise UsageError("--max-depth must be between 1 and 50")
-    if ns.tau is not None and not 0.0 <= ns.tau <= 1.0:
-        raise UsageError("--tau must be between 0 and 1")
-    if ns.max_expansions is not None and not 1 <= ns.max_expansions <= 500:
-        raise UsageError("--max-expansions must be between 1 and 500")
-    if ns.workers < 1 or ns.workers > 64:
-        raise UsageError("--workers must be between 1 and 64")
+    for flag, low, high in (("-k", 1, 10), ("--max-hops", 1, 10), ("--max-depth", 1, 50), ("--tau", 0, 1),
+                            ("--max-expansions", 1, 500), ("--workers", 1, 64)):
+        value = getattr(ns, flag.lstrip("-").replace("-", "_"))
+        if value is not None and not low <= value <= high:
+            raise UsageError(f"{flag} must be between {low} and {high}")
     if ns.limit is not None and ns.limit < 1:
         raise UsageError("--limit must be ≥ 1")
     if ns.skip < 0:

@@ -158,9 +158,6 @@ class Services:
                 self._resources[kg.name] = res
             return res
 
-    def ready(self, res: GraphResources, needs: Sequence[Index]) -> bool:
-        return all(_ready(res, n) for n in needs)
-
     async def resources(self, kg: KnowledgeGraph, needs: Sequence[Index] = (),
                         progress: Progress | None = None, build: bool | None = None) -> GraphResources:
         """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.

@@ -76,11 +76,8 @@ class System:
         return self.graph.linker
 
     async def aclose(self) -> None:
-        for kg in self.kgs.values():
-            try:
-                await kg.aclose()
-            except Exception:  # closing one must not keep the others open, nor hide why we stop
-                log.exception("closing KG %s failed", kg.name)
+        """Close every KG: the linked graph holds them all, and one failing to close does not keep the others open."""
+        await self.graph.aclose()
 
 
 def assemble(
@@ -197,17 +194,13 @@ def content_stamp(specs: Sequence[KGSpec] = (), config: Config | None = None) ->
 
 
 def build_system(
-    specs: Sequence[KGSpec] = (),
-    config: Config | None = None,
-    limits: Limits | None = None,
-    *,
-    cache_weight: int = DEFAULT_CACHE_WEIGHT,
-    cache_ttl: float = DEFAULT_CACHE_TTL,
-    **kwargs: Any,
+    specs: Sequence[KGSpec] = (), config: Config | None = None, limits: Limits | None = None, **kwargs: Any
 ) -> System:
-    """:func:`open_configured`, then :func:`assemble` (``kwargs`` go to it)."""
+    """:func:`open_configured` (given ``cache_weight`` and ``cache_ttl``), then :func:`assemble` (every other
+    keyword)."""
     started = time.perf_counter()
-    kgs = open_configured(specs, config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
+    opening = {k: kwargs.pop(k) for k in ("cache_weight", "cache_ttl") if k in kwargs}
+    kgs = open_configured(specs, config, limits, **opening)
     system = assemble(kgs, config, limits, **kwargs)
     system.load_seconds = time.perf_counter() - started
     return system

@@ -142,11 +142,7 @@ def score(
         partial_reason=result.partial_reason,
         latency_s=result.latency_s,
         llm_calls=result.usage.calls,
-        input_tokens=result.usage.input_tokens,
-        output_tokens=result.usage.output_tokens,
-        cache_read_tokens=result.usage.cache_read_tokens,
-        cache_write_tokens=result.usage.cache_write_tokens,
-        model=result.usage.model,
+        **result.usage.model_dump(exclude={"calls"}),  # the token counts and the model, under their own names
         cost_usd=cost_usd(result.usage, prices),
         expansions=result.expansions,
         method=method,

@@ -9,10 +9,10 @@ and returns a bare ``str`` for a non-JSON content type; both are caught here.)
 
 from __future__ import annotations
 
-from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
+from .base import HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
+    HttpLLM,
     Retryable,
-    RetryPolicy,
     one_line,
     parse_retry_after,
     retryable_status,
@@ -30,13 +30,12 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 CACHE_MIN_CHARS = 1024
 
 
-class AnthropicLLM(LLM):
+class AnthropicLLM(HttpLLM):
     """One Messages API call per completion; usage comes from the response's token counts.
 
-    ``base_url`` exists for proxies and for tests (a fake server on loopback). ``max_retries`` retries after the
-    first attempt, waiting ``Retry-After`` (at most ``max_retry_wait`` s) or an exponential backoff from
-    ``retry_backoff`` s. Every failure — connection, timeout, rate limit, malformed body, 4xx/5xx — ends as
-    :class:`LLMError` with the status and message.
+    ``base_url`` exists for proxies and for tests (a fake server on loopback); ``retry``: the timeout and retry
+    options of :class:`~strategies.llm.retry.HttpLLM`. Every failure — connection, timeout, rate limit, malformed
+    body, 4xx/5xx — ends as :class:`LLMError` with the status and message.
     """
 
     name = "anthropic"
@@ -47,13 +46,10 @@ class AnthropicLLM(LLM):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        retry_backoff: float = 0.5,
-        max_retry_wait: float = 30.0,
         cache_system: bool | None = None,
+        **retry: float,
     ) -> None:
-        super().__init__()
+        super().__init__(**retry)
         self.cache_system = cache_system
         try:
             import anthropic
@@ -63,10 +59,6 @@ class AnthropicLLM(LLM):
         if not key:
             raise LLMError("ANTHROPIC_API_KEY is not set; export it or choose another LLM (e.g. --llm offline)")
         self.model = model or DEFAULT_MODEL
-        self.timeout = float(timeout)
-        self.retry = RetryPolicy(
-            max_retries=max(0, int(max_retries)), backoff=float(retry_backoff), max_retry_wait=float(max_retry_wait)
-        )
         self._anthropic = anthropic
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
 
@@ -165,8 +157,6 @@ class AnthropicOptions(HttpLLMOptions):
 
 BACKEND = LLMBackend(
     kind="anthropic", summary="Claude through the Anthropic API (ANTHROPIC_API_KEY)", options=AnthropicOptions,
-    create=lambda o, ctx: AnthropicLLM(o.model, api_key=o.api_key, base_url=o.base_url, timeout=o.timeout,
-                                       max_retries=o.max_retries, retry_backoff=o.retry_backoff,
-                                       max_retry_wait=o.max_retry_wait, cache_system=o.cache_system),
+    create=lambda o, ctx: AnthropicLLM(**o.model_dump()),
     variables={"api_key": "ANTHROPIC_API_KEY", "model": "TOT_ANTHROPIC_MODEL"},
 )

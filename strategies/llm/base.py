@@ -19,6 +19,10 @@ class LLMError(RuntimeError):
     """The model could not be reached or refused; callers fall back or record the failure."""
 
 
+#: the counting fields of :class:`LLMUsage` (every field but ``model``)
+COUNTS = ("calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
 class LLMUsage(BaseModel):
     """Calls and tokens. ``input_tokens`` counts every prompt token, cached or not; ``cache_read_tokens`` and
     ``cache_write_tokens`` are the parts of it read from / written to the provider's prompt cache (so the uncached
@@ -34,11 +38,8 @@ class LLMUsage(BaseModel):
     model: str = ""
 
     def add(self, other: "LLMUsage") -> None:
-        self.calls += other.calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cache_read_tokens += other.cache_read_tokens
-        self.cache_write_tokens += other.cache_write_tokens
+        for name in COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         if other.model and other.model != self.model:
             self.model = other.model if not self.model else "mixed"
 
@@ -46,14 +47,7 @@ class LLMUsage(BaseModel):
         return self.model_copy()
 
     def since(self, before: "LLMUsage") -> "LLMUsage":
-        return LLMUsage(
-            calls=self.calls - before.calls,
-            input_tokens=self.input_tokens - before.input_tokens,
-            output_tokens=self.output_tokens - before.output_tokens,
-            cache_read_tokens=self.cache_read_tokens - before.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens - before.cache_write_tokens,
-            model=self.model,
-        )
+        return LLMUsage(**{name: getattr(self, name) - getattr(before, name) for name in COUNTS}, model=self.model)
 
 
 class LLM(abc.ABC):

@@ -21,10 +21,10 @@ import httpx
 
 from pydantic import Field
 
-from .base import LLM, HttpLLMOptions, LLMBackend, LLMError
+from .base import HttpLLMOptions, LLMBackend, LLMError
 from .retry import (
+    HttpLLM,
     Retryable,
-    RetryPolicy,
     one_line,
     parse_retry_after,
     retryable_status,
@@ -34,7 +34,7 @@ from .retry import (
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAICompatibleLLM(LLM):
+class OpenAICompatibleLLM(HttpLLM):
     """One ``POST {base_url}/chat/completions`` per completion; usage from the response's ``usage`` block.
 
     ``max_tokens_param`` names the length limit in the request: ``max_tokens`` (what local servers and most
@@ -49,13 +49,10 @@ class OpenAICompatibleLLM(LLM):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        retry_backoff: float = 0.5,
-        max_retry_wait: float = 30.0,
         max_tokens_param: str = "max_tokens",
+        **retry: float,
     ) -> None:
-        super().__init__()
+        super().__init__(**retry)
         self.model = model
         if not self.model:
             raise LLMError("no model for --llm openai: pass --model NAME or set TOT_OPENAI_MODEL")
@@ -69,10 +66,6 @@ class OpenAICompatibleLLM(LLM):
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise LLMError(f"max_tokens_param must be max_tokens or max_completion_tokens, not {max_tokens_param!r}")
         self.max_tokens_param = max_tokens_param
-        self.timeout = float(timeout)
-        self.retry = RetryPolicy(
-            max_retries=max(0, int(max_retries)), backoff=float(retry_backoff), max_retry_wait=float(max_retry_wait)
-        )
         headers = {"content-type": "application/json", "accept": "application/json"}
         if key:
             headers["authorization"] = f"Bearer {key}"
@@ -191,8 +184,6 @@ class OpenAIOptions(HttpLLMOptions):
 BACKEND = LLMBackend(
     kind="openai", summary="any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama)",
     options=OpenAIOptions,
-    create=lambda o, ctx: OpenAICompatibleLLM(o.model, base_url=o.base_url, api_key=o.api_key, timeout=o.timeout,
-                                              max_retries=o.max_retries, retry_backoff=o.retry_backoff,
-                                              max_retry_wait=o.max_retry_wait, max_tokens_param=o.max_tokens_param),
+    create=lambda o, ctx: OpenAICompatibleLLM(**o.model_dump()),
     variables={"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "TOT_OPENAI_MODEL"},
 )

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .base import LLMError
+from .base import LLM, LLMError
 
 T = TypeVar("T")
 
@@ -77,6 +77,19 @@ class RetryPolicy:
 
     async def sleep(self, retry: int, retry_after: float | None) -> None:
         await asyncio.sleep(self.delay(retry, retry_after))
+
+
+class HttpLLM(LLM):
+    """An LLM behind an HTTP API: ``timeout`` seconds per request; ``max_retries`` retries after the first attempt,
+    waiting ``Retry-After`` (at most ``max_retry_wait`` s) or an exponential backoff from ``retry_backoff`` s."""
+
+    def __init__(self, *, timeout: float = 60.0, max_retries: int = 2, retry_backoff: float = 0.5,
+                 max_retry_wait: float = 30.0) -> None:
+        super().__init__()
+        self.timeout = float(timeout)
+        self.retry = RetryPolicy(
+            max_retries=max(0, int(max_retries)), backoff=float(retry_backoff), max_retry_wait=float(max_retry_wait)
+        )
 
 
 class Retryable(Exception):

@@ -15,7 +15,14 @@ from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.models import Direction
 
 from ..embeddings import Embedder
-from ..tot.actions import Action, Answer, ExpandKG, SelectEntities, SelectRelation
+from ..tot.actions import (
+    Action,
+    Answer,
+    ExpandKG,
+    SelectEntities,
+    SelectRelation,
+    distinct,
+)
 from ..tot.policy import Policy
 from ..tot.state import AsmState, TraversalState
 from .graph import LITERAL_PREFIX, is_literal
@@ -85,13 +92,7 @@ class OfflinePolicy(Policy):
             out = await self._propose_relations(state)
         else:
             out = []
-        seen: set[tuple] = set()
-        uniq = []
-        for a in out:
-            if a.key() not in seen:
-                seen.add(a.key())
-                uniq.append(a)
-        return uniq[: max(1, k)]
+        return distinct(out)[: max(1, k)]
 
     async def _propose_default(self, state: TraversalState) -> list[Action]:
         done = len(self.trajectory(state))

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tot_mcp.kg_adapters.models import Direction
-
 from ..embeddings import Embedder
 from .graph import Hop
 from .kgstats import KGStats
@@ -153,10 +151,6 @@ class QuestionScorer:
             self._sibling[relation_id] = b
         return b
 
-    def hop_similarity(self, relation_id: str) -> float:
-        sims = self._rel_sims.get(relation_id)
-        return float(sims.max()) if sims is not None and len(sims) else 0.0
-
     def extend(self, aligns: list[Alignment], hop: Hop, prev: Hop | None, keep: int = 8) -> list[Alignment]:
         """The best alignments of the path extended by ``hop`` (each hop to its own phrase)."""
         st = self.settings
@@ -271,7 +265,3 @@ class QuestionScorer:
             z = (sims - sims.mean()) / max(float(sims.std()), self.settings.type_std_floor)
             out.update({h: float(v) for h, v in zip(have, z)})
         return out
-
-
-def direction_word(d: Direction) -> str:
-    return "" if d is Direction.forward else "⁻¹"

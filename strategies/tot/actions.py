@@ -154,11 +154,7 @@ def parse_action(data: dict) -> Action:
 
 def distinct(actions: list[Action]) -> list[Action]:
     """Drop repeats (same :meth:`key`), keeping first occurrences — proposals stay best first."""
-    seen: set[tuple] = set()
-    out: list[Action] = []
+    first: dict[tuple, Action] = {}
     for a in actions:
-        k = a.key()
-        if k not in seen:
-            seen.add(k)
-            out.append(a)
-    return out
+        first.setdefault(a.key(), a)
+    return list(first.values())

@@ -42,14 +42,6 @@ class TotResult(StrategyResult):
         return self.search or {}
 
 
-def policy_for(call: Call, graph, embedder):
-    from tot_mcp.strategies.llm import factory
-
-    o: TotOptions = call.options  # type: ignore[assignment]
-    return factory.make_policy(call.llm_kind, graph, embedder=embedder, options=o.policy,
-                               llm=None if call.offline else call.llm(), shared=call.services.policy_state)
-
-
 async def _run(call: Call) -> TotResult:
     from tot_mcp.strategies.llm import factory
     from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
@@ -59,7 +51,8 @@ async def _run(call: Call) -> TotResult:
     graph = call.scope or call.services.graph  # every KG of the run, linked, unless the caller chose some
     check_query(call.query, graph.limits.max_query_chars)  # a bad query is refused before any model loads
     embedder = await call.services.aembedder() if factory.needs_embedder(call.llm_kind) else None
-    policy = policy_for(call, graph, embedder)
+    policy = factory.make_policy(call.llm_kind, graph, embedder=embedder, options=o.policy,
+                                 llm=None if call.offline else call.llm(), shared=call.services.policy_state)
     config = SearchConfig(k=o.k, max_hops=o.max_hops, max_depth=o.max_depth, tau=o.tau,
                           max_expansions=o.max_expansions)
 

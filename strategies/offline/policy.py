@@ -15,14 +15,7 @@ from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.models import Direction
 
 from ..embeddings import Embedder
-from ..tot.actions import (
-    Action,
-    Answer,
-    ExpandKG,
-    SelectEntities,
-    SelectRelation,
-    distinct,
-)
+from ..tot.actions import Action, Answer, ExpandKG, SelectEntities, SelectRelation, distinct
 from ..tot.policy import Policy
 from ..tot.state import AsmState, TraversalState
 from .graph import LITERAL_PREFIX, is_literal

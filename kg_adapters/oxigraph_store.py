@@ -38,7 +38,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
-from .base import Capabilities, KnowledgeGraph, Limits
+from .base import Capabilities, LabelledEdgesKG, Limits
 from .errors import BackendError, InvalidInput, KGError, NotFound
 from .label_index import Hit, LabelIndex
 from .lru import LRU
@@ -251,7 +251,7 @@ class InMemoryLabelSearch:
 
 
 # -- the backend -----------------------------------------------------------------------------------------------
-class OxigraphKG(KnowledgeGraph):
+class OxigraphKG(LabelledEdgesKG):
     capabilities = Capabilities(backend="oxigraph", sparql=True)
 
     def __init__(
@@ -507,26 +507,6 @@ class OxigraphKG(KnowledgeGraph):
                 seen.add(t)
                 yield t
 
-    async def get_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return self._edges(entity_ids, relation_id, direction, limit, offset, self.entity)
-
-    async def get_labelled_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return self._edges(entity_ids, relation_id, direction, limit, offset, self.labelled_entity)
-
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
@@ -578,9 +558,10 @@ class OxigraphKG(KnowledgeGraph):
                 continue
         return out
 
-    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None, offset: int,
-               entity: Callable[[Term, str | None], Entity]) -> EdgePage:
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
         limit = self.limits.clamp(limit, self.limits.max_edges)
+        entity = self.labelled_entity if labelled else self.entity
         return self._read_edges(self.local_ids(entity_ids), relation_id, direction, limit, offset, entity)
 
     def _read_edges(self, locals_: list[str], relation_id: str, direction: Direction, limit: int, offset: int,

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BackendError, InvalidInput
-from .label_index import _MAX_NGRAM, _STOP
-from .text import bracketed_mentions, key, tokens
+from .label_index import _STOP, ngram_spans
+from .text import bracketed_mentions, key, longest_spans, tokens
 
 SCHEMA_VERSION = 1
 
@@ -302,27 +302,14 @@ class FtsLabelIndex:
             return sorted(out.values(), key=lambda h: -h.score)[:limit]
         toks = tokens(query)
         grams: dict[str, tuple[int, int]] = {}
-        for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
-            for start in range(len(toks) - n + 1):
-                gram = toks[start : start + n]
-                if all(t in _STOP for t in gram):
-                    continue
-                grams.setdefault(" ".join(gram), (start, start + n))
+        for start, end in ngram_spans(toks):
+            grams.setdefault(" ".join(toks[start:end]), (start, end))
         found = self._by_norm(list(grams))
-        spans = sorted(
-            ((grams[g][0], grams[g][1], g) for g in found), key=lambda s: (-(s[1] - s[0]), s[0])
-        )  # longest first, then leftmost
-        taken = [False] * len(toks)
         hits: dict[str, KeyHit] = {}
-        for start, end, gram in spans:
-            if any(taken[start:end]):
-                continue
-            for t in range(start, end):
-                taken[t] = True
-            coverage = (end - start) / max(1, len(toks))
+        for _, _, gram, weight in longest_spans(((*grams[g], g) for g in found), len(toks)):
             for k, label in found[gram]:
                 exact = 1.0 if label.casefold() in query.casefold() else 0.9
-                score = round(0.5 + 0.5 * min(1.0, 4 * coverage), 4) * exact
+                score = round(weight, 4) * exact
                 if k not in hits or hits[k].score < score:
                     hits[k] = KeyHit(k, label, score, "mention", gram)
         if not hits:

@@ -31,7 +31,7 @@ from ..models import (
     RelationList,
     inverse_of,
 )
-from ..text import bracketed_mentions, humanize, key, strip_brackets
+from ..text import bracketed_mentions, humanize, key, longest_spans, strip_brackets
 from . import queries, relsearch
 from .endpoint import JsonEndpoint
 from .escape import clean_search_text, sparql_literal
@@ -822,18 +822,11 @@ class SparqlKG(KnowledgeGraph):
         for r in rows:
             if "ml" in r:
                 by_gram.setdefault(key(r["ml"].value), []).append(r)
-        spans = sorted(
-            ((grams[k], rs) for k, rs in by_gram.items() if k in grams), key=lambda x: (x[0][0] - x[0][1], x[0][0])
-        )
-        taken = [False] * len(toks)
         out: dict[str, EntityMatch] = {}
-        for (start, end, text), rs in spans:
-            if any(taken[start:end]):
-                continue
-            taken[start:end] = [True] * (end - start)
-            coverage = (end - start) / max(1, len(toks))
-            for m in self._matches(rs, {key(text): text})[:limit]:
-                score = round(m.score * (0.5 + 0.5 * min(1.0, 4 * coverage)), 4)
+        for _, _, k, weight in longest_spans([(*grams[k][:2], k) for k in by_gram if k in grams], len(toks)):
+            text = grams[k][2]
+            for m in self._matches(by_gram[k], {k: text})[:limit]:
+                score = round(m.score * weight, 4)
                 if m.entity.id not in out or out[m.entity.id].score < score:
                     out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
         if not out:

@@ -49,10 +49,9 @@ class MemoryKG(LabelledEdgesKG):
         super().__init__(name, limits)
         self.index = index
         self.description = description
-        degree = [
-            sum(map(len, o.values())) + sum(map(len, i.values())) for o, i in zip(index.out, index.inc, strict=True)
-        ]
-        self._labels = LabelIndex([n.label for n in index.nodes], priors=degree)
+        self._local: LocalGraph | None = None
+        # ties between equally good label matches go to the better-connected entity
+        self._labels = LabelIndex([n.label for n in index.nodes], priors=self.local_graph().degrees())
         self._prefix = f"{name}:"
         self._entity_prefix = f"{name}:E"
         # Entity models are immutable, so each node's is built once, on first use: building them was the main
@@ -60,7 +59,6 @@ class MemoryKG(LabelledEdgesKG):
         self._entities: list[Entity | None] = [None] * len(index.nodes)
         self._labelled: list[Entity | None] = [None] * len(index.nodes)  # the same, by label only
         self._describe = Describer(index) if derive_descriptions else None
-        self._local: LocalGraph | None = None
 
     # -- id mapping: the one place this backend's entity IDs are spelt and read --------------------------------
     def node_id(self, i: int) -> str:

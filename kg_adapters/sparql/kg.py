@@ -355,6 +355,18 @@ class SparqlKG(KnowledgeGraph):
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
         return rels
 
+    def _labelled_relations(self, rows: list[Row]) -> list[tuple[str, str, list[Row]]]:
+        """(local ID, label, its rows) of each relation ``?r`` of ``rows``, in their order; its best label is
+        remembered (the humanized local name when it has none, as get_relations shows it)."""
+        grouped: dict[str, list[Row]] = {}
+        for r in rows:
+            local = self.profile.relation_local(r["r"].value) if "r" in r else None
+            if local is not None:
+                grouped.setdefault(local, []).append(r)
+        return [(local, self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
+                                       or humanize(self.profile.fallback_label(local))), rs)
+                for local, rs in grouped.items()]
+
     async def _check_exist(self, terms: list[str], entity_ids: list[str]) -> None:
         """NotFound naming the IDs that occur in no triple at all (only asked when a result came back empty)."""
         found: set[str] = set()
@@ -887,14 +899,7 @@ class SparqlKG(KnowledgeGraph):
         note = ""
         try:
             rows = await self._select(queries.relation_sample(self.profile, 20))
-            grouped: dict[str, list[Row]] = {}
-            for r in rows:
-                local = self.profile.relation_local(r["r"].value) if "r" in r else None
-                if local is not None:
-                    grouped.setdefault(local, []).append(r)
-            for local, rs in grouped.items():
-                label = self._best(rs, "l", "lp", self.profile.label_preds)
-                label = self._remember(local, label or humanize(self.profile.fallback_label(local)))
+            for local, label, rs in self._labelled_relations(rows):
                 n = next((int(r["n"].value) for r in rs if "n" in r), None)
                 sample.append(self._relation_model(local, label, Direction.forward, n))
         except BackendError as e:
@@ -960,15 +965,8 @@ class SparqlKG(KnowledgeGraph):
         limit = self.limits.clamp(limit, self.limits.max_search)
         words = [sparql_literal(w) for w in relsearch.needles(text)]
         rows = await self._select(queries.find_relations(self.profile, words, 300))
-        grouped: dict[str, list[Row]] = {}
-        for r in rows:
-            local = self.profile.relation_local(r["r"].value) if "r" in r else None
-            if local is not None:
-                grouped.setdefault(local, []).append(r)
         candidates = []
-        for local, rs in grouped.items():
-            label = self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
-                                   or humanize(self.profile.fallback_label(local)))
+        for local, label, rs in self._labelled_relations(rows):
             desc = self._best(rs, "d", "dp", self.profile.desc_preds)
             aliases = sorted({r["a"].value for r in rs if "a" in r} - {label})
             candidates.append((self._qid(local), label, desc, aliases, None))

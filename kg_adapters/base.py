@@ -158,8 +158,8 @@ class KnowledgeGraph(abc.ABC):
     ) -> EdgePage:
         """:meth:`get_edges` with the entities by label only, no description: what a page shown to a model
         carries (a page of 200 targets would otherwise carry 200 descriptions no one asked for; they are
-        describe_entity's job). A backend that makes descriptions while reading edges overrides this to skip that
-        work; this default drops them from :meth:`get_edges`' page."""
+        describe_entity's job). A backend that makes descriptions while reading edges skips that work here
+        (:class:`LabelledEdgesKG`); this default drops them from :meth:`get_edges`' page."""
         page = await self.get_edges(entity_ids, relation_id, direction, limit, offset)
         return page.model_copy(update={"entities": labels_only(page.entities)})
 
@@ -356,6 +356,38 @@ class KnowledgeGraph(abc.ABC):
         if kg != self.name:
             raise UnknownKG(f"relation {relation_id!r} belongs to KG {kg!r}, not {self.name!r}")
         return local
+
+
+class LabelledEdgesKG(KnowledgeGraph):
+    """A backend whose :meth:`~KnowledgeGraph.get_edges` and :meth:`~KnowledgeGraph.get_labelled_edges` are one
+    read, :meth:`_edges`, told whether the page's entities need their labels only (then no description is read or
+    made, the work the default :meth:`~KnowledgeGraph.get_labelled_edges` would do and throw away)."""
+
+    @abc.abstractmethod
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
+        """One page of edges: :meth:`~KnowledgeGraph.get_edges`' if not ``labelled``, else
+        :meth:`~KnowledgeGraph.get_labelled_edges`'."""
+
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        return await self._edges(entity_ids, relation_id, direction, limit, offset, labelled=False)
+
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        return await self._edges(entity_ids, relation_id, direction, limit, offset, labelled=True)
 
 
 def merge_relation_lists(lists: Sequence[RelationList]) -> RelationList:

@@ -23,8 +23,6 @@ Files beside a store ``STORE`` (a directory): ``STORE.load-state.json`` and ``ST
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import itertools
 import json
 import os
@@ -39,9 +37,9 @@ from pathlib import Path
 
 from .errors import BackendError, InvalidInput, KGError
 from .fts_index import FtsLabelIndex, label_index_path
-from .rdf_file import ALIAS_PREDICATES, LABEL_PREDICATES, RDFS, rdf_format_for
+from .rdf_file import RDFS, rdf_format_for
 from .text import humanize
-from .triples_file import is_triples_file
+from .triples_file import is_gzipped, is_triples_file, open_binary
 
 STATE_VERSION = 1
 DEFAULT_CHUNK_LINES = 500_000
@@ -116,10 +114,6 @@ def _kind(path: Path, fmt: str | None) -> str:
             "(optionally .gz) or pass --format"
         )
     return rdf if rdf in _LINE_FORMATS else f"rdf:{rdf}"
-
-
-def _open_binary(path: Path) -> io.BufferedIOBase:
-    return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # type: ignore[return-value]
 
 
 def _ascii_quote_table(safe: str) -> dict[int, str]:
@@ -358,7 +352,7 @@ class BulkLoader:
             return None
         from tqdm import tqdm
 
-        total = prog.size if not path.name.lower().endswith(".gz") else None
+        total = None if is_gzipped(path) else prog.size
         return tqdm(total=total, initial=prog.offset if total else 0, unit="B", unit_scale=True,
                     file=sys.stderr, desc=f"load {path.name}", mininterval=1.0)
 
@@ -366,18 +360,10 @@ class BulkLoader:
         import pyoxigraph as ox
 
         if prog.kind.startswith("rdf:"):
-            from .oxigraph_store import _OX_FORMATS
+            from .oxigraph_store import bulk_load_file
 
-            fmt = _OX_FORMATS[prog.kind[4:]]
             self._say(f"{path}: {prog.kind[4:]} is loaded in one piece (not resumable mid-file)")
-            try:
-                if path.name.lower().endswith(".gz"):
-                    with gzip.open(path, "rb") as fh:
-                        store.bulk_load(input=fh, format=fmt, base_iri=path.resolve().as_uri())
-                else:
-                    store.bulk_load(path=str(path), format=fmt, base_iri=path.resolve().as_uri())
-            except SyntaxError as e:
-                raise InvalidInput(f"{path}: could not parse: {str(e).splitlines()[0][:300]}") from None
+            bulk_load_file(store, path, prog.kind[4:])
             prog.done, prog.chunks, prog.offset = True, 1, prog.size
             state.write(self.state_file)
             return 1, 0
@@ -385,7 +371,7 @@ class BulkLoader:
         conv = _TripleLineConverter(path) if prog.kind == "triples" else None
         bar = self._bar(path, prog)
         chunks = lines = 0
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             if prog.offset:
                 fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
                 self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
@@ -516,34 +502,25 @@ class _Prefetch:
 
 def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:
     """Copy every label and alias literal in the store into the FTS index at ``path`` (idempotent)."""
-    import pyoxigraph as ox
-
-    from .oxigraph_store import RELATION_NS
+    from .oxigraph_store import RELATION_NS, label_rows
 
     index = FtsLabelIndex.create(path)
     try:
-        preds = [(ox.NamedNode(p), "label") for p in LABEL_PREDICATES] + [
-            (ox.NamedNode(p), "alias") for p in ALIAS_PREDICATES
-        ]
         bar = None
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(unit="label", unit_scale=True, file=sys.stderr, desc="label index", mininterval=1.0)
         rows: list[tuple[str, str, str]] = []
-        for pred, kind in preds:
-            for q in store.quads_for_pattern(None, pred, None, None):
-                s, o = q.subject, q.object
-                if not isinstance(o, ox.Literal) or isinstance(s, ox.Triple):
-                    continue
-                if isinstance(s, ox.NamedNode) and s.value.startswith(RELATION_NS):
-                    continue  # names of head|rel|tail relations are not entities to link
-                rows.append(("_:" + s.value if isinstance(s, ox.BlankNode) else s.value, o.value, kind))
-                if len(rows) >= batch:
-                    index.add(rows)
-                    if bar is not None:
-                        bar.update(len(rows))
-                    rows = []
+        for row in label_rows(store):
+            if row[0].startswith(RELATION_NS):
+                continue  # names of head|rel|tail relations are not entities to link
+            rows.append(row)
+            if len(rows) >= batch:
+                index.add(rows)
+                if bar is not None:
+                    bar.update(len(rows))
+                rows = []
         index.add(rows)
         if bar is not None:
             bar.update(len(rows))

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .base import KnowledgeGraph
+from .base import KnowledgeGraph, LabelledEdgesKG
 from .errors import InvalidInput
 from .lru import LRU
 from .models import (
@@ -114,7 +114,7 @@ class ResultCache:
             )
 
 
-class CachedKG(KnowledgeGraph):
+class CachedKG(LabelledEdgesKG):
     """``CachedKG(kg, cache)`` behaves exactly like ``kg`` but answers repeated traversal calls from ``cache``."""
 
     def __init__(self, inner: KnowledgeGraph, cache: ResultCache | None = None) -> None:
@@ -146,17 +146,20 @@ class CachedKG(KnowledgeGraph):
         return value
 
     # -- cached ------------------------------------------------------------------------------------------------
-    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+    async def _read(self, read: Callable[..., Awaitable[T]], entity_ids: list[str], *args: Any) -> T:
+        """``read`` (a method of the inner KG, taking entity IDs first) cached under its name and arguments: a page
+        with descriptions and one without are different answers. IDs that are not a list go to the inner KG as they
+        are, for it to refuse."""
         if not isinstance(entity_ids, (list, tuple)):
-            return await self.inner.get_relations(entity_ids)  # let the backend produce its own error
+            return await read(entity_ids, *args)
         ids = tuple(entity_ids)
-        return await self._cached(("get_relations", ids), lambda: self.inner.get_relations(list(ids)))
+        return await self._cached((read.__name__, ids, *args), lambda: read(list(ids), *args))
+
+    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        return await self._read(self.inner.get_relations, entity_ids)
 
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
-        if not isinstance(entity_ids, (list, tuple)):
-            return await self.inner.relation_counts(entity_ids)
-        ids = tuple(entity_ids)
-        return await self._cached(("relation_counts", ids), lambda: self.inner.relation_counts(list(ids)))
+        return await self._read(self.inner.relation_counts, entity_ids)
 
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """Cached ``get_relations([id])`` answers where there are; the rest from the backend's bulk read, kept under
@@ -180,62 +183,20 @@ class CachedKG(KnowledgeGraph):
             out.update(got)
         return {e: out[e] for e in dict.fromkeys(entity_ids) if e in out}
 
-    async def get_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return await self._edges(self.inner.get_edges, entity_ids, relation_id, direction, limit, offset)
-
-    async def get_labelled_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return await self._edges(self.inner.get_labelled_edges, entity_ids, relation_id, direction, limit, offset)
-
-    async def _edges(self, read: Callable[..., Awaitable[EdgePage]], entity_ids: list[str], relation_id: str,
-                     direction: Direction, limit: int | None, offset: int) -> EdgePage:
-        """``read`` (the inner KG's get_edges or get_labelled_edges) cached under its own name: a page with
-        descriptions and one without are different answers."""
-        if not isinstance(entity_ids, (list, tuple)):
-            return await read(entity_ids, relation_id, direction, limit, offset)
-        ids = tuple(entity_ids)
-        try:
-            d = Direction(direction)
-        except ValueError:
-            return await read(list(ids), relation_id, direction, limit, offset)
-        return await self._cached(
-            (read.__name__, ids, relation_id, d, limit, offset),
-            lambda: read(list(ids), relation_id, d, limit, offset),
-        )
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
+        read = self.inner.get_labelled_edges if labelled else self.inner.get_edges
+        return await self._read(read, entity_ids, relation_id, direction, limit, offset)
 
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
-        return await self._bulk(self.inner.adjacent, entity_ids, relation_id, direction, limit)
+        return await self._read(self.inner.adjacent, entity_ids, relation_id, direction, limit)
 
     async def adjacent_ids(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> AdjacentIds:
-        return await self._bulk(self.inner.adjacent_ids, entity_ids, relation_id, direction, limit)
-
-    async def _bulk(self, read, entity_ids, relation_id: str, direction: Direction, limit: int):
-        """A bulk read (``adjacent`` or ``adjacent_ids``) cached under its name and arguments; IDs that are not a
-        list go to the inner KG as they are, for it to refuse."""
-        if not isinstance(entity_ids, (list, tuple)):
-            return await read(entity_ids, relation_id, direction, limit)
-        ids = tuple(entity_ids)
-        return await self._cached(
-            (read.__name__, ids, relation_id, Direction(direction), limit),
-            lambda: read(list(ids), relation_id, direction, limit),
-        )
+        return await self._read(self.inner.adjacent_ids, entity_ids, relation_id, direction, limit)
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:  # the backends keep their labels
         return await self.inner.labels_of(entity_ids)

@@ -26,7 +26,7 @@ from .backends import Backend
 from .base import KnowledgeGraph, Limits
 from .errors import InvalidInput
 from .rdf_file import DEFAULT_LANGUAGES, file_query_source, load_rdf_file, parse_languages, rdf_format_for
-from .triples_file import is_triples_file, load_triples_file
+from .triples_file import is_gzipped, is_triples_file, load_triples_file, open_binary
 
 DEFAULT_MAX_MEMORY_MB = 512
 DEFAULT_MAX_MEMORY_TRIPLES = 5_000_000
@@ -50,11 +50,8 @@ class FileOptions(BaseModel):
 
 
 def _count_lines(path: Path, stop_after: int) -> int:
-    import gzip
-
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
     n = 0
-    with opener(path, "rb") as fh:
+    with open_binary(path) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             n += chunk.count(b"\n")
             if n > stop_after:
@@ -63,7 +60,7 @@ def _count_lines(path: Path, stop_after: int) -> int:
 
 
 def too_large_for_memory(path: Path, max_mb: float, max_triples: int) -> bool:
-    size = path.stat().st_size * (_GZ_RATIO if path.name.lower().endswith(".gz") else 1)
+    size = path.stat().st_size * (_GZ_RATIO if is_gzipped(path) else 1)
     if size > max_mb * (1 << 20):
         return True
     line_based = is_triples_file(path) or rdf_format_for(path) in ("nt", "nquads")

@@ -14,7 +14,7 @@ entity search is about names made of words. Typos are handled by falling back to
 
 Rows are ``(key, label, kind)``: ``key`` is whatever the adapter uses to address the node (an IRI for the
 oxigraph store); an entity may have several rows (label, aliases, a name derived from its IRI). Searches
-return one :class:`FtsHit` per key, best match first, with the same scores and match names as the in-memory
+return one :class:`KeyHit` per key, best match first, with the same scores and match names as the in-memory
 :class:`~kg_adapters.label_index.LabelIndex` so results from both backends rank alike.
 """
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BackendError, InvalidInput
-from .label_index import _MAX_NGRAM, _STOP
-from .text import bracketed_mentions, key, tokens
+from .label_index import _STOP, ngram_spans
+from .text import bracketed_mentions, key, longest_spans, tokens
 
 SCHEMA_VERSION = 1
 
@@ -54,8 +54,11 @@ _KIND_RANK = {"label": 0, "alias": 1, "iri": 2}
 
 
 @dataclass(frozen=True)
-class FtsHit:
-    key: str
+class KeyHit:
+    """A name that matched, by the key of the node it names: what an entity search over keys (this index, and the
+    in-memory one of :mod:`kg_adapters.oxigraph_store`) answers."""
+
+    key: str  # whatever the adapter addresses the node by: an IRI, or ``_:id`` for a blank node
     label: str  # the name that matched (may be an alias)
     score: float
     match: str  # exact | casefold | prefix | bm25 | mention
@@ -72,13 +75,13 @@ def _fts_phrase(tok: str) -> str:
     return '"' + tok.replace('"', '""') + '"'
 
 
-def _named_hits(label: str, rows: Iterable[tuple[str, str]], limit: int) -> list[FtsHit]:
+def _named_hits(label: str, rows: Iterable[tuple[str, str]], limit: int) -> list[KeyHit]:
     """(key, name) rows sharing ``label``'s normalised name as hits: exact (1.0) or casefold (0.95), one per key,
     best first."""
     text = label.strip()
-    hits: dict[str, FtsHit] = {}
+    hits: dict[str, KeyHit] = {}
     for k, found in rows:
-        hit = FtsHit(k, found, 1.0 if found == text else 0.95, "exact" if found == text else "casefold")
+        hit = KeyHit(k, found, 1.0 if found == text else 0.95, "exact" if found == text else "casefold")
         if k not in hits or hits[k].score < hit.score:
             hits[k] = hit
     return sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
@@ -207,7 +210,7 @@ class FtsLabelIndex:
     def aliases(self, k: str) -> list[str]:
         return [r[0] for r in self._rows("SELECT label FROM names WHERE key=? AND kind='alias' ORDER BY id", (k,))]
 
-    def named(self, label: str, limit: int = 20) -> list[FtsHit]:
+    def named(self, label: str, limit: int = 20) -> list[KeyHit]:
         """Names equal to ``label`` once case, accents, spacing and punctuation are set aside (the indexed ``norm``
         column): the first stage of :meth:`search` alone, what a label link needs, without its full-text stages
         (a label link asks this for every entity of a frontier, most of them named nowhere here)."""
@@ -217,7 +220,7 @@ class FtsLabelIndex:
         return _named_hits(label, self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?",
                                              (norm, limit * 4)), limit)
 
-    def named_many(self, labels: Iterable[str], limit: int = 20) -> dict[str, list[FtsHit]]:
+    def named_many(self, labels: Iterable[str], limit: int = 20) -> dict[str, list[KeyHit]]:
         """:meth:`named` of many labels, a query per 500 distinct normalised names; a label named nowhere is
         left out."""
         by_norm: dict[str, list[str]] = {}
@@ -237,17 +240,17 @@ class FtsLabelIndex:
                 rows.setdefault(norm, []).append((k, label))
         return rows
 
-    def search(self, text: str, limit: int = 10) -> list[FtsHit]:
+    def search(self, text: str, limit: int = 10) -> list[KeyHit]:
         """Best first: exact label (1.0), case/accent-insensitive (0.95), names with all the (non-stop) words, the
         last as a prefix (≤ 0.9, BM25-ordered); only when none of these match, names with any of the words
         (≤ 0.8, BM25). One hit per key."""
         if limit < 1:
             return []
-        hits: dict[str, FtsHit] = {}
+        hits: dict[str, KeyHit] = {}
 
         def add(k: str, label: str, score: float, match: str) -> None:
             if k not in hits or hits[k].score < score:
-                hits[k] = FtsHit(k, label, score, match)
+                hits[k] = KeyHit(k, label, score, match)
 
         norm = key(text)
         if not norm:
@@ -287,42 +290,29 @@ class FtsLabelIndex:
             overlap = len(q & lw) / len(q | lw) if q | lw else 0.0
             add(k, label, round(top * (0.5 * rel + 0.5 * overlap), 4), kind)
 
-    def link(self, query: str, limit: int = 10) -> list[FtsHit]:
+    def link(self, query: str, limit: int = 10) -> list[KeyHit]:
         """Entity linking for ``initialize``: explicit ``[mentions]`` first; otherwise the longest n-grams of the
         query that are some entity's name (one indexed lookup for all n-grams); otherwise a plain search."""
         mentions = bracketed_mentions(query)
         if mentions:
-            out: dict[str, FtsHit] = {}
+            out: dict[str, KeyHit] = {}
             for m in mentions:
                 for h in self.search(m, limit):
-                    out.setdefault(h.key, FtsHit(h.key, h.label, h.score, h.match, mention=m))
+                    out.setdefault(h.key, KeyHit(h.key, h.label, h.score, h.match, mention=m))
             return sorted(out.values(), key=lambda h: -h.score)[:limit]
         toks = tokens(query)
         grams: dict[str, tuple[int, int]] = {}
-        for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
-            for start in range(len(toks) - n + 1):
-                gram = toks[start : start + n]
-                if all(t in _STOP for t in gram):
-                    continue
-                grams.setdefault(" ".join(gram), (start, start + n))
+        for start, end in ngram_spans(toks):
+            grams.setdefault(" ".join(toks[start:end]), (start, end))
         found = self._by_norm(list(grams))
-        spans = sorted(
-            ((grams[g][0], grams[g][1], g) for g in found), key=lambda s: (-(s[1] - s[0]), s[0])
-        )  # longest first, then leftmost
-        taken = [False] * len(toks)
-        hits: dict[str, FtsHit] = {}
-        for start, end, gram in spans:
-            if any(taken[start:end]):
-                continue
-            for t in range(start, end):
-                taken[t] = True
-            coverage = (end - start) / max(1, len(toks))
+        hits: dict[str, KeyHit] = {}
+        for _, _, gram, weight in longest_spans(((*grams[g], g) for g in found), len(toks)):
             for k, label in found[gram]:
                 exact = 1.0 if label.casefold() in query.casefold() else 0.9
-                score = round(0.5 + 0.5 * min(1.0, 4 * coverage), 4) * exact
+                score = round(weight, 4) * exact
                 if k not in hits or hits[k].score < score:
-                    hits[k] = FtsHit(k, label, score, "mention", gram)
+                    hits[k] = KeyHit(k, label, score, "mention", gram)
         if not hits:
-            return [FtsHit(h.key, h.label, round(h.score * 0.8, 4), h.match) for h in self.search(query, limit)]
+            return [KeyHit(h.key, h.label, round(h.score * 0.8, 4), h.match) for h in self.search(query, limit)]
         return sorted(hits.values(), key=lambda h: (-h.score, len(h.label), h.key))[:limit]
 

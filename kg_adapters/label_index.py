@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from rapidfuzz import fuzz
 
-from .text import bracketed_mentions, key, tokens
+from .text import bracketed_mentions, key, longest_spans, tokens
 
 _MAX_NGRAM = 12
 _STOP = frozenset(
@@ -53,6 +53,15 @@ class Hit:
     score: float
     match: str
     mention: str | None = None
+
+
+def ngram_spans(toks: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each run of at most ``_MAX_NGRAM`` tokens that is not all stopwords, longest first, then
+    leftmost: where a name may be mentioned in a question."""
+    for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
+        for start in range(len(toks) - n + 1):
+            if not all(t in _STOP for t in toks[start : start + n]):
+                yield start, start + n
 
 
 def _trigrams(k: str) -> set[str]:
@@ -280,28 +289,13 @@ class LabelIndex:
 
     def _ngram_link(self, query: str, limit: int) -> list[Hit]:
         toks = tokens(query)
-        spans: list[tuple[int, int, list[int]]] = []
-        for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
-            for start in range(0, len(toks) - n + 1):
-                gram = toks[start : start + n]
-                if all(t in _STOP for t in gram):
-                    continue
-                ids = self._by_key.get(" ".join(gram))
-                if ids:
-                    spans.append((start, start + n, ids))
-        taken = [False] * len(toks)
+        spans = [(s, e, ids) for s, e in ngram_spans(toks) if (ids := self._by_key.get(" ".join(toks[s:e])))]
         hits: list[Hit] = []
-        # longest spans first; a shorter span inside an already linked one is part of that name
-        for start, end, ids in spans:
-            if any(taken[start:end]):
-                continue
-            for t in range(start, end):
-                taken[t] = True
+        for start, end, ids, weight in longest_spans(spans, len(toks)):
             mention = " ".join(toks[start:end])
-            coverage = (end - start) / max(1, len(toks))
             for i in ids:
                 exact = 1.0 if self._labels[i] in query else 0.9
-                hits.append(Hit(i, round((0.5 + 0.5 * min(1.0, 4 * coverage)) * exact, 4), "mention", mention))
+                hits.append(Hit(i, round(weight * exact, 4), "mention", mention))
         if not hits:
             return [Hit(h.index, round(h.score * 0.8, 4), h.match) for h in self.search(query, limit)]
         hits.sort(key=lambda h: (-h.score, -self._prior(h.index), len(self._labels[h.index]), h.index))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field
 
-from .base import Capabilities, KnowledgeGraph, Limits
+from .base import Capabilities, KnowledgeGraph, LabelledEdgesKG, Limits
 from .describe import describe_relations
 from .eager import gather_eager
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
@@ -82,7 +82,7 @@ def _asked(relation_id: str, direction: Direction) -> Relation:
     return Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
 
 
-class LinkedKG(KnowledgeGraph):
+class LinkedKG(LabelledEdgesKG):
     def __init__(
         self,
         kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph],
@@ -426,26 +426,6 @@ class LinkedKG(KnowledgeGraph):
         cap = self.limits.max_relations
         truncated = any(rl.truncated for _, rl in answered) or len(rels) > cap
         return RelationList(relations=rels[:cap], truncated=truncated, partial=report.failed, warnings=report.warnings)
-
-    async def get_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return await self._edges(entity_ids, relation_id, direction, limit, offset, labelled=False)
-
-    async def get_labelled_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return await self._edges(entity_ids, relation_id, direction, limit, offset, labelled=True)
 
     async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
                      offset: int, labelled: bool) -> EdgePage:

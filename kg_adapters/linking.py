@@ -487,11 +487,7 @@ class Linker:
             keys = await self._edge_keys(this, entity_id, rule, Direction.forward)
             return [e for k in keys if (e := await other.resolve_key(k))]
         key = await this.entity_key(entity_id)  # the other KG's sameAs edges point at our IRI
-        node = await other.resolve_key(key) if key else None
-        if node is None:
-            return []
-        page = await self._edges(other, node, rule, Direction.backward)
-        return [e.target for e in page.edges if e.target]  # backward: the targets are the subjects
+        return await self._pointing_at(other, key, rule) if key else []
 
     async def _by_property(
         self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
@@ -530,11 +526,15 @@ class Linker:
             except KGError:
                 pass
         # the relation cannot be asked by value there: find it on the value's node instead
+        return await self._pointing_at(other, key, rule)
+
+    async def _pointing_at(self, other: KnowledgeGraph, key: str, rule: LinkRule) -> list[str]:
+        """The entities of ``other`` whose edge along the rule's relation reaches the node ``key`` names."""
         node = await other.resolve_key(key)
         if node is None:
             return []
         page = await self._edges(other, node, rule, Direction.backward)
-        return [e.target for e in page.edges if e.target]
+        return [e.target for e in page.edges if e.target]  # backward: the targets are the subjects
 
     # -- helpers --------------------------------------------------------------------------------------------------
     async def _find_relation(

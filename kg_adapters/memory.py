@@ -7,9 +7,8 @@ safe token (``movies:directed_by``), else ``<kg>:R<n>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-from .base import Capabilities, KnowledgeGraph, Limits
+from .base import Capabilities, LabelledEdgesKG, Limits
 from .describe import Describer
 from .errors import InvalidInput, NotFound
 from .label_index import LabelIndex
@@ -33,7 +32,7 @@ from .triple_index import TripleIndex
 _ENTITY_LOCAL = re.compile(r"^E(0|[1-9][0-9]{0,9})$")
 
 
-class MemoryKG(KnowledgeGraph):
+class MemoryKG(LabelledEdgesKG):
     capabilities = Capabilities(backend="memory", local_index=True)
 
     def __init__(
@@ -50,10 +49,9 @@ class MemoryKG(KnowledgeGraph):
         super().__init__(name, limits)
         self.index = index
         self.description = description
-        degree = [
-            sum(map(len, o.values())) + sum(map(len, i.values())) for o, i in zip(index.out, index.inc, strict=True)
-        ]
-        self._labels = LabelIndex([n.label for n in index.nodes], priors=degree)
+        self._local: LocalGraph | None = None
+        # ties between equally good label matches go to the better-connected entity
+        self._labels = LabelIndex([n.label for n in index.nodes], priors=self.local_graph().degrees())
         self._prefix = f"{name}:"
         self._entity_prefix = f"{name}:E"
         # Entity models are immutable, so each node's is built once, on first use: building them was the main
@@ -61,7 +59,6 @@ class MemoryKG(KnowledgeGraph):
         self._entities: list[Entity | None] = [None] * len(index.nodes)
         self._labelled: list[Entity | None] = [None] * len(index.nodes)  # the same, by label only
         self._describe = Describer(index) if derive_descriptions else None
-        self._local: LocalGraph | None = None
 
     # -- id mapping: the one place this backend's entity IDs are spelt and read --------------------------------
     def node_id(self, i: int) -> str:
@@ -164,28 +161,9 @@ class MemoryKG(KnowledgeGraph):
         rels = [self.relation_model(r, d, c, having[(r, d)]) for (r, d), c in ordered[:cap]]
         return RelationList.model_construct(relations=rels, truncated=len(ordered) > cap, partial=False, warnings=[])
 
-    async def get_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return self._edges(entity_ids, relation_id, direction, limit, offset, self.entity)
-
-    async def get_labelled_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return self._edges(entity_ids, relation_id, direction, limit, offset, self.labelled_entity)
-
-    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None, offset: int,
-               entity: Callable[[int], Entity]) -> EdgePage:
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
+        entity = self.labelled_entity if labelled else self.entity
         nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
         r = self.relation_index(relation_id)
         direction = Direction(direction)

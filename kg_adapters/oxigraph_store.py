@@ -23,12 +23,10 @@ label once into a :class:`~kg_adapters.label_index.LabelIndex`; that is the seam
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -38,8 +36,9 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
-from .base import Capabilities, KnowledgeGraph, Limits
+from .base import Capabilities, LabelledEdgesKG, Limits
 from .errors import BackendError, InvalidInput, KGError, NotFound
+from .fts_index import FtsLabelIndex, KeyHit
 from .label_index import Hit, LabelIndex
 from .lru import LRU
 from .models import (
@@ -71,7 +70,7 @@ from .rdf_file import (
 )
 from .text import humanize
 from .text import key as label_key
-from .triples_file import is_triples_file, iter_triples
+from .triples_file import is_gzipped, is_triples_file, iter_triples, open_binary
 
 ENTITY_NS = "urn:tot:e:"  # head/tail names of head|relation|tail files, percent-encoded
 RELATION_NS = "urn:tot:r:"  # relation names of head|relation|tail files, percent-encoded
@@ -168,15 +167,6 @@ class TermCodec:
 
 
 # -- label search seam -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class KeyHit:
-    key: str  # the IRI, or ``_:id`` for a blank node
-    label: str  # the name that matched
-    score: float
-    match: str
-    mention: str | None = None
-
-
 class LabelSearch(Protocol):
     """What OxigraphKG needs from an entity search index: hits keyed by IRI (``_:id`` for blank nodes), one per
     key, best first. :class:`kg_adapters.fts_index.FtsLabelIndex` (SQLite FTS5, on disk) has this shape."""
@@ -202,6 +192,17 @@ def key_term(k: str) -> Term:
     return ox.BlankNode(k[2:]) if k.startswith("_:") else ox.NamedNode(k)
 
 
+def label_rows(store: ox.Store) -> Iterator[tuple[str, str, str]]:
+    """``(key, name, kind)`` for every label (kind ``label``) and alias (``alias``) literal of the store: the names
+    entity search finds, whether read into memory (:class:`InMemoryLabelSearch`) or into the on-disk index
+    (:func:`kg_adapters.bulk_load.build_label_index`). Keys as :func:`term_key` writes them."""
+    for preds, kind in ((_LABEL_NODES, "label"), (_ALIAS_NODES, "alias")):
+        for pred in preds:
+            for q in store.quads_for_pattern(None, pred, None, None):
+                if isinstance(q.object, ox.Literal) and not isinstance(q.subject, ox.Triple):
+                    yield term_key(q.subject), q.object.value, kind
+
+
 class InMemoryLabelSearch:
     """Every label and alias in the store in a LabelIndex (built on first use). Holds only the names, not the
     triples: ~100 bytes per name."""
@@ -215,14 +216,11 @@ class InMemoryLabelSearch:
     def _build(self) -> LabelIndex:
         if self._index is None:
             seen: set[tuple[str, str]] = set()
-            for pred in _LABEL_NODES + _ALIAS_NODES:
-                for q in self._store.quads_for_pattern(None, pred, None, None):
-                    if isinstance(q.object, ox.Literal) and not isinstance(q.subject, ox.Triple):
-                        k = (term_key(q.subject), q.object.value)
-                        if k not in seen:
-                            seen.add(k)
-                            self._keys.append(k[0])
-                            self._texts.append(k[1])
+            for k, text, _ in label_rows(self._store):
+                if (k, text) not in seen:
+                    seen.add((k, text))
+                    self._keys.append(k)
+                    self._texts.append(text)
             self._index = LabelIndex(self._texts)
         return self._index
 
@@ -251,7 +249,7 @@ class InMemoryLabelSearch:
 
 
 # -- the backend -----------------------------------------------------------------------------------------------
-class OxigraphKG(KnowledgeGraph):
+class OxigraphKG(LabelledEdgesKG):
     capabilities = Capabilities(backend="oxigraph", sparql=True)
 
     def __init__(
@@ -507,26 +505,6 @@ class OxigraphKG(KnowledgeGraph):
                 seen.add(t)
                 yield t
 
-    async def get_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return self._edges(entity_ids, relation_id, direction, limit, offset, self.entity)
-
-    async def get_labelled_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
-        return self._edges(entity_ids, relation_id, direction, limit, offset, self.labelled_entity)
-
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
@@ -578,9 +556,10 @@ class OxigraphKG(KnowledgeGraph):
                 continue
         return out
 
-    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None, offset: int,
-               entity: Callable[[Term, str | None], Entity]) -> EdgePage:
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
         limit = self.limits.clamp(limit, self.limits.max_edges)
+        entity = self.labelled_entity if labelled else self.entity
         return self._read_edges(self.local_ids(entity_ids), relation_id, direction, limit, offset, entity)
 
     def _read_edges(self, locals_: list[str], relation_id: str, direction: Direction, limit: int, offset: int,
@@ -853,12 +832,7 @@ def load_into_store(
             fmt = rdf_format_for(source, format)
             if fmt is None:
                 raise InvalidInput(f"{source}: unknown file type; pass format= or use .txt/.tsv for triple files")
-            base_iri = source.resolve().as_uri()
-            if source.name.lower().endswith(".gz"):
-                with gzip.open(source, "rb") as fh:
-                    store.bulk_load(input=fh, format=_OX_FORMATS[fmt], base_iri=base_iri)
-            else:
-                store.bulk_load(path=str(source), format=_OX_FORMATS[fmt], base_iri=base_iri)
+            bulk_load_file(store, source, fmt)
             bases = _guess_bases(store)
     except SyntaxError as e:
         raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
@@ -870,6 +844,21 @@ def load_into_store(
     write_meta(store, **meta)
     store.flush()
     return store
+
+
+def bulk_load_file(store: ox.Store, source: Path, fmt: str) -> None:
+    """An RDF file, gzipped or not, into the store in one piece, its relative IRIs against the file's own; ``fmt``
+    is a format name (:data:`~kg_adapters.rdf_file.RDF_MEDIA_TYPES`). A parse error is an InvalidInput naming the
+    file."""
+    base_iri = source.resolve().as_uri()
+    try:
+        if is_gzipped(source):
+            with open_binary(source) as fh:
+                store.bulk_load(input=fh, format=_OX_FORMATS[fmt], base_iri=base_iri)
+        else:  # from the path: pyoxigraph reads the file itself
+            store.bulk_load(path=str(source), format=_OX_FORMATS[fmt], base_iri=base_iri)
+    except SyntaxError as e:
+        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
 
 
 def default_store_dir(source: Path, cache_dir: Path | None = None) -> Path:
@@ -905,7 +894,6 @@ def open_store(name: str, path: str | Path | None, limits: Limits | None, option
         store = ox.Store.read_only(str(path)) if opts.pop("read_only", True) else ox.Store(str(path))
     except OSError as e:
         raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
-    from .fts_index import FtsLabelIndex  # the on-disk label index `tot-mcp load` builds beside the store
     from .sparql.workers import StoreSource
 
     return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path),

@@ -8,7 +8,6 @@ can go backward from ``"1999"`` as from any entity. Named graphs are merged (a K
 
 from __future__ import annotations
 
-import gzip
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from .base import Capabilities, Limits
 from .errors import InvalidInput
 from .memory import MemoryKG
 from .triple_index import TripleIndex
+from .triples_file import is_gzipped, is_triples_file, open_binary
 
 if TYPE_CHECKING:
     from .sparql.workers import StoreSource
@@ -104,7 +104,6 @@ def file_query_source(source: str | Path, format: str | None = None) -> StoreSou
     """How a query process loads an RDF file into its own in-memory store (None for ``head|relation|tail``
     files, which need a conversion first: their caller queries run in threads of this process)."""
     from .sparql.workers import StoreSource
-    from .triples_file import is_triples_file
 
     source = Path(source)
     if is_triples_file(source):
@@ -113,7 +112,7 @@ def file_query_source(source: str | Path, format: str | None = None) -> StoreSou
     if fmt is None:
         return None
     return StoreSource(file=str(source.resolve()), media_type=RDF_MEDIA_TYPES[fmt],
-                       gz=source.name.lower().endswith(".gz"), base_iri=source.resolve().as_uri())
+                       gz=is_gzipped(source), base_iri=source.resolve().as_uri())
 
 
 def language_rank(lang: str | None, languages: Sequence[str]) -> float:
@@ -147,9 +146,8 @@ def parse_rdf(path: Path, fmt: str) -> list[tuple]:
     import rdflib
     from rdflib.compare import to_canonical_graph
 
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rb") as fh, warnings.catch_warnings():
+        with open_binary(path) as fh, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # rdflib's own N-Quads parser uses its deprecated API
             if fmt in _QUAD_FORMATS:
                 ds = rdflib.Dataset()

@@ -16,10 +16,14 @@ def is_triples_file(path: Path) -> bool:
     return path.name.lower().endswith(TRIPLE_SUFFIXES)
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+def is_gzipped(path: Path) -> bool:
+    """Whether a data file is read through gzip: its name ends in ``.gz``, in any case."""
+    return path.name.lower().endswith(".gz")
+
+
+def open_binary(path: Path) -> io.BufferedIOBase:
+    """A data file's bytes, decompressed when it is gzipped (:func:`is_gzipped`)."""
+    return gzip.open(path, "rb") if is_gzipped(path) else open(path, "rb")  # type: ignore[return-value]
 
 
 def iter_triples(path: Path):
@@ -27,7 +31,7 @@ def iter_triples(path: Path):
 
     A malformed line raises :class:`InvalidInput` naming the file and line, rather than being silently dropped.
     """
-    with _open_text(path) as fh:
+    with io.TextIOWrapper(open_binary(path), encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")
             if not line.strip():

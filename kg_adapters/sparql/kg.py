@@ -31,7 +31,7 @@ from ..models import (
     RelationList,
     inverse_of,
 )
-from ..text import bracketed_mentions, humanize, key, strip_brackets
+from ..text import bracketed_mentions, humanize, key, longest_spans, strip_brackets
 from . import queries, relsearch
 from .endpoint import JsonEndpoint
 from .escape import clean_search_text, sparql_literal
@@ -355,6 +355,18 @@ class SparqlKG(KnowledgeGraph):
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
         return rels
 
+    def _labelled_relations(self, rows: list[Row]) -> list[tuple[str, str, list[Row]]]:
+        """(local ID, label, its rows) of each relation ``?r`` of ``rows``, in their order; its best label is
+        remembered (the humanized local name when it has none, as get_relations shows it)."""
+        grouped: dict[str, list[Row]] = {}
+        for r in rows:
+            local = self.profile.relation_local(r["r"].value) if "r" in r else None
+            if local is not None:
+                grouped.setdefault(local, []).append(r)
+        return [(local, self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
+                                       or humanize(self.profile.fallback_label(local))), rs)
+                for local, rs in grouped.items()]
+
     async def _check_exist(self, terms: list[str], entity_ids: list[str]) -> None:
         """NotFound naming the IDs that occur in no triple at all (only asked when a result came back empty)."""
         found: set[str] = set()
@@ -484,46 +496,54 @@ class SparqlKG(KnowledgeGraph):
             groups.update(g)
         return order, groups
 
+    async def _adjacent_read(
+        self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int, labels: bool
+    ) -> tuple[list[tuple[str, Term, list[Row]]], bool] | None:
+        """The edges :meth:`adjacent` and :meth:`adjacent_ids` give, as (source, target, its rows) with
+        ``truncated``: one unsorted query per batch of sources (:func:`queries.adjacent`), target labels with them
+        if ``labels``. None where only the paged read answers right: Wikidata (its times and quantities read right
+        only with their value nodes) and structured values (blank nodes, read by their properties, which only
+        get_edges' query brings)."""
+        if self.profile.qualifiers:
+            return None
+        sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))]
+        _, rel_term = self._relation(relation_id)
+        forward = Direction(direction) is Direction.forward
+        out: list[tuple[str, Term, list[Row]]] = []
+        for batch in _chunks(sources, self.batch_size):
+            room = limit - len(out)  # asked for one edge more: a full read of the limit is not a cut one
+            rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1, labels))
+            page = self._group_edges(rows)
+            if self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
+                return None
+            if len(page) > room:
+                return out + page[:room], True
+            out.extend(page)
+        return out, False
+
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
-        """One unsorted query per batch of sources (see :func:`queries.adjacent`); labels come with the targets.
-        Wikidata keeps the paged read: its times and quantities read right only with their value nodes."""
-        if self.profile.qualifiers:
+        """:meth:`_adjacent_read`'s edges, labelled."""
+        read = await self._adjacent_read(entity_ids, relation_id, direction, limit, labels=True)
+        if read is None:
             return await super().adjacent(entity_ids, relation_id, direction, limit)
-        ids = list(dict.fromkeys(entity_ids))
-        sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(ids)]
-        rel_local, rel_term = self._relation(relation_id)
-        forward = Direction(direction) is Direction.forward
-        rel_id = self._qid(rel_local)
+        grouped, truncated = read
+        rel_id = self._qid(self.local_relation(relation_id))
         edges: list[Edge] = []
         entities: dict[str, Entity] = {}
-        truncated = False
-        for batch in _chunks(sources, self.batch_size):
-            room = limit - len(edges)  # asked for one edge more: a full read of the limit is not a cut one
-            rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1))
-            page = self._group_edges(rows)
-            if self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
-                # structured values read by their properties, which only get_edges' query brings
-                return await super().adjacent(entity_ids, relation_id, direction, limit)
-            if len(page) > room:
-                page, truncated = page[:room], True
-            for src, t, trows in page:
-                local, value = self._value(t)
-                if local is not None:
-                    self._remember(local, self._best(trows, "l", "lp", self.profile.label_preds))
-                    if (key := self._qid(local)) not in entities:  # setdefault would build the entity every time
-                        entities[key] = self._entity(local)
-                elif t.kind == "bnode":
-                    continue  # an opaque blank node (no structured values here): nothing to walk or show
-                if (key := self._qid(src)) not in entities:
-                    entities[key] = self._entity(src)
-                edges.append(Edge.model_construct(
-                    source=self._qid(src), relation=rel_id, direction=Direction(direction),
-                    target=self._qid(local) if local is not None else None, value=value, qualifiers=[],
-                ))
-            if truncated:
-                break
+        for src, t, trows in grouped:
+            local, value = self._value(t)
+            if local is not None:
+                self._remember(local, self._best(trows, "l", "lp", self.profile.label_preds))
+                if (key := self._qid(local)) not in entities:  # setdefault would build the entity every time
+                    entities[key] = self._entity(local)
+            if (key := self._qid(src)) not in entities:
+                entities[key] = self._entity(src)
+            edges.append(Edge.model_construct(
+                source=self._qid(src), relation=rel_id, direction=Direction(direction),
+                target=self._qid(local) if local is not None else None, value=value, qualifiers=[],
+            ))
         return EdgePage.model_construct(
             edges=edges, entities=entities, truncated=truncated, next_offset=None, partial=False, warnings=[],
             relation=None,
@@ -532,33 +552,19 @@ class SparqlKG(KnowledgeGraph):
     async def adjacent_ids(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> AdjacentIds:
-        """:meth:`adjacent`'s query without its label join, one row an edge, no models built."""
-        if self.profile.qualifiers:
+        """:meth:`_adjacent_read`'s edges without the label join, no models built."""
+        read = await self._adjacent_read(entity_ids, relation_id, direction, limit, labels=False)
+        if read is None:
             return await super().adjacent_ids(entity_ids, relation_id, direction, limit)
-        sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))]
-        _, rel_term = self._relation(relation_id)
-        forward = Direction(direction) is Direction.forward
+        grouped, truncated = read
         pairs: list[tuple[str, str]] = []
         values: list[tuple[str, str]] = []
-        truncated = False
-        for batch in _chunks(sources, self.batch_size):
-            room = limit - len(pairs) - len(values)
-            rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1, labels=False))
-            got = [(src, r["tgt"]) for r in rows
-                   if "tgt" in r and "src" in r and (src := self.profile.entity_local(r["src"])) is not None]
-            if self.structured_bnodes and any(t.kind == "bnode" for _, t in got):
-                # structured values are read by their properties, which only get_edges' query brings
-                return await super().adjacent_ids(entity_ids, relation_id, direction, limit)
-            if len(got) > room:
-                got, truncated = got[:room], True
-            for src, t in got:
-                local, value = self._value(t)
-                if local is not None:
-                    pairs.append((self._qid(src), self._qid(local)))
-                elif t.kind != "bnode" and value is not None:  # an opaque blank node: nothing to walk or show
-                    values.append((self._qid(src), value.value))
-            if truncated:
-                break
+        for src, t, _ in grouped:
+            local, value = self._value(t)
+            if local is not None:
+                pairs.append((self._qid(src), self._qid(local)))
+            elif value is not None:
+                values.append((self._qid(src), value.value))
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
@@ -828,18 +834,11 @@ class SparqlKG(KnowledgeGraph):
         for r in rows:
             if "ml" in r:
                 by_gram.setdefault(key(r["ml"].value), []).append(r)
-        spans = sorted(
-            ((grams[k], rs) for k, rs in by_gram.items() if k in grams), key=lambda x: (x[0][0] - x[0][1], x[0][0])
-        )
-        taken = [False] * len(toks)
         out: dict[str, EntityMatch] = {}
-        for (start, end, text), rs in spans:
-            if any(taken[start:end]):
-                continue
-            taken[start:end] = [True] * (end - start)
-            coverage = (end - start) / max(1, len(toks))
-            for m in self._matches(rs, {key(text): text})[:limit]:
-                score = round(m.score * (0.5 + 0.5 * min(1.0, 4 * coverage)), 4)
+        for _, _, k, weight in longest_spans([(*grams[k][:2], k) for k in by_gram if k in grams], len(toks)):
+            text = grams[k][2]
+            for m in self._matches(by_gram[k], {k: text})[:limit]:
+                score = round(m.score * weight, 4)
                 if m.entity.id not in out or out[m.entity.id].score < score:
                     out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
         if not out:
@@ -900,14 +899,7 @@ class SparqlKG(KnowledgeGraph):
         note = ""
         try:
             rows = await self._select(queries.relation_sample(self.profile, 20))
-            grouped: dict[str, list[Row]] = {}
-            for r in rows:
-                local = self.profile.relation_local(r["r"].value) if "r" in r else None
-                if local is not None:
-                    grouped.setdefault(local, []).append(r)
-            for local, rs in grouped.items():
-                label = self._best(rs, "l", "lp", self.profile.label_preds)
-                label = self._remember(local, label or humanize(self.profile.fallback_label(local)))
+            for local, label, rs in self._labelled_relations(rows):
                 n = next((int(r["n"].value) for r in rs if "n" in r), None)
                 sample.append(self._relation_model(local, label, Direction.forward, n))
         except BackendError as e:
@@ -973,15 +965,8 @@ class SparqlKG(KnowledgeGraph):
         limit = self.limits.clamp(limit, self.limits.max_search)
         words = [sparql_literal(w) for w in relsearch.needles(text)]
         rows = await self._select(queries.find_relations(self.profile, words, 300))
-        grouped: dict[str, list[Row]] = {}
-        for r in rows:
-            local = self.profile.relation_local(r["r"].value) if "r" in r else None
-            if local is not None:
-                grouped.setdefault(local, []).append(r)
         candidates = []
-        for local, rs in grouped.items():
-            label = self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
-                                   or humanize(self.profile.fallback_label(local)))
+        for local, label, rs in self._labelled_relations(rows):
             desc = self._best(rs, "d", "dp", self.profile.desc_preds)
             aliases = sorted({r["a"].value for r in rs if "a" in r} - {label})
             candidates.append((self._qid(local), label, desc, aliases, None))

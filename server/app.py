@@ -31,7 +31,8 @@ from tot_mcp.kg_adapters.errors import (
 from . import __version__
 from .apps import apps_extension, register_apps
 from .prompts import register_prompts
-from .resources import one_line, register_resources
+from .render import one_line
+from .resources import register_resources
 from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS

@@ -30,11 +30,14 @@ _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
 _QUALIFIERS_SHOWN = 8  # per edge in the text; a statement with dozens would drown the page
 
 
-def _short(text: str | None, limit: int = _ELLIPSIS_AT) -> str:
-    if not text:
-        return ""
-    text = " ".join(text.split())
+def one_line(text: str, limit: int = 500) -> str:
+    """``text`` with its whitespace folded to single spaces, cut to ``limit`` characters with ``...``."""
+    text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _short(text: str | None, limit: int = _ELLIPSIS_AT) -> str:
+    return one_line(text, limit) if text else ""
 
 
 def entity_line(entity: Entity) -> str:
@@ -123,8 +126,7 @@ def render_relation_search(text: str, hits: Sequence[Any], warnings: Sequence[st
         desc = f" - {h.description}" if h.description else ""
         via = f'  (matched "{h.matched}")' if h.matched != h.label else ""
         lines.append(f"{h.id}{count}: {h.label}{desc}{via}")
-    lines.extend(f"warning: {w}" for w in warnings)
-    return "\n".join(lines)
+    return "\n".join(lines + _footer(False, False, warnings))
 
 
 def _node_text(target: str | None, value: Literal | None, entities: dict[str, Entity]) -> str:
@@ -280,12 +282,9 @@ def render_paths(result) -> str:
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
             paths = f" [{t.paths}]" if len(result.hops) > 1 or t.paths > 1 else ""
             lines.append(f"  {ref}{paths}" + (f" via {via}" if via else ""))
-    counted_only = not result.targets and result.total
+    counted_only = not result.targets and result.total  # limit=0: not cut, whatever the page says
     more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
-    if not counted_only:
-        lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
-    else:
-        lines.extend(_footer(False, result.partial, result.warnings))
+    lines.extend(_footer(result.truncated and not counted_only, result.partial, result.warnings, more))
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
                              "targets"))
     return "\n".join(lines)

@@ -267,9 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     try:
         code, served = _main(argv, own_logging=as_program)
-    except UsageError as e:
-        return _fail(str(e))
-    except KGError as e:
+    except (UsageError, KGError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130

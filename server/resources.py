@@ -41,7 +41,6 @@ def _reader(kg: KnowledgeGraph):
     async def read() -> str:
         return (await kg.info()).model_dump_json(indent=1)
 
-    read.__name__ = f"kg_{kg.name}"
     return read
 
 

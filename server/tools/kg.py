@@ -105,6 +105,7 @@ class KGList(BaseModel):
 
 RELATIONS_FOUND = 10  # get_relations(search=...): the best few (search_relations' default before it merged here)
 
+
 def register(server: MCPServer, runtime: Runtime) -> None:
     """Add the KG tools to ``server``; they read KGs, limits and result handles from ``runtime``."""
     graph = runtime.graph
@@ -143,9 +144,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         args = {k: (v.value if isinstance(v, Direction) else v) for k, v in call.items() if v is not None}
         return handles.put(tool, args, reached).handle
 
-    async def _link(
-        query: str, kg: str | None, limit: int, ctx: Context | None, how: str
-    ) -> EntityMatches:
+    async def _link(query: str, kg: str | None, limit: int, ctx: Context | None, how: str) -> EntityMatches:
         query = limits.check_query(query)
         limit = limits.clamp(limit, limits.max_search)
         # each entity once
@@ -210,11 +209,6 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         return tool_result(result, render.render_matches(f"Entities with {relation} = {value!r}", found, [],
                                                          handle))
 
-    async def relations_of(ids: list[str]) -> RelationsResult:
-        used, rl = await relations_over(graph, ids)
-        return RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
-                               warnings=rl.warnings)
-
     async def search_relations(text: str, kg: str | None) -> CallToolResult:
         text = text.strip()
         if not text or len(text) > 200:
@@ -242,7 +236,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             if entity_ids or from_result:
                 raise InvalidInput("give entity_ids/from_result or search, not both")
             return await search_relations(search, kg)
-        result = await relations_of(sources(entity_ids, from_result))
+        used, rl = await relations_over(graph, sources(entity_ids, from_result))
+        result = RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
+                                 warnings=rl.warnings)
         if len(result.entity_ids) == 1:
             result.hint = "other relations of the KGs: list_kgs, or get_relations(search=...)"
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]

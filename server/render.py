@@ -74,6 +74,11 @@ def relation_line(rel: Relation, of: int | None = None) -> str:
     return f"{rel.id} ({rel.direction.value}){count}: {label}"
 
 
+def _first(ids: Sequence[str], n: int) -> str:
+    """``a, b, c and 7 more``: the first ``n`` IDs, then how many are left out."""
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
 def handle_line(handle: str | None, count: int, what: str = "entities") -> list[str]:
     """How to pass a result on without copying its IDs."""
     if not handle or count < 2:  # one ID is as short as a handle
@@ -107,7 +112,7 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
 
 
 def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
-    shown = ", ".join(entity_ids[:5]) + (f" and {len(entity_ids) - 5} more" if len(entity_ids) > 5 else "")
+    shown = _first(entity_ids, 5)
     if not result.relations:
         lines = [f"{shown}: no relations"]
     else:
@@ -234,9 +239,7 @@ def render_edges_result(result) -> str:
         on_page = " on this page" if result.truncated else ""
         lines.append(f"{result.targets} distinct target{'s' if result.targets != 1 else ''}{on_page}")
     if result.sources_without_edges:
-        quiet = result.sources_without_edges
-        shown = ", ".join(quiet[:10]) + (f" and {len(quiet) - 10} more" if len(quiet) > 10 else "")
-        lines.append(f"no such edge from: {shown}")
+        lines.append(f"no such edge from: {_first(result.sources_without_edges, 10)}")
     if result.hint:
         lines.append(result.hint)
     lines.extend(handle_line(result.result_id, len({e.target for e in result.edges if e.target})))
@@ -256,9 +259,8 @@ def render_paths(result) -> str:
 
     path = " → ".join(backward(rel(h.relation_id)) if h.direction is Direction.backward else rel(h.relation_id)
                       for h in result.hops)
-    start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
     linked = getattr(result, "linked", None)
-    lines = ([linked] if linked else []) + [f"{start} → {path}:"]
+    lines = ([linked] if linked else []) + [f"{_first(result.start, 5)} → {path}:"]
     if len(result.hops) > 1:
         lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:

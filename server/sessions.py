@@ -98,18 +98,16 @@ class SessionJanitor:
                 await noted(message)
 
         await self.app(scope, _replay(body, receive), hold)
-        if not refused:
-            await self._bound_client(client, opened, scope)
-            return
-        victim = self._victim()
-        if victim is not None:
+        if refused:
+            victim = self._victim()
+            if victim is None:
+                for message in held:  # every session is busy: the SDK's own 503 stands
+                    await send(message)
+                return
             await self._end(victim, scope)
             log.warning("session limit reached: ended session %s… (idle or half-open) to admit a new one", victim[:8])
-            await self.app(scope, _replay(body, receive), self._noting(send, client, opened))
-            await self._bound_client(client, opened, scope)
-            return
-        for message in held:  # every session is busy: the SDK's own 503 stands
-            await send(message)
+            await self.app(scope, _replay(body, receive), noted)
+        await self._bound_client(client, opened, scope)
 
     def _noting(self, send: Send, client: str, opened: list[str]) -> Send:
         async def noted(message: Message) -> None:

@@ -206,8 +206,7 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
     """Serve the search-tree app and the drawn trees. Called
     once by :func:`server.app.build_server` (which advertises them with :func:`apps_extension`); the
     ``tree_of_traversals`` tool points at :data:`APP_URI`."""
-    limits = runtime.config.server
-    views = runtime.tree_views = TreeViews(ttl_seconds=limits.handle_ttl or 3600.0)
+    views = runtime.tree_views = TreeViews(ttl_seconds=runtime.config.server.handle_ttl or 3600.0)
 
     @server.resource(
         TEMPLATE,

@@ -31,7 +31,8 @@ from tot_mcp.kg_adapters.errors import (
 from . import __version__
 from .apps import apps_extension, register_apps
 from .prompts import register_prompts
-from .resources import one_line, register_resources
+from .render import one_line
+from .resources import register_resources
 from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS
@@ -50,19 +51,21 @@ INSTRUCTIONS = (
 )
 
 
+#: what a KGError is, by the first class it is an instance of (subclasses before their bases)
+_KINDS: tuple[tuple[type[KGError], str], ...] = (
+    (UnknownKG, "unknown KG"),
+    (InvalidInput, "invalid input"),
+    (NotFound, "not found"),
+    (ServiceUnavailable, "unavailable"),
+    (BackendRefused, "backend refused (change the request; retrying will not help)"),
+    (EndpointFailed, "backend error (if the endpoint's message names the request, change it; else retry later)"),
+    (BackendError, "backend error (may be transient, retry later)"),
+)
+
+
 def describe_kg_error(exc: KGError) -> str:
     """``not found: no entity movies:E99 in KG 'movies'`` — the kind first, so a model can tell retry from fix."""
-    kind = (
-        "unknown KG" if isinstance(exc, UnknownKG)
-        else "invalid input" if isinstance(exc, InvalidInput)
-        else "not found" if isinstance(exc, NotFound)
-        else "unavailable" if isinstance(exc, ServiceUnavailable)
-        else "backend refused (change the request; retrying will not help)" if isinstance(exc, BackendRefused)
-        else "backend error (if the endpoint's message names the request, change it; else retry later)"
-        if isinstance(exc, EndpointFailed)
-        else "backend error (may be transient, retry later)" if isinstance(exc, BackendError)
-        else "error"
-    )
+    kind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "error")
     return one_line(f"{kind}: {exc}")
 
 

@@ -150,7 +150,7 @@ class TreeViews:
     """Drawn search trees by run ID (``t`` + 12 hex of the drawing's hash): bounded LRU with an age limit."""
 
     def __init__(self, max_entries: int = 200, ttl_seconds: float = 3600.0) -> None:
-        self.max_entries, self.ttl = max_entries, ttl_seconds
+        self.ttl = ttl_seconds
         self._views: LRU[TreeView] = LRU(max_entries, ttl=ttl_seconds)
 
     def put(self, question: str, fragment: str) -> TreeView:
@@ -206,8 +206,7 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
     """Serve the search-tree app and the drawn trees. Called
     once by :func:`server.app.build_server` (which advertises them with :func:`apps_extension`); the
     ``tree_of_traversals`` tool points at :data:`APP_URI`."""
-    limits = runtime.config.server
-    views = runtime.tree_views = TreeViews(ttl_seconds=limits.handle_ttl or 3600.0)
+    views = runtime.tree_views = TreeViews(ttl_seconds=runtime.config.server.handle_ttl or 3600.0)
 
     @server.resource(
         TEMPLATE,
@@ -224,12 +223,9 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
         view = views.get(run.strip())
         return render_page(view.fragment, view.run, f"Search tree: {view.question}")
 
-    def app() -> str:
-        return render_page()
-
     # the app itself is a plain resource too, so resources/list shows it (a template is listed only as a template)
     server.add_resource(FunctionResource.from_function(
-        fn=app, uri=APP_URI, name="search-tree-app", title="Tree-of-Traversals search tree (app)",
+        fn=render_page, uri=APP_URI, name="search-tree-app", title="Tree-of-Traversals search tree (app)",
         description="The MCP Apps view that draws the search tree of a tree_of_traversals result.",
         mime_type=APP_MIME_TYPE, meta={"ui": {"prefersBorder": True}}))
 

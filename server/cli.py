@@ -31,9 +31,10 @@ from tot_mcp.strategies.system import freeze_loaded_objects
 from . import __version__
 
 EXIT_USAGE = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 # Subcommands dispatched on argv[1] before option parsing: name -> "module:function" taking argv[2:] and returning
-# an exit code. Add `"load": "tot_mcp.kg_adapters.load_cli:main"` (or wherever it lives) when that command lands.
+# an exit code.
 SUBCOMMANDS: dict[str, str] = {"load": "tot_mcp.kg_adapters.bulk_load:main"}  # tot-mcp load FILES --into STORE
 
 LIMIT_FLAGS = {  # flag -> (Limits field, help)
@@ -144,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-ttl", type=float, default=600.0, metavar="SECONDS",
                    help="how long a cached result stays valid (default 600)")
     p.add_argument("--log-level", default=None, type=str.upper,
-                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="stderr log level (default WARNING)")
+                   choices=LOG_LEVELS, help="stderr log level (default WARNING)")
     p.add_argument("--tools", choices=["default", "all"], default=None,
                    help="the tools clients see: default (what a model needs, ~7k characters of tool list) or all "
                         "(each strategy with its algorithm knobs, build_index, router_stats)")
@@ -249,27 +250,18 @@ def run_check(runtime) -> int:
     return 0 if not failed else 1
 
 
-def _dispatch_subcommand(argv: list[str]) -> int | None:
-    if argv and argv[0] in SUBCOMMANDS:
-        module, func = SUBCOMMANDS[argv[0]].split(":")
-        return int(getattr(importlib.import_module(module), func)(argv[1:]) or 0)
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code. When run as a program (``argv`` None) and a
     server has finished serving, the process ends with ``os._exit``: tearing down a large in-memory KG object by
     object takes seconds, and a client waiting for the server to exit has nothing to gain from it."""
     as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    code = _dispatch_subcommand(argv)
-    if code is not None:
-        return code
+    if argv and argv[0] in SUBCOMMANDS:
+        module, func = SUBCOMMANDS[argv[0]].split(":")
+        return int(getattr(importlib.import_module(module), func)(argv[1:]) or 0)
     try:
         code, served = _main(argv, own_logging=as_program)
-    except UsageError as e:
-        return _fail(str(e))
-    except KGError as e:
+    except (UsageError, KGError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130
@@ -299,7 +291,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     if handle_flags:
         config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
     level = str(_setting(args, config, "log_level", "WARNING")).upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    if level not in LOG_LEVELS:
         raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
     if own_logging:
         _configure_logging(level)
@@ -325,7 +317,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
 
     from .app import build_server
     from .slow_clients import BODY_SECONDS, HEADER_SECONDS
-    from .transports import MAX_PER_CLIENT, MAX_SESSIONS, bind_socket, serve_http, serve_stdio
+    from .transports import LOOPBACK, MAX_PER_CLIENT, MAX_SESSIONS, bind_socket, serve_http, serve_stdio
 
     server = build_server(runtime)
     freeze_loaded_objects()
@@ -341,7 +333,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
         return 0, True
     if not isinstance(port, int) or not 0 <= port <= 65535:
         raise UsageError(f"port {port!r} is out of range 0-65535")
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+    if host not in LOOPBACK and not token:
         print(f"tot-mcp: warning: serving on {host} without --token: anyone who can reach it can query the KGs",
               file=sys.stderr)
     try:

@@ -56,9 +56,7 @@ class HandleStore:
                  path: Path | None = None) -> None:
         if max_entries < 1 or ttl_seconds <= 0:
             raise InvalidInput("the result-handle store needs a size ≥ 1 and an age limit > 0")
-        self.fingerprint = fingerprint
         self._salted = hashlib.blake2b(fingerprint.encode(), digest_size=5)
-        self.max_entries = max_entries
         self.ttl = ttl_seconds
         self._sets: LRU[ResultSet] = LRU(max_entries, ttl=ttl_seconds)  # an age counted from the call
         # on disk as many as in memory, per set of served KGs: --handles bounds both

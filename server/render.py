@@ -30,11 +30,14 @@ _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
 _QUALIFIERS_SHOWN = 8  # per edge in the text; a statement with dozens would drown the page
 
 
-def _short(text: str | None, limit: int = _ELLIPSIS_AT) -> str:
-    if not text:
-        return ""
-    text = " ".join(text.split())
+def one_line(text: str, limit: int = 500) -> str:
+    """``text`` with its whitespace folded to single spaces, cut to ``limit`` characters with ``...``."""
+    text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _short(text: str | None, limit: int = _ELLIPSIS_AT) -> str:
+    return one_line(text, limit) if text else ""
 
 
 def entity_line(entity: Entity) -> str:
@@ -71,6 +74,11 @@ def relation_line(rel: Relation, of: int | None = None) -> str:
     return f"{rel.id} ({rel.direction.value}){count}: {label}"
 
 
+def _first(ids: Sequence[str], n: int) -> str:
+    """``a, b, c and 7 more``: the first ``n`` IDs, then how many are left out."""
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
 def handle_line(handle: str | None, count: int, what: str = "entities") -> list[str]:
     """How to pass a result on without copying its IDs."""
     if not handle or count < 2:  # one ID is as short as a handle
@@ -104,7 +112,7 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
 
 
 def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
-    shown = ", ".join(entity_ids[:5]) + (f" and {len(entity_ids) - 5} more" if len(entity_ids) > 5 else "")
+    shown = _first(entity_ids, 5)
     if not result.relations:
         lines = [f"{shown}: no relations"]
     else:
@@ -123,8 +131,7 @@ def render_relation_search(text: str, hits: Sequence[Any], warnings: Sequence[st
         desc = f" - {h.description}" if h.description else ""
         via = f'  (matched "{h.matched}")' if h.matched != h.label else ""
         lines.append(f"{h.id}{count}: {h.label}{desc}{via}")
-    lines.extend(f"warning: {w}" for w in warnings)
-    return "\n".join(lines)
+    return "\n".join(lines + _footer(False, False, warnings))
 
 
 def _node_text(target: str | None, value: Literal | None, entities: dict[str, Entity]) -> str:
@@ -232,9 +239,7 @@ def render_edges_result(result) -> str:
         on_page = " on this page" if result.truncated else ""
         lines.append(f"{result.targets} distinct target{'s' if result.targets != 1 else ''}{on_page}")
     if result.sources_without_edges:
-        quiet = result.sources_without_edges
-        shown = ", ".join(quiet[:10]) + (f" and {len(quiet) - 10} more" if len(quiet) > 10 else "")
-        lines.append(f"no such edge from: {shown}")
+        lines.append(f"no such edge from: {_first(result.sources_without_edges, 10)}")
     if result.hint:
         lines.append(result.hint)
     lines.extend(handle_line(result.result_id, len({e.target for e in result.edges if e.target})))
@@ -254,9 +259,8 @@ def render_paths(result) -> str:
 
     path = " → ".join(backward(rel(h.relation_id)) if h.direction is Direction.backward else rel(h.relation_id)
                       for h in result.hops)
-    start = ", ".join(result.start[:5]) + (f" and {len(result.start) - 5} more" if len(result.start) > 5 else "")
     linked = getattr(result, "linked", None)
-    lines = ([linked] if linked else []) + [f"{start} → {path}:"]
+    lines = ([linked] if linked else []) + [f"{_first(result.start, 5)} → {path}:"]
     if len(result.hops) > 1:
         lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:
@@ -280,12 +284,9 @@ def render_paths(result) -> str:
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
             paths = f" [{t.paths}]" if len(result.hops) > 1 or t.paths > 1 else ""
             lines.append(f"  {ref}{paths}" + (f" via {via}" if via else ""))
-    counted_only = not result.targets and result.total
+    counted_only = not result.targets and result.total  # limit=0: not cut, whatever the page says
     more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
-    if not counted_only:
-        lines.extend(_footer(result.truncated, result.partial, result.warnings, more))
-    else:
-        lines.extend(_footer(False, result.partial, result.warnings))
+    lines.extend(_footer(result.truncated and not counted_only, result.partial, result.warnings, more))
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
                              "targets"))
     return "\n".join(lines)

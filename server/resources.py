@@ -30,6 +30,7 @@ from tot_mcp.kg_adapters.errors import InvalidInput, KGError, NotFound, UnknownK
 from tot_mcp.kg_adapters.sparql.values import EntityDetails
 
 from . import render
+from .render import one_line
 from .runtime import Runtime
 
 ENTITY_TEMPLATE = "kg://{kg}/entity/{id}"
@@ -40,13 +41,7 @@ def _reader(kg: KnowledgeGraph):
     async def read() -> str:
         return (await kg.info()).model_dump_json(indent=1)
 
-    read.__name__ = f"kg_{kg.name}"
     return read
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def entity_id_of(kg: str, id: str) -> str:

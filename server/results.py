@@ -2,17 +2,33 @@
 
 Every tool in ``server/tools/`` returns ``tool_result(model, text)`` and declares
 ``-> Annotated[CallToolResult, ThatModel]`` so the SDK publishes ``ThatModel``'s JSON schema as the tool's
-``outputSchema`` while the content block holds the token-efficient rendering instead of a JSON dump.
+``outputSchema`` while the content block holds the token-efficient rendering instead of a JSON dump. Tools that
+report progress hand the layers below ``progress_to(ctx)``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 
-def tool_result(model: BaseModel, text: str) -> CallToolResult:
+def tool_result(model: BaseModel, text: str, exclude_none: bool = False) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
-        structured_content=model.model_dump(mode="json", by_alias=True),
+        structured_content=model.model_dump(mode="json", by_alias=True, exclude_none=exclude_none),
     )
+
+
+def progress_to(ctx: Context | None, suffix: str = "") -> Any:
+    """A progress callback ``(done, total, message)`` that reports ``message + suffix`` to the client; None without
+    a request context."""
+    if ctx is None:
+        return None
+
+    async def report(done: float, total: float | None, message: str) -> None:
+        await ctx.report_progress(done, total, message + suffix)
+
+    return report

@@ -160,11 +160,6 @@ class Runtime:
         return (await self.relation_names()).resolve(relation)
 
     # -- shared services ------------------------------------------------------------------------------------
-    @property
-    def policy_state(self) -> dict:
-        """What tree-search policies keep between calls (the offline reasoner's KG statistics)."""
-        return self.services.policy_state
-
     def embedder(self) -> "Embedder":
         """The shared sentence embedder, loaded on first use (blocking, ~6 s): call from a worker thread or use
         :meth:`aembedder` in async code."""

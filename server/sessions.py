@@ -86,31 +86,28 @@ class SessionJanitor:
         refused = False
         client = _peer(scope)
         opened: list[str] = []  # the session this request opened, once the app has answered
+        noted = self._noting(send, client, opened)
 
         async def hold(message: Message) -> None:
             nonlocal refused
             if message["type"] == "http.response.start":
                 refused = message["status"] == 503 and bool(self.opened)
-                if not refused:
-                    opened.extend(self._note_opened(message, client))
             if refused:
                 held.append(message)
             else:
-                await send(message)
+                await noted(message)
 
         await self.app(scope, _replay(body, receive), hold)
-        if not refused:
-            await self._bound_client(client, opened, scope)
-            return
-        victim = self._victim()
-        if victim is not None:
+        if refused:
+            victim = self._victim()
+            if victim is None:
+                for message in held:  # every session is busy: the SDK's own 503 stands
+                    await send(message)
+                return
             await self._end(victim, scope)
             log.warning("session limit reached: ended session %s… (idle or half-open) to admit a new one", victim[:8])
-            await self.app(scope, _replay(body, receive), self._noting(send, client, opened))
-            await self._bound_client(client, opened, scope)
-            return
-        for message in held:  # every session is busy: the SDK's own 503 stands
-            await send(message)
+            await self.app(scope, _replay(body, receive), noted)
+        await self._bound_client(client, opened, scope)
 
     def _noting(self, send: Send, client: str, opened: list[str]) -> Send:
         async def noted(message: Message) -> None:
@@ -121,7 +118,7 @@ class SessionJanitor:
         return noted
 
     def _note_opened(self, start: Message, client: str) -> list[str]:
-        session = next((v.decode("latin-1") for k, v in start.get("headers", ()) if k.lower() == _SESSION), None)
+        session = _header(start, _SESSION)
         if session is None or start["status"] >= 400:
             return []
         now = time.monotonic()
@@ -182,7 +179,8 @@ def _peer(scope: Scope) -> str:
     return str(peer[0]) if peer else "?"
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def _header(scope: Scope | Message, name: bytes) -> str | None:
+    """The value of header ``name`` in a request's scope or a response's start message."""
     return next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == name), None)
 
 

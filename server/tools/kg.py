@@ -29,7 +29,7 @@ from tot_mcp.kg_adapters.sparql.relsearch import RelationHit
 from tot_mcp.kg_adapters.sparql.values import EntityDetails
 
 from .. import render
-from ..results import tool_result
+from ..results import progress_to, tool_result
 from ..runtime import Runtime
 
 
@@ -105,17 +105,6 @@ class KGList(BaseModel):
 
 RELATIONS_FOUND = 10  # get_relations(search=...): the best few (search_relations' default before it merged here)
 
-# -- helpers ----------------------------------------------------------------------------------------------------
-def progress_to(ctx: Context | None) -> Any:
-    """A progress callback reporting "<KG> answered" to the client, when the client asked for progress."""
-    if ctx is None:
-        return None
-
-    async def report(done: int, total: int, name: str) -> None:
-        await ctx.report_progress(done, total, f"{name} answered")
-
-    return report
-
 
 def register(server: MCPServer, runtime: Runtime) -> None:
     """Add the KG tools to ``server``; they read KGs, limits and result handles from ``runtime``."""
@@ -155,12 +144,11 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         args = {k: (v.value if isinstance(v, Direction) else v) for k, v in call.items() if v is not None}
         return handles.put(tool, args, reached).handle
 
-    async def _link(
-        query: str, kg: str | None, limit: int, ctx: Context | None, how: str
-    ) -> EntityMatches:
+    async def _link(query: str, kg: str | None, limit: int, ctx: Context | None, how: str) -> EntityMatches:
         query = limits.check_query(query)
         limit = limits.clamp(limit, limits.max_search)
-        found = await runtime.select(kg).find_matches(query, limit, how, progress_to(ctx))  # each entity once
+        # each entity once
+        found = await runtime.select(kg).find_matches(query, limit, how, progress_to(ctx, " answered"))
         handle = remember(how, [m.entity.id for m in found.entities], query=query, kg=kg, limit=limit)
         return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, result_id=handle,
                              omitted=found.omitted, partial=bool(found.warnings), warnings=found.warnings)
@@ -221,11 +209,6 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         return tool_result(result, render.render_matches(f"Entities with {relation} = {value!r}", found, [],
                                                          handle))
 
-    async def relations_of(ids: list[str]) -> RelationsResult:
-        used, rl = await relations_over(graph, ids)
-        return RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
-                               warnings=rl.warnings)
-
     async def search_relations(text: str, kg: str | None) -> CallToolResult:
         text = text.strip()
         if not text or len(text) > 200:
@@ -253,7 +236,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             if entity_ids or from_result:
                 raise InvalidInput("give entity_ids/from_result or search, not both")
             return await search_relations(search, kg)
-        result = await relations_of(sources(entity_ids, from_result))
+        used, rl = await relations_over(graph, sources(entity_ids, from_result))
+        result = RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
+                                 warnings=rl.warnings)
         if len(result.entity_ids) == 1:
             result.hint = "other relations of the KGs: list_kgs, or get_relations(search=...)"
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
@@ -328,7 +313,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         pick is visible and a model can pass entity_ids instead."""
         mention = limits.check_query(mention).strip()
         query = mention if "[" in mention else f"[{mention}]"
-        found = await graph.find_matches(query, 5, "link", progress_to(ctx))
+        found = await graph.find_matches(query, 5, "link", progress_to(ctx, " answered"))
         if not found.entities:
             raise NotFound(f"no entity matches {mention!r}; try search_entities with another spelling")
         best, rest = found.entities[0], found.entities[1:]
@@ -367,7 +352,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         """The KGs: name, backend, size, how they are linked, and their relations, each with an example edge
         that shows its direction when there are few (a sample when there are many: get_relations(search=...) finds
         more)."""
-        infos, warnings = await graph.member_infos(progress_to(ctx))
+        infos, warnings = await graph.member_infos(progress_to(ctx, " answered"))
         links = [r.describe() for r in graph.linker.rules]
         result = KGList(kgs=infos, links=links, warnings=warnings, examples=await runtime.relation_examples())
         linked = [f"links: {'; '.join(links)} (get_relations and get_edges follow them)"] if links else []

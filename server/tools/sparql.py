@@ -13,7 +13,7 @@ import json
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from tot_mcp.kg_adapters.errors import InvalidInput
@@ -25,6 +25,7 @@ from tot_mcp.kg_adapters.sparql.guard import (
     SparqlTerm,
 )
 
+from ..results import tool_result
 from ..runtime import Runtime
 
 MAX_TEXT_CHARS = 8000  # the rendered table; rows beyond it are left out of text and structured result alike
@@ -77,13 +78,9 @@ def render(result: SparqlRows, shown_prefixes: dict[str, str]) -> tuple[SparqlRo
     head = f"{result.form} on {result.kg}"
     if result.prefixes:
         head += f" (prefixes declared for you: {', '.join(f'{p}:' for p in result.prefixes)})"
-    lines: list[str] = []
-    if result.form == "ASK":
-        lines = [f"{head}: {'true' if result.boolean else 'false'}"]
-        return result, "\n".join(lines + [f"note: {n}" for n in result.notes])
-    if not result.rows:
-        lines = [f"{head}: no results"]
-        return result, "\n".join(lines + [f"note: {n}" for n in result.notes])
+    if result.form == "ASK" or not result.rows:
+        answer = ("true" if result.boolean else "false") if result.form == "ASK" else "no results"
+        return result, "\n".join([f"{head}: {answer}", *(f"note: {n}" for n in result.notes)])
     columns = result.columns or sorted({k for r in result.rows for k in r})
     table = [" | ".join(("?" + c) if result.form in ("SELECT",) else c for c in columns)]
     size = len(head) + len(table[0])
@@ -144,7 +141,6 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                f"{', '.join(able)}")
         result = await target.sparql_query(query, limit=limit, timeout=DEFAULT_TIMEOUT)
         result, text = render(result, result.namespaces)
-        return CallToolResult(content=[TextContent(type="text", text=text)],
-                              structured_content=result.model_dump(mode="json", exclude_none=True))
+        return tool_result(result, text, exclude_none=True)
 
 

@@ -23,7 +23,7 @@ from tot_mcp.strategies.results import StrategyResult, render_ranked
 from tot_mcp.strategies.route_stats import RouteStatsSnapshot
 from tot_mcp.strategies.services import CHEAP
 
-from ..results import tool_result
+from ..results import progress_to, tool_result
 from ..runtime import Runtime
 
 Query = Annotated[str, Field(description="The question; mark entity mentions in [brackets].")]
@@ -40,16 +40,6 @@ class IndexStatus(BaseModel):
     levels: dict[str, int] = Field(default_factory=dict, description="Communities per level, when built")
     seconds: float
     cache_dir: str
-
-
-def _progress(ctx: Context | None):
-    if ctx is None:
-        return None
-
-    async def report(done: float, total: float | None, message: str) -> None:
-        await ctx.report_progress(done, total, message)
-
-    return report
 
 
 def kg_for(strategy: Strategy, runtime: Runtime, name: str | None) -> Any:
@@ -91,7 +81,7 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
         wants_llm = strategy.llm_option is not None and getattr(options, strategy.llm_option) == "llm"
         call = Call(services=services, kg=kg, query=query, options=options,
                     llm_kind=runtime.config.llm.backend or "offline" if wants_llm else "offline",
-                    llm_factory=(lambda: runtime.llm(ctx)) if wants_llm else None, progress=_progress(ctx),
+                    llm_factory=(lambda: runtime.llm(ctx)) if wants_llm else None, progress=progress_to(ctx),
                     needs=strategy.needs, method=strategy.name, build=build)
         out = await strategy.run(call)
         if out.usage is None and not call.offline:
@@ -147,7 +137,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         needs = {"dense": ("dense", "static"), "hierarchy": ("hierarchy",),
                  "all": ("dense", "static", "hierarchy")}[index]
         t0 = time.perf_counter()
-        res = await services.resources(k, needs, progress=_progress(ctx), build=True)
+        res = await services.resources(k, needs, progress=progress_to(ctx), build=True)
         levels: dict[str, int] = {}
         if "hierarchy" in needs:
             from tot_mcp.strategies.deep_graphrag import hierarchy_for

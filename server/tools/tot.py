@@ -16,7 +16,7 @@ from tot_mcp.strategies.registry import Call, get
 from tot_mcp.strategies.tot.search import RankedAnswer, SearchNode
 
 from ..apps import TOOL_META, publish_tree
-from ..results import tool_result
+from ..results import progress_to, tool_result
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -42,6 +42,11 @@ class TreeOfTraversalsResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     view: str | None = Field(default=None, description="This search tree drawn as an HTML page: a ui:// resource "
                              "(MCP Apps; read it with resources/read). Kept by this server process for a while.")
+
+
+#: the fields of TreeOfTraversalsResult that the search result holds as they are
+_FROM_SEARCH = ("status", "answer", "partial", "partial_reason", "value", "expansions", "usage", "subgraph_text",
+                "nodes", "path")
 
 
 def register(server: "MCPServer", runtime: "Runtime") -> None:
@@ -86,36 +91,17 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         if "max_edges_per_expansion" not in runtime.services.strategy_options.get("tot", {}):
             given["max_edges_per_expansion"] = min(50, runtime.limits.max_edges)
         options = runtime.services.options(strategy, given)
-
-        async def progress(done: float, total: float | None, message: str) -> None:
-            if ctx is not None:
-                await ctx.report_progress(done, total, message)
-
         call = Call(services=runtime.services, kg=graph, scope=graph, query=query, options=options, llm_kind=kind,
-                    llm_factory=None if kind == "offline" else (lambda: backend), progress=progress, method="tot")
+                    llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx),
+                    method="tot")
         try:
             out = await strategy.run(call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         result = out._search
         view = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
-        model = TreeOfTraversalsResult(
-            question=query,
-            status=result.status,
-            answer=result.answer,
-            partial=result.partial,
-            partial_reason=result.partial_reason,
-            value=result.value,
-            llm=kind,
-            expansions=result.expansions,
-            usage=result.usage,
-            subgraph_text=result.subgraph_text,
-            tree_text=result.tree_text(),
-            nodes=result.nodes,
-            path=result.path,
-            warnings=warnings,
-            view=view.uri,
-        )
+        model = TreeOfTraversalsResult(question=query, llm=kind, tree_text=result.tree_text(), warnings=warnings,
+                                       view=view.uri, **{f: getattr(result, f) for f in _FROM_SEARCH})
         shown = "; ".join(f"{it.text} ({it.entity_id})" if it.entity_id else it.text for it in result.answer.items)
         text = [
             f"Answer: {shown or result.answer.text}",

@@ -226,19 +226,14 @@ NOTHING_MATCHED = ("(no entity of this KG matched the question; look its names u
 
 
 def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached]:
-    if not cands:
-        return []
-    best = max(c.score for c in cands)
+    best = max((c.score for c in cands), default=0.0)  # (no candidates: nothing passes, [] below)
     return sorted((c for c in cands if c.score >= best - margin), key=lambda c: -c.score)[:cap]
 
 
 def _relations_at(graph: LocalGraph, frontier: Sequence[Reached], cache: NeighbourCache) -> list[str]:
-    seen: dict[str, None] = {}
-    for f in frontier:
-        for r, d, targets in cache.groups(graph, f.node):
-            if targets:
-                seen[graph.rel_labels[r] if d is Direction.forward else backward(graph.rel_labels[r])] = None
-    return list(seen)
+    names = (graph.rel_labels[r] if d is Direction.forward else backward(graph.rel_labels[r])
+             for f in frontier for r, d, targets in cache.groups(graph, f.node) if targets)
+    return list(dict.fromkeys(names))
 
 
 def _relation_filter(graph: LocalGraph, names: list[str] | None) -> set[int] | None:

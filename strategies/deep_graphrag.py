@@ -496,10 +496,12 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
     q = np.ascontiguousarray(q, dtype=np.float32)
     ent = res.dense(build=False).vectors
     anchors = [int(a) for a in anchors if 0 <= int(a) < graph.n]
+    first0 = [hierarchy.community_of(a)[0] for a in anchors]  # the anchors' communities, entered first
+    first1 = [hierarchy.community_of(a)[1] for a in anchors]
     s0 = hierarchy.l0_scores(q)
-    top0 = _ranked(s0, None, [hierarchy.community_of(a)[0] for a in anchors], beam)
+    top0 = _ranked(s0, None, first0, beam)
     kids, s1 = hierarchy.l1_scores(top0, q)
-    top1 = _ranked(s1, kids, [hierarchy.community_of(a)[1] for a in anchors], beam)
+    top1 = _ranked(s1, kids, first1, beam)
     s1_of = dict(zip(kids.tolist(), s1.tolist()))
     leaf = np.concatenate([hierarchy.members[c] for c in top1]) if top1 else np.zeros(0, np.int64)
     n1 = n2 = np.zeros(0, np.int64)
@@ -523,14 +525,12 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
     ]
     scanned = len(hierarchy.l0_reps) + int((hierarchy.l1_rep_start[kids + 1] - hierarchy.l1_rep_start[kids]).sum()) \
         + len(cand)
-    anchored0 = {hierarchy.community_of(a)[0] for a in anchors}
-    anchored1 = {hierarchy.community_of(a)[1] for a in anchors}
     return BeamResult(
         query=query, kg=kg.name, results=results,
         l0=[CommunityHit(level="L0", id=int(c), score=round(float(s0[c]), 6), description=hierarchy.l0_text[c],
-                         anchored=c in anchored0) for c in top0],
+                         anchored=c in first0) for c in top0],
         l1=[CommunityHit(level="L1", id=int(c), score=round(float(s1_of[c]), 6), description=hierarchy.l1_text[c],
-                         anchored=c in anchored1) for c in top1],
+                         anchored=c in first1) for c in top1],
         scanned_entities=len(cand), scanned_vectors=int(scanned), levels=hierarchy.levels,
         seconds=round(time.perf_counter() - t0, 6),
     )

@@ -168,27 +168,21 @@ class PromptedPolicy(Policy):
     ) -> list[float]:
         if not self.batch:
             return [await self.value(s) for s in states]
-        out: list[float | None] = [None] * len(states)
         answers = [i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None]
         steps = [i for i in range(len(states)) if i not in answers]
         # Only expansions that reached something tell the judge more than the proposer knew: alternatives of one
         # relation choice are valued together; the rest (a THINK beside EXPAND_KG, two entity selections) keep the
         # order the model proposed them in, best first, just below their parent (no call).
         base = 0.5 if parent_value is None else parent_value
-        for rank, i in enumerate(steps):
-            out[i] = base * (1.0 - 0.05 * rank)
+        out = {i: base * (1.0 - 0.05 * rank) for rank, i in enumerate(steps)}
         reached = [i for i in steps if states[i].actions and isinstance(states[i].actions[-1], SelectRelation)]
         if len(reached) > 1:
-            scores = await self._value_steps([states[i] for i in reached], parent)
-            for i, v in zip(reached, scores):
-                out[i] = v
+            out.update(zip(reached, await self._value_steps([states[i] for i in reached], parent)))
         if len(answers) == 1:  # answers are always judged: τ decides whether the search stops
             out[answers[0]] = await self.value(states[answers[0]])
         elif answers:
-            scores = await self._value_answers([states[i] for i in answers])
-            for i, v in zip(answers, scores):
-                out[i] = v
-        return [0.5 if v is None else v for v in out]
+            out.update(zip(answers, await self._value_answers([states[i] for i in answers])))
+        return [out[i] for i in range(len(states))]  # every index is a step or an answer
 
     async def _value_steps(self, states: list[TraversalState], parent: TraversalState | None) -> list[float]:
         base = parent or states[0]

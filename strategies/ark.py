@@ -226,19 +226,14 @@ NOTHING_MATCHED = ("(no entity of this KG matched the question; look its names u
 
 
 def _frontier(cands: Sequence[Reached], margin: float, cap: int) -> list[Reached]:
-    if not cands:
-        return []
-    best = max(c.score for c in cands)
+    best = max((c.score for c in cands), default=0.0)  # (no candidates: nothing passes, [] below)
     return sorted((c for c in cands if c.score >= best - margin), key=lambda c: -c.score)[:cap]
 
 
 def _relations_at(graph: LocalGraph, frontier: Sequence[Reached], cache: NeighbourCache) -> list[str]:
-    seen: dict[str, None] = {}
-    for f in frontier:
-        for r, d, targets in cache.groups(graph, f.node):
-            if targets:
-                seen[graph.rel_labels[r] if d is Direction.forward else backward(graph.rel_labels[r])] = None
-    return list(seen)
+    names = (graph.rel_labels[r] if d is Direction.forward else backward(graph.rel_labels[r])
+             for f in frontier for r, d, targets in cache.groups(graph, f.node) if targets)
+    return list(dict.fromkeys(names))
 
 
 def _relation_filter(graph: LocalGraph, names: list[str] | None) -> set[int] | None:
@@ -392,12 +387,9 @@ async def fixed_dfs(
         children: list[Reached] = []
         for r, d, targets in cache.groups(graph, cur.node):
             gain, used = scorer.hop(r, cur.used)
+            score = cur.score + gain
             for j in targets:
-                if j in seeds:
-                    continue
-                old = reached.get(j)
-                score = cur.score + gain
-                if old is not None and old.score >= score:
+                if j in seeds or (j in reached and reached[j].score >= score):
                     continue
                 rec = Reached(j, score, cur.depth + 1, cur.path + ((r, d, j),), used)
                 reached[j] = rec
@@ -458,16 +450,15 @@ class FixedOptions(BaseModel):
 async def _run_fixed(call: Call) -> FixedTraversalResult:
     o: FixedOptions = call.options  # type: ignore[assignment]
     res = await call.resources()
-    if call.method == "dfs":
-        return await fixed_dfs(call.kg, call.query, res, depth=o.depth if o.depth is not None else 5, top_k=o.top_k)
-    return await fixed_bfs(call.kg, call.query, res, depth=o.depth if o.depth is not None else 2, top_k=o.top_k)
+    search, default_depth = (fixed_dfs, 5) if call.method == "dfs" else (fixed_bfs, 2)
+    return await search(call.kg, call.query, res, depth=default_depth if o.depth is None else o.depth, top_k=o.top_k)
 
 
-BFS = Strategy(name="bfs", job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
-               needs=("bm25", "relevance"),
-               summary="Breadth-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
-               reference="arXiv 2601.13969 (ARK), fixed-depth baseline")
-DFS = Strategy(name="dfs", job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
-               needs=("bm25", "relevance"),
-               summary="Depth-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
-               reference="arXiv 2601.13969 (ARK), fixed-depth baseline")
+def _baseline(name: str, order: str) -> Strategy:
+    return Strategy(name=name, job="ranking", options=FixedOptions, run=_run_fixed, result=FixedTraversalResult,
+                    needs=("bm25", "relevance"),
+                    summary=f"{order}-first to a fixed depth from ARK's roots, no judge (ARK's baseline).",
+                    reference="arXiv 2601.13969 (ARK), fixed-depth baseline")
+
+
+BFS, DFS = _baseline("bfs", "Breadth"), _baseline("dfs", "Depth")

@@ -157,12 +157,11 @@ def find_hubs(graph: LocalGraph, p: HierarchyParams) -> np.ndarray:
     return graph.hubs(p.hub_min_degree, p.hub_quantile)
 
 
-def weighted_graph(graph: LocalGraph, hubs: np.ndarray | None = None):
+def weighted_graph(graph: LocalGraph, hubs: np.ndarray):
     """Undirected graph of the non-hub nodes; weight = Σ triples / log2(2 + the larger degree)."""
     import networkx as nx
 
     deg = graph.degrees()
-    hubs = np.zeros(graph.n, bool) if hubs is None else hubs
     weights: dict[tuple[int, int], float] = {}
     for s, _, o in graph.triples():
         if s == o or hubs[s] or hubs[o]:
@@ -236,10 +235,7 @@ def partition(g, nodes: list[int], hubs: np.ndarray, nbrs, deg, p: HierarchyPara
     rest: list[int] = []
     for i in node_arr:
         (out[group[i]] if group[i] >= 0 else rest).append(int(i))
-    out = [c for c in out if c]
-    for s in range(0, len(rest), chunk):
-        out.append(rest[s: s + chunk])
-    return out
+    return [c for c in out if c] + [rest[s: s + chunk] for s in range(0, len(rest), chunk)]
 
 
 def describe(graph: LocalGraph, members, g, top: int) -> str:
@@ -348,11 +344,9 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
         if path.is_file():
             try:
                 h = Hierarchy.load(path)
-                if len(h.leaf_of) != res.graph.n:
-                    h = None
             except (OSError, ValueError, KeyError):
-                h = None
-        if h is None:
+                pass  # unreadable (torn, or an older format): rebuilt below
+        if h is None or len(h.leaf_of) != res.graph.n:
             if not build:
                 raise IndexNotBuilt(f"the community hierarchy of KG {res.graph.name!r} is not built yet; call "
                                     "build_index first (a few minutes on a 100k-triple KG)")
@@ -389,15 +383,12 @@ def adjacency(res: GraphResources) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _gather(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """Every neighbour of ``nodes`` (with repeats), in one vectorised slice-gather."""
-    if len(nodes) == 0:
-        return np.zeros(0, np.int64)
+    """Every neighbour of ``nodes`` (with repeats), in one vectorised slice-gather (no nodes or no neighbours: an
+    empty int64 array, as ``indices`` is)."""
     if len(nodes) == 1:
         return indices[indptr[nodes[0]]: indptr[nodes[0] + 1]]
     starts, lens = indptr[nodes], indptr[nodes + 1] - indptr[nodes]
     total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
     offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
     return indices[np.arange(total) + offsets]
 
@@ -409,8 +400,7 @@ def anchored_neighbourhood(indptr: np.ndarray, indices: np.ndarray, anchors: Seq
     Hubs (``hubs``: a boolean mask) are reached but not expanded: a genre's thousands of films are not the
     neighbourhood of one of them. The second hop expands the lowest-degree neighbours first and stops before it
     passes ``limit`` nodes, so a hub anchor cannot turn the local search into a scan."""
-    n1, n2, _ = _neighbourhood(indptr, indices, anchors, hubs, hops, limit)
-    return n1, n2
+    return _neighbourhood(indptr, indices, anchors, hubs, hops, limit)[:2]
 
 
 def _neighbourhood(indptr, indices, anchors, hubs, hops, limit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -464,12 +454,9 @@ class BeamResult(StrategyResult):
 def _ranked(scores: np.ndarray, ids: np.ndarray | None, first: list[int], beam: int) -> list[int]:
     """``first`` (anchored communities, in order), then the rest by score; ``beam`` in all. ``ids`` None: the
     communities are 0..len(scores)-1."""
-    if ids is None:
-        out = [c for c in dict.fromkeys(first) if 0 <= c < len(scores)][:beam]
-        ids = np.arange(len(scores))
-    else:
-        present = set(ids.tolist())
-        out = [c for c in dict.fromkeys(first) if c in present][:beam]
+    ids = np.arange(len(scores)) if ids is None else ids
+    present = set(ids.tolist())
+    out = [c for c in dict.fromkeys(first) if c in present][:beam]
     if len(scores) > 4 * beam:  # only the best few can be picked: order those, not every community
         best = np.argpartition(-scores, 2 * beam)[: 2 * beam]
         best = best[np.argsort(-scores[best], kind="stable")]
@@ -509,10 +496,12 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
     q = np.ascontiguousarray(q, dtype=np.float32)
     ent = res.dense(build=False).vectors
     anchors = [int(a) for a in anchors if 0 <= int(a) < graph.n]
+    first0 = [hierarchy.community_of(a)[0] for a in anchors]  # the anchors' communities, entered first
+    first1 = [hierarchy.community_of(a)[1] for a in anchors]
     s0 = hierarchy.l0_scores(q)
-    top0 = _ranked(s0, None, [hierarchy.community_of(a)[0] for a in anchors], beam)
+    top0 = _ranked(s0, None, first0, beam)
     kids, s1 = hierarchy.l1_scores(top0, q)
-    top1 = _ranked(s1, kids, [hierarchy.community_of(a)[1] for a in anchors], beam)
+    top1 = _ranked(s1, kids, first1, beam)
     s1_of = dict(zip(kids.tolist(), s1.tolist()))
     leaf = np.concatenate([hierarchy.members[c] for c in top1]) if top1 else np.zeros(0, np.int64)
     n1 = n2 = np.zeros(0, np.int64)
@@ -536,14 +525,12 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
     ]
     scanned = len(hierarchy.l0_reps) + int((hierarchy.l1_rep_start[kids + 1] - hierarchy.l1_rep_start[kids]).sum()) \
         + len(cand)
-    anchored0 = {hierarchy.community_of(a)[0] for a in anchors}
-    anchored1 = {hierarchy.community_of(a)[1] for a in anchors}
     return BeamResult(
         query=query, kg=kg.name, results=results,
         l0=[CommunityHit(level="L0", id=int(c), score=round(float(s0[c]), 6), description=hierarchy.l0_text[c],
-                         anchored=c in anchored0) for c in top0],
+                         anchored=c in first0) for c in top0],
         l1=[CommunityHit(level="L1", id=int(c), score=round(float(s1_of[c]), 6), description=hierarchy.l1_text[c],
-                         anchored=c in anchored1) for c in top1],
+                         anchored=c in first1) for c in top1],
         scanned_entities=len(cand), scanned_vectors=int(scanned), levels=hierarchy.levels,
         seconds=round(time.perf_counter() - t0, 6),
     )
@@ -562,8 +549,7 @@ def exhaustive_search(kg: KnowledgeGraph, query: str, res: GraphResources, top_k
     query = check_query(query, kg.limits.max_query_chars)
     graph = res.graph
     q = query_vec if query_vec is not None else res.models.embedder().encode_one(query)
-    dense = res.dense(build=False)
-    hits = dense.search(q, top_k)
+    hits = res.dense(build=False).search(q, top_k)
     return BeamResult(
         query=query, kg=kg.name,
         results=[BeamEntity(id=graph.entity_id(i), label=graph.label(i), score=round(s, 6), source="exhaustive",

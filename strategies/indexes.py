@@ -266,12 +266,9 @@ class Models:
         if self._embedder is None:
             with self._lock:
                 if self._embedder is None:
-                    if self._embedder_provider is not None:
-                        self._embedder = self._embedder_provider()
-                    else:
-                        from tot_mcp.strategies.embeddings import Embedder
+                    from tot_mcp.strategies.embeddings import Embedder
 
-                        self._embedder = Embedder()
+                    self._embedder = (self._embedder_provider or Embedder)()
         return self._embedder
 
     def static_model(self) -> StaticModel:

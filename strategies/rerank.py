@@ -102,8 +102,7 @@ class _Candidates:
             self.fused[i] = self.fused.get(i, 0.0) + weight / (rrf_k + rank + 1)
 
     def ranking(self) -> list[int]:
-        scored = sorted(self.scored, key=lambda i: (-self.scored[i], -self.fused.get(i, 0.0)))
-        return scored + sorted((i for i in self.fused if i not in self.scored), key=lambda i: -self.fused[i])
+        return sorted(self.scored, key=lambda i: (-self.scored[i], -self.fused.get(i, 0.0))) + self.unscored()
 
     def unscored(self) -> list[int]:
         return [i for i in sorted(self.fused, key=lambda i: -self.fused[i]) if i not in self.scored]
@@ -173,7 +172,7 @@ def feature_scores(graph: LocalGraph, q: _Question, ids: Sequence[int]) -> list[
             if sim < 0.5:
                 continue
             specific = min(1.0, len(span.text.replace(" ", "")) / 10.0)
-            relation_like = max(0.0, float(q.relation_like[k])) if q.relation_like.size else 0.0
+            relation_like = float(q.relation_like[k])  # 0.0 or 1.0, one per span
             fit = _context_fit(graph, q, i, span)
             best = max(best, sim - 0.5 * relation_like + 0.3 * specific + 0.3 * fit)
         out.append(round(best, 6))
@@ -280,12 +279,9 @@ async def adaptive_rerank(
         eps = cfg.exploration * cfg.decay**it
         action: Literal["broaden", "deepen"] = "broaden" if (rng.random() < eps or not cands.unscored()) \
             else "deepen"
-        backend = None
         if action == "broaden":
             await search(0.5, perturb=True, per_span=cfg.span_results * 2)
-            backend = await deepen()  # what broadening found is scored like the rest
-        else:
-            backend = await deepen()
+        backend = await deepen()  # after broadening too: what it found is scored like the rest
         backend_used = backend or backend_used
         iterations.append(RerankIteration(iteration=it, action=action, epsilon=round(eps, 4),
                                           quality_before=round(quality, 4), quality_after=round(cands.quality(), 4),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -144,7 +144,7 @@ class LLMQueryAnalyser:
                 relationship_intensity=float(data["relationship_intensity"]),
                 reasoning_needed=bool(data.get("reasoning_needed", False)),
                 entity_count=int(data.get("entity_count", entity_count or 0)),
-                query_type=qtype if qtype in ("lookup", "multi_hop", "path", "subgraph") else "lookup",
+                query_type=qtype if qtype in get_args(QueryType) else "lookup",
                 source="llm",
             )
         except (KeyError, TypeError, ValueError, ValidationError) as e:
@@ -223,10 +223,7 @@ async def _run_router(call: Call) -> RouterResult:
     except Exception:  # noqa: BLE001 - nothing linked is a routing signal, not an error
         matches = []
     labels = [m.entity.label for m in matches]
-    relevance = None
-    if local:
-        res = await call.services.resources(call.kg, ("relevance",))
-        relevance = res.relevance()
+    relevance = (await call.services.resources(call.kg, ("relevance",))).relevance() if local else None
     rules = RuleQueryAnalyser(relevance)
     llm = o.analyser == "llm" and not call.offline
     analysis = (await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None) if llm
@@ -237,7 +234,7 @@ async def _run_router(call: Call) -> RouterResult:
         members = [k.name for k in getattr(call.kg, "kgs", {}).values() if k.capabilities.local_index]
         raise InvalidInput(f"route {route!r} reads every triple of one KG: pass kg (one held locally: "
                            f"{', '.join(members) or 'none configured'})")
-    ran = [route if route != "combined" else "chain"]
+    ran = [runs[0]]
     out = await _sub(call, ran[0])
     if not llm:
         # the rules' hop count decides one thing, chain or combined for a single linked entity, and costs the

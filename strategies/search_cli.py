@@ -105,13 +105,8 @@ def _bare_spec_name(spec: str) -> str:
 
 def kg_specs(args: list[str]) -> list[KGSpec]:
     """``--kg`` flags as specs: ``NAME=SPEC``, or a bare SPEC named after its file."""
-    specs = []
-    for arg in args or []:
-        name_part = arg.split("=", 1)[0]
-        if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", name_part):
-            specs.append(parse_kg_arg(arg))
-        else:
-            specs.append(make_spec(_bare_spec_name(arg), arg))
+    specs = [parse_kg_arg(arg) if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", arg.split("=", 1)[0])
+             else make_spec(_bare_spec_name(arg), arg) for arg in args]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
@@ -304,19 +299,22 @@ def _write_one(ns: argparse.Namespace, question, result, prices) -> None:
             fh.write(record.model_dump_json() + "\n")
         print(f"wrote {ns.out}", file=sys.stderr)
     if ns.html is not None:
-        from tot_mcp.strategies.benchmarks.report import render_report
+        _write_html(ns, [record], summarize([record], ns.task), f"tot-search · {ns.method}")
 
-        ns.html.parent.mkdir(parents=True, exist_ok=True)
-        ns.html.write_text(render_report([record], summarize([record], ns.task), f"tot-search · {ns.method}"),
-                           encoding="utf-8")
-        print(f"wrote {ns.html}", file=sys.stderr)
+
+def _write_html(ns: argparse.Namespace, records, summary, title: str) -> None:
+    """``--html``: the trace report of ``records``."""
+    from tot_mcp.strategies.benchmarks.report import render_report
+
+    ns.html.parent.mkdir(parents=True, exist_ok=True)
+    ns.html.write_text(render_report(records, summary, title), encoding="utf-8")
+    print(f"wrote {ns.html}", file=sys.stderr)
 
 
 async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     kgs = list(system.kgs.values())
     linked = system.graph if len(kgs) > 1 else None
     from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
-    from tot_mcp.strategies.benchmarks.report import render_report
     from tot_mcp.strategies.benchmarks.runner import load_done, run_questions, summarize
 
     prices = _prices(ns)
@@ -335,9 +333,7 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
         print(f"skipping malformed line: {b}", file=sys.stderr)
     if len(bad) > _BAD_LINES_SHOWN:
         print(f"... and {len(bad) - _BAD_LINES_SHOWN} more malformed lines skipped", file=sys.stderr)
-    questions = questions[ns.skip:]
-    if ns.limit is not None:
-        questions = questions[: ns.limit]
+    questions = questions[ns.skip:][: ns.limit]  # limit None: all
     if ns.task == "linking":
         from tot_mcp.strategies.benchmarks.linking import linking_question
 
@@ -390,10 +386,7 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
                                            cache_write_tokens=r.cache_write_tokens, model=r.model), prices)
     summary = summarize(records, ns.task)
     if ns.html is not None:
-        ns.html.parent.mkdir(parents=True, exist_ok=True)
-        title = f"tot-search · {ns.method} · {ns.questions.name}"
-        ns.html.write_text(render_report(records, summary, title), encoding="utf-8")
-        print(f"wrote {ns.html}", file=sys.stderr)
+        _write_html(ns, records, summary, f"tot-search · {ns.method} · {ns.questions.name}")
     print(f"method: {ns.method}  task: {ns.task}  llm: {ns.llm}  file: {ns.questions}  format: {fmt}"
           + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
     print(summary.table())

@@ -211,10 +211,8 @@ class Services:
         res = self.resources_now(kg)
         with self._lock:
             job = self._builds.get(kg.name)
-            if job is not None and not job.finished:
-                return job
-            if job is not None and job.finished and job.error is None and all(_ready(res, n) for n in needs):
-                return job
+            if job is not None and (not job.finished or job.error is None and all(_ready(res, n) for n in needs)):
+                return job  # still running, or it ended well and left these indexes ready
             job = BuildJob(kg.name, tuple(needs), res.graph.n)
             self._builds[kg.name] = job
 
@@ -231,19 +229,15 @@ class Services:
 
 
 def _ready(res: GraphResources, need: str) -> bool:
-    if need == "bm25":
-        return res.bm25_ready()
-    if need == "relevance":
-        return res.relevance_ready()
-    if need == "dense":
-        return res.dense_ready()
-    if need == "static":
-        return res.static_ready()
     if need == "hierarchy":
         from tot_mcp.strategies.deep_graphrag import hierarchy_ready
 
         return hierarchy_ready(res)
-    raise ValueError(f"unknown index {need!r}")
+    ready = {"bm25": res.bm25_ready, "relevance": res.relevance_ready, "dense": res.dense_ready,
+             "static": res.static_ready}.get(need)
+    if ready is None:
+        raise ValueError(f"unknown index {need!r}")
+    return ready()
 
 
 async def _wait_reporting(build: asyncio.Future, job: BuildJob, progress: Progress | None) -> None:

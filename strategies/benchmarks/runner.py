@@ -115,13 +115,6 @@ def score(
 ) -> RunRecord:
     gold = question.answers
     hits = metrics.hits_at_1(result.answer_labels, gold)
-    recall = None
-    if result.retrieved_labels:
-        recall = metrics.recall_at(result.retrieved_labels, gold, 10)
-    context_recall = context_tokens = None
-    if result.context is not None:
-        context_recall = metrics.context_recall(result.context, gold)
-        context_tokens = metrics.estimated_tokens(result.context)
     return RunRecord(
         id=question.id,
         question=question.text,
@@ -133,9 +126,9 @@ def score(
         hits1=hits,
         f1=metrics.answer_f1(result.answer_labels, gold),
         em_in=metrics.em_in(result.answer_text, result.answer_labels, gold),
-        recall10=recall,
-        context_recall=context_recall,
-        context_tokens=context_tokens,
+        recall10=metrics.recall_at(result.retrieved_labels, gold, 10) if result.retrieved_labels else None,
+        context_recall=metrics.context_recall(result.context, gold) if result.context is not None else None,
+        context_tokens=metrics.estimated_tokens(result.context) if result.context is not None else None,
         value=result.value,
         status=result.status,
         partial=result.partial,

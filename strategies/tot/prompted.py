@@ -168,58 +168,40 @@ class PromptedPolicy(Policy):
     ) -> list[float]:
         if not self.batch:
             return [await self.value(s) for s in states]
-        out: list[float | None] = [None] * len(states)
         answers = [i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None]
         steps = [i for i in range(len(states)) if i not in answers]
         # Only expansions that reached something tell the judge more than the proposer knew: alternatives of one
         # relation choice are valued together; the rest (a THINK beside EXPAND_KG, two entity selections) keep the
         # order the model proposed them in, best first, just below their parent (no call).
         base = 0.5 if parent_value is None else parent_value
-        for rank, i in enumerate(steps):
-            out[i] = base * (1.0 - 0.05 * rank)
+        out = {i: base * (1.0 - 0.05 * rank) for rank, i in enumerate(steps)}
         reached = [i for i in steps if states[i].actions and isinstance(states[i].actions[-1], SelectRelation)]
         if len(reached) > 1:
-            scores = await self._value_steps([states[i] for i in reached], parent)
-            for i, v in zip(reached, scores):
-                out[i] = v
+            out.update(zip(reached, await self._value_steps([states[i] for i in reached], parent)))
         if len(answers) == 1:  # answers are always judged: τ decides whether the search stops
             out[answers[0]] = await self.value(states[answers[0]])
         elif answers:
-            scores = await self._value_answers([states[i] for i in answers])
-            for i, v in zip(answers, scores):
-                out[i] = v
-        return [0.5 if v is None else v for v in out]
+            out.update(zip(answers, await self._value_answers([states[i] for i in answers])))
+        return [out[i] for i in range(len(states))]  # every index is a step or an answer
 
     async def _value_steps(self, states: list[TraversalState], parent: TraversalState | None) -> list[float]:
         base = parent or states[0]
         labels = dict((i, e.label) for s in states for i, e in s.subgraph.entities.items())
         lines = [f"{n}. {step_text(s, base, labels)}" for n, s in enumerate(states, 1)]
-        prompt = prompts.render(
-            "tot_value_batch",
-            question=base.question,
-            subgraph=base.subgraph.render(),
-            trajectory=trajectory_text(base),
-            candidates="\n".join(lines),
-        )
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(states) + 24, temperature=0.0)
-        return [0.5 if v is None else v for v in parse_scores(text, len(states))]
+        return await self._value_batch("tot_value_batch", base, lines, missing=0.5)
 
     async def _value_answers(self, states: list[TraversalState]) -> list[float]:
-        base = states[0]
-        lines = []
-        for n, s in enumerate(states, 1):
-            ans = s.answer
-            assert ans is not None
-            lines.append(f"{n}. {answer_text(ans)}")
-        prompt = prompts.render(
-            "tot_value_answers",
-            question=base.question,
-            subgraph=base.subgraph.render(),
-            trajectory=trajectory_text(base.model_copy(update={"actions": base.actions[:-1]})),
-            candidates="\n".join(lines),
-        )
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(states) + 24, temperature=0.0)
-        return [0.0 if v is None else v for v in parse_scores(text, len(states))]
+        lines = [f"{n}. {answer_text(s.answer)}" for n, s in enumerate(states, 1)]
+        before = states[0].model_copy(update={"actions": states[0].actions[:-1]})  # the trajectory up to the answer
+        return await self._value_batch("tot_value_answers", before, lines, missing=0.0)
+
+    async def _value_batch(self, template: str, base: TraversalState, lines: list[str], missing: float) -> list[float]:
+        """One call valuing the numbered candidate ``lines`` from ``base``'s question, subgraph and trajectory;
+        ``missing``: the value of a candidate the reply leaves out."""
+        prompt = prompts.render(template, question=base.question, subgraph=base.subgraph.render(),
+                                trajectory=trajectory_text(base), candidates="\n".join(lines))
+        text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(lines) + 24, temperature=0.0)
+        return [missing if v is None else v for v in parse_scores(text, len(lines))]
 
     async def _complete(self, prompt: str, max_tokens: int | None = None) -> str:
         return await self.llm.complete(
@@ -354,15 +336,10 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
     raw = (text or "").strip()
     if not raw:
         return Invalid(raw=raw, reason="empty reply")
-    found = None
-    for line in raw.splitlines():
-        m = _ACTION_LINE.match(line.strip())
-        if m:
-            found = (m.group(1).upper().replace(" ", "_"), m.group(2).strip())
-            break
-    if found is None:
+    m = next((m for m in (_ACTION_LINE.match(line.strip()) for line in raw.splitlines()) if m), None)
+    if m is None:
         return Invalid(raw=raw[:500], reason="no action line (THINK / EXPAND_KG / ANSWER / SELECT_ENTITIES / SELECT_RELATION)")
-    verb, rest = found
+    verb, rest = m.group(1).upper().replace(" ", "_"), m.group(2).strip()
     verb = {"EXPANDKG": "EXPAND_KG", "SELECTENTITIES": "SELECT_ENTITIES", "SELECTRELATION": "SELECT_RELATION"}.get(verb, verb)
     if verb == "THINK":
         return Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
@@ -387,8 +364,7 @@ def _parse_expand(rest: str, state: TraversalState) -> Action:
         return ExpandKG()
     relation = direction = None
     if arrow and right.strip():
-        low = right.lower()
-        direction = Direction.backward if "backward" in low else Direction.forward if "forward" in low else None
+        direction = _direction_named(right)
         relation = re.sub(r"\b(forward|backward)\b", "", right, flags=re.I).strip(" .,;") or None
     return ExpandKG(entity_ids=ids, relation_id=relation, direction=direction)
 
@@ -461,12 +437,17 @@ def _entity_refs(text: str, state: TraversalState) -> list[str]:
     return out
 
 
+def _direction_named(text: str) -> Direction | None:
+    """The direction a reply names (``backward`` wins when it names both), or None."""
+    low = text.lower()
+    return Direction.backward if "backward" in low else Direction.forward if "forward" in low else None
+
+
 def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
     cands = state.candidate_relations
     if not cands:
         return Invalid(raw=raw[:500], reason="SELECT_RELATION but there are no candidate relations")
-    low = rest.lower()
-    direction = Direction.backward if "backward" in low else Direction.forward if "forward" in low else None
+    direction = _direction_named(rest)
     chosen = None
     m = re.match(r"^\s*#?(\d+)\b", rest)
     if m and 1 <= int(m.group(1)) <= len(cands):

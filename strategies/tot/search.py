@@ -21,10 +21,9 @@ from pydantic import BaseModel, Field
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
 
-from .actions import Action, Invalid, Think, distinct
+from .actions import Action, AnswerItem, Invalid, Think, distinct
 from .asm import TraversalASM, was_rejected
 from .policy import Policy
-from .actions import AnswerItem
 from .state import DEFAULT_MAX_HOPS, AsmState, InvalidAction, LocalSubgraph, TraversalState
 
 
@@ -227,13 +226,8 @@ class TreeSearch:
     @staticmethod
     def _select(nodes: list[SearchNode]) -> SearchNode | None:
         """Most valuable unexpanded, non-terminal node; ties → deeper, then the earlier one."""
-        best: SearchNode | None = None
-        for n in nodes:
-            if n.expanded_at is not None or n.terminal:
-                continue
-            if best is None or (n.value or 0.0, n.depth) > (best.value or 0.0, best.depth):
-                best = n
-        return best
+        open_nodes = (n for n in nodes if n.expanded_at is None and not n.terminal)
+        return max(open_nodes, key=lambda n: (n.value or 0.0, n.depth), default=None)  # max keeps the first of ties
 
     async def _expand(self, node: SearchNode, nodes: list[SearchNode], seen: dict[tuple, int]) -> None:
         """Apply the policy's proposals; a child that repeats a node already in the tree (the same facts, state,
@@ -257,39 +251,18 @@ class TreeSearch:
                     repeats += 1
                     continue
                 seen[sig] = len(nodes)
-            child = SearchNode(
-                id=len(nodes),
-                parent=node.id,
-                action=new_state.actions[-1],
-                depth=node.depth + 1,
-                state=new_state,
-                summary=StateSummary.of(new_state),
-            )
-            nodes.append(child)
-            node.children.append(child.id)
+            _add_child(node, nodes, new_state, action=new_state.actions[-1])
         if node.children:
             # All children judged together (one call for an LLM policy; the default asks per child).
             kids = [nodes[c] for c in node.children]
             scores = await self.policy.values([c.state for c in kids], parent=state, parent_value=node.value)
             for c, v in zip(kids, list(scores) + [None] * (len(kids) - len(scores))):
                 c.value = _clamp(v)
-        if not node.children and repeats:
-            return  # every proposal leads where the search has been: a dead end, not a retry
-        if not node.children:
+        if not node.children and not repeats:  # (every proposal a repeat: a dead end, not a retry)
             # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
             # valued a little below its parent so an alternative elsewhere wins ties.
-            retry_state = last_rejected or self._no_proposal(state)
-            child = SearchNode(
-                id=len(nodes),
-                parent=node.id,
-                depth=node.depth + 1,
-                retry=True,
-                value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty),
-                state=retry_state,
-                summary=StateSummary.of(retry_state),
-            )
-            nodes.append(child)
-            node.children.append(child.id)
+            _add_child(node, nodes, last_rejected or self._no_proposal(state), retry=True,
+                       value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty))
 
     @staticmethod
     def _no_proposal(state: TraversalState) -> TraversalState:
@@ -356,6 +329,14 @@ class TreeSearch:
             partial=partial,
             partial_reason=why,
         )
+
+
+def _add_child(node: SearchNode, nodes: list[SearchNode], state: TraversalState, **fields) -> None:
+    """A new node one step below ``node`` holding ``state`` (``fields``: its action, or that it is a retry)."""
+    child = SearchNode(id=len(nodes), parent=node.id, depth=node.depth + 1, state=state,
+                       summary=StateSummary.of(state), **fields)
+    nodes.append(child)
+    node.children.append(child.id)
 
 
 def partial_reason(state: TraversalState) -> tuple[bool, str]:

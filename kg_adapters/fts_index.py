@@ -190,10 +190,6 @@ class FtsLabelIndex:
     def count(self) -> int:
         return self._rows("SELECT count(*) FROM names", ())[0][0]
 
-    def meta(self, k: str) -> str | None:
-        rows = self._rows("SELECT v FROM meta WHERE k=?", (k,))
-        return rows[0][0] if rows else None
-
     def labels(self, keys: Iterable[str]) -> dict[str, str]:
         """Preferred name of each key that has one (label over alias over IRI-derived name)."""
         keys = list(dict.fromkeys(keys))

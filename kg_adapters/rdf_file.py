@@ -158,8 +158,6 @@ def parse_rdf(path: Path, fmt: str) -> list[tuple]:
             else:
                 g = rdflib.Graph()
                 g.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
-    except InvalidInput:
-        raise
     except Exception as e:  # rdflib raises many unrelated types (SAXParseException, BadSyntax, JSONDecodeError ...)
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InvalidInput(f"{path}: could not parse as {fmt}: {msg[:300]}") from None

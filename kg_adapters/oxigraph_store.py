@@ -240,8 +240,7 @@ class InMemoryLabelSearch:
 
     def named(self, label: str, limit: int = 20) -> list[KeyHit]:
         text = label.strip()
-        return self._dedupe([Hit(i, 1.0 if self._texts[i] == text else 0.95,
-                                 "exact" if self._texts[i] == text else "casefold")
+        return self._dedupe([Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
                              for i in self._build().named(label)], limit)
 
 

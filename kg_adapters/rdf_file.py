@@ -106,9 +106,7 @@ def file_query_source(source: str | Path, format: str | None = None) -> StoreSou
     from .sparql.workers import StoreSource
 
     source = Path(source)
-    if is_triples_file(source):
-        return None
-    fmt = rdf_format_for(source, format)
+    fmt = None if is_triples_file(source) else rdf_format_for(source, format)
     if fmt is None:
         return None
     return StoreSource(file=str(source.resolve()), media_type=RDF_MEDIA_TYPES[fmt],

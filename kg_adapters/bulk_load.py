@@ -312,10 +312,9 @@ class BulkLoader:
                 bases = (meta["entityBase"], meta.get("relationBase", ""))
             else:
                 bases = _guess_bases(store)
-            sources_meta = [f for f in state.files]
             write_meta(
                 store,
-                source=sources_meta[0] if len(sources_meta) == 1 else "; ".join(sources_meta),
+                source="; ".join(state.files),  # one file: its path alone
                 entityBase=bases[0],
                 relationBase=bases[1],
                 loaded="true",
@@ -511,19 +510,13 @@ def build_label_index(store, path: Path, *, progress: bool = False, batch: int =
             from tqdm import tqdm
 
             bar = tqdm(unit="label", unit_scale=True, file=sys.stderr, desc="label index", mininterval=1.0)
-        rows: list[tuple[str, str, str]] = []
-        for row in label_rows(store):
-            if row[0].startswith(RELATION_NS):
-                continue  # names of head|rel|tail relations are not entities to link
-            rows.append(row)
-            if len(rows) >= batch:
-                index.add(rows)
-                if bar is not None:
-                    bar.update(len(rows))
-                rows = []
-        index.add(rows)
+        # names of head|rel|tail relations are not entities to link
+        entities = (row for row in label_rows(store) if not row[0].startswith(RELATION_NS))
+        while rows := list(itertools.islice(entities, batch)):
+            index.add(rows)
+            if bar is not None:
+                bar.update(len(rows))
         if bar is not None:
-            bar.update(len(rows))
             bar.close()
         index.optimize()
         return index.count()
@@ -564,12 +557,9 @@ def main(argv: list[str] | None = None) -> int:
         loader.restart()
     try:
         report = loader.load(args.files, args.format)
-    except InvalidInput as e:
+    except KGError as e:  # bad input exits 2, like argparse's errors; a failed store 1
         print(f"tot-mcp load: error: {e}", file=sys.stderr)
-        return 2
-    except KGError as e:
-        print(f"tot-mcp load: error: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, InvalidInput) else 1
     except KeyboardInterrupt:
         print("\ntot-mcp load: interrupted; run the same command again to resume", file=sys.stderr)
         return 130

@@ -326,11 +326,9 @@ def _listings(rd: RelationReading, values: list[str]) -> tuple[str, ...]:
     1964, 1990, 1996, 2000 (+2 more)``, …, ``release years 1948, 1964 (+5 more)``, ``7 release years``."""
     k = len(values)
     pre, post = rd.count
-    forms = []
-    for m in range(min(k, MAX_LISTED), MIN_LISTED - 1, -1):
-        forms.append(rd.many + ", ".join(values[:m]) + (f" (+{k - m} more)" if m < k else ""))
-    forms.append(f"{pre}{k}{post}")
-    return tuple(forms)
+    forms = [rd.many + ", ".join(values[:m]) + (f" (+{k - m} more)" if m < k else "")
+             for m in range(min(k, MAX_LISTED), MIN_LISTED - 1, -1)]
+    return (*forms, f"{pre}{k}{post}")
 
 
 def _fit(parts: list[str | tuple[str, ...]], budget: int) -> str:
@@ -376,16 +374,11 @@ def describe_relations(relations, *, max_parts: int = MAX_PARTS, max_chars: int 
     backends without an in-memory index, where one call is all an entity's listing can afford. No values and no
     statistics, so it reads counts only, what the entity is the object of first: ``starred actor of 32; directed
     2``, ``2 starring; directed by 1``."""
-    backward = sorted((r for r in relations if r.direction.value == "backward" and r.count), key=lambda r: -r.count)
-    forward = sorted((r for r in relations if r.direction.value == "forward" and r.count), key=lambda r: -r.count)
+    # backward first (stable: most edges first within each direction)
+    ranked = sorted((r for r in relations if r.count), key=lambda r: (r.direction.value != "backward", -r.count))
     parts = []
-    for r in [*backward, *forward][:max_parts]:
+    for r in ranked[:max_parts]:
         rd = RelationReading.of(r.label, 0.0, 0, 0.0)
-        pre, post = (rd.inverse_one if r.count == 1 else rd.inverse) if r in backward else rd.count
+        pre, post = (rd.inverse_one if r.count == 1 else rd.inverse) if r.direction.value == "backward" else rd.count
         parts.append(f"{pre}{r.count}{post}")
-    chosen, used = [], -2
-    for text in parts:
-        if used + 2 + len(text) <= max_chars:
-            chosen.append(text)
-            used += 2 + len(text)
-    return "; ".join(chosen) or None
+    return _fit(parts, max_chars) or None  # single-form parts: each kept if it still fits

@@ -190,10 +190,6 @@ class FtsLabelIndex:
     def count(self) -> int:
         return self._rows("SELECT count(*) FROM names", ())[0][0]
 
-    def meta(self, k: str) -> str | None:
-        rows = self._rows("SELECT v FROM meta WHERE k=?", (k,))
-        return rows[0][0] if rows else None
-
     def labels(self, keys: Iterable[str]) -> dict[str, str]:
         """Preferred name of each key that has one (label over alias over IRI-derived name)."""
         keys = list(dict.fromkeys(keys))
@@ -244,19 +240,16 @@ class FtsLabelIndex:
         """Best first: exact label (1.0), case/accent-insensitive (0.95), names with all the (non-stop) words, the
         last as a prefix (≤ 0.9, BM25-ordered); only when none of these match, names with any of the words
         (≤ 0.8, BM25). One hit per key."""
-        if limit < 1:
+        norm = key(text)
+        if limit < 1 or not norm:
             return []
-        hits: dict[str, KeyHit] = {}
+        rows = self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?", (norm, limit * 4))
+        hits = {h.key: h for h in _named_hits(text, rows, limit * 4)}  # the exact and case-folded names
 
         def add(k: str, label: str, score: float, match: str) -> None:
             if k not in hits or hits[k].score < score:
                 hits[k] = KeyHit(k, label, score, match)
 
-        norm = key(text)
-        if not norm:
-            return []
-        for k, label in self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?", (norm, limit * 4)):
-            add(k, label, 1.0 if label == text.strip() else 0.95, "exact" if label == text.strip() else "casefold")
         words = [t for t in tokens(text) if any(ch.isalnum() for ch in t)]
         # stopwords ("the", "of", "film") are in a third of all names: leaving them out of FTS queries keeps a
         # query's cost proportional to its rare words, not to the size of the KG

@@ -176,16 +176,10 @@ class LabelIndex:
     """Lookup structures over a list of labels; ``index`` values are positions in that list.
 
     ``priors`` (optional, one per label, ≥ 0 — e.g. an entity's degree) only break ties between equally good
-    matches. ``extra_text`` is accepted for API compatibility and ignored: descriptions are not searched (they
-    add noise).
+    matches. Descriptions are not searched (they add noise).
     """
 
-    def __init__(
-        self,
-        labels: Sequence[str],
-        extra_text: Sequence[str | None] | None = None,
-        priors: Sequence[float] | None = None,
-    ) -> None:
+    def __init__(self, labels: Sequence[str], priors: Sequence[float] | None = None) -> None:
         self._labels = labels
         self._exact: dict[str, list[int]] = defaultdict(list)
         self._by_key: dict[str, list[int]] = defaultdict(list)

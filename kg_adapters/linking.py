@@ -140,7 +140,7 @@ def check_rules(rules: list[LinkRule], kgs: Mapping[str, KnowledgeGraph]) -> Non
                 sides.append((rule.to_kg, rule.to_relation or rule.relation))
             for kg_name, wanted in sides:
                 vocab = kgs[kg_name].relation_vocabulary()
-                labels = _vocabulary_labels(kgs[kg_name])
+                labels = kgs[kg_name].relation_labels() or {}  # a relation may be named by its label
                 if vocab is not None and not any(names_relation(wanted, rid, labels.get(rid)) for rid in vocab):
                     raise InvalidInput(f"link rule {rule.describe()}: KG {kg_name!r} has no relation {wanted!r}")
 
@@ -177,11 +177,6 @@ def local_relation_name(local: str) -> str:
     if "/" not in local and "#" not in local and "." in tail:
         tail = tail.split(".", 1)[1]
     return tail
-
-
-def _vocabulary_labels(kg: KnowledgeGraph) -> Mapping[str, str]:
-    """Relation labels a local KG knows without I/O, for naming a relation by label in a rule."""
-    return kg.relation_labels() or {}
 
 
 @dataclass(frozen=True)
@@ -300,12 +295,10 @@ class Linker:
 
     async def equivalents(self, entity_id: str, into: str) -> Links:
         """The entity's equivalents in KG ``into`` (cached). Raises BackendError when a KG failed (not cached)."""
-        key = (entity_id, into)
-        self._lookups += 1
-        cached = self._cache.get(key)
+        cached = self.known(entity_id, into)  # a hit is counted there
         if cached is not None:
-            self._hits += 1
             return cached
+        self._lookups += 1
         here = split_id(entity_id)[0]
         found: dict[str, None] = {}
         notes: list[str] = []
@@ -327,7 +320,7 @@ class Linker:
         if failures:
             raise BackendError("; ".join(failures))
         links = Links(tuple(found), "; ".join(notes) or None)
-        self._cache.put(key, links)
+        self._cache.put((entity_id, into), links)
         return links
 
     async def prefetch(self, entity_ids: list[str], into: str) -> None:
@@ -414,7 +407,7 @@ class Linker:
         found: str | None = None
         vocab = kg.relation_vocabulary()
         if vocab:
-            labels = _vocabulary_labels(kg)
+            labels = kg.relation_labels() or {}
             found = next((r for r in sorted(vocab) if names_relation(wanted, r, labels.get(r))), None)
         if found is None:  # the relations the KG shows of itself, then a search by name
             try:

@@ -7,11 +7,12 @@ safe token (``movies:directed_by``), else ``<kg>:R<n>``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .base import Capabilities, LabelledEdgesKG, Limits
 from .describe import Describer
 from .errors import InvalidInput, NotFound
-from .label_index import LabelIndex
+from .label_index import Hit, LabelIndex
 from .local_graph import LocalGraph
 from .models import (
     AdjacentIds,
@@ -129,33 +130,28 @@ class MemoryKG(LabelledEdgesKG):
         return r
 
     # -- interface ---------------------------------------------------------------------------------------------
+    def _matches(self, find: Callable[[str, int], list[Hit]], text: str, limit: int) -> list[EntityMatch]:
+        """The entities the label index ``find`` (its ``link``, or its ``search``, whose hits have no mention)
+        names for ``text``."""
+        found = find(self.limits.check_query(text), self.limits.clamp(limit, self.limits.max_search))
+        return [EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match,
+                                            mention=h.mention) for h in found]
+
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
-        query = self.limits.check_query(query)
-        limit = self.limits.clamp(limit, self.limits.max_search)
-        return [
-            EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match, mention=h.mention)
-            for h in self._labels.link(query, limit)
-        ]
+        return self._matches(self._labels.link, query, limit)
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
-        text = self.limits.check_query(text)
-        limit = self.limits.clamp(limit, self.limits.max_search)
-        return [
-            EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match, mention=None)
-            for h in self._labels.search(text, limit)
-        ]
+        return self._matches(self._labels.search, text, limit)
 
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         nodes = list(dict.fromkeys(self.node_index(x) for x in self.local_ids(entity_ids)))
         counts: dict[tuple[int, Direction], int] = {}
         having: dict[tuple[int, Direction], int] = {}  # how many of the entities have it
         for i in nodes:
-            for r, objs in self.index.out[i].items():
-                counts[(r, Direction.forward)] = counts.get((r, Direction.forward), 0) + len(objs)
-                having[(r, Direction.forward)] = having.get((r, Direction.forward), 0) + 1
-            for r, subs in self.index.inc[i].items():
-                counts[(r, Direction.backward)] = counts.get((r, Direction.backward), 0) + len(subs)
-                having[(r, Direction.backward)] = having.get((r, Direction.backward), 0) + 1
+            for d, table in ((Direction.forward, self.index.out), (Direction.backward, self.index.inc)):
+                for r, ends in table[i].items():
+                    counts[(r, d)] = counts.get((r, d), 0) + len(ends)
+                    having[(r, d)] = having.get((r, d), 0) + 1
         ordered = sorted(counts.items(), key=lambda kv: (kv[0][1] is Direction.backward, self.index.rel_keys[kv[0][0]]))
         cap = self.limits.max_relations
         rels = [self.relation_model(r, d, c, having[(r, d)]) for (r, d), c in ordered[:cap]]
@@ -268,10 +264,8 @@ class MemoryKG(LabelledEdgesKG):
         return frozenset(f"{self._prefix}{loc}" for loc in self.index.rel_local_ids)
 
     async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
-        local = self.local_relation(relation_id)
-        try:
-            r = self.index.rel_local_ids.index(local)
-        except ValueError:
+        r = self.index.relation_by_local_id(self.local_relation(relation_id))
+        if r is None:
             return []
         out = []
         for i, rels in enumerate(self.index.out):

@@ -215,12 +215,9 @@ class InMemoryLabelSearch:
 
     def _build(self) -> LabelIndex:
         if self._index is None:
-            seen: set[tuple[str, str]] = set()
-            for k, text, _ in label_rows(self._store):
-                if (k, text) not in seen:
-                    seen.add((k, text))
-                    self._keys.append(k)
-                    self._texts.append(text)
+            pairs = dict.fromkeys((k, text) for k, text, _ in label_rows(self._store))
+            self._keys = [k for k, _ in pairs]
+            self._texts = [text for _, text in pairs]
             self._index = LabelIndex(self._texts)
         return self._index
 
@@ -243,8 +240,7 @@ class InMemoryLabelSearch:
 
     def named(self, label: str, limit: int = 20) -> list[KeyHit]:
         text = label.strip()
-        return self._dedupe([Hit(i, 1.0 if self._texts[i] == text else 0.95,
-                                 "exact" if self._texts[i] == text else "casefold")
+        return self._dedupe([Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
                              for i in self._build().named(label)], limit)
 
 
@@ -368,18 +364,15 @@ class OxigraphKG(LabelledEdgesKG):
         """The name shown for a term: a literal's value; else its best label, or its IRI's local name."""
         if isinstance(term, ox.Literal):
             return term.value
-        label = self._best_text(term, self._used(_LABEL_NODES))
-        if label is None:
-            label = "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
-        return label
+        return self._best_text(term, self._used(_LABEL_NODES)) or (
+            "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
+        )
 
     def labelled_entity(self, term: Term, eid: str | None = None) -> Entity:
         """The entity by label only: never reads its description (what :meth:`entity` does the first time)."""
         cached = self._entity_cache.peek(term)
-        if cached is not None and cached.description is None:
-            return cached
         if cached is not None:
-            return cached.model_copy(update={"description": None})
+            return cached if cached.description is None else cached.model_copy(update={"description": None})
         eid = eid or self.term_id(term) or ""
         return Entity.model_construct(id=eid, label=self._label(term), description=None, kg=self.name)
 
@@ -412,31 +405,21 @@ class OxigraphKG(LabelledEdgesKG):
         eid = self.term_id(term)
         return None if eid is None else (self.labelled_entity if labelled else self.entity)(term, eid)
 
-    def _matches(self, found: Sequence[KeyHit], mention: bool) -> list[EntityMatch]:
-        out = []
-        for h in found:
-            if (ent := self._hit_entity(h)) is None:
-                continue
-            out.append(
-                EntityMatch.model_construct(
-                    entity=ent,
-                    score=h.score,
-                    match=h.match,
-                    mention=h.mention if mention else None,
-                )
-            )
-        return out
+    def _matches(self, find: Callable[[str, int], Sequence[KeyHit]], text: str, limit: int, mention: bool
+                 ) -> list[EntityMatch]:
+        """The entities the label index ``find`` (its ``link`` or ``search``) names for ``text``; the hits' mentions
+        kept if ``mention``."""
+        found = find(self.limits.check_query(text), self.limits.clamp(limit, self.limits.max_search))
+        return [EntityMatch.model_construct(entity=ent, score=h.score, match=h.match,
+                                            mention=h.mention if mention else None)
+                for h in found if (ent := self._hit_entity(h)) is not None]
 
     # -- interface ---------------------------------------------------------------------------------------------
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
-        query = self.limits.check_query(query)
-        limit = self.limits.clamp(limit, self.limits.max_search)
-        return self._matches(self.labels.link(query, limit), mention=True)
+        return self._matches(self.labels.link, query, limit, mention=True)
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
-        text = self.limits.check_query(text)
-        limit = self.limits.clamp(limit, self.limits.max_search)
-        return self._matches(self.labels.search(text, limit), mention=False)
+        return self._matches(self.labels.search, text, limit, mention=False)
 
     def _count_query(self, terms: list[Term], direction: Direction) -> dict[str, int]:
         """Distinct edges per predicate from (forward) or to (backward) the terms, across all graphs."""
@@ -479,11 +462,9 @@ class OxigraphKG(LabelledEdgesKG):
         return self._relations(terms, None)
 
     def _relations(self, terms: list[Term], cap: int | None) -> RelationList:
-        rows: list[tuple[bool, str, Direction, int, str]] = []
-        for direction in (Direction.forward, Direction.backward):
-            for iri, n in self._count_query(terms, direction).items():
-                rows.append((direction is Direction.backward, self.codec.encode_relation(iri), direction, n, iri))
-        rows.sort(key=lambda r: r[:2])
+        rows = sorted(((d is Direction.backward, self.codec.encode_relation(iri), d, n, iri)
+                       for d in (Direction.forward, Direction.backward)
+                       for iri, n in self._count_query(terms, d).items()), key=lambda r: r[:2])
         cap = len(rows) if cap is None else cap
         rels = [self.relation_model(iri, d, n) for _, _, d, n, iri in rows[:cap]]
         return RelationList.model_construct(relations=rels, truncated=len(rows) > cap, partial=False, warnings=[])
@@ -609,15 +590,11 @@ class OxigraphKG(LabelledEdgesKG):
         (local,) = self.local_ids([entity_id])
         term = self.entity_term(local)
         ent = self.entity(term, entity_id)
-        aliases: list[str] = []
-        if not isinstance(term, ox.Literal):
-            for pred in self._used(_ALIAS_NODES + _LABEL_NODES):
-                for q in self._quads(s=term, p=pred):
-                    if isinstance(q.object, ox.Literal) and language_rank(q.object.language, self.languages) <= len(
-                        self.languages
-                    ):
-                        aliases.append(q.object.value)
-        aliases = [a for a in dict.fromkeys(aliases) if a != ent.label]
+        preds = [] if isinstance(term, ox.Literal) else self._used(_ALIAS_NODES + _LABEL_NODES)
+        names = [q.object.value for pred in preds for q in self._quads(s=term, p=pred)
+                 if isinstance(q.object, ox.Literal)
+                 and language_rank(q.object.language, self.languages) <= len(self.languages)]
+        aliases = [a for a in dict.fromkeys(names) if a != ent.label]
         rels = (await self.get_relations([entity_id])).relations
         return EntityDescription(
             entity=ent,
@@ -644,17 +621,10 @@ class OxigraphKG(LabelledEdgesKG):
         named = self.labels.named_many([label for label in wanted if label.strip()], max(limit, 20))
         out: dict[str, list[Entity]] = {}
         for label in wanted:
-            exact: list[Entity] = []
-            folded: list[Entity] = []
+            found = [ent for h in named.get(label, ()) if (ent := self._hit_entity(h, labelled=True)) is not None]
             want = label_key(label)
-            for h in named.get(label, ()):
-                if (ent := self._hit_entity(h, labelled=True)) is None:
-                    continue
-                if ent.label == label:
-                    exact.append(ent)
-                elif label_key(ent.label) == want:
-                    folded.append(ent)
-            out[label] = (exact or folded)[:limit]
+            out[label] = ([e for e in found if e.label == label] or [e for e in found if label_key(e.label) == want]
+                          )[:limit]
         return out
 
     async def label_of(self, entity_id: str) -> str:
@@ -753,28 +723,21 @@ def name_iri(name: str, namespace: str = ENTITY_NS) -> str:
     return namespace + quote(name, safe=_NAME_SAFE)
 
 
-def _nt_string(text: str) -> str:
-    return str(ox.Literal(text))
-
-
-def _triples_to_ntriples(source: Path, out: Path) -> int:
+def _triples_to_ntriples(source: Path, out: Path) -> None:
     """Rewrite a head|relation|tail file as N-Triples: names become IRIs, each gets its rdfs:label once."""
     label = f"<{RDFS}label>"
     seen_e: set[str] = set()
     seen_r: set[str] = set()
-    n = 0
     with open(out, "w", encoding="utf-8") as w:
         for h, r, t in iter_triples(source):
             w.write(f"<{name_iri(h)}> <{name_iri(r, RELATION_NS)}> <{name_iri(t)}> .\n")
-            n += 1
             for e in (h, t):
                 if e not in seen_e:
                     seen_e.add(e)
-                    w.write(f"<{name_iri(e)}> {label} {_nt_string(e)} .\n")
+                    w.write(f"<{name_iri(e)}> {label} {ox.Literal(e)} .\n")
             if r not in seen_r:
                 seen_r.add(r)
-                w.write(f"<{name_iri(r, RELATION_NS)}> {label} {_nt_string(humanize(r))} .\n")
-    return n
+                w.write(f"<{name_iri(r, RELATION_NS)}> {label} {ox.Literal(humanize(r))} .\n")
 
 
 def _namespace(iri: str) -> str:

@@ -106,9 +106,7 @@ def file_query_source(source: str | Path, format: str | None = None) -> StoreSou
     from .sparql.workers import StoreSource
 
     source = Path(source)
-    if is_triples_file(source):
-        return None
-    fmt = rdf_format_for(source, format)
+    fmt = None if is_triples_file(source) else rdf_format_for(source, format)
     if fmt is None:
         return None
     return StoreSource(file=str(source.resolve()), media_type=RDF_MEDIA_TYPES[fmt],
@@ -158,8 +156,6 @@ def parse_rdf(path: Path, fmt: str) -> list[tuple]:
             else:
                 g = rdflib.Graph()
                 g.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
-    except InvalidInput:
-        raise
     except Exception as e:  # rdflib raises many unrelated types (SAXParseException, BadSyntax, JSONDecodeError ...)
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InvalidInput(f"{path}: could not parse as {fmt}: {msg[:300]}") from None

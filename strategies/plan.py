@@ -330,8 +330,7 @@ async def _offline_plans(call: Call, topics: list[str], k: int, max_hops: int) -
 async def _fallback(call: Call, result: PlanResult, reason: str, usage: LLMUsage) -> PlanResult:
     """The tree search's answer, run as the router runs a sub-strategy (with this call's KG, LLM and progress)."""
     s = get("tot")
-    sub = dataclasses.replace(call, options=call.services.options(s), needs=s.needs, method="tot", _llm=None,
-                              _before=None)
+    sub = call.as_strategy(s)
     out = await s.run(sub)
     total = LLMUsage()
     total.add(usage)

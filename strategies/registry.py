@@ -10,6 +10,7 @@ adds its own with :func:`register`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,6 +67,12 @@ class Call:
             self._llm = self.llm_factory()
             self._before = self._llm.usage.snapshot()
         return self._llm
+
+    def as_strategy(self, strategy: Strategy) -> Call:
+        """This call run as another strategy (how the router and plan's fallback hand a question on): the same
+        KG, scope, question, LLM kind and progress; that strategy's options and needs; its own LLM usage count."""
+        return dataclasses.replace(self, options=self.services.options(strategy), needs=strategy.needs,
+                                   method=strategy.name, _llm=None, _before=None)
 
     def usage(self) -> Any:
         from tot_mcp.strategies.llm.base import LLMUsage

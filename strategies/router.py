@@ -207,10 +207,7 @@ class RouterResult(StrategyResult):
 
 async def _sub(call: Call, name: str) -> StrategyResult:
     s: Strategy = get(name)
-    sub = Call(services=call.services, kg=call.kg, query=call.query, options=call.services.options(s),
-               llm_kind=call.llm_kind, llm_factory=call.llm_factory, progress=call.progress, needs=s.needs,
-               method=name, build=call.build)
-    return await s.run(sub)
+    return await s.run(call.as_strategy(s))
 
 
 async def _run_router(call: Call) -> RouterResult:

@@ -57,6 +57,21 @@ async def test_a_new_strategy_is_one_object_and_one_registration(tmp_path):
     assert [r.label for r in out.results] == ["Night Harbor", "Night Harbor"]
 
 
+def test_a_strategy_hands_a_question_on_with_the_callers_kg_scope_and_progress(tmp_path):
+    """The router and plan's fallback run another strategy through Call.as_strategy: the caller's KG, scope (the
+    linked KGs a walk may cross), question and progress stay; the options and needs are the other strategy's."""
+    kg = make_kg(tmp_path)
+    services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
+    progress = object()
+    call = Call(services=services, kg=kg, scope=kg, query="who directed [Night Harbor]", progress=progress,
+                options=get("router").parse_options({}), method="router", build=False)
+    chain = get("chain")
+    sub = call.as_strategy(chain)
+    assert (sub.kg, sub.scope, sub.query, sub.progress, sub.build) == (kg, kg, call.query, progress, False)
+    assert (sub.method, sub.needs, sub.options) == ("chain", chain.needs, services.options(chain))
+    assert call.method == "router"  # the caller's own call is left as it was
+
+
 async def test_a_registered_strategy_runs_as_a_tot_search_method(tmp_path, monkeypatch):
     kg = make_kg(tmp_path)
     monkeypatch.setitem(REGISTRY._targets, "echo", "")

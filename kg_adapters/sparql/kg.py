@@ -130,6 +130,10 @@ class SparqlKG(KnowledgeGraph):
         data = await self.sparql.request("POST" if form else "GET", params, form=form)
         return parse_select(data, self.endpoint)
 
+    async def _ask(self, query: str) -> bool:
+        """An ASK query's answer (always a GET: an ASK is short)."""
+        return bool((await self.sparql.request("GET", {"query": query})).get("boolean"))
+
     def _qid(self, local: str) -> str:
         return f"{self.name}:{local}"
 
@@ -441,8 +445,7 @@ class SparqlKG(KnowledgeGraph):
             if room == 0 and i + 1 < len(batches):
                 truncated = True  # later batches may hold more (the next page can then be empty)
         if not grouped and offset == 0 and rel_term not in self._used_relations:
-            data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, rel_term)})
-            if not data.get("boolean"):
+            if not await self._ask(queries.relation_used(self.profile, rel_term)):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
             self._used_relations.add(rel_term)  # a relation in use stays in use: asked once, not per empty page
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
@@ -859,8 +862,7 @@ class SparqlKG(KnowledgeGraph):
         aliases = sorted({r["a"].value for r in rows if "a" in r} - {label})
         rels = await self.get_relations([entity_id])
         if label is None and not rels.relations:
-            data = await self.sparql.request("GET", {"query": queries.exists(p, term)})
-            if not data.get("boolean"):
+            if not await self._ask(queries.exists(p, term)):
                 raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self.endpoint})")
         self._remember(local, label)
         if p.kind == "wikidata":
@@ -928,8 +930,7 @@ class SparqlKG(KnowledgeGraph):
         locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
         found = [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
         if not found:
-            data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, relation)})
-            if not data.get("boolean"):
+            if not await self._ask(queries.relation_used(self.profile, relation)):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; get_relations(search=...) finds one")
         return found
 
@@ -981,10 +982,8 @@ class SparqlKG(KnowledgeGraph):
         local = self.profile.entity_local(term)
         if local is None and self.backend == "wikidata":
             local = wikidata_local(WD + key.strip()) or wikidata_local(key.strip().replace("https://", "http://", 1))
-        if local is None:
-            return None
-        data = await self.sparql.request("GET", {"query": queries.exists(self.profile, self.profile.entity_term(local))})
-        return self._qid(local) if data.get("boolean") else None
+        found = local is not None and await self._ask(queries.exists(self.profile, self.profile.entity_term(local)))
+        return self._qid(local) if found else None
 
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None

@@ -239,7 +239,7 @@ class SparqlKG(KnowledgeGraph):
     async def _counted(self, entity_ids: list[str], terms: list[str]) -> RelationList:
         """The relations of ``terms`` (``entity_ids``' terms), every one, counts added up over the batches."""
         counts: dict[tuple[str, Direction], int] = {}
-        labels: dict[str, str | None] = {}
+        labels: dict[str, str] = {}
         sampled = False
         for batch in _chunks(terms, self.batch_size):
             rows = await self._select(queries.relations(self.profile, batch, self.backward_scan))
@@ -320,42 +320,31 @@ class SparqlKG(KnowledgeGraph):
         """One entity's relations from its rows of :func:`queries.relations_by_entity`, as :meth:`get_relations`
         reads them (its backward edges known not to be sampled)."""
         counts: dict[tuple[str, Direction], int] = {}
-        labels: dict[str, str | None] = {}
+        labels: dict[str, str] = {}
         self._read_counts(rows, counts, labels)
         return self._relations_of(counts, labels)
 
-    def _read_counts(self, rows: list[Row], counts: dict[tuple[str, Direction], int],
-                     labels: dict[str, str | None]) -> int:
+    def _read_counts(self, rows: list[Row], counts: dict[tuple[str, Direction], int], labels: dict[str, str]) -> int:
         """Adds one relation-count answer (:func:`queries.relations`, :func:`queries.relations_by_entity`) to
-        ``counts`` per (relation, direction) and ``labels`` per relation; returns the backward edges it counted."""
-        by_rel: dict[str, list[Row]] = {}
-        seen: set[tuple[str, str]] = set()
+        ``counts`` per (relation, direction) and ``labels`` per relation (:meth:`_labelled_relations`); returns the
+        backward edges it counted."""
         backward_total = 0
-        for r in rows:
-            local = self.profile.relation_local(r["r"].value) if "r" in r else None
-            if local is None or "dir" not in r or "n" not in r:
-                continue
-            by_rel.setdefault(local, []).append(r)
-            if (local, r["dir"].value) in seen:  # label rows repeat the count
-                continue
-            seen.add((local, r["dir"].value))
-            direction = Direction.forward if r["dir"].value == "f" else Direction.backward
-            n = int(r["n"].value)
-            counts[(local, direction)] = counts.get((local, direction), 0) + n
-            if direction is Direction.backward:
-                backward_total += n
-        for local, rs in by_rel.items():
-            labels[local] = self._best(rs, "l", "lp", self.profile.label_preds)
+        for local, label, rs in self._labelled_relations(rows):
+            labels[local] = label
+            # one count per direction (GROUP BY ?r ?dir), repeated on each of its label rows
+            for d, n in {r["dir"].value: int(r["n"].value) for r in rs if "dir" in r and "n" in r}.items():
+                direction = Direction.forward if d == "f" else Direction.backward
+                counts[(local, direction)] = counts.get((local, direction), 0) + n
+                if direction is Direction.backward:
+                    backward_total += n
         return backward_total
 
-    def _relations_of(self, counts: dict[tuple[str, Direction], int], labels: dict[str, str | None],
+    def _relations_of(self, counts: dict[tuple[str, Direction], int], labels: dict[str, str],
                       sampled: bool = False) -> list[Relation]:
         """The relations of read counts, in the order get_relations lists them (a sampled backward count left out)."""
-        rels = []
-        for (local, direction), n in counts.items():
-            label = self._remember(local, labels.get(local) or humanize(self.profile.fallback_label(local)))
-            count = None if sampled and direction is Direction.backward else n
-            rels.append(self._relation_model(local, label, direction, count))
+        rels = [self._relation_model(local, labels[local], direction,
+                                     None if sampled and direction is Direction.backward else n)
+                for (local, direction), n in counts.items()]
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
         return rels
 

@@ -10,8 +10,6 @@ import asyncio
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlencode
-
 from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, KGError, NotFound
 from ..lru import LRU
@@ -54,7 +52,6 @@ _STOP = frozenset(
 _MAX_NGRAM = 6
 _MAX_GRAMS = 150
 _MAX_MENTIONS = 8
-_GET_LIMIT = 1800  # longer queries are POSTed
 # Generic RDF: a blank-node object (an award with a name and a year) is shown as the edge's value — its label, or
 # STRUCTURED_VALUE if it has none — with its own properties as the edge's qualifiers, at most BNODE_PROPERTIES each;
 # the query fetches at most BNODE_PROPERTIES × (page size + 1) such rows, so one huge node cannot blow up a page.
@@ -122,13 +119,7 @@ class SparqlKG(KnowledgeGraph):
 
     # -- plumbing ---------------------------------------------------------------------------------------------
     async def _select(self, query: str) -> list[Row]:
-        params = {"query": query}
-        # percent-encoding at most triples a byte: only a query in between is measured encoded (a reasoner's
-        # VALUES queries run to kilobytes, and encoding one to measure it cost as much as sending it)
-        size = len(query.encode())
-        form = size > _GET_LIMIT or (3 * size + 6 > _GET_LIMIT and len(urlencode(params)) > _GET_LIMIT)
-        data = await self.sparql.request("POST" if form else "GET", params, form=form)
-        return parse_select(data, self.endpoint)
+        return parse_select(await self.sparql.query(query), self.endpoint)
 
     async def _ask(self, query: str) -> bool:
         """An ASK query's answer (always a GET: an ASK is short)."""

@@ -701,13 +701,17 @@ class SparqlKG(KnowledgeGraph):
         return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
 
     # -- search and linking -----------------------------------------------------------------------------------
-    async def search_entities(self, text: str, limit: int = 10, *, scan: bool = True) -> list[EntityMatch]:
-        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
-        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
+    def _search_args(self, text: str, limit: int) -> tuple[str, int]:
+        """A search's text as the endpoint will see it (InvalidInput if nothing is left) and its limit, clamped."""
         text = clean_search_text(self.limits.check_query(text))
         if not text:
             raise InvalidInput("search text is empty once control characters are removed")
-        limit = self.limits.clamp(limit, self.limits.max_search)
+        return text, self.limits.clamp(limit, self.limits.max_search)
+
+    async def search_entities(self, text: str, limit: int = 10, *, scan: bool = True) -> list[EntityMatch]:
+        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
+        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
+        text, limit = self._search_args(text, limit)
         if self.search_api is not None:
             hits = await wbsearchentities(self.search_api, text, self.search_language, limit)
             out = []
@@ -940,10 +944,7 @@ class SparqlKG(KnowledgeGraph):
         """Properties whose label, alias or description (configured languages) contains a content word of
         ``text`` — one bounded query — ranked lexically (:mod:`kg_adapters.sparql.relsearch`). Usage counts are
         not known here (counting uses of a property is a full scan on WDQS)."""
-        text = clean_search_text(self.limits.check_query(text))
-        if not text:
-            raise InvalidInput("search text is empty once control characters are removed")
-        limit = self.limits.clamp(limit, self.limits.max_search)
+        text, limit = self._search_args(text, limit)
         words = [sparql_literal(w) for w in relsearch.needles(text)]
         rows = await self._select(queries.find_relations(self.profile, words, 300))
         candidates = []

@@ -217,10 +217,13 @@ class SparqlKG(KnowledgeGraph):
     # -- relations --------------------------------------------------------------------------------------------
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         rl = await self._counted(entity_ids, [t for _, t in self._terms(entity_ids)])
+        return self._capped(rl.relations, rl.truncated, rl.warnings)
+
+    def _capped(self, rels: list[Relation], truncated: bool, warnings: list[str]) -> RelationList:
+        """get_relations' answer: the first ``max_relations`` of ``rels``, truncated if there are more."""
         cap = self.limits.max_relations
-        rels = rl.relations
-        return RelationList.model_construct(relations=rels[:cap], truncated=rl.truncated or len(rels) > cap,
-                                            partial=False, warnings=rl.warnings)
+        return RelationList.model_construct(relations=rels[:cap], truncated=truncated or len(rels) > cap,
+                                            partial=False, warnings=warnings)
 
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
         """One query per ``batch_size`` IDs, however many: the reasoner reads whole frontiers' relations, and a
@@ -287,10 +290,7 @@ class SparqlKG(KnowledgeGraph):
                 if back_rows.get(iri, 0) > self.backward_scan or not rels:
                     alone.append(local)
                     continue
-                cap = self.limits.max_relations
-                rl = RelationList.model_construct(
-                    relations=rels[:cap], truncated=len(rels) > cap, partial=False, warnings=[]
-                )
+                rl = self._capped(rels, False, [])
                 out.update((eid, rl) for eid in given[local])
 
         # batches at once, as the per-node reads they replace were: the endpoint's slots bound the concurrency

@@ -849,14 +849,10 @@ class SparqlKG(KnowledgeGraph):
             if not await self._ask(queries.exists(p, term)):
                 raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self.endpoint})")
         self._remember(local, label)
+        common = dict(entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local))
         if p.kind == "wikidata":
-            return EntityDetails(
-                entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local),
-                statements=self._statement_count(rows), types=self._types(rows),
-            )
-        return EntityDescription(
-            entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local)
-        )
+            return EntityDetails(**common, statements=self._statement_count(rows), types=self._types(rows))
+        return EntityDescription(**common)
 
     @staticmethod
     def _statement_count(rows: list[Row]) -> int | None:

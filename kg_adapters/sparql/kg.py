@@ -794,16 +794,14 @@ class SparqlKG(KnowledgeGraph):
         spans win (as in :mod:`kg_adapters.label_index`)."""
         toks = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(query)]
         grams: dict[str, tuple[int, int, str]] = {}
-        for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
-            for s in range(0, len(toks) - n + 1):
-                span = toks[s : s + n]
-                words = [t[2].casefold() for t in span]
-                if not span[0][2][0].isalnum() or not span[-1][2][0].isalnum() or all(w in _STOP for w in words):
-                    continue
-                text = query[span[0][0] : span[-1][1]]
-                grams.setdefault(key(text), (s, s + n, text))
-                if len(grams) >= _MAX_GRAMS:
-                    break
+        spans = ((s, s + n) for n in range(min(_MAX_NGRAM, len(toks)), 0, -1) for s in range(len(toks) - n + 1))
+        for s, e in spans:  # longest first, then leftmost
+            span = toks[s:e]
+            words = [t[2].casefold() for t in span]
+            if not span[0][2][0].isalnum() or not span[-1][2][0].isalnum() or all(w in _STOP for w in words):
+                continue
+            text = query[span[0][0] : span[-1][1]]
+            grams.setdefault(key(text), (s, e, text))
             if len(grams) >= _MAX_GRAMS:
                 break
         if not grams:

@@ -385,7 +385,7 @@ class SparqlKG(KnowledgeGraph):
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[tuple[str, Term, list[Row]]] = []
         skip, room, truncated = offset, limit, False
-        client = statement is None and value_node is None and (rel_term, forward) not in self._server_sorts
+        client = not self.profile.qualifiers and (rel_term, forward) not in self._server_sorts
         reads: dict[tuple, tuple | None] = {}  # this call's unsorted reads, per source (results are cached above us)
         local_of = {t: local for local, t in sources}
         for i, batch in enumerate(batches):

@@ -255,22 +255,25 @@ def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:
     predicates are a FILTER, not a second ``VALUES``: oxigraph joins ``VALUES ?ml`` × ``VALUES ?mp`` by scanning the
     label predicates (tens to hundreds of ms on a 100k-label store), while with the literal alone bound it looks each
     up in its object index (~3 ms)."""
-    preds = [*p.label_preds, *p.alias_preds]
-    return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
-  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . FILTER(?mp IN ({", ".join(preds)})) {p.entity_filter} }} LIMIT {_int(limit)} }}
-  {_labels(p, "?e")}
-  {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
-  {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}
-}}"""
+    preds = ", ".join([*p.label_preds, *p.alias_preds])
+    return _label_hits(p, f'SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . '
+                          f"FILTER(?mp IN ({preds})) {p.entity_filter} }} LIMIT {_int(limit)}")
 
 
 def contains_labels(p: Profile, needle: str, limit: int) -> str:
     """Bounded substring fallback: case-insensitive CONTAINS over labels/aliases in the configured languages.
     ``needle`` is an escaped, lower-cased literal."""
     preds = [*p.label_preds, *p.alias_preds]
+    return _label_hits(p, f'SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values("?mp", preds)} '
+                          f'{lang_filter("?ml", p.langs)}\n'
+                          f"      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT {_int(limit)}")
+
+
+def _label_hits(p: Profile, matches: str) -> str:
+    """The entities of ``matches`` (a sub-select of ``?e ?ml ?mp``: an entity, the label or alias that matched and
+    its predicate) with their labels, descriptions and, on Wikidata, sitelink counts: what a label search scores."""
     return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
-  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values("?mp", preds)} {lang_filter("?ml", p.langs)}
-      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT {_int(limit)} }}
+  {{ {matches} }}
   {_labels(p, "?e")}
   {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
   {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}

@@ -192,9 +192,7 @@ async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float |
             columns, rows, boolean = await anyio.to_thread.run_sync(
                 partial(_collect, store, checked, deadline, graphs, runs, kg), abandon_on_cancel=True
             )
-    except TimeoutError:
-        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
-    except BackendTimeout:
+    except (TimeoutError, BackendTimeout):  # the wait ran out, or the thread's own deadline did
         raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
     return finish_rows(kg, checked, columns, rows, boolean=boolean)
 

@@ -163,8 +163,7 @@ class SparqlKG(KnowledgeGraph):
             for r in rows:
                 grouped.setdefault(r["e"].value, []).append(r)
             for _, local in batch:
-                iri = self.profile.iri(local)
-                self._remember(local, self._best(grouped.get(iri, []), "l", "lp", self.profile.label_preds))
+                self._remember(local, self._best(grouped.get(p.iri(local), []), "l", "lp", p.label_preds))
 
     def _entity(self, local: str, description: str | None = None) -> Entity:
         label = self._labels.peek(local) or self.profile.fallback_label(local)
@@ -190,13 +189,8 @@ class SparqlKG(KnowledgeGraph):
 
     def _units(self, rows: Iterable[Row]) -> list[str]:
         """Item IDs of the quantity units in ``rows`` (Wikidata value nodes), unitless "1" left out."""
-        out = []
-        for r in rows:
-            for var in ("unit", "qunit"):
-                local = self.profile.entity_local(r[var]) if var in r else None
-                if local is not None and local != UNITLESS:
-                    out.append(local)
-        return out
+        return [local for r in rows for var in ("unit", "qunit")
+                if var in r and (local := self.profile.entity_local(r[var])) not in (None, UNITLESS)]
 
     def _faithful(self, term: Term, value: Literal, rows: Sequence[Row], tp: str, unit: str) -> Literal:
         """A Wikidata literal as Wikidata means it (:mod:`kg_adapters.sparql.values`): a time at the precision of
@@ -690,9 +684,8 @@ class SparqlKG(KnowledgeGraph):
             k = (qp, local, value.value if value else None, value.datatype if value else None, nested)
             if k in out:
                 continue
-            if local is not None:
-                if (key := self._qid(local)) not in entities:
-                    entities[key] = self._entity(local)
+            if local is not None and (key := self._qid(local)) not in entities:
+                entities[key] = self._entity(local)
             out[k] = Qualifier.model_construct(
                 relation=self._relation_model(qp, self._relation_label(qp), Direction.forward, None),
                 target=self._qid(local) if local is not None else None,

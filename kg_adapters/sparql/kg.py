@@ -819,13 +819,11 @@ class SparqlKG(KnowledgeGraph):
                 score = round(m.score * weight, 4)
                 if m.entity.id not in out or out[m.entity.id].score < score:
                     out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
-        if not out:
-            return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in await self._fallback(query, limit)]
+        if not out:  # no n-gram is a label: a search for the content words, scored lower
+            words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
+            hits = await self.search_entities(" ".join(words), limit) if words else []
+            return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in hits]
         return sorted(out.values(), key=lambda m: -m.score)[:limit]
-
-    async def _fallback(self, query: str, limit: int) -> list[EntityMatch]:
-        words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
-        return await self.search_entities(" ".join(words), limit) if words else []
 
     # -- description and info ---------------------------------------------------------------------------------
     async def describe_entity(self, entity_id: str) -> EntityDescription:

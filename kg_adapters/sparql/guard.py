@@ -159,7 +159,7 @@ def tokenize(text: str) -> list[Token]:
         elif c == "<" and (m := _IRIREF.match(text, i)):
             out.append(Token("iri", m.group(0)))
         elif c in "'\"":
-            m = next((s.match(text, i) for s in _STRINGS if s.match(text, i)), None)
+            m = next((m for s in _STRINGS if (m := s.match(text, i))), None)
             if m is None:
                 raise _refuse("unterminated string literal, or a backslash escape other than "
                               "\\t \\b \\n \\r \\f \\\" \\' \\\\ inside one")

@@ -163,7 +163,7 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     except ValueError:
         pass
     else:
-        return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
+        return seconds if seconds >= 0 and math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

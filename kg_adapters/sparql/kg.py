@@ -265,7 +265,6 @@ class SparqlKG(KnowledgeGraph):
         async def read(batch: list[tuple[str, str]]) -> None:
             rows = await self._select(queries.relations_by_entity(self.profile, [t for _, t in batch],
                                                                   self.backward_scan))
-            iri_of = {local: self.profile.iri(local) for local, _ in batch}
             back_rows: dict[str, int] = {}
             by_entity: dict[str, list[Row]] = {}
             for r in rows:
@@ -279,7 +278,7 @@ class SparqlKG(KnowledgeGraph):
                 alone.extend(local for local, _ in batch)
                 return
             for local, _ in batch:
-                iri = iri_of[local]
+                iri = self.profile.iri(local)
                 rels = self._relations_from(by_entity.get(iri, []))
                 if back_rows.get(iri, 0) > self.backward_scan or not rels:
                     alone.append(local)

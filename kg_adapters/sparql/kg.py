@@ -10,6 +10,7 @@ import asyncio
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+
 from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, KGError, NotFound
 from ..lru import LRU

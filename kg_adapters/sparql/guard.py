@@ -159,7 +159,7 @@ def tokenize(text: str) -> list[Token]:
         elif c == "<" and (m := _IRIREF.match(text, i)):
             out.append(Token("iri", m.group(0)))
         elif c in "'\"":
-            m = next((s.match(text, i) for s in _STRINGS if s.match(text, i)), None)
+            m = next((m for s in _STRINGS if (m := s.match(text, i))), None)
             if m is None:
                 raise _refuse("unterminated string literal, or a backslash escape other than "
                               "\\t \\b \\n \\r \\f \\\" \\' \\\\ inside one")
@@ -167,7 +167,6 @@ def tokenize(text: str) -> list[Token]:
         elif (c in "?$" and (m := _VAR.match(text, i))) or (m := _WORD.match(text, i)):
             out.append(Token("word", m.group(0)))
         else:
-            m = None
             out.append(Token("punct", c))
         i += len(out[-1].text)
     return out
@@ -190,10 +189,6 @@ def _check_outside_strings(tokens: Iterable[Token]) -> None:
         for ch in t.text:
             if ord(ch) > 0x7F and unicodedata.category(ch) in ("Cf", "Zl", "Zp", "Zs", "Co", "Cn"):
                 raise _refuse(f"invisible or unusual character U+{ord(ch):04X} outside a string literal")
-
-
-def _words(tokens: Iterable[Token]) -> list[str]:
-    return [t.text for t in tokens if t.kind == "word"]
 
 
 def _prefix_of(word: str) -> str | None:
@@ -373,7 +368,7 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
         raise QueryRefused(f"refused: the query has {words:,} tokens; at most {MAX_TOKENS:,} (split it, or pass "
                            "fewer values per query)")
     _check_outside_strings(tokens)
-    updates = sorted({w.upper() for w in _words(tokens)} & UPDATE_KEYWORDS)
+    updates = sorted({t.text.upper() for t in tokens if t.kind == "word"} & UPDATE_KEYWORDS)
     if updates:
         raise _refuse(f"updates are not allowed (found {updates[0]}); only SELECT, ASK, CONSTRUCT and DESCRIBE")
     shape = _shape(tokens)

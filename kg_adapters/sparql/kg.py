@@ -10,7 +10,6 @@ import asyncio
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlencode
 
 from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, KGError, NotFound
@@ -54,7 +53,6 @@ _STOP = frozenset(
 _MAX_NGRAM = 6
 _MAX_GRAMS = 150
 _MAX_MENTIONS = 8
-_GET_LIMIT = 1800  # longer queries are POSTed
 # Generic RDF: a blank-node object (an award with a name and a year) is shown as the edge's value — its label, or
 # STRUCTURED_VALUE if it has none — with its own properties as the edge's qualifiers, at most BNODE_PROPERTIES each;
 # the query fetches at most BNODE_PROPERTIES × (page size + 1) such rows, so one huge node cannot blow up a page.
@@ -122,13 +120,11 @@ class SparqlKG(KnowledgeGraph):
 
     # -- plumbing ---------------------------------------------------------------------------------------------
     async def _select(self, query: str) -> list[Row]:
-        params = {"query": query}
-        # percent-encoding at most triples a byte: only a query in between is measured encoded (a reasoner's
-        # VALUES queries run to kilobytes, and encoding one to measure it cost as much as sending it)
-        size = len(query.encode())
-        form = size > _GET_LIMIT or (3 * size + 6 > _GET_LIMIT and len(urlencode(params)) > _GET_LIMIT)
-        data = await self.sparql.request("POST" if form else "GET", params, form=form)
-        return parse_select(data, self.endpoint)
+        return parse_select(await self.sparql.query(query), self.endpoint)
+
+    async def _ask(self, query: str) -> bool:
+        """An ASK query's answer (always a GET: an ASK is short)."""
+        return bool((await self.sparql.request("GET", {"query": query})).get("boolean"))
 
     def _qid(self, local: str) -> str:
         return f"{self.name}:{local}"
@@ -168,8 +164,7 @@ class SparqlKG(KnowledgeGraph):
             for r in rows:
                 grouped.setdefault(r["e"].value, []).append(r)
             for _, local in batch:
-                iri = self.profile.iri(local)
-                self._remember(local, self._best(grouped.get(iri, []), "l", "lp", self.profile.label_preds))
+                self._remember(local, self._best(grouped.get(p.iri(local), []), "l", "lp", p.label_preds))
 
     def _entity(self, local: str, description: str | None = None) -> Entity:
         label = self._labels.peek(local) or self.profile.fallback_label(local)
@@ -195,13 +190,8 @@ class SparqlKG(KnowledgeGraph):
 
     def _units(self, rows: Iterable[Row]) -> list[str]:
         """Item IDs of the quantity units in ``rows`` (Wikidata value nodes), unitless "1" left out."""
-        out = []
-        for r in rows:
-            for var in ("unit", "qunit"):
-                local = self.profile.entity_local(r[var]) if var in r else None
-                if local is not None and local != UNITLESS:
-                    out.append(local)
-        return out
+        return [local for r in rows for var in ("unit", "qunit")
+                if var in r and (local := self.profile.entity_local(r[var])) not in (None, UNITLESS)]
 
     def _faithful(self, term: Term, value: Literal, rows: Sequence[Row], tp: str, unit: str) -> Literal:
         """A Wikidata literal as Wikidata means it (:mod:`kg_adapters.sparql.values`): a time at the precision of
@@ -222,10 +212,13 @@ class SparqlKG(KnowledgeGraph):
     # -- relations --------------------------------------------------------------------------------------------
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         rl = await self._counted(entity_ids, [t for _, t in self._terms(entity_ids)])
+        return self._capped(rl.relations, rl.truncated, rl.warnings)
+
+    def _capped(self, rels: list[Relation], truncated: bool, warnings: list[str]) -> RelationList:
+        """get_relations' answer: the first ``max_relations`` of ``rels``, truncated if there are more."""
         cap = self.limits.max_relations
-        rels = rl.relations
-        return RelationList.model_construct(relations=rels[:cap], truncated=rl.truncated or len(rels) > cap,
-                                            partial=False, warnings=rl.warnings)
+        return RelationList.model_construct(relations=rels[:cap], truncated=truncated or len(rels) > cap,
+                                            partial=False, warnings=warnings)
 
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
         """One query per ``batch_size`` IDs, however many: the reasoner reads whole frontiers' relations, and a
@@ -235,7 +228,7 @@ class SparqlKG(KnowledgeGraph):
     async def _counted(self, entity_ids: list[str], terms: list[str]) -> RelationList:
         """The relations of ``terms`` (``entity_ids``' terms), every one, counts added up over the batches."""
         counts: dict[tuple[str, Direction], int] = {}
-        labels: dict[str, str | None] = {}
+        labels: dict[str, str] = {}
         sampled = False
         for batch in _chunks(terms, self.batch_size):
             rows = await self._select(queries.relations(self.profile, batch, self.backward_scan))
@@ -273,7 +266,6 @@ class SparqlKG(KnowledgeGraph):
         async def read(batch: list[tuple[str, str]]) -> None:
             rows = await self._select(queries.relations_by_entity(self.profile, [t for _, t in batch],
                                                                   self.backward_scan))
-            iri_of = {local: self.profile.iri(local) for local, _ in batch}
             back_rows: dict[str, int] = {}
             by_entity: dict[str, list[Row]] = {}
             for r in rows:
@@ -287,15 +279,12 @@ class SparqlKG(KnowledgeGraph):
                 alone.extend(local for local, _ in batch)
                 return
             for local, _ in batch:
-                iri = iri_of[local]
+                iri = self.profile.iri(local)
                 rels = self._relations_from(by_entity.get(iri, []))
                 if back_rows.get(iri, 0) > self.backward_scan or not rels:
                     alone.append(local)
                     continue
-                cap = self.limits.max_relations
-                rl = RelationList.model_construct(
-                    relations=rels[:cap], truncated=len(rels) > cap, partial=False, warnings=[]
-                )
+                rl = self._capped(rels, False, [])
                 out.update((eid, rl) for eid in given[local])
 
         # batches at once, as the per-node reads they replace were: the endpoint's slots bound the concurrency
@@ -316,42 +305,31 @@ class SparqlKG(KnowledgeGraph):
         """One entity's relations from its rows of :func:`queries.relations_by_entity`, as :meth:`get_relations`
         reads them (its backward edges known not to be sampled)."""
         counts: dict[tuple[str, Direction], int] = {}
-        labels: dict[str, str | None] = {}
+        labels: dict[str, str] = {}
         self._read_counts(rows, counts, labels)
         return self._relations_of(counts, labels)
 
-    def _read_counts(self, rows: list[Row], counts: dict[tuple[str, Direction], int],
-                     labels: dict[str, str | None]) -> int:
+    def _read_counts(self, rows: list[Row], counts: dict[tuple[str, Direction], int], labels: dict[str, str]) -> int:
         """Adds one relation-count answer (:func:`queries.relations`, :func:`queries.relations_by_entity`) to
-        ``counts`` per (relation, direction) and ``labels`` per relation; returns the backward edges it counted."""
-        by_rel: dict[str, list[Row]] = {}
-        seen: set[tuple[str, str]] = set()
+        ``counts`` per (relation, direction) and ``labels`` per relation (:meth:`_labelled_relations`); returns the
+        backward edges it counted."""
         backward_total = 0
-        for r in rows:
-            local = self.profile.relation_local(r["r"].value) if "r" in r else None
-            if local is None or "dir" not in r or "n" not in r:
-                continue
-            by_rel.setdefault(local, []).append(r)
-            if (local, r["dir"].value) in seen:  # label rows repeat the count
-                continue
-            seen.add((local, r["dir"].value))
-            direction = Direction.forward if r["dir"].value == "f" else Direction.backward
-            n = int(r["n"].value)
-            counts[(local, direction)] = counts.get((local, direction), 0) + n
-            if direction is Direction.backward:
-                backward_total += n
-        for local, rs in by_rel.items():
-            labels[local] = self._best(rs, "l", "lp", self.profile.label_preds)
+        for local, label, rs in self._labelled_relations(rows):
+            labels[local] = label
+            # one count per direction (GROUP BY ?r ?dir), repeated on each of its label rows
+            for d, n in {r["dir"].value: int(r["n"].value) for r in rs if "dir" in r and "n" in r}.items():
+                direction = Direction.forward if d == "f" else Direction.backward
+                counts[(local, direction)] = counts.get((local, direction), 0) + n
+                if direction is Direction.backward:
+                    backward_total += n
         return backward_total
 
-    def _relations_of(self, counts: dict[tuple[str, Direction], int], labels: dict[str, str | None],
+    def _relations_of(self, counts: dict[tuple[str, Direction], int], labels: dict[str, str],
                       sampled: bool = False) -> list[Relation]:
         """The relations of read counts, in the order get_relations lists them (a sampled backward count left out)."""
-        rels = []
-        for (local, direction), n in counts.items():
-            label = self._remember(local, labels.get(local) or humanize(self.profile.fallback_label(local)))
-            count = None if sampled and direction is Direction.backward else n
-            rels.append(self._relation_model(local, label, direction, count))
+        rels = [self._relation_model(local, labels[local], direction,
+                                     None if sampled and direction is Direction.backward else n)
+                for (local, direction), n in counts.items()]
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
         return rels
 
@@ -401,7 +379,7 @@ class SparqlKG(KnowledgeGraph):
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[tuple[str, Term, list[Row]]] = []
         skip, room, truncated = offset, limit, False
-        client = statement is None and value_node is None and (rel_term, forward) not in self._server_sorts
+        client = not self.profile.qualifiers and (rel_term, forward) not in self._server_sorts
         reads: dict[tuple, tuple | None] = {}  # this call's unsorted reads, per source (results are cached above us)
         local_of = {t: local for local, t in sources}
         for i, batch in enumerate(batches):
@@ -441,8 +419,7 @@ class SparqlKG(KnowledgeGraph):
             if room == 0 and i + 1 < len(batches):
                 truncated = True  # later batches may hold more (the next page can then be empty)
         if not grouped and offset == 0 and rel_term not in self._used_relations:
-            data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, rel_term)})
-            if not data.get("boolean"):
+            if not await self._ask(queries.relation_used(self.profile, rel_term)):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
             self._used_relations.add(rel_term)  # a relation in use stays in use: asked once, not per empty page
         return await self._edge_page(grouped, rel_local, direction, truncated, offset)
@@ -707,9 +684,8 @@ class SparqlKG(KnowledgeGraph):
             k = (qp, local, value.value if value else None, value.datatype if value else None, nested)
             if k in out:
                 continue
-            if local is not None:
-                if (key := self._qid(local)) not in entities:
-                    entities[key] = self._entity(local)
+            if local is not None and (key := self._qid(local)) not in entities:
+                entities[key] = self._entity(local)
             out[k] = Qualifier.model_construct(
                 relation=self._relation_model(qp, self._relation_label(qp), Direction.forward, None),
                 target=self._qid(local) if local is not None else None,
@@ -718,13 +694,17 @@ class SparqlKG(KnowledgeGraph):
         return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
 
     # -- search and linking -----------------------------------------------------------------------------------
-    async def search_entities(self, text: str, limit: int = 10, *, scan: bool = True) -> list[EntityMatch]:
-        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
-        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
+    def _search_args(self, text: str, limit: int) -> tuple[str, int]:
+        """A search's text as the endpoint will see it (InvalidInput if nothing is left) and its limit, clamped."""
         text = clean_search_text(self.limits.check_query(text))
         if not text:
             raise InvalidInput("search text is empty once control characters are removed")
-        limit = self.limits.clamp(limit, self.limits.max_search)
+        return text, self.limits.clamp(limit, self.limits.max_search)
+
+    async def search_entities(self, text: str, limit: int = 10, *, scan: bool = True) -> list[EntityMatch]:
+        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
+        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
+        text, limit = self._search_args(text, limit)
         if self.search_api is not None:
             hits = await wbsearchentities(self.search_api, text, self.search_language, limit)
             out = []
@@ -807,16 +787,14 @@ class SparqlKG(KnowledgeGraph):
         spans win (as in :mod:`kg_adapters.label_index`)."""
         toks = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(query)]
         grams: dict[str, tuple[int, int, str]] = {}
-        for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
-            for s in range(0, len(toks) - n + 1):
-                span = toks[s : s + n]
-                words = [t[2].casefold() for t in span]
-                if not span[0][2][0].isalnum() or not span[-1][2][0].isalnum() or all(w in _STOP for w in words):
-                    continue
-                text = query[span[0][0] : span[-1][1]]
-                grams.setdefault(key(text), (s, s + n, text))
-                if len(grams) >= _MAX_GRAMS:
-                    break
+        spans = ((s, s + n) for n in range(min(_MAX_NGRAM, len(toks)), 0, -1) for s in range(len(toks) - n + 1))
+        for s, e in spans:  # longest first, then leftmost
+            span = toks[s:e]
+            words = [t[2].casefold() for t in span]
+            if not span[0][2][0].isalnum() or not span[-1][2][0].isalnum() or all(w in _STOP for w in words):
+                continue
+            text = query[span[0][0] : span[-1][1]]
+            grams.setdefault(key(text), (s, e, text))
             if len(grams) >= _MAX_GRAMS:
                 break
         if not grams:
@@ -841,13 +819,11 @@ class SparqlKG(KnowledgeGraph):
                 score = round(m.score * weight, 4)
                 if m.entity.id not in out or out[m.entity.id].score < score:
                     out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
-        if not out:
-            return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in await self._fallback(query, limit)]
+        if not out:  # no n-gram is a label: a search for the content words, scored lower
+            words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
+            hits = await self.search_entities(" ".join(words), limit) if words else []
+            return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in hits]
         return sorted(out.values(), key=lambda m: -m.score)[:limit]
-
-    async def _fallback(self, query: str, limit: int) -> list[EntityMatch]:
-        words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
-        return await self.search_entities(" ".join(words), limit) if words else []
 
     # -- description and info ---------------------------------------------------------------------------------
     async def describe_entity(self, entity_id: str) -> EntityDescription:
@@ -859,18 +835,13 @@ class SparqlKG(KnowledgeGraph):
         aliases = sorted({r["a"].value for r in rows if "a" in r} - {label})
         rels = await self.get_relations([entity_id])
         if label is None and not rels.relations:
-            data = await self.sparql.request("GET", {"query": queries.exists(p, term)})
-            if not data.get("boolean"):
+            if not await self._ask(queries.exists(p, term)):
                 raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self.endpoint})")
         self._remember(local, label)
+        common = dict(entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local))
         if p.kind == "wikidata":
-            return EntityDetails(
-                entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local),
-                statements=self._statement_count(rows), types=self._types(rows),
-            )
-        return EntityDescription(
-            entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local)
-        )
+            return EntityDetails(**common, statements=self._statement_count(rows), types=self._types(rows))
+        return EntityDescription(**common)
 
     @staticmethod
     def _statement_count(rows: list[Row]) -> int | None:
@@ -928,8 +899,7 @@ class SparqlKG(KnowledgeGraph):
         locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
         found = [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
         if not found:
-            data = await self.sparql.request("GET", {"query": queries.relation_used(self.profile, relation)})
-            if not data.get("boolean"):
+            if not await self._ask(queries.relation_used(self.profile, relation)):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; get_relations(search=...) finds one")
         return found
 
@@ -959,10 +929,7 @@ class SparqlKG(KnowledgeGraph):
         """Properties whose label, alias or description (configured languages) contains a content word of
         ``text`` — one bounded query — ranked lexically (:mod:`kg_adapters.sparql.relsearch`). Usage counts are
         not known here (counting uses of a property is a full scan on WDQS)."""
-        text = clean_search_text(self.limits.check_query(text))
-        if not text:
-            raise InvalidInput("search text is empty once control characters are removed")
-        limit = self.limits.clamp(limit, self.limits.max_search)
+        text, limit = self._search_args(text, limit)
         words = [sparql_literal(w) for w in relsearch.needles(text)]
         rows = await self._select(queries.find_relations(self.profile, words, 300))
         candidates = []
@@ -981,10 +948,8 @@ class SparqlKG(KnowledgeGraph):
         local = self.profile.entity_local(term)
         if local is None and self.backend == "wikidata":
             local = wikidata_local(WD + key.strip()) or wikidata_local(key.strip().replace("https://", "http://", 1))
-        if local is None:
-            return None
-        data = await self.sparql.request("GET", {"query": queries.exists(self.profile, self.profile.entity_term(local))})
-        return self._qid(local) if data.get("boolean") else None
+        found = local is not None and await self._ask(queries.exists(self.profile, self.profile.entity_term(local)))
+        return self._qid(local) if found else None
 
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None

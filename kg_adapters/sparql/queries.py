@@ -68,6 +68,11 @@ def relation_used(p: Profile, relation: str) -> str:
     return f"{p.prefixes}ASK {{ ?s {relation} ?o }}"
 
 
+def _edge_pattern(sources: Sequence[str], relation: str, forward: bool) -> str:
+    """``?src`` bound to each of ``sources`` and its ``relation`` to ``?tgt`` (backward: from ``?tgt``)."""
+    return f"{_values('?src', sources)} " + (f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src .")
+
+
 def _forward_edges(vals: str) -> str:
     return f'{{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}'
 
@@ -130,9 +135,8 @@ def edges(
     """One page of ``?src relation ?tgt`` (or reversed), ordered for stable paging, with target labels and —
     for Wikidata — the qualifiers of the matching non-deprecated statements, or — with ``bnode_rows`` — the
     properties of blank-node targets as ``?qp ?qv`` (see :func:`_bnode_properties`)."""
-    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
     page = (
-        f"{{ SELECT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} "
+        f"{{ SELECT ?src ?tgt WHERE {{ {_edge_pattern(sources, relation, forward)} }} "
         f"ORDER BY ?src ?tgt LIMIT {_int(limit)} OFFSET {_int(offset)} }}"
     )
     if bnode_rows is not None:
@@ -169,8 +173,7 @@ def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, l
     False (distinct: a triple in two named graphs is one edge, so ``limit + 1`` pairs asked and fewer got means none
     was left out): no ORDER BY, no OFFSET, no qualifiers, so a hub's thousands of edges cost one unsorted scan (the
     bulk read behind :meth:`KnowledgeGraph.adjacent` and, without labels, ``adjacent_ids``)."""
-    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
-    pairs = f"SELECT DISTINCT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)}"
+    pairs = f"SELECT DISTINCT ?src ?tgt WHERE {{ {_edge_pattern(sources, relation, forward)} }} LIMIT {_int(limit)}"
     if not labels:
         return f"{p.prefixes}{pairs}"
     return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
@@ -184,9 +187,8 @@ def pairs(p: Profile, sources: Sequence[str], relation: str, forward: bool, limi
     duplicates included, but unsorted — with target labels: a page sorted client-side from these equals the
     endpoint's ``ORDER BY ?src ?tgt`` page, without the sort that costs oxigraph 0.3–0.5 s over a genre's 4,000
     films (~60 ms read unsorted). Each row's labels multiply it by the same factor, so counts stay recoverable."""
-    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
     return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
-  {{ SELECT ?src ?tgt WHERE {{ {_values('?src', sources)} {triple} }} LIMIT {_int(limit)} }}
+  {{ SELECT ?src ?tgt WHERE {{ {_edge_pattern(sources, relation, forward)} }} LIMIT {_int(limit)} }}
   {_labels(p, "?tgt")}
 }}"""
 
@@ -245,8 +247,7 @@ def subjects_of(p: Profile, relation: str, limit: int) -> str:
 
 
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:
-    triple = f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
-    return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {_values('?src', sources)} {triple} }}"
+    return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {_edge_pattern(sources, relation, forward)} }}"
 
 
 def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:
@@ -254,22 +255,25 @@ def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:
     predicates are a FILTER, not a second ``VALUES``: oxigraph joins ``VALUES ?ml`` × ``VALUES ?mp`` by scanning the
     label predicates (tens to hundreds of ms on a 100k-label store), while with the literal alone bound it looks each
     up in its object index (~3 ms)."""
-    preds = [*p.label_preds, *p.alias_preds]
-    return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
-  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . FILTER(?mp IN ({", ".join(preds)})) {p.entity_filter} }} LIMIT {_int(limit)} }}
-  {_labels(p, "?e")}
-  {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
-  {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}
-}}"""
+    preds = ", ".join([*p.label_preds, *p.alias_preds])
+    return _label_hits(p, f'SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . '
+                          f"FILTER(?mp IN ({preds})) {p.entity_filter} }} LIMIT {_int(limit)}")
 
 
 def contains_labels(p: Profile, needle: str, limit: int) -> str:
     """Bounded substring fallback: case-insensitive CONTAINS over labels/aliases in the configured languages.
     ``needle`` is an escaped, lower-cased literal."""
     preds = [*p.label_preds, *p.alias_preds]
+    return _label_hits(p, f'SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values("?mp", preds)} '
+                          f'{lang_filter("?ml", p.langs)}\n'
+                          f"      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT {_int(limit)}")
+
+
+def _label_hits(p: Profile, matches: str) -> str:
+    """The entities of ``matches`` (a sub-select of ``?e ?ml ?mp``: an entity, the label or alias that matched and
+    its predicate) with their labels, descriptions and, on Wikidata, sitelink counts: what a label search scores."""
     return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
-  {{ SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values("?mp", preds)} {lang_filter("?ml", p.langs)}
-      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT {_int(limit)} }}
+  {{ {matches} }}
   {_labels(p, "?e")}
   {_labels(p, "?e", "?d", "?dp", p.desc_preds) if p.desc_preds else ""}
   {"OPTIONAL { ?e wikibase:sitelinks ?sl }" if p.kind == "wikidata" else ""}

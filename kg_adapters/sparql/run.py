@@ -21,7 +21,6 @@ import time
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
 import anyio
 
@@ -31,7 +30,6 @@ from .guard import DEFAULT_TIMEOUT, CheckedQuery, SparqlRows, SparqlTerm, finish
 from .workers import StoreQueryWorkers
 
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
-_GET_LIMIT = 1800  # longer queries are POSTed (as every other query of the adapter)
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 _TRIPLES_ACCEPT = "application/n-triples, text/turtle;q=0.9"
@@ -84,13 +82,10 @@ TRIPLE_COLUMNS = ["subject", "predicate", "object"]
 
 async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, timeout: float | None) -> SparqlRows:
     """Send ``checked.text`` (exactly) to the endpoint and read a bounded answer."""
-    params = {"query": checked.text}
-    form = len(urlencode(params)) > _GET_LIMIT
     graph = checked.form in ("CONSTRUCT", "DESCRIBE")
     raw = Raw(_TRIPLES_ACCEPT if graph else _RESULTS_ACCEPT, MAX_ANSWER_BYTES)
-    answer = await endpoint.request("POST" if form else "GET", params, form=form,
-                                    timeout=timeout or DEFAULT_TIMEOUT, retry_timeouts=False, raw=raw,
-                                    lane="caller")  # its own slots: it cannot starve the traversal tools
+    answer = await endpoint.query(checked.text, timeout=timeout or DEFAULT_TIMEOUT, retry_timeouts=False, raw=raw,
+                                  lane="caller")  # its own slots: it cannot starve the traversal tools
     url = endpoint.guard.url
     body: bytes = answer["body"]
     if graph:
@@ -197,9 +192,7 @@ async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float |
             columns, rows, boolean = await anyio.to_thread.run_sync(
                 partial(_collect, store, checked, deadline, graphs, runs, kg), abandon_on_cancel=True
             )
-    except TimeoutError:
-        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
-    except BackendTimeout:
+    except (TimeoutError, BackendTimeout):  # the wait ran out, or the thread's own deadline did
         raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
     return finish_rows(kg, checked, columns, rows, boolean=boolean)
 

@@ -17,19 +17,6 @@ from .escape import LANG_TAG, iri_ref, is_safe_iri, sparql_literal
 from .ids import PID, QID, WD, IriIds, wikidata_entity, wikidata_local, wikidata_property
 from .results import Term
 
-WDT = "http://www.wikidata.org/prop/direct/"
-WIKIDATA_PREFIXES = """PREFIX wd: <http://www.wikidata.org/entity/>
-PREFIX wdt: <http://www.wikidata.org/prop/direct/>
-PREFIX p: <http://www.wikidata.org/prop/>
-PREFIX ps: <http://www.wikidata.org/prop/statement/>
-PREFIX psv: <http://www.wikidata.org/prop/statement/value/>
-PREFIX pq: <http://www.wikidata.org/prop/qualifier/>
-PREFIX pqv: <http://www.wikidata.org/prop/qualifier/value/>
-PREFIX wikibase: <http://wikiba.se/ontology#>
-PREFIX schema: <http://schema.org/>
-PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
-PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
-"""
 # What a caller's SPARQL query (sparql_query) may use without declaring it: WDQS's own predeclared prefixes.
 WIKIDATA_PREFIX_MAP = {
     "wd": "http://www.wikidata.org/entity/",
@@ -59,6 +46,10 @@ WIKIDATA_PREFIX_MAP = {
     "prov": "http://www.w3.org/ns/prov#",
     "geo": "http://www.opengis.net/ont/geosparql#",
 }
+# The prologue of the adapter's own Wikidata queries: the prefixes they write.
+WIKIDATA_PREFIXES = "".join(f"PREFIX {p}: <{WIKIDATA_PREFIX_MAP[p]}>\n" for p in (
+    "wd", "wdt", "p", "ps", "psv", "pq", "pqv", "wikibase", "schema", "rdfs", "skos"))
+WDT = WIKIDATA_PREFIX_MAP["wdt"]
 
 DEFAULT_PREFIXES = {
     "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",

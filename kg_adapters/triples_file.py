@@ -32,15 +32,29 @@ def iter_triples(path: Path):
     A malformed line raises :class:`InvalidInput` naming the file and line, rather than being silently dropped.
     """
     with io.TextIOWrapper(open_binary(path), encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
-            if len(parts) != 3 or not all(p.strip() for p in parts):
-                raise InvalidInput(f"{path}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
-            h, r, t = (p.strip() for p in parts)
-            yield h, r, t
+        try:
+            for lineno, line in enumerate(fh, 1):
+                line = line.rstrip("\r\n")
+                if not line.strip():
+                    continue
+                parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
+                if len(parts) != 3 or not all(p.strip() for p in parts):
+                    raise InvalidInput(
+                        f"{path}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
+                h, r, t = (p.strip() for p in parts)
+                yield h, r, t
+        except UnicodeDecodeError:  # decoded a block at a time: find the line, as `tot-mcp load` names it
+            raise InvalidInput(f"{path}:{_first_undecodable_line(path)}: not UTF-8 (save the file as UTF-8)") from None
+
+
+def _first_undecodable_line(path: Path) -> int:
+    with open_binary(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return lineno
+    return 0
 
 
 def load_triples_file(path: str | Path, index: TripleIndex | None = None) -> TripleIndex:

@@ -31,6 +31,18 @@ def test_a_kg_path_that_is_a_directory_says_so(tmp_path):
         make_spec("x", str(tmp_path))
 
 
+@pytest.mark.parametrize("name", ["legacy.txt", "legacy.txt.gz"])
+def test_a_triples_file_that_is_not_utf8_names_its_line_and_exits_2(name, tmp_path, capsys):
+    """A Latin-1 file (common for old exports) was a UnicodeDecodeError traceback from --check and tot-search."""
+    import gzip
+
+    data = b"A|directed_by|B\n\nCaf\xe9 Noir|directed_by|C\n"
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    assert main(["--kg", f"x={path}", "--check"]) == 2
+    assert f"{path}:3: not UTF-8 (save the file as UTF-8)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
 def test_handle_ttl_must_be_a_finite_positive_number(value, capsys):
     assert main(["--handle-ttl", value, "--check"]) == 2

@@ -346,7 +346,8 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
             raise UsageError(f"--out {ns.out} exists; pass --resume to continue it or choose another file")
         ns.out.parent.mkdir(parents=True, exist_ok=True)
     done_ids = {r.id for r in done}
-    done = [r for r in done if r.id in {q.id for q in questions}]
+    asked = {q.id for q in questions}
+    done = [r for r in done if r.id in asked]  # (the set made once: a resumed run may hold 10k records)
     todo = [q for q in questions if q.id not in done_ids]
     if ns.resume and done:
         print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)

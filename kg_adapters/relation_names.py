@@ -35,6 +35,7 @@ class RelationNames:
     by_kg: dict[str, dict[str, str | None]] = field(default_factory=dict)  # KG → {relation ID: label}
     complete: bool = True  # False when a KG's vocabulary is larger than it listed, or it could not be asked
     partial: set[str] = field(default_factory=set)  # KGs with more relations than they listed (a sample)
+    unavailable: set[str] = field(default_factory=set)  # KGs that did not answer (asked again next time)
 
     @classmethod
     async def of(cls, kg: KnowledgeGraph) -> RelationNames:
@@ -48,7 +49,10 @@ class RelationNames:
             try:
                 info = await member.info()
             except KGError:
+                info = None
+            if info is None or info.unreachable:  # an endpoint down for a moment is not a KG without relations
                 out.complete = False
+                out.unavailable.add(name)
                 continue
             out.by_kg[name] = {r.id: r.label for r in info.relation_sample}
             more = info.relations > len(info.relation_sample) if info.relations is not None \
@@ -94,13 +98,15 @@ class RelationNames:
 
     def listing(self) -> str:
         """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to list). A KG that
-        listed only a sample of its relations (Wikidata) is named, not listed: a partial list would read as all."""
+        listed only a sample of its relations (Wikidata) is named, not listed: a partial list would read as all; so is
+        one that did not answer, so that a model does not read its absence as "no relations"."""
         if not self.by_kg or self.count() > MAX_LISTED:
             return ""
         parts = [f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
                  for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
         parts += [f"{kg}: too many to list (get_relations(search=...) finds them)" for kg in self.by_kg if kg in self.partial]
-        return "; ".join(parts) if len(parts) > len(self.partial) else ""
+        parts += [f"{kg}: not listed (the KG did not answer; initialize again later)" for kg in sorted(self.unavailable)]
+        return "; ".join(parts) if len(parts) > len(self.partial) + len(self.unavailable) else ""
 
 
 async def relation_examples(kg: KnowledgeGraph, names: RelationNames) -> dict[str, str]:

@@ -74,3 +74,22 @@ async def test_a_kg_that_lists_only_a_sample_is_named_not_listed(tmp_path):
     names = await RelationNames.of(linked)
     assert names.listing() == "films: directed_by; wd: too many to list (get_relations(search=...) finds them)"
     assert names.resolve("directed_by") == "films:directed_by" and names.resolve("wd:P31") == "wd:P31"
+
+
+async def test_a_kg_that_does_not_answer_is_named_and_asked_again_next_time(tmp_path):
+    """An endpoint down when initialize first listed the relations used to be kept as a KG with none, for the
+    server's lifetime: a model then read 'no catalog relations' and the path tools refused the catalog's names."""
+    from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+    from net_helpers import free_port
+
+    films = kg(tmp_path, "films", "Heat|directed_by|Michael Mann\n")
+    down = open_sparql_kg("catalog", "sparql", f"http://127.0.0.1:{free_port()}/query", registry=EndpointRegistry(),
+                          retries=0, backoff=0.01)
+    try:
+        names = await RelationNames.of(LinkedKG({"films": films, "catalog": down},
+                                                Linker({"films": films, "catalog": down}, [])))
+    finally:
+        await down.aclose()
+    assert names.listing() == "films: directed_by; catalog: not listed (the KG did not answer; initialize again later)"
+    assert "catalog" not in names.by_kg and not names.complete  # so Runtime.relation_names asks again
+    assert names.resolve("catalog:genre") == "catalog:genre" and names.resolve("directed_by") == "films:directed_by"

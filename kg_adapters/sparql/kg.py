@@ -123,8 +123,8 @@ class SparqlKG(KnowledgeGraph):
         return parse_select(await self.sparql.query(query), self.endpoint)
 
     async def _ask(self, query: str) -> bool:
-        """An ASK query's answer (always a GET: an ASK is short)."""
-        return bool((await self.sparql.request("GET", {"query": query})).get("boolean"))
+        """An ASK query's answer (a GET, unless an entity's IRI — up to 4,096 characters — makes it too long)."""
+        return bool((await self.sparql.query(query)).get("boolean"))
 
     def _qid(self, local: str) -> str:
         return f"{self.name}:{local}"

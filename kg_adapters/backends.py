@@ -81,11 +81,9 @@ class Backends(LazyRegistry[Backend]):
     def split(self, spec: str) -> tuple[str, str | None]:
         """``"sparql:http://x"`` → ``("sparql", "http://x")``; ``"embedded"`` → ``("embedded", None)``; a spec
         naming no registered kind is a file path. Only the kind's name is read here: nothing is imported."""
-        head, sep, rest = spec.partition(":")
-        if not sep:
-            return (spec, None) if spec in self.kinds() and spec != "file" else ("file", spec)
+        head, sep, rest = spec.partition(":")  # no ":": head is the whole spec
         if head in self.kinds() and head != "file":
-            return head, rest
+            return head, rest if sep else None
         return "file", spec
 
     def resolve(self, name: str, spec: str, base_dir: Path | None = None) -> tuple[str, str | None]:

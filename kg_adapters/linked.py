@@ -516,10 +516,7 @@ class LinkedKG(LabelledEdgesKG):
         return out
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        out: list[Entity] = []
-        for kg in self.kgs.values():
-            out.extend(await kg.find_by_label(label, limit))
-        return out[:limit]
+        return [e for kg in self.kgs.values() for e in await kg.find_by_label(label, limit)][:limit]
 
     async def resolve_key(self, key: str) -> str | None:
         for kg in self.kgs.values():

@@ -209,7 +209,7 @@ class LinkedKG(LabelledEdgesKG):
         (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity calls after it are cache hits."""
         frontier = list(dict.fromkeys(entity_ids))
         came_from: set[str] = set()
-        for _ in range(max(0, len(self.kgs) - 1)):
+        for _ in range(len(self.kgs) - 1):
             by_kg: dict[str, list[str]] = {}
             for eid in frontier:
                 if split_id(eid)[0] in self.kgs:

@@ -70,22 +70,17 @@ class Backends(LazyRegistry[Backend]):
     def register(self, backend: Backend | str, kind: str | None = None) -> None:  # type: ignore[override]
         super().register(backend, kind)
 
-    def kinds(self) -> list[str]:
-        return self.names()
-
     def forms(self) -> list[str]:
         """How each kind but ``file`` is written: ``embedded``, ``sparql:URL``, ``store:PATH``, …"""
         shapes = {"none": "{k}", "url": "{k}:URL", "url?": "{k}, {k}:URL", "path": "{k}:PATH"}
-        return [shapes[self.get(k).target].format(k=k) for k in self.kinds() if k != "file"]
+        return [shapes[self.get(k).target].format(k=k) for k in self.names() if k != "file"]
 
     def split(self, spec: str) -> tuple[str, str | None]:
         """``"sparql:http://x"`` → ``("sparql", "http://x")``; ``"embedded"`` → ``("embedded", None)``; a spec
         naming no registered kind is a file path. Only the kind's name is read here: nothing is imported."""
-        head, sep, rest = spec.partition(":")
-        if not sep:
-            return (spec, None) if spec in self.kinds() and spec != "file" else ("file", spec)
-        if head in self.kinds() and head != "file":
-            return head, rest
+        head, sep, rest = spec.partition(":")  # no ":": head is the whole spec
+        if head in self.names() and head != "file":
+            return head, rest if sep else None
         return "file", spec
 
     def resolve(self, name: str, spec: str, base_dir: Path | None = None) -> tuple[str, str | None]:

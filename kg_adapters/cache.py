@@ -79,8 +79,6 @@ class ResultCache:
             raise InvalidInput("cache max_weight must be ≥ 1")
         if ttl_seconds <= 0:
             raise InvalidInput("cache ttl_seconds must be > 0")
-        self.max_weight = max_weight
-        self.ttl = ttl_seconds
         self._entries: LRU[Any] = LRU(max_weight, ttl=ttl_seconds, weigh=_weight, clock=clock)
         self._lock = threading.Lock()
 
@@ -109,8 +107,8 @@ class ResultCache:
                 expirations=e.expirations,
                 entries=len(e),
                 weight=e.weight,
-                max_weight=self.max_weight,
-                ttl_seconds=self.ttl,
+                max_weight=e.max_weight,
+                ttl_seconds=e.ttl,
             )
 
 

@@ -124,7 +124,6 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             query_source=file_query_source(path, fmt),
         )
     store_dir = Path(store).expanduser() if store is not None else default_store_dir(path)
-    st = None
     if store_dir.is_dir() and any(store_dir.iterdir()):
         try:  # read-only first: a store already loaded can then be shared by several servers
             existing = ox.Store.read_only(str(store_dir))
@@ -143,7 +142,7 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             raise InvalidInput(f"--kg {name}: store {store_dir} already holds other data; choose an empty directory")
         del existing
     store_dir.parent.mkdir(parents=True, exist_ok=True)
-    st = load_into_store(path, store_dir, format=fmt, description=description, store=st)
+    st = load_into_store(path, store_dir, format=fmt, description=description)
     return OxigraphKG(name, st, limits=limits, languages=languages, query_source=StoreSource(store=str(store_dir)))
 
 

@@ -209,7 +209,7 @@ class LinkedKG(LabelledEdgesKG):
         (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity calls after it are cache hits."""
         frontier = list(dict.fromkeys(entity_ids))
         came_from: set[str] = set()
-        for _ in range(max(0, len(self.kgs) - 1)):
+        for _ in range(len(self.kgs) - 1):
             by_kg: dict[str, list[str]] = {}
             for eid in frontier:
                 if split_id(eid)[0] in self.kgs:
@@ -516,10 +516,7 @@ class LinkedKG(LabelledEdgesKG):
         return out
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        out: list[Entity] = []
-        for kg in self.kgs.values():
-            out.extend(await kg.find_by_label(label, limit))
-        return out[:limit]
+        return [e for kg in self.kgs.values() for e in await kg.find_by_label(label, limit)][:limit]
 
     async def resolve_key(self, key: str) -> str | None:
         for kg in self.kgs.values():

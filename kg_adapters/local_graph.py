@@ -106,11 +106,8 @@ class LocalGraph:
     def neighbourhood_lines(self, i: int, limit: int = 8) -> list[str]:
         """``"directed by Clark Gregg"`` / ``"directed (inverse of directed by) Choke"``: the node's edges as short
         phrases, at most ``limit``, spread over relations so one huge relation cannot fill them all."""
-        groups: list[tuple[str, list[int]]] = []
-        for r, objs in self.out[i].items():
-            groups.append((self.rel_labels[r], objs))
-        for r, subs in self.inc[i].items():
-            groups.append((f"{self.rel_labels[r]} of", subs))
+        groups = [(self.rel_labels[r], objs) for r, objs in self.out[i].items()]
+        groups += [(f"{self.rel_labels[r]} of", subs) for r, subs in self.inc[i].items()]
         lines: list[str] = []
         per = max(1, limit // max(1, len(groups)))
         for text, targets in groups:

@@ -62,8 +62,7 @@ class OfflinePolicy(Policy):
         key = (state.question, tuple(state.topic_entities))
         res = self._reasoning.get(key)
         if res is None:
-            res = await self.reasoner.reason(self.kg, state.question, list(state.topic_entities))
-            self._reasoning[key] = res
+            res = self._reasoning[key] = await self.reasoner.reason(self.kg, state.question, list(state.topic_entities))
         return res.plans
 
     @staticmethod

@@ -207,10 +207,7 @@ class LocalSubgraph(BaseModel):
         return None
 
     def _summaries(self):
-        for i, e in self.entities.items():
-            if e.description:
-                yield i, e.description
-        for i, e in self.twins.items():
+        for i, e in [*self.entities.items(), *self.twins.items()]:
             if e.description:
                 yield i, e.description
 

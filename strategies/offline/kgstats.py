@@ -167,8 +167,7 @@ class KGStats:
             per = max(1, self.type_sample // 4)
             for rid in await self.view.vocabulary():
                 for d in (Direction.forward, Direction.backward):
-                    for n in (await self.view.target_nodes((rid, d), self.type_sample))[:per]:
-                        seen[n] = None
+                    seen.update(dict.fromkeys((await self.view.target_nodes((rid, d), self.type_sample))[:per]))
             self._reference = await self._relations_of_all(list(seen))
         return self._reference
 

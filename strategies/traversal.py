@@ -84,9 +84,7 @@ def expand_frontier(
                     new_count += 1
                     if new_count > max_new:
                         continue
-                rec = Reached(j, score, parent.depth + 1, parent.path + ((r, d, j),), used)
-                reached[j] = rec
-                improved[j] = rec
+                reached[j] = improved[j] = Reached(j, score, parent.depth + 1, parent.path + ((r, d, j),), used)
     return sorted(improved.values(), key=lambda x: -x.score)
 
 
@@ -115,11 +113,7 @@ async def linked_seeds(kg: KnowledgeGraph, graph: LocalGraph, query: str, limit:
         matches = await kg.initialize(query, limit=limit)
     except InvalidInput:
         return []
-    out = []
-    for m in matches:
-        i = graph.node_of(m.entity.id)
-        if i is not None:
-            out.append((i, float(m.score)))
+    out = [(i, float(m.score)) for m in matches if (i := graph.node_of(m.entity.id)) is not None]
     if out:
         top = max(s for _, s in out)
         out = [(i, s) for i, s in out if s >= 0.85 * top]

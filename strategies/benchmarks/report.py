@@ -98,8 +98,7 @@ def tree_html(trace: dict) -> str:
         parts.append("</li>")
         return "".join(parts)
 
-    root = min(nodes)
-    return f'<ul class="tree">{render(root)}</ul>'
+    return f'<ul class="tree">{render(min(nodes))}</ul>'
 
 
 def render_report(records: Sequence[RunRecord], summary: Summary, title: str = "tot-search report") -> str:

@@ -55,12 +55,11 @@ class AnthropicLLM(HttpLLM):
             import anthropic
         except ImportError as e:  # pragma: no cover - anthropic is a declared dependency
             raise LLMError(f"the anthropic package is not installed: {e}") from e
-        key = api_key
-        if not key:
+        if not api_key:
             raise LLMError("ANTHROPIC_API_KEY is not set; export it or choose another LLM (e.g. --llm offline)")
         self.model = model or DEFAULT_MODEL
         self._anthropic = anthropic
-        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
 
     async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
         # The Messages API of the installed SDK (anthropic 2.x) has no temperature parameter: sampled diversity
@@ -75,10 +74,8 @@ class AnthropicLLM(HttpLLM):
             # caching, so repeated calls read it from the cache (billed at the cache-read rate) instead of paying
             # full input price. ``cache_system``: True always, False never, None when it is long enough to matter.
             cache = self.cache_system if self.cache_system is not None else len(system) >= CACHE_MIN_CHARS
-            if cache:
-                kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-            else:
-                kwargs["system"] = system
+            marked = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+            kwargs["system"] = marked if cache else system
         if stop:
             kwargs["stop_sequences"] = stop
         response = await with_retries(self.retry, lambda: self._attempt(kwargs))

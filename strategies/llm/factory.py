@@ -78,8 +78,10 @@ def make_policy(
                 "the offline policy (strategies.offline.OfflinePolicy) is not available in this build; "
                 "use --llm anthropic (with ANTHROPIC_API_KEY) instead"
             ) from e
-        return _construct(OfflinePolicy, graph, embedder=embedder, options=options, shared=shared)
-    if kind != "offline" and kind not in LLMS:
+        params = inspect.signature(OfflinePolicy).parameters  # passed only what its constructor takes
+        extras = {"embedder": embedder, "options": options, "shared": shared}
+        return OfflinePolicy(graph, **{k: v for k, v in extras.items() if k in params and v is not None})
+    if kind not in LLMS:
         raise LLMError(f"unknown policy kind {kind!r}; choose one of {', '.join(policy_kinds())}")
     backend = llm or make_llm(kind, ctx=ctx, model=model)
     chosen = {k: bool(v) for k, v in (options or {}).items() if k in PROMPTED_OPTIONS}
@@ -99,9 +101,3 @@ def needs_embedder(kind: str) -> bool:
     except ImportError:
         return False
     return "embedder" in inspect.signature(OfflinePolicy).parameters
-
-
-def _construct(cls: type, graph: KnowledgeGraph, **extras: Any):
-    params = inspect.signature(cls).parameters
-    kwargs = {k: v for k, v in extras.items() if k in params and v is not None}
-    return cls(graph, **kwargs)

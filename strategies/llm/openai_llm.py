@@ -60,15 +60,14 @@ class OpenAICompatibleLLM(HttpLLM):
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise LLMError(f"--base-url {self.base_url!r} is not an http(s) URL (e.g. http://localhost:8000/v1)")
-        key = api_key
-        if not key and parts.hostname == "api.openai.com":
+        if not api_key and parts.hostname == "api.openai.com":
             raise LLMError("OPENAI_API_KEY is not set; export it, or point --base-url at a local server")
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise LLMError(f"max_tokens_param must be max_tokens or max_completion_tokens, not {max_tokens_param!r}")
         self.max_tokens_param = max_tokens_param
         headers = {"content-type": "application/json", "accept": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout))
 
     @property
@@ -76,13 +75,10 @@ class OpenAICompatibleLLM(HttpLLM):
         return f"{self.base_url}/chat/completions"
 
     async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
-        messages = []
-        if system:
-            messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": prompt})
+        system_message = [{"role": "system", "content": system}] if system else []
         body: dict = {
             "model": self.model,
-            "messages": messages,
+            "messages": [*system_message, {"role": "user", "content": prompt}],
             self.max_tokens_param: max_tokens,
             "temperature": temperature,
         }

@@ -75,9 +75,6 @@ class RetryPolicy:
             return min(retry_after, self.max_retry_wait)
         return min(self.max_backoff, self.backoff * (2**retry))
 
-    async def sleep(self, retry: int, retry_after: float | None) -> None:
-        await asyncio.sleep(self.delay(retry, retry_after))
-
 
 class HttpLLM(LLM):
     """An LLM behind an HTTP API: ``timeout`` seconds per request; ``max_retries`` retries after the first attempt,
@@ -112,5 +109,5 @@ async def with_retries(policy: RetryPolicy, attempt: Callable[[], Awaitable[T]])
             if retry + 1 >= tries:
                 suffix = f" (gave up after {tries} attempts)" if tries > 1 else ""
                 raise LLMError(f"{e.message}{suffix}") from e
-            await policy.sleep(retry, e.retry_after)
+            await asyncio.sleep(policy.delay(retry, e.retry_after))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -145,12 +145,7 @@ class MemoryGraph(GraphView):
         if r is None:
             return {}
         table = self.index.out if hop[1] is Direction.forward else self.index.inc
-        res = {}
-        for i in nodes:
-            t = table[i].get(r)
-            if t:
-                res[i] = t
-        return res
+        return {i: t for i in nodes if (t := table[i].get(r))}
 
     def relation_label(self, relation_id: str) -> str:
         r = self._rel_by_id.get(relation_id)
@@ -445,14 +440,9 @@ class LinkedGraph(GraphView):
                 own.append(local)
             else:
                 others.append(n)
-        found: dict = {}
-        missing = []
-        for n in others:  # a beam reads the same frontiers' links many times: most are known already
-            eq = self._eq.get((n, name))
-            if eq is None:
-                missing.append(n)
-            else:
-                found[n] = eq
+        # a beam reads the same frontiers' links many times: most are known already
+        found = {n: eq for n in others if (eq := self._eq.get((n, name))) is not None}
+        missing = [n for n in others if n not in found]
         if missing:
             await self._prefetch(missing)
             found.update(await self._equivalents_in(missing, name))

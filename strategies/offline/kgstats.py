@@ -26,13 +26,9 @@ def relation_phrases(relation_id: str, label: str) -> list[str]:
     local = relation_id.split(":", 1)[-1]
     phrases = [humanize(label).strip().casefold() or local]
     segs = [s for s in _SEGMENTS.split(local) if s.strip("_")]
-    if segs:
-        tail = humanize(segs[-1]).strip().casefold()
-        if tail and tail not in phrases:
-            phrases.append(tail)
     lab_segs = [s for s in re.split(r"\s*(?:/|›|>)\s*", label) if s.strip()]
-    if len(lab_segs) > 1:
-        tail = humanize(lab_segs[-1]).strip().casefold()
+    for end in segs[-1:] + (lab_segs[-1:] if len(lab_segs) > 1 else []):
+        tail = humanize(end).strip().casefold()
         if tail and tail not in phrases:
             phrases.append(tail)
     return phrases
@@ -61,8 +57,7 @@ class KGStats:
     def phrases(self, relation_id: str) -> list[str]:
         p = self._phrases.get(relation_id)
         if p is None:
-            p = relation_phrases(relation_id, self.view.relation_label(relation_id))
-            self._phrases[relation_id] = p
+            p = self._phrases[relation_id] = relation_phrases(relation_id, self.view.relation_label(relation_id))
         return p
 
     def phrase_vectors(self, relation_ids: list[str]) -> dict[str, np.ndarray]:
@@ -172,8 +167,7 @@ class KGStats:
             per = max(1, self.type_sample // 4)
             for rid in await self.view.vocabulary():
                 for d in (Direction.forward, Direction.backward):
-                    for n in (await self.view.target_nodes((rid, d), self.type_sample))[:per]:
-                        seen[n] = None
+                    seen.update(dict.fromkeys((await self.view.target_nodes((rid, d), self.type_sample))[:per]))
             self._reference = await self._relations_of_all(list(seen))
         return self._reference
 

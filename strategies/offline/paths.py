@@ -77,8 +77,8 @@ class OfflineReasoner:
     def stats_for(self, kg: KnowledgeGraph) -> KGStats:
         st = self._stats.get(kg)
         if st is None:
-            st = KGStats(view_for(kg), self.embedder, self.settings.type_sample, self.settings.value_examples)
-            self._stats[kg] = st
+            st = self._stats[kg] = KGStats(
+                view_for(kg), self.embedder, self.settings.type_sample, self.settings.value_examples)
         return st
 
     async def reason(self, kg: KnowledgeGraph, question: str, topic_ids: list[str]) -> Reasoning:
@@ -102,8 +102,7 @@ class OfflineReasoner:
             key = tuple(sorted(nodes, key=str)) if len(nodes) < 5000 else (id(nodes),)
             r = rel_cache.get(key)
             if r is None:
-                r = await view.relations(nodes)
-                rel_cache[key] = r
+                r = rel_cache[key] = await view.relations(nodes)
             return r
 
         def targets(nodes: list, nb: dict) -> list:

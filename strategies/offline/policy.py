@@ -62,8 +62,7 @@ class OfflinePolicy(Policy):
         key = (state.question, tuple(state.topic_entities))
         res = self._reasoning.get(key)
         if res is None:
-            res = await self.reasoner.reason(self.kg, state.question, list(state.topic_entities))
-            self._reasoning[key] = res
+            res = self._reasoning[key] = await self.reasoner.reason(self.kg, state.question, list(state.topic_entities))
         return res.plans
 
     @staticmethod
@@ -77,14 +76,9 @@ class OfflinePolicy(Policy):
 
     # -- decisions -----------------------------------------------------------------------------------------------
     async def propose(self, state: TraversalState, k: int) -> list[Action]:
-        if state.asm_state is AsmState.DEFAULT:
-            out = await self._propose_default(state)
-        elif state.asm_state is AsmState.SELECTING_ENTITIES:
-            out = await self._propose_entities(state)
-        elif state.asm_state is AsmState.SELECTING_RELATION:
-            out = await self._propose_relations(state)
-        else:
-            out = []
+        step = {AsmState.DEFAULT: self._propose_default, AsmState.SELECTING_ENTITIES: self._propose_entities,
+                AsmState.SELECTING_RELATION: self._propose_relations}.get(state.asm_state)
+        out = await step(state) if step is not None else []
         return distinct(out)[: max(1, k)]
 
     async def _propose_default(self, state: TraversalState) -> list[Action]:

@@ -168,11 +168,9 @@ def _distance(toks: list[str], mention_at: int | None, s: int, e: int) -> float:
     if mention_at is None:
         return float(s)
     if s >= mention_at:
-        between = toks[mention_at:s]
-        gap = sum(1 for w in between if w not in STOPWORDS)
+        gap = sum(1 for w in toks[mention_at:s] if w not in STOPWORDS)
         if mention_at < len(toks) and toks[mention_at] == "'s":
             return gap - 0.5 - 0.01 * (s - mention_at)
         return gap + 0.25 + 0.01 * (s - mention_at)
-    between = toks[e:mention_at]
-    gap = sum(1 for w in between if w not in STOPWORDS)
+    gap = sum(1 for w in toks[e:mention_at] if w not in STOPWORDS)
     return gap + 0.01 * (mention_at - e)

@@ -72,18 +72,16 @@ class LocalSubgraph(BaseModel):
     _keys: set | None = PrivateAttr(default=None)  # the triple keys of ``edges`` (see add_edge)
 
     def copy_containers(self) -> "LocalSubgraph":
-        return LocalSubgraph(
+        copy = LocalSubgraph(
             entities=dict(self.entities),
             edges=list(self.edges),
             relations=dict(self.relations),
             expansions=list(self.expansions),
             same_as={k: list(v) for k, v in self.same_as.items()},
             twins=dict(self.twins),
-        )._with_keys(None if self._keys is None else set(self._keys))
-
-    def _with_keys(self, keys: set | None) -> "LocalSubgraph":
-        self._keys = keys
-        return self
+        )
+        copy._keys = None if self._keys is None else set(self._keys)
+        return copy
 
     def add_entity(self, entity: Entity) -> bool:
         if entity.id in self.entities:
@@ -207,10 +205,7 @@ class LocalSubgraph(BaseModel):
         return None
 
     def _summaries(self):
-        for i, e in self.entities.items():
-            if e.description:
-                yield i, e.description
-        for i, e in self.twins.items():
+        for i, e in [*self.entities.items(), *self.twins.items()]:
             if e.description:
                 yield i, e.description
 

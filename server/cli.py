@@ -240,11 +240,7 @@ def run_check(runtime) -> int:
         failed += probe.failed
     if runtime.load_seconds is not None:
         print(f"opened {len(runtime.kgs)} KG(s) in {runtime.load_seconds:.2f}s")
-    lim = runtime.limits
-    print(
-        f"limits: max_ids={lim.max_ids} max_relations={lim.max_relations} max_edges={lim.max_edges} "
-        f"max_search={lim.max_search} max_query_chars={lim.max_query_chars}"
-    )
+    print("limits: " + " ".join(f"{field}={getattr(runtime.limits, field)}" for field, _ in LIMIT_FLAGS.values()))
     print("OK" if not failed else f"{failed} KG(s) or link rule(s) failed")
     anyio.run(runtime.aclose)
     return 0 if not failed else 1

@@ -82,7 +82,7 @@ def render(result: SparqlRows, shown_prefixes: dict[str, str]) -> tuple[SparqlRo
         answer = ("true" if result.boolean else "false") if result.form == "ASK" else "no results"
         return result, "\n".join([f"{head}: {answer}", *(f"note: {n}" for n in result.notes)])
     columns = result.columns or sorted({k for r in result.rows for k in r})
-    table = [" | ".join(("?" + c) if result.form in ("SELECT",) else c for c in columns)]
+    table = [" | ".join(("?" + c) if result.form == "SELECT" else c for c in columns)]
     size = len(head) + len(table[0])
     kept = 0
     for row in result.rows:

@@ -282,8 +282,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
     if args.handle_ttl is not None and not 0 < args.handle_ttl < float("inf"):  # nan and inf fail both
         raise UsageError("--handle-ttl must be a number of seconds > 0")
-    handle_flags = {k: v for k, v in (("handles", args.handles), ("handle_ttl", args.handle_ttl),
-                                      ("tools", args.tools)) if v is not None}
+    handle_flags = {k: getattr(args, k) for k in ("handles", "handle_ttl", "tools") if getattr(args, k) is not None}
     if handle_flags:
         config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
     level = str(_setting(args, config, "log_level", "WARNING")).upper()

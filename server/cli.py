@@ -198,11 +198,6 @@ def _configure_logging(level: str) -> None:
     root.setLevel(level)
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"tot-mcp: error: {message}", file=sys.stderr, flush=True)
-    return code
-
-
 # -- commands -------------------------------------------------------------------------------------------------
 def run_check(runtime) -> int:
     """Print one block per KG (size, load time, relation sample) and the limits; non-zero if a KG fails."""
@@ -258,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code, served = _main(argv, own_logging=as_program)
     except (UsageError, KGError) as e:
-        return _fail(str(e))
+        print(f"tot-mcp: error: {e}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     if served and as_program:

@@ -153,10 +153,10 @@ class TotServer(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, KGError):
                 raise ToolError(f"{name}: {describe_kg_error(cause)}") from cause
-            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             if isinstance(exc, UnexpectedToolError):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             raise ToolError(one_line(str(exc))) from cause
         finally:
             CLIENT.reset(token)

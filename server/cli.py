@@ -108,8 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tot-mcp",
         description="Tree-of-Traversals knowledge-graph tools over MCP. With no arguments: serve the embedded "
         "MetaQA movie KG ('movies') over stdio.",
-        epilog="Subcommands: " + ", ".join(f"tot-mcp {name} ... (tot-mcp {name} --help)" for name in SUBCOMMANDS)
-        if SUBCOMMANDS else None,
+        epilog="Subcommands: " + ", ".join(f"tot-mcp {name} ... (tot-mcp {name} --help)" for name in SUBCOMMANDS),
     )
     p.add_argument("--kg", action="append", default=[], metavar="NAME=SPEC",
                    help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "

@@ -293,7 +293,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             ids = sources(entity_ids, from_result)
         hops = [Hop(relation_id=await runtime.relation_id(h.relation_id), direction=h.direction) for h in hops]
         limit = 0 if limit == 0 else limits.clamp(limit, limits.max_edges)  # 0: a handle for the next step only
-        res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, through_start=through_start,
+        res = await follow_path_in(graph, ids, hops, exclude_start=exclude_start, through_start=through_start,
                                    limit=limit, offset=offset)
         handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,
                           from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],

@@ -107,13 +107,13 @@ class TotServer(MCPServer):
 
     _arguments: dict[str, set[str]] | None = None
     max_calls_per_client: int = MAX_CALLS_PER_CLIENT
-    _in_flight: Counter[str] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # tool name → (its description and schemas as registered, their lean forms): a client may list the tools
         # before every turn, and rewriting every schema costs more than the SDK's own listing
         self._lean_tools: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self._in_flight: Counter[str] = Counter()  # calls running, per client
 
     async def list_tools(self) -> list[Any]:
         return [t.model_copy(update=self._lean_fields(t)) for t in await super().list_tools()]
@@ -142,8 +142,6 @@ class TotServer(MCPServer):
                 raise ToolError(one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
                                           f"(valid: {', '.join(sorted(known)) or 'none'})"))
         client = client_of(context)
-        if self._in_flight is None:
-            self._in_flight = Counter()
         if self._in_flight[client] >= self.max_calls_per_client:
             raise ToolError(f"{name}: too many calls in flight: this client already has {self._in_flight[client]} "
                             "running (the server's per-client limit); wait for some to finish, then retry")
@@ -155,10 +153,10 @@ class TotServer(MCPServer):
             cause = exc.__cause__
             if isinstance(cause, KGError):
                 raise ToolError(f"{name}: {describe_kg_error(cause)}") from cause
-            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             if isinstance(exc, UnexpectedToolError):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             raise ToolError(one_line(str(exc))) from cause
         finally:
             CLIENT.reset(token)

@@ -108,8 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tot-mcp",
         description="Tree-of-Traversals knowledge-graph tools over MCP. With no arguments: serve the embedded "
         "MetaQA movie KG ('movies') over stdio.",
-        epilog="Subcommands: " + ", ".join(f"tot-mcp {name} ... (tot-mcp {name} --help)" for name in SUBCOMMANDS)
-        if SUBCOMMANDS else None,
+        epilog="Subcommands: " + ", ".join(f"tot-mcp {name} ... (tot-mcp {name} --help)" for name in SUBCOMMANDS),
     )
     p.add_argument("--kg", action="append", default=[], metavar="NAME=SPEC",
                    help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
@@ -198,11 +197,6 @@ def _configure_logging(level: str) -> None:
     root.setLevel(level)
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"tot-mcp: error: {message}", file=sys.stderr, flush=True)
-    return code
-
-
 # -- commands -------------------------------------------------------------------------------------------------
 def run_check(runtime) -> int:
     """Print one block per KG (size, load time, relation sample) and the limits; non-zero if a KG fails."""
@@ -240,11 +234,7 @@ def run_check(runtime) -> int:
         failed += probe.failed
     if runtime.load_seconds is not None:
         print(f"opened {len(runtime.kgs)} KG(s) in {runtime.load_seconds:.2f}s")
-    lim = runtime.limits
-    print(
-        f"limits: max_ids={lim.max_ids} max_relations={lim.max_relations} max_edges={lim.max_edges} "
-        f"max_search={lim.max_search} max_query_chars={lim.max_query_chars}"
-    )
+    print("limits: " + " ".join(f"{field}={getattr(runtime.limits, field)}" for field, _ in LIMIT_FLAGS.values()))
     print("OK" if not failed else f"{failed} KG(s) or link rule(s) failed")
     anyio.run(runtime.aclose)
     return 0 if not failed else 1
@@ -262,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code, served = _main(argv, own_logging=as_program)
     except (UsageError, KGError) as e:
-        return _fail(str(e))
+        print(f"tot-mcp: error: {e}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     if served and as_program:
@@ -286,8 +277,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
     if args.handle_ttl is not None and not 0 < args.handle_ttl < float("inf"):  # nan and inf fail both
         raise UsageError("--handle-ttl must be a number of seconds > 0")
-    handle_flags = {k: v for k, v in (("handles", args.handles), ("handle_ttl", args.handle_ttl),
-                                      ("tools", args.tools)) if v is not None}
+    handle_flags = {k: getattr(args, k) for k in ("handles", "handle_ttl", "tools") if getattr(args, k) is not None}
     if handle_flags:
         config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
     level = str(_setting(args, config, "log_level", "WARNING")).upper()

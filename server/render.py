@@ -268,7 +268,8 @@ def render_paths(result) -> str:
         names = f": {', '.join(f'{x} {name(x)}' for x in result.without_edge_sample)}" if n <= 2 else ""
         lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge{names}")
     plural = "s" if result.total != 1 else ""
-    if not result.targets and result.total:  # limit=0: counted, not listed
+    counted_only = not result.targets and result.total  # limit=0: counted, not listed (not cut, whatever the page says)
+    if counted_only:
         lines.append(f"{result.total} target{plural} (not listed: limit=0)")
     elif not result.targets:
         lines.append("no targets")
@@ -284,7 +285,6 @@ def render_paths(result) -> str:
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
             paths = f" [{t.paths}]" if len(result.hops) > 1 or t.paths > 1 else ""
             lines.append(f"  {ref}{paths}" + (f" via {via}" if via else ""))
-    counted_only = not result.targets and result.total  # limit=0: not cut, whatever the page says
     more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
     lines.extend(_footer(result.truncated and not counted_only, result.partial, result.warnings, more))
     lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,

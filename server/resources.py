@@ -44,11 +44,6 @@ def _reader(kg: KnowledgeGraph):
     return read
 
 
-def entity_id_of(kg: str, id: str) -> str:
-    """The namespaced ID the tools use: ``movies:E1407`` stays, ``E1407`` becomes ``movies:E1407``."""
-    return id if id.startswith(f"{kg}:") else f"{kg}:{id}"
-
-
 def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
     graph = runtime.graph
 
@@ -67,7 +62,8 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
                                                   f"{', '.join(runtime.kgs)}"))
         if not id.strip():
             raise ResourceNotFoundError(f"invalid input: no entity ID in kg://{kg}/entity/")
-        entity_id = entity_id_of(kg, id.strip())
+        id = id.strip()  # the namespaced ID the tools use: movies:E1407 stays, E1407 becomes movies:E1407
+        entity_id = id if id.startswith(f"{kg}:") else f"{kg}:{id}"
         try:  # what the describe_entity tool does for entity_id
             desc = await graph.describe_entity(entity_id)
         except (NotFound, InvalidInput, UnknownKG) as exc:

@@ -51,8 +51,7 @@ def _fold_nullable(node: dict[str, Any]) -> dict[str, Any]:
         or set(other) & (set(node) - {"anyOf"})
     ):
         return node
-    folded = dict(other)
-    folded["type"] = [other["type"], "null"]
+    folded = {**other, "type": [other["type"], "null"]}
     if "enum" in folded:  # enum restricts every value, null included
         folded["enum"] = [*folded["enum"], None]
     rest = {k: v for k, v in node.items() if k != "anyOf"}

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
-from tot_mcp.kg_adapters.base import Limits, labels_only
+from tot_mcp.kg_adapters.base import labels_only
 from tot_mcp.kg_adapters.batched import edges_over, relations_over, why_empty
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult
@@ -36,17 +36,6 @@ from ..runtime import Runtime
 def _one_or_many(value: Any) -> Any:
     """Accept a bare ID where a list is expected: models often pass ``"movies:E1"`` for ``["movies:E1"]``."""
     return [value] if isinstance(value, str) else value
-
-
-def _ids_field(limits: Limits) -> Any:
-    """``entity_ids``: optional where ``from_result`` may stand for them. The cap is stated in the schema
-    (``maxItems``) and enforced with a message that names the way around it."""
-    return Annotated[
-        list[str] | None,
-        BeforeValidator(_one_or_many),
-        Field(description=f"IDs such as 'movies:E1407' (at most {limits.max_ids}; more: from_result).",
-              json_schema_extra={"maxItems": limits.max_ids}),
-    ]
 
 
 FromResult = Annotated[
@@ -114,7 +103,14 @@ def register(server: MCPServer, runtime: Runtime) -> None:
     limits = runtime.limits
     kg_names = ", ".join(runtime.kgs)
     KgArg = Annotated[str | None, Field(description=f"One of {kg_names}; default all.")]
-    EntityIds = _ids_field(limits)
+    # entity_ids: optional where from_result may stand for them. The cap is stated in the schema (maxItems) and
+    # enforced by sources() with a message that names the way around it
+    EntityIds = Annotated[
+        list[str] | None,
+        BeforeValidator(_one_or_many),
+        Field(description=f"IDs such as 'movies:E1407' (at most {limits.max_ids}; more: from_result).",
+              json_schema_extra={"maxItems": limits.max_ids}),
+    ]
     Limit = Annotated[int | None, Field(ge=1, json_schema_extra={"maximum": limits.max_edges})]
     Offset = Annotated[int, Field(ge=0, description="next_offset of the previous page.")]
     SearchLimit = Annotated[int, Field(ge=1, json_schema_extra={"maximum": limits.max_search})]
@@ -213,8 +209,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         text = text.strip()
         if not text or len(text) > 200:
             raise InvalidInput("search must be 1 to 200 characters")
-        chosen = runtime.select(kg)
-        hits, warnings = await chosen.find_relations(text, RELATIONS_FOUND)
+        hits, warnings = await runtime.select(kg).find_relations(text, RELATIONS_FOUND)
         result = RelationsResult(entity_ids=[], relations=[], matches=hits, search=text, partial=bool(warnings),
                                  warnings=warnings)
         return tool_result(result, render.render_relation_search(text, hits, warnings))
@@ -237,10 +232,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                 raise InvalidInput("give entity_ids/from_result or search, not both")
             return await search_relations(search, kg)
         used, rl = await relations_over(graph, sources(entity_ids, from_result))
-        result = RelationsResult(entity_ids=used, relations=rl.relations, truncated=rl.truncated, partial=rl.partial,
-                                 warnings=rl.warnings)
-        if len(result.entity_ids) == 1:
-            result.hint = "other relations of the KGs: list_kgs, or get_relations(search=...)"
+        hint = "other relations of the KGs: list_kgs, or get_relations(search=...)" if len(used) == 1 else None
+        result = RelationsResult(entity_ids=used, relations=rl.relations, hint=hint, truncated=rl.truncated,
+                                 partial=rl.partial, warnings=rl.warnings)
         return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
 
     @server.tool(title="Follow one relation from entities", annotations=read_only)
@@ -299,7 +293,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             ids = sources(entity_ids, from_result)
         hops = [Hop(relation_id=await runtime.relation_id(h.relation_id), direction=h.direction) for h in hops]
         limit = 0 if limit == 0 else limits.clamp(limit, limits.max_edges)  # 0: a handle for the next step only
-        res = await follow_path_in(graph, ids, list(hops), exclude_start=exclude_start, through_start=through_start,
+        res = await follow_path_in(graph, ids, hops, exclude_start=exclude_start, through_start=through_start,
                                    limit=limit, offset=offset)
         handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,
                           from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],

@@ -82,16 +82,15 @@ def render(result: SparqlRows, shown_prefixes: dict[str, str]) -> tuple[SparqlRo
         answer = ("true" if result.boolean else "false") if result.form == "ASK" else "no results"
         return result, "\n".join([f"{head}: {answer}", *(f"note: {n}" for n in result.notes)])
     columns = result.columns or sorted({k for r in result.rows for k in r})
-    table = [" | ".join(("?" + c) if result.form in ("SELECT",) else c for c in columns)]
+    table = [" | ".join(("?" + c) if result.form == "SELECT" else c for c in columns)]
     size = len(head) + len(table[0])
-    kept = 0
     for row in result.rows:
         line = " | ".join(term_text(row[c], shown_prefixes) if c in row else "" for c in columns)
-        if size + len(line) + 1 > MAX_TEXT_CHARS and kept:
+        if size + len(line) + 1 > MAX_TEXT_CHARS and len(table) > 1:  # at least one row, however long
             break
         table.append(line)
         size += len(line) + 1
-        kept += 1
+    kept = len(table) - 1  # rows shown: the table's lines after its header
     cut = kept < len(result.rows)
     rows = [{k: _cut_value(v) for k, v in r.items()} for r in result.rows[:kept]]
     notes = list(result.notes)

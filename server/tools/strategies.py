@@ -90,10 +90,9 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
         return tool_result(out, text)
 
     params = [inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY, annotation=Query),
-              inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg)]
-    for name, info in fields.items():
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, name),
-                                        annotation=Annotated[info.annotation, info]))
+              inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg),
+              *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, name),
+                                  annotation=Annotated[info.annotation, info]) for name, info in fields.items())]
     if any(n not in CHEAP for n in strategy.needs):  # an index that may take minutes: the caller may say when
         params.append(inspect.Parameter("build", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=BuildArg))
     params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None))

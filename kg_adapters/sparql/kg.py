@@ -475,7 +475,7 @@ class SparqlKG(KnowledgeGraph):
 
     async def _adjacent_read(
         self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int, labels: bool
-    ) -> tuple[list[tuple[str, Term, list[Row]]], bool] | None:
+    ) -> tuple[list[tuple[str, Term, Sequence[Row]]], bool] | None:
         """The edges :meth:`adjacent` and :meth:`adjacent_ids` give, as (source, target, its rows) with
         ``truncated``: one unsorted query per batch of sources (:func:`queries.adjacent`), target labels with them
         if ``labels``. None where only the paged read answers right: Wikidata (its times and quantities read right
@@ -486,11 +486,15 @@ class SparqlKG(KnowledgeGraph):
         sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))]
         _, rel_term = self._relation(relation_id)
         forward = Direction(direction) is Direction.forward
-        out: list[tuple[str, Term, list[Row]]] = []
+        out: list[tuple[str, Term, Sequence[Row]]] = []
         for batch in _chunks(sources, self.batch_size):
             room = limit - len(out)  # asked for one edge more: a full read of the limit is not a cut one
             rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1, labels))
-            page = self._group_edges(rows)
+            if labels:  # a target's label rows → one edge
+                page = self._group_edges(rows)
+            else:  # SELECT DISTINCT ?src ?tgt: a row is an edge (grouping them cost as much again, on a hot path)
+                page = [(src, r["tgt"], ()) for r in rows
+                        if "tgt" in r and "src" in r and (src := self.profile.entity_local(r["src"])) is not None]
             if self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
                 return None
             if len(page) > room:

@@ -105,7 +105,8 @@ class RelationNames:
         parts = [f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
                  for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
         parts += [f"{kg}: too many to list (get_relations(search=...) finds them)" for kg in self.by_kg if kg in self.partial]
-        parts += [f"{kg}: not listed (the KG did not answer; initialize again later)" for kg in sorted(self.unavailable)]
+        parts += [f"{kg}: not listed (the KG did not answer; initialize again later)"
+                  for kg in sorted(self.unavailable)]
         return "; ".join(parts) if len(parts) > len(self.partial) + len(self.unavailable) else ""
 
 

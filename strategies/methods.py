@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.strategies.llm.base import LLMUsage
 from tot_mcp.strategies.registry import Call, get
+from tot_mcp.strategies.results import LinkInfo
 from tot_mcp.strategies.services import Services
 
 
@@ -41,6 +42,8 @@ class MethodResult(BaseModel):
     answer_text: str = ""
     value: float = 0.0
     status: str = "answered"
+    reason: str = ""
+    links: list[LinkInfo] = Field(default_factory=list)
     expansions: int = 0
     usage: LLMUsage = Field(default_factory=LLMUsage)
     latency_s: float = 0.0
@@ -92,6 +95,7 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
             answer_text=out.answer_text or ", ".join(r.label for r in ranked[:3]),
             value=out.value if out.value is not None else (ranked[0].score if ranked else 0.0),
             status=out.status if ranked or out.status != "answered" else "no_answer",
+            reason=out.reason, links=out.links,
             expansions=int(trace.get("expansions", 0) or 0), usage=out.usage or call.usage(),
             latency_s=time.perf_counter() - started,
             retrieved=[r.id for r in ranked] if retriever else [],

@@ -3,7 +3,7 @@ one check every natural-language query passes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,36 @@ def check_query(query: object, max_chars: int = DEFAULT_MAX_QUERY_CHARS) -> str:
 
 
 # -- results --------------------------------------------------------------------------------------------------
+#: the one status vocabulary of every answering path (the tools, ``tot-search`` and its JSONL); docs/tools.md
+#: quotes this table, and a test checks that it does
+STATUSES: dict[str, str] = {
+    "answered": "linked confidently, along relations the question asks for, grounded in edges, valued at least tau",
+    "partial": "as answered, but the answer set is known to miss members (a cap, a KG that did not answer)",
+    "uncertain": "an answer was found, but the question's entity matched only loosely: check what was linked",
+    "unsupported": "the KG has no relation that fits what the question asks (the reason lists what it has)",
+    "no_entity": "no entity of the question was found in the KG (the reason lists the nearest names)",
+    "below_tau": "an answer was found but valued below tau: the evidence is weak",
+    "incomplete": "a budget (expansions, hops) ran out before an answer was reached",
+    "no_answer": "the search ran and reached no answer",
+}
+Status = Literal["answered", "partial", "uncertain", "unsupported", "no_entity", "below_tau", "incomplete",
+                 "no_answer"]
+#: the statuses that refuse: nothing in ``results`` is an answer
+REFUSALS = frozenset({"unsupported", "no_entity", "no_answer"})
+
+
+class LinkInfo(BaseModel):
+    """One entity the question was linked to, and how surely (:mod:`kg_adapters.link_grade`)."""
+
+    mention: str = Field(description="The question's text it was linked from")
+    id: str
+    label: str
+    match: str = Field(description="exact, normalised, typo, partial, similar (or the backend's own kind)")
+    score: float
+    confident: bool
+    note: str = Field(default="", description="One line when the match is not exact")
+
+
 class PathStep(BaseModel):
     relation: str = Field(description="Relation ID")
     label: str = Field(description="Relation label")
@@ -50,7 +80,9 @@ class StrategyResult(BaseModel):
     query: str
     kg: str
     results: list[RetrievedEntity] = Field(description="Entities found, best first (answers, or retrieved)")
-    status: str = Field(default="answered", description="answered, no_answer, or why the strategy stopped")
+    status: str = Field(default="answered", description="One of: " + ", ".join(STATUSES))
+    reason: str = Field(default="", description="One line: why this status (what was linked, what is missing)")
+    links: list[LinkInfo] = Field(default_factory=list, description="The question's entities and how they matched")
     answer_text: str = Field(default="", description="The answer in words, when the strategy answers")
     context: str | None = Field(default=None, description="A compact subgraph for the client to read (ARK)")
     value: float | None = Field(default=None, description="The strategy's confidence in its answer, 0..1")

@@ -39,6 +39,8 @@ class RunRecord(BaseModel):
     context_tokens: int | None = Field(default=None, description="The context's size, estimated (characters / 4)")
     value: float = 0.0
     status: str = ""
+    reason: str = Field(default="", description="One line: why this status")
+    links: list[dict[str, Any]] = Field(default_factory=list, description="What the question was linked to, how")
     partial: bool = Field(default=False, description="The method said its answer set is incomplete")
     partial_reason: str = ""
     latency_s: float = 0.0
@@ -131,6 +133,8 @@ def score(
         context_tokens=metrics.estimated_tokens(result.context) if result.context is not None else None,
         value=result.value,
         status=result.status,
+        reason=result.reason,
+        links=[link.model_dump() for link in result.links],
         partial=result.partial,
         partial_reason=result.partial_reason,
         latency_s=result.latency_s,

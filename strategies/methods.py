@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.strategies.llm.base import LLMUsage
+from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.registry import Call, get
 from tot_mcp.strategies.results import LinkInfo
 from tot_mcp.strategies.services import Services
@@ -86,7 +87,7 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
         call = Call(services=services, kg=kg, query=question.text, options=parsed, llm_kind=options.llm,
                     llm_factory=llm_factory, needs=strategy.needs, method=strategy.name)
         started = time.perf_counter()
-        out = await strategy.run(call)
+        out = await run_checked(strategy, call)
         ranked = out.results
         retriever = strategy.job != "answer"
         trace = out.trace()

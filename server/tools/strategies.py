@@ -18,6 +18,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.registry import REGISTRY, Call, Strategy
 from tot_mcp.strategies.results import StrategyResult, render_ranked
 from tot_mcp.strategies.route_stats import RouteStatsSnapshot
@@ -83,7 +84,7 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
                     llm_kind=runtime.config.llm.backend or "offline" if wants_llm else "offline",
                     llm_factory=(lambda: runtime.llm(ctx)) if wants_llm else None, progress=progress_to(ctx),
                     needs=strategy.needs, method=strategy.name, build=build)
-        out = await strategy.run(call)
+        out = await run_checked(strategy, call)
         if out.usage is None and not call.offline:
             out.usage = call.usage()
         text = strategy.render(out) if strategy.render else render_ranked(f"{strategy.name} results", out.results)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from tot_mcp.strategies.llm import factory
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
+from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.llm.sampling import sampling_unavailable_reason
 from tot_mcp.strategies.registry import Call, get
 from tot_mcp.strategies.tot.search import RankedAnswer, SearchNode
@@ -95,7 +96,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                     llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx),
                     method="tot")
         try:
-            out = await strategy.run(call)
+            out = await run_checked(strategy, call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         result = out._search

@@ -1,18 +1,174 @@
 """Whether the KG can answer a question at all, decided once for every answering path.
 
-Every strategy that answers (tot, chain, plan, router, ARK, beam) runs through :func:`run_checked`: the tools,
-``tot-search`` and the benchmarks alike. Before the strategy runs, the question's entities are linked and graded
-(:mod:`kg_adapters.link_grade`); after, its status is put in the one vocabulary of
-:data:`strategies.results.STATUSES`, so an answer reached from a loosely matched name is never ``answered``.
+Every strategy that answers or retrieves for a question (tot, chain, plan, router, ARK, BFS/DFS, beam) runs
+through :func:`run_checked`: the tools, ``tot-search`` and the benchmarks alike. For a client model a confident
+wrong answer is worse than none, so before the strategy runs (no expansion, no LLM call):
+
+* the question's entities are linked and graded (:mod:`kg_adapters.link_grade`): nothing found is ``no_entity``;
+  only a loose look-alike (``[Saturn Protocol Nineteen]`` → *Protocol*, 1 of 3 words) is ``uncertain``, naming
+  it — the strategy would answer about the look-alike;
+* the question's relation words are read against the KG's relations (:mod:`strategies.relation_fit`): a relation
+  the KG lacks is ``unsupported``, naming the relations the entity does have.
+
+After the strategy, its status is put in the one vocabulary of :data:`strategies.results.STATUSES` and every
+result carries the links and a one-line reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.link_grade import grade
+from tot_mcp.kg_adapters.models import Direction, EntityMatch
+from tot_mcp.kg_adapters.text import bracketed_mentions
+from tot_mcp.strategies.llm.base import LLMUsage
 from tot_mcp.strategies.registry import Call, Strategy
-from tot_mcp.strategies.results import StrategyResult
+from tot_mcp.strategies.results import STATUSES, LinkInfo, StrategyResult, check_query
+
+LINK_LIMIT = 10  # matches asked of the linker (the strategies ask as many)
+NEAR_RELATIONS = 12  # relations named when refusing
+
+
+@dataclass
+class Grounding:
+    links: list[LinkInfo] = field(default_factory=list)
+    status: str | None = None  # set when the strategy must not run
+    reason: str = ""
+
+
+def _best_per_mention(matches: list[EntityMatch]) -> list[EntityMatch]:
+    best: dict[str, EntityMatch] = {}
+    for m in matches:
+        k = m.mention or ""
+        if k not in best or m.score > best[k].score:
+            best[k] = m
+    return sorted(best.values(), key=lambda m: -m.score)
+
+
+def _link_info(m: EntityMatch, mention: str | None) -> LinkInfo:
+    g = grade(mention, m.entity.label, m.match)
+    shown = mention or m.mention or m.entity.label
+    return LinkInfo(mention=shown, id=m.entity.id, label=m.entity.label, match=g.kind, score=round(m.score, 4),
+                    confident=g.confident, note=g.note(shown, m.entity.label))
+
+
+async def link(graph: KnowledgeGraph, query: str) -> Grounding:
+    """The question's entities, graded; ``no_entity`` / ``uncertain`` when none is confidently found."""
+    mentions = bracketed_mentions(query)
+    matches = await graph.initialize(query, limit=LINK_LIMIT)
+    if not matches:
+        if mentions:
+            said = ", ".join(f"[{m}]" for m in mentions)
+            return Grounding(status="no_entity", reason=f"{said} was not found in the KG, and no name in it is "
+                             "close; check the spelling or ask search_entities for similar names")
+        return Grounding(status="no_entity", reason="no entity of the question was found in the KG; mark the "
+                         "name with [brackets]")
+    one = mentions[0] if len(mentions) == 1 else None
+    links = [_link_info(m, m.mention or one) for m in _best_per_mention(matches)]
+    loose = [li for li in links if not li.confident]
+    if loose:
+        notes = "; ".join(f"{li.note} ({li.id})" for li in loose)
+        return Grounding(links, "uncertain", f"{notes}; not answered (it may not be in the KG): ask again with "
+                         "that exact name if it is the one meant")
+    return Grounding(links)
+
+
+def _relation_words(query: str, topic_labels: list[str]) -> list[str]:
+    from tot_mcp.strategies.offline.question import parse_question
+
+    return [s.text for s in parse_question(query, topic_labels).spans]
+
+
+async def _shared(call: Call, slot: str, make):
+    """One object per embedder, kept between questions in the services' policy state."""
+    embedder = await call.services.aembedder()
+    key = (slot, embedder)
+    got = call.services.policy_state.get(key)
+    if got is None:
+        got = call.services.policy_state[key] = make(embedder)
+    return got
+
+
+async def _relations_near(graph: KnowledgeGraph, ids: list[str]) -> str:
+    try:
+        rels = (await graph.get_relations(ids[: graph.limits.max_ids])).relations
+    except KGError:
+        return ""
+    names: list[str] = []
+    for r in sorted(rels, key=lambda r: (r.direction is not Direction.forward, -(r.count or 0))):
+        name = r.label if r.direction is Direction.forward else (r.inverse_label or f"{r.label} (inverse)")
+        if name not in names:
+            names.append(name)
+    more = f", … (+{len(names) - NEAR_RELATIONS})" if len(names) > NEAR_RELATIONS else ""
+    return ", ".join(names[:NEAR_RELATIONS]) + more
+
+
+async def check_relations(call: Call, graph: KnowledgeGraph, g: Grounding) -> Grounding:
+    """``unsupported`` when the question names a relation none of the KGs has."""
+    from tot_mcp.strategies.offline.paths import OfflineReasoner
+    from tot_mcp.strategies.offline.settings import OfflineSettings
+    from tot_mcp.strategies.relation_fit import RelationFit
+
+    settings = OfflineSettings()
+    embedder = await call.services.aembedder()
+    slot = ("offline-reasoner", embedder, settings)  # the reasoner the offline plans share: same caches
+    reasoner = call.services.policy_state.get(slot)
+    if reasoner is None:
+        reasoner = call.services.policy_state[slot] = OfflineReasoner(embedder, settings)
+    fit = await _shared(call, "relation-fit", RelationFit)
+    missing = await fit.missing(reasoner.stats_for(graph), _relation_words(call.query, [li.label for li in g.links]))
+    if not missing:
+        return g
+    kgs = list(graph.members())
+    whose = f"the {kgs[0]} KG has" if len(kgs) == 1 else f"none of the KGs ({', '.join(kgs)}) has"
+    near = await _relations_near(graph, [li.id for li in g.links])
+    topic = g.links[0].label if g.links else "the entity"
+    m = missing[0]
+    reason = f"{whose} no {m.concept} relation ('{m.phrase}')" + (f"; {topic} has: {near}" if near else "")
+    return Grounding(g.links, "unsupported", reason)
+
+
+def graph_of(strategy: Strategy, call: Call) -> KnowledgeGraph:
+    """The KGs the strategy reads: the caller's scope, else every KG linked, else (a strategy that reads every
+    triple of one KG) that KG."""
+    if call.scope is not None:
+        return call.scope
+    return call.kg if strategy.local_only else call.services.graph
+
+
+async def ground(strategy: Strategy, call: Call) -> Grounding:
+    graph = graph_of(strategy, call)
+    g = await link(graph, call.query)
+    if g.status is None:
+        g = await check_relations(call, graph, g)
+    return g
+
+
+def settle(out: StrategyResult, g: Grounding) -> StrategyResult:
+    """The strategy's result in the one vocabulary, with the links and a reason."""
+    out.links = g.links
+    if out.status == "answered" and out.partial:
+        out.status = "partial"
+    if out.status not in STATUSES:
+        out.status = "no_answer" if not out.results else "below_tau"
+    if not out.reason:
+        if out.status == "partial":
+            out.reason = out.partial_reason or STATUSES["partial"]
+        elif out.status != "answered":
+            out.reason = out.error or out.partial_reason or STATUSES[out.status]
+    return out
 
 
 async def run_checked(strategy: Strategy, call: Call) -> StrategyResult:
-    """Run ``strategy`` on ``call`` with the checks every answering path shares. May return a plain
+    """Run ``strategy`` on ``call`` with the checks every answering path shares. Returns a plain
     :class:`StrategyResult` (not the strategy's own type) when it refuses before the strategy runs."""
-    return await strategy.run(call)
+    if strategy.job == "linking":
+        return await strategy.run(call)
+    query = check_query(call.query, call.kg.limits.max_query_chars)
+    g = await ground(strategy, call)
+    if g.status is not None:
+        return StrategyResult(query=query, kg=call.kg.name, results=[], status=g.status, reason=g.reason,
+                              links=g.links, value=0.0, usage=LLMUsage())
+    return settle(await strategy.run(call), g)

@@ -261,8 +261,13 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
     print(f"answer: {shown}")
     if result.answer_ids:
         print(f"entities: {', '.join(result.answer_ids)}")
-    if result.partial:
+    if result.reason and result.status != "answered":
+        print(f"{result.status}: {result.reason}")
+    elif result.partial:
         print(f"partial: {result.partial_reason or 'the answer set is known to be incomplete'}")
+    for link in result.links if result.status != "uncertain" else []:
+        if link.note:
+            print(f"linked: {link.note} ({link.id})")
     trace = result.trace or {}
     if trace.get("fell_back"):
         print(f"fell back to the tree search: {trace.get('fallback_reason', '')}")

@@ -29,6 +29,7 @@ from tot_mcp.strategies.results import STATUSES, LinkInfo, StrategyResult, check
 
 LINK_LIMIT = 10  # matches asked of the linker (the strategies ask as many)
 NEAR_RELATIONS = 12  # relations named when refusing
+TAU = 0.8  # the tree search's default threshold, for the strategies without one (plan, the router)
 
 
 @dataclass
@@ -146,9 +147,12 @@ async def ground(strategy: Strategy, call: Call) -> Grounding:
     return g
 
 
-def settle(out: StrategyResult, g: Grounding) -> StrategyResult:
-    """The strategy's result in the one vocabulary, with the links and a reason."""
+def settle(out: StrategyResult, g: Grounding, tau: float | None = None) -> StrategyResult:
+    """The strategy's result in the one vocabulary, with the links and a reason. ``tau``: an answer valued
+    below it is ``below_tau``, whichever strategy found it (plan and the router have no threshold of their own)."""
     out.links = g.links
+    if tau is not None and out.status == "answered" and (out.value or 0.0) < tau:
+        out.status = "below_tau"
     if out.status == "answered" and out.partial:
         out.status = "partial"
     if out.status not in STATUSES:
@@ -171,4 +175,5 @@ async def run_checked(strategy: Strategy, call: Call) -> StrategyResult:
     if g.status is not None:
         return StrategyResult(query=query, kg=call.kg.name, results=[], status=g.status, reason=g.reason,
                               links=g.links, value=0.0, usage=LLMUsage())
-    return settle(await strategy.run(call), g)
+    tau = getattr(call.options, "tau", TAU) if strategy.job == "answer" else None
+    return settle(await strategy.run(call), g, tau)

@@ -12,7 +12,11 @@ and a breadth-first walk of the graph executes them. This strategy does that:
    ranked plans (:mod:`strategies.offline.paths`) stand in for the model;
 4. the paths are walked in order with :func:`kg_adapters.follow.follow_path`; the first that reaches anything
    answers (entities and literal values), with the path that reached them;
-5. no usable path, or none reaches anything: the tree search (``tot``) answers instead, and the result says so.
+5. no usable path, or none reaches anything: the tree search (``tot``) answers instead, and the
+   result says so — unless the model replied that the graph does not have this
+   (``NOT_IN_GRAPH: entity|relation — <reason>``): a reasoned refusal is the answer (status
+   ``no_entity`` / ``unsupported``, the reason kept); searching on would spend a dozen calls to
+   reach the same ``no_answer``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
 from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation, inverse_of
 from tot_mcp.kg_adapters.text import humanize, key
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
+from tot_mcp.strategies.llm.replies import Refusal, find_refusal, read_refusal
 from tot_mcp.strategies.registry import Call, Strategy, get
 from tot_mcp.strategies.relevance import STOPWORDS
 from tot_mcp.strategies.results import PathStep, RetrievedEntity, StrategyResult, check_query, render_ranked
@@ -198,7 +203,8 @@ def _ids(text: str) -> list[str]:
 class PlanReader:
     """Reads a model's reply into :class:`Proposal` s, forgivingly: IDs or labels, entity numbers, any case, list
     markers and prose around the lines; a hop's missing direction is the one the vocabulary shows after the
-    previous hop. A line that does not read is dropped."""
+    previous hop. A line that does not read is dropped, and so is a refusal line (:meth:`refusal`
+    reads it)."""
 
     def __init__(self, entities: list[EntityMatch], groups: list[Group], kg_names: set[str]) -> None:
         self.entities = [m.entity for m in entities]
@@ -213,6 +219,8 @@ class PlanReader:
         out: dict[tuple, Proposal] = {}
         for line in (text or "").splitlines():
             line = _LIST_MARK.sub("", line.strip()).strip("*` ")
+            if read_refusal(line) is not None:
+                continue
             m = _PATH_LINE.match(line)
             body = m.group(1) if m else line
             parts = [p for p in _ARROW.split(body) if p.strip()]
@@ -222,6 +230,11 @@ class PlanReader:
             if p is not None and len(p.hops) <= max_hops:
                 out.setdefault((tuple(p.start), tuple(p.hops)), p)
         return list(out.values())[:k]
+
+    @staticmethod
+    def refusal(text: str) -> Refusal | None:
+        """The reply's ``NOT_IN_GRAPH: <entity|relation> — <reason>`` line, if any."""
+        return find_refusal(text)
 
     def _proposal(self, parts: list[str]) -> Proposal | None:
         start = self._entities(parts[0])
@@ -365,6 +378,7 @@ async def _run(call: Call) -> PlanResult:
         return _finish(await _fallback(call, result, "no entity of the question was found in the KG", usage), t0)
     if call.offline:
         proposals = await _offline_plans(call, topics, o.k, o.max_hops)
+        refusal = None
         reason = "the offline reasoner found no path from the question's entities"
     else:
         groups = await gather_vocabulary(graph, topics, query, min(o.max_hops, VOCABULARY_LEVELS))
@@ -382,7 +396,9 @@ async def _run(call: Call) -> PlanResult:
         result.reply = reply[:4000]
         for g in groups:
             labels.update((r.id, r.label) for r in g.relations)
-        proposals = PlanReader(matches, groups, set(graph.members())).read(reply, o.k, o.max_hops)
+        reader = PlanReader(matches, groups, set(graph.members()))
+        proposals = reader.read(reply, o.k, o.max_hops)
+        refusal = reader.refusal(reply)
         reason = "the model's reply held no usable path"
     result.usage = usage
     result.paths = [p.text(labels) for p in proposals]
@@ -398,6 +414,9 @@ async def _run(call: Call) -> PlanResult:
             "path": p.text(labels), "partial": res.partial or res.truncated,
             "partial_reason": _partial_reason(res) if res.partial or res.truncated else "",
         }), t0)
+    if refusal is not None:  # paths given beside it reached nothing: the refusal stands
+        return _finish(result.model_copy(update={"status": refusal.status, "reason": refusal.reason,
+                                                 "value": 0.0}), t0)
     if proposals:
         reason = f"none of the {len(proposals)} planned path(s) reached anything"
     return _finish(await _fallback(call, result, reason, usage), t0)
@@ -412,6 +431,8 @@ def _render_plan(out: PlanResult) -> str:
     head = [f"planner: {out.planner}; status: {out.status}"]
     if out.fell_back:
         head.append(f"fell back to the tree search: {out.fallback_reason}")
+    elif out.status in ("unsupported", "no_entity") and out.reason:
+        head.append(f"the graph does not have this: {out.reason}")
     elif out.path:
         head.append(f"path: {out.path}")
     if out.partial:

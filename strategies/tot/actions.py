@@ -54,13 +54,16 @@ class Answer(_Action):
     """Final answer (DEFAULT only). ``claims`` are the items the model wrote (IDs, names or values); the ASM grounds
     them in the local subgraph into ``items`` (the reported answer) and keeps what it could not find in
     ``ungrounded``. ``status``: ``answer``; ``none`` (the needed relations were expanded and hold nothing); or
-    ``incomplete`` (the budget ran out before the answer was reached; items, if any, are a partial answer)."""
+    ``incomplete`` (the budget ran out before the answer was reached; items, if any, are a partial answer).
+    A reasoned refusal is ``unsupported`` (no relation of the graph expresses what is asked) or
+    ``no_entity`` (the question's entity is not in the graph), ``text`` being the model's reason:
+    the search stops on it, since searching on cannot find what the graph lacks."""
 
     kind: Literal["answer"] = "answer"
     entity_ids: list[str] = Field(default_factory=list)
     text: str = ""
     claims: list[str] = Field(default_factory=list)
-    status: Literal["answer", "none", "incomplete"] = "answer"
+    status: Literal["answer", "none", "incomplete", "unsupported", "no_entity"] = "answer"
     items: list[AnswerItem] = Field(default_factory=list)
     ungrounded: list[str] = Field(default_factory=list)
 
@@ -69,12 +72,23 @@ class Answer(_Action):
         return (self.kind, self.status, tuple(self.entity_ids), claims,
                 "" if self.entity_ids or claims else " ".join(self.text.split()).casefold())
 
+    @property
+    def refuses(self) -> bool:
+        """A reasoned "the graph does not have this" (the model's reason in ``text``)."""
+        return self.status in REFUSALS
+
     def describe(self) -> str:
         if self.status == "none":
             return "ANSWER: NONE"
+        if self.refuses:
+            return f"ANSWER: NOT_IN_GRAPH: {REFUSALS[self.status]} — {self.text}"
         head = "ANSWER: INCOMPLETE" + (": " if self.text else "") if self.status == "incomplete" else "ANSWER: "
         ids = ", ".join(self.entity_ids)
         return head + self.text + (f" [{ids}]" if ids and self.text != ids else "")
+
+
+#: an answer's refusing statuses → the word its reply names (``NOT_IN_GRAPH: relation — …``)
+REFUSALS = {"unsupported": "relation", "no_entity": "entity"}
 
 
 class ExpandKG(_Action):

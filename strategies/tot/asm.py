@@ -146,6 +146,9 @@ class TraversalASM:
             return self._reject(state, action, f"answer entities not in the local subgraph: {', '.join(unknown)}")
         if action.status == "none":
             answer = action.model_copy(update={"text": "NONE", "entity_ids": [], "items": [], "ungrounded": []})
+        elif action.refuses:  # nothing to ground: the model's reason is the answer
+            answer = action.model_copy(update={"entity_ids": [], "claims": [], "items": [],
+                                               "ungrounded": []})
         else:
             claims = action.claims or list(action.entity_ids) or (
                 [action.text] if action.text.strip() and action.status == "answer" else [])

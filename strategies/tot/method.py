@@ -71,6 +71,7 @@ async def _run(call: Call) -> TotResult:
     result = TotResult(query=call.query, kg=call.kg.name, results=answers, status=out.status,
                        answer_text=out.answer.text, value=out.value, expansions=out.expansions, usage=out.usage,
                        error=out.error, seconds=out.latency_s, partial=out.partial, partial_reason=out.partial_reason,
+                       reason=out.reason,
                        search=out.model_dump(mode="json", exclude={"subgraph"}))
     result._search = out
     return result

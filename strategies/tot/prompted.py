@@ -15,6 +15,7 @@ from tot_mcp import prompts
 from tot_mcp.kg_adapters.models import Direction, inverse_of
 from tot_mcp.kg_adapters.text import key as norm
 from tot_mcp.strategies.llm.base import LLM, LLMError
+from tot_mcp.strategies.llm.replies import read_refusal
 
 from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think, distinct
 from .policy import Policy
@@ -151,6 +152,8 @@ class PromptedPolicy(Policy):
     # -- valuing -----------------------------------------------------------------------------------------------
     async def value(self, state: TraversalState) -> float:
         common = {"question": state.question, "subgraph": state.subgraph.render()}
+        if state.asm_state is AsmState.DONE and state.answer is not None and state.answer.refuses:
+            return 0.0  # a reasoned refusal is a verdict already: judging it again buys nothing
         if state.asm_state is AsmState.DONE and state.answer is not None:
             before = state.model_copy(update={"actions": state.actions[:-1], "asm_state": AsmState.DEFAULT})
             prompt = prompts.render("tot_value_answer", answer=answer_text(state.answer),
@@ -169,12 +172,15 @@ class PromptedPolicy(Policy):
         if not self.batch:
             return [await self.value(s) for s in states]
         answers = [i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None]
-        steps = [i for i in range(len(states)) if i not in answers]
+        refusals = [i for i in answers if states[i].answer.refuses]  # not judged again (see value)
+        answers = [i for i in answers if i not in refusals]
+        steps = [i for i in range(len(states)) if i not in answers and i not in refusals]
         # Only expansions that reached something tell the judge more than the proposer knew: alternatives of one
         # relation choice are valued together; the rest (a THINK beside EXPAND_KG, two entity selections) keep the
         # order the model proposed them in, best first, just below their parent (no call).
         base = 0.5 if parent_value is None else parent_value
         out = {i: base * (1.0 - 0.05 * rank) for rank, i in enumerate(steps)}
+        out.update((i, 0.0) for i in refusals)
         reached = [i for i in steps if states[i].actions and isinstance(states[i].actions[-1], SelectRelation)]
         if len(reached) > 1:
             out.update(zip(reached, await self._value_steps([states[i] for i in reached], parent)))
@@ -182,7 +188,7 @@ class PromptedPolicy(Policy):
             out[answers[0]] = await self.value(states[answers[0]])
         elif answers:
             out.update(zip(answers, await self._value_answers([states[i] for i in answers])))
-        return [out[i] for i in range(len(states))]  # every index is a step or an answer
+        return [out[i] for i in range(len(states))]  # every index is a step, an answer or a refusal
 
     async def _value_steps(self, states: list[TraversalState], parent: TraversalState | None) -> list[float]:
         base = parent or states[0]
@@ -263,13 +269,7 @@ def budget_text(state: TraversalState) -> str:
 
 
 #: the answer formats every ANSWER prompt offers (and the parser reads)
-ANSWER_FORMATS = (
-    "ANSWER: <every answer item, separated by \" ; \": entity IDs from the subgraph, or values as the subgraph shows "
-    "them, e.g. a year>\n"
-    "ANSWER: NONE   (only when the relations the question needs were expanded and hold no answer)\n"
-    "ANSWER: INCOMPLETE: <the items found so far, or nothing>   (the subgraph does not reach the answer and no "
-    "expansions are left)"
-)
+ANSWER_FORMATS = prompts.load("tot_answer_formats").strip()
 #: how an answer is read, said where the model answers
 ANSWER_RULE = ("How an answer is read: each item is looked up in the subgraph (an entity by ID or name, a value in an "
                "edge or an entity's summary); items it does not show are dropped. For a set, list every member; leave "
@@ -280,6 +280,8 @@ def answer_text(ans) -> str:
     """An answer as the value prompts show it: its grounded items once, and what was dropped."""
     if ans.status == "none":
         return "NONE"
+    if ans.refuses:
+        return ans.describe().removeprefix("ANSWER: ")
     items = " ; ".join(f"{it.text} ({it.entity_id})" if it.entity_id else it.text for it in ans.items)
     head = "INCOMPLETE: " if ans.status == "incomplete" else ""
     text = head + (items or ans.text or "(nothing)")
@@ -328,7 +330,8 @@ def step_text(state: TraversalState, parent: TraversalState, labels: dict[str, s
 
 
 # -- parsing -------------------------------------------------------------------------------------------------------
-_ACTION_LINE = re.compile(r"^\W*(THINK|EXPAND[_ ]?KG|ANSWER|SELECT[_ ]?ENTITIES|SELECT[_ ]?RELATION)\b\s*:?\s*(.*)$", re.I)
+_ACTION_LINE = re.compile(r"^\W*(THINK|EXPAND[_ ]?KG|ANSWER|SELECT[_ ]?ENTITIES|SELECT[_ ]?RELATION"
+                          r"|NOT[_ -]?IN[_ -]?(?:THE[_ -]?)?GRAPH)\b\s*:?\s*(.*)$", re.I)
 
 
 def parse_action_text(text: str, state: TraversalState) -> Action:
@@ -347,6 +350,8 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
         return _parse_expand(rest, state)
     if verb == "ANSWER":
         return _parse_answer(rest, state, raw)
+    if verb.startswith("NOT"):  # the refusal without its "ANSWER:": what else could it mean
+        return _parse_answer(f"NOT_IN_GRAPH: {rest}", state, raw)
     if verb == "SELECT_ENTITIES":
         ids = _entity_refs(rest, state)
         if not ids:
@@ -370,9 +375,14 @@ def _parse_expand(rest: str, state: TraversalState) -> Action:
 
 
 def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
-    """``NONE``; ``INCOMPLETE: items``; ``item ; item ; ...`` (IDs, names or values); or the older ``text | IDs``
-    (the text's items when the subgraph shows them, else the IDs). Grounding is the ASM's: here only the claims."""
+    """``NONE``; ``INCOMPLETE: items``; ``NOT_IN_GRAPH: <entity|relation> — <reason>`` (a refusal,
+    read by :func:`read_refusal`); ``item ; item ; ...`` (IDs, names or values); or the older
+    ``text | IDs`` (the text's items when the subgraph shows them, else the IDs). Grounding is the
+    ASM's: here only the claims."""
     body = rest.strip()
+    refusal = read_refusal(body)
+    if refusal is not None:
+        return Answer(status=refusal.status, text=refusal.reason)
     head = body.split(None, 1)[0].strip(" :.,|-").upper() if body else ""
     status = "answer"
     if head == "NONE" and len(body.strip(" |")) <= 6:

@@ -7,6 +7,11 @@ Because every unexpanded node stays on the frontier, a branch whose children sco
 node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ; a node in DEFAULT at
 depth ≥ max_depth may only answer; after ``max_expansions`` it returns its best answer so far (status
 ``below_tau``) or gives up (``no_answer``).
+
+It also stops at once when the model's best proposal is a reasoned refusal (``NOT_IN_GRAPH``:
+status ``unsupported`` or ``no_entity``, its reason kept): searching on cannot find what the graph
+lacks. A refusal offered only as a lower-ranked alternative stays in the tree, valued 0 without a
+judge, as the outcome should nothing better be found.
 """
 
 from __future__ import annotations
@@ -101,7 +106,8 @@ class RankedAnswer(BaseModel):
 
 class SearchResult(BaseModel):
     question: str
-    status: Literal["answered", "below_tau", "incomplete", "no_answer"]
+    status: Literal["answered", "below_tau", "incomplete", "unsupported", "no_entity", "no_answer"]
+    reason: str = Field(default="", description="One line: why the graph cannot answer.")
     answer: RankedAnswer = Field(default_factory=RankedAnswer)
     value: float = 0.0
     expansions: int = 0
@@ -197,7 +203,7 @@ class TreeSearch:
             node.expanded_at = expansions
             expansions += 1
             try:
-                await self._expand(node, nodes, seen)
+                refused = await self._expand(node, nodes, seen)
             except LLMError as e:
                 error = f"LLM failed: {e}"
                 break
@@ -205,6 +211,8 @@ class TreeSearch:
                 child = nodes[cid]
                 if child.terminal and (best_answer is None or (child.value or 0) > (best_answer.value or 0)):
                     best_answer = child
+            if refused is not None:
+                best_answer = refused
             if progress is not None:
                 msg = node.action.describe() if node.action else "root"
                 report = progress(
@@ -218,6 +226,8 @@ class TreeSearch:
                 )
                 if inspect.isawaitable(report):
                     await report
+            if refused is not None:
+                break
             if best_answer is not None and (best_answer.value or 0) >= cfg.tau:
                 break
         return self._result(question, nodes, best_answer, expansions, usage_before, started, error)
@@ -229,10 +239,15 @@ class TreeSearch:
         open_nodes = (n for n in nodes if n.expanded_at is None and not n.terminal)
         return max(open_nodes, key=lambda n: (n.value or 0.0, n.depth), default=None)  # max keeps the first of ties
 
-    async def _expand(self, node: SearchNode, nodes: list[SearchNode], seen: dict[tuple, int]) -> None:
+    async def _expand(self, node: SearchNode, nodes: list[SearchNode],
+                      seen: dict[tuple, int]) -> SearchNode | None:
         """Apply the policy's proposals; a child that repeats a node already in the tree (the same facts, state,
         selection and budget — e.g. the expansion a THINK branch redoes) is dropped, so backtracking goes somewhere
-        new instead of paying again for the same calls. A THINK is kept: it adds a thought, not a place."""
+        new instead of paying again for the same calls. A THINK is kept: it adds a thought, not a
+        place.
+
+        Returns the refusal child when the model's best valid proposal is a reasoned refusal: the
+        search ends there, and no value call is made (the model said why; a judge adds nothing)."""
         state = node.state
         proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
         last_rejected: TraversalState | None = None
@@ -252,6 +267,10 @@ class TreeSearch:
                     continue
                 seen[sig] = len(nodes)
             _add_child(node, nodes, new_state, action=new_state.actions[-1])
+        first = nodes[node.children[0]] if node.children else None
+        if first is not None and _refuses(first):
+            first.value = 0.0
+            return first
         if node.children:
             # All children judged together (one call for an LLM policy; the default asks per child).
             kids = [nodes[c] for c in node.children]
@@ -263,6 +282,7 @@ class TreeSearch:
             # valued a little below its parent so an alternative elsewhere wins ties.
             _add_child(node, nodes, last_rejected or self._no_proposal(state), retry=True,
                        value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty))
+        return None
 
     @staticmethod
     def _no_proposal(state: TraversalState) -> TraversalState:
@@ -282,8 +302,13 @@ class TreeSearch:
         started: float,
         error: str | None,
     ) -> SearchResult:
-        partial, why = False, ""
-        if best is not None:
+        partial, why, reason = False, "", ""
+        if best is not None and _refuses(best):  # the graph does not have this: nothing answers
+            refusal = best.state.answer
+            status, answer, reason = refusal.status, RankedAnswer(), refusal.text
+            path = _path_to(best, nodes)
+            final = best.state
+        elif best is not None:
             ans = best.state.answer
             assert ans is not None
             status = "answered" if (best.value or 0) >= self.config.tau else "below_tau"
@@ -295,11 +320,7 @@ class TreeSearch:
             caveat = self.policy.caveat(best.state)
             if caveat:
                 partial, why = True, caveat + (f"; {why}" if why else "")
-            path, cur = [], best
-            while cur is not None:
-                path.append(cur.id)
-                cur = nodes[cur.parent] if cur.parent is not None else None
-            path.reverse()
+            path = _path_to(best, nodes)
             final = best.state
         else:
             status, answer, path = "no_answer", RankedAnswer(text="no answer found"), []
@@ -328,6 +349,7 @@ class TreeSearch:
             error=error,
             partial=partial,
             partial_reason=why,
+            reason=reason,
         )
 
 
@@ -337,6 +359,21 @@ def _add_child(node: SearchNode, nodes: list[SearchNode], state: TraversalState,
                        summary=StateSummary.of(state), **fields)
     nodes.append(child)
     node.children.append(child.id)
+
+
+def _refuses(node: SearchNode) -> bool:
+    return node.terminal and node.state is not None and node.state.answer is not None \
+        and node.state.answer.refuses
+
+
+def _path_to(node: SearchNode, nodes: list[SearchNode]) -> list[int]:
+    """Node IDs from the root to ``node``."""
+    path: list[int] = []
+    cur: SearchNode | None = node
+    while cur is not None:
+        path.append(cur.id)
+        cur = nodes[cur.parent] if cur.parent is not None else None
+    return path[::-1]
 
 
 def partial_reason(state: TraversalState) -> tuple[bool, str]:

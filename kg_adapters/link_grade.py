@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from .text import key, tokens
 
 CONFIDENT_KINDS = frozenset({"exact", "normalised", "typo"})
 # words a name may carry or drop without naming something else ('the Matrix', 'Titanic (film)')
 _NOISE = frozenset("a an the of and & film films movie movies".split())
-_MIN_TYPO_WORD = 6  # a one-word name shorter than this, one letter off, is another name ('Hanks'/'Shanks')
+_MIN_TYPO_WORD = 5  # a one-word name shorter than this, one letter off, is another name ('Yanks'/'Hanks')
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,20 @@ def _words(text: str) -> list[str]:
 
 
 def _near(a: str, b: str) -> bool:
-    """One edit apart (two for long words), and not a different short word ('cat'/'cut')."""
+    """One edit apart (a swap of two letters counts one; two edits for long words), and not a different short
+    word ('cat'/'cut'; 'eye'/'eyes' is one)."""
     if a == b:
         return True
-    if min(len(a), len(b)) < 4:
+    if min(len(a), len(b)) < 3 or max(len(a), len(b)) < 4:
         return False
     limit = 2 if min(len(a), len(b)) >= 8 else 1
-    return Levenshtein.distance(a, b, score_cutoff=limit) <= limit
+    return OSA.distance(a, b, score_cutoff=limit) <= limit
 
 
-def grade(mention: str | None, label: str, match: str) -> LinkGrade:
-    """The grade of linking ``mention`` (None: the backend did not say which text it linked) to ``label``."""
+def grade(mention: str | None, label: str, match: str, alone: bool = True) -> LinkGrade:
+    """The grade of linking ``mention`` (None: the backend did not say which text it linked) to ``label``.
+    ``alone``: no other name matched the mention nearly as well; a one-word typo with a close rival ('Hanks':
+    *Shanks*, *Yanks*, *Hacks*) is a guess."""
     if mention is None or not mention.strip():
         sure = match in ("exact", "casefold", "mention")
         return LinkGrade("exact" if match == "exact" else match, sure, 1 if sure else 0, 1)
@@ -79,6 +82,6 @@ def grade(mention: str | None, label: str, match: str) -> LinkGrade:
             shared += 1
             typos += hit != w
     if shared == len(m) and not unused:
-        sure = len(m) > 1 or len(m[0]) >= _MIN_TYPO_WORD
+        sure = len(m) > 1 or (len(m[0]) >= _MIN_TYPO_WORD and alone)
         return LinkGrade("typo", sure, shared, len(m))
     return LinkGrade("partial" if shared else "similar", False, shared, len(m))

@@ -22,13 +22,14 @@ from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.link_grade import grade
 from tot_mcp.kg_adapters.models import Direction, EntityMatch
-from tot_mcp.kg_adapters.text import bracketed_mentions
+from tot_mcp.kg_adapters.text import bracketed_mentions, key
 from tot_mcp.strategies.llm.base import LLMUsage
 from tot_mcp.strategies.registry import Call, Strategy
 from tot_mcp.strategies.results import STATUSES, LinkInfo, StrategyResult, check_query
 
 LINK_LIMIT = 10  # matches asked of the linker (the strategies ask as many)
 NEAR_RELATIONS = 12  # relations named when refusing
+RIVAL_GAP = 0.1  # a one-word typo is a guess when another name matched within this
 TAU = 0.8  # the tree search's default threshold, for the strategies without one (plan, the router)
 
 
@@ -48,11 +49,17 @@ def _best_per_mention(matches: list[EntityMatch]) -> list[EntityMatch]:
     return sorted(best.values(), key=lambda m: -m.score)
 
 
-def _link_info(m: EntityMatch, mention: str | None) -> LinkInfo:
-    g = grade(mention, m.entity.label, m.match)
+def _link_info(m: EntityMatch, mention: str | None, rival: float | None = None) -> LinkInfo:
+    g = grade(mention, m.entity.label, m.match, alone=rival is None or rival < m.score - RIVAL_GAP)
     shown = mention or m.mention or m.entity.label
     return LinkInfo(mention=shown, id=m.entity.id, label=m.entity.label, match=g.kind, score=round(m.score, 4),
                     confident=g.confident, note=g.note(shown, m.entity.label))
+
+
+def _rival(best: EntityMatch, matches: list[EntityMatch]) -> float | None:
+    """The best score of another name for the same mention (same-named nodes are one name)."""
+    others = [m.score for m in matches if m.mention == best.mention and key(m.entity.label) != key(best.entity.label)]
+    return max(others, default=None)
 
 
 async def link(graph: KnowledgeGraph, query: str) -> Grounding:
@@ -67,9 +74,9 @@ async def link(graph: KnowledgeGraph, query: str) -> Grounding:
         return Grounding(status="no_entity", reason="no entity of the question was found in the KG; mark the "
                          "name with [brackets]")
     one = mentions[0] if len(mentions) == 1 else None
-    links = [_link_info(m, m.mention or one) for m in _best_per_mention(matches)]
+    links = [_link_info(m, m.mention or one, _rival(m, matches)) for m in _best_per_mention(matches)]
     loose = [li for li in links if not li.confident]
-    if loose:
+    if loose and (mentions or len(loose) == len(links)):  # a bare question may also link loose n-grams
         notes = "; ".join(f"{li.note} ({li.id})" for li in loose)
         return Grounding(links, "uncertain", f"{notes}; not answered (it may not be in the KG): ask again with "
                          "that exact name if it is the one meant")

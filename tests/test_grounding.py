@@ -78,7 +78,8 @@ def test_link_grades_read_the_strings_not_the_backends_match_name():
     assert grade("Tom Hanks", "Tom Hanks", "exact").confident
     loose = grade("Matrix Reloaded", "The Matrix", "bm25")
     assert (loose.kind, loose.confident, loose.shared, loose.words) == ("partial", False, 1, 2)
-    assert not grade("Hanks", "Shanks", "fuzzy").confident  # one short word a letter off is another name
+    assert not grade("Hanks", "Shanks", "fuzzy", alone=False).confident  # a rival as close: a guess
+    assert grade("Ayehsa Mohan", "Ayesha Mohan", "bm25").kind == "typo"  # two swapped letters: one edit
     assert grade("Zorblax", "Zorro", "fuzzy").kind == "similar"
 
 

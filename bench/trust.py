@@ -361,10 +361,11 @@ async def build_kb(kb: KB, kgs: list, quota: dict[str, int], seed: int) -> Built
             typo = sep.join(one_typo(w, rng) if i == k else w for i, w in enumerate(ws))
             if typo == src.mention or await is_label(kgs, typo):  # names another entity: skip
                 continue
-            rows.append(row("typo", swap_mention(src.text, typo), src.answers, src, name=typo))
+            rows.append(row("typo", swap_mention(src.text, typo), src.answers, src, name=typo,
+                            true_topic=src.mention))
         built.rows["typo"] = rows
     if quota.get("bare"):
-        rows = [row("bare", swap_mention(src.text, None), src.answers, src)
+        rows = [row("bare", swap_mention(src.text, None), src.answers, src, true_topic=src.mention)
                 for src in pool("bare")[: quota["bare"]]]
         built.rows["bare"] = rows
     return built
@@ -439,14 +440,24 @@ def right(kind: str, r: dict) -> bool:
     return r.get("hits1", 0.0) == 1.0
 
 
+def linked_right(q: dict, r: dict) -> bool:
+    """The run linked the question's real topic, confidently, as its best link (typo and bare questions)."""
+    from tot_mcp.kg_adapters.text import key
+
+    links = [li for li in r.get("links") or [] if li.get("confident")]
+    return bool(links) and key(links[0]["label"]) == key(q.get("true_topic") or "")
+
+
 def table(pairs_by_method: dict[str, list[tuple[dict, dict]]], kinds: list[str]) -> str:
-    lines = ["| kind | method | n | right | median expansions | mean LLM calls | Hits@1 | "
-             "0 expansions and 0 calls | statuses |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| kind | method | n | right | median expansions | mean LLM calls | Hits@1 | linked@1 | "
+             "0 expansions and 0 calls | statuses |", "|---|---|---|---|---|---|---|---|---|---|"]
     for kind in kinds:
         for method, pairs in pairs_by_method.items():
             rs = [r for q, r in pairs if q["kind"] == kind]
             if not rs:
                 continue
+            linked = ("–" if kind in UNANSWERABLE else
+                      f"{statistics.fmean(linked_right(q, r) for q, r in pairs if q['kind'] == kind):.3f}")
             n = len(rs)
             mean_hits = statistics.fmean(r["hits1"] for r in rs)
             hits = "–" if kind in UNANSWERABLE else f"{mean_hits:.3f}"
@@ -455,7 +466,7 @@ def table(pairs_by_method: dict[str, list[tuple[dict, dict]]], kinds: list[str])
             statuses = Counter(r.get("status") or "?" for r in rs)
             lines.append(f"| {kind} | {method} | {n} | {sum(right(kind, r) for r in rs) / n:.3f} | "
                          f"{statistics.median(r['expansions'] for r in rs):g} | "
-                         f"{statistics.fmean(r['llm_calls'] for r in rs):.1f} | {hits} | {zero} | "
+                         f"{statistics.fmean(r['llm_calls'] for r in rs):.1f} | {hits} | {linked} | {zero} | "
                          + ", ".join(f"{s} {c}" for s, c in statuses.most_common()) + " |")
     return "\n".join(lines)
 

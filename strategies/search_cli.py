@@ -257,7 +257,7 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
     if result.error:
         print(f"tot-search: error: {_one_line(result.error)}", file=sys.stderr)
         return 1
-    shown = ", ".join(result.answer_labels) or result.answer_text or "no answer found"
+    shown = ", ".join(result.answer_labels) or result.answer_text or "none"
     print(f"answer: {shown}")
     if result.answer_ids:
         print(f"entities: {', '.join(result.answer_ids)}")

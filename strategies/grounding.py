@@ -130,11 +130,11 @@ async def check_relations(call: Call, graph: KnowledgeGraph, g: Grounding) -> Gr
     if not missing:
         return g
     kgs = list(graph.members())
-    whose = f"the {kgs[0]} KG has" if len(kgs) == 1 else f"none of the KGs ({', '.join(kgs)}) has"
+    whose = f"the {kgs[0]} KG has no" if len(kgs) == 1 else f"none of the KGs ({', '.join(kgs)}) has a"
     near = await _relations_near(graph, [li.id for li in g.links])
     topic = g.links[0].label if g.links else "the entity"
     m = missing[0]
-    reason = f"{whose} no {m.concept} relation ('{m.phrase}')" + (f"; {topic} has: {near}" if near else "")
+    reason = f"{whose} {m.concept} relation ('{m.phrase}')" + (f"; {topic} has: {near}" if near else "")
     return Grounding(g.links, "unsupported", reason)
 
 

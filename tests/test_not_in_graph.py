@@ -193,3 +193,12 @@ async def test_tot_strategy_reports_the_status_and_reason_within_two_calls(movie
     out = await run_strategy("tot", svc, kg, COMPOSER, llm)
     assert out.status == "unsupported" and out.reason == "no composer relation in this movie graph"
     assert out.results == [] and out.value == 0 and out.usage.calls <= 2 and out.error is None
+
+
+async def test_tot_a_refusal_when_choosing_the_relation_ends_the_search_in_two_calls():
+    """A model sees the relations only when choosing one: the refusal is offered there too."""
+    replies = ["EXPAND_KG", "NOT_IN_GRAPH: relation — none of these relations records a composer"]
+    out, llm = await search(replies, k=1)
+    assert "NOT_IN_GRAPH: relation — <why>" in llm.prompts[1]
+    assert out.status == "unsupported" and out.reason == "none of these relations records a composer"
+    assert llm.usage.calls == 2 and out.answer.items == []

@@ -138,7 +138,7 @@ class TraversalASM:
         """An answer is what the model said, kept only as far as the subgraph shows it: each claimed item is
         grounded (an entity by ID or name, a value on an edge or in a summary); items the subgraph does not show are
         dropped and listed in ``ungrounded``. An answer none of whose items is shown is turned down."""
-        if state.asm_state is not AsmState.DEFAULT:
+        if state.asm_state is not AsmState.DEFAULT and not action.refuses:  # "the graph lacks this": any time
             return self._reject(state, action, f"ANSWER is not allowed while {state.asm_state.value}")
         sub = state.subgraph
         unknown = [i for i in action.entity_ids if i not in sub.entities]

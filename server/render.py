@@ -24,6 +24,7 @@ from tot_mcp.kg_adapters.models import (
     RelationList,
 )
 from tot_mcp.kg_adapters.sparql.values import WKT, coordinate_value
+from tot_mcp.kg_adapters.link_grade import grade
 from tot_mcp.kg_adapters.text import humanize, key
 
 _ELLIPSIS_AT = 160  # characters of a description shown before it is cut
@@ -96,6 +97,17 @@ def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str =
     return lines
 
 
+def loose_note(m: EntityMatch) -> str:
+    """``: loose, shares 1 of 3 words`` when the mention's words do not all find themselves in the label
+    (:mod:`kg_adapters.link_grade`): the match may be another thing than the one meant."""
+    if not m.mention:
+        return ""
+    g = grade(m.mention, m.entity.label, m.match)
+    if g.confident:
+        return "" if g.kind != "typo" else ": a spelling difference"
+    return f": loose, shares {g.shared} of {g.words} words" if g.shared else ": loose, no word shared"
+
+
 def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Sequence[str] = (),
                    handle: str | None = None, omitted: int = 0) -> str:
     if not matches:
@@ -103,7 +115,7 @@ def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Seque
     lines = [f"{heading}:"]
     for m in matches:
         score = "" if m.match == "exact" else f" {m.score:.2f}"  # an exact match is 1.00 by definition
-        how = f"{m.match}{score}" + (f' for "{m.mention}"' if m.mention else "")
+        how = f"{m.match}{score}" + (f' for "{m.mention}"' if m.mention else "") + loose_note(m)
         same = f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})" if m.same_as else ""
         lines.append(f"{entity_line(m.entity)}  [{how}]{same}")
     if omitted:

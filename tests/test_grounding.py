@@ -87,3 +87,12 @@ def test_docs_state_the_one_status_vocabulary():
     text = (Path(__file__).parents[1] / "docs" / "tools.md").read_text(encoding="utf-8")
     for status, meaning in STATUSES.items():
         assert re.search(rf"\| `{status}` \| {re.escape(meaning)} \|", text), status
+
+
+async def test_initialize_and_follow_path_say_when_a_name_matched_only_loosely(embedded_kg):
+    from tot_mcp.server.render import render_matches
+
+    text = render_matches("Entities", await embedded_kg.initialize("when was [Saturn Protocol Nineteen] released"))
+    assert 'Protocol' in text and 'for "Saturn Protocol Nineteen": loose, shares 1 of 3 words]' in text
+    text = render_matches("Entities", await embedded_kg.initialize("who directed [Forest Gump]"))
+    assert 'for "Forest Gump": a spelling difference]' in text.splitlines()[1]

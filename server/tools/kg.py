@@ -315,7 +315,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             desc = render.first_parts(m.entity.description or "", 70)
             return f"{m.entity.id} {m.entity.label}" + (f" ({desc})" if desc else "")
 
-        note = f"start {mention!r} = {ref(best)} [{best.match}]"
+        note = f"start {mention!r} = {ref(best)} [{best.match}{render.loose_note(best)}]"
         if rest:
             note += "; also matched: " + "; ".join(ref(m) for m in rest[:4])
         return [best.entity.id], note

@@ -89,16 +89,6 @@ def _relation_words(query: str, topic_labels: list[str]) -> list[str]:
     return [s.text for s in parse_question(query, topic_labels).spans]
 
 
-async def _shared(call: Call, slot: str, make):
-    """One object per embedder, kept between questions in the services' policy state."""
-    embedder = await call.services.aembedder()
-    key = (slot, embedder)
-    got = call.services.policy_state.get(key)
-    if got is None:
-        got = call.services.policy_state[key] = make(embedder)
-    return got
-
-
 async def _relations_near(graph: KnowledgeGraph, ids: list[str]) -> str:
     try:
         rels = (await graph.get_relations(ids[: graph.limits.max_ids])).relations
@@ -115,17 +105,15 @@ async def _relations_near(graph: KnowledgeGraph, ids: list[str]) -> str:
 
 async def check_relations(call: Call, graph: KnowledgeGraph, g: Grounding) -> Grounding:
     """``unsupported`` when the question names a relation none of the KGs has."""
-    from tot_mcp.strategies.offline.paths import OfflineReasoner
-    from tot_mcp.strategies.offline.settings import OfflineSettings
+    from tot_mcp.strategies.offline.paths import shared_reasoner
     from tot_mcp.strategies.relation_fit import RelationFit
 
-    settings = OfflineSettings()
     embedder = await call.services.aembedder()
-    slot = ("offline-reasoner", embedder, settings)  # the reasoner the offline plans share: same caches
-    reasoner = call.services.policy_state.get(slot)
-    if reasoner is None:
-        reasoner = call.services.policy_state[slot] = OfflineReasoner(embedder, settings)
-    fit = await _shared(call, "relation-fit", RelationFit)
+    reasoner = shared_reasoner(call.services, embedder)  # its statistics caches, shared with the strategies
+    key = ("relation-fit", embedder)
+    fit = call.services.policy_state.get(key)
+    if fit is None:
+        fit = call.services.policy_state[key] = RelationFit(embedder)
     missing = await fit.missing(reasoner.stats_for(graph), _relation_words(call.query, [li.label for li in g.links]))
     if not missing:
         return g

@@ -50,6 +50,8 @@ GROUPS_PER_LEVEL = 12  # hops whose reached entities are sampled, per level
 SAMPLE = 20  # entities sampled per hop
 VOCABULARY_LEVELS = 3  # levels listed at most (a 4-hop plan reuses the groups of the 3rd)
 ANSWERS = 100  # targets returned
+READINGS = 5  # the offline reasoner's plans a model's path is checked against
+MODEL_PRIOR = 0.7  # a model's path no reading of the graph supports: below tau (0.8), the answer still shown
 
 
 class PlanOptions(BaseModel):
@@ -78,6 +80,7 @@ class Proposal:
     start: list[str]
     hops: list[Hop]
     confidence: float | None = None  # the offline reasoner's calibrated confidence
+    answers: list[str] | None = None  # the offline reasoner's answers (IDs, ``literal:`` values)
 
     def text(self, labels: dict[str, str]) -> str:
         start = ", ".join(f"{labels.get(s, s)} ({s})" for s in self.start)
@@ -325,19 +328,24 @@ def _partial_reason(res: PathResult) -> str:
 # -- the strategy ----------------------------------------------------------------------------------------------------
 async def _offline_plans(call: Call, topics: list[str], k: int, max_hops: int) -> list[Proposal]:
     """The offline reasoner's ranked plans (the one the offline tree search shares, kept between questions)."""
-    from tot_mcp.strategies.offline.paths import OfflineReasoner
-    from tot_mcp.strategies.offline.settings import OfflineSettings
+    from tot_mcp.strategies.offline.paths import shared_reasoner
 
-    embedder = await call.services.aembedder()
-    settings = OfflineSettings()
-    slot = ("offline-reasoner", embedder, settings)
-    reasoner = call.services.policy_state.get(slot)
-    if reasoner is None:
-        reasoner = call.services.policy_state[slot] = OfflineReasoner(embedder, settings)
+    reasoner = shared_reasoner(call.services, await call.services.aembedder())
     reasoning = await reasoner.reason(scope(call), call.query, topics)
     plans = [p for p in reasoning.plans if len(p.hops) <= max_hops][:k]
     return [Proposal(start=topics, hops=[Hop(relation_id=r, direction=d) for r, d in p.hops],
-                     confidence=p.confidence) for p in plans]
+                     confidence=p.confidence, answers=p.answers) for p in plans]
+
+
+def checked_value(found: list[RetrievedEntity], readings: list[Proposal]) -> float:
+    """A model's path is worth what the graph says for it, not its rank in the reply: on its own
+    :data:`MODEL_PRIOR`, and more as an independent reading of the question against the graph (the offline
+    reasoner, no LLM) reaches the same answers — 1 − (1 − prior)(1 − agreement × that reading's confidence),
+    agreement the Dice overlap of the two answer sets."""
+    got = {a.id for a in found}
+    agree = max((2 * len(got & set(q.answers)) / (len(got) + len(q.answers)) * (q.confidence or 0.0)
+                 for q in readings if q.answers and got), default=0.0)
+    return 1.0 - (1.0 - MODEL_PRIOR) * (1.0 - agree)
 
 
 async def _fallback(call: Call, result: PlanResult, reason: str, usage: LLMUsage) -> PlanResult:
@@ -402,15 +410,22 @@ async def _run(call: Call) -> PlanResult:
         reason = "the model's reply held no usable path"
     result.usage = usage
     result.paths = [p.text(labels) for p in proposals]
-    for rank, p in enumerate(proposals):
+    for p in proposals:
         res = await walk(graph, p)
         if res is None:
             continue
-        value = p.confidence if p.confidence is not None else max(0.1, 0.9 - 0.2 * rank)
-        found = answers(res, labels, round(value, 4))
+        found = answers(res, labels, 0.0)
+        if p.confidence is not None:
+            value, why = p.confidence, ""
+        else:
+            value = checked_value(found, await _offline_plans(call, topics, READINGS, o.max_hops))
+            why = "" if value >= MODEL_PRIOR + 0.1 else ("no reading of the question against the graph without "
+                                                          "the model reaches these answers: check the path")
+        for a in found:
+            a.score = round(value, 4)
         shown = ", ".join(a.label for a in found[:10]) + (f" (+{res.total - 10} more)" if res.total > 10 else "")
         return _finish(result.model_copy(update={
-            "results": found, "status": "answered", "answer_text": shown, "value": round(value, 4),
+            "results": found, "status": "answered", "answer_text": shown, "value": round(value, 4), "reason": why,
             "path": p.text(labels), "partial": res.partial or res.truncated,
             "partial_reason": _partial_reason(res) if res.partial or res.truncated else "",
         }), t0)

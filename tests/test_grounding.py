@@ -96,3 +96,16 @@ async def test_initialize_and_follow_path_say_when_a_name_matched_only_loosely(e
     assert 'Protocol' in text and 'for "Saturn Protocol Nineteen": loose, shares 1 of 3 words]' in text
     text = render_matches("Entities", await embedded_kg.initialize("who directed [Forest Gump]"))
     assert 'for "Forest Gump": a spelling difference]' in text.splitlines()[1]
+
+
+async def test_a_model_plan_is_valued_by_what_the_graph_says_for_it_not_by_its_rank(movies):
+    """The model's path is checked against a reading of the question without the model: agreeing, it is
+    answered; a path no reading supports keeps its answer, below tau, saying why."""
+    q = "what genres do the movies directed by [Clark Gregg] fall under"
+    right = ScriptedLLM(["PATH: movies:E24335 -> movies:directed_by backward -> movies:has_genre forward"])
+    out = await ask(movies, "plan", q, llm=right)
+    assert out.status == "answered" and out.value >= 0.8 and out.usage.calls == 1
+    odd = ScriptedLLM(["PATH: movies:E24335 -> movies:directed_by backward -> movies:release_year forward"])
+    out = await ask(movies, "plan", q, llm=odd)
+    assert out.status == "below_tau" and 0 < out.value < 0.8 and out.results
+    assert "without the model" in out.reason

@@ -66,6 +66,17 @@ class Reasoning:
         return self.plans[0] if self.plans else None
 
 
+def shared_reasoner(services, embedder, settings: OfflineSettings | None = None) -> OfflineReasoner:
+    """The reasoner kept in the services' policy state, one per embedder and settings, so the strategies and the
+    checks that read a question against the graph share its statistics caches between questions."""
+    settings = settings or OfflineSettings()
+    slot = ("offline-reasoner", embedder, settings)
+    reasoner = services.policy_state.get(slot)
+    if reasoner is None:
+        reasoner = services.policy_state[slot] = OfflineReasoner(embedder, settings)
+    return reasoner
+
+
 class OfflineReasoner:
     """Holds the embedder, the settings and one lazily-built statistics cache per KG instance."""
 

@@ -251,7 +251,7 @@ async def _run_router(call: Call) -> RouterResult:
     seconds = time.perf_counter() - t0
     call.services.route_stats.record(route, analysis, seconds)
     return RouterResult(
-        query=query, kg=call.kg.name, results=out.results[: o.top_k], status=out.status,
+        query=query, kg=call.kg.name, results=out.results[: o.top_k], status=out.status, reason=out.reason,
         answer_text=out.answer_text, context=out.context, value=out.value, usage=out.usage, error=out.error,
         partial=out.partial, partial_reason=out.partial_reason,
         analysis=analysis, route=route, ran=ran, linked=[m.entity.id for m in matches], seconds=round(seconds, 4),

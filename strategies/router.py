@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from tot_mcp import prompts
 from tot_mcp.kg_adapters.errors import InvalidInput
@@ -191,10 +191,10 @@ class RouterOptions(BaseModel):
 
     analyser: Literal["rules", "llm"] = Field(default="rules", description="Query analysis by rules or by the LLM "
                                                                           "(falls back to rules on bad JSON)")
-    route: Route | None = Field(default=None, description="Force a strategy: chain (a chain of relations from one "
-                                "entity), tot (tree search), plan (planned relation paths), ark (a context to read, for open questions), "
-                                "combined (chain + ark), beam (the entities of the question's graph region), rerank "
-                                "(entity linking for hard names).")
+    route: Route | None = Field(default=None, description=(
+        "Force a strategy: chain (relations from one entity), tot (tree search), plan (planned "
+        "relation paths), ark (a context to read, for open questions), combined (chain + ark), "
+        "beam (the question's graph region), rerank (entity linking for hard names)."))
     top_k: int = Field(default=20, ge=1, le=200, description="Answers returned.")
 
 
@@ -203,6 +203,7 @@ class RouterResult(StrategyResult):
     route: Route
     ran: list[str] = Field(description="Strategies run, in order (an escalation adds the second)")
     linked: list[str] = Field(default_factory=list, description="Entities of the question the KG linked")
+    _ran: StrategyResult | None = PrivateAttr(default=None)  # what answered, for the tools to read
 
 
 async def _sub(call: Call, name: str) -> StrategyResult:
@@ -250,12 +251,14 @@ async def _run_router(call: Call) -> RouterResult:
         ran.append("tot")
     seconds = time.perf_counter() - t0
     call.services.route_stats.record(route, analysis, seconds)
-    return RouterResult(
+    result = RouterResult(
         query=query, kg=call.kg.name, results=out.results[: o.top_k], status=out.status, reason=out.reason,
         answer_text=out.answer_text, context=out.context, value=out.value, usage=out.usage, error=out.error,
         partial=out.partial, partial_reason=out.partial_reason,
         analysis=analysis, route=route, ran=ran, linked=[m.entity.id for m in matches], seconds=round(seconds, 4),
     )
+    result._ran = out
+    return result
 
 
 def _render_router(out: RouterResult) -> str:
@@ -271,9 +274,10 @@ ROUTER = Strategy(
     name="router", job="answer", options=RouterOptions, run=_run_router, render=_render_router,
     result=RouterResult, local_only=False, tool="route_query", llm_option="analyser",
     title="Route a question to the strategy that serves it",
-    summary="Answer a question server-side in one call: the server reads the question and runs the strategy that "
-            "fits (a chain of relations from its entity, the tree search when several entities are named, a context "
-            "to read for open questions). Returns ranked answers and which strategy ran.",
+    summary="Answer a question server-side in one call with the strategy that fits it (a chain "
+            "of relations from its entity, the tree search when several entities are named, a "
+            "context to read for open questions). Returns the answers with IDs, why, and which "
+            "strategy ran.",
     model_options=("route", "top_k"),
     reference="Adaptive-RAG (Jeong et al., NAACL 2024): complexity-based routing with escalation",
 )

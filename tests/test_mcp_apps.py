@@ -81,12 +81,13 @@ def test_the_tool_declares_the_app_and_the_app_is_a_ui_resource(served):
 
 def test_each_result_points_at_its_own_drawn_tree(served):
     result, data = served["result"], served["result"].structured_content
-    assert not result.is_error and set(data["answer"]["labels"]) == {"Iron Orchard", "Glass Rivers"}
+    assert not result.is_error
+    assert {it["label"] for it in data["items"]} == {"Iron Orchard", "Glass Rivers"}
     assert RUN_URI.match(data["view"])
     entry = result.meta[META_KEY]
     assert entry["uri"] == data["view"] and entry["html"] in served["page"].text  # the drawing, for Apps clients
     assert served["page"].mime_type == APP_MIME_TYPE
-    assert "Search tree (* = chosen path)" in text_of(result)  # clients without Apps still get the tree as text
+    assert data["view"] in text_of(result)  # clients without Apps are told where the drawing is
     plain = served["plain_result"]
     assert plain.meta[META_KEY] == {"uri": plain.structured_content["view"]}  # no drawing for a non-Apps client
 

@@ -26,34 +26,40 @@ async def test_retrieval_tools_end_to_end(kb):
         assert {"ark_retrieve", "route_query", "router_stats", "beam_search", "rerank_retrieve",
                 "build_index"} <= names
 
-        ark = await s.call_tool("ark_retrieve", {"query": "what genres are the films directed by [Eli Park]"})
+        question = "what genres are the films directed by [Eli Park]"
+        ark = await s.call_tool("ark_retrieve", {"query": question})
         assert not ark.is_error, ark.content
         data = ark.structured_content
+        assert {"Thriller", "Drama"} <= {r["label"] for r in data["items"][:2]}
+        text = ark.content[0].text  # the context a client model reads, after the answers
+        assert "directed by (inverse) → has genre: (2) " in text and "context" not in data
+        whole = await s.call_tool("ark_retrieve", {"query": question, "detail": "full"})
+        data = whole.structured_content["full"]
         assert [h["decision"] for h in data["history"]] == ["expand", "expand", "sufficient"]
-        assert {"Thriller", "Drama"} <= {r["label"] for r in data["results"][:2]}
-        assert "d0 expand" in ark.content[0].text
-        text = ark.content[0].text  # the context a client model reads, before the ranked list
-        assert data["context"] in text and text.index(data["context"]) < text.index("Ranked entities:")
-        assert "directed by (inverse) → has genre: (2) " in data["context"]
+        assert "d0 expand" in whole.content[0].text and "Ranked entities:" in whole.content[0].text
 
         routed = await s.call_tool("route_query", {"query": "which films did [Ada Stone] direct"})
         assert not routed.is_error, routed.content
-        assert routed.structured_content["route"] == "chain" and routed.structured_content["status"] == "answered"
-        assert {r["label"] for r in routed.structured_content["results"]} == {"Night Harbor", "Paper Moons"}
-        assert "route: chain" in routed.content[0].text
+        assert routed.structured_content["strategy"].startswith("route chain → ran chain")
+        assert routed.structured_content["status"] == "answered"
+        labels = {r["label"] for r in routed.structured_content["items"]}
+        assert labels == {"Night Harbor", "Paper Moons"}
+        assert "route chain → ran chain" in routed.content[0].text
         stats = await s.call_tool("router_stats", {})
         assert stats.structured_content["total"] == 1 and stats.structured_content["routes"] == {"chain": 1}
         misspelt = await s.call_tool("beam_search", {"query": "x", "beams": 2})
         assert misspelt.is_error
 
-        beam = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan", "beam": 2, "top_k": 4})
+        beam = await s.call_tool("beam_search", {"query": "adventure films by Ivo Tan", "beam": 2,
+                                                 "top_k": 4, "detail": "full"})
         assert not beam.is_error, beam.content
-        assert len(beam.structured_content["l0"]) <= 2 and len(beam.structured_content["results"]) <= 4
+        assert len(beam.structured_content["full"]["l0"]) <= 2
+        assert beam.structured_content["total"] <= 4
 
         rr = await s.call_tool("rerank_retrieve", {"query": "films directed by Ivo Tan", "max_iterations": 2,
-                                                   "quality_threshold": 2.0})
+                                                   "quality_threshold": 2.0, "detail": "full"})
         assert not rr.is_error, rr.content
-        assert len(rr.structured_content["iterations"]) == 2
+        assert len(rr.structured_content["full"]["iterations"]) == 2
 
         built = await s.call_tool("build_index", {"index": "all"})
         assert not built.is_error and built.structured_content["levels"]["L2"] > 0
@@ -90,6 +96,6 @@ async def test_a_large_kg_builds_its_index_in_the_background_and_says_how_far_it
                     break
                 assert "being built in the background" in again.content[0].text, again.content[0].text
                 await anyio.sleep(0.5)
-        assert again.structured_content["results"]
+        assert again.structured_content["items"]
         edges = await s.call_tool("get_relations", {"entity_ids": ["mini:E0"]})
         assert not edges.is_error  # the step tools never waited for the index

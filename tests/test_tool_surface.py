@@ -27,8 +27,8 @@ MODEL_ARGUMENTS = {
     "get_edges": {"relation_id", "entity_ids", "from_result", "direction", "limit", "offset"},
     "follow_path": {"hops", "entity_ids", "from_result", "start", "exclude_start", "through_start", "limit", "offset"},
     "describe_entity": {"entity_id", "from_result", "position"},
-    "route_query": {"query", "kg", "route", "top_k"},
-    "tree_of_traversals": {"query", "llm", "kg", "k"},
+    "route_query": {"query", "kg", "route", "top_k", "detail"},
+    "tree_of_traversals": {"query", "llm", "kg", "k", "detail"},
     "sparql_query": {"query", "kg", "limit"},
 }
 
@@ -96,7 +96,7 @@ async def test_the_servers_strategy_settings_are_the_tools_defaults(tmp_path):
         routed = await s.call_tool("route_query", {"query": "what movies did [Tom Hanks] star in"})
     props = tools["ark_retrieve"].input_schema["properties"]
     assert (props["max_depth"]["default"], props["initial_k"]["default"]) == (2, 7)
-    assert not routed.is_error and len(routed.structured_content["results"]) == 3
+    assert not routed.is_error and routed.structured_content["total"] == 3
 
 
 @pytest.mark.parametrize("table, needle", [
@@ -203,5 +203,7 @@ async def test_route_query_runs_a_forced_strategy_and_says_which_kg_a_local_one_
                                                  "kg": "mini", "top_k": 3})
         auto = await s.call_tool("route_query", {"query": "which films did [Ivo Tan] direct"})  # every KG, linked
     assert unsaid.is_error and "route 'beam' reads every triple of one KG: pass kg" in text_of(unsaid)
-    assert not beam.is_error and beam.structured_content["ran"] == ["beam"] and beam.structured_content["results"]
+    assert not beam.is_error
+    assert beam.structured_content["strategy"].startswith("route beam → ran beam")
+    assert beam.structured_content["items"]
     assert not auto.is_error and auto.structured_content["kg"] != "mini", text_of(auto)  # not "the first KG"

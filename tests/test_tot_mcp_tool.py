@@ -51,17 +51,27 @@ async def test_sampling_policy_answers_with_progress_per_expansion(server):
     async with Client(server, sampling_callback=sampling, mode="legacy") as client:
         result = await client.call_tool("tree_of_traversals", {"query": Q, "k": 2, "llm": "sampling"},
                                         progress_callback=on_progress)
+        full = await client.call_tool("tree_of_traversals", {"query": Q, "k": 2, "llm": "sampling",
+                                                             "detail": "full"})
     assert not result.is_error, result.content
     data = result.structured_content
-    assert data["status"] == "answered" and data["llm"] == "sampling"
-    assert set(data["answer"]["labels"]) == {"Lana Wachowski", "Jan de Bont"}
-    assert data["value"] == 0.9 and data["usage"]["calls"] > 0
-    assert data["path"][0] == 0 and data["nodes"][data["path"][-1]]["action"]["kind"] == "answer"
-    assert "Lana Wachowski" in data["subgraph_text"] and "* [1.00] ROOT" in data["tree_text"]
+    assert data["status"] == "answered" and data["strategy"] == "tot, policy sampling"
+    assert {it["label"] for it in data["items"]} == {"Lana Wachowski", "Jan de Bont"}
+    assert data["total"] == 2
+    assert data["value"] == 0.9 and data["llm_calls"] > 0
+    assert [h["label"] for h in data["paths"][0]] == ["starred actors", "directed by"]
+    answers = {"Lana Wachowski", "Jan de Bont"}
+    assert {f["object_label"] for f in data["facts"]} >= answers  # the edges behind them
+    assert "full" not in data and "tree_text" not in data  # the tree only when asked for
     assert [p[0] for p in progress] == list(range(1, data["expansions"] + 1))
     assert all(p[1] == 25 for p in progress) and "expanded" in progress[0][2]
     text = result.content[0].text
-    assert text.startswith("Answer: Lana Wachowski (m:E") and "Search tree" in text
+    assert text.startswith("answered: ") and "1. Lana Wachowski [m:E" in text
+    assert "Search tree" not in text
+    whole = full.structured_content["full"]
+    assert whole["path"][0] == 0 and whole["nodes"][whole["path"][-1]]["action"]["kind"] == "answer"
+    assert "* [1.00] ROOT" in full.content[0].text
+    assert "Final local subgraph:" in full.content[0].text
 
 
 async def test_sampling_without_client_support_falls_back_or_fails_cleanly(server):
@@ -71,7 +81,7 @@ async def test_sampling_without_client_support_falls_back_or_fails_cleanly(serve
         msg = result.content[0].text
         assert "did not declare the sampling capability" in msg and "offline policy" in msg
     else:
-        assert result.structured_content["llm"] == "offline"
+        assert result.structured_content["strategy"] == "tot, policy offline"
         assert "fell back to the offline policy" in result.structured_content["warnings"][0]
 
 
@@ -103,8 +113,8 @@ async def test_the_tool_is_listed_with_its_schema(server):
         tools = {t.name: t for t in (await client.list_tools()).tools}
     tool = tools["tree_of_traversals"]
     # the search's other bounds (max_hops, tau, max_expansions) are the server's [strategy.tot] settings
-    assert set(tool.input_schema["properties"]) == {"query", "k", "llm", "kg"}
-    assert tool.output_schema and "answer" in tool.output_schema["properties"]
+    assert set(tool.input_schema["properties"]) == {"query", "k", "llm", "kg", "detail"}
+    assert tool.output_schema and "items" in tool.output_schema["properties"]
 
 
 async def test_the_tool_runs_the_registered_method_so_tot_search_measures_what_it_does(server):

@@ -1,7 +1,8 @@
 """The composite strategies as MCP tools, generated from :mod:`strategies.registry`: every registered strategy that
 names a ``tool`` gets one, whose arguments are ``query``, ``kg``, ``build`` and the strategy's own typed options,
-whose description is the strategy's summary and whose structured output is its result type. Plus
-``router_stats`` and ``build_index``.
+whose description is the strategy's summary and whose result is the compact answer of
+:mod:`server.compact` (the strategy's whole result with ``detail="full"``). Plus ``router_stats``
+and ``build_index``.
 
 The tools only map MCP to the strategies; indexes, the load-or-build policy and route statistics live in the
 runtime's one :class:`strategies.services.Services`.
@@ -20,10 +21,11 @@ from pydantic import BaseModel, Field
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.registry import REGISTRY, Call, Strategy
-from tot_mcp.strategies.results import StrategyResult, render_ranked
+from tot_mcp.strategies.results import render_ranked
 from tot_mcp.strategies.route_stats import RouteStatsSnapshot
 from tot_mcp.strategies.services import CHEAP
 
+from ..compact import CompactAnswer, Detail, Extras, compact_result
 from ..results import progress_to, tool_result
 from ..runtime import Runtime
 
@@ -31,7 +33,7 @@ Query = Annotated[str, Field(description="The question; mark entity mentions in 
 BuildArg = Annotated[bool | None, Field(description="Build a missing index within this call and wait (true), "
                                                     "never (false), or as the server decides (default: small KGs "
                                                     "within the call, large ones in the background).")]
-_RESERVED = {"query", "kg", "build", "ctx"}
+_RESERVED = {"query", "kg", "build", "detail", "ctx"}
 
 
 class IndexStatus(BaseModel):
@@ -67,7 +69,6 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
     clash = _RESERVED & set(fields)
     if clash:
         raise ValueError(f"strategy {strategy.name!r} has options named like the tool's own arguments: {clash}")
-    result_type = strategy.result or StrategyResult
     services = runtime.services
     defaults = services.options(strategy)
     names = ", ".join(runtime.kgs)
@@ -77,6 +78,7 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
     async def tool(**kwargs: Any) -> CallToolResult:
         ctx: Context | None = kwargs.pop("ctx", None)
         query, kg_name, build = kwargs.pop("query"), kwargs.pop("kg", None), kwargs.pop("build", None)
+        detail: Detail = kwargs.pop("detail", "answer")
         kg = kg_for(strategy, runtime, kg_name)
         options = services.options(strategy, kwargs)
         wants_llm = strategy.llm_option is not None and getattr(options, strategy.llm_option) == "llm"
@@ -87,8 +89,25 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
         out = await run_checked(strategy, call)
         if out.usage is None and not call.offline:
             out.usage = call.usage()
-        text = strategy.render(out) if strategy.render else render_ranked(f"{strategy.name} results", out.results)
-        return tool_result(out, text)
+        extras = Extras(strategy=_what_ran(strategy, out), context=out.context)
+        search = getattr(getattr(out, "_ran", None), "_search", None)  # the tree search a route ran
+        if search is not None:
+            extras.more = "the whole result, the search tree and subgraph"
+        if detail == "full":
+            whole = (strategy.render(out) if strategy.render
+                     else render_ranked(f"{strategy.name} results", out.results))
+            extras.full_text = ["Whole result:", whole]
+            extras.full = out.model_dump(mode="json", exclude={"query", "context"})
+            if search is not None:
+                extras.full_text += ["Search tree (* = chosen path):", search.tree_text(),
+                                     "Final local subgraph:", search.subgraph_text]
+        args = {"query": query, "kg": kg_name, **kwargs}  # the call's answers: its handle
+
+        def remember(ids: list[str]) -> str:
+            given = {a: v for a, v in args.items() if v is not None}
+            return runtime.handles.put(strategy.tool or strategy.name, given, ids).handle
+
+        return compact_result(out, extras, detail, remember)
 
     params = [inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY, annotation=Query),
               inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg),
@@ -96,13 +115,26 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
                                   annotation=Annotated[info.annotation, info]) for name, info in fields.items())]
     if any(n not in CHEAP for n in strategy.needs):  # an index that may take minutes: the caller may say when
         params.append(inspect.Parameter("build", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=BuildArg))
+    # no description (the default tool list is a budget): each answer's text says what "full" adds
+    params.append(inspect.Parameter("detail", inspect.Parameter.KEYWORD_ONLY, default="answer",
+                                    annotation=Detail))
     params.append(inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None))
-    ret = Annotated[CallToolResult, result_type]
+    ret = Annotated[CallToolResult, CompactAnswer]
     tool.__signature__ = inspect.Signature(params, return_annotation=ret)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": ret}
     tool.__name__ = strategy.tool or strategy.name
     tool.__doc__ = strategy.summary
     return tool
+
+
+def _what_ran(strategy: Strategy, out: Any) -> str:
+    """The strategy, and for a route what it chose and ran, with the route's analysis in brief."""
+    route, ran = getattr(out, "route", None), getattr(out, "ran", None)
+    if route is None or ran is None:
+        return strategy.name
+    analysis = getattr(out, "analysis", None)
+    how = f", {analysis.hops} hop(s), {analysis.query_type}" if analysis is not None else ""
+    return f"route {route} → ran {' then '.join(ran)}{how}"
 
 
 def register(server: MCPServer, runtime: Runtime) -> None:

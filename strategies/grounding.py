@@ -153,11 +153,21 @@ def settle(out: StrategyResult, g: Grounding, tau: float | None = None) -> Strat
     if out.status not in STATUSES:
         out.status = "no_answer" if not out.results else "below_tau"
     if not out.reason:
-        if out.status == "partial":
-            out.reason = out.partial_reason or STATUSES["partial"]
-        elif out.status != "answered":
-            out.reason = out.error or out.partial_reason or STATUSES[out.status]
+        out.reason = _reason(out, tau)
     return out
+
+
+def _reason(out: StrategyResult, tau: float | None) -> str:
+    """A status's one line when the strategy gave none: what it rests on, in figures."""
+    valued = f"valued {out.value:.2f}" if out.value is not None else ""
+    if out.status == "answered" and valued and tau is not None:
+        return f"{valued} (tau {tau:g}), reached along the graph's edges from the linked entities"
+    if out.status == "below_tau" and valued and tau is not None:
+        return f"the best answer is {valued}, below tau {tau:g}: check it before relying on it" + (
+            f" ({out.partial_reason})" if out.partial_reason else "")
+    if out.status == "partial":
+        return out.partial_reason or STATUSES["partial"]
+    return out.error or out.partial_reason or STATUSES[out.status]
 
 
 async def run_checked(strategy: Strategy, call: Call) -> StrategyResult:

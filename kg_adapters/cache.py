@@ -202,9 +202,11 @@ class CachedKG(LabelledEdgesKG):
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         return await self._cached(("describe_entity", entity_id), lambda: self.inner.describe_entity(entity_id))
 
-    # -- passed through ------------------------------------------------------------------------------------
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
-        return await self.inner.initialize(query, limit)
+        """Cached: every answering path links the question before its strategy does (strategies.grounding)."""
+        return list(await self._cached(("initialize", query, limit), lambda: self.inner.initialize(query, limit)))
+
+    # -- passed through ------------------------------------------------------------------------------------
 
     async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
                                ) -> list[EntityMatch]:

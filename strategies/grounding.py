@@ -25,7 +25,7 @@ from tot_mcp.kg_adapters.models import Direction, EntityMatch
 from tot_mcp.kg_adapters.text import bracketed_mentions, key
 from tot_mcp.strategies.llm.base import LLMUsage
 from tot_mcp.strategies.registry import Call, Strategy
-from tot_mcp.strategies.results import STATUSES, LinkInfo, StrategyResult, check_query
+from tot_mcp.strategies.results import REFUSALS, STATUSES, LinkInfo, StrategyResult, check_query
 
 LINK_LIMIT = 10  # matches asked of the linker (the strategies ask as many)
 NEAR_RELATIONS = 12  # relations named when refusing
@@ -152,6 +152,8 @@ def settle(out: StrategyResult, g: Grounding, tau: float | None = None) -> Strat
         out.status = "partial"
     if out.status not in STATUSES:
         out.status = "no_answer" if not out.results else "below_tau"
+    if out.status in REFUSALS and not out.results:
+        out.value = 0.0  # nothing answered is worth nothing, whatever the search valued on its way
     if not out.reason:
         out.reason = _reason(out, tau)
     return out

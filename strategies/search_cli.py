@@ -136,6 +136,8 @@ def _guess_format(path: Path) -> str:
 def _validate(ns: argparse.Namespace) -> None:
     if ns.question is None and ns.questions is None:
         raise UsageError("give a question, or --questions FILE")
+    if ns.question is not None and not ns.question.strip():
+        raise UsageError("the question is empty")
     if ns.question is not None and ns.questions is not None:
         raise UsageError("give either a question or --questions FILE, not both")
     for flag, low, high in (("-k", 1, 10), ("--max-hops", 1, 10), ("--max-depth", 1, 50), ("--tau", 0, 1),

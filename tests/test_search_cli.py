@@ -316,3 +316,14 @@ def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, t
     code, _, err = run(capsys, "--questions", _write_metaqa(tmp_path), "--skip", -1)
     assert code == 2 and "--skip must be ≥ 0" in err
 
+
+
+def test_an_empty_question_is_a_usage_error_before_anything_loads(capsys):
+    code, out, err = run(capsys, "   ")
+    assert code == 2 and "the question is empty" in err and out == ""
+
+
+def test_a_refused_question_prints_its_status_and_reason(capsys):
+    code, out, _ = run(capsys, "--no-trace", "who composed the music of [Forrest Gump]")
+    assert code == 0 and out.startswith("answer: none\nunsupported: the movies KG has no composer relation")
+    assert "status: unsupported  expansions: 0  LLM calls: 0" in out

@@ -181,6 +181,7 @@ async def run_checked(strategy: Strategy, call: Call) -> StrategyResult:
     g = await ground(strategy, call)
     if g.status is not None:
         return StrategyResult(query=query, kg=call.kg.name, results=[], status=g.status, reason=g.reason,
-                              links=g.links, value=0.0, usage=LLMUsage())
+                              links=g.links, value=0.0, usage=LLMUsage(),
+                              context=g.reason if strategy.job == "context" else None)
     tau = getattr(call.options, "tau", TAU) if strategy.job == "answer" else None
     return settle(await strategy.run(call), g, tau)

@@ -99,6 +99,6 @@ async def test_a_question_nothing_in_the_kg_matches_gets_a_context_that_says_wha
     services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
     result = await make_method("ark", MethodOptions(), services)(
         BenchmarkQuestion(id="1", text="[Zzqxv Qwrtp]"), kg)
-    assert result.answer_ids == []
-    assert result.context.startswith("(no entity of this KG matched the question; look its names up with "
-                                     "search_entities")
+    assert result.answer_ids == [] and result.status == "no_entity"
+    assert result.context == result.reason  # a context strategy's reader is told why, and what to do
+    assert result.context.startswith("[Zzqxv Qwrtp] was not found") and "search_entities" in result.context

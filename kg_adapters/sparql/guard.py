@@ -26,6 +26,11 @@ the text rdflib's SPARQL parser accepted:
    UNION, MINUS, GRAPH, FILTER EXISTS / NOT EXISTS, BIND expressions): each must name an allowlisted IRI, and
    there must be as many as the lexer counted. The top-level limit of the parse must be the one intended.
 
+7. **One reading.** The IRIs and strings the lexer found must be the ones rdflib parsed. Where two parsers read a
+   boundary differently (``<?b&&#>`` an IRI or ``< ?b &&`` and a comment; a comment ending at a carriage return or
+   at the next newline), text is a string or IRI to one and code to the other, and a ``SERVICE`` can hide there
+   from the check while the engine runs it; such a query is refused.
+
 Anything that does not pass raises :class:`QueryRefused` (an ``InvalidInput``) with one line saying why.
 """
 
@@ -348,6 +353,59 @@ def _check_parsed(parsed: Any, policy: GuardPolicy, services_seen: int, has_base
     return form
 
 
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"  # what rdflib makes of the keyword ``a``
+_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+
+
+def _string_content(token: str) -> str:
+    q = 3 if token[:3] in ("'''", '"""') else 1
+    return re.sub(r"\\(.)", lambda m: _ECHAR.get(m.group(1), m.group(0)), token[q:-q], flags=re.S)
+
+
+def _number_or_boolean(text: str) -> bool:
+    if text in ("true", "false"):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _same_reading(text: str, parsed: Any) -> None:
+    """QueryRefused unless the lexer and rdflib read the same IRIs and strings in ``text``. The lexer decides
+    what is a comment, rdflib what is a SERVICE, an engine what runs: where two of them read one span
+    differently (``<?b&&#>`` an IRI to one, ``< ?b &&`` and a comment to the other; a comment ending at a
+    carriage return for one, at the next newline for another), some text is a string or an IRI to one and code
+    to the other, and that is where a SERVICE hides. Sent text has no comments left, so when every IRI and
+    string agrees, the engine reads it as the checked parse does."""
+    from pyparsing import ParseResults
+    from rdflib.plugins.sparql.parserutils import CompValue
+    from rdflib.term import Literal, URIRef
+
+    iris: set[str] = set()
+    literals: set[str] = set()
+    stack = [parsed]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, CompValue):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple, ParseResults)):
+            stack.extend(x)
+        elif isinstance(x, URIRef):
+            iris.add(str(x))
+        elif isinstance(x, Literal):
+            literals.add(str(x))
+    tokens = tokenize(text)
+    lexed = {t.text[1:-1] for t in tokens if t.kind == "iri"}
+    strings = {_string_content(t.text) for t in tokens if t.kind == "string"}
+    iris_agree = lexed in (iris, iris - {_RDF_TYPE})
+    if not iris_agree or not strings <= literals or not all(map(_number_or_boolean, literals - strings)):
+        raise _refuse("the query reads differently to different SPARQL parsers (an IRI, string or comment "
+                      "boundary is ambiguous); write IRIs and strings plainly, without '#' or quotes that could "
+                      "end them early")
+
+
 def _top_limit(parsed: Any) -> int | None:
     lo = parsed[1].get("limitoffset") if hasattr(parsed[1], "get") else None
     if lo is None or lo.get("limit") is None:
@@ -417,6 +475,7 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
     except Exception as e:  # noqa: BLE001 - ParseException, or whatever else a malformed query provokes: all refusals
         raise _refuse(_syntax_error(e)) from None
     form = _check_parsed(parsed, policy, shape.services, shape.has_base)
+    _same_reading(text, parsed)
     namespaces = {**policy.prefixes, **_declared(parsed)}
     if form != shape.form:
         raise _refuse("the query form could not be verified; start the query with SELECT, ASK, CONSTRUCT or "

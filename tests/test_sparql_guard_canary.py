@@ -1,0 +1,106 @@
+"""The SPARQL guard sends only what it checked: no query it passes makes the engine fetch a URL.
+
+A canary HTTP server listens on loopback; an engine (pyoxigraph, which resolves SERVICE by HTTP, as the local
+store kinds do) runs every query the guard lets through. The guard's lexer, rdflib's parser and the engine read
+comment, IRI and string boundaries differently in places (``<?b&&#>`` is an IRI to one and ``< ?b &&`` plus a
+comment to another; a comment ends at a carriage return for one and at the next newline for another): queries
+built from those pieces either are refused or run without the canary hearing anything. A control query run
+past the guard shows the canary does hear the engine."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pyoxigraph as ox
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tot_mcp.kg_adapters.sparql.guard import GuardPolicy, QueryRefused, check_query
+
+
+class _Canary(BaseHTTPRequestHandler):
+    heard: list[str] = []
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self._answer()
+
+    def do_POST(self):  # noqa: N802
+        self._answer()
+
+    def _answer(self):
+        type(self).heard.append(self.path)
+        body = b'{"head":{"vars":["x"]},"results":{"bindings":[{"x":{"type":"literal","value":"CANARY"}}]}}'
+        self.send_response(200)
+        self.send_header("content-type", "application/sparql-results+json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def canary():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Canary)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/canary/x", _Canary.heard
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def store():
+    s = ox.Store()
+    s.add(ox.Quad(ox.NamedNode("http://e/a"), ox.NamedNode("http://e/p"), ox.Literal("1")))
+    return s
+
+
+def run_if_passed(store, query: str) -> bool:
+    """Run ``query`` on the engine if the guard passes it; whether it passed."""
+    try:
+        checked = check_query(query, GuardPolicy())
+    except QueryRefused:
+        return False
+    try:
+        result = store.query(checked.text)
+        list(result) if not isinstance(result, bool) else None
+    except (SyntaxError, OSError, ValueError):
+        pass  # the engine refusing what the guard passed is not a fetch
+    return True
+
+
+def test_the_canary_hears_the_engine_when_the_guard_is_bypassed(canary, store):
+    url, heard = canary
+    before = len(heard)
+    list(store.query(f"SELECT * WHERE {{ SERVICE <{url}> {{ ?x ?y ?z }} }}"))
+    assert len(heard) == before + 1  # the control: without the guard, SERVICE is fetched
+
+
+@pytest.mark.parametrize("form", ["SELECT *", "ASK"])
+def test_the_two_known_disagreements_are_refused(canary, store, form):
+    url, heard = canary
+    before = len(heard)
+    q = (f"{form} WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER(?a<?b&&#>'''\r true) SERVICE <{url}> "
+         f"{{ ?x ?y ?z }} FILTER(true||\n<http://x/'''>) }}" + (" LIMIT 5" if form != "ASK" else ""))
+    with pytest.raises(QueryRefused, match="reads differently to different SPARQL parsers"):
+        check_query(q, GuardPolicy())
+    assert not run_if_passed(store, q) and len(heard) == before
+
+
+PIECES = ["?a", "?b", "<", ">", "&&", "||", "#", "'''", '"""', "'", '"', "\r", "\n", "\r\n", " ", "true", "(",
+          ")", "{", "}", "<http://x/", "FILTER(", "SERVICE <{url}> {{ ?x ?y ?z }}", "1", "=", "!"]
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=400,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(PIECES), min_size=3, max_size=24))
+def test_boundary_mixes_never_reach_the_canary(canary, store, pieces):
+    url, heard = canary
+    before = len(heard)
+    middle = "".join(pieces).replace("{url}", url).replace("{{", "{").replace("}}", "}")
+    for q in (f"SELECT * WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER({middle}) }} LIMIT 5",
+              f"SELECT * WHERE {{ ?a ?b ?c . {middle} }}"):
+        run_if_passed(store, q)
+    assert len(heard) == before

@@ -366,3 +366,14 @@ async def test_caller_queries_that_time_out_do_not_open_the_breaker_for_the_tool
             await kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=0.1)
     server.default = Reply()
     assert await one_request(kg) == []  # the circuit stayed closed: a heavy query is not a sick endpoint
+
+
+async def test_json_nested_too_deeply_is_that_endpoints_error_only(server):
+    """#36 item 7: 200,000 nested arrays raised RecursionError, which no caller treats as a KG's error."""
+    from tot_mcp.kg_adapters.errors import BackendRefused
+
+    server.default = Reply(200, body=b"[" * 200_000 + b"]" * 200_000,
+                           headers={"content-type": "application/sparql-results+json"})
+    with pytest.raises(BackendRefused, match="nested too deeply"):
+        await one_request(make_kg(server))
+    assert len(server.seen) == 1  # not retried: the same answer would come again

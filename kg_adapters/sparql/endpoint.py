@@ -329,6 +329,8 @@ class JsonEndpoint:
             data = json.loads(resp.content)
         except (ValueError, UnicodeDecodeError):
             raise _Retry(f"malformed or truncated JSON ({len(resp.content)} bytes)") from None
+        except RecursionError:  # JSON nested beyond the parser's stack: this endpoint's fault, not every KG's
+            raise BackendRefused(f"{url}: the answer's JSON is nested too deeply to read") from None
         if not isinstance(data, dict):
             raise _Retry("JSON answer is not an object")
         return data

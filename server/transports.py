@@ -151,13 +151,14 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
     Bound to loopback, the SDK allows only loopback names; behind a reverse proxy that forwards the public name
     (``Host: mcp.example.org``) that is a 421, so each ``--allowed-host`` adds a name (any port unless one is
     given) and its ``http``/``https`` origins. ``*`` turns the check off (the proxy or gateway checks hosts).
-    Bound elsewhere with no ``--allowed-host``, the SDK checks nothing (``None``), as before."""
+    Bound elsewhere, the check stays on: the bind address is allowed, and on a wildcard bind (``0.0.0.0``,
+    ``::``) this machine's own name and addresses; any other name must be an ``--allowed-host``."""
     if "*" in allowed_hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if not allowed_hosts and bind_host not in LOOPBACK:
-        return None
     names = list(allowed_hosts)
-    if bind_host not in (*LOOPBACK, "0.0.0.0", "::", ""):
+    if bind_host in ("0.0.0.0", "::", ""):
+        names += [f"[{a}]" if ":" in a else a for a in _own_addresses()]
+    elif bind_host not in LOOPBACK:
         names.append(f"[{bind_host}]" if ":" in bind_host else bind_host)
     hosts = list(_LOOPBACK_HOSTS)
     for name in names:
@@ -165,6 +166,20 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                      allowed_origins=origins)
+
+
+def _own_addresses() -> list[str]:
+    """This machine's host name and the addresses it resolves to: what a client on the network may put in
+    ``Host`` when the server listens on every interface."""
+    import socket
+
+    name = socket.gethostname()
+    out = [name]
+    try:
+        out += sorted({info[4][0] for info in socket.getaddrinfo(name, None)})
+    except OSError:
+        pass
+    return [a for a in dict.fromkeys(out) if a and a not in LOOPBACK]
 
 
 def _has_port(host: str) -> bool:

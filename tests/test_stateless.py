@@ -177,3 +177,17 @@ def test_bad_scale_out_options_are_usage_errors(argv):
     with pytest.raises(SystemExit) as exc:
         load_test.main(argv)
     assert exc.value.code == 2
+
+
+def test_bound_to_every_interface_a_foreign_host_or_origin_is_still_refused():
+    """#36 item 8: bound to 0.0.0.0 the server turned the DNS-rebinding check off (it served
+    ``Host: attacker.example``); now loopback names and this machine's own names and addresses pass."""
+    body, headers = _call_body("legacy", "list_kgs", {})
+    with run_http_server(["--host", "0.0.0.0", "--stateless"]) as url:
+        url = url.replace("://0.0.0.0:", "://127.0.0.1:")
+        own = httpx.post(url, json=body, headers=headers, timeout=30)
+        foreign = httpx.post(url, json=body, headers={**headers, "host": "attacker.example"}, timeout=30)
+        origin = httpx.post(url, json=body, headers={**headers, "origin": "http://attacker.example"}, timeout=30)
+    assert own.status_code == 200 and not _response(own)["result"].get("isError")
+    assert foreign.status_code == 421 and "--allowed-host attacker.example" in foreign.text
+    assert origin.status_code == 403

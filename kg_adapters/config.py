@@ -128,6 +128,10 @@ class LLMConfig(_Strict):
     base_url: str | None = Field(default=None, description="openai / anthropic: the API's base URL.")
     timeout: float | None = Field(default=None, gt=0, description="Seconds per LLM request.")
     max_retries: int | None = Field(default=None, ge=0, description="Retries after a transient LLM failure.")
+    client_calls: int | None = Field(default=None, ge=0, description="LLM calls one MCP client may spend on this "
+                                     "backend, the operator's key, over the server's life (default 200; 0: none). "
+                                     "tree_of_traversals runs anthropic/openai for clients only when it is the "
+                                     "configured backend.")
 
 
 class RetrievalConfig(_Strict):

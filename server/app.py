@@ -33,6 +33,7 @@ from .apps import apps_extension, register_apps
 from .prompts import register_prompts
 from .render import one_line
 from .resources import register_resources
+from .results import client_of
 from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS
@@ -79,23 +80,6 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 MAX_CALLS_PER_CLIENT = 16  # `[server] max_calls_per_client`
-
-
-def client_of(context: Context | None) -> str:
-    """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address (stateless
-    HTTP: a shared bearer token would make every client one), else the one local client (stdio, in-process)."""
-    try:
-        request = context.request_context.request if context is not None else None
-    except ValueError:  # no request context: called in-process
-        return "local"
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return "local"
-    session = headers.get("mcp-session-id")
-    if session:
-        return f"session:{session[:100]}"
-    peer = getattr(request, "client", None)
-    return f"peer:{getattr(peer, 'host', None) or '?'}"
 
 
 class TotServer(MCPServer):

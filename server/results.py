@@ -32,3 +32,20 @@ def progress_to(ctx: Context | None, suffix: str = "") -> Any:
         await ctx.report_progress(done, total, message + suffix)
 
     return report
+
+
+def client_of(context: Context | None) -> str:
+    """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address (stateless
+    HTTP: a shared bearer token would make every client one), else the one local client (stdio, in-process)."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # no request context: called in-process
+        return "local"
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return "local"
+    session = headers.get("mcp-session-id")
+    if session:
+        return f"session:{session[:100]}"
+    peer = getattr(request, "client", None)
+    return f"peer:{getattr(peer, 'host', None) or '?'}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ from tot_mcp.kg_adapters.spec import KGSpec
 from tot_mcp.strategies.system import assemble, content_stamp, open_configured
 
 from .handles import HandleStore
+
+DEFAULT_CLIENT_LLM_CALLS = 200  # LLM calls one client may spend on the operator's key ([llm] client_calls)
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     from tot_mcp.kg_adapters.relation_names import RelationNames
@@ -70,6 +73,7 @@ class Runtime:
         environment: Environment | None = None,
     ) -> None:
         self._llm: LLM | None = None
+        self._llm_spent: Counter[str] = Counter()  # LLM calls each client made on the operator's key
         # the composition root links the KGs (the one place that decides which KG answers a call) and makes the
         # strategies' one services object: models, per-KG indexes, what policies keep between calls
         self.system = assemble(kgs, config, limits or Limits(), embedder_factory=embedder_factory,
@@ -168,10 +172,26 @@ class Runtime:
     async def aembedder(self) -> "Embedder":
         return await self.services.aembedder()
 
+    def spend_llm(self, kind: str, client: str, calls: int = 0) -> None:
+        """Charge ``calls`` of the operator's LLM to ``client``; before a run (``calls`` 0), refuse a backend
+        the operator did not configure, or a client whose share is spent. The key is the operator's: a client
+        may not make the server pay for models it was not set up to run."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        if self.config.llm.backend != kind:
+            raise ToolError(f"llm={kind!r} would run on this server's own API key, which its operator has not "
+                            f"opened to clients ([llm] backend = \"{kind}\"); use llm='sampling' (your own "
+                            "model) or 'offline'")
+        budget = DEFAULT_CLIENT_LLM_CALLS if self.config.llm.client_calls is None else self.config.llm.client_calls
+        self._llm_spent[client] += calls
+        if not calls and self._llm_spent[client] >= budget:
+            raise ToolError(f"llm={kind!r}: this client has used its {budget} LLM calls on this server's key; use "
+                            "llm='sampling' (your own model) or 'offline'")
+
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the request
         context are created once and shared (so their usage counters add up); ``ctx`` is passed for sampling."""
-        options = self.config.llm.model_dump(exclude_none=True)
+        options = self.config.llm.model_dump(exclude_none=True, exclude={"client_calls"})
         if ctx is not None and options.get("backend") == "sampling":
             return self._llm_factory(options, ctx)
         if self._llm is None:

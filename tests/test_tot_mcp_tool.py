@@ -85,9 +85,13 @@ async def test_sampling_without_client_support_falls_back_or_fails_cleanly(serve
         assert "fell back to the offline policy" in result.structured_content["warnings"][0]
 
 
-async def test_anthropic_without_a_key_is_a_tool_error(server, monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    async with Client(server) as client:
+async def test_anthropic_without_a_key_is_a_tool_error():
+    from tot_mcp.kg_adapters.config import Config
+    from tot_mcp.kg_adapters.environment import Environment
+
+    runtime = Runtime({"m": make_kg("m")}, config=Config.model_validate({"llm": {"backend": "anthropic"}}),
+                      environment=Environment({}))
+    async with Client(build_server(runtime)) as client:
         result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
     assert result.is_error and "ANTHROPIC_API_KEY is not set" in result.content[0].text
 
@@ -132,3 +136,35 @@ async def test_the_tool_runs_the_registered_method_so_tot_search_measures_what_i
         assert props[name].get("minimum") == bounds.get("ge") and props[name].get("maximum") == bounds.get("le"), name
     assert not result.is_error, result.content
     assert result.structured_content["status"] in {"answered", "below_tau", "incomplete", "no_answer"}
+
+
+async def test_a_paid_llm_the_operator_did_not_configure_is_refused(server):
+    """#36 item 9: llm='anthropic' ran on the server's key for any client, with no opt-in."""
+    async with Client(server) as client:
+        result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "openai"})
+    assert result.is_error and "has not opened to clients ([llm] backend = \"openai\")" in result.content[0].text
+
+
+async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
+    from llm_wire import anthropic_message, send_json, serve
+    from http.server import BaseHTTPRequestHandler
+
+    from tot_mcp.kg_adapters.config import Config
+    from tot_mcp.kg_adapters.environment import Environment
+
+    class Model(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["content-length"]))
+            send_json(self, 200, anthropic_message("m", "EXPAND_KG", {"input_tokens": 5, "output_tokens": 2}))
+
+        def log_message(self, *args):
+            pass
+
+    with serve(Model) as url:
+        config = Config.model_validate({"llm": {"backend": "anthropic", "base_url": url, "client_calls": 2}})
+        runtime = Runtime({"m": make_kg("m")}, config=config, environment=Environment({"ANTHROPIC_API_KEY": "k"}))
+        async with Client(build_server(runtime)) as client:
+            first = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic", "k": 1})
+            second = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic", "k": 1})
+    assert not first.is_error and first.structured_content["llm_calls"] >= 2
+    assert second.is_error and "has used its 2 LLM calls" in second.content[0].text

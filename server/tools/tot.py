@@ -19,7 +19,7 @@ from tot_mcp.strategies.registry import Call, get
 from ..apps import TOOL_META, publish_tree
 from ..compact import CompactAnswer, Detail, Extras, compact_result
 from ..render import one_line
-from ..results import progress_to
+from ..results import client_of, progress_to
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -61,9 +61,13 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             if reason:
                 warnings.append(f"sampling unavailable ({reason}); fell back to the offline policy")
                 kind = "offline"
+        paid = kind in ("anthropic", "openai")  # the operator's key, not the client's model
+        if paid:
+            runtime.spend_llm(kind, client_of(ctx))
         if kind != "offline":
-            try:
-                backend = factory.make_llm(kind, ctx=ctx, environment=runtime.environment)
+            try:  # a paid backend as the operator configured it ([llm]: model, base_url, timeout)
+                backend = runtime.llm(ctx) if paid else factory.make_llm(kind, ctx=ctx,
+                                                                         environment=runtime.environment)
             except LLMError as e:
                 raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         strategy = get("tot")  # the one implementation: what tot-search --method tot measures
@@ -78,6 +82,9 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             out = await run_checked(strategy, call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
+        finally:
+            if paid:
+                runtime.spend_llm(kind, client_of(ctx), call.usage().calls)
         extras = Extras(strategy=f"tot, policy {kind}", warnings=warnings,
                         more="the search tree and subgraph")
         result = getattr(out, "_search", None)  # None: refused before the search ran

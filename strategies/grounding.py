@@ -175,8 +175,12 @@ def _reason(out: StrategyResult, tau: float | None) -> str:
 async def run_checked(strategy: Strategy, call: Call) -> StrategyResult:
     """Run ``strategy`` on ``call`` with the checks every answering path shares. Returns a plain
     :class:`StrategyResult` (not the strategy's own type) when it refuses before the strategy runs."""
-    if strategy.job == "linking":
-        return await strategy.run(call)
+    if strategy.job == "linking":  # finds entities for the text; nothing to check an answer against
+        out = await strategy.run(call)
+        if not out.reason:
+            out.reason = ("entities ranked by how well they match the text, not an answer checked against the "
+                          "graph's relations" if out.results else STATUSES.get(out.status, ""))
+        return out
     query = check_query(call.query, call.kg.limits.max_query_chars)
     g = await ground(strategy, call)
     if g.status is not None:

@@ -1,11 +1,12 @@
-"""What the checks before every answer cost: a strategy run bare and through ``grounding.run_checked``,
-alternately, question by question, in one process (so load on a shared machine hits both alike).
+"""What the checks before every answer cost: a strategy run bare and through
+``grounding.run_checked``, alternately, question by question, in one process (so load on a shared
+machine hits both alike).
 
-    python -m bench.grounding_cost                      # plan and tot, MetaQA 2-hop dev sample, 60 questions
+    python -m bench.grounding_cost    # plan and tot, MetaQA 2-hop dev sample, 60 questions
     python -m bench.grounding_cost --methods plan --set mqa1 --limit 100
 
-Prints per method the median latency bare and checked, their ratio, and how many questions the checks refused
-(an answerable dev question should never be).
+Prints per method the median latency bare and checked, their ratio, and how many questions the
+checks refused (an answerable dev question should never be).
 """
 
 from __future__ import annotations
@@ -35,22 +36,33 @@ async def measure(methods: list[str], key: str, limit: int) -> list[str]:
         refused = 0
 
         def call(q):
-            return Call(services=services, kg=kg, query=q.text, options=services.options(s), needs=s.needs,
-                        method=name)
+            return Call(
+                services=services,
+                kg=kg,
+                query=q.text,
+                options=services.options(s),
+                needs=s.needs,
+                method=name,
+            )
 
-        for q in questions[:2]:  # warm the caches both paths share (indexes, the reasoner's statistics)
+        for q in questions[
+            :2
+        ]:  # warm the caches both paths share (indexes, the reasoner's statistics)
             await s.run(call(q))
             await run_checked(s, call(q))
         for i, q in enumerate(questions):
-            # the second run of a question finds caches the first filled: which goes first alternates
-            for checks in ((False, True) if i % 2 == 0 else (True, False)):
+            # the second run of a question finds caches the first filled: which goes first
+            # alternates
+            for checks in (False, True) if i % 2 == 0 else (True, False):
                 t0 = time.perf_counter()
                 out = await (run_checked(s, call(q)) if checks else s.run(call(q)))
                 (checked if checks else bare).append(time.perf_counter() - t0)
                 refused += checks and out.status in ("no_entity", "uncertain", "unsupported")
         mb, mc = statistics.median(bare), statistics.median(checked)
-        rows.append(f"| {name} | {key} | {len(questions)} | {1000 * mb:.0f} ms | {1000 * mc:.0f} ms | "
-                    f"{mc / mb:.2f}× | {refused} |")
+        rows.append(
+            f"| {name} | {key} | {len(questions)} | {1000 * mb:.0f} ms | {1000 * mc:.0f} ms | "
+            f"{mc / mb:.2f}× | {refused} |"
+        )
     return rows
 
 

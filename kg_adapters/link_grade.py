@@ -1,14 +1,16 @@
 """How surely an entity link names what the question mentioned, read from the two strings.
 
-Backends name their matches differently (``fuzzy``/``bm25`` here, ``prefix`` in the store's FTS, ``api`` for
-Wikidata's search) and a typo may win as ``bm25``; what a caller needs is one judgement that does not depend on
-the backend: did the mention's words all find themselves in the label (maybe with a typo each), or only some?
-``[Forest Gump]`` → *Forrest Gump* is a typo (confident); ``[Saturn Protocol Nineteen]`` → *Protocol* shares 1 of
-3 words (loose: that title is not what was asked about).
+Backends name their matches differently (``fuzzy``/``bm25`` here, ``prefix`` in the store's FTS,
+``api`` for Wikidata's search) and a typo may win as ``bm25``; what a caller needs is one judgement
+that does not depend on the backend: did the mention's words all find themselves in the label (maybe
+with a typo each), or only some? ``[Forest Gump]`` → *Forrest Gump* is a typo (confident); ``[Saturn
+Protocol Nineteen]`` → *Protocol* shares 1 of 3 words (loose: that title is not what was asked
+about).
 
-Kinds: ``exact`` (the label as written), ``normalised`` (case, spacing, punctuation aside), ``typo`` (every word
-within a small edit of one of the label's), ``partial`` (some words shared), ``similar`` (letters alike, no word
-shared), and the backend's own name when there is no mention to compare with.
+Kinds: ``exact`` (the label as written), ``normalised`` (case, spacing, punctuation aside), ``typo``
+(every word within a small edit of one of the label's), ``partial`` (some words shared), ``similar``
+(letters alike, no word shared), and the backend's own name when there is no mention to compare
+with.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .text import key, tokens
 CONFIDENT_KINDS = frozenset({"exact", "normalised", "typo"})
 # words a name may carry or drop without naming something else ('the Matrix', 'Titanic (film)')
 _NOISE = frozenset("a an the of and & film films movie movies".split())
-_MIN_TYPO_WORD = 5  # a one-word name shorter than this, one letter off, is another name ('Yanks'/'Hanks')
+# a one-word name shorter than this, one letter off, is another name ('Yanks'/'Hanks')
+_MIN_TYPO_WORD = 5
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,8 @@ class LinkGrade:
     words: int  # words of the mention
 
     def note(self, mention: str, label: str) -> str:
-        """One line for a reader: what the mention was linked to and how, empty for an exact match."""
+        """One line for a reader: what the mention was linked to and how, empty for an exact match.
+        """
         if self.kind in ("exact", "normalised"):
             return ""
         if self.kind == "typo" and self.confident:
@@ -41,7 +45,8 @@ class LinkGrade:
         if self.kind == "typo":
             return f"[{mention}] was not found; the closest name, '{label}', differs by a letter"
         if self.kind == "partial":
-            return f"[{mention}] was not found; the closest name, '{label}', shares {self.shared} of {self.words} words"
+            shares = f"shares {self.shared} of {self.words} words"
+            return f"[{mention}] was not found; the closest name, '{label}', {shares}"
         return f"[{mention}] was not found; the closest name is '{label}' ({self.kind} match)"
 
 
@@ -51,8 +56,8 @@ def _words(text: str) -> list[str]:
 
 
 def _near(a: str, b: str) -> bool:
-    """One edit apart (a swap of two letters counts one; two edits for long words), and not a different short
-    word ('cat'/'cut'; 'eye'/'eyes' is one)."""
+    """One edit apart (a swap of two letters counts one; two edits for long words), and not a
+    different short word ('cat'/'cut'; 'eye'/'eyes' is one)."""
     if a == b:
         return True
     if min(len(a), len(b)) < 3 or max(len(a), len(b)) < 4:
@@ -62,9 +67,9 @@ def _near(a: str, b: str) -> bool:
 
 
 def grade(mention: str | None, label: str, match: str, alone: bool = True) -> LinkGrade:
-    """The grade of linking ``mention`` (None: the backend did not say which text it linked) to ``label``.
-    ``alone``: no other name matched the mention nearly as well; a one-word typo with a close rival ('Hanks':
-    *Shanks*, *Yanks*, *Hacks*) is a guess."""
+    """The grade of linking ``mention`` (None: the backend did not say which text it linked) to
+    ``label``. ``alone``: no other name matched the mention nearly as well; a one-word typo with a
+    close rival ('Hanks': *Shanks*, *Yanks*, *Hacks*) is a guess."""
     if mention is None or not mention.strip():
         sure = match in ("exact", "casefold", "mention")
         return LinkGrade("exact" if match == "exact" else match, sure, 1 if sure else 0, 1)
@@ -76,7 +81,9 @@ def grade(mention: str | None, label: str, match: str, alone: bool = True) -> Li
     unused = list(lab)
     shared = typos = 0
     for w in m:
-        hit = next((u for u in unused if u == w), None) or next((u for u in unused if _near(w, u)), None)
+        hit = next((u for u in unused if u == w), None) or next(
+            (u for u in unused if _near(w, u)), None
+        )
         if hit is not None:
             unused.remove(hit)
             shared += 1

@@ -1,17 +1,19 @@
 """Whether the KG can answer a question at all, decided once for every answering path.
 
-Every strategy that answers or retrieves for a question (tot, chain, plan, router, ARK, BFS/DFS, beam) runs
-through :func:`run_checked`: the tools, ``tot-search`` and the benchmarks alike. For a client model a confident
-wrong answer is worse than none, so before the strategy runs (no expansion, no LLM call):
+Every strategy that answers or retrieves for a question (tot, chain, plan, router, ARK, BFS/DFS,
+beam) runs through :func:`run_checked`: the tools, ``tot-search`` and the benchmarks alike. For a
+client model a confident wrong answer is worse than none, so before the strategy runs (no expansion,
+no LLM call):
 
-* the question's entities are linked and graded (:mod:`kg_adapters.link_grade`): nothing found is ``no_entity``;
-  only a loose look-alike (``[Saturn Protocol Nineteen]`` → *Protocol*, 1 of 3 words) is ``uncertain``, naming
-  it — the strategy would answer about the look-alike;
-* the question's relation words are read against the KG's relations (:mod:`strategies.relation_fit`): a relation
-  the KG lacks is ``unsupported``, naming the relations the entity does have.
+* the question's entities are linked and graded (:mod:`kg_adapters.link_grade`): nothing found is
+  ``no_entity``; only a loose look-alike (``[Saturn Protocol Nineteen]`` → *Protocol*, 1 of 3 words)
+  is ``uncertain``, naming it — the strategy would answer about the look-alike;
+* the question's relation words are read against the KG's relations
+  (:mod:`strategies.relation_fit`): a relation the KG lacks is ``unsupported``, naming the relations
+  the entity does have.
 
-After the strategy, its status is put in the one vocabulary of :data:`strategies.results.STATUSES` and every
-result carries the links and a one-line reason.
+After the strategy, its status is put in the one vocabulary of :data:`strategies.results.STATUSES`
+and every result carries the links and a one-line reason.
 """
 
 from __future__ import annotations
@@ -52,34 +54,59 @@ def _best_per_mention(matches: list[EntityMatch]) -> list[EntityMatch]:
 def _link_info(m: EntityMatch, mention: str | None, rival: float | None = None) -> LinkInfo:
     g = grade(mention, m.entity.label, m.match, alone=rival is None or rival < m.score - RIVAL_GAP)
     shown = mention or m.mention or m.entity.label
-    return LinkInfo(mention=shown, id=m.entity.id, label=m.entity.label, match=g.kind, score=round(m.score, 4),
-                    confident=g.confident, note=g.note(shown, m.entity.label))
+    return LinkInfo(
+        mention=shown,
+        id=m.entity.id,
+        label=m.entity.label,
+        match=g.kind,
+        score=round(m.score, 4),
+        confident=g.confident,
+        note=g.note(shown, m.entity.label),
+    )
 
 
 def _rival(best: EntityMatch, matches: list[EntityMatch]) -> float | None:
     """The best score of another name for the same mention (same-named nodes are one name)."""
-    others = [m.score for m in matches if m.mention == best.mention and key(m.entity.label) != key(best.entity.label)]
+    others = [
+        m.score
+        for m in matches
+        if m.mention == best.mention and key(m.entity.label) != key(best.entity.label)
+    ]
     return max(others, default=None)
 
 
 async def link(graph: KnowledgeGraph, query: str) -> Grounding:
-    """The question's entities, graded; ``no_entity`` / ``uncertain`` when none is confidently found."""
+    """The question's entities, graded; ``no_entity`` / ``uncertain`` when none is confidently
+    found."""
     mentions = bracketed_mentions(query)
     matches = await graph.initialize(query, limit=LINK_LIMIT)
     if not matches:
         if mentions:
             said = ", ".join(f"[{m}]" for m in mentions)
-            return Grounding(status="no_entity", reason=f"{said} was not found in the KG, and no name in it is "
-                             "close; check the spelling or ask search_entities for similar names")
-        return Grounding(status="no_entity", reason="no entity of the question was found in the KG; mark the "
-                         "name with [brackets]")
+            return Grounding(
+                status="no_entity",
+                reason=f"{said} was not found in the KG, and no name in it is "
+                "close; check the spelling or ask search_entities for similar names",
+            )
+        return Grounding(
+            status="no_entity",
+            reason="no entity of the question was found in the KG; mark the name with [brackets]",
+        )
     one = mentions[0] if len(mentions) == 1 else None
-    links = [_link_info(m, m.mention or one, _rival(m, matches)) for m in _best_per_mention(matches)]
+    links = [
+        _link_info(m, m.mention or one, _rival(m, matches)) for m in _best_per_mention(matches)
+    ]
     loose = [li for li in links if not li.confident]
-    if loose and (mentions or len(loose) == len(links)):  # a bare question may also link loose n-grams
+    if loose and (
+        mentions or len(loose) == len(links)
+    ):  # a bare question may also link loose n-grams
         notes = "; ".join(f"{li.note} ({li.id})" for li in loose)
-        return Grounding(links, "uncertain", f"{notes}; not answered (it may not be in the KG): ask again with "
-                         "that exact name if it is the one meant")
+        return Grounding(
+            links,
+            "uncertain",
+            f"{notes}; not answered (it may not be in the KG): ask again with "
+            "that exact name if it is the one meant",
+        )
     return Grounding(links)
 
 
@@ -96,7 +123,11 @@ async def _relations_near(graph: KnowledgeGraph, ids: list[str]) -> str:
         return ""
     names: list[str] = []
     for r in sorted(rels, key=lambda r: (r.direction is not Direction.forward, -(r.count or 0))):
-        name = r.label if r.direction is Direction.forward else (r.inverse_label or f"{r.label} (inverse)")
+        name = (
+            r.label
+            if r.direction is Direction.forward
+            else (r.inverse_label or f"{r.label} (inverse)")
+        )
         if name not in names:
             names.append(name)
     more = f", … (+{len(names) - NEAR_RELATIONS})" if len(names) > NEAR_RELATIONS else ""
@@ -109,26 +140,34 @@ async def check_relations(call: Call, graph: KnowledgeGraph, g: Grounding) -> Gr
     from tot_mcp.strategies.relation_fit import RelationFit
 
     embedder = await call.services.aembedder()
-    reasoner = shared_reasoner(call.services, embedder)  # its statistics caches, shared with the strategies
+    reasoner = shared_reasoner(
+        call.services, embedder
+    )  # its statistics caches, shared with the strategies
     key = ("relation-fit", embedder)
     fit = call.services.policy_state.get(key)
     if fit is None:
         fit = call.services.policy_state[key] = RelationFit(embedder)
-    missing = await fit.missing(reasoner.stats_for(graph), _relation_words(call.query, [li.label for li in g.links]))
+    missing = await fit.missing(
+        reasoner.stats_for(graph), _relation_words(call.query, [li.label for li in g.links])
+    )
     if not missing:
         return g
     kgs = list(graph.members())
-    whose = f"the {kgs[0]} KG has no" if len(kgs) == 1 else f"none of the KGs ({', '.join(kgs)}) has a"
+    whose = (
+        f"the {kgs[0]} KG has no" if len(kgs) == 1 else f"none of the KGs ({', '.join(kgs)}) has a"
+    )
     near = await _relations_near(graph, [li.id for li in g.links])
     topic = g.links[0].label if g.links else "the entity"
     m = missing[0]
-    reason = f"{whose} {m.concept} relation ('{m.phrase}')" + (f"; {topic} has: {near}" if near else "")
+    reason = f"{whose} {m.concept} relation ('{m.phrase}')" + (
+        f"; {topic} has: {near}" if near else ""
+    )
     return Grounding(g.links, "unsupported", reason)
 
 
 def graph_of(strategy: Strategy, call: Call) -> KnowledgeGraph:
-    """The KGs the strategy reads: the caller's scope, else every KG linked, else (a strategy that reads every
-    triple of one KG) that KG."""
+    """The KGs the strategy reads: the caller's scope, else every KG linked, else (a strategy that
+    reads every triple of one KG) that KG."""
     if call.scope is not None:
         return call.scope
     return call.kg if strategy.local_only else call.services.graph
@@ -143,8 +182,9 @@ async def ground(strategy: Strategy, call: Call) -> Grounding:
 
 
 def settle(out: StrategyResult, g: Grounding, tau: float | None = None) -> StrategyResult:
-    """The strategy's result in the one vocabulary, with the links and a reason. ``tau``: an answer valued
-    below it is ``below_tau``, whichever strategy found it (plan and the router have no threshold of their own)."""
+    """The strategy's result in the one vocabulary, with the links and a reason. ``tau``: an answer
+    valued below it is ``below_tau``, whichever strategy found it (plan and the router have no
+    threshold of their own)."""
     out.links = g.links
     if tau is not None and out.status == "answered" and (out.value or 0.0) < tau:
         out.status = "below_tau"
@@ -166,7 +206,8 @@ def _reason(out: StrategyResult, tau: float | None) -> str:
         return f"{valued} (tau {tau:g}), reached along the graph's edges from the linked entities"
     if out.status == "below_tau" and valued and tau is not None:
         return f"the best answer is {valued}, below tau {tau:g}: check it before relying on it" + (
-            f" ({out.partial_reason})" if out.partial_reason else "")
+            f" ({out.partial_reason})" if out.partial_reason else ""
+        )
     if out.status == "partial":
         return out.partial_reason or STATUSES["partial"]
     return out.error or out.partial_reason or STATUSES[out.status]
@@ -174,18 +215,31 @@ def _reason(out: StrategyResult, tau: float | None) -> str:
 
 async def run_checked(strategy: Strategy, call: Call) -> StrategyResult:
     """Run ``strategy`` on ``call`` with the checks every answering path shares. Returns a plain
-    :class:`StrategyResult` (not the strategy's own type) when it refuses before the strategy runs."""
+    :class:`StrategyResult` (not the strategy's own type) when it refuses before the strategy runs.
+    """
     if strategy.job == "linking":  # finds entities for the text; nothing to check an answer against
         out = await strategy.run(call)
         if not out.reason:
-            out.reason = ("entities ranked by how well they match the text, not an answer checked against the "
-                          "graph's relations" if out.results else STATUSES.get(out.status, ""))
+            out.reason = (
+                "entities ranked by how well they match the text, not an answer checked "
+                "against the graph's relations"
+                if out.results
+                else STATUSES.get(out.status, "")
+            )
         return out
     query = check_query(call.query, call.kg.limits.max_query_chars)
     g = await ground(strategy, call)
     if g.status is not None:
-        return StrategyResult(query=query, kg=call.kg.name, results=[], status=g.status, reason=g.reason,
-                              links=g.links, value=0.0, usage=LLMUsage(),
-                              context=g.reason if strategy.job == "context" else None)
+        return StrategyResult(
+            query=query,
+            kg=call.kg.name,
+            results=[],
+            status=g.status,
+            reason=g.reason,
+            links=g.links,
+            value=0.0,
+            usage=LLMUsage(),
+            context=g.reason if strategy.job == "context" else None,
+        )
     tau = getattr(call.options, "tau", TAU) if strategy.job == "answer" else None
     return settle(await strategy.run(call), g, tau)

@@ -1,16 +1,19 @@
 """Whether the question asks for a relation the KG does not have at all.
 
-Embeddings alone cannot tell: to MiniLM *directed by* is as near *edited by* as *director*, and a KG's relation
-names rarely read like a question's words (*starred actors* / "who acted in"). So the question's words are read
-against relations that knowledge graphs commonly record (``data/relation_concepts.txt``, each with the words that
-name it), and the KG's vocabulary against the same list. A question phrase is a relation the KG lacks when it
-clearly names one of those concepts (and every concept nearly as close), while no relation of the KG names it:
-none shares its word stems and none reads as that concept by meaning. "Who composed the music of [Forrest Gump]"
-names *composer*; a movie KG with directors, writers, actors, genres and tags has nothing that names it.
+Embeddings alone cannot tell: to MiniLM *directed by* is as near *edited by* as *director*, and a
+KG's relation names rarely read like a question's words (*starred actors* / "who acted in"). So the
+question's words are read against relations that knowledge graphs commonly record
+(``data/relation_concepts.txt``, each with the words that name it), and the KG's vocabulary against
+the same list. A question phrase is a relation the KG lacks when it clearly names one of those
+concepts (and every concept nearly as close), while no relation of the KG names it: none shares its
+word stems and none reads as that concept by meaning. "Who composed the music of [Forrest Gump]"
+names *composer*; a movie KG with directors, writers, actors, genres and tags has nothing that names
+it.
 
-Deliberately one-sided: it only ever says "missing" on strong evidence; a question it cannot read is left to the
-strategy. The thresholds were set on answerable dev questions (none refused, MetaQA and PathQuestion) and a
-handful of made-up missing-relation questions; see docs/tools.md for the measured rates.
+Deliberately one-sided: it only ever says "missing" on strong evidence; a question it cannot read is
+left to the strategy. The thresholds were set on answerable dev questions (none refused, MetaQA and
+PathQuestion) and a handful of made-up missing-relation questions; see docs/tools.md for the
+measured rates.
 """
 
 from __future__ import annotations
@@ -26,15 +29,21 @@ from tot_mcp.kg_adapters.errors import KGError
 CONCEPTS = Path(__file__).parent / "data" / "relation_concepts.txt"
 NAMES = 0.8  # a question phrase this close to a concept's word names that concept
 NEARER = 0.15  # ... and must be this much closer to it than to every phrase of the KG's relations
-SAME = 0.1  # concepts within this of the best one are other readings of the phrase: any of them may fit
-COVERS = 0.6  # a relation phrase reads as a concept this close (and within SAME of its own best concept)
-_STOP = frozenset("a an the of by in on at to for with from and or has have had is was are were be been who what "
-                  "which when where how does did do".split())
+SAME = 0.1  # concepts within this of the best one are other readings of the phrase: any may fit
+# a relation phrase reads as a concept this close (and within SAME of its own best concept)
+COVERS = 0.6
+_STOP = frozenset(
+    "a an the of by in on at to for with from and or has have had is was are were be been who what "
+    "which when where how does did do".split()
+)
 
 
 def _stems(text: str) -> frozenset[str]:
-    """Five-letter stems of the content words: *director* and *directed* share one; *writer* and *written* not."""
-    return frozenset(w[:5] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _STOP)
+    """Five-letter stems of the content words: *director* and *directed* share one; *writer* and
+    *written* not."""
+    return frozenset(
+        w[:5] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _STOP
+    )
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,8 @@ class Missing:
 
 @dataclass
 class _Vocabulary:
-    """A KG vocabulary read against the concepts: its phrases' vectors and stems, and the concepts it has."""
+    """A KG vocabulary read against the concepts: its phrases' vectors and stems, and the
+    concepts it has."""
 
     matrix: np.ndarray
     stems: frozenset[str]
@@ -57,9 +67,11 @@ class RelationFit:
 
     def __init__(self, embedder) -> None:
         self.embedder = embedder
-        groups = [[w.strip() for w in line.split("|") if w.strip()]
-                  for line in CONCEPTS.read_text(encoding="utf-8").splitlines()
-                  if line.strip() and not line.startswith("#")]
+        groups = [
+            [w.strip() for w in line.split("|") if w.strip()]
+            for line in CONCEPTS.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
         self.words = [w for g in groups for w in g]
         self.group = np.array([i for i, g in enumerate(groups) for _ in g])
         self.heads = [g[0] for g in groups]
@@ -84,16 +96,20 @@ class RelationFit:
             word_ok[i] |= bool(s) and s <= stems  # every content word of it names a relation
         has = np.zeros(len(self.heads), bool)
         has[self.group[word_ok]] = True
-        matrix = np.concatenate([vecs[r] for r in relation_ids if len(vecs[r])]) if relation_ids else \
-            np.zeros((0, self.vectors.shape[1]), np.float32)
+        matrix = (
+            np.concatenate([vecs[r] for r in relation_ids if len(vecs[r])])
+            if relation_ids
+            else np.zeros((0, self.vectors.shape[1]), np.float32)
+        )
         known = self._vocabularies[cache_key] = _Vocabulary(matrix, stems, has[self.group])
         if len(self._vocabularies) > 64:  # KG scopes are few; never grow without bound
             self._vocabularies.pop(next(iter(self._vocabularies)))
         return known
 
     async def missing(self, stats, phrases: list[str]) -> list[Missing]:
-        """The question phrases (relation-word spans, the mention left out) that name a relation none of the KG's
-        relations has, best first. Empty when the KG's vocabulary cannot be read."""
+        """The question phrases (relation-word spans, the mention left out) that name a relation
+        none of the KG's relations has, best first. Empty when the KG's vocabulary cannot be
+        read."""
         if not phrases:
             return []
         try:
@@ -103,7 +119,11 @@ class RelationFit:
         vocab = self._vocabulary(stats, relation_ids)
         spans = self.embedder.encode(phrases)
         to_concepts = spans @ self.vectors.T
-        to_kg = (spans @ vocab.matrix.T).max(axis=1) if len(vocab.matrix) else np.full(len(phrases), -1.0)
+        to_kg = (
+            (spans @ vocab.matrix.T).max(axis=1)
+            if len(vocab.matrix)
+            else np.full(len(phrases), -1.0)
+        )
         out: list[tuple[float, Missing]] = []
         for i, phrase in enumerate(phrases):
             best = float(to_concepts[i].max())

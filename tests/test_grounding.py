@@ -1,8 +1,9 @@
-"""Questions the KG cannot answer are refused, through every answering strategy, before any expansion or LLM
-call, with a one-line reason; questions it can answer keep their answer and say how the entity was linked.
+"""Questions the KG cannot answer are refused, through every answering strategy, before any
+expansion or LLM call, with a one-line reason; questions it can answer keep their answer and say
+how the entity was linked.
 
-Real parts: the embedded MetaQA movie KG, its linker, MiniLM, and a scripted LLM that would fail the test if it
-were asked anything."""
+Real parts: the embedded MetaQA movie KG, its linker, MiniLM, and a scripted LLM that would fail the
+test if it were asked anything."""
 
 from __future__ import annotations
 
@@ -24,23 +25,39 @@ ANSWERING = ["tot", "chain", "plan", "router", "ark", "bfs", "beam"]
 
 @pytest.fixture(scope="module")
 def movies(embedded_kg, tmp_path_factory):
-    return embedded_kg, Services([embedded_kg], embedder_factory=shared_embedder,
-                                 cache_dir=tmp_path_factory.mktemp("grounding-cache"))
+    return embedded_kg, Services(
+        [embedded_kg],
+        embedder_factory=shared_embedder,
+        cache_dir=tmp_path_factory.mktemp("grounding-cache"),
+    )
 
 
 async def ask(movies, method: str, query: str, llm=None):
     kg, services = movies
     s = get(method)
-    call = Call(services=services, kg=kg, query=query, options=services.options(s), needs=s.needs,
-                method=method, llm_kind="scripted" if llm else "offline",
-                llm_factory=(lambda: llm) if llm else None, build=False)
+    call = Call(
+        services=services,
+        kg=kg,
+        query=query,
+        options=services.options(s),
+        needs=s.needs,
+        method=method,
+        llm_kind="scripted" if llm else "offline",
+        llm_factory=(lambda: llm) if llm else None,
+        build=False,
+    )
     return await run_checked(s, call)
 
 
 @pytest.mark.parametrize("method", ANSWERING)
 async def test_a_name_the_kg_lacks_is_no_entity_with_nothing_spent(movies, method):
     llm = ScriptedLLM([])  # no reply scripted: a call would fail
-    out = await ask(movies, method, "who directed [Zorblax Quux]", llm=llm if method in ("tot", "plan") else None)
+    out = await ask(
+        movies,
+        method,
+        "who directed [Zorblax Quux]",
+        llm=llm if method in ("tot", "plan") else None,
+    )
     assert out.status == "no_entity" and not out.results and out.value == 0
     assert "[Zorblax Quux] was not found" in out.reason and "\n" not in out.reason
     assert llm.prompts == [] and out.usage.calls == 0
@@ -51,14 +68,20 @@ async def test_a_look_alike_of_a_made_up_name_is_named_not_answered(movies, meth
     out = await ask(movies, method, "when was [Saturn Protocol Nineteen] released")
     assert out.status == "uncertain" and not out.results
     assert "the closest name, 'Protocol', shares 1 of 3 words" in out.reason
-    assert [(li.label, li.match, li.confident) for li in out.links] == [("Protocol", "partial", False)]
+    assert [(li.label, li.match, li.confident) for li in out.links] == [
+        ("Protocol", "partial", False)
+    ]
 
 
 @pytest.mark.parametrize("method", ANSWERING)
 async def test_a_relation_the_kg_lacks_is_unsupported_naming_what_the_entity_has(movies, method):
     llm = ScriptedLLM([])
-    out = await ask(movies, method, "who composed the music of [Forrest Gump]",
-                    llm=llm if method in ("tot", "plan") else None)
+    out = await ask(
+        movies,
+        method,
+        "who composed the music of [Forrest Gump]",
+        llm=llm if method in ("tot", "plan") else None,
+    )
     assert out.status == "unsupported" and not out.results and llm.prompts == []
     assert out.reason.startswith("the movies KG has no composer relation")
     assert "Forrest Gump has: " in out.reason and "directed by" in out.reason
@@ -79,7 +102,9 @@ def test_link_grades_read_the_strings_not_the_backends_match_name():
     loose = grade("Matrix Reloaded", "The Matrix", "bm25")
     assert (loose.kind, loose.confident, loose.shared, loose.words) == ("partial", False, 1, 2)
     assert not grade("Hanks", "Shanks", "fuzzy", alone=False).confident  # a rival as close: a guess
-    assert grade("Ayehsa Mohan", "Ayesha Mohan", "bm25").kind == "typo"  # two swapped letters: one edit
+    assert (
+        grade("Ayehsa Mohan", "Ayesha Mohan", "bm25").kind == "typo"
+    )  # two swapped letters: one edit
     assert grade("Zorblax", "Zorro", "fuzzy").kind == "similar"
 
 
@@ -92,20 +117,28 @@ def test_docs_state_the_one_status_vocabulary():
 async def test_initialize_and_follow_path_say_when_a_name_matched_only_loosely(embedded_kg):
     from tot_mcp.server.render import render_matches
 
-    text = render_matches("Entities", await embedded_kg.initialize("when was [Saturn Protocol Nineteen] released"))
-    assert 'Protocol' in text and 'for "Saturn Protocol Nineteen": loose, shares 1 of 3 words]' in text
+    text = render_matches(
+        "Entities", await embedded_kg.initialize("when was [Saturn Protocol Nineteen] released")
+    )
+    assert (
+        "Protocol" in text and 'for "Saturn Protocol Nineteen": loose, shares 1 of 3 words]' in text
+    )
     text = render_matches("Entities", await embedded_kg.initialize("who directed [Forest Gump]"))
     assert 'for "Forest Gump": a spelling difference]' in text.splitlines()[1]
 
 
 async def test_a_model_plan_is_valued_by_what_the_graph_says_for_it_not_by_its_rank(movies):
-    """The model's path is checked against a reading of the question without the model: agreeing, it is
-    answered; a path no reading supports keeps its answer, below tau, saying why."""
+    """The model's path is checked against a reading of the question without the model: agreeing,
+    it is answered; a path no reading supports keeps its answer, below tau, saying why."""
     q = "what genres do the movies directed by [Clark Gregg] fall under"
-    right = ScriptedLLM(["PATH: movies:E24335 -> movies:directed_by backward -> movies:has_genre forward"])
+    right = ScriptedLLM(
+        ["PATH: movies:E24335 -> movies:directed_by backward -> movies:has_genre forward"]
+    )
     out = await ask(movies, "plan", q, llm=right)
     assert out.status == "answered" and out.value >= 0.8 and out.usage.calls == 1
-    odd = ScriptedLLM(["PATH: movies:E24335 -> movies:directed_by backward -> movies:release_year forward"])
+    odd = ScriptedLLM(
+        ["PATH: movies:E24335 -> movies:directed_by backward -> movies:release_year forward"]
+    )
     out = await ask(movies, "plan", q, llm=odd)
     assert out.status == "below_tau" and 0 < out.value < 0.8 and out.results
     assert "without the model" in out.reason

@@ -1,8 +1,9 @@
-"""A real model's refusals, replayed: ``fixtures/relay-2026-11-28-refusals.jsonl`` holds the prompts the program
-sent through ``../shared/tools/llm_relay.py`` and the replies a careful model wrote to them (2026-11-28, dev
-questions on the embedded movie KG asking for relations it lacks). Replayed through the same program, the prompts
-must come out as the model read them — a prompt change shows here, and the transcript is then re-recorded — and
-the replies must end the question as ``unsupported`` within one call (plan) or two (tot)."""
+"""A real model's refusals, replayed: ``fixtures/relay-2026-11-28-refusals.jsonl`` holds the prompts
+the program sent through ``../shared/tools/llm_relay.py`` and the replies a careful model wrote to
+them (2026-11-28, dev questions on the embedded movie KG asking for relations it lacks). Replayed
+through the same program, the prompts must come out as the model read them — a prompt change shows
+here, and the transcript is then re-recorded — and the replies must end the question as
+``unsupported`` within one call (plan) or two (tot)."""
 
 from __future__ import annotations
 
@@ -17,26 +18,44 @@ from tot_mcp.strategies.llm.scripted import ScriptedLLM
 from tot_mcp.strategies.registry import Call, get
 from tot_mcp.strategies.services import Services
 
-RECORDED = [json.loads(line) for line in (Path(__file__).parent / "fixtures" /
-                                          "relay-2026-11-28-refusals.jsonl").read_text().splitlines()]
+RECORDED = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "fixtures" / "relay-2026-11-28-refusals.jsonl")
+    .read_text()
+    .splitlines()
+]
 CASES = sorted({(r["method"], r["question"]) for r in RECORDED})
 
 
 @pytest.fixture(scope="module")
 def services(embedded_kg, tmp_path_factory):
-    return Services([embedded_kg], embedder_factory=shared_embedder,
-                    cache_dir=tmp_path_factory.mktemp("relay-cache"))
+    return Services(
+        [embedded_kg],
+        embedder_factory=shared_embedder,
+        cache_dir=tmp_path_factory.mktemp("relay-cache"),
+    )
 
 
 @pytest.mark.parametrize("method,question", CASES)
-async def test_a_real_models_refusal_replays_to_unsupported_in_at_most_two_calls(embedded_kg, services,
-                                                                                  method, question):
-    turns = sorted((r for r in RECORDED if (r["method"], r["question"]) == (method, question)),
-                   key=lambda r: r["n"])
+async def test_a_real_models_refusal_replays_to_unsupported_in_at_most_two_calls(
+    embedded_kg, services, method, question
+):
+    turns = sorted(
+        (r for r in RECORDED if (r["method"], r["question"]) == (method, question)),
+        key=lambda r: r["n"],
+    )
     llm = ScriptedLLM([t["reply"] for t in turns])
     s = get(method)
-    call = Call(services=services, kg=embedded_kg, query=question, options=services.options(s),
-                llm_kind="scripted", llm_factory=lambda: llm, needs=s.needs, method=method)
+    call = Call(
+        services=services,
+        kg=embedded_kg,
+        query=question,
+        options=services.options(s),
+        llm_kind="scripted",
+        llm_factory=lambda: llm,
+        needs=s.needs,
+        method=method,
+    )
     out = await run_checked(s, call)
     assert llm.prompts == [t["prompt"] for t in turns], "a prompt changed: re-record the transcript"
     assert llm.systems == [t["system"] for t in turns]

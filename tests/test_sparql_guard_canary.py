@@ -1,11 +1,12 @@
 """The SPARQL guard sends only what it checked: no query it passes makes the engine fetch a URL.
 
-A canary HTTP server listens on loopback; an engine (pyoxigraph, which resolves SERVICE by HTTP, as the local
-store kinds do) runs every query the guard lets through. The guard's lexer, rdflib's parser and the engine read
-comment, IRI and string boundaries differently in places (``<?b&&#>`` is an IRI to one and ``< ?b &&`` plus a
-comment to another; a comment ends at a carriage return for one and at the next newline for another): queries
-built from those pieces either are refused or run without the canary hearing anything. A control query run
-past the guard shows the canary does hear the engine."""
+A canary HTTP server listens on loopback; an engine (pyoxigraph, which resolves SERVICE by HTTP, as
+the local store kinds do) runs every query the guard lets through. The guard's lexer, rdflib's
+parser and the engine read comment, IRI and string boundaries differently in places (``<?b&&#>`` is
+an IRI to one and ``< ?b &&`` plus a comment to another; a comment ends at a carriage return for one
+and at the next newline for another): queries built from those pieces either are refused or run
+without the canary hearing anything. A control query run past the guard shows the canary does hear
+the engine."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ class _Canary(BaseHTTPRequestHandler):
 
     def _answer(self):
         type(self).heard.append(self.path)
-        body = b'{"head":{"vars":["x"]},"results":{"bindings":[{"x":{"type":"literal","value":"CANARY"}}]}}'
+        body = (b'{"head":{"vars":["x"]},"results":{"bindings":'
+                b'[{"x":{"type":"literal","value":"CANARY"}}]}}')
         self.send_response(200)
         self.send_header("content-type", "application/sparql-results+json")
         self.send_header("content-length", str(len(body)))
@@ -82,25 +84,60 @@ def test_the_canary_hears_the_engine_when_the_guard_is_bypassed(canary, store):
 def test_the_two_known_disagreements_are_refused(canary, store, form):
     url, heard = canary
     before = len(heard)
-    q = (f"{form} WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER(?a<?b&&#>'''\r true) SERVICE <{url}> "
-         f"{{ ?x ?y ?z }} FILTER(true||\n<http://x/'''>) }}" + (" LIMIT 5" if form != "ASK" else ""))
+    q = (
+        f"{form} WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER(?a<?b&&#>'''\r true) SERVICE <{url}> "
+        f"{{ ?x ?y ?z }} FILTER(true||\n<http://x/'''>) }}" + (" LIMIT 5" if form != "ASK" else "")
+    )
     with pytest.raises(QueryRefused, match="reads differently to different SPARQL parsers"):
         check_query(q, GuardPolicy())
     assert not run_if_passed(store, q) and len(heard) == before
 
 
-PIECES = ["?a", "?b", "<", ">", "&&", "||", "#", "'''", '"""', "'", '"', "\r", "\n", "\r\n", " ", "true", "(",
-          ")", "{", "}", "<http://x/", "FILTER(", "SERVICE <{url}> {{ ?x ?y ?z }}", "1", "=", "!"]
+PIECES = [
+    "?a",
+    "?b",
+    "<",
+    ">",
+    "&&",
+    "||",
+    "#",
+    "'''",
+    '"""',
+    "'",
+    '"',
+    "\r",
+    "\n",
+    "\r\n",
+    " ",
+    "true",
+    "(",
+    ")",
+    "{",
+    "}",
+    "<http://x/",
+    "FILTER(",
+    "SERVICE <{url}> {{ ?x ?y ?z }}",
+    "1",
+    "=",
+    "!",
+]
 
 
-@settings(derandomize=True, database=None, deadline=None, max_examples=400,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=400,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(st.sampled_from(PIECES), min_size=3, max_size=24))
 def test_boundary_mixes_never_reach_the_canary(canary, store, pieces):
     url, heard = canary
     before = len(heard)
     middle = "".join(pieces).replace("{url}", url).replace("{{", "{").replace("}}", "}")
-    for q in (f"SELECT * WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER({middle}) }} LIMIT 5",
-              f"SELECT * WHERE {{ ?a ?b ?c . {middle} }}"):
+    for q in (
+        f"SELECT * WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER({middle}) }} LIMIT 5",
+        f"SELECT * WHERE {{ ?a ?b ?c . {middle} }}",
+    ):
         run_if_passed(store, q)
     assert len(heard) == before

@@ -12,7 +12,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import BearerTokenMiddleware
-from .sessions import MAX_PER_CLIENT, SessionJanitor
+from .sessions import IDLE_SECONDS, MAX_PER_CLIENT, SessionJanitor
 from .stdio_pipes import pipe_stdio
 from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_class
 
@@ -241,7 +241,7 @@ async def serve_http(
 
     host, port = sock.getsockname()[:2]
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, max_sessions=max_sessions, session_idle_timeout=600,
+        streamable_http_path=MCP_PATH, host=host, max_sessions=max_sessions, session_idle_timeout=IDLE_SECONDS,
         stateless_http=stateless, transport_security=transport_security(host, allowed_hosts),
     )
     # at the session limit, an abandoned or idle session makes room for a new client (server/sessions.py)

@@ -25,8 +25,8 @@ import contextlib
 import contextvars
 import functools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import wraps

@@ -18,7 +18,7 @@ import pytest
 from mcp_client import http_session, text_of
 
 from tot_mcp.kg_adapters.clients import CLIENT
-from tot_mcp.kg_adapters.cpu import CpuPool, Pools, POOLS, run_cpu
+from tot_mcp.kg_adapters.cpu import POOLS, CpuPool, Pools, run_cpu
 from tot_mcp.kg_adapters.errors import Busy
 from tot_mcp.server.http_child import http_child
 

@@ -55,3 +55,8 @@ class CircuitOpen(BackendError):
 
 class ServiceUnavailable(KGError):
     """A shared service (the embedder, an LLM) is not installed or not configured; the message says how to fix it."""
+
+
+class Busy(BackendError):
+    """The server's workers for this kind of work are all taken and too many calls wait for them;
+    retry soon."""

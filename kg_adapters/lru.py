@@ -8,6 +8,7 @@ recently used, drop the expired" instead of each hand-writing it on an ``Ordered
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -19,7 +20,8 @@ V = TypeVar("V")
 class LRU(Generic[V]):
     """At most ``max_weight`` in total (each value weighs ``weigh(value)``, 1 by default, so the bound is a count);
     over it, the least recently used entries go first. With ``ttl``, an entry is gone ``ttl`` seconds after it was
-    made (``put``'s ``born``, default now, on ``clock``). Not thread-safe: an owner shared by threads locks.
+    made (``put``'s ``born``, default now, on ``clock``).
+    Thread-safe: local KGs fill theirs from the server's worker threads.
 
     ``get`` marks a hit as recently used; ``peek`` does not, for caches that keep insertion order (FIFO).
     ``hits``, ``misses``, ``evictions`` and ``expirations`` count what ``get``/``peek``/``put`` did."""
@@ -32,6 +34,7 @@ class LRU(Generic[V]):
         self._clock = clock
         self._data: OrderedDict[Hashable, tuple[float, int, V]] = OrderedDict()  # key → (expires, weight, value)
         self.weight = 0
+        self._lock = threading.Lock()  # two worker threads may fill one KG's cache at once
         self.hits = self.misses = self.evictions = self.expirations = 0
 
     def get(self, key: Hashable, default: Any = None) -> V | Any:
@@ -41,6 +44,10 @@ class LRU(Generic[V]):
         return self._lookup(key, default, touch=False)
 
     def _lookup(self, key: Hashable, default: Any, touch: bool) -> V | Any:
+        with self._lock:
+            return self._lookup_locked(key, default, touch)
+
+    def _lookup_locked(self, key: Hashable, default: Any, touch: bool) -> V | Any:
         item = self._data.get(key)
         if item is not None:
             expires, weight, value = item
@@ -61,6 +68,10 @@ class LRU(Generic[V]):
         weight = self._weigh(value) if self._weigh is not None else 1
         if weight > self.max_weight:
             return
+        with self._lock:
+            self._put_locked(key, value, weight, born)
+
+    def _put_locked(self, key: Hashable, value: V, weight: int, born: float | None) -> None:
         old = self._data.pop(key, None)
         if old is not None:
             self.weight -= old[1]
@@ -83,5 +94,6 @@ class LRU(Generic[V]):
         return len(self._data)
 
     def clear(self) -> None:
-        self._data.clear()
-        self.weight = 0
+        with self._lock:
+            self._data.clear()
+            self.weight = 0

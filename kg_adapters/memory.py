@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 
 from .base import Capabilities, LabelledEdgesKG, Limits
+from .cpu import cpu_bound
 from .describe import Describer
 from .errors import InvalidInput, NotFound
 from .label_index import Hit, LabelIndex
@@ -137,13 +138,16 @@ class MemoryKG(LabelledEdgesKG):
         return [EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match,
                                             mention=h.mention) for h in found]
 
-    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
         return self._matches(self._labels.link, query, limit)
 
-    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
         return self._matches(self._labels.search, text, limit)
 
-    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def get_relations(self, entity_ids: list[str]) -> RelationList:
         nodes = list(dict.fromkeys(self.node_index(x) for x in self.local_ids(entity_ids)))
         counts: dict[tuple[int, Direction], int] = {}
         having: dict[tuple[int, Direction], int] = {}  # how many of the entities have it
@@ -157,8 +161,9 @@ class MemoryKG(LabelledEdgesKG):
         rels = [self.relation_model(r, d, c, having[(r, d)]) for (r, d), c in ordered[:cap]]
         return RelationList.model_construct(relations=rels, truncated=len(ordered) > cap, partial=False, warnings=[])
 
-    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                     offset: int, labelled: bool) -> EdgePage:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction,
+               limit: int | None, offset: int, labelled: bool) -> EdgePage:
         entity = self.labelled_entity if labelled else self.entity
         nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
         r = self.relation_index(relation_id)
@@ -216,7 +221,8 @@ class MemoryKG(LabelledEdgesKG):
             relation=self.relation_model(r, direction),
         )
 
-    async def adjacent_ids(
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def adjacent_ids(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> AdjacentIds:
         """Straight from the index (the contract's default pages :meth:`get_edges`, an entity built per node)."""

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
 from .base import Capabilities, LabelledEdgesKG, Limits
+from .cpu import cpu_bound
 from .errors import BackendError, InvalidInput, KGError, NotFound
 from .fts_index import FtsLabelIndex, KeyHit
 from .label_index import Hit, LabelIndex
@@ -415,10 +416,12 @@ class OxigraphKG(LabelledEdgesKG):
                 for h in found if (ent := self._hit_entity(h)) is not None]
 
     # -- interface ---------------------------------------------------------------------------------------------
-    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
         return self._matches(self.labels.link, query, limit, mention=True)
 
-    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
         return self._matches(self.labels.search, text, limit, mention=False)
 
     def _count_query(self, terms: list[Term], direction: Direction) -> dict[str, int]:
@@ -450,11 +453,13 @@ class OxigraphKG(LabelledEdgesKG):
             counts.pop(p, None)
         return counts
 
-    async def get_relations(self, entity_ids: list[str]) -> RelationList:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def get_relations(self, entity_ids: list[str]) -> RelationList:
         terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
         return self._relations(terms, self.limits.max_relations)
 
-    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def relation_counts(self, entity_ids: list[str]) -> RelationList:
         """One count query per direction however many entities (a reasoner's frontier of thousands was two
         queries per ``max_ids``); no check that each exists (two index lookups each; one that does not counts
         nothing, as over SPARQL)."""
@@ -486,7 +491,8 @@ class OxigraphKG(LabelledEdgesKG):
                 seen.add(t)
                 yield t
 
-    async def adjacent(
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
         """One walk of the store's index for any number of entities, labels only: the default pages get_edges by
@@ -495,7 +501,8 @@ class OxigraphKG(LabelledEdgesKG):
         page = self._read_edges(locals_, relation_id, direction, max(0, limit), 0, self.labelled_entity)
         return page.model_copy(update={"next_offset": None, "relation": None})
 
-    async def adjacent_ids(
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def adjacent_ids(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> AdjacentIds:
         """The walk :meth:`adjacent` makes, without the two things that cost most of it here: each target's label
@@ -525,7 +532,8 @@ class OxigraphKG(LabelledEdgesKG):
             raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
 
-    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
         """No check that each exists (a linker names whole frontiers): one that does not gets its local name, as
         over SPARQL."""
         out: dict[str, str] = {}
@@ -537,8 +545,9 @@ class OxigraphKG(LabelledEdgesKG):
                 continue
         return out
 
-    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                     offset: int, labelled: bool) -> EdgePage:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction,
+               limit: int | None, offset: int, labelled: bool) -> EdgePage:
         limit = self.limits.clamp(limit, self.limits.max_edges)
         entity = self.labelled_entity if labelled else self.entity
         return self._read_edges(self.local_ids(entity_ids), relation_id, direction, limit, offset, entity)

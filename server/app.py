@@ -17,9 +17,11 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
 from tot_mcp.kg_adapters.clients import CLIENT
+from tot_mcp.kg_adapters.cpu import POOLS, Pools
 from tot_mcp.kg_adapters.errors import (
     BackendError,
     BackendRefused,
+    Busy,
     EndpointFailed,
     InvalidInput,
     KGError,
@@ -58,6 +60,7 @@ _KINDS: tuple[tuple[type[KGError], str], ...] = (
     (InvalidInput, "invalid input"),
     (NotFound, "not found"),
     (ServiceUnavailable, "unavailable"),
+    (Busy, "busy"),
     (BackendRefused, "backend refused (change the request; retrying will not help)"),
     (EndpointFailed, "backend error (if the endpoint's message names the request, change it; else retry later)"),
     (BackendError, "backend error (may be transient, retry later)"),
@@ -87,7 +90,10 @@ class TotServer(MCPServer):
     for clients to validate (see :mod:`server.schema`). Each call runs with its client in
     :data:`kg_adapters.clients.CLIENT` (endpoint slots are shared fairly among clients), and one client has at
     most ``max_calls_per_client`` calls in flight: one more is refused at once with one line, so a client cannot
-    park unbounded work in the server."""
+    park unbounded work in the server. CPU-bound work (local KGs' pages, the SPARQL guard's
+    parse) runs in the server's worker pools (:mod:`kg_adapters.cpu`, set in
+    :data:`~kg_adapters.cpu.POOLS` for each call), so the event loop keeps serving every client,
+    calls overlap and are counted, and a cancelled call stops."""
 
     _arguments: dict[str, set[str]] | None = None
     max_calls_per_client: int = MAX_CALLS_PER_CLIENT
@@ -98,6 +104,7 @@ class TotServer(MCPServer):
         # before every turn, and rewriting every schema costs more than the SDK's own listing
         self._lean_tools: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self._in_flight: Counter[str] = Counter()  # calls running, per client
+        self.pools = Pools()  # worker threads for CPU-bound work, shared fairly among clients
 
     async def list_tools(self) -> list[Any]:
         return [t.model_copy(update=self._lean_fields(t)) for t in await super().list_tools()]
@@ -130,7 +137,7 @@ class TotServer(MCPServer):
             raise ToolError(f"{name}: too many calls in flight: this client already has {self._in_flight[client]} "
                             "running (the server's per-client limit); wait for some to finish, then retry")
         self._in_flight[client] += 1
-        token = CLIENT.set(client)
+        token, pools = CLIENT.set(client), POOLS.set(self.pools)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -143,6 +150,7 @@ class TotServer(MCPServer):
                 raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             raise ToolError(one_line(str(exc))) from cause
         finally:
+            POOLS.reset(pools)
             CLIENT.reset(token)
             self._in_flight[client] -= 1
             if not self._in_flight[client]:

@@ -489,9 +489,16 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
 
 async def check_query_async(query: str, policy: GuardPolicy) -> CheckedQuery:
     """:func:`check_query` in a worker thread: its parse is CPU work (bounded by ``MAX_TOKENS``, up to a second or
-    so), which must not stall every other session's calls on the event loop."""
+    so), which must not stall every other session's calls on the event loop. In a server, in its
+    own pool (:class:`~kg_adapters.cpu.Pools`): parses run one at a time anyway, so waiting checks
+    queue there, per client and bounded, instead of each holding a thread store queries need."""
     import anyio
 
+    from ..cpu import POOLS
+
+    pools = POOLS.get()
+    if pools is not None:
+        return await pools.checks.run(check_query, query, policy)
     return await anyio.to_thread.run_sync(check_query, query, policy)
 
 

@@ -224,11 +224,35 @@ async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
 
 
 async def test_a_slow_endpoint_times_out_within_the_configured_bound(server):
+    """By default a call's deadline is one timeout: a stalled endpoint is not asked again (#36: 3 × 30 s)."""
     server.default = Reply(delay=1.5)
     started = time.monotonic()
-    with pytest.raises(BackendTimeout, match=re.escape(server.url) + r": no answer within 0.2 s .*after 2 attempts"):
+    with pytest.raises(BackendTimeout, match=re.escape(server.url) + r": no answer within 0.2 s \(gave up after 1 "
+                       r"attempt; the call's deadline of 0.2 s passed\)"):
         await one_request(make_kg(server, timeout=0.2, retries=1))
-    assert time.monotonic() - started < 1.0 and len(server.seen) == 2
+    assert time.monotonic() - started < 1.0 and len(server.seen) == 1
+
+
+async def test_every_retry_fits_in_the_calls_deadline(server):
+    """retries × timeout may exceed the deadline; the call still ends by it (attempts, back-off and all)."""
+    server.default = Reply(delay=1.5)
+    started = time.monotonic()
+    with pytest.raises(BackendTimeout, match=r"gave up after [23] attempts; the call's deadline of 0.5 s passed"):
+        await one_request(make_kg(server, timeout=0.2, retries=5, deadline=0.5))
+    assert time.monotonic() - started < 0.9 and len(server.seen) in (2, 3)
+
+
+async def test_a_call_queued_behind_a_stalled_one_ends_by_its_deadline_and_leaves_the_breaker(server):
+    """Waiting for a slot counts toward the deadline; a call that never got one says the endpoint was busy and does
+    not count as the endpoint failing."""
+    server.default = Reply(hold=True)
+    kg = make_kg(server, timeout=0.4, retries=0, max_concurrent=1, breaker_failures=1)
+    started = time.monotonic()
+    first, queued = await asyncio.gather(one_request(kg), one_request(kg), return_exceptions=True)
+    assert time.monotonic() - started < 0.9
+    assert isinstance(first, BackendTimeout) and "no answer within 0.4 s" in str(first)
+    assert isinstance(queued, BackendTimeout) and "no free slot at the endpoint within 0.4 s" in str(queued)
+    assert len(server.seen) == 1
 
 
 async def test_the_endpoints_own_query_timeout_is_not_retried(server):

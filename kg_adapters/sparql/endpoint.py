@@ -45,6 +45,9 @@ class Policy:
     """How hard to try one endpoint. Times in seconds."""
 
     timeout: float = 30.0  # total per request; below WDQS's 60 s server-side cap
+    # the most one call may take, all attempts, back-off and queueing for a slot included (None: ``timeout``). A
+    # stalled endpoint then costs a caller one timeout, not (retries + 1) × timeout: #36 measured 92.8 s a call.
+    deadline: float | None = None
     retries: int = 2  # extra attempts after 5xx, timeouts, connection errors, broken JSON, 429
     backoff: float = 0.5  # first retry delay, doubled each time
     max_retry_after: float = 20.0  # a longer Retry-After is not slept through: RateLimited at once
@@ -230,45 +233,72 @@ class JsonEndpoint:
         ``raw.max_bytes``. ``lane="caller"``: a caller's own query (its own slots; its timeout leaves the breaker
         as it was)."""
         url, policy = self.guard.url, self.policy
+        budget = policy.deadline or policy.timeout
+        if timeout:
+            budget = min(budget, timeout)
+        end = time.monotonic() + budget
         probe = self.guard.enter()
         ok: bool | None = None
         last = _Retry("no attempt made")
+        tries = 0
+        out_of_time = False  # stopped for want of time, not of attempts
         try:
             for attempt in range(policy.retries + 1):
-                try:
+                left = end - time.monotonic()
+                if left <= 0.001:
+                    out_of_time = True
+                    break
+                sent = False
+                async def attempt_once() -> dict:
+                    nonlocal tries, sent
                     async with self.guard.slot(lane):
                         if not probe:
                             self.guard.refuse_if_open()
                         self.attempts += 1
-                        result = await self._once(method, params, form, timeout, raw)
+                        tries, sent = tries + 1, True
+                        rest = end - time.monotonic()
+                        return await self._once(method, params, form, min(rest, timeout or rest), raw)
+
+                try:
+                    # wait_for, not asyncio.timeout: gather_eager may start this coroutine in one task and finish
+                    # it in another, and asyncio.timeout would cancel the first
+                    result = await asyncio.wait_for(attempt_once(), left)
                     ok = True
                     return result
+                except TimeoutError:  # the deadline passed: queued for a slot, waiting out a 429, or sending
+                    what = f"no answer within {budget:.3g} s" if sent else \
+                        f"no free slot at the endpoint within {budget:.3g} s (other calls hold them)"
+                    last = _Retry(what, kind="timeout" if sent else "queued")
+                    out_of_time = True
+                    break
                 except _Retry as r:
                     last = r
-                    if r.kind == "rate" and r.wait is not None:
-                        self.guard.defer(r.wait)  # every caller of this endpoint waits, not just this one
                     if (attempt == policy.retries or (r.kind == "timeout" and not retry_timeouts)
                             or (lane == "caller" and r.said)):  # the engine said why it failed this very query
-                        tries = attempt + 1
                         break
                     if r.kind != "rate" or r.wait is None:
-                        await asyncio.sleep(policy.backoff * (2**attempt))
+                        pause = policy.backoff * (2**attempt)
+                        if time.monotonic() + pause >= end:
+                            out_of_time = True
+                            break
+                        await asyncio.sleep(pause)
                 except (RateLimited, CircuitOpen):
                     raise
                 except BackendError:
                     ok = True  # the endpoint answered; it refused this request
                     raise
-            else:
-                tries = policy.retries + 1
             if last.kind == "rate":
                 raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
+            if last.kind == "queued":  # the endpoint is busy with other calls: says nothing of its health
+                raise BackendTimeout(f"{url}: {last.what}")
             # a caller's own query timing out, or failing with the engine's reason, says nothing of the endpoint
             ok = None if lane == "caller" and (last.kind == "timeout" or last.said) else False
             if last.said:
                 how = f"after {tries} attempts" if tries > 1 else "not retried"
                 raise EndpointFailed(f"{url}: {last.what}: {last.said} ({how})")
             cls = BackendTimeout if last.kind == "timeout" else BackendError
-            raise cls(f"{url}: {last.what} (gave up after {tries} attempts)")
+            why = f"; the call's deadline of {budget:.3g} s passed" if out_of_time and tries <= policy.retries else ""
+            raise cls(f"{url}: {last.what} (gave up after {tries} attempt{'s' if tries != 1 else ''}{why})")
         finally:
             self.guard.leave(probe, ok)
 
@@ -298,7 +328,7 @@ class JsonEndpoint:
                     self._direct = False
                 resp = again
         except (asyncio.TimeoutError, httpx.TimeoutException):
-            raise _Retry(f"no answer within {limit:g} s", kind="timeout") from None
+            raise _Retry(f"no answer within {limit:.3g} s", kind="timeout") from None
         except httpx.TransportError as e:
             raise _Retry(f"connection failed ({type(e).__name__}: {e})") from None
         status = resp.status_code
@@ -308,6 +338,8 @@ class JsonEndpoint:
                 raise RateLimited(
                     f"{url}: rate limited (HTTP 429), asked to retry after {wait:.0f} s", retry_after=wait
                 )
+            if wait is not None:  # before the slot is freed: the call it goes to must wait too
+                self.guard.defer(wait)  # every caller of this endpoint waits, not just this one
             raise _Retry(f"HTTP 429, Retry-After {resp.headers.get('Retry-After')!r}", kind="rate", wait=wait)
         if status >= 500:
             body = resp.text[:300]

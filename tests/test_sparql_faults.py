@@ -202,14 +202,39 @@ async def test_a_query_the_engine_fails_on_says_why_once_and_leaves_the_breaker_
     assert await one_request(kg) == []  # the circuit stayed closed
 
 
-async def test_a_read_the_engine_keeps_failing_is_retried_and_quotes_the_first_line_only(server):
-    from tot_mcp.kg_adapters.errors import EndpointFailed
-
+async def test_a_read_the_engine_keeps_failing_is_retried_and_its_text_stays_in_the_log(server, caplog):
+    """A tool's own query failing says nothing the client can act on: the status reaches it, the body the log."""
     server.default = Reply(500, body=b"java.lang.IllegalStateException: index corrupt\n\tat x.Store.read(Store.java:42)")
-    with pytest.raises(EndpointFailed, match=r"HTTP 500 \(the endpoint failed\): java.lang.IllegalStateException: "
-                       r"index corrupt \(after 3 attempts\)$") as failed:
-        await one_request(make_kg(server))
-    assert "Store.java" not in str(failed.value) and len(server.seen) == 3
+    with caplog.at_level("INFO", logger="tot_mcp.sparql"):
+        with pytest.raises(BackendError, match=r"HTTP 500 \(the endpoint failed\) \(gave up after 3 attempts\)$") as failed:
+            await one_request(make_kg(server))
+    assert "IllegalState" not in str(failed.value) and len(server.seen) == 3
+    assert "index corrupt" in caplog.text
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_no_secret_from_an_endpoints_error_body_reaches_the_client(server, status):
+    """#36: a 5xx body's first line and a 4xx snippet reached the client, through the tools and sparql_query."""
+    from tot_mcp.server.app import describe_kg_error
+
+    server.default = Reply(status, body=b"db password=hunter2 at /srv/app/db.py\n")
+    kg = make_kg(server, retries=0)
+    for call in (one_request(kg), kg.sparql_query("SELECT ?x WHERE { ?x ?p ?o }")):
+        with pytest.raises(BackendError) as failed:
+            await call
+        text = describe_kg_error(failed.value)
+        assert "hunter2" not in text and "/srv" not in text and f"HTTP {status}" in text, text
+
+
+async def test_a_parse_error_of_the_callers_own_query_is_quoted_to_that_caller_only(server):
+    """The engine's first line helps the caller fix a query it wrote; a tool's query is ours, so it is not."""
+    server.default = Reply(400, body=b"Parse error: unexpected token '}' at line 1\n")
+    kg = make_kg(server, retries=0)
+    with pytest.raises(BackendError, match=r"HTTP 400 \(the endpoint refused the request\): Parse error: unexpected"):
+        await kg.sparql_query("SELECT ?x WHERE { ?x ?p ?o }")
+    with pytest.raises(BackendError) as tool:
+        await one_request(kg)
+    assert str(tool.value).endswith("HTTP 400 (the endpoint refused the request)")
 
 
 async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
@@ -283,7 +308,7 @@ async def test_json_of_the_wrong_shape_is_a_clear_error(server):
 
 async def test_a_rejected_query_is_not_retried(server):
     server.default = Reply(400, body=b"Parse error: unexpected token")
-    with pytest.raises(BackendError, match=r"HTTP 400 .*Parse error"):
+    with pytest.raises(BackendError, match=r"HTTP 400 \(the endpoint refused the request\)"):
         await one_request(make_kg(server))
     assert len(server.seen) == 1
 

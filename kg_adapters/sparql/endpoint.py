@@ -14,6 +14,7 @@ import email.utils
 import json
 import logging
 import math
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -257,7 +258,8 @@ class JsonEndpoint:
                         self.attempts += 1
                         tries, sent = tries + 1, True
                         rest = end - time.monotonic()
-                        return await self._once(method, params, form, min(rest, timeout or rest), raw)
+                        return await self._once(method, params, form, min(rest, timeout or rest), raw,
+                                                caller=lane == "caller")
 
                 try:
                     # wait_for, not asyncio.timeout: gather_eager may start this coroutine in one task and finish
@@ -312,8 +314,12 @@ class JsonEndpoint:
         return await self.request("POST" if form else "GET", params, form=form, **options)
 
     async def _once(
-        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None, raw: Raw | None = None
+        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None, raw: Raw | None = None,
+        caller: bool = False,
     ) -> dict:
+        """One attempt. An endpoint's error text goes to the log; the client is told the HTTP status, and of a
+        caller's own query (``caller``) also the engine's first line when it reads as a parser or engine message
+        (:func:`_engine_message`): the caller needs it to fix the query, and it says nothing about the server."""
         url, policy = self.guard.url, self.policy
         limit = min(policy.timeout, timeout) if timeout else policy.timeout
         try:
@@ -345,14 +351,18 @@ class JsonEndpoint:
             body = resp.text[:300]
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
-            log.debug("%s: HTTP %s: %s", url, status, _snippet(body))
-            raise _Retry(f"HTTP {status} (the endpoint failed)", said=_engine_message(body, resp.headers))
+            log.info("%s: HTTP %s %s", url, status, _snippet(body))
+            said = _engine_message(body, resp.headers) if caller else None
+            raise _Retry(f"HTTP {status} (the endpoint failed)", said=said)
         if 300 <= status < 400:
             where = resp.headers.get("location", "?")
             raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that "
                                  "URL if you trust it (redirects are not followed)")
         if status >= 400:
-            raise BackendRefused(f"{url}: HTTP {status} {_snippet(resp.text)}")
+            log.info("%s: HTTP %s %s", url, status, _snippet(resp.text))
+            said = _engine_message(resp.text[:2000], resp.headers) if caller else None
+            raise BackendRefused(f"{url}: HTTP {status} (the endpoint refused the request)"
+                                 + (f": {said}" if said else ""))
         if resp.content[-200:].rstrip().endswith(_ENGINE_CANCELLED):  # oxigraph --timeout-s
             raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit")
         if raw is not None:
@@ -447,14 +457,24 @@ def _as_is(obj: dict) -> dict:
     return obj
 
 
+#: words of a parser's or engine's message about a query ("Parse error: unexpected token", "The custom function
+#: <http://x/f> is not supported"); only a first line with one of them is quoted to the caller whose query it was
+_ENGINE_WORDS = re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|expected|encountered|supported|"
+                           r"unsupported|unknown|undefined|unbound|not allowed|invalid|query)\b")
+#: and never one that looks like it carries a secret or a server's insides
+_SECRET_WORDS = re.compile(r"(?i)(passw|pwd|secret|api[_-]?key|credential|bearer|\w=\S|\bat [\w$.]+\(|"
+                           r"/home/|/srv/|/var/|/etc/|/opt/)")
+
+
 def _engine_message(body: str, headers: httpx.Headers) -> str | None:
     """The first line of a plain-text error body ("The custom function <http://x/f> is not supported"), at most
-    200 characters: what an engine says of a query it failed on. Not an HTML page (a proxy's), and of a stack trace
-    only its first line."""
+    200 characters, when it reads as what an engine says of a query it could not run (:data:`_ENGINE_WORDS`) and
+    carries nothing that looks secret (:data:`_SECRET_WORDS`). Not an HTML page (a proxy's), not a stack trace's
+    exception line, not arbitrary text: a misconfigured endpoint's ``db password=…`` stays in the log (#36)."""
     if "html" in headers.get("content-type", "").lower():
         return None
     line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
-    if not line or line.lstrip().startswith("<"):
+    if not line or line.lstrip().startswith("<") or not _ENGINE_WORDS.search(line) or _SECRET_WORDS.search(line):
         return None
     return line[:200] + ("…" if len(line) > 200 else "")
 

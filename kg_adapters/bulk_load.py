@@ -279,8 +279,11 @@ class BulkLoader:
             raise InvalidInput("no files to load")
         paths = [Path(s).expanduser() for s in sources]
         for p in paths:
-            if not p.is_file():
+            if not p.exists():
                 raise InvalidInput(f"file to load not found: {p}")
+            if not p.is_file():  # #36: a directory, FIFO or device was "not found", which misleads
+                raise InvalidInput(f"{p} is not a regular file (a directory, FIFO or device); give the files to "
+                                   "load")
         kinds = [_kind(p, fmt) for p in paths]
         t0 = time.perf_counter()
         state = LoadState.read(self.state_file)

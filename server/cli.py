@@ -223,6 +223,9 @@ def run_check(runtime) -> int:
         if err is not None or info.unreachable:
             failed += 1
             print(f"{name}: FAILED: {err if err is not None else info.unreachable}")
+        elif unfinished := getattr(runtime.kgs[name], "unfinished_load", None):  # holds part of its data
+            failed += 1
+            print(f"{name}: FAILED: {unfinished}")
         elif info.triples == 0:  # e.g. the store a failed `tot-mcp load` left: every call would come back empty
             failed += 1
             print(f"{name}: FAILED: the KG is empty (0 triples), so every call would find nothing; if it is a store, "

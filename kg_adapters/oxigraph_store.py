@@ -247,8 +247,6 @@ class InMemoryLabelSearch:
 # -- the backend -----------------------------------------------------------------------------------------------
 class OxigraphKG(LabelledEdgesKG):
     capabilities = Capabilities(backend="oxigraph", sparql=True)
-    #: set by open_store: what a ``tot-mcp load`` into this store left unfinished (``--check`` fails on it)
-    unfinished_load: str | None = None
 
     def __init__(
         self,
@@ -861,28 +859,8 @@ def open_store(name: str, path: str | Path | None, limits: Limits | None, option
         raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
     from .sparql.workers import StoreSource
 
-    kg = OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path),
-                    query_source=StoreSource(store=str(path)), **opts)
-    kg.unfinished_load = unfinished_load(path)
-    return kg
-
-
-def unfinished_load(path: Path) -> str | None:
-    """What ``tot-mcp load`` left unfinished in the store at ``path``, per its load state beside it (None: nothing,
-    or no state: a store made otherwise). A store a load stopped in half-way holds the triples read before the
-    stop, so it is not empty, yet answers short: ``--check`` must not call it OK (#36: "2,000 triples … OK")."""
-    from .bulk_load import LoadState, state_path
-
-    try:
-        state = LoadState.read(state_path(path))
-    except InvalidInput as e:
-        return str(e)
-    left = [Path(f.path).name for f in state.files.values() if not f.done]
-    if not left:
-        return None
-    return (f"the load into {path} stopped before the end of {', '.join(left[:3])}"
-            + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-            + f"; resume it (tot-mcp load FILES --into {path}) or load again with --restart")
+    return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path),
+                      query_source=StoreSource(store=str(path)), **opts)
 
 
 class StoreOptions(BaseModel):

@@ -51,9 +51,10 @@ def state_path(store_dir: Path) -> Path:
 
 
 def unfinished_load(path: Path) -> str | None:
-    """What ``tot-mcp load`` left unfinished in the store at ``path``, per its load state beside it (None: nothing,
-    or no state: a store made otherwise). A store a load stopped in half-way holds the triples read before the
-    stop, so it is not empty, yet answers short: ``--check`` must not call it OK (#36: "2,000 triples … OK")."""
+    """What ``tot-mcp load`` left unfinished in the store at ``path``, per its load state beside it
+    (None: nothing, or no state: a store made otherwise). A store a load stopped in half-way holds
+    the triples read before the stop, so it is not empty, yet answers short: ``--check`` must not
+    call it OK (#36: "2,000 triples … OK")."""
     try:
         state = LoadState.read(state_path(path))
     except InvalidInput as e:
@@ -298,8 +299,8 @@ class BulkLoader:
             if not p.exists():
                 raise InvalidInput(f"file to load not found: {p}")
             if not p.is_file():  # #36: a directory, FIFO or device was "not found", which misleads
-                raise InvalidInput(f"{p} is not a regular file (a directory, FIFO or device); give the files to "
-                                   "load")
+                raise InvalidInput(f"{p} is not a regular file (a directory, FIFO or device); "
+                                   "give the files to load")
         kinds = [_kind(p, fmt) for p in paths]
         t0 = time.perf_counter()
         state = LoadState.read(self.state_file)

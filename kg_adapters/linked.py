@@ -10,10 +10,11 @@ This is the one place that decides which KG answers a call:
   equivalent names the entity asked about in ``via``;
 * ``describe_entity`` adds ``same_as`` in every linked KG.
 
-A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when every KG did. A KG
-that is slow is not waited for: once one KG has answered a fan-out, the others get ``[linking] wait`` seconds more,
-and a link into another KG gets as long; one that takes longer is left out of that answer, named in a warning, and
-not asked again in the same call (#36: a stalled endpoint held a healthy KG's answers for 92 s).
+A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when
+every KG did. A KG that is slow is not waited for: once one KG has answered a fan-out, the others
+get ``[linking] wait`` seconds more, and a link into another KG gets as long; one that takes longer
+is left out of that answer, named in a warning, and not asked again in the same call (#36: a stalled
+endpoint held a healthy KG's answers for 92 s).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class Report:
 
     warnings: list[str] = field(default_factory=list)
     failed: bool = False
-    slow: set[str] = field(default_factory=set)  # KGs that did not answer in time: not asked again in this call
+    # KGs that did not answer in time: not asked again in this call
+    slow: set[str] = field(default_factory=set)
 
     def too_slow(self, kg_name: str, wait: float, what: str, lately: bool = False) -> None:
         self.failed = True
@@ -84,8 +86,8 @@ class Matches(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-#: seconds a KG that did not answer in time is not waited for (it is still asked: an answer it gives before the
-#: others are done is used, and clears this); after that, one call waits for it again
+#: seconds a KG that did not answer in time is not waited for (it is still asked: an answer it gives
+#: before the others are done is used, and clears this); after that, one call waits for it again
 STALL_MEMORY = 30.0
 
 #: IDs of one KG a chain of links carries on into the next KG (a label that names many things stops widening there)
@@ -173,8 +175,8 @@ class LinkedKG(LabelledEdgesKG):
         return until is not None and time.monotonic() < until
 
     def _too_slow(self, report: Report, kg_name: str, what: str) -> None:
-        """``kg_name`` did not answer in time: say so, and do not wait for it for a while (shared by every
-        selection of these KGs, through the linker)."""
+        """``kg_name`` did not answer in time: say so, and do not wait for it for a while (shared by
+        every selection of these KGs, through the linker)."""
         lately = self._stalled(kg_name)
         if not lately:
             self.linker.stalled[kg_name] = time.monotonic() + STALL_MEMORY
@@ -232,10 +234,12 @@ class LinkedKG(LabelledEdgesKG):
         return out
 
     async def prefetch(self, entity_ids: list[str], report: Report | None = None) -> None:
-        """Warm the link cache for many entities at once, level by level as :meth:`equivalents` walks the rules
-        (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity calls after it are cache hits.
-        A partner slower than ``linker.wait`` is skipped (and named in ``report``)."""
-        report = report if report is not None else Report()  # else nobody reads it: equivalents() reports
+        """Warm the link cache for many entities at once, level by level as :meth:`equivalents`
+        walks the rules (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity
+        calls after it are cache hits. A partner slower than ``linker.wait`` is skipped (and named
+        in ``report``)."""
+        # else nobody reads it: equivalents() reports
+        report = report if report is not None else Report()
         wait = self.linker.wait
         frontier = list(dict.fromkeys(entity_ids))
         came_from: set[str] = set()
@@ -274,8 +278,9 @@ class LinkedKG(LabelledEdgesKG):
                 break
 
     async def _links(self, entity_id: str, other: str, report: Report) -> list[str]:
-        """One pairwise step (the linker's answer, cached there), within ``linker.wait`` seconds: a KG that did
-        not answer in time is named in ``report`` and not asked again for the rest of the call."""
+        """One pairwise step (the linker's answer, cached there), within ``linker.wait`` seconds: a
+        KG that did not answer in time is named in ``report`` and not asked again for the rest of
+        the call."""
         links = self.linker.known(entity_id, other)
         if links is None:
             if other in report.slow:
@@ -283,15 +288,18 @@ class LinkedKG(LabelledEdgesKG):
             if self._stalled(other):
                 self._too_slow(report, other, "links into it are missing")
                 return []
-            try:  # wait_for, not asyncio.timeout: gather_eager may finish this in another task than it began
-                links = await asyncio.wait_for(self.linker.equivalents(entity_id, other), self.linker.wait)
+            # wait_for, not asyncio.timeout: gather_eager may finish this in another task than it
+            # began
+            try:
+                asked = self.linker.equivalents(entity_id, other)
+                links = await asyncio.wait_for(asked, self.linker.wait)
             except TimeoutError:
                 self._too_slow(report, other, "links into it are missing")
                 return []
             except BackendError as e:
                 report.failed = True
-                report.note(f"linking {entity_id} into KG {other!r} failed ({e}); its equivalents there are "
-                            "missing")
+                report.note(f"linking {entity_id} into KG {other!r} failed ({e}); "
+                            "its equivalents there are missing")
                 return []
             self.linker.stalled.pop(other, None)
         if links.note:
@@ -339,10 +347,11 @@ class LinkedKG(LabelledEdgesKG):
         self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report,
         progress: Progress | None = None, others_answered: bool = False,
     ) -> list[tuple[str, T]]:
-        """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the first is raised
-        (a bad query reads as a bad query, not as an empty result). Once one KG has answered (or, with
-        ``others_answered``, at once), the rest get ``linker.wait`` seconds more; a KG slower than that is left out
-        and named in ``report``. ``progress(done, total, kg_name)`` is awaited as each KG answers."""
+        """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the
+        first is raised (a bad query reads as a bad query, not as an empty result). Once one KG has
+        answered (or, with ``others_answered``, at once), the rest get ``linker.wait`` seconds more;
+        a KG slower than that is left out and named in ``report``. ``progress(done, total,
+        kg_name)`` is awaited as each KG answers."""
         done = 0
 
         async def one(kg: KnowledgeGraph) -> T:
@@ -354,13 +363,15 @@ class LinkedKG(LabelledEdgesKG):
                 if progress is not None and not asyncio.current_task().cancelling():
                     await progress(done, len(names), kg.name)
 
-        if len(names) == 1 and not others_answered:  # no task to spawn: a measurable share of a ~2 ms call
+        # no task to spawn: a measurable share of a ~2 ms call
+        if len(names) == 1 and not others_answered:
             return [(names[0], await one(self.kgs[names[0]]))]
         tasks = [asyncio.ensure_future(one(self.kgs[n])) for n in names]
         pending: set = set(tasks)
         try:
-            # the first answer is waited for as long as it takes (each KG bounds its own calls); the others then
-            # get `wait` seconds more, so one stalled KG cannot hold the answers of the rest
+            # the first answer is waited for as long as it takes (each KG bounds its own calls); the
+            # others then get `wait` seconds more, so one stalled KG cannot hold the answers of the
+            # rest
             if not others_answered:
                 _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             waited = {t for t, n in zip(tasks, names) if t in pending and not self._stalled(n)}
@@ -395,8 +406,8 @@ class LinkedKG(LabelledEdgesKG):
         self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report,
         others_answered: bool = False,
     ) -> list[tuple[str, T]]:
-        """``call`` on the members named, as the fan-out calls them: the slow and the failed ones left out, in
-        ``report``."""
+        """``call`` on the members named, as the fan-out calls them: the slow and the failed ones
+        left out, in ``report``."""
         return await self._each(names, call, report, others_answered=others_answered)
 
     # -- interface ------------------------------------------------------------------------------------------------

@@ -95,9 +95,11 @@ class LinkingConfig(BaseModel):
     )
     cache_size: int = Field(default=100_000, ge=1, description="Link answers kept (entity × target KG).")
     max_label_matches: int = Field(default=20, ge=1, description="Label links kept per entity and KG.")
-    wait: float = Field(default=3.0, gt=0, le=600, description="Seconds a call waits for a KG once another KG has "
-                        "answered it, and for one link into another KG; a KG slower than that is named in a "
-                        "warning and left out of that answer (a stalled endpoint must not hold the others).")
+    wait: float = Field(
+        default=3.0, gt=0, le=600,
+        description="Seconds a call waits for a KG once another KG has answered it, and for one "
+        "link into another KG; a KG slower than that is named in a warning and left out of that "
+        "answer (a stalled endpoint must not hold the others).")
 
 
 def with_flags(config: LinkingConfig, no_link: bool = False, pairs: Iterable[str] = ()) -> LinkingConfig:
@@ -241,7 +243,8 @@ class Linker:
         self.rules = list(rules)
         self.max_label_matches = max_label_matches
         self.wait = wait  # read by LinkedKG, which bounds its calls to partner KGs with it
-        self.stalled: dict[str, float] = {}  # LinkedKG's: KG name → until when it is not waited for
+        # LinkedKG's: KG name → until when it is not waited for
+        self.stalled: dict[str, float] = {}
         self._cache: LRU[Links] = LRU(cache_size)
         self._partners: dict[str, list[str]] = {}
         for r in self.rules:

@@ -39,10 +39,12 @@ class RelationNames:
 
     @classmethod
     async def of(cls, kg: KnowledgeGraph) -> RelationNames:
-        """The members' vocabularies; those that must be asked (``info()``) are asked at once, and through a
-        linked KG only as long as it waits for a member (a stalled endpoint is unavailable, not a wait of its
-        whole deadline — #36: ``initialize(kg="good")`` took 91.7 s beside one)."""
-        from .linked import LinkedKG, Report  # linked imports this module's neighbours, not this module
+        """The members' vocabularies; those that must be asked (``info()``) are asked at once, and
+        through a linked KG only as long as it waits for a member (a stalled endpoint is
+        unavailable, not a wait of its whole deadline — #36: ``initialize(kg="good")`` took 91.7 s
+        beside one)."""
+        # imported here: linked imports this module's neighbours (not this module)
+        from .linked import LinkedKG, Report
 
         out = cls()
         members = kg.members()
@@ -55,7 +57,8 @@ class RelationNames:
                 return None
 
         if isinstance(kg, LinkedKG) and len(members) > 1:  # a KG not answering in time is left out
-            infos = dict(await kg.answering(asked, info, Report(), others_answered=len(asked) < len(members)))
+            some_answered = len(asked) < len(members)  # those that list their vocabulary
+            infos = dict(await kg.answering(asked, info, Report(), others_answered=some_answered))
         else:
             infos = {name: await info(members[name]) for name in asked}
         for name, member in members.items():

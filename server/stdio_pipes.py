@@ -23,12 +23,14 @@ from contextlib import asynccontextmanager, suppress
 
 #: input held before the reader pauses the pipe (the client then blocks, as it would on a full pipe)
 _HIGH_WATER = 1 << 20
-#: the longest line read (a request); a longer one is dropped as it arrives and answered with one JSON-RPC error.
-#: #36: one 200 MB line cost +784 MB. Checked per chunk read, so a line may run one chunk (256 KiB) over.
+#: the longest line read (a request); a longer one is dropped as it arrives and answered with one
+#: JSON-RPC error. #36: one 200 MB line cost +784 MB. Checked per chunk read, so a line may run one
+#: chunk (256 KiB) over.
 MAX_LINE = 16 << 20
-_TOO_LONG = (json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-    "code": -32600, "message": f"Invalid Request: a line longer than {MAX_LINE:,} bytes was dropped unread"}})
-    + "\n")
+_TOO_LONG = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+    "code": -32600,
+    "message": f"Invalid Request: a line longer than {MAX_LINE:,} bytes was dropped unread",
+}}) + "\n"
 
 
 def _is_pipe(fd: int) -> bool:
@@ -72,7 +74,8 @@ class _LineReader(asyncio.Protocol):
             data, self._skipping = data[end + 1 :], False
         self._buf += data
         last = self._buf.rfind(b"\n")
-        if len(self._buf) - last - 1 > MAX_LINE:  # the line being read is too long: drop it, not buffer it
+        # the line being read is too long: drop it, not buffer it
+        if len(self._buf) - last - 1 > MAX_LINE:
             del self._buf[last + 1 :]
             self._scanned = min(self._scanned, len(self._buf))
             self._skipping = True

@@ -194,7 +194,8 @@ def test_a_directory_fifo_or_device_is_named_for_what_it_is_not_called_missing(t
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     for path in (tmp_path, fifo, Path("/dev/zero")):
-        with pytest.raises(InvalidInput, match=r"is not a regular file \(a directory, FIFO or device\)"):
+        with pytest.raises(InvalidInput,
+                           match=r"is not a regular file \(a directory, FIFO or device\)"):
             BulkLoader(tmp_path / "st", progress=False).load([path])
 
 

@@ -53,7 +53,8 @@ def test_handle_ttl_must_be_a_finite_positive_number(value, capsys):
 def test_handle_ttl_in_the_config_must_be_finite_and_positive(value, tmp_path, capsys):
     """#36: ``[server] handle_ttl = inf`` was accepted (handles that never expire)."""
     config = tmp_path / "tot.toml"
-    config.write_text(f'[kgs]\nmovies = "embedded"\n[server]\nhandle_ttl = {value}\n', encoding="utf-8")
+    config.write_text(f'[kgs]\nmovies = "embedded"\n[server]\nhandle_ttl = {value}\n',
+                      encoding="utf-8")
     assert main(["--config", str(config), "--check"]) == 2
     assert "handle_ttl" in capsys.readouterr().err
 

@@ -1,7 +1,8 @@
-"""A hostile endpoint's answer is bounded in what it parses to, not only in bytes (#36, item 6): 51 MB of valid
-SPARQL JSON (180k small bindings, under the 64 MiB cap) cost +695 MB RSS for one ``get_relations`` and stalled
-the event loop 3.5 s. Now its JSON items are counted as it is read, before anything is built; beyond the cap the call is refused with
-one line naming the endpoint, and a big answer under it is parsed in a worker thread."""
+"""A hostile endpoint's answer is bounded in what it parses to, not only in bytes (#36, item 6):
+51 MB of valid SPARQL JSON (180k small bindings, under the 64 MiB cap) cost +695 MB RSS for one
+``get_relations`` and stalled the event loop 3.5 s. Now its JSON items are counted as it is read,
+before anything is built; beyond the cap the call is refused with one line naming the endpoint, and
+a big answer under it is parsed in a worker thread."""
 
 from __future__ import annotations
 
@@ -22,20 +23,25 @@ TESTS = Path(__file__).resolve().parent
 
 
 def bindings(n: int, width: int = 0) -> bytes:
-    """SPARQL JSON of ``n`` one-column bindings, built as bytes (no Python objects to inflate the baseline)."""
+    """SPARQL JSON of ``n`` one-column bindings, built as bytes (no Python objects to inflate the
+    baseline)."""
     pad = b"x" * width
-    rows = b",".join(b'{"r":{"type":"uri","value":"http://example.org/p/%d%s"}}' % (i, pad) for i in range(n))
+    row = b'{"r":{"type":"uri","value":"http://example.org/p/%d%s"}}'
+    rows = b",".join(row % (i, pad) for i in range(n))
     return b'{"head":{"vars":["r"]},"results":{"bindings":[' + rows + b"]}}"
 
 
 def kg_at(url: str):
-    return open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01, timeout=20)
+    return open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01,
+                          timeout=20)
 
 
 def test_the_count_is_never_under_what_json_builds():
     import json
 
-    for body in (bindings(3), b"[]", b"{}", b'[1,[2,{"a":[3,4]}],"x,y"]', b'{"a":{"b":{}},"c":[[],[1]]}'):
+    shapes = (bindings(3), b"[]", b"{}", b'[1,[2,{"a":[3,4]}],"x,y"]',
+              b'{"a":{"b":{}},"c":[[],[1]]}')
+    for body in shapes:
         built = 0
         stack = [json.loads(body)]
         while stack:
@@ -58,11 +64,13 @@ async def test_an_answer_of_too_many_items_is_refused_in_one_line_naming_the_end
         assert len(server.seen) == 1  # a refusal: not asked again
     text = str(refused.value)
     assert "\n" not in text and text.startswith(server.url)
-    assert f"holds more than {MAX_JSON_ITEMS:,} JSON items (rows, values); select fewer rows" in text
+    assert f"holds more than {MAX_JSON_ITEMS:,} JSON items (rows, values); select fewer rows" \
+        in text
 
 
 async def test_a_big_answer_under_the_cap_is_parsed_off_the_event_loop():
-    """6 MB of 60k bindings: the loop goes on ticking while it is parsed (before: one stall of the whole parse)."""
+    """6 MB of 60k bindings: the loop goes on ticking while it is parsed (before: one stall of the
+    whole parse)."""
     with FaultServer() as server:
         server.default = Reply(body=bindings(60_000, width=40))
         kg = kg_at(server.url)
@@ -95,7 +103,8 @@ def status_mb(field):
     with open("/proc/self/status") as f:
         return next(int(ln.split()[1]) for ln in f if ln.startswith(field + ":")) / 1024
 
-def reset_peak():  # Linux >= 4.0: VmHWM back to the current RSS, so building the body does not count
+# Linux >= 4.0: VmHWM back to the current RSS, so building the body does not count
+def reset_peak():
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
 
@@ -106,8 +115,8 @@ with FaultServer() as server:
         kg = kg_at(server.url)
         reset_peak()
         before = status_mb("VmRSS")
-        out = await asyncio.gather(*(kg.get_relations(["h:~aHR0cDovL2V4YW1wbGUub3JnL2E"]) for _ in range(n)),
-                                   return_exceptions=True)
+        calls = (kg.get_relations(["h:~aHR0cDovL2V4YW1wbGUub3JnL2E"]) for _ in range(n))
+        out = await asyncio.gather(*calls, return_exceptions=True)
         peak = status_mb("VmHWM")
         assert all(isinstance(o, BackendError) for o in out), out
         return peak - before
@@ -117,12 +126,13 @@ with FaultServer() as server:
 
 @pytest.mark.parametrize(("calls", "bound"), [(1, 200), (4, 400)])
 def test_rss_grows_by_at_most_200_mb_on_a_51_mb_answer(calls, bound):
-    """Measured in a child process: the peak RSS during the calls over the RSS before them. Four at once hold
-    four bodies (the byte cap is per answer) but parse none (#36: +695 MB for one, +1.6 GB for four)."""
+    """Measured in a child process: the peak RSS during the calls over the RSS before them. Four
+    at once hold four bodies (the byte cap is per answer) but parse none (#36: +695 MB for one,
+    +1.6 GB for four)."""
     import json
 
-    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(TESTS), str(calls)], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(TESTS), str(calls)],
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["size_mb"] > 48

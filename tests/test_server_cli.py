@@ -139,7 +139,8 @@ def test_check_fails_for_the_empty_store_a_failed_load_leaves(tmp_path):
 
 
 def test_check_fails_for_a_store_whose_load_stopped_half_way(tmp_path):
-    """#36 (low): a load that committed 2,000 triples and then stopped at a bad line passed --check ("OK")."""
+    """#36 (low): a load that committed 2,000 triples and then stopped at a bad line passed --check
+    ("OK")."""
     bad = tmp_path / "half.nt"
     good = "".join(f"<http://x/e{i}> <http://x/r> <http://x/e{i + 1}> .\n" for i in range(2000))
     bad.write_text(good + '<a> <b> "unterminated .\n', encoding="utf-8")

@@ -159,9 +159,9 @@ def test_a_regular_file_as_stdin_is_served_too(tmp_path):
 
 
 def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_error():
-    """#36: one 200 MB line cost +784 MB. A line over ``MAX_LINE`` (16 MiB) is dropped as it is read, answered
-    with a JSON-RPC -32600 (id null: it was never parsed), and the session goes on; the server's peak RSS grows by
-    far less than the line."""
+    """#36: one 200 MB line cost +784 MB. A line over ``MAX_LINE`` (16 MiB) is dropped as it is
+    read, answered with a JSON-RPC -32600 (id null: it was never parsed), and the session goes on;
+    the server's peak RSS grows by far less than the line."""
     import json
     import subprocess
 
@@ -179,7 +179,8 @@ def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_erro
                 return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
 
         before = peak_mb()
-        chunk = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"_meta": {"pad": "' + b"x" * (1 << 20)
+        head = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"_meta": {"pad": "'
+        chunk = head + b"x" * (1 << 20)
         p.stdin.write(chunk + b"x" * (1 << 20) * 199 + b'"}}}\n')  # ~200 MB on one line
         p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode() + b"\n")
         p.stdin.flush()

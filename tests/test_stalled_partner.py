@@ -1,7 +1,8 @@
-"""A stalled endpoint harms only itself (#36, item 5): beside a KG whose endpoint accepts requests and never
-answers, a healthy KG label-linked to it answers ``get_relations``, ``initialize(kg=…)`` and ``list_kgs`` within
-5 s each (they took 91.7 s, 91.7 s and 183 s), naming the KG that did not answer. The real server over stdio,
-default ``[linking] wait``; the endpoint is a scripted loopback server (``tests/sparql_fault_server.py``)."""
+"""A stalled endpoint harms only itself (#36, item 5): beside a KG whose endpoint accepts requests
+and never answers, a healthy KG label-linked to it answers ``get_relations``, ``initialize(kg=…)``
+and ``list_kgs`` within 5 s each (they took 91.7 s, 91.7 s and 183 s), naming the KG that did not
+answer. The real server over stdio, default ``[linking] wait``; the endpoint is a scripted loopback
+server (``tests/sparql_fault_server.py``)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ async def test_a_healthy_kg_answers_within_5_s_beside_a_stalled_linked_one(stall
     config = tmp_path / "tot.toml"
     config.write_text(
         f'[kg.good]\nspec = "{FIXTURES / "linked_wd.ttl"}"\nbackend = "memory"\n\n'
-        f'[kg.bad]\nspec = "sparql:{stalled.url}"\nsearch_api = "none"\n',  # default timeout 30 s, 2 retries
+        # default timeout 30 s, 2 retries
+        f'[kg.bad]\nspec = "sparql:{stalled.url}"\nsearch_api = "none"\n',
         encoding="utf-8")
     async with stdio_session(["--config", str(config)]) as session:
         started = time.monotonic()
@@ -48,8 +50,10 @@ async def test_a_healthy_kg_answers_within_5_s_beside_a_stalled_linked_one(stall
         assert not rels.is_error and rels.structured_content["relations"], text_of(rels)
         assert took < BOUND, f"get_relations took {took:.1f} s"
         assert rels.structured_content["partial"]
-        assert any("KG 'bad' did not answer within 3 s" in w for w in rels.structured_content["warnings"])
-        started = time.monotonic()  # a KG that did not answer lately is not waited for again at once
+        warnings = rels.structured_content["warnings"]
+        assert any("KG 'bad' did not answer within 3 s" in w for w in warnings)
+        # a KG that did not answer lately is not waited for again at once
+        started = time.monotonic()
         again = await session.call_tool("get_relations", {"entity_ids": [entity]})
         assert time.monotonic() - started < 1.0 and again.structured_content["partial"]
 

@@ -46,8 +46,9 @@ class Policy:
     """How hard to try one endpoint. Times in seconds."""
 
     timeout: float = 30.0  # total per request; below WDQS's 60 s server-side cap
-    # the most one call may take, all attempts, back-off and queueing for a slot included (None: ``timeout``). A
-    # stalled endpoint then costs a caller one timeout, not (retries + 1) × timeout: #36 measured 92.8 s a call.
+    # the most one call may take, all attempts, back-off and queueing for a slot included (None:
+    # ``timeout``). A stalled endpoint then costs a caller one timeout, not (retries + 1) ×
+    # timeout: #36 measured 92.8 s a call.
     deadline: float | None = None
     retries: int = 2  # extra attempts after 5xx, timeouts, connection errors, broken JSON, 429
     backoff: float = 0.5  # first retry delay, doubled each time
@@ -258,18 +259,21 @@ class JsonEndpoint:
                         self.attempts += 1
                         tries, sent = tries + 1, True
                         rest = end - time.monotonic()
-                        return await self._once(method, params, form, min(rest, timeout or rest), raw,
+                        limit = min(rest, timeout or rest)
+                        return await self._once(method, params, form, limit, raw,
                                                 caller=lane == "caller")
 
                 try:
-                    # wait_for, not asyncio.timeout: gather_eager may start this coroutine in one task and finish
-                    # it in another, and asyncio.timeout would cancel the first
+                    # wait_for, not asyncio.timeout: gather_eager may start this coroutine in one
+                    # task and finish it in another, and asyncio.timeout would cancel the first
                     result = await asyncio.wait_for(attempt_once(), left)
                     ok = True
                     return result
-                except TimeoutError:  # the deadline passed: queued for a slot, waiting out a 429, or sending
-                    what = f"no answer within {budget:.3g} s" if sent else \
-                        f"no free slot at the endpoint within {budget:.3g} s (other calls hold them)"
+                # the deadline passed: queued for a slot, waiting out a 429, or sending
+                except TimeoutError:
+                    what = f"no answer within {budget:.3g} s" if sent else (
+                        f"no free slot at the endpoint within {budget:.3g} s "
+                        "(other calls hold them)")
                     last = _Retry(what, kind="timeout" if sent else "queued")
                     out_of_time = True
                     break
@@ -291,7 +295,8 @@ class JsonEndpoint:
                     raise
             if last.kind == "rate":
                 raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
-            if last.kind == "queued":  # the endpoint is busy with other calls: says nothing of its health
+            # the endpoint is busy with other calls: says nothing of its health
+            if last.kind == "queued":
                 raise BackendTimeout(f"{url}: {last.what}")
             # a caller's own query timing out, or failing with the engine's reason, says nothing of the endpoint
             ok = None if lane == "caller" and (last.kind == "timeout" or last.said) else False
@@ -299,8 +304,11 @@ class JsonEndpoint:
                 how = f"after {tries} attempts" if tries > 1 else "not retried"
                 raise EndpointFailed(f"{url}: {last.what}: {last.said} ({how})")
             cls = BackendTimeout if last.kind == "timeout" else BackendError
-            why = f"; the call's deadline of {budget:.3g} s passed" if out_of_time and tries <= policy.retries else ""
-            raise cls(f"{url}: {last.what} (gave up after {tries} attempt{'s' if tries != 1 else ''}{why})")
+            why = ""
+            if out_of_time and tries <= policy.retries:
+                why = f"; the call's deadline of {budget:.3g} s passed"
+            plural = "s" if tries != 1 else ""
+            raise cls(f"{url}: {last.what} (gave up after {tries} attempt{plural}{why})")
         finally:
             self.guard.leave(probe, ok)
 
@@ -314,16 +322,18 @@ class JsonEndpoint:
         return await self.request("POST" if form else "GET", params, form=form, **options)
 
     async def _once(
-        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None, raw: Raw | None = None,
-        caller: bool = False,
+        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None,
+        raw: Raw | None = None, caller: bool = False,
     ) -> dict:
-        """One attempt. An endpoint's error text goes to the log; the client is told the HTTP status, and of a
-        caller's own query (``caller``) also the engine's first line when it reads as a parser or engine message
-        (:func:`_engine_message`): the caller needs it to fix the query, and it says nothing about the server."""
+        """One attempt. An endpoint's error text goes to the log; the client is told the HTTP
+        status, and of a caller's own query (``caller``) also the engine's first line when it reads
+        as a parser or engine message (:func:`_engine_message`): the caller needs it to fix the
+        query, and it says nothing about the server."""
         url, policy = self.guard.url, self.policy
         limit = min(policy.timeout, timeout) if timeout else policy.timeout
         try:
-            bound = raw or Raw(self._headers.get("Accept", "application/json"), MAX_JSON_BYTES, MAX_JSON_ITEMS)
+            accept = self._headers.get("Accept", "application/json")
+            bound = raw or Raw(accept, MAX_JSON_BYTES, MAX_JSON_ITEMS)
             direct = form and self._direct and "query" in params
             resp = await asyncio.wait_for(self._bounded(method, params, form, limit, bound, direct), limit)
             if direct and resp.status_code in (400, 415):  # the query, or the way it was sent? ask by form
@@ -369,7 +379,10 @@ class JsonEndpoint:
             return {"content_type": resp.headers.get("content-type", ""), "body": resp.content}
         body = resp.content  # its JSON items were counted as it was read (_bounded)
         try:
-            data = await asyncio.to_thread(_loads, body) if len(body) > THREAD_PARSE_BYTES else json.loads(body)
+            if len(body) > THREAD_PARSE_BYTES:
+                data = await asyncio.to_thread(_loads, body)
+            else:
+                data = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise _Retry(f"malformed or truncated JSON ({len(resp.content)} bytes)") from None
         except RecursionError:  # JSON nested beyond the parser's stack: this endpoint's fault, not every KG's
@@ -404,10 +417,12 @@ class JsonEndpoint:
                     raise BackendRefused(f"{self.guard.url}: the answer is larger than {raw.max_bytes:,} bytes; "
                                          "select fewer or shorter values")
                 if raw.max_items is not None and resp.status_code < 300:
-                    items += json_items(chunk)  # bytes counted one by one: chunk borders change nothing
+                    # bytes counted one by one: chunk borders change nothing
+                    items += json_items(chunk)
                     if items > raw.max_items:
-                        raise BackendRefused(f"{self.guard.url}: the answer holds more than {raw.max_items:,} "
-                                             "JSON items (rows, values); select fewer rows")
+                        raise BackendRefused(
+                            f"{self.guard.url}: the answer holds more than {raw.max_items:,} "
+                            "JSON items (rows, values); select fewer rows")
                 chunks.append(chunk)
             return httpx.Response(resp.status_code, headers=resp.headers, content=b"".join(chunks),
                                   request=resp.request)
@@ -415,7 +430,8 @@ class JsonEndpoint:
 
 @dataclass(frozen=True)
 class Raw:
-    """What to accept and the most of an answer to read (a body fetched as bytes, or JSON to be parsed)."""
+    """What to accept and the most of an answer to read (a body fetched as bytes, or JSON to be
+    parsed)."""
 
     accept: str
     max_bytes: int
@@ -426,12 +442,14 @@ class Raw:
 #: its own, smaller); beyond it the request fails instead of holding hundreds of MB
 MAX_JSON_BYTES = 64 << 20
 
-#: the most JSON items (see :func:`json_items`) of one answer parsed: #36 measured +695 MB RSS and a 3.5 s stall for
-#: 51 MB of small bindings (180k) under the byte cap. At about 150 bytes an item parsed, this bounds an answer to
-#: ~75 MB of Python objects and ~0.2 s of parsing; a traversal query's answer holds a few thousand items, the
-#: default backward scan (20,000 rows of two columns) about 160,000
+#: the most JSON items (see :func:`json_items`) of one answer parsed: #36 measured +695 MB RSS and a
+#: 3.5 s stall for 51 MB of small bindings (180k) under the byte cap. At about 150 bytes an item
+#: parsed, this bounds an answer to ~75 MB of Python objects and ~0.2 s of parsing; a traversal
+#: query's answer holds a few thousand items, the default backward scan (20,000 rows of two columns)
+#: about 160,000
 MAX_JSON_ITEMS = 500_000
-#: an answer larger than this is parsed in a worker thread (below it, the hop costs more than the parse)
+#: an answer larger than this is parsed in a worker thread (below it, the hop costs more than the
+#: parse)
 THREAD_PARSE_BYTES = 1 << 20
 
 #: what ``oxigraph serve --timeout-s`` writes after the part of the answer it had sent when the time ran out
@@ -439,17 +457,17 @@ _ENGINE_CANCELLED = b"The SPARQL operation has been cancelled"
 
 
 def json_items(body: bytes) -> int:
-    """Containers plus commas: at least half the Python objects ``json.loads(body)`` would build, object keys
-    aside (one parse interns them), since every entry after a container's first follows a comma. Counted on the
-    raw bytes, commas inside strings too, so it may count over, never under; in C, ~30 ms for 25 MB, without
-    building anything."""
+    """Containers plus commas: at least half the Python objects ``json.loads(body)`` would build,
+    object keys aside (one parse interns them), since every entry after a container's first follows
+    a comma. Counted on the raw bytes, commas inside strings too, so it may count over, never under;
+    in C, ~30 ms for 25 MB, without building anything."""
     return body.count(b",") + body.count(b"{") + body.count(b"[")
 
 
 def _loads(body: bytes) -> Any:
-    """``json.loads`` in a worker thread. The C parser holds the GIL for the whole document; a Python hook per
-    object gives the interpreter a point to hand it to the event loop (measured: the loop's longest stall during a
-    12 MB parse fell from 0.20 s to 0.04 s)."""
+    """``json.loads`` in a worker thread. The C parser holds the GIL for the whole document; a
+    Python hook per object gives the interpreter a point to hand it to the event loop (measured: the
+    loop's longest stall during a 12 MB parse fell from 0.20 s to 0.04 s)."""
     return json.loads(body, object_hook=_as_is)
 
 
@@ -457,24 +475,29 @@ def _as_is(obj: dict) -> dict:
     return obj
 
 
-#: words of a parser's or engine's message about a query ("Parse error: unexpected token", "The custom function
-#: <http://x/f> is not supported"); only a first line with one of them is quoted to the caller whose query it was
-_ENGINE_WORDS = re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|expected|encountered|supported|"
-                           r"unsupported|unknown|undefined|unbound|not allowed|invalid|query)\b")
+#: words of a parser's or engine's message about a query ("Parse error: unexpected token", "The
+#: custom function <http://x/f> is not supported"); only a first line with one of them is quoted to
+#: the caller whose query it was
+_ENGINE_WORDS = re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|expected|encountered|"
+                           r"supported|unsupported|unknown|undefined|unbound|not allowed|invalid|"
+                           r"query)\b")
 #: and never one that looks like it carries a secret or a server's insides
-_SECRET_WORDS = re.compile(r"(?i)(passw|pwd|secret|api[_-]?key|credential|bearer|\w=\S|\bat [\w$.]+\(|"
-                           r"/home/|/srv/|/var/|/etc/|/opt/)")
+_SECRET_WORDS = re.compile(r"(?i)(passw|pwd|secret|api[_-]?key|credential|bearer|\w=\S|"
+                           r"\bat [\w$.]+\(|/home/|/srv/|/var/|/etc/|/opt/)")
 
 
 def _engine_message(body: str, headers: httpx.Headers) -> str | None:
-    """The first line of a plain-text error body ("The custom function <http://x/f> is not supported"), at most
-    200 characters, when it reads as what an engine says of a query it could not run (:data:`_ENGINE_WORDS`) and
-    carries nothing that looks secret (:data:`_SECRET_WORDS`). Not an HTML page (a proxy's), not a stack trace's
-    exception line, not arbitrary text: a misconfigured endpoint's ``db password=…`` stays in the log (#36)."""
+    """The first line of a plain-text error body ("The custom function <http://x/f> is not
+    supported"), at most 200 characters, when it reads as what an engine says of a query it could
+    not run (:data:`_ENGINE_WORDS`) and carries nothing that looks secret (:data:`_SECRET_WORDS`).
+    Not an HTML page (a proxy's), not a stack trace's exception line, not arbitrary text: a
+    misconfigured endpoint's ``db password=…`` stays in the log (#36)."""
     if "html" in headers.get("content-type", "").lower():
         return None
     line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
-    if not line or line.lstrip().startswith("<") or not _ENGINE_WORDS.search(line) or _SECRET_WORDS.search(line):
+    if not line or line.lstrip().startswith("<"):
+        return None
+    if not _ENGINE_WORDS.search(line) or _SECRET_WORDS.search(line):
         return None
     return line[:200] + ("…" if len(line) > 200 else "")
 

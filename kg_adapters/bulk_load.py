@@ -50,6 +50,23 @@ def state_path(store_dir: Path) -> Path:
     return store_dir.with_name(store_dir.name + ".load-state.json")
 
 
+def unfinished_load(path: Path) -> str | None:
+    """What ``tot-mcp load`` left unfinished in the store at ``path``, per its load state beside it
+    (None: nothing, or no state: a store made otherwise). A store a load stopped in half-way holds
+    the triples read before the stop, so it is not empty, yet answers short: ``--check`` must not
+    call it OK (#36: "2,000 triples … OK")."""
+    try:
+        state = LoadState.read(state_path(path))
+    except InvalidInput as e:
+        return str(e)
+    left = [Path(f.path).name for f in state.files.values() if not f.done]
+    if not left:
+        return None
+    return (f"the load into {path} stopped before the end of {', '.join(left[:3])}"
+            + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            + f"; resume it (tot-mcp load FILES --into {path}) or load again with --restart")
+
+
 @dataclass
 class FileProgress:
     path: str
@@ -279,8 +296,11 @@ class BulkLoader:
             raise InvalidInput("no files to load")
         paths = [Path(s).expanduser() for s in sources]
         for p in paths:
-            if not p.is_file():
+            if not p.exists():
                 raise InvalidInput(f"file to load not found: {p}")
+            if not p.is_file():  # #36: a directory, FIFO or device was "not found", which misleads
+                raise InvalidInput(f"{p} is not a regular file (a directory, FIFO or device); "
+                                   "give the files to load")
         kinds = [_kind(p, fmt) for p in paths]
         t0 = time.perf_counter()
         state = LoadState.read(self.state_file)

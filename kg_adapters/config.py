@@ -100,7 +100,9 @@ class ServerConfig(_Strict):
     token_env: str | None = Field(default=None, description="Name of the environment variable holding the token.")
     log_level: str | None = None
     handles: int | None = Field(default=None, ge=1, description="Result handles kept (default 2000).")
-    handle_ttl: float | None = Field(default=None, gt=0, description="Seconds a result handle lives (default 3600).")
+    # inf: handles that never expire
+    handle_ttl: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                     description="Seconds a result handle lives (default 3600).")
     stateless: bool | None = Field(default=None, description="HTTP: no sessions, any process answers any request.")
     allowed_hosts: list[str] | None = Field(default=None, description="HTTP: Host header values accepted besides "
                                                                       "the bind address ('*': any).")
@@ -126,7 +128,8 @@ class LLMConfig(_Strict):
     backend: str | None = None
     model: str | None = None
     base_url: str | None = Field(default=None, description="openai / anthropic: the API's base URL.")
-    timeout: float | None = Field(default=None, gt=0, description="Seconds per LLM request.")
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                  description="Seconds per LLM request.")
     max_retries: int | None = Field(default=None, ge=0, description="Retries after a transient LLM failure.")
     client_calls: int | None = Field(default=None, ge=0, description="LLM calls one MCP client may spend on this "
                                      "backend, the operator's key, over the server's life (default 200; 0: none). "

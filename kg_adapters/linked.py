@@ -10,13 +10,18 @@ This is the one place that decides which KG answers a call:
   equivalent names the entity asked about in ``via``;
 * ``describe_entity`` adds ``same_as`` in every linked KG.
 
-A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when every KG did.
+A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when
+every KG did. A KG that is slow is not waited for: once one KG has answered a fan-out, the others
+get ``[linking] wait`` seconds more, and a link into another KG gets as long; one that takes longer
+is left out of that answer, named in a warning, and not asked again in the same call (#36: a stalled
+endpoint held a healthy KG's answers for 92 s).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
@@ -58,6 +63,14 @@ class Report:
 
     warnings: list[str] = field(default_factory=list)
     failed: bool = False
+    # KGs that did not answer in time: not asked again in this call
+    slow: set[str] = field(default_factory=set)
+
+    def too_slow(self, kg_name: str, wait: float, what: str, lately: bool = False) -> None:
+        self.failed = True
+        self.slow.add(kg_name)
+        when = " lately (not waited for until it answers)" if lately else ""
+        self.note(f"KG {kg_name!r} did not answer within {wait:g} s{when}; {what}")
 
     def note(self, text: str) -> None:
         if text not in self.warnings:
@@ -72,6 +85,10 @@ class Matches(BaseModel):
     omitted: int = Field(default=0, description="Fuzzy look-alikes of mentions that matched exactly, left out.")
     warnings: list[str] = Field(default_factory=list)
 
+
+#: seconds a KG that did not answer in time is not waited for (it is still asked: an answer it gives
+#: before the others are done is used, and clears this); after that, one call waits for it again
+STALL_MEMORY = 30.0
 
 #: IDs of one KG a chain of links carries on into the next KG (a label that names many things stops widening there)
 MAX_CHAIN_IDS = 20
@@ -153,6 +170,18 @@ class LinkedKG(LabelledEdgesKG):
             got = self._partners[kg_name] = [p for p in self.linker.partners(kg_name) if p in self.kgs]
         return got
 
+    def _stalled(self, kg_name: str) -> bool:
+        until = self.linker.stalled.get(kg_name)
+        return until is not None and time.monotonic() < until
+
+    def _too_slow(self, report: Report, kg_name: str, what: str) -> None:
+        """``kg_name`` did not answer in time: say so, and do not wait for it for a while (shared by
+        every selection of these KGs, through the linker)."""
+        lately = self._stalled(kg_name)
+        if not lately:
+            self.linker.stalled[kg_name] = time.monotonic() + STALL_MEMORY
+        report.too_slow(kg_name, self.linker.wait, what, lately)
+
     # -- linking --------------------------------------------------------------------------------------------------
     async def equivalents(self, entity_id: str, report: Report | None = None, into: str | None = None
                           ) -> dict[str, list[str]]:
@@ -204,9 +233,14 @@ class LinkedKG(LabelledEdgesKG):
             return {into: out[into]} if into in out else {}
         return out
 
-    async def prefetch(self, entity_ids: list[str]) -> None:
-        """Warm the link cache for many entities at once, level by level as :meth:`equivalents` walks the rules
-        (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity calls after it are cache hits."""
+    async def prefetch(self, entity_ids: list[str], report: Report | None = None) -> None:
+        """Warm the link cache for many entities at once, level by level as :meth:`equivalents`
+        walks the rules (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity
+        calls after it are cache hits. A partner slower than ``linker.wait`` is skipped (and named
+        in ``report``)."""
+        # else nobody reads it: equivalents() reports
+        report = report if report is not None else Report()
+        wait = self.linker.wait
         frontier = list(dict.fromkeys(entity_ids))
         came_from: set[str] = set()
         for _ in range(len(self.kgs) - 1):
@@ -217,9 +251,16 @@ class LinkedKG(LabelledEdgesKG):
             nxt: dict[str, None] = {}
             for name, ids in by_kg.items():
                 for other in self.partners(name):
-                    if other in came_from:
+                    if other in came_from or other in report.slow:
                         continue
-                    await self.linker.prefetch(ids, other)
+                    if self._stalled(other):
+                        self._too_slow(report, other, "links into it are missing")
+                        continue
+                    try:  # wait_for, not asyncio.timeout: see _links
+                        await asyncio.wait_for(self.linker.prefetch(ids, other), wait)
+                    except TimeoutError:
+                        self._too_slow(report, other, "links into it are missing")
+                        continue
                     found: list = []
                     missing = []
                     for e in ids:
@@ -229,7 +270,6 @@ class LinkedKG(LabelledEdgesKG):
                         else:
                             found.append(links.ids)
                     if missing:  # rules the linker cannot apply in bulk: one entity at a time, concurrently
-                        report = Report()  # nobody reads it: equivalents() reports when asked
                         found.extend(await gather_eager(self._links(e, other, report) for e in missing))
                     nxt.update(dict.fromkeys(i for f in found for i in f[:MAX_CHAIN_IDS]))
             came_from.update(by_kg)
@@ -238,13 +278,30 @@ class LinkedKG(LabelledEdgesKG):
                 break
 
     async def _links(self, entity_id: str, other: str, report: Report) -> list[str]:
-        """One pairwise step (the linker's answer, cached there)."""
-        try:
-            links = await self.linker.equivalents(entity_id, other)
-        except BackendError as e:
-            report.failed = True
-            report.note(f"linking {entity_id} into KG {other!r} failed ({e}); its equivalents there are missing")
-            return []
+        """One pairwise step (the linker's answer, cached there), within ``linker.wait`` seconds: a
+        KG that did not answer in time is named in ``report`` and not asked again for the rest of
+        the call."""
+        links = self.linker.known(entity_id, other)
+        if links is None:
+            if other in report.slow:
+                return []
+            if self._stalled(other):
+                self._too_slow(report, other, "links into it are missing")
+                return []
+            # wait_for, not asyncio.timeout: gather_eager may finish this in another task than it
+            # began
+            try:
+                asked = self.linker.equivalents(entity_id, other)
+                links = await asyncio.wait_for(asked, self.linker.wait)
+            except TimeoutError:
+                self._too_slow(report, other, "links into it are missing")
+                return []
+            except BackendError as e:
+                report.failed = True
+                report.note(f"linking {entity_id} into KG {other!r} failed ({e}); "
+                            "its equivalents there are missing")
+                return []
+            self.linker.stalled.pop(other, None)
         if links.note:
             report.note(links.note)
         return list(links.ids)
@@ -288,11 +345,13 @@ class LinkedKG(LabelledEdgesKG):
     # -- fan-out --------------------------------------------------------------------------------------------------
     async def _each(
         self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report,
-        progress: Progress | None = None,
+        progress: Progress | None = None, others_answered: bool = False,
     ) -> list[tuple[str, T]]:
-        """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the first is raised
-        (a bad query reads as a bad query, not as an empty result). ``progress(done, total, kg_name)`` is awaited
-        as each KG answers."""
+        """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the
+        first is raised (a bad query reads as a bad query, not as an empty result). Once one KG has
+        answered (or, with ``others_answered``, at once), the rest get ``linker.wait`` seconds more;
+        a KG slower than that is left out and named in ``report``. ``progress(done, total,
+        kg_name)`` is awaited as each KG answers."""
         done = 0
 
         async def one(kg: KnowledgeGraph) -> T:
@@ -301,14 +360,35 @@ class LinkedKG(LabelledEdgesKG):
                 return await call(kg)
             finally:
                 done += 1
-                if progress is not None:
+                if progress is not None and not asyncio.current_task().cancelling():
                     await progress(done, len(names), kg.name)
 
-        if len(names) == 1:  # no task to spawn: a measurable share of a ~2 ms call
+        # no task to spawn: a measurable share of a ~2 ms call
+        if len(names) == 1 and not others_answered:
             return [(names[0], await one(self.kgs[names[0]]))]
-        outcomes = await asyncio.gather(*(one(self.kgs[n]) for n in names), return_exceptions=True)
+        tasks = [asyncio.ensure_future(one(self.kgs[n])) for n in names]
+        pending: set = set(tasks)
+        try:
+            # the first answer is waited for as long as it takes (each KG bounds its own calls); the
+            # others then get `wait` seconds more, so one stalled KG cannot hold the answers of the
+            # rest
+            if not others_answered:
+                _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            waited = {t for t, n in zip(tasks, names) if t in pending and not self._stalled(n)}
+            if waited:  # a KG that did not answer lately gets no time beyond what the others take
+                await asyncio.wait(waited, timeout=self.linker.wait)
+            pending = {t for t in pending if not t.done()}
+        finally:
+            for t in tasks:
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # the cancelled ones finish closing
         ok, errors = [], []
-        for n, res in zip(names, outcomes, strict=True):
+        for n, task in zip(names, tasks, strict=True):
+            if task in pending:
+                self._too_slow(report, n, "its answer is left out")
+                continue
+            self.linker.stalled.pop(n, None)
+            res = task.exception() or task.result()
             if isinstance(res, KGError):
                 errors.append((n, res))
             elif isinstance(res, BaseException):
@@ -321,6 +401,14 @@ class LinkedKG(LabelledEdgesKG):
             report.failed = True
             report.note(f"KG {n!r} failed: {e}")
         return ok
+
+    async def answering(
+        self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report,
+        others_answered: bool = False,
+    ) -> list[tuple[str, T]]:
+        """``call`` on the members named, as the fan-out calls them: the slow and the failed ones
+        left out, in ``report``."""
+        return await self._each(names, call, report, others_answered=others_answered)
 
     # -- interface ------------------------------------------------------------------------------------------------
     async def find_matches(
@@ -404,7 +492,7 @@ class LinkedKG(LabelledEdgesKG):
         for eid in entity_ids:
             groups.setdefault(self.owner(eid).name, {})[eid] = None
         if len(entity_ids) > 1:
-            await self.prefetch(entity_ids)
+            await self.prefetch(entity_ids, report)
         for eqs in await gather_eager(self.equivalents(eid, report) for eid in entity_ids):
             for other, ids in eqs.items():
                 groups.setdefault(other, {}).update(dict.fromkeys(ids))
@@ -440,7 +528,7 @@ class LinkedKG(LabelledEdgesKG):
         via: dict[str, str] = {}
         unlinked: list[str] = []
         if len(foreign) > 1:
-            await self.prefetch(foreign)
+            await self.prefetch(foreign, report)
         linked = dict(zip(foreign, await gather_eager(self.equivalents(eid, report, into=kg.name)
                                                       for eid in foreign)))
         for eid in entity_ids:

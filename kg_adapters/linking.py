@@ -95,6 +95,11 @@ class LinkingConfig(BaseModel):
     )
     cache_size: int = Field(default=100_000, ge=1, description="Link answers kept (entity × target KG).")
     max_label_matches: int = Field(default=20, ge=1, description="Label links kept per entity and KG.")
+    wait: float = Field(
+        default=3.0, gt=0, le=600,
+        description="Seconds a call waits for a KG once another KG has answered it, and for one "
+        "link into another KG; a KG slower than that is named in a warning and left out of that "
+        "answer (a stalled endpoint must not hold the others).")
 
 
 def with_flags(config: LinkingConfig, no_link: bool = False, pairs: Iterable[str] = ()) -> LinkingConfig:
@@ -231,11 +236,15 @@ class Linker:
         *,
         cache_size: int = 100_000,
         max_label_matches: int = 20,
+        wait: float = 3.0,
     ) -> None:
         check_rules(rules, kgs)
         self.kgs = dict(kgs)
         self.rules = list(rules)
         self.max_label_matches = max_label_matches
+        self.wait = wait  # read by LinkedKG, which bounds its calls to partner KGs with it
+        # LinkedKG's: KG name → until when it is not waited for
+        self.stalled: dict[str, float] = {}
         self._cache: LRU[Links] = LRU(cache_size)
         self._partners: dict[str, list[str]] = {}
         for r in self.rules:
@@ -252,7 +261,7 @@ class Linker:
         """The linker for these KGs: the ``[[link]]`` rules, else label links (see :func:`rules_for`)."""
         config = config or LinkingConfig()
         return cls(kgs, rules_for(kgs, explicit or [], config), cache_size=config.cache_size,
-                   max_label_matches=config.max_label_matches)
+                   max_label_matches=config.max_label_matches, wait=config.wait)
 
     async def probe(self, rule: LinkRule, sample: int = 20) -> Probe:
         """Try ``rule`` on up to ``sample`` entities of its first KG that carry its relation (label rules: not

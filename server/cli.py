@@ -197,6 +197,14 @@ def _configure_logging(level: str) -> None:
     root.setLevel(level)
 
 
+def _unfinished_load(kg) -> str | None:
+    """What a ``tot-mcp load`` left unfinished in the KG's on-disk store, if it has one."""
+    from tot_mcp.kg_adapters.bulk_load import unfinished_load
+
+    store = getattr(getattr(kg, "query_source", None), "store", None)
+    return unfinished_load(Path(store)) if store else None
+
+
 # -- commands -------------------------------------------------------------------------------------------------
 def run_check(runtime) -> int:
     """Print one block per KG (size, load time, relation sample) and the limits; non-zero if a KG fails."""
@@ -223,6 +231,9 @@ def run_check(runtime) -> int:
         if err is not None or info.unreachable:
             failed += 1
             print(f"{name}: FAILED: {err if err is not None else info.unreachable}")
+        elif unfinished := _unfinished_load(runtime.kgs[name]):  # a store holding part of its data
+            failed += 1
+            print(f"{name}: FAILED: {unfinished}")
         elif info.triples == 0:  # e.g. the store a failed `tot-mcp load` left: every call would come back empty
             failed += 1
             print(f"{name}: FAILED: the KG is empty (0 triples), so every call would find nothing; if it is a store, "

@@ -14,6 +14,7 @@ back, blocking again, on exit.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 import sys
@@ -22,6 +23,14 @@ from contextlib import asynccontextmanager, suppress
 
 #: input held before the reader pauses the pipe (the client then blocks, as it would on a full pipe)
 _HIGH_WATER = 1 << 20
+#: the longest line read (a request); a longer one is dropped as it arrives and answered with one
+#: JSON-RPC error. #36: one 200 MB line cost +784 MB. Checked per chunk read, so a line may run one
+#: chunk (256 KiB) over.
+MAX_LINE = 16 << 20
+_TOO_LONG = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+    "code": -32600,
+    "message": f"Invalid Request: a line longer than {MAX_LINE:,} bytes was dropped unread",
+}}) + "\n"
 
 
 def _is_pipe(fd: int) -> bool:
@@ -50,12 +59,27 @@ class _LineReader(asyncio.Protocol):
         self._waiter: asyncio.Future | None = None
         self._transport: asyncio.ReadTransport | None = None
         self._paused = False
+        self._skipping = False  # inside a line over MAX_LINE: dropped up to its newline
+        self.dropped = 0  # lines dropped and not yet answered
+        self.writer: _Writer | None = None  # where a dropped line is answered
 
     def connection_made(self, transport) -> None:
         self._transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if self._skipping:
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            data, self._skipping = data[end + 1 :], False
         self._buf += data
+        last = self._buf.rfind(b"\n")
+        # the line being read is too long: drop it, not buffer it
+        if len(self._buf) - last - 1 > MAX_LINE:
+            del self._buf[last + 1 :]
+            self._scanned = min(self._scanned, len(self._buf))
+            self._skipping = True
+            self.dropped += 1
         if len(self._buf) > _HIGH_WATER and not self._paused and self._transport is not None:
             self._transport.pause_reading()
             self._paused = True
@@ -85,6 +109,9 @@ class _LineReader(asyncio.Protocol):
 
     async def __anext__(self) -> str:
         while True:
+            while self.dropped and self.writer is not None and not self.writer.lost:
+                self.dropped -= 1
+                await self.writer.write(_TOO_LONG)
             end = self._buf.find(b"\n", self._scanned)
             if end >= 0:
                 line = bytes(self._buf[: end + 1])
@@ -183,6 +210,7 @@ async def pipe_stdio() -> AsyncIterator[tuple[_LineReader, _Writer] | tuple[None
     os.close(null)
     os.dup2(2, 1)
     reader, writer = _LineReader(), _Writer()
+    reader.writer = writer
     in_transport = out_transport = None
     try:
         in_transport, _ = await loop.connect_read_pipe(lambda: reader, os.fdopen(wire_in, "rb", 0, closefd=False))

@@ -189,6 +189,16 @@ def test_bad_input_is_a_clear_error_naming_the_line(tmp_path):
         BulkLoader(tmp_path / "st", progress=False).load([tmp_path / "x.bin"])
 
 
+def test_a_directory_fifo_or_device_is_named_for_what_it_is_not_called_missing(tmp_path):
+    """#36 (low): ``tot-mcp load`` said "not found" for a directory, a FIFO or a device."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path in (tmp_path, fifo, Path("/dev/zero")):
+        with pytest.raises(InvalidInput,
+                           match=r"is not a regular file \(a directory, FIFO or device\)"):
+            BulkLoader(tmp_path / "st", progress=False).load([path])
+
+
 def test_cli_loads_resumes_and_reports_errors_with_exit_code_2(tmp_path, triples, capsys):
     store = tmp_path / "st"
     assert main([str(triples), "--into", str(store), "--quiet", "--chunk-lines", "4"]) == 0

@@ -49,6 +49,16 @@ def test_handle_ttl_must_be_a_finite_positive_number(value, capsys):
     assert "--handle-ttl must be a number of seconds > 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["inf", "nan", "-1.0", "0.0"])
+def test_handle_ttl_in_the_config_must_be_finite_and_positive(value, tmp_path, capsys):
+    """#36: ``[server] handle_ttl = inf`` was accepted (handles that never expire)."""
+    config = tmp_path / "tot.toml"
+    config.write_text(f'[kgs]\nmovies = "embedded"\n[server]\nhandle_ttl = {value}\n',
+                      encoding="utf-8")
+    assert main(["--config", str(config), "--check"]) == 2
+    assert "handle_ttl" in capsys.readouterr().err
+
+
 async def test_the_bearer_scheme_is_case_insensitive_and_the_token_is_not():
     async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})

@@ -136,3 +136,18 @@ def test_check_fails_for_the_empty_store_a_failed_load_leaves(tmp_path):
     assert loaded.returncode == 2 and "could not parse" in loaded.stderr
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "x: FAILED: the KG is empty (0 triples)" in checked.stdout and "Traceback" not in checked.stderr
+
+
+def test_check_fails_for_a_store_whose_load_stopped_half_way(tmp_path):
+    """#36 (low): a load that committed 2,000 triples and then stopped at a bad line passed --check
+    ("OK")."""
+    bad = tmp_path / "half.nt"
+    good = "".join(f"<http://x/e{i}> <http://x/r> <http://x/e{i + 1}> .\n" for i in range(2000))
+    bad.write_text(good + '<a> <b> "unterminated .\n', encoding="utf-8")
+    store = tmp_path / "kg.store"
+    loaded = run("load", str(bad), "--into", str(store), "--quiet", "--chunk-lines", "500")
+    checked = run("--kg", f"x=store:{store}", "--check")
+    assert loaded.returncode == 2, loaded.stderr
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert f"x: FAILED: the load into {store} stopped before the end of half.nt" in checked.stdout
+    assert "\nOK" not in checked.stdout

@@ -156,3 +156,41 @@ def test_a_regular_file_as_stdin_is_served_too(tmp_path):
     replies = [json.loads(line) for line in out.read_text().splitlines()]
     assert code == 0
     assert [r["id"] for r in replies] == [1, 2, None] and replies[2]["error"]["code"] == -32700
+
+
+def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_error():
+    """#36: one 200 MB line cost +784 MB. A line over ``MAX_LINE`` (16 MiB) is dropped as it is
+    read, answered with a JSON-RPC -32600 (id null: it was never parsed), and the session goes on;
+    the server's peak RSS grows by far less than the line."""
+    import json
+    import subprocess
+
+    from mcp_client import REPO, SERVER_CMD, server_env
+
+    p = subprocess.Popen([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        p.stdin.write(json.dumps(_initialize()).encode() + b"\n")
+        p.stdin.flush()
+        assert json.loads(p.stdout.readline())["id"] == 1
+
+        def peak_mb() -> float:
+            with open(f"/proc/{p.pid}/status") as f:
+                return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
+
+        before = peak_mb()
+        head = b'{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"_meta": {"pad": "'
+        chunk = head + b"x" * (1 << 20)
+        p.stdin.write(chunk + b"x" * (1 << 20) * 199 + b'"}}}\n')  # ~200 MB on one line
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode() + b"\n")
+        p.stdin.flush()
+        dropped = json.loads(p.stdout.readline())
+        after = json.loads(p.stdout.readline())
+        grew = peak_mb() - before
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+    assert dropped["id"] is None and dropped["error"]["code"] == -32600
+    assert "longer than 16,777,216 bytes" in dropped["error"]["message"]
+    assert after == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    assert grew < 100, f"the server's peak RSS grew {grew:.0f} MB"

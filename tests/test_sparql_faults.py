@@ -202,14 +202,45 @@ async def test_a_query_the_engine_fails_on_says_why_once_and_leaves_the_breaker_
     assert await one_request(kg) == []  # the circuit stayed closed
 
 
-async def test_a_read_the_engine_keeps_failing_is_retried_and_quotes_the_first_line_only(server):
-    from tot_mcp.kg_adapters.errors import EndpointFailed
-
+async def test_a_read_the_engine_keeps_failing_is_retried_and_its_text_stays_in_the_log(
+        server, caplog):
+    """A tool's own query failing says nothing the client can act on: the status reaches it, the
+    body the log."""
     server.default = Reply(500, body=b"java.lang.IllegalStateException: index corrupt\n\tat x.Store.read(Store.java:42)")
-    with pytest.raises(EndpointFailed, match=r"HTTP 500 \(the endpoint failed\): java.lang.IllegalStateException: "
-                       r"index corrupt \(after 3 attempts\)$") as failed:
-        await one_request(make_kg(server))
-    assert "Store.java" not in str(failed.value) and len(server.seen) == 3
+    with caplog.at_level("INFO", logger="tot_mcp.sparql"):
+        gave_up = r"HTTP 500 \(the endpoint failed\) \(gave up after 3 attempts\)$"
+        with pytest.raises(BackendError, match=gave_up) as failed:
+            await one_request(make_kg(server))
+    assert "IllegalState" not in str(failed.value) and len(server.seen) == 3
+    assert "index corrupt" in caplog.text
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_no_secret_from_an_endpoints_error_body_reaches_the_client(server, status):
+    """#36: a 5xx body's first line and a 4xx snippet reached the client, through the tools and
+    sparql_query."""
+    from tot_mcp.server.app import describe_kg_error
+
+    server.default = Reply(status, body=b"db password=hunter2 at /srv/app/db.py\n")
+    kg = make_kg(server, retries=0)
+    for call in (one_request(kg), kg.sparql_query("SELECT ?x WHERE { ?x ?p ?o }")):
+        with pytest.raises(BackendError) as failed:
+            await call
+        text = describe_kg_error(failed.value)
+        assert "hunter2" not in text and "/srv" not in text and f"HTTP {status}" in text, text
+
+
+async def test_a_parse_error_of_the_callers_own_query_is_quoted_to_that_caller_only(server):
+    """The engine's first line helps the caller fix a query it wrote; a tool's query is ours, so it
+    is not."""
+    server.default = Reply(400, body=b"Parse error: unexpected token '}' at line 1\n")
+    kg = make_kg(server, retries=0)
+    quoted = r"HTTP 400 \(the endpoint refused the request\): Parse error: unexpected"
+    with pytest.raises(BackendError, match=quoted):
+        await kg.sparql_query("SELECT ?x WHERE { ?x ?p ?o }")
+    with pytest.raises(BackendError) as tool:
+        await one_request(kg)
+    assert str(tool.value).endswith("HTTP 400 (the endpoint refused the request)")
 
 
 async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
@@ -224,11 +255,40 @@ async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
 
 
 async def test_a_slow_endpoint_times_out_within_the_configured_bound(server):
+    """By default a call's deadline is one timeout: a stalled endpoint is not asked again (#36: 3 ×
+    30 s)."""
     server.default = Reply(delay=1.5)
     started = time.monotonic()
-    with pytest.raises(BackendTimeout, match=re.escape(server.url) + r": no answer within 0.2 s .*after 2 attempts"):
+    with pytest.raises(BackendTimeout, match=re.escape(server.url) + r": no answer within 0.2 s "
+                       r"\(gave up after 1 attempt; the call's deadline of 0.2 s passed\)"):
         await one_request(make_kg(server, timeout=0.2, retries=1))
-    assert time.monotonic() - started < 1.0 and len(server.seen) == 2
+    assert time.monotonic() - started < 1.0 and len(server.seen) == 1
+
+
+async def test_every_retry_fits_in_the_calls_deadline(server):
+    """retries × timeout may exceed the deadline; the call still ends by it (attempts, back-off and
+    all)."""
+    server.default = Reply(delay=1.5)
+    started = time.monotonic()
+    deadline = r"gave up after [23] attempts; the call's deadline of 0.5 s passed"
+    with pytest.raises(BackendTimeout, match=deadline):
+        await one_request(make_kg(server, timeout=0.2, retries=5, deadline=0.5))
+    assert time.monotonic() - started < 0.9 and len(server.seen) in (2, 3)
+
+
+async def test_a_call_queued_behind_a_stalled_one_ends_by_its_deadline_and_leaves_the_breaker(
+        server):
+    """Waiting for a slot counts toward the deadline; a call that never got one says the endpoint
+    was busy and does not count as the endpoint failing."""
+    server.default = Reply(hold=True)
+    kg = make_kg(server, timeout=0.4, retries=0, max_concurrent=1, breaker_failures=1)
+    started = time.monotonic()
+    first, queued = await asyncio.gather(one_request(kg), one_request(kg), return_exceptions=True)
+    assert time.monotonic() - started < 0.9
+    assert isinstance(first, BackendTimeout) and "no answer within 0.4 s" in str(first)
+    assert isinstance(queued, BackendTimeout)
+    assert "no free slot at the endpoint within 0.4 s" in str(queued)
+    assert len(server.seen) == 1
 
 
 async def test_the_endpoints_own_query_timeout_is_not_retried(server):
@@ -259,7 +319,7 @@ async def test_json_of_the_wrong_shape_is_a_clear_error(server):
 
 async def test_a_rejected_query_is_not_retried(server):
     server.default = Reply(400, body=b"Parse error: unexpected token")
-    with pytest.raises(BackendError, match=r"HTTP 400 .*Parse error"):
+    with pytest.raises(BackendError, match=r"HTTP 400 \(the endpoint refused the request\)"):
         await one_request(make_kg(server))
     assert len(server.seen) == 1
 

@@ -45,6 +45,10 @@ class SparqlOptions(BaseModel):
     user_agent: str | None = Field(None, max_length=400, description="Replace the whole User-Agent header.")
     timeout: float = Field(30.0, gt=0, le=600, description="Per request; must stay below 60 on the public WDQS.")
     retries: int = Field(2, ge=0, le=10)
+    deadline: float | None = Field(
+        None, gt=0, le=3600,
+        description="The most one call may take, every retry and wait included (default: timeout). "
+        "A stalled endpoint costs a caller this, not (retries + 1) × timeout.")
     backoff: float = Field(0.5, ge=0, le=60)
     max_retry_after: float = Field(20.0, ge=0, le=3600)
     max_concurrent: int | None = Field(None, ge=1, le=64, description="Default 1 for the public WDQS, else 4.")
@@ -117,6 +121,7 @@ def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None,
         )
     policy = Policy(
         timeout=opts.timeout,
+        deadline=opts.deadline,
         retries=opts.retries,
         backoff=opts.backoff,
         max_retry_after=opts.max_retry_after,

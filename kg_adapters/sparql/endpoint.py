@@ -14,6 +14,7 @@ import email.utils
 import json
 import logging
 import math
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -45,6 +46,10 @@ class Policy:
     """How hard to try one endpoint. Times in seconds."""
 
     timeout: float = 30.0  # total per request; below WDQS's 60 s server-side cap
+    # the most one call may take, all attempts, back-off and queueing for a slot included (None:
+    # ``timeout``). A stalled endpoint then costs a caller one timeout, not (retries + 1) ×
+    # timeout: #36 measured 92.8 s a call.
+    deadline: float | None = None
     retries: int = 2  # extra attempts after 5xx, timeouts, connection errors, broken JSON, 429
     backoff: float = 0.5  # first retry delay, doubled each time
     max_retry_after: float = 20.0  # a longer Retry-After is not slept through: RateLimited at once
@@ -230,45 +235,80 @@ class JsonEndpoint:
         ``raw.max_bytes``. ``lane="caller"``: a caller's own query (its own slots; its timeout leaves the breaker
         as it was)."""
         url, policy = self.guard.url, self.policy
+        budget = policy.deadline or policy.timeout
+        if timeout:
+            budget = min(budget, timeout)
+        end = time.monotonic() + budget
         probe = self.guard.enter()
         ok: bool | None = None
         last = _Retry("no attempt made")
+        tries = 0
+        out_of_time = False  # stopped for want of time, not of attempts
         try:
             for attempt in range(policy.retries + 1):
-                try:
+                left = end - time.monotonic()
+                if left <= 0.001:
+                    out_of_time = True
+                    break
+                sent = False
+                async def attempt_once() -> dict:
+                    nonlocal tries, sent
                     async with self.guard.slot(lane):
                         if not probe:
                             self.guard.refuse_if_open()
                         self.attempts += 1
-                        result = await self._once(method, params, form, timeout, raw)
+                        tries, sent = tries + 1, True
+                        rest = end - time.monotonic()
+                        limit = min(rest, timeout or rest)
+                        return await self._once(method, params, form, limit, raw,
+                                                caller=lane == "caller")
+
+                try:
+                    # wait_for, not asyncio.timeout: gather_eager may start this coroutine in one
+                    # task and finish it in another, and asyncio.timeout would cancel the first
+                    result = await asyncio.wait_for(attempt_once(), left)
                     ok = True
                     return result
+                # the deadline passed: queued for a slot, waiting out a 429, or sending
+                except TimeoutError:
+                    what = f"no answer within {budget:.3g} s" if sent else (
+                        f"no free slot at the endpoint within {budget:.3g} s "
+                        "(other calls hold them)")
+                    last = _Retry(what, kind="timeout" if sent else "queued")
+                    out_of_time = True
+                    break
                 except _Retry as r:
                     last = r
-                    if r.kind == "rate" and r.wait is not None:
-                        self.guard.defer(r.wait)  # every caller of this endpoint waits, not just this one
                     if (attempt == policy.retries or (r.kind == "timeout" and not retry_timeouts)
                             or (lane == "caller" and r.said)):  # the engine said why it failed this very query
-                        tries = attempt + 1
                         break
                     if r.kind != "rate" or r.wait is None:
-                        await asyncio.sleep(policy.backoff * (2**attempt))
+                        pause = policy.backoff * (2**attempt)
+                        if time.monotonic() + pause >= end:
+                            out_of_time = True
+                            break
+                        await asyncio.sleep(pause)
                 except (RateLimited, CircuitOpen):
                     raise
                 except BackendError:
                     ok = True  # the endpoint answered; it refused this request
                     raise
-            else:
-                tries = policy.retries + 1
             if last.kind == "rate":
                 raise RateLimited(f"{url}: still rate limited ({last.what}) after {tries} attempts", last.wait)
+            # the endpoint is busy with other calls: says nothing of its health
+            if last.kind == "queued":
+                raise BackendTimeout(f"{url}: {last.what}")
             # a caller's own query timing out, or failing with the engine's reason, says nothing of the endpoint
             ok = None if lane == "caller" and (last.kind == "timeout" or last.said) else False
             if last.said:
                 how = f"after {tries} attempts" if tries > 1 else "not retried"
                 raise EndpointFailed(f"{url}: {last.what}: {last.said} ({how})")
             cls = BackendTimeout if last.kind == "timeout" else BackendError
-            raise cls(f"{url}: {last.what} (gave up after {tries} attempts)")
+            why = ""
+            if out_of_time and tries <= policy.retries:
+                why = f"; the call's deadline of {budget:.3g} s passed"
+            plural = "s" if tries != 1 else ""
+            raise cls(f"{url}: {last.what} (gave up after {tries} attempt{plural}{why})")
         finally:
             self.guard.leave(probe, ok)
 
@@ -282,12 +322,18 @@ class JsonEndpoint:
         return await self.request("POST" if form else "GET", params, form=form, **options)
 
     async def _once(
-        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None, raw: Raw | None = None
+        self, method: str, params: dict[str, str], form: bool, timeout: float | None = None,
+        raw: Raw | None = None, caller: bool = False,
     ) -> dict:
+        """One attempt. An endpoint's error text goes to the log; the client is told the HTTP
+        status, and of a caller's own query (``caller``) also the engine's first line when it reads
+        as a parser or engine message (:func:`_engine_message`): the caller needs it to fix the
+        query, and it says nothing about the server."""
         url, policy = self.guard.url, self.policy
         limit = min(policy.timeout, timeout) if timeout else policy.timeout
         try:
-            bound = raw or Raw(self._headers.get("Accept", "application/json"), MAX_JSON_BYTES)
+            accept = self._headers.get("Accept", "application/json")
+            bound = raw or Raw(accept, MAX_JSON_BYTES, MAX_JSON_ITEMS)
             direct = form and self._direct and "query" in params
             resp = await asyncio.wait_for(self._bounded(method, params, form, limit, bound, direct), limit)
             if direct and resp.status_code in (400, 415):  # the query, or the way it was sent? ask by form
@@ -298,7 +344,7 @@ class JsonEndpoint:
                     self._direct = False
                 resp = again
         except (asyncio.TimeoutError, httpx.TimeoutException):
-            raise _Retry(f"no answer within {limit:g} s", kind="timeout") from None
+            raise _Retry(f"no answer within {limit:.3g} s", kind="timeout") from None
         except httpx.TransportError as e:
             raise _Retry(f"connection failed ({type(e).__name__}: {e})") from None
         status = resp.status_code
@@ -308,25 +354,35 @@ class JsonEndpoint:
                 raise RateLimited(
                     f"{url}: rate limited (HTTP 429), asked to retry after {wait:.0f} s", retry_after=wait
                 )
+            if wait is not None:  # before the slot is freed: the call it goes to must wait too
+                self.guard.defer(wait)  # every caller of this endpoint waits, not just this one
             raise _Retry(f"HTTP 429, Retry-After {resp.headers.get('Retry-After')!r}", kind="rate", wait=wait)
         if status >= 500:
             body = resp.text[:300]
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
-            log.debug("%s: HTTP %s: %s", url, status, _snippet(body))
-            raise _Retry(f"HTTP {status} (the endpoint failed)", said=_engine_message(body, resp.headers))
+            log.info("%s: HTTP %s %s", url, status, _snippet(body))
+            said = _engine_message(body, resp.headers) if caller else None
+            raise _Retry(f"HTTP {status} (the endpoint failed)", said=said)
         if 300 <= status < 400:
             where = resp.headers.get("location", "?")
             raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that "
                                  "URL if you trust it (redirects are not followed)")
         if status >= 400:
-            raise BackendRefused(f"{url}: HTTP {status} {_snippet(resp.text)}")
-        if resp.content.rstrip().endswith(_ENGINE_CANCELLED):  # oxigraph serve --timeout-s: a 200 whose body stops there
+            log.info("%s: HTTP %s %s", url, status, _snippet(resp.text))
+            said = _engine_message(resp.text[:2000], resp.headers) if caller else None
+            raise BackendRefused(f"{url}: HTTP {status} (the endpoint refused the request)"
+                                 + (f": {said}" if said else ""))
+        if resp.content[-200:].rstrip().endswith(_ENGINE_CANCELLED):  # oxigraph --timeout-s
             raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit")
         if raw is not None:
             return {"content_type": resp.headers.get("content-type", ""), "body": resp.content}
+        body = resp.content  # its JSON items were counted as it was read (_bounded)
         try:
-            data = json.loads(resp.content)
+            if len(body) > THREAD_PARSE_BYTES:
+                data = await asyncio.to_thread(_loads, body)
+            else:
+                data = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise _Retry(f"malformed or truncated JSON ({len(resp.content)} bytes)") from None
         except RecursionError:  # JSON nested beyond the parser's stack: this endpoint's fault, not every KG's
@@ -354,12 +410,19 @@ class JsonEndpoint:
             kwargs = {"data": params} if form else {"params": params}
         async with self.client.stream(method, self.guard.url, headers=headers, timeout=timeout, **kwargs) as resp:
             chunks: list[bytes] = []
-            size = 0
+            size = items = 0
             async for chunk in resp.aiter_bytes():
                 size += len(chunk)
                 if size > raw.max_bytes:
                     raise BackendRefused(f"{self.guard.url}: the answer is larger than {raw.max_bytes:,} bytes; "
                                          "select fewer or shorter values")
+                if raw.max_items is not None and resp.status_code < 300:
+                    # bytes counted one by one: chunk borders change nothing
+                    items += json_items(chunk)
+                    if items > raw.max_items:
+                        raise BackendRefused(
+                            f"{self.guard.url}: the answer holds more than {raw.max_items:,} "
+                            "JSON items (rows, values); select fewer rows")
                 chunks.append(chunk)
             return httpx.Response(resp.status_code, headers=resp.headers, content=b"".join(chunks),
                                   request=resp.request)
@@ -367,28 +430,74 @@ class JsonEndpoint:
 
 @dataclass(frozen=True)
 class Raw:
-    """Fetch a body as bytes (not JSON): what to accept and the most to read."""
+    """What to accept and the most of an answer to read (a body fetched as bytes, or JSON to be
+    parsed)."""
 
     accept: str
     max_bytes: int
+    max_items: int | None = None  # JSON items (json_items) read at most; None: not counted
 
 
 #: the most of a JSON answer read into memory (a traversal query's answer is a few hundred rows; sparql_query caps
 #: its own, smaller); beyond it the request fails instead of holding hundreds of MB
 MAX_JSON_BYTES = 64 << 20
 
+#: the most JSON items (see :func:`json_items`) of one answer parsed: #36 measured +695 MB RSS and a
+#: 3.5 s stall for 51 MB of small bindings (180k) under the byte cap. At about 150 bytes an item
+#: parsed, this bounds an answer to ~75 MB of Python objects and ~0.2 s of parsing; a traversal
+#: query's answer holds a few thousand items, the default backward scan (20,000 rows of two columns)
+#: about 160,000
+MAX_JSON_ITEMS = 500_000
+#: an answer larger than this is parsed in a worker thread (below it, the hop costs more than the
+#: parse)
+THREAD_PARSE_BYTES = 1 << 20
+
 #: what ``oxigraph serve --timeout-s`` writes after the part of the answer it had sent when the time ran out
 _ENGINE_CANCELLED = b"The SPARQL operation has been cancelled"
 
 
+def json_items(body: bytes) -> int:
+    """Containers plus commas: at least half the Python objects ``json.loads(body)`` would build,
+    object keys aside (one parse interns them), since every entry after a container's first follows
+    a comma. Counted on the raw bytes, commas inside strings too, so it may count over, never under;
+    in C, ~30 ms for 25 MB, without building anything."""
+    return body.count(b",") + body.count(b"{") + body.count(b"[")
+
+
+def _loads(body: bytes) -> Any:
+    """``json.loads`` in a worker thread. The C parser holds the GIL for the whole document; a
+    Python hook per object gives the interpreter a point to hand it to the event loop (measured: the
+    loop's longest stall during a 12 MB parse fell from 0.20 s to 0.04 s)."""
+    return json.loads(body, object_hook=_as_is)
+
+
+def _as_is(obj: dict) -> dict:
+    return obj
+
+
+#: words of a parser's or engine's message about a query ("Parse error: unexpected token", "The
+#: custom function <http://x/f> is not supported"); only a first line with one of them is quoted to
+#: the caller whose query it was
+_ENGINE_WORDS = re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|expected|encountered|"
+                           r"supported|unsupported|unknown|undefined|unbound|not allowed|invalid|"
+                           r"query)\b")
+#: and never one that looks like it carries a secret or a server's insides
+_SECRET_WORDS = re.compile(r"(?i)(passw|pwd|secret|api[_-]?key|credential|bearer|\w=\S|"
+                           r"\bat [\w$.]+\(|/home/|/srv/|/var/|/etc/|/opt/)")
+
+
 def _engine_message(body: str, headers: httpx.Headers) -> str | None:
-    """The first line of a plain-text error body ("The custom function <http://x/f> is not supported"), at most
-    200 characters: what an engine says of a query it failed on. Not an HTML page (a proxy's), and of a stack trace
-    only its first line."""
+    """The first line of a plain-text error body ("The custom function <http://x/f> is not
+    supported"), at most 200 characters, when it reads as what an engine says of a query it could
+    not run (:data:`_ENGINE_WORDS`) and carries nothing that looks secret (:data:`_SECRET_WORDS`).
+    Not an HTML page (a proxy's), not a stack trace's exception line, not arbitrary text: a
+    misconfigured endpoint's ``db password=…`` stays in the log (#36)."""
     if "html" in headers.get("content-type", "").lower():
         return None
     line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
     if not line or line.lstrip().startswith("<"):
+        return None
+    if not _ENGINE_WORDS.search(line) or _SECRET_WORDS.search(line):
         return None
     return line[:200] + ("…" if len(line) > 200 else "")
 

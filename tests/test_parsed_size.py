@@ -1,0 +1,146 @@
+"""A hostile endpoint's answer is bounded in what it parses to, not only in bytes (#36, item 6):
+51 MB of valid SPARQL JSON (180k small bindings, under the 64 MiB cap) cost +695 MB RSS for one
+``get_relations`` and stalled the event loop 3.5 s. Now its JSON items are counted as it is read,
+before anything is built; beyond the cap the call is refused with one line naming the endpoint, and
+a big answer under it is parsed in a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sparql_fault_server import FaultServer, Reply
+
+from tot_mcp.kg_adapters.errors import BackendRefused
+from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
+from tot_mcp.kg_adapters.sparql.endpoint import MAX_JSON_ITEMS, json_items
+
+TESTS = Path(__file__).resolve().parent
+
+
+def bindings(n: int, width: int = 0) -> bytes:
+    """SPARQL JSON of ``n`` one-column bindings, built as bytes (no Python objects to inflate the
+    baseline)."""
+    pad = b"x" * width
+    row = b'{"r":{"type":"uri","value":"http://example.org/p/%d%s"}}'
+    rows = b",".join(row % (i, pad) for i in range(n))
+    return b'{"head":{"vars":["r"]},"results":{"bindings":[' + rows + b"]}}"
+
+
+def kg_at(url: str):
+    return open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01,
+                          timeout=20)
+
+
+def test_the_count_is_never_under_what_json_builds():
+    import json
+
+    shapes = (bindings(3), b"[]", b"{}", b'[1,[2,{"a":[3,4]}],"x,y"]',
+              b'{"a":{"b":{}},"c":[[],[1]]}')
+    for body in shapes:
+        built = 0
+        stack = [json.loads(body)]
+        while stack:
+            v = stack.pop()
+            built += 1
+            if isinstance(v, dict):
+                stack.extend(v.values())
+            elif isinstance(v, list):
+                stack.extend(v)
+        assert 2 * json_items(body) >= built - 1, body
+
+
+async def test_an_answer_of_too_many_items_is_refused_in_one_line_naming_the_endpoint():
+    with FaultServer() as server:
+        server.default = Reply(body=bindings(MAX_JSON_ITEMS // 3))
+        started = time.monotonic()
+        with pytest.raises(BackendRefused) as refused:
+            await kg_at(server.url).get_relations(["h:~aHR0cDovL2V4YW1wbGUub3JnL2E"])
+        assert time.monotonic() - started < 5
+        assert len(server.seen) == 1  # a refusal: not asked again
+    text = str(refused.value)
+    assert "\n" not in text and text.startswith(server.url)
+    assert f"holds more than {MAX_JSON_ITEMS:,} JSON items (rows, values); select fewer rows" \
+        in text
+
+
+async def test_a_big_answer_under_the_cap_is_parsed_off_the_event_loop():
+    """10 MB of 100k bindings: the loop goes on ticking while it is parsed; its longest stall is
+    well under the parse's own time (before: one stall of the whole parse). Relative, so a loaded
+    machine slows both alike."""
+    import json
+
+    body = bindings(100_000, width=40)
+    started = time.perf_counter()
+    json.loads(body)
+    inline = time.perf_counter() - started
+    with FaultServer() as server:
+        server.default = Reply(body=body)
+        kg = kg_at(server.url)
+        longest = 0.0
+        done = asyncio.Event()
+
+        async def tick() -> None:
+            nonlocal longest
+            while not done.is_set():
+                t = time.perf_counter()
+                await asyncio.sleep(0.001)
+                longest = max(longest, time.perf_counter() - t)
+
+        ticker = asyncio.create_task(tick())
+        data = await kg.sparql.query("SELECT ?r WHERE { ?s ?r ?o }")
+        done.set()
+        await ticker
+    assert len(data["results"]["bindings"]) == 100_000
+    assert longest < inline / 2, f"the event loop stalled {longest:.3f} s (parse: {inline:.3f} s)"
+
+
+RSS_PROBE = r"""
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[1])
+from sparql_fault_server import FaultServer, Reply
+from test_parsed_size import bindings, kg_at
+from tot_mcp.kg_adapters.errors import BackendError
+
+def status_mb(field):
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith(field + ":")) / 1024
+
+# Linux >= 4.0: VmHWM back to the current RSS, so building the body does not count
+def reset_peak():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+body = bindings(180_000, width=240)  # ~51 MB, under the 64 MiB cap
+with FaultServer() as server:
+    server.default = Reply(body=body)
+    async def main(n):
+        kg = kg_at(server.url)
+        reset_peak()
+        before = status_mb("VmRSS")
+        calls = (kg.get_relations(["h:~aHR0cDovL2V4YW1wbGUub3JnL2E"]) for _ in range(n))
+        out = await asyncio.gather(*calls, return_exceptions=True)
+        peak = status_mb("VmHWM")
+        assert all(isinstance(o, BackendError) for o in out), out
+        return peak - before
+    print(json.dumps({"size_mb": len(body) / 2**20, "one": asyncio.run(main(int(sys.argv[2])))}))
+"""
+
+
+@pytest.mark.parametrize(("calls", "bound"), [(1, 200), (4, 400)])
+def test_rss_grows_by_at_most_200_mb_on_a_51_mb_answer(calls, bound):
+    """Measured in a child process: the peak RSS during the calls over the RSS before them. Four
+    at once hold four bodies (the byte cap is per answer) but parse none (#36: +695 MB for one,
+    +1.6 GB for four)."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(TESTS), str(calls)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["size_mb"] > 48
+    assert got["one"] < bound, got

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import os
 import stat
 import sys
@@ -31,6 +32,26 @@ _TOO_LONG = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
     "code": -32600,
     "message": f"Invalid Request: a line longer than {MAX_LINE:,} bytes was dropped unread",
 }}) + "\n"
+
+
+_ODD_ID = re.compile(r'"id"\s*:\s*(?:[\[{]|true|false|-?\d+(?:\.\d|[eE]))')
+_BAD_ID = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+    "code": -32600,
+    "message": "Invalid Request: id must be a string or an integer",
+}}) + "\n"
+
+
+def _bad_id(line: str) -> bool:
+    """A request whose ``id`` is an object, array, boolean or fraction: the SDK drops it unanswered, so
+    the client would wait forever (#36). Only lines the pattern flags are parsed a second time."""
+    if not _ODD_ID.search(line):
+        return False
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return False
+    rid = message.get("id") if isinstance(message, dict) else None
+    return isinstance(rid, (dict, list, bool, float))
 
 
 def _is_pipe(fd: int) -> bool:
@@ -119,7 +140,11 @@ class _LineReader(asyncio.Protocol):
                 self._scanned = 0
                 if len(self._buf) < _HIGH_WATER // 2:
                     self._resume()
-                return line.decode("utf-8", errors="replace")
+                text = line.decode("utf-8", errors="replace")
+                if _bad_id(text) and self.writer is not None and not self.writer.lost:
+                    await self.writer.write(_BAD_ID)
+                    continue
+                return text
             self._scanned = len(self._buf)
             if self._eof:
                 if self._buf:  # a last line without its newline, as a file's iterator gives it

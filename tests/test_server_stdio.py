@@ -194,3 +194,39 @@ def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_erro
     assert "longer than 16,777,216 bytes" in dropped["error"]["message"]
     assert after == {"jsonrpc": "2.0", "id": 8, "result": {}}
     assert grew < 100, f"the server's peak RSS grew {grew:.0f} MB"
+
+
+def test_a_request_whose_id_is_not_a_string_or_integer_is_answered_not_dropped():
+    """#36: a request whose ``id`` was an object or a fraction got no reply, so its client waited forever;
+    it is answered with one JSON-RPC -32600 (id null), and the next request is served."""
+    import json
+    import subprocess
+
+    from mcp_client import REPO, SERVER_CMD, server_env
+
+    p = subprocess.Popen([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        p.stdin.write(json.dumps(_initialize()).encode() + b"\n")
+        p.stdin.flush()
+        assert json.loads(p.stdout.readline())["id"] == 1
+        for odd in ({"a": 1}, 1.5, [2], True):
+            p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": odd, "method": "ping"}).encode() + b"\n")
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"}).encode() + b"\n")
+        p.stdin.flush()
+        replies: list[dict] = []
+
+        def read() -> None:  # in a thread: a server that drops the odd requests never answers them
+            while not replies or replies[-1].get("id") != 9:
+                replies.append(json.loads(p.stdout.readline()))
+
+        import threading
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+    assert [r["id"] for r in replies] == [None, None, None, None, 9]
+    assert all(r["error"]["code"] == -32600 for r in replies[:4])

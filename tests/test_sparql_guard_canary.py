@@ -88,9 +88,34 @@ def test_the_two_known_disagreements_are_refused(canary, store, form):
         f"{form} WHERE {{ VALUES (?a ?b) {{(1 2)}} FILTER(?a<?b&&#>'''\r true) SERVICE <{url}> "
         f"{{ ?x ?y ?z }} FILTER(true||\n<http://x/'''>) }}" + (" LIMIT 5" if form != "ASK" else "")
     )
-    with pytest.raises(QueryRefused, match="reads differently to different SPARQL parsers"):
+    with pytest.raises(QueryRefused):  # as ambiguous, or (its IRI rewritten) as not parsing
         check_query(q, GuardPolicy())
     assert not run_if_passed(store, q) and len(heard) == before
+
+
+def test_a_second_copy_of_each_ambiguous_token_does_not_make_the_reading_agree(canary, store):
+    """The attack that beat a check of the *sets* of IRIs and strings (an outside re-run of #36): the
+    same IRIs and string again where every parser reads them alike. Body IRIs holding '#' or a quote
+    are now rewritten or refused, so no parser reads a comment or a string start inside one."""
+    url, heard = canary
+    before = len(heard)
+    hidden = "\r true) } UNION { SERVICE <" + url + "> { ?x ?y ?z } } OPTIONAL { FILTER(true||\n<http://x/"
+    pad = '"' + hidden.replace("\r", "\\r").replace("\n", "\\n") + '"'
+    quote3 = "'" * 3
+    for form, end in (("SELECT *", " LIMIT 5"), ("ASK", "")):
+        q = (f"PREFIX x: <http://x/> {form} WHERE {{ BIND(<x:y&&#> AS ?p1) "
+             f"BIND(<http://x/{quote3}> AS ?p2) BIND({pad} AS ?p3) "
+             f"{{ FILTER(?a<x:y&&#>{quote3}{hidden}{quote3}>) }} }}{end}")
+        assert not run_if_passed(store, q)
+        run_if_passed(store, q.replace(f"BIND(<http://x/{quote3}> AS ?p2) ", ""))
+    assert len(heard) == before
+
+
+def test_iris_with_a_fragment_are_sent_as_prefixed_names():
+    checked = check_query("SELECT ?x WHERE { ?x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+                          "<http://e/C> }", GuardPolicy())
+    assert "PREFIX ns0: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>" in checked.text
+    assert "?x ns0:type <http://e/C>" in checked.text and checked.text.count("#") == 1
 
 
 PIECES = [

@@ -26,7 +26,12 @@ the text rdflib's SPARQL parser accepted:
    UNION, MINUS, GRAPH, FILTER EXISTS / NOT EXISTS, BIND expressions): each must name an allowlisted IRI, and
    there must be as many as the lexer counted. The top-level limit of the parse must be the one intended.
 
-7. **One reading.** The IRIs and strings the lexer found must be the ones rdflib parsed. Where two parsers read a
+7. **Plain IRIs.** In the body, ``<`` may be "less than" to a parser that finds no IRI reading fits,
+   and then a ``#`` or a quote inside what the lexer took for an IRI starts a comment or a string
+   that hides a ``SERVICE`` from the check. So a body IRI with ``#`` is sent as a prefixed name (its
+   namespace declared in the prologue, where ``<`` can only start an IRI), and one with a quote is
+   refused.
+8. **One reading.** The IRIs and strings the lexer found must be the ones rdflib parsed. Where two parsers read a
    boundary differently (``<?b&&#>`` an IRI or ``< ?b &&`` and a comment; a comment ending at a carriage return or
    at the next newline), text is a string or IRI to one and code to the other, and a ``SERVICE`` can hide there
    from the check while the engine runs it; such a query is refused.
@@ -353,6 +358,48 @@ def _check_parsed(parsed: Any, policy: GuardPolicy, services_seen: int, has_base
     return form
 
 
+_LOCAL_NAME = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?\Z")
+
+
+def _plain_iris(tokens: list[Token], added: dict[str, str], taken: set[str]) -> list[Token]:
+    """Every IRI in the query's body made one that no parser can read as anything else.
+
+    In an expression ``<`` is also "less than", and parsers choose by what follows: an IRI holding
+    ``#`` or a quote can be one token to the guard's lexer and, to rdflib or the engine, a ``<``, a
+    comment or a string start that hides a ``SERVICE`` from the check (#36; every attack found used
+    one). In a PREFIX or BASE declaration ``<`` can only start an IRI, so there they may stay; in the
+    body an IRI with ``#`` is written as a prefixed name (``<http://x/o#type>`` → ``ns1:type``, the
+    namespace declared in the prologue), and one with a quote, or whose name after ``#`` is not a
+    plain local name, is refused. ``added``: the prologue's declarations (extended here); ``taken``:
+    prefix names in use."""
+    out: list[Token] = []
+    words = [t for t in tokens if t.kind != "ws"]
+    declaring = {id(words[k + 2]) for k in range(len(words) - 2)
+                 if words[k].kind == "word" and words[k].text.upper() == "PREFIX"}
+    declaring |= {id(words[k + 1]) for k in range(len(words) - 1)
+                  if words[k].kind == "word" and words[k].text.upper() == "BASE"}
+    names = {ns: p for p, ns in added.items()}
+    for t in tokens:
+        iri = t.text[1:-1] if t.kind == "iri" else ""
+        if t.kind != "iri" or id(t) in declaring or not ("#" in iri or "'" in iri):
+            out.append(t)
+            continue
+        ns, hash_, local = iri.rpartition("#")
+        if "'" in iri or not hash_ or not _LOCAL_NAME.match(local):
+            raise _refuse(f"the IRI <{iri[:80]}> could read as other tokens to another parser; "
+                          "percent-encode its quotes, or keep '#' for a plain name at its end "
+                          "(<…#name>)")
+        prefix = names.get(ns + "#")
+        if prefix is None:
+            n = len(names)
+            while f"ns{n}" in taken or f"ns{n}" in added:
+                n += 1
+            prefix = names[ns + "#"] = f"ns{n}"
+            added[prefix] = ns + "#"
+        out.append(Token("word", f"{prefix}:{local}"))
+    return out
+
+
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"  # what rdflib makes of the keyword ``a``
 _ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 
@@ -442,6 +489,9 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
     if shape.services:
         tokens = _service_on_new_line(tokens)
         shape = _shape(tokens)  # token positions moved
+    taken = shape.declared | set(policy.prefixes)
+    tokens = _plain_iris(tokens, added, taken)
+    shape = _shape(tokens)  # token positions may have moved
     prologue = "".join(f"PREFIX {p}: <{ns}> " for p, ns in added.items())
     body = [t.text for t in tokens]
 

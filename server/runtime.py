@@ -172,21 +172,33 @@ class Runtime:
     async def aembedder(self) -> "Embedder":
         return await self.services.aembedder()
 
-    def spend_llm(self, kind: str, client: str, calls: int = 0) -> None:
-        """Charge ``calls`` of the operator's LLM to ``client``; before a run (``calls`` 0), refuse a backend
-        the operator did not configure, or a client whose share is spent. The key is the operator's: a client
-        may not make the server pay for models it was not set up to run."""
+    def client_llm(self, kind: str, client: str) -> "LLM":
+        """The operator's LLM for one tool call of ``client``: only the configured ``[llm]`` backend, and
+        each completion charged to the client before it is sent, refused once its share
+        (``[llm] client_calls``) is spent — so concurrent calls cannot overrun it. The key is the
+        operator's: a client may not make the server pay for models it was not set up to run."""
         from mcp.server.mcpserver.exceptions import ToolError
 
         if self.config.llm.backend != kind:
-            raise ToolError(f"llm={kind!r} would run on this server's own API key, which its operator has not "
-                            f"opened to clients ([llm] backend = \"{kind}\"); use llm='sampling' (your own "
-                            "model) or 'offline'")
-        budget = DEFAULT_CLIENT_LLM_CALLS if self.config.llm.client_calls is None else self.config.llm.client_calls
-        self._llm_spent[client] += calls
-        if not calls and self._llm_spent[client] >= budget:
-            raise ToolError(f"llm={kind!r}: this client has used its {budget} LLM calls on this server's key; use "
+            raise ToolError(f"llm={kind!r} would run on this server's own API key, which its operator "
+                            f"has not opened to clients ([llm] backend = \"{kind}\"); use "
                             "llm='sampling' (your own model) or 'offline'")
+        budget = self.config.llm.client_calls
+        budget = DEFAULT_CLIENT_LLM_CALLS if budget is None else budget
+        spent = f"llm={kind!r}: this client has used its {budget} LLM calls on this server's key; use " \
+                "llm='sampling' (your own model) or 'offline'"
+        if self._llm_spent[client] >= budget:
+            raise ToolError(spent)
+
+        def charge() -> None:
+            if self._llm_spent[client] >= budget:
+                from tot_mcp.strategies.llm.base import LLMError
+
+                raise LLMError(spent)
+            self._llm_spent[client] += 1
+
+        options = self.config.llm.model_dump(exclude_none=True, exclude={"client_calls"})
+        return _Charged(self._llm_factory(options, None), charge)
 
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the request
@@ -205,3 +217,19 @@ class Runtime:
                 await kg.aclose()
             except Exception:  # closing must not hide the reason we are shutting down
                 log.exception("closing KG %s failed", kg.name)
+
+
+class _Charged:
+    """An LLM whose every completion is charged first (:meth:`Runtime.client_llm`); the rest is the
+    backend's own (its name, its usage counts, which are this call's alone: a backend is made per call)."""
+
+    def __init__(self, inner: "LLM", charge: Callable[[], None]) -> None:
+        self._inner = inner
+        self._charge = charge
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+    async def complete(self, prompt: str, **kwargs: Any) -> str:
+        self._charge()
+        return await self._inner.complete(prompt, **kwargs)

@@ -146,25 +146,34 @@ async def test_a_paid_llm_the_operator_did_not_configure_is_refused(server):
 
 
 async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
-    from llm_wire import anthropic_message, send_json, serve
+    """Each completion is charged before it is sent, so neither a long search nor calls at once run
+    past the share (an outside re-run found 16 concurrent calls spending 317 of a share of 5)."""
+    import asyncio
     from http.server import BaseHTTPRequestHandler
+
+    from llm_wire import anthropic_message, send_json, serve
 
     from tot_mcp.kg_adapters.config import Config
     from tot_mcp.kg_adapters.environment import Environment
 
+    sent: list[int] = []
+
     class Model(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802
             self.rfile.read(int(self.headers["content-length"]))
+            sent.append(1)
             send_json(self, 200, anthropic_message("m", "EXPAND_KG", {"input_tokens": 5, "output_tokens": 2}))
 
         def log_message(self, *args):
             pass
 
     with serve(Model) as url:
-        config = Config.model_validate({"llm": {"backend": "anthropic", "base_url": url, "client_calls": 2}})
+        config = Config.model_validate({"llm": {"backend": "anthropic", "base_url": url, "client_calls": 3,
+                                                "max_retries": 0}})
         runtime = Runtime({"m": make_kg("m")}, config=config, environment=Environment({"ANTHROPIC_API_KEY": "k"}))
         async with Client(build_server(runtime)) as client:
-            first = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic", "k": 1})
-            second = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic", "k": 1})
-    assert not first.is_error and first.structured_content["llm_calls"] >= 2
-    assert second.is_error and "has used its 2 LLM calls" in second.content[0].text
+            calls = [client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"}) for _ in range(8)]
+            await asyncio.gather(*calls)
+            after = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
+    assert len(sent) == 3  # the share, not a request more, whatever ran at once
+    assert after.is_error and "has used its 3 LLM calls" in after.content[0].text

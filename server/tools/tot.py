@@ -62,12 +62,10 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 warnings.append(f"sampling unavailable ({reason}); fell back to the offline policy")
                 kind = "offline"
         paid = kind in ("anthropic", "openai")  # the operator's key, not the client's model
-        if paid:
-            runtime.spend_llm(kind, client_of(ctx))
+        charged = runtime.client_llm(kind, client_of(ctx)) if paid else None
         if kind != "offline":
             try:  # a paid backend as the operator configured it ([llm]: model, base_url, timeout)
-                backend = runtime.llm(ctx) if paid else factory.make_llm(kind, ctx=ctx,
-                                                                         environment=runtime.environment)
+                backend = charged or factory.make_llm(kind, ctx=ctx, environment=runtime.environment)
             except LLMError as e:
                 raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         strategy = get("tot")  # the one implementation: what tot-search --method tot measures
@@ -82,9 +80,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
             out = await run_checked(strategy, call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
-        finally:
-            if paid:
-                runtime.spend_llm(kind, client_of(ctx), call.usage().calls)
+
         extras = Extras(strategy=f"tot, policy {kind}", warnings=warnings,
                         more="the search tree and subgraph")
         result = getattr(out, "_search", None)  # None: refused before the search ran

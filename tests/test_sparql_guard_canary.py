@@ -166,3 +166,11 @@ def test_boundary_mixes_never_reach_the_canary(canary, store, pieces):
     ):
         run_if_passed(store, q)
     assert len(heard) == before
+
+
+def test_the_empty_prefix_is_a_prefix_like_any_other():
+    """A second outside re-run of #36 found ``:`` queries raising KeyError in the guard."""
+    q = "PREFIX : <http://e/> SELECT * WHERE { ?s ?p :a }"
+    assert check_query(q, GuardPolicy()).text.startswith("PREFIX : <http://e/> SELECT")
+    declared = check_query("SELECT * WHERE { ?s ?p :a }", GuardPolicy(prefixes={"": "http://d/"}))
+    assert declared.text.startswith("PREFIX : <http://d/> ")

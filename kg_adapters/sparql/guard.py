@@ -325,7 +325,7 @@ def _walk(node: Any) -> Iterable[Any]:
 
 
 def _declared(parsed: Any) -> dict[str, str]:
-    return {d["prefix"] or "": str(d["iri"]) for d in parsed[0] if getattr(d, "name", "") == "PrefixDecl"}
+    return {d.get("prefix") or "": str(d["iri"]) for d in parsed[0] if getattr(d, "name", "") == "PrefixDecl"}
 
 
 def _service_iri(term: Any, prefixes: Mapping[str, str]) -> str | None:

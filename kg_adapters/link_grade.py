@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import OSA
 
+from .models import EntityMatch
 from .text import key, tokens
 
-CONFIDENT_KINDS = frozenset({"exact", "normalised", "typo"})
 # words a name may carry or drop without naming something else ('the Matrix', 'Titanic (film)')
 _NOISE = frozenset("a an the of and & film films movie movies".split())
 # a one-word name shorter than this, one letter off, is another name ('Yanks'/'Hanks')
@@ -79,7 +79,7 @@ def grade(mention: str | None, label: str, match: str, alone: bool = True) -> Li
     if key(mention) == key(label) or (m and m == lab):
         return LinkGrade("normalised", True, len(m), len(m))
     unused = list(lab)
-    shared = typos = 0
+    shared = 0
     for w in m:
         hit = next((u for u in unused if u == w), None) or next(
             (u for u in unused if _near(w, u)), None
@@ -87,8 +87,18 @@ def grade(mention: str | None, label: str, match: str, alone: bool = True) -> Li
         if hit is not None:
             unused.remove(hit)
             shared += 1
-            typos += hit != w
     if shared == len(m) and not unused:
         sure = len(m) > 1 or (len(m[0]) >= _MIN_TYPO_WORD and alone)
         return LinkGrade("typo", sure, shared, len(m))
     return LinkGrade("partial" if shared else "similar", False, shared, len(m))
+
+
+def best_per_mention(matches: list[EntityMatch]) -> dict[str, EntityMatch]:
+    """The best match of each mention (``""`` for matches the backend gave no mention), so a fuzzy
+    near-namesake never stands beside the name it resembles."""
+    best: dict[str, EntityMatch] = {}
+    for m in matches:
+        k = m.mention or ""
+        if k not in best or m.score > best[k].score:
+            best[k] = m
+    return best

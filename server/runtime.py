@@ -172,6 +172,11 @@ class Runtime:
     async def aembedder(self) -> "Embedder":
         return await self.services.aembedder()
 
+    def _llm_options(self) -> dict[str, Any]:
+        """The ``[llm]`` table as a backend's options (the client share is the server's, not the
+        backend's)."""
+        return self.config.llm.model_dump(exclude_none=True, exclude={"client_calls"})
+
     def client_llm(self, kind: str, client: str) -> "LLM":
         """The operator's LLM for one tool call of ``client``: only the configured ``[llm]`` backend, and
         each completion charged to the client before it is sent, refused once its share
@@ -197,13 +202,12 @@ class Runtime:
                 raise LLMError(spent)
             self._llm_spent[client] += 1
 
-        options = self.config.llm.model_dump(exclude_none=True, exclude={"client_calls"})
-        return _Charged(self._llm_factory(options, None), charge)
+        return _Charged(self._llm_factory(self._llm_options(), None), charge)
 
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the request
         context are created once and shared (so their usage counters add up); ``ctx`` is passed for sampling."""
-        options = self.config.llm.model_dump(exclude_none=True, exclude={"client_calls"})
+        options = self._llm_options()
         if ctx is not None and options.get("backend") == "sampling":
             return self._llm_factory(options, ctx)
         if self._llm is None:

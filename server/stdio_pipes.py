@@ -28,17 +28,19 @@ _HIGH_WATER = 1 << 20
 #: JSON-RPC error. #36: one 200 MB line cost +784 MB. Checked per chunk read, so a line may run one
 #: chunk (256 KiB) over.
 MAX_LINE = 16 << 20
-_TOO_LONG = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-    "code": -32600,
-    "message": f"Invalid Request: a line longer than {MAX_LINE:,} bytes was dropped unread",
-}}) + "\n"
+
+
+def _invalid_request(why: str) -> str:
+    """A JSON-RPC -32600 line for a request that cannot be read far enough to know its id."""
+    error = {"code": -32600, "message": f"Invalid Request: {why}"}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + "\n"
+
+
+_TOO_LONG = _invalid_request(f"a line longer than {MAX_LINE:,} bytes was dropped unread")
 
 
 _ODD_ID = re.compile(r'"id"\s*:\s*(?:[\[{]|true|false|-?\d+(?:\.\d|[eE]))')
-_BAD_ID = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-    "code": -32600,
-    "message": "Invalid Request: id must be a string or an integer",
-}}) + "\n"
+_BAD_ID = _invalid_request("id must be a string or an integer")
 
 
 def _bad_id(line: str) -> bool:

@@ -22,17 +22,19 @@ from dataclasses import dataclass, field
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import KGError
-from tot_mcp.kg_adapters.link_grade import grade
+from tot_mcp.kg_adapters.link_grade import best_per_mention, grade
 from tot_mcp.kg_adapters.models import Direction, EntityMatch
 from tot_mcp.kg_adapters.text import bracketed_mentions, key
 from tot_mcp.strategies.llm.base import LLMUsage
 from tot_mcp.strategies.registry import Call, Strategy
+from tot_mcp.strategies.tot.method import TotOptions
 from tot_mcp.strategies.results import REFUSALS, STATUSES, LinkInfo, StrategyResult, check_query
 
 LINK_LIMIT = 10  # matches asked of the linker (the strategies ask as many)
 NEAR_RELATIONS = 12  # relations named when refusing
 RIVAL_GAP = 0.1  # a one-word typo is a guess when another name matched within this
-TAU = 0.8  # the tree search's default threshold, for the strategies without one (plan, the router)
+# the tree search's default threshold, for the strategies without one (plan, the router)
+TAU = TotOptions.model_fields["tau"].default
 
 
 @dataclass
@@ -40,15 +42,6 @@ class Grounding:
     links: list[LinkInfo] = field(default_factory=list)
     status: str | None = None  # set when the strategy must not run
     reason: str = ""
-
-
-def _best_per_mention(matches: list[EntityMatch]) -> list[EntityMatch]:
-    best: dict[str, EntityMatch] = {}
-    for m in matches:
-        k = m.mention or ""
-        if k not in best or m.score > best[k].score:
-            best[k] = m
-    return sorted(best.values(), key=lambda m: -m.score)
 
 
 def _link_info(m: EntityMatch, mention: str | None, rival: float | None = None) -> LinkInfo:
@@ -94,7 +87,7 @@ async def link(graph: KnowledgeGraph, query: str) -> Grounding:
         )
     one = mentions[0] if len(mentions) == 1 else None
     links = [
-        _link_info(m, m.mention or one, _rival(m, matches)) for m in _best_per_mention(matches)
+        _link_info(m, m.mention or one, _rival(m, matches)) for m in sorted(best_per_mention(matches).values(), key=lambda m: -m.score)
     ]
     loose = [li for li in links if not li.confident]
     if loose and (

@@ -33,6 +33,7 @@ from tot_mcp import prompts
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
+from tot_mcp.kg_adapters.link_grade import best_per_mention
 from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation, inverse_of
 from tot_mcp.kg_adapters.text import humanize, key
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
@@ -101,11 +102,7 @@ class Group:
 async def link(kg: KnowledgeGraph, query: str) -> list[EntityMatch]:
     """The best match per mention (and other near-exact ones), best first, so a fuzzy namesake never starts a path."""
     matches = await kg.initialize(query, limit=LINK_LIMIT)
-    best: dict[str, EntityMatch] = {}
-    for m in matches:
-        if (m.mention or "") not in best or m.score > best[m.mention or ""].score:
-            best[m.mention or ""] = m
-    keep = {m.entity.id for m in best.values()} | {m.entity.id for m in matches if m.score >= LINK_MIN_SCORE}
+    keep = {m.entity.id for m in best_per_mention(matches).values()} | {m.entity.id for m in matches if m.score >= LINK_MIN_SCORE}
     chosen = sorted((m for m in matches if m.entity.id in keep), key=lambda m: -m.score)
     return list({m.entity.id: m for m in chosen}.values())[:TOPIC_LIMIT]
 

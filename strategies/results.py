@@ -3,7 +3,7 @@ one check every natural-language query passes."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -29,15 +29,13 @@ def check_query(query: object, max_chars: int = DEFAULT_MAX_QUERY_CHARS) -> str:
 STATUSES: dict[str, str] = {
     "answered": "linked confidently, along relations the question asks for, grounded in edges, valued at least tau",
     "partial": "as answered, but the answer set is known to miss members (a cap, a KG that did not answer)",
-    "uncertain": "an answer was found, but the question's entity matched only loosely: check what was linked",
+    "uncertain": "the question's entity matched only a look-alike, so nothing was answered (the reason names it)",
     "unsupported": "the KG has no relation that fits what the question asks (the reason lists what it has)",
-    "no_entity": "no entity of the question was found in the KG (the reason lists the nearest names)",
+    "no_entity": "no entity of the question was found in the KG (the reason says what was looked for)",
     "below_tau": "an answer was found but valued below tau: the evidence is weak",
     "incomplete": "a budget (expansions, hops) ran out before an answer was reached",
     "no_answer": "the search ran and reached no answer",
 }
-Status = Literal["answered", "partial", "uncertain", "unsupported", "no_entity", "below_tau", "incomplete",
-                 "no_answer"]
 #: the statuses that refuse: nothing in ``results`` is an answer
 REFUSALS = frozenset({"unsupported", "no_entity", "no_answer"})
 

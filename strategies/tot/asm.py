@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.link_grade import best_per_mention
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.models import Entity, EntityMatch, split_id
 
@@ -92,12 +93,7 @@ class TraversalASM:
         whose entities cannot be linked at all is the caller's to report."""
         chosen: list[EntityMatch] = []
         for matches in [await self.kg.initialize(question, limit=LINK_LIMIT)]:
-            best_per_mention: dict[str, EntityMatch] = {}
-            for m in matches:
-                key = m.mention or ""
-                if key not in best_per_mention or m.score > best_per_mention[key].score:
-                    best_per_mention[key] = m
-            keep = {m.entity.id for m in best_per_mention.values()}
+            keep = {m.entity.id for m in best_per_mention(matches).values()}
             keep |= {m.entity.id for m in matches if m.score >= self.config.link_min_score}
             chosen.extend(m for m in matches if m.entity.id in keep)
         chosen.sort(key=lambda m: -m.score)

@@ -111,3 +111,17 @@ async def run_strategy(name: str, services, kg, query: str, llm: LLM | None = No
                 llm_kind="scripted" if llm else "offline", llm_factory=(lambda: llm) if llm else None,
                 needs=s.needs, method=name)
     return await s.run(call)
+
+
+async def run_checked_strategy(name: str, services, kg, query: str, llm: LLM | None = None):
+    """The registered strategy ``name`` as every answering path runs it: through
+    ``strategies.grounding.run_checked``, with the services' options for it, a scripted ``llm`` when
+    given (else offline), and no index built within the call."""
+    from tot_mcp.strategies.grounding import run_checked
+    from tot_mcp.strategies.registry import Call, get
+
+    s = get(name)
+    call = Call(services=services, kg=kg, query=query, options=services.options(s), needs=s.needs,
+                method=name, llm_kind="scripted" if llm else "offline",
+                llm_factory=(lambda: llm) if llm else None, build=False)
+    return await run_checked(s, call)

@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_fixtures import shared_embedder
+from retrieval_fixtures import run_checked_strategy, shared_embedder
 from tot_mcp.kg_adapters.link_grade import grade
-from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.llm.scripted import ScriptedLLM
-from tot_mcp.strategies.registry import Call, get
 from tot_mcp.strategies.results import STATUSES
 from tot_mcp.strategies.services import Services
 
@@ -34,19 +32,7 @@ def movies(embedded_kg, tmp_path_factory):
 
 async def ask(movies, method: str, query: str, llm=None):
     kg, services = movies
-    s = get(method)
-    call = Call(
-        services=services,
-        kg=kg,
-        query=query,
-        options=services.options(s),
-        needs=s.needs,
-        method=method,
-        llm_kind="scripted" if llm else "offline",
-        llm_factory=(lambda: llm) if llm else None,
-        build=False,
-    )
-    return await run_checked(s, call)
+    return await run_checked_strategy(method, services, kg, query, llm)
 
 
 @pytest.mark.parametrize("method", ANSWERING)

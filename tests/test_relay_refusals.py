@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_fixtures import shared_embedder
-from tot_mcp.strategies.grounding import run_checked
+from retrieval_fixtures import run_checked_strategy, shared_embedder
 from tot_mcp.strategies.llm.scripted import ScriptedLLM
-from tot_mcp.strategies.registry import Call, get
 from tot_mcp.strategies.services import Services
 
 RECORDED = [
@@ -45,18 +43,7 @@ async def test_a_real_models_refusal_replays_to_unsupported_in_at_most_two_calls
         key=lambda r: r["n"],
     )
     llm = ScriptedLLM([t["reply"] for t in turns])
-    s = get(method)
-    call = Call(
-        services=services,
-        kg=embedded_kg,
-        query=question,
-        options=services.options(s),
-        llm_kind="scripted",
-        llm_factory=lambda: llm,
-        needs=s.needs,
-        method=method,
-    )
-    out = await run_checked(s, call)
+    out = await run_checked_strategy(method, services, embedded_kg, question, llm)
     assert out.status == "unsupported" and not out.results and out.value == 0
     if not llm.prompts:  # the checks before the model now refuse it themselves: cheaper still
         assert out.usage.calls == 0 and out.reason.startswith("the movies KG has no ")

@@ -158,10 +158,8 @@ def test_a_regular_file_as_stdin_is_served_too(tmp_path):
     assert [r["id"] for r in replies] == [1, 2, None] and replies[2]["error"]["code"] == -32700
 
 
-def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_error():
-    """#36: one 200 MB line cost +784 MB. A line over ``MAX_LINE`` (16 MiB) is dropped as it is
-    read, answered with a JSON-RPC -32600 (id null: it was never parsed), and the session goes on;
-    the server's peak RSS grows by far less than the line."""
+def _initialized_server():
+    """``tot-mcp`` on the embedded KG over pipes, its session initialized (the reply read)."""
     import json
     import subprocess
 
@@ -169,10 +167,20 @@ def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_erro
 
     p = subprocess.Popen([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(json.dumps(_initialize()).encode() + b"\n")
+    p.stdin.flush()
+    assert json.loads(p.stdout.readline())["id"] == 1
+    return p
+
+
+def test_a_line_over_the_cap_is_dropped_as_it_arrives_and_answered_with_one_error():
+    """#36: one 200 MB line cost +784 MB. A line over ``MAX_LINE`` (16 MiB) is dropped as it is
+    read, answered with a JSON-RPC -32600 (id null: it was never parsed), and the session goes on;
+    the server's peak RSS grows by far less than the line."""
+    import json
+
+    p = _initialized_server()
     try:
-        p.stdin.write(json.dumps(_initialize()).encode() + b"\n")
-        p.stdin.flush()
-        assert json.loads(p.stdout.readline())["id"] == 1
 
         def peak_mb() -> float:
             with open(f"/proc/{p.pid}/status") as f:
@@ -200,16 +208,9 @@ def test_a_request_whose_id_is_not_a_string_or_integer_is_answered_not_dropped()
     """#36: a request whose ``id`` was an object or a fraction got no reply, so its client waited forever;
     it is answered with one JSON-RPC -32600 (id null), and the next request is served."""
     import json
-    import subprocess
 
-    from mcp_client import REPO, SERVER_CMD, server_env
-
-    p = subprocess.Popen([*SERVER_CMD, "--kg", "movies=embedded"], cwd=REPO, env=server_env(),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p = _initialized_server()
     try:
-        p.stdin.write(json.dumps(_initialize()).encode() + b"\n")
-        p.stdin.flush()
-        assert json.loads(p.stdout.readline())["id"] == 1
         for odd in ({"a": 1}, 1.5, [2], True):
             p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": odd, "method": "ping"}).encode() + b"\n")
         p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "ping"}).encode() + b"\n")

@@ -111,6 +111,28 @@ def test_a_second_copy_of_each_ambiguous_token_does_not_make_the_reading_agree(c
     assert len(heard) == before
 
 
+def test_a_local_name_escape_cannot_open_a_string_the_parsers_do_not_see(canary, store):
+    """The third outside re-run of #36: ``x:a\\'`` is a name with an escaped quote to rdflib and oxigraph and
+    a name then a string to a lexer, so a SERVICE inside that "string" passed (decoys matched every IRI and
+    string). A backslash outside a string is refused; strings are sent canonical, on one line."""
+    url, heard = canary
+    before = len(heard)
+    inner = f" }} #\r SERVICE <{url}> {{ ?x ?y ?z }} \n VALUES ?w {{ <http://x/"
+    for form, end in (("SELECT *", " LIMIT 5"), ("ASK", "")):
+        q = ("PREFIX x: <http://x/>\nPREFIX d: <http://x/'''>\n" f"{form} WHERE {{\n"
+             f"  BIND('''{inner}''' AS ?z1)\n  BIND('' AS ?z2)\n"
+             f"  VALUES ?v {{ x:a\\'''{inner}'''> }}\n}}{end}")
+        with pytest.raises(QueryRefused, match="backslash outside a string"):
+            check_query(q, GuardPolicy())
+        assert not run_if_passed(store, q)
+    assert len(heard) == before
+
+
+def test_strings_are_sent_as_one_line_literals_of_the_same_value():
+    checked = check_query("SELECT ?s WHERE { ?s ?p \'\'\'two\nlines # and \"quotes\"\'\'\' }", GuardPolicy())
+    assert '"two\\nlines # and \\"quotes\\""' in checked.text and "\n" not in checked.text
+
+
 def test_iris_with_a_fragment_are_sent_as_prefixed_names():
     checked = check_query("SELECT ?x WHERE { ?x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
                           "<http://e/C> }", GuardPolicy())
@@ -145,6 +167,9 @@ PIECES = [
     "1",
     "=",
     "!",
+    "x:a\\",
+    "\\'",
+    "PREFIX x: <http://x/> ",
 ]
 
 

@@ -196,6 +196,11 @@ def _check_outside_strings(tokens: Iterable[Token]) -> None:
     for t in tokens:
         if t.kind in ("string", "ws"):
             continue
+        if "\\" in t.text and t.kind != "iri":
+            # a local-name escape (x:a\') is a quote to the lexer and a name to a parser: where they part, a
+            # string to one is code to the other
+            raise _refuse("a backslash outside a string literal; write prefixed names without escapes (or the "
+                          "full <IRI>)")
         for ch in t.text:
             if ord(ch) > 0x7F and unicodedata.category(ch) in ("Cf", "Zl", "Zp", "Zs", "Co", "Cn"):
                 raise _refuse(f"invisible or unusual character U+{ord(ch):04X} outside a string literal")
@@ -277,14 +282,27 @@ def _service_on_new_line(tokens: list[Token]) -> list[Token]:
     return out
 
 
+_SEND_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
+                 "\f": "\\f"}
+
+
+def _canonical_string(token: str) -> str:
+    """A string literal as one short double-quoted literal of the same value: no line break, quote or comment
+    sign of the text sent can then end a string for one parser and not another."""
+    return '"' + "".join(_SEND_ESCAPES.get(c, c) for c in _string_content(token)) + '"'
+
+
 def _normalise(tokens: list[Token]) -> list[Token]:
-    """Comments dropped, whitespace outside strings as single spaces (none at either end)."""
+    """Comments dropped, whitespace outside strings as single spaces (none at either end), strings canonical
+    (:func:`_canonical_string`): the text sent is one line an engine reads as the lexer did."""
     out: list[Token] = []
     for t in tokens:
         if t.kind in ("comment", "ws"):
             if out and out[-1].kind != "ws":
                 out.append(Token("ws", " "))
             continue
+        if t.kind == "string":
+            t = Token("string", _canonical_string(t.text))
         out.append(t)
     while out and out[-1].kind == "ws":
         out.pop()

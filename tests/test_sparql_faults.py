@@ -215,13 +215,23 @@ async def test_a_read_the_engine_keeps_failing_is_retried_and_its_text_stays_in_
     assert "index corrupt" in caplog.text
 
 
+SECRET_BODIES = [
+    b"db password=hunter2 at /srv/app/db.py\n",
+    # read as an engine's message, but naming a database with its user (an outside re-run of #36)
+    b"Unexpected error while parsing the query: upstream postgres://admin:hunter2@10.1.2.3:5432/prod\n",
+    b"Query parse failed: backend 10.1.2.3 said hunter2 is not a known graph\n",
+    b"Query parse error: key hunter2a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6 not accepted\n",
+]
+
+
+@pytest.mark.parametrize("body", SECRET_BODIES)
 @pytest.mark.parametrize("status", [400, 500])
-async def test_no_secret_from_an_endpoints_error_body_reaches_the_client(server, status):
+async def test_no_secret_from_an_endpoints_error_body_reaches_the_client(server, status, body):
     """#36: a 5xx body's first line and a 4xx snippet reached the client, through the tools and
     sparql_query."""
     from tot_mcp.server.app import describe_kg_error
 
-    server.default = Reply(status, body=b"db password=hunter2 at /srv/app/db.py\n")
+    server.default = Reply(status, body=body)
     kg = make_kg(server, retries=0)
     for call in (one_request(kg), kg.sparql_query("SELECT ?x WHERE { ?x ?p ?o }")):
         with pytest.raises(BackendError) as failed:

@@ -438,16 +438,16 @@ class Raw:
     max_items: int | None = None  # JSON items (json_items) read at most; None: not counted
 
 
-#: the most of a JSON answer read into memory (a traversal query's answer is a few hundred rows; sparql_query caps
-#: its own, smaller); beyond it the request fails instead of holding hundreds of MB
-MAX_JSON_BYTES = 64 << 20
+#: the most of a JSON answer read into memory (a traversal query's answer is a few hundred rows, a hop's bulk
+#: read of 20,000 labelled edges about 6 MB; sparql_query caps its own, smaller); beyond it the request fails
+#: instead of holding hundreds of MB: a string of astral characters parses to 4 bytes a character
+MAX_JSON_BYTES = 16 << 20
 
-#: the most JSON items (see :func:`json_items`) of one answer parsed: #36 measured +695 MB RSS and a
-#: 3.5 s stall for 51 MB of small bindings (180k) under the byte cap. At about 150 bytes an item
-#: parsed, this bounds an answer to ~75 MB of Python objects and ~0.2 s of parsing; a traversal
+#: the most JSON items (see :func:`json_items`) of one answer parsed: small bindings cost about 600
+#: bytes an item once parsed (docs/security.md), so this bounds one answer to ~150 MB; a traversal
 #: query's answer holds a few thousand items, the default backward scan (20,000 rows of two columns)
 #: about 160,000
-MAX_JSON_ITEMS = 500_000
+MAX_JSON_ITEMS = 250_000
 #: an answer larger than this is parsed in a worker thread (below it, the hop costs more than the
 #: parse)
 THREAD_PARSE_BYTES = 1 << 20
@@ -483,7 +483,10 @@ _ENGINE_WORDS = re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|exp
                            r"query)\b")
 #: and never one that looks like it carries a secret or a server's insides
 _SECRET_WORDS = re.compile(r"(?i)(passw|pwd|secret|api[_-]?key|credential|bearer|\w=\S|"
-                           r"\bat [\w$.]+\(|/home/|/srv/|/var/|/etc/|/opt/)")
+                           r"\bat [\w$.]+\(|/home/|/srv/|/var/|/etc/|/opt/|"
+                           r"\w://[^\s/<>]*@|jdbc:|postgres|mysql|mongodb|redis|"  # a URL with a user, a DB
+                           r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){3,7}\b|"  # IPs
+                           r"[A-Za-z0-9+/_-]{32,})")  # a key or token
 
 
 def _engine_message(body: str, headers: httpx.Headers) -> str | None:

@@ -104,6 +104,8 @@ async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, tim
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise BackendError(f"{url}: the answer is not SPARQL JSON results ({len(body)} bytes)") from None
+    except RecursionError:  # this endpoint's fault: a tool error, not a failed call
+        raise BackendError(f"{url}: the answer's JSON is nested too deeply to read") from None
     if checked.form == "ASK":
         if not isinstance(data, dict) or not isinstance(data.get("boolean"), bool):
             raise BackendError(f"{url}: the answer to ASK has no boolean")

@@ -34,6 +34,21 @@ def progress_to(ctx: Context | None, suffix: str = "") -> Any:
     return report
 
 
+def payer_of(context: Context | None) -> str:
+    """Who pays for a call on the operator's LLM key: the peer's address (its IPv6 /64), not its session —
+    a client opens as many sessions as it likes, and each would bring a fresh share. Behind a proxy every
+    client is one, and shares one budget."""
+    from .sessions import client_key
+
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:
+        return "local"
+    peer = getattr(request, "client", None)
+    host = getattr(peer, "host", None)
+    return f"peer:{client_key(host)}" if host else "local"
+
+
 def client_of(context: Context | None) -> str:
     """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address (stateless
     HTTP: a shared bearer token would make every client one), else the one local client (stdio, in-process)."""

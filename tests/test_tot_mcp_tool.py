@@ -177,3 +177,38 @@ async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
             after = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
     assert len(sent) == 3  # the share, not a request more, whatever ran at once
     assert after.is_error and "has used its 3 LLM calls" in after.content[0].text
+
+
+async def test_new_sessions_from_one_address_share_that_address_share(tmp_path):
+    """An outside re-run of #36: the share was per session, so a client reconnecting got a fresh one
+    each time (12 paid requests against a share of 3). Over HTTP, three sessions of one address now
+    spend one share between them."""
+    from http.server import BaseHTTPRequestHandler
+
+    from llm_wire import anthropic_message, send_json, serve
+    from mcp_client import http_server, http_session
+
+    sent: list[int] = []
+
+    class Model(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["content-length"]))
+            sent.append(1)
+            send_json(self, 200, anthropic_message("m", "EXPAND_KG", {"input_tokens": 5, "output_tokens": 2}))
+
+        def log_message(self, *args):
+            pass
+
+    with serve(Model) as url:
+        config = tmp_path / "tot-mcp.toml"
+        config.write_text(f'[llm]\nbackend = "anthropic"\nbase_url = "{url}"\nclient_calls = 3\n'
+                          'max_retries = 0\n', encoding="utf-8")
+        env = {"ANTHROPIC_API_KEY": "k"}
+        async with http_server(["--config", str(config)], env=env) as mcp_url:
+            for _ in range(3):
+                async with http_session(mcp_url) as session:
+                    await session.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
+            async with http_session(mcp_url) as session:
+                after = await session.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
+    assert len(sent) == 3
+    assert after.is_error and "has used its 3 LLM calls" in after.content[0].text

@@ -19,7 +19,7 @@ from tot_mcp.strategies.registry import Call, get
 from ..apps import TOOL_META, publish_tree
 from ..compact import CompactAnswer, Detail, Extras, compact_result
 from ..render import one_line
-from ..results import client_of, progress_to
+from ..results import payer_of, progress_to
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -62,7 +62,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 warnings.append(f"sampling unavailable ({reason}); fell back to the offline policy")
                 kind = "offline"
         paid = kind in ("anthropic", "openai")  # the operator's key, not the client's model
-        charged = runtime.client_llm(kind, client_of(ctx)) if paid else None
+        charged = runtime.client_llm(kind, payer_of(ctx)) if paid else None
         if kind != "offline":
             try:  # a paid backend as the operator configured it ([llm]: model, base_url, timeout)
                 backend = charged or factory.make_llm(kind, ctx=ctx, environment=runtime.environment)

@@ -2,8 +2,8 @@
 
 Tree search asks the same questions again and again (every branch re-expands the topic entity; many clients
 share popular entities), and a remote SPARQL endpoint answers in tens or hundreds of milliseconds, so caching
-those three calls pays. Entity search and linking are not cached: they are cheap locally and their inputs are
-free text that rarely repeats.
+pays. Entity search and linking are cached too: every answering path links the question before its strategy
+does, and a linked KG asks each member again.
 
 One :class:`ResultCache` can be shared by every KG of a server, so that a single size bound holds for the whole
 process. Keys therefore carry the wrapped KG's identity — its name, backend class, a per-wrapper token and its
@@ -60,6 +60,10 @@ class CacheStats(BaseModel):
 
 
 def _weight(value: Any) -> int:
+    if isinstance(value, tuple) and len(value) == 2:  # a bulk read under its widest limit
+        value = value[1]
+    if isinstance(value, AdjacentIds):
+        return 1 + len(value.pairs) + len(value.values)
     if isinstance(value, EdgePage):
         return 1 + len(value.edges) + len(value.entities)
     if isinstance(value, RelationList):
@@ -88,6 +92,11 @@ class ResultCache:
         """The cached value, or ``ResultCache._MISSING`` (counted as a miss)."""
         with self._lock:
             return self._entries.get(key, self._MISSING)
+
+    def find(self, key: Hashable) -> Any:
+        """:meth:`get` where a miss is not counted: a look for another call's answer that may serve this one."""
+        with self._lock:
+            return self._entries.get(key, self._MISSING) if key in self._entries else self._MISSING
 
     def put(self, key: Hashable, value: Any) -> None:
         with self._lock:
@@ -153,10 +162,26 @@ class CachedKG(LabelledEdgesKG):
         ids = tuple(entity_ids)
         return await self._cached((read.__name__, ids, *args), lambda: read(list(ids), *args))
 
+    def _peek(self, *key: Any) -> Any:
+        try:
+            return self.cache.find((self._identity, *key))
+        except TypeError:  # unhashable: the backend will refuse it
+            return ResultCache._MISSING
+
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
+        # one entity's relation_counts is its get_relations when no more than the cap (a reasoner and a tool
+        # step read the same topic: one request, not two)
+        if isinstance(entity_ids, list) and len(entity_ids) == 1:
+            known = self._peek("relation_counts", (entity_ids[0],))
+            if known is not ResultCache._MISSING and len(known.relations) <= self.limits.max_relations:
+                return known
         return await self._read(self.inner.get_relations, entity_ids)
 
     async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+        if isinstance(entity_ids, list) and len(entity_ids) == 1:
+            known = self._peek("get_relations", (entity_ids[0],))
+            if known is not ResultCache._MISSING and not known.truncated:
+                return known
         return await self._read(self.inner.relation_counts, entity_ids)
 
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
@@ -189,12 +214,31 @@ class CachedKG(LabelledEdgesKG):
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> EdgePage:
-        return await self._read(self.inner.adjacent, entity_ids, relation_id, direction, limit)
+        return await self._bulk(self.inner.adjacent, _first_edges, entity_ids, relation_id, direction, limit)
 
     async def adjacent_ids(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
     ) -> AdjacentIds:
-        return await self._read(self.inner.adjacent_ids, entity_ids, relation_id, direction, limit)
+        return await self._bulk(self.inner.adjacent_ids, _first_pairs, entity_ids, relation_id, direction, limit)
+
+    async def _bulk(self, read: Callable[..., Awaitable[T]], first: Callable[[T, int], T | None],
+                    entity_ids: list[str], relation_id: str, direction: Direction, limit: int) -> T:
+        """A bulk read, answered from the same read with a larger limit when there is one (the edges are in no
+        promised order, so its first ``limit`` are an answer): a link rule's 20-edge read of an entity a
+        reasoner has read in full costs nothing."""
+        if not isinstance(entity_ids, (list, tuple)):
+            return await read(entity_ids, relation_id, direction, limit)
+        key = (read.__name__ + ":widest", tuple(entity_ids), relation_id, direction)
+        try:
+            wide = self.cache.get((self._identity, *key))
+        except TypeError:  # unhashable: the backend will refuse it
+            return await read(entity_ids, relation_id, direction, limit)
+        if wide is not ResultCache._MISSING and wide[0] >= limit and (got := first(wide[1], limit)) is not None:
+            return got
+        value = await read(list(entity_ids), relation_id, direction, limit)
+        if not getattr(value, "partial", False) and (wide is ResultCache._MISSING or wide[0] < limit):
+            self.cache.put((self._identity, *key), (limit, value))
+        return value
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:  # the backends keep their labels
         return await self.inner.labels_of(entity_ids)
@@ -206,14 +250,16 @@ class CachedKG(LabelledEdgesKG):
         """Cached: every answering path links the question before its strategy does (strategies.grounding)."""
         return list(await self._cached(("initialize", query, limit), lambda: self.inner.initialize(query, limit)))
 
-    # -- passed through ------------------------------------------------------------------------------------
-
     async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
                                ) -> list[EntityMatch]:
-        return await self.inner.initialize_named(query, limit, named)
+        return list(await self._cached(("initialize_named", query, limit, frozenset(named)),
+                                       lambda: self.inner.initialize_named(query, limit, named)))
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
-        return await self.inner.search_entities(text, limit)
+        return list(await self._cached(("search_entities", text, limit),
+                                       lambda: self.inner.search_entities(text, limit)))
+
+    # -- passed through ------------------------------------------------------------------------------------
 
     async def info(self) -> KGInfo:
         return await self.inner.info()
@@ -257,6 +303,22 @@ class CachedKG(LabelledEdgesKG):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _first_edges(page: EdgePage, limit: int) -> EdgePage | None:
+    """A bulk page cut to ``limit`` edges; None when it was cut before (it cannot say what lies past it)."""
+    if len(page.edges) <= limit:
+        return page if not page.truncated or len(page.edges) == limit else None
+    return page.model_copy(update={"edges": page.edges[:limit], "truncated": True})
+
+
+def _first_pairs(read: AdjacentIds, limit: int) -> AdjacentIds | None:
+    """:func:`_first_edges` for an ID-level read (``limit`` counts pairs and values together)."""
+    n = len(read.pairs) + len(read.values)
+    if n <= limit:
+        return read if not read.truncated or n == limit else None
+    pairs = read.pairs[:limit]
+    return AdjacentIds.model_construct(pairs=pairs, values=read.values[: limit - len(pairs)], truncated=True)
 
 
 #: the result cache every entry point puts in front of KGs that do I/O (``tot-mcp --cache-size`` changes it)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .errors import InvalidInput
-from .models import Direction, Edge, Entity, Literal, Relation
+from .models import Direction, Edge, EdgePage, Entity, Literal, Relation
 
 if TYPE_CHECKING:  # annotations only: base's default bulk read calls edges_from, so no import back
     from .base import KnowledgeGraph
@@ -143,7 +143,10 @@ async def follow_path(
         if len(frontier) > HOP_FRONTIER:
             warnings.append(f"hop {n} starts from {len(frontier)} entities; followed from the first {HOP_FRONTIER}")
             frontier, truncated = frontier[:HOP_FRONTIER], True
-        reach = await edges_from(kg, frontier, hop.relation_id, hop.direction) if frontier else Reach()
+        # one bulk read per hop (per KG, over links): a remote KG answers a frontier in one round trip, where
+        # the tools' sorted 200-edge pages cost one each
+        reach = (await kg.adjacent(frontier, hop.relation_id, hop.direction, limit=HOP_EDGE_BUDGET) if frontier
+                 else EdgePage(edges=[]))
         entities.update(reach.entities)
         partial |= reach.partial
         warnings.extend(w for w in reach.warnings if w not in warnings)

@@ -515,58 +515,79 @@ class LinkedKG(LabelledEdgesKG):
         truncated = any(rl.truncated for _, rl in answered) or len(rels) > cap
         return RelationList(relations=rels[:cap], truncated=truncated, partial=report.failed, warnings=report.warnings)
 
-    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                     offset: int, labelled: bool) -> EdgePage:
-        self.limits.check_ids(entity_ids)
-        kg = self.owner(relation_id)
-        entity_ids = list(dict.fromkeys(entity_ids))
+    async def _route(self, entity_ids: list[str], kg: KnowledgeGraph, relation_id: str
+                     ) -> tuple[list[str], dict[str, str], Report]:
+        """Where a read along ``kg``'s relation goes: the entities of ``kg`` themselves, the others' equivalents
+        there (linked in bulk first), and ``{equivalent: the entity it answers for}``; entities linked nowhere
+        in ``kg`` are named in the report."""
+        report = Report()
         foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
         if not foreign:  # the relation's own KG's entities (always, with one KG): nothing to link or report
-            return await self._read_member(kg, entity_ids, relation_id, direction, limit, offset, labelled)
-        report = Report()
+            return entity_ids, {}, report
+        if len(foreign) > 1:
+            await self.prefetch(foreign, report)
+        found = await gather_eager(self.equivalents(eid, report, into=kg.name) for eid in foreign)
+        linked = {eid: eqs.get(kg.name, []) for eid, eqs in zip(foreign, found)}
         routed: dict[str, None] = {}
         via: dict[str, str] = {}
         unlinked: list[str] = []
-        if len(foreign) > 1:
-            await self.prefetch(foreign, report)
-        linked = dict(zip(foreign, await gather_eager(self.equivalents(eid, report, into=kg.name)
-                                                      for eid in foreign)))
         for eid in entity_ids:
             if eid not in linked:
                 routed[eid] = None
                 continue
-            eqs = linked[eid].get(kg.name, [])
-            if not eqs:
+            if not linked[eid]:
                 unlinked.append(eid)
-            for e in eqs:
+            for e in linked[eid]:
                 routed.setdefault(e, None)
                 via.setdefault(e, eid)
         if unlinked:
             shown = ", ".join(unlinked[:5]) + (f" and {len(unlinked) - 5} more" if len(unlinked) > 5 else "")
             report.note(f"{shown}: no equivalent in KG {kg.name!r}, so no {relation_id} edges from "
                         f"{'it' if len(unlinked) == 1 else 'them'}")
-        warnings = report.warnings
-        if not routed:
-            return EdgePage(edges=[], relation=_asked(relation_id, direction), warnings=warnings,
-                            partial=report.failed)
-        page = await self._read_member(kg, list(routed), relation_id, direction, limit, offset, labelled)
-        if not via and not warnings:
-            return page
-        edges = [e.model_copy(update={"via": via[e.source]}) if e.source in via else e for e in page.edges]
-        return page.model_copy(update={"edges": edges, "partial": page.partial or report.failed,
-                                       "warnings": [*page.warnings, *warnings]})
+        return list(routed), via, report
+
+    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                     offset: int, labelled: bool) -> EdgePage:
+        self.limits.check_ids(entity_ids)
+        kg = self.owner(relation_id)
+        routed, via, report = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
+
+        async def read(ids: list[str]) -> EdgePage:
+            got = kg.get_labelled_edges if labelled else kg.get_edges
+            return await got(ids[: kg.limits.max_ids], relation_id, direction, limit, offset)
+
+        return await self._read_member(kg, routed, relation_id, direction, via, report, read)
+
+    async def adjacent(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> EdgePage:
+        """The relation's own KG's bulk read (one query per hop on an endpoint), from the entities or their
+        equivalents there; an edge read from an equivalent carries the entity asked as ``via``."""
+        kg = self.owner(relation_id)
+        routed, via, report = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
+        return await self._read_member(kg, routed, relation_id, direction, via, report,
+                                       lambda ids: kg.adjacent(ids, relation_id, direction, limit))
 
     async def _read_member(self, kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction,
-                           limit: int | None, offset: int, labelled: bool) -> EdgePage:
-        """The member's page; a failed member is an empty partial page when other KGs are served."""
+                           via: dict[str, str], report: Report,
+                           read: Callable[[list[str]], Awaitable[EdgePage]]) -> EdgePage:
+        """``read`` of the routed IDs, edges marked with ``via`` and the report's warnings added; a failed member
+        is an empty partial page when other KGs are served."""
+        if not ids:
+            return EdgePage(edges=[], relation=_asked(relation_id, direction), warnings=report.warnings,
+                            partial=report.failed)
         try:
-            read = kg.get_labelled_edges if labelled else kg.get_edges
-            return await read(ids[: kg.limits.max_ids], relation_id, direction, limit, offset)
+            page = await read(ids)
         except BackendError as e:
             if len(self.kgs) == 1:
                 raise
             return EdgePage(edges=[], relation=_asked(relation_id, direction), partial=True,
-                            warnings=[f"KG {kg.name!r} failed: {e}"])
+                            warnings=[*report.warnings, f"KG {kg.name!r} failed: {e}"])
+        if not via and not report.warnings:
+            return page
+        edges = [e.model_copy(update={"via": via[e.source]}) if e.source in via else e for e in page.edges]
+        return page.model_copy(update={"edges": edges, "partial": page.partial or report.failed,
+                                       "warnings": [*page.warnings, *report.warnings]})
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         desc = await self.owner(entity_id).describe_entity(entity_id)

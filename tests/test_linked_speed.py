@@ -423,3 +423,42 @@ async def test_a_linked_views_per_node_relations_are_those_of_relations_one_node
     got = await view_for(linked).relation_sets(nodes)
     assert got == alone
     assert any({h[0].split(":")[0] for h in s} == {"films", "catalog"} for s in got.values())
+
+
+# -- a walk across linked KGs: one read per hop -----------------------------------------------------------------------
+WALK_FILMS = 120  # more than a tool call's 50 IDs: a paged walk took a query per batch and per page
+
+
+@pytest.fixture(scope="module")
+def walk_catalog_url(tmp_path_factory):
+    films = "".join(f'c:t{i} rdfs:label "Film {i} (2001)" ; c:imdb "tt{i:04d}" ; c:genre c:noir .\n'
+                    for i in range(WALK_FILMS))
+    turtle = ('@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
+              '@prefix c: <http://example.org/catalog/> .\n'
+              'c:imdb rdfs:label "IMDb ID" .\nc:genre rdfs:label "genre" .\nc:noir rdfs:label "Noir" .\n' + films)
+    yield from serve_turtle(tmp_path_factory.mktemp("walk"), turtle)
+
+
+async def test_a_follow_path_across_linked_kgs_reads_each_hop_in_one_query(walk_catalog_url, tmp_path):
+    """A director's films (memory), their genre and that genre's films (the endpoint, over an identifier link):
+    the frontier of 120 films is linked in one lookup and each endpoint hop is one unsorted read."""
+    from tot_mcp.kg_adapters.follow import Hop, follow_path
+
+    path = tmp_path / "films.txt"
+    path.write_text("".join(f"Film {i}|directed_by|Eli Fox\nFilm {i}|imdb_id|tt{i:04d}\n"
+                            for i in range(WALK_FILMS)), encoding="utf-8")
+    films, catalog = open_kg(make_spec("films", str(path))), open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+        {"films": films, "catalog": catalog},
+        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+    genre = (await catalog.search_relations("genre", 1))[0].id
+    await linked.linker.relation_in(catalog, "imdb")  # resolved once per KG, not per walk
+    (eli,) = [m.entity.id for m in await films.search_entities("Eli Fox", 1)]
+    sent = _spy_queries(catalog)
+    res = await follow_path(linked, [eli], [Hop(relation_id="films:directed_by", direction=Direction.backward),
+                                            Hop(relation_id=genre), Hop(relation_id=genre,
+                                                                        direction=Direction.backward)])
+    assert res.reached == [WALK_FILMS, 1, WALK_FILMS] and not res.warnings
+    assert res.total == WALK_FILMS and all(t.label.endswith(" (2001)") and t.paths == WALK_FILMS for t in res.targets)
+    assert len(sent) <= 3, sent  # the links in one lookup, then one read per endpoint hop
+    await catalog.aclose()

@@ -20,22 +20,20 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .base import KnowledgeGraph, LabelledEdgesKG
+from .base import KnowledgeGraph
 from .errors import InvalidInput
 from .lru import LRU
 from .models import (
     AdjacentIds,
     Direction,
     EdgePage,
-    Entity,
     EntityDescription,
     EntityMatch,
-    KGInfo,
     RelationList,
 )
 
@@ -121,22 +119,27 @@ class ResultCache:
             )
 
 
-class CachedKG(LabelledEdgesKG):
-    """``CachedKG(kg, cache)`` behaves exactly like ``kg`` but answers repeated traversal calls from ``cache``."""
+class CachedKG:
+    """``CachedKG(kg, cache)`` behaves exactly like ``kg`` but answers repeated traversal calls from ``cache``.
+
+    It is a :class:`KnowledgeGraph` by registration, not by inheritance: it defines only the calls it caches,
+    and every other attribute is the wrapped KG's own (``__getattr__``), so no call can fall back to a base
+    default by a forgotten forward."""
 
     def __init__(self, inner: KnowledgeGraph, cache: ResultCache | None = None) -> None:
-        super().__init__(inner.name, inner.limits)
         self.inner = inner
+        self.name, self.limits, self.capabilities = inner.name, inner.limits, inner.capabilities
         self.cache = cache or ResultCache()
-        self.capabilities = inner.capabilities
         # the per-wrapper token keeps two wrappers apart even when name, class and limits coincide
         self._identity = (inner.name, type(inner).__module__, type(inner).__qualname__, next(_tokens), inner.limits)
 
     def __getattr__(self, attr: str) -> Any:
-        # backend-specific extras (store paths, endpoint URLs) stay reachable through the wrapper
-        if attr == "inner":
+        if attr == "inner":  # not set yet (unpickling, a failed __init__): no recursion
             raise AttributeError(attr)
         return getattr(self.inner, attr)
+
+    def members(self) -> Mapping[str, Any]:
+        return {self.name: self}
 
     async def _cached(self, key: tuple, compute: Callable[[], Awaitable[T]]) -> T:
         full_key = (self._identity, *key)
@@ -206,10 +209,14 @@ class CachedKG(LabelledEdgesKG):
             out.update(got)
         return {e: out[e] for e in dict.fromkeys(entity_ids) if e in out}
 
-    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                     offset: int, labelled: bool) -> EdgePage:
-        read = self.inner.get_labelled_edges if labelled else self.inner.get_edges
-        return await self._read(read, entity_ids, relation_id, direction, limit, offset)
+    async def get_edges(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
+                        limit: int | None = None, offset: int = 0) -> EdgePage:
+        return await self._read(self.inner.get_edges, entity_ids, relation_id, direction, limit, offset)
+
+    async def get_labelled_edges(self, entity_ids: list[str], relation_id: str,
+                                 direction: Direction = Direction.forward, limit: int | None = None,
+                                 offset: int = 0) -> EdgePage:
+        return await self._read(self.inner.get_labelled_edges, entity_ids, relation_id, direction, limit, offset)
 
     async def adjacent(
         self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
@@ -240,9 +247,6 @@ class CachedKG(LabelledEdgesKG):
             self.cache.put((self._identity, *key), (limit, value))
         return value
 
-    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:  # the backends keep their labels
-        return await self.inner.labels_of(entity_ids)
-
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         return await self._cached(("describe_entity", entity_id), lambda: self.inner.describe_entity(entity_id))
 
@@ -259,50 +263,8 @@ class CachedKG(LabelledEdgesKG):
         return list(await self._cached(("search_entities", text, limit),
                                        lambda: self.inner.search_entities(text, limit)))
 
-    # -- passed through ------------------------------------------------------------------------------------
 
-    async def info(self) -> KGInfo:
-        return await self.inner.info()
-
-    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        return await self.inner.find_by_label(label, limit)
-
-    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
-        return await self.inner.find_by_labels(labels, limit)
-
-    async def label_of(self, entity_id: str) -> str:  # the backend's own (cheaper than a cached description)
-        return await self.inner.label_of(entity_id)
-
-    async def resolve_key(self, key: str) -> str | None:
-        return await self.inner.resolve_key(key)
-
-    async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
-        return await self.inner.find_by_value(relation_id, value, limit)
-
-    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
-        return await self.inner.find_by_values(relation_id, values, limit)
-
-    async def entity_key(self, entity_id: str) -> str | None:
-        return await self.inner.entity_key(entity_id)
-
-    # -- passed through (raw queries and searches are not traversal calls: not cached) ------------------------
-    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None) -> Any:
-        return await self.inner.sparql_query(query, limit=limit, timeout=timeout)
-
-    async def search_relations(self, text: str, limit: int = 10) -> Any:
-        return await self.inner.search_relations(text, limit=limit)
-
-    def relation_vocabulary(self) -> frozenset[str] | None:
-        return self.inner.relation_vocabulary()
-
-    def relation_labels(self):
-        return self.inner.relation_labels()
-
-    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
-        return await self.inner.subjects_of(relation_id, limit)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+KnowledgeGraph.register(CachedKG)
 
 
 def _first_edges(page: EdgePage, limit: int) -> EdgePage | None:

@@ -34,6 +34,7 @@ from .eager import gather_eager
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
 from .linking import Linker, LinkingConfig, LinkRule
 from .models import (
+    AdjacentIds,
     Direction,
     EdgePage,
     Entity,
@@ -567,6 +568,22 @@ class LinkedKG(LabelledEdgesKG):
         routed, via, report = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
         return await self._read_member(kg, routed, relation_id, direction, via, report,
                                        lambda ids: kg.adjacent(ids, relation_id, direction, limit))
+
+    async def adjacent_ids(
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+    ) -> AdjacentIds:
+        """:meth:`adjacent` as IDs, without the labels: a pair read from an equivalent has the entity asked as its
+        source."""
+        kg = self.owner(relation_id)
+        routed, via, _ = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
+        if not routed:
+            return AdjacentIds()
+        read = await kg.adjacent_ids(routed, relation_id, direction, limit)
+        if not via:
+            return read
+        return AdjacentIds.model_construct(pairs=[(via.get(s, s), t) for s, t in read.pairs],
+                                           values=[(via.get(s, s), v) for s, v in read.values],
+                                           truncated=read.truncated)
 
     async def _read_member(self, kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction,
                            via: dict[str, str], report: Report,

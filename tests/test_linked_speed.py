@@ -462,3 +462,24 @@ async def test_a_follow_path_across_linked_kgs_reads_each_hop_in_one_query(walk_
     assert res.total == WALK_FILMS and all(t.label.endswith(" (2001)") and t.paths == WALK_FILMS for t in res.targets)
     assert len(sent) <= 3, sent  # the links in one lookup, then one read per endpoint hop
     await catalog.aclose()
+
+
+async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(walk_catalog_url, tmp_path):
+    """adjacent_ids over linked KGs reads the relation's own KG from the equivalents there, in one query,
+    and gives each pair the entity asked as its source, as adjacent gives it as ``via``."""
+    path = tmp_path / "films.txt"
+    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)), encoding="utf-8")
+    films, catalog = open_kg(make_spec("films", str(path))), open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+        {"films": films, "catalog": catalog},
+        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+    genre = (await catalog.search_relations("genre", 1))[0].id
+    await linked.linker.relation_in(catalog, "imdb")
+    ids = [m.entity.id for m in await films.search_entities("Film 7", 1)]
+    ids += [(await films.find_by_label(f"Film {i}"))[0].id for i in range(50)]
+    labelled = await linked.adjacent(ids, genre)
+    sent = _spy_queries(catalog)
+    read = await linked.adjacent_ids(ids, genre)
+    assert sorted(read.pairs) == sorted((e.via, e.target) for e in labelled.edges) and len(read.pairs) == 50
+    assert {s for s, _ in read.pairs} <= set(ids) and len(sent) == 1  # links known: one read
+    await catalog.aclose()

@@ -29,6 +29,7 @@ from tot_mcp.kg_adapters.errors import (
     ServiceUnavailable,
     UnknownKG,
 )
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
 from .apps import apps_extension, register_apps
@@ -82,7 +83,7 @@ def describe_validation_error(exc: ValidationError) -> str:
     return one_line("invalid arguments: " + "; ".join(parts) + more)
 
 
-MAX_CALLS_PER_CLIENT = 16  # `[server] max_calls_per_client`
+MAX_CALLS_PER_CLIENT = SERVER_DEFAULTS.max_calls_per_client
 
 
 class TotServer(MCPServer):
@@ -186,8 +187,8 @@ def build_server(runtime: Runtime) -> MCPServer:
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
         extensions=[apps_extension()],  # MCP Apps in the capabilities; register_apps serves them
     )
-    server.max_calls_per_client = runtime.config.server.max_calls_per_client or MAX_CALLS_PER_CLIENT
-    shown = PROFILES[runtime.config.server.tools or "default"]
+    server.max_calls_per_client = runtime.config.server.max_calls_per_client
+    shown = PROFILES[runtime.config.server.tools]
     for register in REGISTRARS:  # the model's list: the rest stays reachable with --tools all
         register(server if shown is None else _Profiled(server, shown), runtime)
     register_resources(server, runtime)

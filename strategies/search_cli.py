@@ -201,7 +201,7 @@ async def _check_llm(ns: argparse.Namespace) -> None:
 
 
 def load_cli_config(ns: argparse.Namespace):
-    from tot_mcp.kg_adapters.config import Config, load_config
+    from tot_mcp.strategies.settings import Config, load_config
 
     return load_config(ns.config) if ns.config is not None else Config()
 

@@ -13,7 +13,7 @@ import pytest
 from mcp_client import inprocess_client, text_of
 
 from tot_mcp.kg_adapters.base import Capabilities, Limits
-from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.strategies.settings import parse_config
 from tot_mcp.kg_adapters.errors import BackendError
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triples_file import load_triples_file

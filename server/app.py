@@ -83,6 +83,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     return one_line("invalid arguments: " + "; ".join(parts) + more)
 
 
+def _named(tool: str, message: str) -> str:
+    """``TOOL: message``, the tool named once: a tool's own error may already start with its name, and the
+    SDK's wrapper says ``Error executing tool TOOL:``."""
+    message = message.removeprefix(f"Error executing tool {tool}: ")
+    return message if message.startswith(f"{tool}: ") or message.startswith(f"{tool} ") \
+        else f"{tool}: {message}"
+
+
 MAX_CALLS_PER_CLIENT = SERVER_DEFAULTS.max_calls_per_client
 
 
@@ -149,7 +157,8 @@ class TotServer(MCPServer):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
-            raise ToolError(one_line(str(exc))) from cause
+            raise ToolError(one_line(_named(name, str(exc)) if isinstance(cause, ToolError) else str(exc))) \
+                from cause
         finally:
             POOLS.reset(pools)
             CLIENT.reset(token)

@@ -13,11 +13,12 @@ import pytest
 from mcp_client import inprocess_client, text_of
 
 from tot_mcp.kg_adapters.base import Capabilities, Limits
-from tot_mcp.strategies.settings import parse_config
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import BackendError
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triples_file import load_triples_file
 from tot_mcp.server.runtime import Runtime
+from tot_mcp.strategies.settings import parse_config
 
 TOM_HANKS = "movies:E1407"
 
@@ -295,3 +296,16 @@ async def test_tools_are_open_world_when_a_remote_kg_is_served(embedded_kg, mini
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["get_edges"].annotations.open_world_hint is True
     assert tools["get_edges"].annotations.read_only_hint is True
+
+
+@pytest.mark.parametrize("llm_table", [{}, {"backend": "openai"}])
+async def test_a_tool_that_refuses_names_itself_once(embedded_kg, llm_table):
+    """The operator's LLM not opened to clients, or opened without a model: one line that starts with the tool's
+    name, not the SDK's 'Error executing tool' nor the name twice."""
+    runtime = Runtime({"movies": embedded_kg}, config=parse_config({"llm": llm_table}),
+                      environment=Environment({}))
+    async with inprocess_client(runtime) as client:
+        refused = await call(client, "tree_of_traversals", query="who directed [The Matrix]", llm="openai")
+    text = text_of(refused)
+    assert refused.is_error and text.startswith("tree_of_traversals: ") and "\n" not in text, text
+    assert text.count("tree_of_traversals") == 1 and "Error executing" not in text, text

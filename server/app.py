@@ -50,7 +50,7 @@ INSTRUCTIONS = (
     "each relation of a small schema with an example edge, so you know which way to walk it. When you know the "
     "relations a question follows, follow_path(start=name, hops=[...]) answers it in one call. With several KGs, an "
     "entity's equivalents in the others are linked (same_as): its get_relations lists their relations too, and "
-    "get_edges follows another KG's relation from it directly. A result that reaches several entities names them "
+    "get_edges and follow_path follow another KG's relation from it directly. A result that reaches several entities names them "
     "with a handle: pass from_result instead of copying IDs. The prompt 'tree_of_traversals' explains the procedure."
 )
 

@@ -220,3 +220,13 @@ async def test_an_rdf_file_served_by_tot_mcp_answers_sparql_query():
             "kg": "m"})
         assert not result.is_error, text_of(result)
         assert result.structured_content["rows"]
+
+
+async def test_list_kgs_says_what_a_sparql_endpoint_did_not_count(wikidata_sparql_url):
+    remote = Runtime.open(config=parse_config({"kgs": {"wd": f"wikidata:{wikidata_sparql_url}"}}))
+    async with inprocess_client(remote) as client:
+        kgs = await client.call_tool("list_kgs", {})
+    info = kgs.structured_content["kgs"][0]
+    first = text_of(kgs).splitlines()[0]
+    assert info["entities"] is None and "?" not in first  # no "? entities": the text says why
+    assert first == "wd (wikidata): size not counted (too costly to ask a remote endpoint)"

@@ -4,7 +4,6 @@ retrieval settings."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from tot_mcp.strategies.settings import load_config

@@ -17,8 +17,8 @@ try:
     from langchain_mcp_adapters.client import MultiServerMCPClient
     from langchain_mcp_adapters.tools import load_mcp_tools
 except ImportError:
-    print("langchain_session: pip install langchain-mcp-adapters first (it needs mcp<2: use an environment of its "
-          "own, with tot-mcp on PATH from another)", file=sys.stderr)
+    print("langchain_session: pip install langchain-mcp-adapters first (it needs mcp<2: use an "
+          "environment of its own, with tot-mcp on PATH from another)", file=sys.stderr)
     sys.exit(2)
 
 
@@ -34,7 +34,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     if shutil.which("tot-mcp") is None:
-        print("langchain_session: tot-mcp is not on PATH: pip install tot-mcp (or add its environment's bin/)",
-              file=sys.stderr)
+        print("langchain_session: tot-mcp is not on PATH: pip install tot-mcp (or add its "
+              "environment's bin/)", file=sys.stderr)
         sys.exit(2)
     asyncio.run(main())

@@ -1,7 +1,7 @@
-"""The graph part of the ``--config`` TOML: which KGs to open (``[kg.NAME]``, ``[kgs]``, with backend
-options), how they link (``[[link]]``, ``[linking]``) and the limits of every call (``[limits]``); and opening
-them. The whole file (server, LLM, retrieval settings too) is read by :mod:`strategies.settings`; every key is
-in docs/configuration.md.
+"""The graph part of the ``--config`` TOML: which KGs to open (``[kg.NAME]``, ``[kgs]``, with
+backend options), how they link (``[[link]]``, ``[linking]``) and the limits of every call
+(``[limits]``); and opening them. The whole file (server, LLM, retrieval settings too) is read by
+:mod:`strategies.settings`; every key is in docs/configuration.md.
 
 Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. When several KGs are
 served they are linked (:mod:`kg_adapters.linking`): by the ``[[link]]`` rules if there are any, else by label.
@@ -37,10 +37,12 @@ class KGConfig(_Strict):
     """One ``[kg.NAME]`` table: ``spec`` plus backend options passed through to the opener."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    spec: str = Field(description="What to open: a path to an RDF or triples file, 'embedded', 'wikidata', "
-                      "'wikidata:URL', 'sparql:URL' or 'store:PATH' (docs/local-and-linked-kgs.md).")
-    sparql_query: StrictBool = Field(default=True, description="false: no caller-written SPARQL on this KG (the "
-                               "guarded sparql_query tool is on wherever the backend answers SPARQL).")
+    spec: str = Field(description="What to open: a path to an RDF or triples file, 'embedded', "
+                      "'wikidata', 'wikidata:URL', 'sparql:URL' or 'store:PATH' "
+                      "(docs/local-and-linked-kgs.md).")
+    sparql_query: StrictBool = Field(
+        default=True, description="false: no caller-written SPARQL on this KG (the guarded "
+        "sparql_query tool is on wherever the backend answers SPARQL).")
 
     @property
     def options(self) -> dict[str, Any]:
@@ -69,7 +71,7 @@ class GraphConfig(_Strict):
     kg: dict[str, KGConfig] = Field(
         default_factory=dict, description="[kg.NAME]: one KG, its spec and backend options.")
     kgs: dict[str, str] = Field(
-        default_factory=dict, description="Shorthand: NAME = \"SPEC\", one KG per line, no options.")
+        default_factory=dict, description='Shorthand: NAME = "SPEC", one KG per line, no options.')
     link: list[LinkRule] = Field(
         default_factory=list, description="[[link]]: how entities of one KG are found in another.")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
@@ -125,7 +127,8 @@ def served_kgs(
 
 
 def open_kgs(
-    specs: Sequence[KGSpec] | None = None, config: GraphConfig | None = None, limits: Limits | None = None, *,
+    specs: Sequence[KGSpec] | None = None, config: GraphConfig | None = None,
+    limits: Limits | None = None, *,
     cache_weight: int = 0, cache_ttl: float = DEFAULT_CACHE_TTL,
 ) -> dict[str, KnowledgeGraph]:
     """Open the KGs :func:`served_kgs` names, with a result cache of ``cache_weight`` in front of those that do

@@ -116,8 +116,9 @@ class RelationNames:
         return rid
 
     def listing(self, examples: Mapping[str, str] | None = None) -> str:
-        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to list), each
-        with its example edge from ``examples`` if it has one (``directed_by (Heat → Michael Mann)``). A KG that
+        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to
+        list), each with its example edge from ``examples`` if it has one
+        (``directed_by (Heat → Michael Mann)``). A KG that
         listed only a sample of its relations (Wikidata) is named, not listed: a partial list would read as all; so is
         one that did not answer, so that a model does not read its absence as "no relations"."""
         if not self.by_kg or self.count() > MAX_LISTED:

@@ -50,7 +50,8 @@ INSTRUCTIONS = (
     "each relation of a small schema with an example edge, so you know which way to walk it. When you know the "
     "relations a question follows, follow_path(start=name, hops=[...]) answers it in one call. With several KGs, an "
     "entity's equivalents in the others are linked (same_as): its get_relations lists their relations too, and "
-    "get_edges and follow_path follow another KG's relation from it directly. A result that reaches several entities names them "
+    "get_edges and follow_path follow another KG's relation from it directly. "
+    "A result that reaches several entities names them "
     "with a handle: pass from_result instead of copying IDs. The prompt 'tree_of_traversals' explains the procedure."
 )
 
@@ -84,8 +85,8 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 def _named(tool: str, message: str) -> str:
-    """``TOOL: message``, the tool named once: a tool's own error may already start with its name, and the
-    SDK's wrapper says ``Error executing tool TOOL:``."""
+    """``TOOL: message``, the tool named once: a tool's own error may already start with its
+    name, and the SDK's wrapper says ``Error executing tool TOOL:``."""
     message = message.removeprefix(f"Error executing tool {tool}: ")
     return message if message.startswith(f"{tool}: ") or message.startswith(f"{tool} ") \
         else f"{tool}: {message}"
@@ -157,8 +158,8 @@ class TotServer(MCPServer):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
-            raise ToolError(one_line(_named(name, str(exc)) if isinstance(cause, ToolError) else str(exc))) \
-                from cause
+            text = _named(name, str(exc)) if isinstance(cause, ToolError) else str(exc)
+            raise ToolError(one_line(text)) from cause
         finally:
             POOLS.reset(pools)
             CLIENT.reset(token)

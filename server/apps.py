@@ -150,7 +150,8 @@ class TreeView:
 class TreeViews:
     """Drawn search trees by run ID (``t`` + 12 hex of the drawing's hash): bounded LRU with an age limit."""
 
-    def __init__(self, max_entries: int = 200, ttl_seconds: float = SERVER_DEFAULTS.handle_ttl) -> None:
+    def __init__(self, max_entries: int = 200,
+                 ttl_seconds: float = SERVER_DEFAULTS.handle_ttl) -> None:
         self.ttl = ttl_seconds
         self._views: LRU[TreeView] = LRU(max_entries, ttl=ttl_seconds)
 

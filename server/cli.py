@@ -114,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
                    "'wikidata', 'wikidata:ENDPOINT_URL', 'sparql:ENDPOINT_URL' or 'store:PATH'")
     p.add_argument("--config", type=Path, metavar="FILE",
-                   help="TOML configuration: [kg.NAME] / [kgs], [[link]], [limits], [server], [llm], ... "
-                   "(docs/configuration.md)")
+                   help="TOML configuration: [kg.NAME] / [kgs], [[link]], [limits], [server], "
+                   "[llm], ... (docs/configuration.md)")
     p.add_argument("--no-link", action="store_true",
                    help="serve several KGs side by side, unlinked (default: linked by [[link]] rules, else by label)")
     p.add_argument("--link", action="append", default=[], metavar="A=B",
@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"how long a result handle lives (default {SERVER_DEFAULTS.handle_ttl:g})")
     p.add_argument("--transport", choices=["stdio", "http"], default=None,
                    help=f"default: {SERVER_DEFAULTS.transport}")
-    p.add_argument("--host", default=None, help=f"HTTP bind address (default {SERVER_DEFAULTS.host})")
+    p.add_argument("--host", default=None,
+                   help=f"HTTP bind address (default {SERVER_DEFAULTS.host})")
     p.add_argument("--port", type=_port, default=None,
                    help=f"HTTP port (default {SERVER_DEFAULTS.port}; 0 = any free port)")
     p.add_argument("--token", default=None,
@@ -148,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-ttl", type=float, default=DEFAULT_CACHE_TTL, metavar="SECONDS",
                    help=f"how long a cached result stays valid (default {DEFAULT_CACHE_TTL:g})")
     p.add_argument("--log-level", default=None, type=str.upper,
-                   choices=LOG_LEVELS, help=f"stderr log level (default {SERVER_DEFAULTS.log_level})")
+                   choices=LOG_LEVELS,
+                   help=f"stderr log level (default {SERVER_DEFAULTS.log_level})")
     p.add_argument("--tools", choices=["default", "all"], default=None,
                    help="the tools clients see: default (what a model needs, ~7k characters of tool list) or all "
                         "(each strategy with its algorithm knobs, build_index, router_stats)")
@@ -159,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- configuration --------------------------------------------------------------------------------------------
 def read_config(path: Path | None) -> Config:
-    """The ``--config`` TOML, validated by :mod:`strategies.settings` (its errors name the file and key)."""
+    """The ``--config`` TOML, validated by :mod:`strategies.settings` (its errors name the file
+    and key)."""
     return load_config(path) if path is not None else Config()
 
 

@@ -215,8 +215,8 @@ def render_description(desc: EntityDescription, types: Sequence[Entity] = (), st
 
 
 def render_kg_info(info: KGInfo, examples: dict[str, str] | None = None) -> str:
-    counts = [f"{n:,} {what}" for n, what in ((info.entities, "entities"), (info.triples, "triples"),
-                                             (info.relations, "relations")) if n is not None]
+    sizes = ((info.entities, "entities"), (info.triples, "triples"), (info.relations, "relations"))
+    counts = [f"{n:,} {what}" for n, what in sizes if n is not None]
     if len(counts) < 3:  # a remote endpoint is not asked to count what would take it long
         counts.append("size not counted (too costly to ask a remote endpoint)" if not counts
                       else "the rest not counted")
@@ -257,9 +257,10 @@ def render_edges_result(result) -> str:
 
 
 def render_paths(result, start_counted: bool = False) -> str:
-    """``follow_path``: the path, what each hop reached, then the targets (most paths first) with one example.
-    ``start_counted``: the start is among the nodes reached (exclude_start=false); else a hop that went back
-    to it reads 0 there, while the walk goes on through it, so the line says the start is left out."""
+    """``follow_path``: the path, what each hop reached, then the targets (most paths first) with
+    one example. ``start_counted``: the start is among the nodes reached (exclude_start=false);
+    else a hop that went back to it reads 0 there, while the walk goes on through it, so the line
+    says the start is left out."""
     def name(x: str) -> str:
         e = result.entities.get(x)
         return e.label if e is not None else x
@@ -287,7 +288,8 @@ def render_paths(result, start_counted: bool = False) -> str:
     elif not result.targets:
         lines.append("no targets")
         if getattr(result, "start_relations", None):
-            lines.append(f"the start has these relations instead: {', '.join(result.start_relations)}")
+            instead = ", ".join(result.start_relations)
+            lines.append(f"the start has these relations instead: {instead}")
     else:
         shown = ""
         if result.truncated and result.total > len(result.targets):

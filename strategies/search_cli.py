@@ -216,8 +216,8 @@ def load_cli_config(ns: argparse.Namespace):
 
 
 def _check_method(ns: argparse.Namespace, config) -> None:
-    """``--method`` and its options (flags, ``--option``, the config's ``[strategy.NAME]``) checked before
-    anything loads: a typo costs no KG load."""
+    """``--method`` and its options (flags, ``--option``, the config's ``[strategy.NAME]``)
+    checked before anything loads: a typo costs no KG load."""
     from tot_mcp.strategies.registry import get
 
     given = strategy_options(ns)

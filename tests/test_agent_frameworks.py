@@ -75,7 +75,7 @@ def test_the_langchain_example_runs_one_session():
 
 
 def _example(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    bin_dir = os.path.dirname(sys.executable)  # tot-mcp of this environment on PATH, as the example expects
+    bin_dir = os.path.dirname(sys.executable)  # this environment's tot-mcp, as the example expects
     env = server_env({"PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), **env})
     env.pop("ANTHROPIC_API_KEY", None)
     return subprocess.run([sys.executable, str(REPO / "examples" / "pydantic_ai_agent.py"), *args],

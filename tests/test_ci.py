@@ -13,4 +13,3 @@ def test_ci_runs_exactly_the_readme_command():
     command = re.search(r"```bash\n(pip install -e '\.\[test\]' .*)\n```", readme)
     assert command, "the README no longer shows the test command"
     assert command.group(1) in (REPO / ".ci" / "run").read_text(encoding="utf-8")
-

@@ -165,7 +165,8 @@ def test_wheel_holds_every_package_file_and_the_runtime_data(src, wheel):
 
 
 def test_install_md_states_the_wheels_size(wheel):
-    stated = re.search(r"The wheel \(≈([\d.]+) MB", (REPO / "docs" / "install.md").read_text(encoding="utf-8"))
+    page = (REPO / "docs" / "install.md").read_text(encoding="utf-8")
+    stated = re.search(r"The wheel \(≈([\d.]+) MB", page)
     assert stated, "docs/install.md no longer states the wheel's size"
     assert float(stated.group(1)) == round(wheel.stat().st_size / 1e6, 1)
 

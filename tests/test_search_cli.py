@@ -327,7 +327,8 @@ def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, t
         (["q [x]", "--kg", "/nope/graph.ttl"], "--kg /nope/graph.ttl: no such file"),
     ],
 )
-def test_a_bad_method_option_or_kg_is_refused_before_any_kg_loads(capsys, monkeypatch, argv, message):
+def test_a_bad_method_option_or_kg_is_refused_before_any_kg_loads(capsys, monkeypatch, argv,
+                                                                  message):
     def no_loading(*args, **kwargs):
         raise AssertionError("a KG was opened before the command line was checked")
 

@@ -300,26 +300,29 @@ async def test_tools_are_open_world_when_a_remote_kg_is_served(embedded_kg, mini
 
 @pytest.mark.parametrize("llm_table", [{}, {"backend": "openai"}])
 async def test_a_tool_that_refuses_names_itself_once(embedded_kg, llm_table):
-    """The operator's LLM not opened to clients, or opened without a model: one line that starts with the tool's
-    name, not the SDK's 'Error executing tool' nor the name twice."""
+    """The operator's LLM not opened to clients, or opened without a model: one line that starts
+    with the tool's name, not the SDK's 'Error executing tool' nor the name twice."""
     runtime = Runtime({"movies": embedded_kg}, config=parse_config({"llm": llm_table}),
                       environment=Environment({}))
     async with inprocess_client(runtime) as client:
-        refused = await call(client, "tree_of_traversals", query="who directed [The Matrix]", llm="openai")
+        refused = await call(client, "tree_of_traversals", query="who directed [The Matrix]",
+                             llm="openai")
     text = text_of(refused)
     assert refused.is_error and text.startswith("tree_of_traversals: ") and "\n" not in text, text
     assert text.count("tree_of_traversals") == 1 and "Error executing" not in text, text
 
 
 async def test_follow_path_says_the_start_is_not_counted_per_hop(runtime):
-    """A walk back through the start reads 0 at that hop without dying: the line says the start is left out,
-    and counts it when exclude_start is false."""
-    hops = [{"relation_id": "starred_actors", "direction": "backward"}, {"relation_id": "starred_actors"}]
+    """A walk back through the start reads 0 at that hop without dying: the line says the start is
+    left out, and counts it when exclude_start is false."""
+    hops = [{"relation_id": "starred_actors", "direction": "backward"},
+            {"relation_id": "starred_actors"}]
     async with inprocess_client(runtime) as client:
         left_out = await call(client, "follow_path", entity_ids=[TOM_HANKS], hops=hops, limit=1)
         counted = await call(client, "follow_path", entity_ids=[TOM_HANKS], hops=hops, limit=1,
                              exclude_start=False)
-    assert "reached per hop (the start not counted; walks still pass through it): " in text_of(left_out)
+    not_counted = "reached per hop (the start not counted; walks still pass through it): "
+    assert not_counted in text_of(left_out)
     assert "reached per hop: " in text_of(counted)
     assert counted.structured_content["reached"][1] == left_out.structured_content["reached"][1] + 1
 
@@ -347,7 +350,7 @@ async def test_initialize_over_two_kgs_shows_each_relations_direction_and_that_l
     examples = kgs.structured_content["examples"]
     listing = linked.structured_content["relations"]
     assert {rid.split(":")[0] for rid in examples} == {"films", "mb"}
-    for rid, example in examples.items():  # every relation with its example edge, as list_kgs shows it
+    for rid, example in examples.items():  # every relation with its example edge, as in list_kgs
         assert f"({example})" in listing, (rid, listing)
     assert "Relations, by name (subject → object, e.g.): films: " in text_of(linked)
     assert "(get_relations, get_edges and follow_path follow them)" in text_of(kgs)

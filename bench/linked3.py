@@ -491,7 +491,7 @@ def table_from(runs: Path) -> str:
 
 
 async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
-    from tot_mcp.kg_adapters.config import load_config
+    from tot_mcp.strategies.settings import load_config
     from tot_mcp.kg_adapters.spec import make_spec
     from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
     from tot_mcp.strategies.benchmarks.runner import run_questions

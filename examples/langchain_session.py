@@ -10,9 +10,16 @@ Load the tools from one session: MultiServerMCPClient.get_tools() alone starts a
 from __future__ import annotations
 
 import asyncio
+import shutil
+import sys
 
-from langchain_mcp_adapters.client import MultiServerMCPClient
-from langchain_mcp_adapters.tools import load_mcp_tools
+try:
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+    from langchain_mcp_adapters.tools import load_mcp_tools
+except ImportError:
+    print("langchain_session: pip install langchain-mcp-adapters first (it needs mcp<2: use an "
+          "environment of its own, with tot-mcp on PATH from another)", file=sys.stderr)
+    sys.exit(2)
 
 
 async def main() -> None:
@@ -26,4 +33,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    if shutil.which("tot-mcp") is None:
+        print("langchain_session: tot-mcp is not on PATH: pip install tot-mcp (or add its "
+              "environment's bin/)", file=sys.stderr)
+        sys.exit(2)
     asyncio.run(main())

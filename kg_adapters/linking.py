@@ -48,9 +48,12 @@ class LinkRule(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    from_kg: str
-    to_kg: str
-    kind: TypingLiteral["same_as", "property", "identifier", "label", "iri"] = "same_as"
+    from_kg: str = Field(description="The KG whose entities are linked (a configured KG's name).")
+    to_kg: str = Field(description="The KG they are found in (a configured KG's name).")
+    kind: TypingLiteral["same_as", "property", "identifier", "label", "iri"] = Field(
+        default="same_as", description="same_as: a sameAs edge; property: an external-ID value "
+        "(made an IRI by template); identifier: the same value on both sides; label: the same "
+        "label; iri: the same IRI.")
     relation: str | None = Field(
         default=None,
         description="same_as: the sameAs relation if not labelled 'same as'; property: the external-ID relation "

@@ -14,6 +14,7 @@ is refused with both IDs, never guessed.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .base import KnowledgeGraph
@@ -114,13 +115,19 @@ class RelationNames:
                 return name
         return rid
 
-    def listing(self) -> str:
-        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to list). A KG that
+    def listing(self, examples: Mapping[str, str] | None = None) -> str:
+        """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to
+        list), each with its example edge from ``examples`` if it has one
+        (``directed_by (Heat → Michael Mann)``). A KG that
         listed only a sample of its relations (Wikidata) is named, not listed: a partial list would read as all; so is
         one that did not answer, so that a model does not read its absence as "no relations"."""
         if not self.by_kg or self.count() > MAX_LISTED:
             return ""
-        parts = [f"{kg}: {', '.join(self.shown(r, lab) for r, lab in rels.items())}"
+        def named(rid: str, label: str | None) -> str:
+            example = (examples or {}).get(rid)
+            return self.shown(rid, label) + (f" ({example})" if example else "")
+
+        parts = [f"{kg}: {', '.join(named(r, lab) for r, lab in rels.items())}"
                  for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
         parts += [f"{kg}: too many to list (get_relations(search=...) finds them)" for kg in self.by_kg if kg in self.partial]
         parts += [f"{kg}: not listed (the KG did not answer; initialize again later)"

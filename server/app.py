@@ -29,6 +29,7 @@ from tot_mcp.kg_adapters.errors import (
     ServiceUnavailable,
     UnknownKG,
 )
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
 from .apps import apps_extension, register_apps
@@ -49,7 +50,8 @@ INSTRUCTIONS = (
     "each relation of a small schema with an example edge, so you know which way to walk it. When you know the "
     "relations a question follows, follow_path(start=name, hops=[...]) answers it in one call. With several KGs, an "
     "entity's equivalents in the others are linked (same_as): its get_relations lists their relations too, and "
-    "get_edges follows another KG's relation from it directly. A result that reaches several entities names them "
+    "get_edges and follow_path follow another KG's relation from it directly. "
+    "A result that reaches several entities names them "
     "with a handle: pass from_result instead of copying IDs. The prompt 'tree_of_traversals' explains the procedure."
 )
 
@@ -82,7 +84,15 @@ def describe_validation_error(exc: ValidationError) -> str:
     return one_line("invalid arguments: " + "; ".join(parts) + more)
 
 
-MAX_CALLS_PER_CLIENT = 16  # `[server] max_calls_per_client`
+def _named(tool: str, message: str) -> str:
+    """``TOOL: message``, the tool named once: a tool's own error may already start with its
+    name, and the SDK's wrapper says ``Error executing tool TOOL:``."""
+    message = message.removeprefix(f"Error executing tool {tool}: ")
+    return message if message.startswith(f"{tool}: ") or message.startswith(f"{tool} ") \
+        else f"{tool}: {message}"
+
+
+MAX_CALLS_PER_CLIENT = SERVER_DEFAULTS.max_calls_per_client
 
 
 class TotServer(MCPServer):
@@ -148,7 +158,8 @@ class TotServer(MCPServer):
                 raise  # logged with its traceback by the SDK; the client sees only a generic message
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
-            raise ToolError(one_line(str(exc))) from cause
+            text = _named(name, str(exc)) if isinstance(cause, ToolError) else str(exc)
+            raise ToolError(one_line(text)) from cause
         finally:
             POOLS.reset(pools)
             CLIENT.reset(token)
@@ -186,8 +197,8 @@ def build_server(runtime: Runtime) -> MCPServer:
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
         extensions=[apps_extension()],  # MCP Apps in the capabilities; register_apps serves them
     )
-    server.max_calls_per_client = runtime.config.server.max_calls_per_client or MAX_CALLS_PER_CLIENT
-    shown = PROFILES[runtime.config.server.tools or "default"]
+    server.max_calls_per_client = runtime.config.server.max_calls_per_client
+    shown = PROFILES[runtime.config.server.tools]
     for register in REGISTRARS:  # the model's list: the rest stays reachable with --tools all
         register(server if shown is None else _Profiled(server, shown), runtime)
     register_resources(server, runtime)

@@ -34,6 +34,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resources import FunctionResource
 
 from tot_mcp.kg_adapters.lru import LRU
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
 
@@ -149,7 +150,8 @@ class TreeView:
 class TreeViews:
     """Drawn search trees by run ID (``t`` + 12 hex of the drawing's hash): bounded LRU with an age limit."""
 
-    def __init__(self, max_entries: int = 200, ttl_seconds: float = 3600.0) -> None:
+    def __init__(self, max_entries: int = 200,
+                 ttl_seconds: float = SERVER_DEFAULTS.handle_ttl) -> None:
         self.ttl = ttl_seconds
         self._views: LRU[TreeView] = LRU(max_entries, ttl=ttl_seconds)
 
@@ -206,7 +208,7 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
     """Serve the search-tree app and the drawn trees. Called
     once by :func:`server.app.build_server` (which advertises them with :func:`apps_extension`); the
     ``tree_of_traversals`` tool points at :data:`APP_URI`."""
-    views = runtime.tree_views = TreeViews(ttl_seconds=runtime.config.server.handle_ttl or 3600.0)
+    views = runtime.tree_views = TreeViews(ttl_seconds=runtime.config.server.handle_ttl)
 
     @server.resource(
         TEMPLATE,

@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tot_mcp.kg_adapters.base import Limits
-from tot_mcp.kg_adapters.config import Config, load_config
+from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.environment import TOKEN as TOKEN_ENV, Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.linking import with_flags
 from tot_mcp.kg_adapters.spec import parse_kg_arg
+from tot_mcp.strategies.settings import LOG_LEVELS, SERVER_DEFAULTS, Config, load_config
 from tot_mcp.strategies.system import freeze_loaded_objects
 
 from . import __version__
 
 EXIT_USAGE = 2
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 # Subcommands dispatched on argv[1] before option parsing: name -> "module:function" taking argv[2:] and returning
 # an exit code.
@@ -114,18 +114,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
                    "'wikidata', 'wikidata:ENDPOINT_URL', 'sparql:ENDPOINT_URL' or 'store:PATH'")
     p.add_argument("--config", type=Path, metavar="FILE",
-                   help="TOML configuration: [kg.NAME] / [kgs], [[link]], [limits], [server], [llm] (see docs)")
+                   help="TOML configuration: [kg.NAME] / [kgs], [[link]], [limits], [server], "
+                   "[llm], ... (docs/configuration.md)")
     p.add_argument("--no-link", action="store_true",
                    help="serve several KGs side by side, unlinked (default: linked by [[link]] rules, else by label)")
     p.add_argument("--link", action="append", default=[], metavar="A=B",
                    help="label-link only these KG pairs (repeatable; default: every pair)")
     p.add_argument("--handles", type=_positive, default=None, metavar="N",
-                   help="result handles (from_result) kept (default 2000)")
+                   help=f"result handles (from_result) kept (default {SERVER_DEFAULTS.handles})")
     p.add_argument("--handle-ttl", type=float, default=None, metavar="SECONDS",
-                   help="how long a result handle lives (default 3600)")
-    p.add_argument("--transport", choices=["stdio", "http"], default=None, help="default: stdio")
-    p.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=None, help="HTTP port (default 8000; 0 = any free port)")
+                   help=f"how long a result handle lives (default {SERVER_DEFAULTS.handle_ttl:g})")
+    p.add_argument("--transport", choices=["stdio", "http"], default=None,
+                   help=f"default: {SERVER_DEFAULTS.transport}")
+    p.add_argument("--host", default=None,
+                   help=f"HTTP bind address (default {SERVER_DEFAULTS.host})")
+    p.add_argument("--port", type=_port, default=None,
+                   help=f"HTTP port (default {SERVER_DEFAULTS.port}; 0 = any free port)")
     p.add_argument("--token", default=None,
                    help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: env {TOKEN_ENV})")
     p.add_argument("--stateless", action="store_true", default=None,
@@ -139,12 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, (field, help_text) in LIMIT_FLAGS.items():
         p.add_argument(flag, dest=field, type=_positive, default=None, metavar="N",
                        help=f"max {help_text} (default {getattr(Limits(), field)})")
-    p.add_argument("--cache-size", type=_nonnegative, default=200_000, metavar="N",
-                   help="result cache for remote and on-disk KGs, in cached edges+entities (0 = off; default 200000)")
-    p.add_argument("--cache-ttl", type=float, default=600.0, metavar="SECONDS",
-                   help="how long a cached result stays valid (default 600)")
+    p.add_argument("--cache-size", type=_nonnegative, default=DEFAULT_CACHE_WEIGHT, metavar="N",
+                   help="result cache for remote and on-disk KGs, in cached edges+entities "
+                   f"(0 = off; default {DEFAULT_CACHE_WEIGHT})")
+    p.add_argument("--cache-ttl", type=float, default=DEFAULT_CACHE_TTL, metavar="SECONDS",
+                   help=f"how long a cached result stays valid (default {DEFAULT_CACHE_TTL:g})")
     p.add_argument("--log-level", default=None, type=str.upper,
-                   choices=LOG_LEVELS, help="stderr log level (default WARNING)")
+                   choices=LOG_LEVELS,
+                   help=f"stderr log level (default {SERVER_DEFAULTS.log_level})")
     p.add_argument("--tools", choices=["default", "all"], default=None,
                    help="the tools clients see: default (what a model needs, ~7k characters of tool list) or all "
                         "(each strategy with its algorithm knobs, build_index, router_stats)")
@@ -155,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- configuration --------------------------------------------------------------------------------------------
 def read_config(path: Path | None) -> Config:
-    """The ``--config`` TOML, validated by :mod:`kg_adapters.config` (its errors name the file and key)."""
+    """The ``--config`` TOML, validated by :mod:`strategies.settings` (its errors name the file
+    and key)."""
     return load_config(path) if path is not None else Config()
 
 
@@ -166,11 +173,10 @@ def resolve_limits(args: argparse.Namespace, config: Config) -> Limits:
     return Limits(**values)
 
 
-def _setting(args: argparse.Namespace, config: Config, key: str, default: Any) -> Any:
+def _setting(args: argparse.Namespace, config: Config, key: str) -> Any:
+    """A ``[server]`` setting: its flag if given, else the config's (which holds the default)."""
     value = getattr(args, key)
-    if value is None:
-        value = getattr(config.server, key, None)
-    return default if value is None else value
+    return getattr(config.server, key) if value is None else value
 
 
 def resolve_token(args: argparse.Namespace, config: Config, environment: Environment | None = None) \
@@ -243,7 +249,7 @@ def run_check(runtime) -> int:
     for probe in anyio.run(probes):  # every link rule tried on a sample: one that links nothing is an error
         print(probe.line())
         failed += probe.failed
-    if runtime.load_seconds is not None:
+    if runtime.load_seconds is not None and not failed:
         print(f"opened {len(runtime.kgs)} KG(s) in {runtime.load_seconds:.2f}s")
     print("limits: " + " ".join(f"{field}={getattr(runtime.limits, field)}" for field, _ in LIMIT_FLAGS.values()))
     print("OK" if not failed else f"{failed} KG(s) or link rule(s) failed")
@@ -291,21 +297,20 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     handle_flags = {k: getattr(args, k) for k in ("handles", "handle_ttl", "tools") if getattr(args, k) is not None}
     if handle_flags:
         config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
-    level = str(_setting(args, config, "log_level", "WARNING")).upper()
+    level = str(_setting(args, config, "log_level")).upper()
     if level not in LOG_LEVELS:
         raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
     if own_logging:
         _configure_logging(level)
     limits = resolve_limits(args, config)
     specs = [parse_kg_arg(a) for a in args.kg]
-    transport = _setting(args, config, "transport", "stdio")
-    host = _setting(args, config, "host", "127.0.0.1")
-    port = _setting(args, config, "port", 8000)
+    transport = _setting(args, config, "transport")
+    host = _setting(args, config, "host")
+    port = _setting(args, config, "port")
     environment = Environment.read()  # once: everything below takes its values from here
     token = resolve_token(args, config, environment)
-    stateless = bool(_setting(args, config, "stateless", False))
-    allowed_hosts = _setting(args, config, "allowed_hosts", None) or []  # [server] allowed_hosts, if the config has it
-    allowed_hosts = [_checked_host(h) for h in ([allowed_hosts] if isinstance(allowed_hosts, str) else allowed_hosts)]
+    stateless = bool(_setting(args, config, "stateless"))
+    allowed_hosts = [_checked_host(h) for h in _setting(args, config, "allowed_hosts")]
 
     from .runtime import Runtime
 
@@ -317,8 +322,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     import anyio
 
     from .app import build_server
-    from .slow_clients import BODY_SECONDS, HEADER_SECONDS
-    from .transports import LOOPBACK, MAX_PER_CLIENT, MAX_SESSIONS, bind_socket, serve_http, serve_stdio
+    from .transports import LOOPBACK, bind_socket, serve_http, serve_stdio
 
     server = build_server(runtime)
     freeze_loaded_objects()
@@ -344,10 +348,10 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     try:
         anyio.run(partial(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
                           stateless=stateless, allowed_hosts=allowed_hosts,
-                          max_sessions=config.server.max_sessions or MAX_SESSIONS,
-                          max_sessions_per_client=config.server.max_sessions_per_client or MAX_PER_CLIENT,
-                          header_seconds=config.server.header_timeout or HEADER_SECONDS,
-                          body_seconds=config.server.body_timeout or BODY_SECONDS),
+                          max_sessions=config.server.max_sessions,
+                          max_sessions_per_client=config.server.max_sessions_per_client,
+                          header_seconds=config.server.header_timeout,
+                          body_seconds=config.server.body_timeout),
                   backend_options=_event_loop_options())
     finally:
         anyio.run(runtime.aclose)

@@ -32,6 +32,7 @@ from typing import Any
 
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.lru import LRU
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 HANDLE_RE = re.compile(r"^r[0-9a-f]{10}$")
 _CANONICAL = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)  # one call's arguments, canonical
@@ -52,7 +53,8 @@ class UnknownHandle(InvalidInput):
 
 
 class HandleStore:
-    def __init__(self, fingerprint: str, max_entries: int = 2000, ttl_seconds: float = 3600.0,
+    def __init__(self, fingerprint: str, max_entries: int = SERVER_DEFAULTS.handles,
+                 ttl_seconds: float = SERVER_DEFAULTS.handle_ttl,
                  path: Path | None = None) -> None:
         if max_entries < 1 or ttl_seconds <= 0:
             raise InvalidInput("the result-handle store needs a size ≥ 1 and an age limit > 0")

@@ -214,15 +214,13 @@ def render_description(desc: EntityDescription, types: Sequence[Entity] = (), st
     return "\n".join(lines)
 
 
-def _num(n: int | None) -> str:
-    return "?" if n is None else f"{n:,}"
-
-
 def render_kg_info(info: KGInfo, examples: dict[str, str] | None = None) -> str:
-    lines = [
-        f"{info.name} ({info.backend}): {_num(info.entities)} entities, {_num(info.triples)} triples, "
-        f"{_num(info.relations)} relations"
-    ]
+    sizes = ((info.entities, "entities"), (info.triples, "triples"), (info.relations, "relations"))
+    counts = [f"{n:,} {what}" for n, what in sizes if n is not None]
+    if len(counts) < 3:  # a remote endpoint is not asked to count what would take it long
+        counts.append("size not counted (too costly to ask a remote endpoint)" if not counts
+                      else "the rest not counted")
+    lines = [f"{info.name} ({info.backend}): {', '.join(counts)}"]
     if info.description:
         lines.append(f"  {_short(info.description, 400)}")
     if info.relation_sample:
@@ -258,8 +256,11 @@ def render_edges_result(result) -> str:
     return "\n".join(lines)
 
 
-def render_paths(result) -> str:
-    """``follow_path``: the path, what each hop reached, then the targets (most paths first) with one example."""
+def render_paths(result, start_counted: bool = False) -> str:
+    """``follow_path``: the path, what each hop reached, then the targets (most paths first) with
+    one example. ``start_counted``: the start is among the nodes reached (exclude_start=false);
+    else a hop that went back to it reads 0 there, while the walk goes on through it, so the line
+    says the start is left out."""
     def name(x: str) -> str:
         e = result.entities.get(x)
         return e.label if e is not None else x
@@ -274,7 +275,8 @@ def render_paths(result) -> str:
     linked = getattr(result, "linked", None)
     lines = ([linked] if linked else []) + [f"{_first(result.start, 5)} → {path}:"]
     if len(result.hops) > 1:
-        lines.append("reached per hop: " + ", ".join(str(n) for n in result.reached))
+        left_out = "" if start_counted else " (the start not counted; walks still pass through it)"
+        lines.append(f"reached per hop{left_out}: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:
         n = result.without_edge  # named when there are one or two (then a check of each is cheap); else counted
         names = f": {', '.join(f'{x} {name(x)}' for x in result.without_edge_sample)}" if n <= 2 else ""
@@ -285,6 +287,9 @@ def render_paths(result) -> str:
         lines.append(f"{result.total} target{plural} (not listed: limit=0)")
     elif not result.targets:
         lines.append("no targets")
+        if getattr(result, "start_relations", None):
+            instead = ", ".join(result.start_relations)
+            lines.append(f"the start has these relations instead: {instead}")
     else:
         shown = ""
         if result.truncated and result.total > len(result.targets):

@@ -18,17 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
-from tot_mcp.kg_adapters.config import Config
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError, ServiceUnavailable, UnknownKG  # noqa: F401 - ServiceUnavailable: re-exported
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.spec import KGSpec
 
+from tot_mcp.strategies.settings import Config
 from tot_mcp.strategies.system import assemble, content_stamp, open_configured
 
 from .handles import HandleStore
-
-DEFAULT_CLIENT_LLM_CALLS = 200  # LLM calls one client may spend on the operator's key ([llm] client_calls)
 
 if TYPE_CHECKING:  # heavy imports only for type checkers
     from tot_mcp.kg_adapters.relation_names import RelationNames
@@ -90,7 +88,7 @@ class Runtime:
         fingerprint = json.dumps([sorted((n, k.backend) for n, k in self.kgs.items()),
                                   [r.describe() for r in self.graph.linker.rules]])
         # with the content's stamp, handles are kept on disk too, for later processes serving the same KGs
-        self.handles = HandleStore(fingerprint + (stamp or ""), server.handles or 2000, server.handle_ttl or 3600.0,
+        self.handles = HandleStore(fingerprint + (stamp or ""), server.handles, server.handle_ttl,
                                    path=self.services.cache_dir / "handles.sqlite" if stamp else None)
         self.load_seconds: float | None = None
         self._relation_names: Any = None
@@ -189,7 +187,6 @@ class Runtime:
                             f"has not opened to clients ([llm] backend = \"{kind}\"); use "
                             "llm='sampling' (your own model) or 'offline'")
         budget = self.config.llm.client_calls
-        budget = DEFAULT_CLIENT_LLM_CALLS if budget is None else budget
         spent = f"llm={kind!r}: this client has used its {budget} LLM calls on this server's key; use " \
                 "llm='sampling' (your own model) or 'offline'"
         if self._llm_spent[client] >= budget:

@@ -38,10 +38,12 @@ from collections.abc import Callable
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
+
 log = logging.getLogger("tot_mcp.sessions")
 
 HANDSHAKE_SECONDS = 30.0  # a session with nothing after its initialize is ended after this, when others arrive
-MAX_PER_CLIENT = 100  # sessions one client may hold (`[server] max_sessions_per_client`)
+MAX_PER_CLIENT = SERVER_DEFAULTS.max_sessions_per_client
 IDLE_SECONDS = 600.0  # the SDK's idle timeout (server/transports.py): a quiet session is gone then
 MAX_OPENING_BYTES = 1 << 20  # an initialize body larger than this is passed on unbuffered (and cannot be retried)
 _SESSION = b"mcp-session-id"

@@ -18,10 +18,12 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
+
 log = logging.getLogger("tot_mcp.http")
 
-HEADER_SECONDS = 10.0
-BODY_SECONDS = 30.0
+HEADER_SECONDS = SERVER_DEFAULTS.header_timeout
+BODY_SECONDS = SERVER_DEFAULTS.body_timeout
 
 
 class _HeaderDeadline:

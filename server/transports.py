@@ -11,6 +11,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tot_mcp.strategies.settings import SERVER_DEFAULTS
+
 from .auth import BearerTokenMiddleware
 from .sessions import IDLE_SECONDS, MAX_PER_CLIENT, SessionJanitor
 from .stdio_pipes import pipe_stdio
@@ -19,7 +21,7 @@ from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_c
 log = logging.getLogger("tot_mcp.transports")
 
 MCP_PATH = "/mcp"
-MAX_SESSIONS = 1000  # 2025-era sessions open at once; at the limit the oldest idle one makes room
+MAX_SESSIONS = SERVER_DEFAULTS.max_sessions
 STDIN_CLOSED_GRACE = 60.0  # seconds the stdio server waits, once stdin is closed, for requests it read to finish
 
 

@@ -19,7 +19,6 @@ import importlib.util
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.errors import InvalidInput, KGError
 from tot_mcp.kg_adapters.linking import with_flags
 from tot_mcp.kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
 from tot_mcp.strategies.system import System, build_system, freeze_loaded_objects
@@ -103,10 +103,19 @@ def _bare_spec_name(spec: str) -> str:
     return name[:32]
 
 
+def _bare_spec(arg: str) -> KGSpec:
+    """A bare ``--kg SPEC``, named after its file; an error quotes the flag as the user typed it."""
+    name = _bare_spec_name(arg)
+    try:
+        return make_spec(name, arg)
+    except InvalidInput as e:
+        raise InvalidInput(str(e).replace(f"--kg {name}={arg}", f"--kg {arg}", 1)) from None
+
+
 def kg_specs(args: list[str]) -> list[KGSpec]:
     """``--kg`` flags as specs: ``NAME=SPEC``, or a bare SPEC named after its file."""
     specs = [parse_kg_arg(arg) if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", arg.split("=", 1)[0])
-             else make_spec(_bare_spec_name(arg), arg) for arg in args]
+             else _bare_spec(arg) for arg in args]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
@@ -201,9 +210,18 @@ async def _check_llm(ns: argparse.Namespace) -> None:
 
 
 def load_cli_config(ns: argparse.Namespace):
-    from tot_mcp.kg_adapters.config import Config, load_config
+    from tot_mcp.strategies.settings import Config, load_config
 
     return load_config(ns.config) if ns.config is not None else Config()
+
+
+def _check_method(ns: argparse.Namespace, config) -> None:
+    """``--method`` and its options (flags, ``--option``, the config's ``[strategy.NAME]``)
+    checked before anything loads: a typo costs no KG load."""
+    from tot_mcp.strategies.registry import get
+
+    given = strategy_options(ns)
+    get(ns.method).parse_options({**config.strategy.get(ns.method, {}), **given})
 
 
 def strategy_options(ns: argparse.Namespace) -> dict:
@@ -419,9 +437,14 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         _validate(ns)
-        asyncio.run(_check_llm(ns))
         try:
             config = load_cli_config(ns)
+            _check_method(ns, config)
+            kg_specs(ns.kg)  # a missing file or unknown kind: before the LLM check and any load
+        except KGError as e:
+            raise UsageError(str(e)) from None
+        asyncio.run(_check_llm(ns))
+        try:
             system = open_system(ns, config)
         except KGError as e:
             raise UsageError(str(e)) from None

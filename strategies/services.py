@@ -27,13 +27,14 @@ from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.strategies.indexes import GraphResources, Models
 from tot_mcp.strategies.local_graph import local_graph
 from tot_mcp.strategies.route_stats import RouteStats
+from tot_mcp.strategies.settings import RetrievalConfig
 
 if TYPE_CHECKING:
     from tot_mcp.strategies.embeddings import Embedder
     from tot_mcp.strategies.llm.base import LLM
     from tot_mcp.strategies.registry import Index, Progress, Strategy
 
-DEFAULT_BUILD_LIMIT = 5000
+DEFAULT_BUILD_LIMIT = RetrievalConfig.model_fields["build_limit"].default
 #: the indexes cheap enough to build within any call, whatever the KG's size or ``build`` (BM25 over the entity
 #: descriptors, seconds for 43k entities; the relevance model's relation-phrase embeddings): never sent to the
 #: background, never refused

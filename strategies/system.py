@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
-from tot_mcp.kg_adapters.config import Config, open_kgs, served_kgs
+from tot_mcp.kg_adapters.config import open_kgs, served_kgs
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import InvalidInput, ServiceUnavailable
 from tot_mcp.kg_adapters.linked import LinkedKG
 from tot_mcp.kg_adapters.linking import Linker
 from tot_mcp.kg_adapters.spec import KGSpec
 
-from .services import DEFAULT_BUILD_LIMIT, Services
+from .services import Services
+from .settings import Config
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
@@ -118,7 +119,7 @@ def assemble(
     services = Services(
         kgs, graph=graph, embedder_factory=embedder_factory, llm_factory=llm_factory,
         cache_dir=config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else environment.cache_dir,
-        build_limit=DEFAULT_BUILD_LIMIT if retrieval.build_limit is None else retrieval.build_limit,
+        build_limit=retrieval.build_limit,
         wait_for_builds=wait_for_builds,
         cross_encoder_path=retrieval.cross_encoder_path or environment.cross_encoder_path,
         strategy_options=_checked_strategy_options(config.strategy),

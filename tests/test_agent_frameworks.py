@@ -72,3 +72,26 @@ def test_the_langchain_example_runs_one_session():
                           capture_output=True, text=True, timeout=300, env=env, cwd=str(REPO))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Steven Spielberg" in done.stdout and "start 'Tom Hanks' = movies:E1407" in done.stdout
+
+
+def _example(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    bin_dir = os.path.dirname(sys.executable)  # this environment's tot-mcp, as the example expects
+    env = server_env({"PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), **env})
+    env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.run([sys.executable, str(REPO / "examples" / "pydantic_ai_agent.py"), *args],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=str(REPO))
+
+
+def test_the_pydantic_ai_example_says_what_it_needs_instead_of_a_traceback():
+    no_key = _example(env={})
+    assert no_key.returncode == 2 and no_key.stdout == "", no_key.stderr
+    assert no_key.stderr.startswith("pydantic_ai_agent: model 'anthropic:claude-sonnet-4-5': ") \
+        and "ANTHROPIC_API_KEY" in no_key.stderr and no_key.stderr.count("\n") == 1, no_key.stderr
+    no_server = _example(env={"PATH": os.devnull})
+    assert no_server.returncode == 2 and "tot-mcp is not on PATH" in no_server.stderr
+
+
+def test_the_pydantic_ai_example_runs_its_toolset_with_the_test_model():
+    done = _example("--model", "test", env={})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"name":"movies"' in done.stdout and '"entities":43234' in done.stdout

@@ -130,7 +130,8 @@ def served(kb, tmp_path):
 
 
 async def test_the_config_links_catalog_films_by_identifier_and_cast_through_films(served):
-    from tot_mcp.kg_adapters.config import load_config, open_kgs
+    from tot_mcp.kg_adapters.config import open_kgs
+    from tot_mcp.strategies.settings import load_config
     from tot_mcp.kg_adapters.linked import LinkedKG
     from tot_mcp.kg_adapters.linking import Linker
 

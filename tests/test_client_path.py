@@ -3,7 +3,6 @@ explain themselves — through the real ``tot-mcp`` process and the MCP SDK's cl
 
 from __future__ import annotations
 
-import pytest
 from mcp_client import http_server, http_session, stdio_session, text_of
 
 TOM_HANKS = "movies:E1407"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tot_mcp.kg_adapters.config import load_config, open_kgs, parse_config
+from tot_mcp.kg_adapters.config import open_kgs
+from tot_mcp.strategies.settings import load_config, parse_config
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG
@@ -92,7 +93,15 @@ def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
         ('[server]\ntransport = "carrier-pigeon"\n', r"server.transport"),
         ('[server]\nport = 70000\n', r"server.port"),
         ('[surprise]\nx = 1\n', r"surprise: unknown key"),
-        ('[kg.x]\nbackend = "memory"\n', r"kg.x.spec: Field required"),
+        ('[kg.x]\nbackend = "memory"\n', r"kg.x.spec: missing \(required\)"),
+        ("[limits]\nmax_edgse = 3\n", r"limits.max_edgse: unknown key; did you mean max_edges\?"),
+        ('[sever]\nport = 1\n', r"sever: unknown key; did you mean server\?"),
+        ('[kg.m]\nspce = "embedded"\n',
+         r"kg.m.spec: missing; kg.m.spce is there — a misspelling of spec\?"),
+        ('[kgs.m]\nspec = "embedded"\n',
+         r"kgs.m: expected a string in quotes, got a table .*\[kg.m\] table"),
+        ('[server]\nport = "eighty"\n', r"server.port: expected a whole number, got 'eighty'"),
+        ('[server]\nlog_level = "loud"\n', r"server.log_level: .*DEBUG, INFO"),
         ('[[link]]\nfrom_kg = "a"\nto_kg = "b"\nkind = "property"\n', r"link.0: .*relation"),
         ('[kg."bad name"]\nspec = "embedded"\n', r"KG name 'bad name'"),
         ("this is = not toml [", r"invalid TOML"),

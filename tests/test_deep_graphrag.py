@@ -209,7 +209,10 @@ def test_anchored_neighbourhood_two_hops_without_expanding_hubs(setup):
     ivo = _idx(kg, "Ivo Tan")
     hubs = np.zeros(res.graph.n, bool)
     n1, n2 = anchored_neighbourhood(indptr, indices, [ivo], hubs)
-    label = lambda xs: {kg.index.nodes[i].label for i in xs}
+
+    def label(xs):
+        return {kg.index.nodes[i].label for i in xs}
+
     assert label(n1) == {"Blue Canyon", "Red Summit", "Green Ridge"}
     assert label(n2) == {"Jun Mori", "Kai Sato", "Lea Ford", "Adventure", "Japanese", "Documentary"}
     assert ivo not in n1 and ivo not in n2  # the anchor is the question's subject, never its own neighbour

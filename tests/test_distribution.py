@@ -164,6 +164,13 @@ def test_wheel_holds_every_package_file_and_the_runtime_data(src, wheel):
     assert f"mcp-name: {SERVER_JSON['name']}" in metadata
 
 
+def test_install_md_states_the_wheels_size(wheel):
+    page = (REPO / "docs" / "install.md").read_text(encoding="utf-8")
+    stated = re.search(r"The wheel \(≈([\d.]+) MB", page)
+    assert stated, "docs/install.md no longer states the wheel's size"
+    assert float(stated.group(1)) == round(wheel.stat().st_size / 1e6, 1)
+
+
 def test_installed_wheel_runs_from_its_own_environment(venv, tmp_path):
     env = clean_env()
     probe = ("import importlib.metadata as md, importlib.util as iu, json; "

@@ -10,7 +10,7 @@ import copy
 
 import numpy as np
 import pytest
-from retrieval_fixtures import make_kg, shared_embedder
+from retrieval_fixtures import make_kg
 
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.strategies import embeddings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.strategies.settings import parse_config
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.oxigraph_store import default_store_dir
 from tot_mcp.server.cli import resolve_token

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tot_mcp.kg_adapters.config import MAX_CONFIG_BYTES, load_config
+from tot_mcp.strategies.settings import MAX_CONFIG_BYTES, load_config
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.spec import make_spec
 from tot_mcp.server.auth import BearerTokenMiddleware

@@ -9,7 +9,7 @@ from retrieval_fixtures import ScriptedLLM, make_kg, run_strategy, shared_embedd
 from tot_mcp.strategies.llm.base import LLMError
 from tot_mcp.strategies.registry import REGISTRY, Call, Strategy, get
 from tot_mcp.strategies.results import RetrievedEntity, StrategyResult
-from tot_mcp.strategies.router import LLMQueryAnalyser, QueryAnalysis, RuleQueryAnalyser, choose_route, round_robin
+from tot_mcp.strategies.router import QueryAnalysis, RuleQueryAnalyser, choose_route, round_robin
 from tot_mcp.strategies.services import Services
 
 

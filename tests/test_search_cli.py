@@ -216,7 +216,7 @@ def test_out_file_is_not_overwritten_without_resume(capsys, tmp_path):
         (["q [x]", "-k", "0"], "-k must be"),
         (["q [x]", "--tau", "1.5"], "--tau must be"),
         (["q [x]", "--method", "nope"], "unknown method 'nope'"),
-        (["q [x]", "--kg", "/no/such/kb.txt"], "no such file"),
+        (["q [x]", "--kg", "/no/such/kb.txt"], "--kg /no/such/kb.txt: no such file"),
         (["q [x]", "--kg", "bad name=embedded"], "no such file"),
         (["--questions", "x", "--resume"], "--resume needs --out"),
     ],
@@ -316,6 +316,25 @@ def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, t
     code, _, err = run(capsys, "--questions", _write_metaqa(tmp_path), "--skip", -1)
     assert code == 2 and "--skip must be ≥ 0" in err
 
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["q [x]", "--method", "nosuch"], "unknown method 'nosuch'"),
+        (["q [x]", "--option", "bogus=1"], "unknown option 'bogus'"),
+        (["q [x]", "--method", "ark", "-k", "2"], "-k: not an option of --method ark"),
+        (["q [x]", "--kg", "/nope/graph.ttl"], "--kg /nope/graph.ttl: no such file"),
+    ],
+)
+def test_a_bad_method_option_or_kg_is_refused_before_any_kg_loads(capsys, monkeypatch, argv,
+                                                                  message):
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a KG was opened before the command line was checked")
+
+    monkeypatch.setattr(cli, "build_system", no_loading)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and message in err and out == "", err
 
 
 def test_an_empty_question_is_a_usage_error_before_anything_loads(capsys):

@@ -122,6 +122,7 @@ def test_check_fails_for_an_endpoint_that_does_not_answer():
     result = run("--kg", f"down=sparql:http://127.0.0.1:{port}/query", "--check", timeout=180)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "down: FAILED: endpoint not answering" in result.stdout
+    assert "opened" not in result.stdout  # no line that reads as success after the failure
     assert result.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed") and "Traceback" not in result.stderr
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.strategies.settings import parse_config
 from tot_mcp.kg_adapters.errors import InvalidInput, UnknownKG
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.server.app import build_server

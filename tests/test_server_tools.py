@@ -13,11 +13,12 @@ import pytest
 from mcp_client import inprocess_client, text_of
 
 from tot_mcp.kg_adapters.base import Capabilities, Limits
-from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import BackendError
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triples_file import load_triples_file
 from tot_mcp.server.runtime import Runtime
+from tot_mcp.strategies.settings import parse_config
 
 TOM_HANKS = "movies:E1407"
 
@@ -295,3 +296,62 @@ async def test_tools_are_open_world_when_a_remote_kg_is_served(embedded_kg, mini
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["get_edges"].annotations.open_world_hint is True
     assert tools["get_edges"].annotations.read_only_hint is True
+
+
+@pytest.mark.parametrize("llm_table", [{}, {"backend": "openai"}])
+async def test_a_tool_that_refuses_names_itself_once(embedded_kg, llm_table):
+    """The operator's LLM not opened to clients, or opened without a model: one line that starts
+    with the tool's name, not the SDK's 'Error executing tool' nor the name twice."""
+    runtime = Runtime({"movies": embedded_kg}, config=parse_config({"llm": llm_table}),
+                      environment=Environment({}))
+    async with inprocess_client(runtime) as client:
+        refused = await call(client, "tree_of_traversals", query="who directed [The Matrix]",
+                             llm="openai")
+    text = text_of(refused)
+    assert refused.is_error and text.startswith("tree_of_traversals: ") and "\n" not in text, text
+    assert text.count("tree_of_traversals") == 1 and "Error executing" not in text, text
+
+
+async def test_follow_path_says_the_start_is_not_counted_per_hop(runtime):
+    """A walk back through the start reads 0 at that hop without dying: the line says the start is
+    left out, and counts it when exclude_start is false."""
+    hops = [{"relation_id": "starred_actors", "direction": "backward"},
+            {"relation_id": "starred_actors"}]
+    async with inprocess_client(runtime) as client:
+        left_out = await call(client, "follow_path", entity_ids=[TOM_HANKS], hops=hops, limit=1)
+        counted = await call(client, "follow_path", entity_ids=[TOM_HANKS], hops=hops, limit=1,
+                             exclude_start=False)
+    not_counted = "reached per hop (the start not counted; walks still pass through it): "
+    assert not_counted in text_of(left_out)
+    assert "reached per hop: " in text_of(counted)
+    assert counted.structured_content["reached"][1] == left_out.structured_content["reached"][1] + 1
+
+
+async def test_a_path_that_reaches_nothing_lists_the_relations_the_start_has(runtime):
+    async with inprocess_client(runtime) as client:
+        wrong_way = await call(client, "follow_path", entity_ids=[TOM_HANKS],
+                               hops=[{"relation_id": "starred_actors"}])  # an actor is the object
+        relations = await call(client, "get_relations", entity_ids=[TOM_HANKS])
+    listed = wrong_way.structured_content["start_relations"]
+    real = {f"{r['id']} ({r['direction']})" for r in relations.structured_content["relations"]}
+    assert listed and set(listed) <= real and "movies:starred_actors (backward)" in listed
+    assert "no targets\nthe start has these relations instead: " in text_of(wrong_way)
+
+
+async def test_initialize_over_two_kgs_shows_each_relations_direction_and_that_links_are_followed():
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    two = Runtime.open(config=parse_config({"kgs": {"films": str(fixtures / "local_movies.nt"),
+                                                    "mb": str(fixtures / "linked_mb.ttl")}}))
+    async with inprocess_client(two) as client:
+        linked = await call(client, "initialize", query="who directed [The Matrix]")
+        kgs = await call(client, "list_kgs")
+    examples = kgs.structured_content["examples"]
+    listing = linked.structured_content["relations"]
+    assert {rid.split(":")[0] for rid in examples} == {"films", "mb"}
+    for rid, example in examples.items():  # every relation with its example edge, as in list_kgs
+        assert f"({example})" in listing, (rid, listing)
+    assert "Relations, by name (subject → object, e.g.): films: " in text_of(linked)
+    assert "(get_relations, get_edges and follow_path follow them)" in text_of(kgs)
+

@@ -13,7 +13,7 @@ import pytest
 from mcp_client import inprocess_client, stdio_session, text_of
 from net_helpers import FIXTURES
 
-from tot_mcp.kg_adapters.config import parse_config
+from tot_mcp.strategies.settings import parse_config
 from tot_mcp.kg_adapters.errors import BackendTimeout, InvalidInput
 from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, load_into_store
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
@@ -108,8 +108,8 @@ async def test_the_switch_in_the_config_turns_it_off_per_kg(wikidata_sparql_url,
         on = await client.call_tool("sparql_query", {"query": "ASK { ?s ?p ?o }", "kg": "open"})
     one_line_error(off, "KG 'wd' (wikidata) does not answer SPARQL queries; these do: open")
     assert text_of(on) == "ASK on open: true"
-    with pytest.raises(InvalidInput, match="sparql_query must be true or false"):
-        Runtime.open(config=parse_config({"kg": {"wd": {"spec": "wikidata", "sparql_query": "no"}}}))
+    with pytest.raises(InvalidInput, match="kg.wd.sparql_query: expected true or false, got 'no'"):
+        parse_config({"kg": {"wd": {"spec": "wikidata", "sparql_query": "no"}}})
     alone = Runtime.open(config=parse_config({"kg": {"wd": {"spec": f"wikidata:{wikidata_sparql_url}",
                                                             "sparql_query": False}}}))
     async with inprocess_client(alone) as client:  # no KG answers SPARQL: the tool is not offered at all
@@ -220,3 +220,13 @@ async def test_an_rdf_file_served_by_tot_mcp_answers_sparql_query():
             "kg": "m"})
         assert not result.is_error, text_of(result)
         assert result.structured_content["rows"]
+
+
+async def test_list_kgs_says_what_a_sparql_endpoint_did_not_count(wikidata_sparql_url):
+    remote = Runtime.open(config=parse_config({"kgs": {"wd": f"wikidata:{wikidata_sparql_url}"}}))
+    async with inprocess_client(remote) as client:
+        kgs = await client.call_tool("list_kgs", {})
+    info = kgs.structured_content["kgs"][0]
+    first = text_of(kgs).splitlines()[0]
+    assert info["entities"] is None and "?" not in first  # no "? entities": the text says why
+    assert first == "wd (wikidata): size not counted (too costly to ask a remote endpoint)"

@@ -4,10 +4,9 @@ retrieval settings."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from tot_mcp.kg_adapters.config import load_config
+from tot_mcp.strategies.settings import load_config
 from tot_mcp.server.runtime import Runtime
 from tot_mcp.strategies import search_cli
 from tot_mcp.strategies.system import build_system
@@ -70,7 +69,8 @@ def test_the_kgs_opened_and_the_kgs_stamped_are_the_same_ones(tmp_path):
     and with no KG named anywhere both mean the embedded one."""
     import pytest
 
-    from tot_mcp.kg_adapters.config import parse_config, served_kgs
+    from tot_mcp.kg_adapters.config import served_kgs
+    from tot_mcp.strategies.settings import parse_config
     from tot_mcp.kg_adapters.errors import InvalidInput
     from tot_mcp.kg_adapters.spec import make_spec
     from tot_mcp.strategies.system import content_stamp, open_configured

@@ -86,7 +86,7 @@ async def test_sampling_without_client_support_falls_back_or_fails_cleanly(serve
 
 
 async def test_anthropic_without_a_key_is_a_tool_error():
-    from tot_mcp.kg_adapters.config import Config
+    from tot_mcp.strategies.settings import Config
     from tot_mcp.kg_adapters.environment import Environment
 
     runtime = Runtime({"m": make_kg("m")}, config=Config.model_validate({"llm": {"backend": "anthropic"}}),
@@ -153,7 +153,7 @@ async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
 
     from llm_wire import anthropic_message, send_json, serve
 
-    from tot_mcp.kg_adapters.config import Config
+    from tot_mcp.strategies.settings import Config
     from tot_mcp.kg_adapters.environment import Environment
 
     sent: list[int] = []

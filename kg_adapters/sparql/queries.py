@@ -284,6 +284,6 @@ def relation_sample(p: Profile, limit: int) -> str:
     if p.kind == "wikidata":
         inner = f"SELECT ?r WHERE {{ ?r wikibase:directClaim ?pd }} ORDER BY ?r LIMIT {_int(limit)}"
         return f"{p.prefixes}SELECT ?r ?l ?lp WHERE {{ {{ {inner} }} {_labels(p, '?r')} }}"
-    sample = f"SELECT ?r WHERE {{ ?s ?r ?o }} LIMIT 10000"
+    sample = "SELECT ?r WHERE { ?s ?r ?o } LIMIT 10000"
     inner = f"SELECT ?r (COUNT(*) AS ?n) WHERE {{ {{ {sample} }} {p.sample_filter} }} GROUP BY ?r"
     return f"SELECT ?r ?n ?l ?lp WHERE {{ {{ {inner} ORDER BY DESC(?n) ?r LIMIT {_int(limit)} }} {_labels(p, '?r')} }}"

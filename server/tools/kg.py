@@ -53,8 +53,9 @@ class EntityMatches(BaseModel):
     omitted: int = Field(default=0, description="Fuzzy look-alikes of mentions matched exactly, left out.")
     partial: bool = Field(default=False, description="True when some KG failed; see warnings.")
     warnings: list[str] = Field(default_factory=list)
-    relations: str = Field(default="", description="initialize: the KGs' relations by the names get_edges and "
-                                                   "follow_path accept (empty when there are too many to list).")
+    relations: str = Field(default="", description="initialize: the KGs' relations by the names "
+                           "get_edges and follow_path accept, each with an example edge, subject → "
+                           "object (empty when there are too many to list).")
 
 
 class RelationsResult(BaseModel):
@@ -82,6 +83,10 @@ class EdgesResult(EdgePage):
 class PathsResult(PathResult):
     result_id: str | None = Field(default=None, description="Handle of every final target entity, for from_result.")
     linked: str | None = Field(default=None, description="start: the entity it was linked to, and what else matched.")
+    start_relations: list[str] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="When nothing was reached: the relations the start does have, as "
+        "'id (direction)'.")
 
 
 class KGList(BaseModel):
@@ -92,6 +97,8 @@ class KGList(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
+#: follow_path that reached nothing: the start's relations listed (the rest: get_relations)
+START_RELATIONS = 20
 RELATIONS_FOUND = 10  # get_relations(search=...): the best few (search_relations' default before it merged here)
 
 
@@ -160,11 +167,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         with a small schema it also lists every relation by name, so follow_path can answer next; else call
         get_relations."""
         result = await _link(query, kg, limit, ctx, "link")
-        result.relations = (await runtime.relation_names()).listing() if result.entities else ""
+        if result.entities:  # each with an example edge: which way to walk it, in words
+            examples = await runtime.relation_examples()
+            result.relations = (await runtime.relation_names()).listing(examples)
         text = render.render_matches(f"Entities linked from {query!r}", result.entities, result.warnings,
                                      result.result_id, result.omitted)
         if result.relations:
-            text += f"\nRelations, by name (list_kgs shows their directions): {result.relations}"
+            text += f"\nRelations, by name (subject → object, e.g.): {result.relations}"
         return tool_result(result, text)
 
     @server.tool(title="Search entities by label", annotations=read_only)
@@ -300,7 +309,11 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                           exclude_start=exclude_start, through_start=None if through_start else False)
         result = PathsResult(**res.model_dump(), result_id=handle, linked=linked)
         result.entities = labels_only(result.entities)
-        return tool_result(result, render.render_paths(result))
+        if not res.total and res.reached and not res.reached[0]:  # the first hop found nothing
+            found = await graph.get_relations(ids[: limits.max_ids])  # what is there instead
+            result.start_relations = [f"{r.id} ({r.direction.value})"
+                                      for r in found.relations[:START_RELATIONS]]
+        return tool_result(result, render.render_paths(result, start_counted=not exclude_start))
 
     async def link_start(mention: str, ctx: Context | None) -> tuple[list[str], str]:
         """``follow_path(start=...)``: the best entity for a name, and a line saying what else matched, so a wrong
@@ -349,7 +362,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         infos, warnings = await graph.member_infos(progress_to(ctx, " answered"))
         links = [r.describe() for r in graph.linker.rules]
         result = KGList(kgs=infos, links=links, warnings=warnings, examples=await runtime.relation_examples())
-        linked = [f"links: {'; '.join(links)} (get_relations and get_edges follow them)"] if links else []
+        followed = "get_relations, get_edges and follow_path follow them"
+        linked = [f"links: {'; '.join(links)} ({followed})"] if links else []
         text = "\n".join([render.render_kg_infos(result.kgs, result.examples), *linked,
                           *(f"warning: {w}" for w in warnings)])
         return tool_result(result, text)

@@ -1,0 +1,185 @@
+"""What the README and docs/ show — tool names, example results, command lines, flags,
+configuration keys — is what the code does: each is read from the pages and checked against the
+real server, parsers and models, so a change that makes a page wrong fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import pytest
+from mcp_client import inprocess_client, text_of
+
+from tot_mcp.kg_adapters.bulk_load import build_parser as load_parser
+from tot_mcp.server.cli import build_parser as server_parser
+from tot_mcp.server.runtime import Runtime
+from tot_mcp.strategies.registry import REGISTRY
+from tot_mcp.strategies.search_cli import build_parser as search_parser
+from tot_mcp.strategies.settings import Config, parse_config
+
+pytest_plugins = ["oxigraph_fixture"]
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+HANDLE = re.compile(r"\br[0-9a-f]{10}\b")
+
+
+def fenced(page: Path, lang: str | None = None) -> list[str]:
+    """The page's fenced code blocks (of one language, if given)."""
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", page.read_text(encoding="utf-8"), re.M | re.S)
+    return [body for kind, body in blocks if lang is None or kind == lang]
+
+
+def flags(parser) -> set[str]:
+    return {s for action in parser._actions for s in action.option_strings}
+
+
+# -- tools -------------------------------------------------------------------------------------
+async def test_the_tool_list_shown_in_docs_server_md_is_the_real_one(embedded_kg):
+    async with inprocess_client(Runtime({"movies": embedded_kg})) as client:
+        real = [t.name for t in (await client.list_tools()).tools]
+    shown = re.search(
+        r"^→ tools: (.*)$", (REPO / "docs" / "server.md").read_text(encoding="utf-8"), re.M
+    )
+    assert shown, "docs/server.md no longer shows the tools/list answer"
+    assert shown.group(1).split(" (")[0].split(", ") == real
+
+
+async def test_the_readme_tool_table_lists_every_tool_and_no_other(
+    wikidata_sparql_url, embedded_kg
+):
+    """With --tools all and a KG that answers SPARQL, every tool is registered."""
+    config = parse_config(
+        {"kgs": {"wd": f"wikidata:{wikidata_sparql_url}"}, "server": {"tools": "all"}}
+    )
+    runtime = Runtime.open(config=config)
+    async with inprocess_client(runtime) as client:
+        real = {t.name for t in (await client.list_tools()).tools}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| tool | arguments | returns |") :]
+    table = table[: table.index("\n\n")]
+    listed = {
+        name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])
+    }
+    assert listed == real
+
+
+async def test_the_readme_example_results_are_what_the_tools_return(embedded_kg):
+    """Each ``TOOL {json}`` line of the README's example block is called on the embedded KG; the
+    indented lines under it are its text (``...`` stands for lines left out; result handles are
+    compared by shape)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("Example calls and results (real, on the embedded KG") :]
+    block = block[block.index("```text\n") + 8 :]
+    fenced_body = block[: block.index("```")]
+    calls: list[tuple[str, dict, list[str]]] = []
+    for line in fenced_body.splitlines():
+        if line and not line.startswith(" "):
+            tool, _, args = line.partition(" ")
+            calls.append((tool, json.loads(args or "{}"), []))
+        elif line.strip():
+            calls[-1][2].append(line[2:])
+    assert len(calls) >= 5
+    async with inprocess_client(Runtime({"movies": embedded_kg})) as client:
+        for tool, args, expected in calls:
+            result = await client.call_tool(tool, args)
+            text = text_of(result)
+            if expected[0].startswith("→ is_error: "):
+                assert result.is_error and text == expected[0].removeprefix("→ is_error: ")
+                continue
+            real = [HANDLE.sub("rHANDLE", x) for x in text.splitlines()]
+            shown = [HANDLE.sub("rHANDLE", x) for x in expected]
+            if "..." in shown:  # the lines before it, then any lines
+                cut = shown.index("...")
+                assert real[:cut] == shown[:cut], (
+                    f"README example of {tool} {args} drifted:\n{text}"
+                )
+            else:
+                assert real == shown, f"README example of {tool} {args} drifted:\n{text}"
+
+
+# -- command lines -----------------------------------------------------------------------------
+def _command_lines() -> list[tuple[Path, str]]:
+    """Every ``tot-mcp …`` / ``tot-search …`` line in a code block of the README and docs/
+    (continuations joined, comments and a ``$`` prompt dropped)."""
+    found = []
+    for page in PAGES:
+        for body in fenced(page):
+            joined = re.sub(r"\\\n\s*", " ", body)
+            for line in joined.splitlines():
+                line = line.strip().removeprefix("$ ").split("  #")[0].strip()
+                if re.match(r"(tot-mcp|tot-search)( |$)", line):
+                    found.append((page, line))
+    return found
+
+
+def test_every_flag_in_a_documented_command_line_exists():
+    parsers = {
+        "tot-mcp": flags(server_parser()),
+        "tot-search": flags(search_parser()),
+        "tot-mcp load": flags(load_parser()),
+    }
+    lines = _command_lines()
+    assert len(lines) > 20
+    for page, line in lines:
+        program = "tot-mcp load" if line.startswith("tot-mcp load") else line.split()[0]
+        for token in shlex.split(line.replace("[", " ").replace("]", " "), posix=False):
+            flag = token.split("=")[0]
+            if flag.startswith("--") and len(flag) > 2:
+                assert flag in parsers[program], f"{page.name}: {line!r}: {program} has no {flag}"
+
+
+@pytest.mark.parametrize(
+    ("heading", "parser"), [("### `tot-mcp`", server_parser), ("### `tot-search`", search_parser)]
+)
+def test_the_readme_flag_tables_are_the_parsers_flags(heading, parser):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(heading) :]
+    table = section[section.index("| flag |") :]
+    table = table[: table.index("\n\n")]
+    cells = [re.split(r"(?<!\\)\|", row)[1] for row in table.splitlines()[2:]]
+    cells = [c for c in cells if not c.strip().startswith("`load ")]  # tot-mcp load: its own parser
+    listed = {f for cell in cells for f in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", cell)}
+    real = flags(parser()) - {"-h", "--help"}
+    assert listed - real == set(), "flags in the README that the command does not have"
+    assert real - listed == set(), "flags of the command missing from the README table"
+
+
+# -- configuration keys ------------------------------------------------------------------------
+def test_every_toml_example_in_the_docs_is_a_valid_config():
+    examples = [(p, body) for p in PAGES for body in fenced(p, "toml")]
+    examples += [(p, p.read_text(encoding="utf-8")) for p in (REPO / "examples").glob("*.toml")]
+    assert len(examples) > 5
+    for page, body in examples:
+        data = tomllib.loads(body)
+        if not set(data) <= set(
+            Config.model_fields
+        ):  # a different file (pyproject, --prices): not ours
+            continue
+        parse_config(data, f"{page.name} example")
+
+
+def test_every_table_key_named_in_the_docs_exists():
+    """``[server] max_sessions``, ``[llm] client_calls``, ``[strategy.tot] k``… written in prose."""
+    tables = {key: field.annotation for key, field in Config.model_fields.items()}
+    strategies = {s.name: s.options for s in REGISTRY.all()}
+    named = 0
+    for page in PAGES:
+        for table, keys in re.findall(
+            r"`\[([\w.]+)\] ([\w, ]+?)(?: =[^`]*)?`", page.read_text(encoding="utf-8")
+        ):
+            head, _, sub = table.partition(".")
+            if head == "strategy":
+                model = strategies.get(sub)
+            elif head in ("kg", "kgs"):
+                continue  # backend options and KG names
+            else:
+                model = tables.get(head)
+            assert model is not None, f"{page.name}: no table [{table}]"
+            for key in re.split(r",\s*", keys):
+                named += 1
+                assert key in model.model_fields, f"{page.name}: [{table}] has no key {key!r}"
+    assert named > 5

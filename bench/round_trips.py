@@ -52,7 +52,7 @@ class Proxy:
 
 
 async def _system(config: Path):
-    from tot_mcp.kg_adapters.config import load_config
+    from tot_mcp.strategies.settings import load_config
     from tot_mcp.strategies.embeddings import Embedder
     from tot_mcp.strategies.system import build_system
 

@@ -104,7 +104,7 @@ class KnowledgeGraph(abc.ABC):
                                ) -> list[EntityMatch]:
         """:meth:`initialize`, told which ``[bracketed]`` mentions another KG already matched by name. Such a
         mention's fuzzy look-alikes here are left out of a linked answer anyway (unless as good as a name match,
-        :data:`~kg_adapters.linked.EXACT_ENOUGH`), so a backend whose fuzzy fallback is a scan (SPARQL ``CONTAINS``
+        :data:`~kg_adapters.routing.EXACT_ENOUGH`), so a backend whose fuzzy fallback is a scan (SPARQL ``CONTAINS``
         over every label) may skip it for them. The default is :meth:`initialize`."""
         return await self.initialize(query, limit)
 
@@ -260,7 +260,7 @@ class KnowledgeGraph(abc.ABC):
 
     async def same_as(self, entity_id: str, into: str | None = None) -> list[str]:
         """The same entity in the other linked KGs (only in KG ``into``, if given). A KG on its own knows none;
-        :class:`~kg_adapters.linked.LinkedKG` answers by its link rules."""
+        :class:`~kg_adapters.routing.LinkedKG` answers by its link rules."""
         return []
 
     async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:

@@ -4,7 +4,7 @@ backend options), how they link (``[[link]]``, ``[linking]``) and the limits of 
 :mod:`strategies.settings`; every key is in docs/configuration.md.
 
 Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. When several KGs are
-served they are linked (:mod:`kg_adapters.linking`): by the ``[[link]]`` rules if there are any, else by label.
+served they are linked (:mod:`kg_adapters.sameness`): by the ``[[link]]`` rules if there are any, else by label.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from .base import KnowledgeGraph, Limits
 from .cache import DEFAULT_CACHE_TTL, with_result_cache
-from .linking import LinkingConfig, LinkRule
+from .sameness import LinkingConfig, LinkRule
 from .embedded import DEFAULT_KG_NAME
 from .errors import InvalidInput
 from .models import KG_NAME_RE

@@ -7,7 +7,7 @@ configured KGs have a small vocabulary, ``initialize`` lists it by name and the 
 ``initialize`` then ``follow_path`` answers a question that crosses three KGs.
 
 A name is a relation's local name (``genre`` for ``.../catalog/genre``, ``directed_by``) or its label, matched the
-way a link rule names a relation (:func:`kg_adapters.linking.names_relation`). A name that fits relations of two KGs
+way a link rule names a relation (:func:`kg_adapters.sameness.names_relation`). A name that fits relations of two KGs
 is refused with both IDs, never guessed.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .base import KnowledgeGraph
 from .errors import InvalidInput, KGError
 from .describe import _cut  # a value label cut as descriptions cut it
-from .linking import local_relation_name, names_relation
+from .sameness import local_relation_name, names_relation
 from .models import Direction, KGInfo, split_id
 
 #: above this many relations in all, ``initialize`` does not list them (a Wikidata-sized vocabulary)
@@ -45,7 +45,7 @@ class RelationNames:
         unavailable, not a wait of its whole deadline — #36: ``initialize(kg="good")`` took 91.7 s
         beside one)."""
         # imported here: linked imports this module's neighbours (not this module)
-        from .linked import LinkedKG, Report
+        from .routing import LinkedKG, Report
 
         out = cls()
         members = kg.members()

@@ -24,7 +24,7 @@ from pydantic_core import PydanticUndefined
 from tot_mcp.kg_adapters import environment
 from tot_mcp.kg_adapters.backends import BACKENDS
 from tot_mcp.kg_adapters.config import KGConfig, LimitsConfig
-from tot_mcp.kg_adapters.linking import LinkingConfig, LinkRule
+from tot_mcp.kg_adapters.sameness import LinkingConfig, LinkRule
 from tot_mcp.strategies.registry import REGISTRY
 from tot_mcp.strategies.settings import Config, LLMConfig, RetrievalConfig, ServerConfig
 

@@ -32,11 +32,11 @@ from tot_mcp.kg_adapters.errors import (
 from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
-from .apps import apps_extension, register_apps
+from .tree_view import apps_extension, register_apps
 from .prompts import register_prompts
 from .render import one_line
 from .resources import register_resources
-from .results import client_of
+from .tool_results import client_of
 from .runtime import Runtime
 from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS

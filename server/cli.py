@@ -24,7 +24,7 @@ from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.environment import TOKEN as TOKEN_ENV, Environment
 from tot_mcp.kg_adapters.errors import KGError
-from tot_mcp.kg_adapters.linking import with_flags
+from tot_mcp.kg_adapters.sameness import with_flags
 from tot_mcp.kg_adapters.spec import parse_kg_arg
 from tot_mcp.strategies.settings import LOG_LEVELS, SERVER_DEFAULTS, Config, load_config
 from tot_mcp.strategies.system import freeze_loaded_objects

@@ -35,7 +35,7 @@ from tot_mcp.strategies.results import (
 )
 
 from .render import one_line
-from .results import tool_result
+from .tool_results import tool_result
 
 Detail = Literal["answer", "full"]
 MAX_ITEMS = 20  # answer items listed; the rest are counted, and reachable through the result handle

@@ -20,7 +20,7 @@ from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError, ServiceUnavailable, UnknownKG  # noqa: F401 - ServiceUnavailable: re-exported
-from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.spec import KGSpec
 
 from tot_mcp.strategies.settings import Config
@@ -93,7 +93,7 @@ class Runtime:
         self.load_seconds: float | None = None
         self._relation_names: Any = None
         self._relation_examples: dict[str, str] | None = None
-        #: drawn search trees for the MCP Apps view (server.apps registers them; None: no apps on this server)
+        #: drawn search trees for the MCP Apps view (server.tree_view registers them; None: no apps on this server)
         self.tree_views: Any = None
 
     # -- construction ---------------------------------------------------------------------------------------

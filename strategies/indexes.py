@@ -15,7 +15,7 @@ from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.text import tokens
 from tot_mcp.strategies.inner_products import top_k
 from tot_mcp.kg_adapters.local_graph import LocalGraph
-from tot_mcp.strategies.local_graph import RetrievalUnavailable
+from tot_mcp.strategies.global_view import RetrievalUnavailable
 from tot_mcp.strategies.relevance import STOPWORDS, QueryRelevance
 from tot_mcp.strategies.traversal import NeighbourCache
 

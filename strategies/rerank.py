@@ -41,7 +41,7 @@ from tot_mcp.strategies.indexes import GraphResources
 from tot_mcp.strategies.llm.base import LLM, LLMError
 from tot_mcp.strategies.llm.replies import extract_json
 from tot_mcp.kg_adapters.local_graph import LocalGraph
-from tot_mcp.strategies.local_graph import RetrievalUnavailable
+from tot_mcp.strategies.global_view import RetrievalUnavailable
 from tot_mcp.strategies.registry import Call, Progress, Strategy
 from tot_mcp.strategies.relevance import STOPWORDS, Span, query_spans
 from tot_mcp.strategies.results import (

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from tot_mcp.kg_adapters.errors import InvalidInput, KGError
-from tot_mcp.kg_adapters.linking import with_flags
+from tot_mcp.kg_adapters.sameness import with_flags
 from tot_mcp.kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
 from tot_mcp.strategies.system import System, build_system, freeze_loaded_objects
 

@@ -25,7 +25,7 @@ from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.strategies.indexes import GraphResources, Models
-from tot_mcp.strategies.local_graph import local_graph
+from tot_mcp.strategies.global_view import local_graph
 from tot_mcp.strategies.route_stats import RouteStats
 from tot_mcp.strategies.settings import RetrievalConfig
 
@@ -127,7 +127,7 @@ class Services:
     def graph(self) -> KnowledgeGraph:
         """Every KG, linked (one per services object, so its link cache carries over between questions)."""
         if self._graph is None:
-            from tot_mcp.kg_adapters.linked import LinkedKG
+            from tot_mcp.kg_adapters.routing import LinkedKG
 
             self._graph = LinkedKG.of(list(self.kgs.values()))
         return self._graph

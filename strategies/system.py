@@ -3,7 +3,7 @@ behind the result cache), the linked graph over them and the strategies' service
 ``tot-search`` and the benchmarks alike, so the same ``--config`` gives the same system in all three.
 
 :func:`build_system` opens the KGs of ``--kg`` specs and a config; :func:`assemble` links KGs already open (tests,
-callers holding their own KG objects). Nothing else builds a linker, a :class:`~kg_adapters.linked.LinkedKG` over
+callers holding their own KG objects). Nothing else builds a linker, a :class:`~kg_adapters.routing.LinkedKG` over
 the configured KGs, or a :class:`~strategies.services.Services`.
 """
 
@@ -24,8 +24,8 @@ from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.config import open_kgs, served_kgs
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import InvalidInput, ServiceUnavailable
-from tot_mcp.kg_adapters.linked import LinkedKG
-from tot_mcp.kg_adapters.linking import Linker
+from tot_mcp.kg_adapters.routing import LinkedKG
+from tot_mcp.kg_adapters.sameness import Linker
 from tot_mcp.kg_adapters.spec import KGSpec
 
 from .services import Services

@@ -26,7 +26,7 @@ import pytest
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
 from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
-from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
 from tot_mcp.kg_adapters.files import open_file_kg
 from tot_mcp.kg_adapters.models import Direction

@@ -132,8 +132,8 @@ def served(kb, tmp_path):
 async def test_the_config_links_catalog_films_by_identifier_and_cast_through_films(served):
     from tot_mcp.kg_adapters.config import open_kgs
     from tot_mcp.strategies.settings import load_config
-    from tot_mcp.kg_adapters.linked import LinkedKG
-    from tot_mcp.kg_adapters.linking import Linker
+    from tot_mcp.kg_adapters.routing import LinkedKG
+    from tot_mcp.kg_adapters.sameness import Linker
 
     data, endpoint = served
     assert data.cast_store.is_dir() and data.cast_store.with_name("cast.store.labels.sqlite").is_file()

@@ -270,7 +270,7 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
     from pathlib import Path
 
     from tot_mcp.kg_adapters.files import open_file_kg
-    from tot_mcp.kg_adapters.linked import LinkedKG
+    from tot_mcp.kg_adapters.routing import LinkedKG
 
     store = open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory")
     assert not store.capabilities.local_index

@@ -9,7 +9,7 @@ import pytest
 from oxigraph_fixture import _serve
 
 from tot_mcp.kg_adapters.bulk_load import BulkLoader
-from tot_mcp.kg_adapters.linking import Linker, LinkRule
+from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 

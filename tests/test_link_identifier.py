@@ -10,8 +10,8 @@ from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
 from tot_mcp.kg_adapters.errors import InvalidInput
-from tot_mcp.kg_adapters.linked import LinkedKG
-from tot_mcp.kg_adapters.linking import Linker, LinkRule
+from tot_mcp.kg_adapters.routing import LinkedKG
+from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 from tot_mcp.strategies.offline import OfflinePolicy
 from tot_mcp.strategies.tot.asm import TraversalASM

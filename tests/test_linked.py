@@ -10,8 +10,8 @@ import pytest
 
 from tot_mcp.kg_adapters.errors import BackendError, InvalidInput, UnknownKG
 from tot_mcp.kg_adapters.files import open_file_kg
-from tot_mcp.kg_adapters.linked import LinkedKG
-from tot_mcp.kg_adapters.linking import Linker, LinkingConfig, LinkRule, rules_for
+from tot_mcp.kg_adapters.routing import LinkedKG
+from tot_mcp.kg_adapters.sameness import Linker, LinkingConfig, LinkRule, rules_for
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triple_index import TripleIndex
 

@@ -10,7 +10,7 @@ import pytest
 from oxigraph_fixture import _serve
 from retrieval_fixtures import shared_embedder
 
-from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.oxigraph_store import load_into_store
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 from tot_mcp.strategies.offline import OfflinePolicy

@@ -13,8 +13,8 @@ from delegating_kg import DelegatingKG
 from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
-from tot_mcp.kg_adapters.linked import LinkedKG
-from tot_mcp.kg_adapters.linking import Linker, LinkRule
+from tot_mcp.kg_adapters.routing import LinkedKG
+from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg

@@ -8,7 +8,7 @@ import pytest
 from retrieval_fixtures import shared_embedder
 from test_offline_core import kg_of, lines
 
-from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.strategies.offline import OfflinePolicy
 from tot_mcp.strategies.tot.asm import TraversalASM
 from tot_mcp.strategies.tot.search import SearchConfig, TreeSearch

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_client import http_session, run_http_server, text_of
 from retrieval_fixtures import TRIPLES
 
-from tot_mcp.server.apps import APP_URI, META_KEY
+from tot_mcp.server.tree_view import APP_URI, META_KEY
 
 QUESTION = "which films did [Eli Park] direct"
 TOT_ARGS = {"query": QUESTION, "llm": "offline", "k": 2}

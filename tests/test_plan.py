@@ -179,7 +179,7 @@ async def test_a_planned_path_crosses_linked_kgs_like_the_tree_search(tmp_path):
     and a path ending in one reaches the genres (planning over the first KG alone would stop at the films)."""
     from test_offline_core import kg_of, lines
 
-    from tot_mcp.kg_adapters.linked import LinkedKG
+    from tot_mcp.kg_adapters.routing import LinkedKG
 
     films = kg_of("films", lines("Alpha|directed_by|Eli Fox\nBeta|directed_by|Eli Fox\nGamma|directed_by|Ann Lee\n"))
     catalog = kg_of("catalog", lines("Alpha|has_genre|Thriller\nBeta|has_genre|Horror\nGamma|has_genre|Drama\n"))

@@ -7,8 +7,8 @@ import pytest
 
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.files import open_file_kg
-from tot_mcp.kg_adapters.linked import LinkedKG
-from tot_mcp.kg_adapters.linking import Linker
+from tot_mcp.kg_adapters.routing import LinkedKG
+from tot_mcp.kg_adapters.sameness import Linker
 from tot_mcp.kg_adapters.relation_names import MAX_LISTED, RelationNames
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service
 from tot_mcp.strategies.benchmarks.metrics import ranking_metrics
-from tot_mcp.strategies.local_graph import RetrievalUnavailable
+from tot_mcp.strategies.global_view import RetrievalUnavailable
 from tot_mcp.strategies.rerank import RerankConfig, adaptive_rerank
 
 

@@ -5,7 +5,7 @@ The pattern (follow it to add tools):
 * write ``server/tools/<area>.py`` with ``def register(server: MCPServer, runtime: Runtime) -> None`` that defines
   its tools as closures over ``runtime`` and adds them with ``@server.tool(...)``;
 * have each tool take typed arguments (pydantic ``Field`` descriptions become the input schema), declare
-  ``-> Annotated[CallToolResult, ResultModel]`` and return ``server.results.tool_result(model, text)`` so clients
+  ``-> Annotated[CallToolResult, ResultModel]`` and return ``server.tool_results.tool_result(model, text)`` so clients
   get both structured content and a compact text rendering;
 * raise ``KGError`` subclasses (or ``ToolError``) for bad input; ``server.app.TotServer`` turns them into one-line
   ``is_error`` results, and logs anything unexpected;

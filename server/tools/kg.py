@@ -1,6 +1,6 @@
 """The Tree-of-Traversals KG interface as MCP tools: initialize, get_relations, get_edges, plus helpers.
 
-Each tool hands its call to ``runtime.graph`` (:class:`kg_adapters.linked.LinkedKG`), which routes namespaced IDs
+Each tool hands its call to ``runtime.graph`` (:class:`kg_adapters.routing.LinkedKG`), which routes namespaced IDs
 (``movies:E12``) to their KG and follows links across KGs, and returns both the typed result and the compact text
 of :mod:`server.render`. Every result is bounded by the runtime's ``Limits`` and says when it was cut.
 """
@@ -29,7 +29,7 @@ from tot_mcp.kg_adapters.sparql.relsearch import RelationHit
 from tot_mcp.kg_adapters.sparql.values import EntityDetails
 
 from .. import render
-from ..results import progress_to, tool_result
+from ..tool_results import progress_to, tool_result
 from ..runtime import Runtime
 
 

@@ -25,7 +25,7 @@ from tot_mcp.kg_adapters.sparql.guard import (
     SparqlTerm,
 )
 
-from ..results import tool_result
+from ..tool_results import tool_result
 from ..runtime import Runtime
 
 MAX_TEXT_CHARS = 8000  # the rendered table; rows beyond it are left out of text and structured result alike

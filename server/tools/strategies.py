@@ -26,7 +26,7 @@ from tot_mcp.strategies.route_stats import RouteStatsSnapshot
 from tot_mcp.strategies.services import CHEAP
 
 from ..compact import CompactAnswer, Detail, Extras, compact_result
-from ..results import progress_to, tool_result
+from ..tool_results import progress_to, tool_result
 from ..runtime import Runtime
 
 Query = Annotated[str, Field(description="The question; mark entity mentions in [brackets].")]

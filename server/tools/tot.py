@@ -16,10 +16,10 @@ from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.llm.sampling import sampling_unavailable_reason
 from tot_mcp.strategies.registry import Call, get
 
-from ..apps import TOOL_META, publish_tree
+from ..tree_view import TOOL_META, publish_tree
 from ..compact import CompactAnswer, Detail, Extras, compact_result
 from ..render import one_line
-from ..results import payer_of, progress_to
+from ..tool_results import payer_of, progress_to
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

@@ -67,7 +67,7 @@ def make_policy(
     the offline reasoner's per-KG statistics). ``llm`` overrides the backend of the LLM kinds (tests)."""
     from tot_mcp.strategies.tot.prompted import PromptedPolicy
 
-    from tot_mcp.kg_adapters.linked import LinkedKG
+    from tot_mcp.kg_adapters.routing import LinkedKG
 
     graph = kg if isinstance(kg, KnowledgeGraph) else LinkedKG.of(list(kg))
     if kind == "offline":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph
-from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.models import Direction
 
 from ..embeddings import Embedder

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.link_grade import best_per_mention
-from tot_mcp.kg_adapters.linked import LinkedKG
+from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.models import Entity, EntityMatch, split_id
 
 from .actions import Action, Answer, AnswerItem, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
@@ -65,7 +65,7 @@ def _shares(have: dict[str, int], sources: list[str], cap: int) -> dict[str, int
 
 class TraversalASM:
     """Applies actions to states against a KG — typically several linked KGs answered as one
-    (:class:`~kg_adapters.linked.LinkedKG`), which routes IDs by namespace and follows links across KGs."""
+    (:class:`~kg_adapters.routing.LinkedKG`), which routes IDs by namespace and follows links across KGs."""
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from .base import Capabilities, KnowledgeGraph, LabelledEdgesKG, Limits
 from .describe import describe_relations
 from .eager import gather_eager
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
-from .linking import Linker, LinkingConfig, LinkRule
+from .sameness import Linker, LinkingConfig, LinkRule
 from .models import (
     AdjacentIds,
     Direction,

@@ -56,9 +56,9 @@ async def test_finds_the_two_hop_answer_and_stops_at_tau():
     kinds = [result.nodes[i].action.kind if result.nodes[i].action else "root" for i in result.path]
     assert kinds == ["root", "expand_kg", "select_entities", "select_relation"] * 1 + [
         "expand_kg", "select_entities", "select_relation", "answer"]
-    # the low-valued thought branch was never expanded
-    thought = [n for n in result.nodes if isinstance(n.action, Think)]
-    assert thought and all(n.expanded_at is None for n in thought)
+    # the thought proposed beside EXPAND_KG costs nothing: no node, no value, recorded as dropped
+    assert not [n for n in result.nodes if isinstance(n.action, Think)]
+    assert any(isinstance(r.action, Think) for r in result.nodes[0].rejected)
     assert result.expansions == 7
     assert result.usage.calls == policy.usage.calls > 0
     assert "Lana Wachowski" in result.subgraph_text
@@ -122,8 +122,9 @@ async def test_answers_below_tau_do_not_stop_the_search_and_the_best_is_returned
     assert any("repeats node" in r.reason for n in result.nodes for r in n.rejected)
 
 
-async def test_a_branch_that_redoes_an_expansion_is_dropped_so_backtracking_goes_somewhere_new():
-    """A THINK beside EXPAND_KG, then the same expansion from the THINK: the repeat is dropped (no calls spent)."""
+async def test_a_thought_beside_an_expansion_costs_nothing_so_backtracking_goes_somewhere_new():
+    """A THINK beside EXPAND_KG would only redo the expansion from a THINK node: it is dropped before it is valued
+    or expanded, and the search gives up on the low branch instead of paying for it twice."""
     kg = make_kg()
     proposals = []
 
@@ -135,16 +136,15 @@ async def test_a_branch_that_redoes_an_expansion_is_dropped_so_backtracking_goes
             return [SelectEntities(entity_ids=state.topic_entities)]
         return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
 
-    def value(state):  # the expansion's result scores low, so the search backtracks to the THINK
+    def value(state):  # the expansion's result scores low
         return 0.1 if state.subgraph.expansions else 0.6
 
     result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
                               SearchConfig(max_expansions=10)).run(QUESTION)
-    think = next(n for n in result.nodes if n.action is not None and n.action.kind == "think")
-    assert think.expanded_at is not None and think.children == []
-    assert [r.reason for r in think.rejected] == ["repeats node 1: nothing new"]
-    assert proposals.count(AsmState.SELECTING_ENTITIES) == len(
-        [n for n in result.nodes if n.action is not None and n.action.kind == "expand_kg"])
+    assert not [n for n in result.nodes if n.action is not None and n.action.kind == "think"]
+    assert [r.reason for r in result.nodes[0].rejected] == ["a thought beside EXPAND_KG: the expansion is the step"]
+    assert proposals.count(AsmState.SELECTING_ENTITIES) == len(  # each expansion's choices asked for once
+        [n for n in result.nodes if n.action is not None and n.action.kind == "expand_kg" and n.expanded_at is not None])
 
 
 async def test_gives_up_with_no_answer_after_max_expansions():

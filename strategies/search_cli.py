@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a tot-mcp TOML; its [[link]] rules and [linking] table decide how the --kg KGs link")
     p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
     p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
-    p.add_argument("--method", default="tot", help=f"one of: {', '.join(available())} (default tot)")
+    p.add_argument("--method", default=None, help=f"one of: {', '.join(available())} (default: auto with --llm, "
+                   "planning first and searching the tree only when the plan fails; tot offline)")
     p.add_argument("--task", choices=["answer", "linking"], default="answer",
                    help="answer: the questions as given (default); linking: find each question's topic entity with "
                         "its brackets removed and one typo in the mention (fixed seed), scored as linking accuracy@1")
@@ -417,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if ns.method is None:
+        ns.method = "tot" if ns.llm == "offline" else "auto"
     try:
         _validate(ns)
         asyncio.run(_check_llm(ns))

@@ -92,12 +92,18 @@ class Proposal:
 
 @dataclass
 class Group:
-    """The relations of some entities: the question's (``after`` None), or a sample of those one hop reaches."""
+    """The relations of some entities: the question's (``after`` None), or a sample of those a path reaches —
+    ``via`` its hops before the last, ``after``; two branches ending in the same relation are two groups."""
 
     after: Hop | None
     level: int
     sample: list[str]
     relations: list[Relation]
+    via: tuple[Hop, ...] = ()
+
+    @property
+    def path(self) -> tuple[Hop, ...]:
+        return () if self.after is None else (*self.via, self.after)
 
 
 # -- 1. linking ------------------------------------------------------------------------------------------------------
@@ -143,7 +149,7 @@ async def gather_vocabulary(kg: KnowledgeGraph, topics: list[str], question: str
     per distinct hop), at most :data:`LINES_PER_LEVEL` lines and :data:`GROUPS_PER_LEVEL` groups a level."""
     stems = _stems(question)
     first = Group(None, 1, topics, _ranked(await _relations(kg, topics), stems)[:LINES_PER_LEVEL])
-    groups, parents, seen = [first], [first], set()
+    groups, parents = [first], [first]
     for level in range(2, levels + 1):
         # round robin over the parents' ranked relations, so every branch gets its most relevant hops first
         order = sorted(((pos, n, r) for n, g in enumerate(parents) for pos, r in enumerate(g.relations)),
@@ -154,17 +160,24 @@ async def gather_vocabulary(kg: KnowledgeGraph, topics: list[str], question: str
             if len(new) >= GROUPS_PER_LEVEL or lines >= LINES_PER_LEVEL:
                 break
             hop = Hop(relation_id=r.id, direction=r.direction)
-            if hop in seen:
-                continue
-            seen.add(hop)
             sample = await _sample(kg, parents[n].sample, hop, set(topics))
             rels = _ranked(await _relations(kg, sample), stems)[: min(LINES_PER_GROUP, LINES_PER_LEVEL - lines)]
             if rels:
-                new.append(Group(hop, level, sample, rels))
+                new.append(Group(hop, level, sample, rels, parents[n].path))
                 lines += len(rels)
         groups += new
         parents = new
     return groups
+
+
+def legend(groups: list[Group], entities: list[EntityMatch]) -> str:
+    """The forward/backward example, from this KG's own first relation and the question's first entity."""
+    rel = next((r for g in groups for r in g.relations if r.direction is Direction.forward), None)
+    if rel is None or not entities:
+        return "e.g. X -r forward-> what X is r; Y -r backward-> what is r Y"
+    name = entities[0].entity.label
+    return (f"e.g. {name} -{rel.id} forward-> what {name} is {rel.label}; "
+            f"Y -{rel.id} backward-> what is {rel.label} Y")
 
 
 def _meaning(r: Relation) -> str:
@@ -177,8 +190,8 @@ def render_vocabulary(groups: list[Group]) -> str:
         if g.after is None:
             out.append("Relations of the question's entities:")
         else:
-            out.append(f"After {g.after.relation_id} {g.after.direction.value} (hop {g.level - 1}; "
-                       f"{len(g.sample)} entities sampled):")
+            hops = " -> ".join(f"{h.relation_id} {h.direction.value}" for h in g.path)
+            out.append(f"After {hops} (hop {g.level - 1}; {len(g.sample)} entities sampled):")
         for r in g.relations:
             count = f" [{r.count}]" if r.count is not None else ""
             out.append(f"  {r.id} {r.direction.value}{count}: {_meaning(r)}")
@@ -210,7 +223,8 @@ class PlanReader:
 
     def __init__(self, entities: list[EntityMatch], groups: list[Group], kg_names: set[str]) -> None:
         self.entities = [m.entity for m in entities]
-        self.groups = {g.after: g for g in groups}
+        self.groups = {g.path: g for g in groups}
+        self.last_hop = {g.after: g for g in groups}  # older prompts keyed their groups by the last hop alone
         self.kg_names = kg_names
         self.relations: dict[str, Relation] = {}
         for g in groups:
@@ -241,11 +255,11 @@ class PlanReader:
     def _proposal(self, parts: list[str]) -> Proposal | None:
         start = self._entities(parts[0])
         rest = parts[1:] if start else parts
-        if not start and len(parts) > 1 and self._hop(parts[0], None) is None:
+        if not start and len(parts) > 1 and self._hop(parts[0], ()) is None:
             rest = parts[1:]  # a start the linked entities do not name: they all start the path
         hops: list[Hop] = []
         for seg in rest:
-            hop = self._hop(seg, hops[-1] if hops else None)
+            hop = self._hop(seg, tuple(hops))
             if hop is None:
                 return None
             hops.append(hop)
@@ -263,7 +277,7 @@ class PlanReader:
         named = [e for e in self.entities if key(e.label) and _words(e.label) in _words(seg)]
         return [max(named, key=lambda e: len(e.label)).id] if named else []
 
-    def _hop(self, seg: str, prev: Hop | None) -> Hop | None:
+    def _hop(self, seg: str, before: tuple[Hop, ...]) -> Hop | None:
         seg = re.sub(r"\s*(?:⁻¹|\^-1)", " backward", seg)
         rid = next((i for i in _ids(seg) if i in self.relations), None)
         if rid is None:  # an ID of this KG the vocabulary did not show (it may still exist)
@@ -285,7 +299,8 @@ class PlanReader:
         elif _FORWARD.search(bare):
             direction = Direction.forward
         else:  # the direction the vocabulary shows for it after the previous hop, else anywhere, else forward
-            shown = [r.direction for r in getattr(self.groups.get(prev), "relations", []) if r.id == rid]
+            group = self.groups.get(before) or self.last_hop.get(before[-1] if before else None)
+            shown = [r.direction for r in getattr(group, "relations", []) if r.id == rid]
             shown = shown or [r.direction for g in self.groups.values() for r in g.relations if r.id == rid]
             direction = shown[0] if len(set(shown)) == 1 else Direction.forward
         return Hop(relation_id=rid, direction=direction)
@@ -403,8 +418,10 @@ async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None =
         entities = "\n".join(f"{n}. {m.entity.id}: {m.entity.label}"
                              + (f" - {m.entity.description}" if m.entity.description else "")
                              for n, m in enumerate(matches, 1))
+        if any(m.entity.description and "things named" in m.entity.description for m in matches):
+            entities += "\n" + prompts.load("merged_names").strip()
         prompt = prompts.render("plan", question=query, entities=entities, vocabulary=render_vocabulary(groups),
-                                k=o.k, max_hops=o.max_hops)
+                                k=o.k, max_hops=o.max_hops, legend=legend(groups, matches), sample=SAMPLE)
         try:
             reply = await call.llm().complete(prompt, system=prompts.load("plan_system").strip(),
                                               max_tokens=80 * o.k + 120, temperature=0.0)

@@ -374,16 +374,20 @@ def plan_reader_from_prompt(prompt: str) -> tuple[PlanReader, int, int]:
     assert head in prompt, "no entity list"
     matches = []
     for line in prompt.split(head, 1)[1].split("\n\n", 1)[0].splitlines():
+        if line.startswith("A summary ending"):  # the advice on merged same-name nodes
+            continue
         number, _, rest = line.partition(". ")
         entity_id, _, rest = rest.partition(": ")
         assert number == str(len(matches) + 1) and _ID.fullmatch(entity_id), f"not an entity line: {line!r}"
         label, _, description = rest.partition(" - ")
         matches.append(EntityMatch(entity=Entity(id=entity_id, label=label, description=description or None,
                                                  kg=entity_id.split(":", 1)[0]), score=1.0, match="exact"))
-    vocabulary = prompt.split("from a sample of them:\n", 1)[1].split("\n\n", 1)[0]
+    vocabulary = re.split(r"from a sample of them(?: \(at most \d+ distinct entities\))?:\n", prompt, maxsplit=1)[1]
+    vocabulary = vocabulary.split("\n\n", 1)[0]
     groups: list[Group] = []
     for line in vocabulary.splitlines():
-        after = re.fullmatch(r"After (\S+) (forward|backward) \(hop (\d+); \d+ entities sampled\):", line)
+        after = re.fullmatch(r"After (?:\S+ (?:forward|backward) -> )*(\S+) (forward|backward) \(hop (\d+); \d+ "
+                             r"entities sampled\):", line)
         relation = re.fullmatch(r"  (\S+) (forward|backward)(?: \[(\d+)\])?: (.*)", line)
         if line == "Relations of the question's entities:":
             groups.append(Group(None, 1, [], []))

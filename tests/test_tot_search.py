@@ -230,3 +230,82 @@ async def test_result_serialises_to_json_and_prints_a_readable_tree():
     assert text.splitlines()[0].startswith("* [1.00] ROOT:")
     assert "* " in text and "ANSWER: Lana Wachowski ; Jan de Bont" in text
     assert "+2 edges" in text
+
+
+# -- a real model's calls where they change the answer --------------------------------------------------------------
+async def test_an_answer_ranked_below_an_expansion_waits_for_it():
+    """The model proposes EXPAND_KG first and a provisional answer second; the answer reaches τ, but the expansion
+    the model ranked above it is valued higher, so it is searched first and its fuller answer is returned."""
+    kg = make_kg()
+
+    def propose(state):
+        if state.asm_state is AsmState.DEFAULT:
+            films = _labels(state, "The Matrix", "Speed")
+            if films:
+                return [Answer(entity_ids=films)]
+            return [ExpandKG(), Answer(entity_ids=state.topic_entities)]  # "just in case"
+        if state.asm_state is AsmState.SELECTING_ENTITIES:
+            return [SelectEntities(entity_ids=state.topic_entities)]
+        return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
+
+    def value(state):
+        if state.asm_state is AsmState.DONE:
+            return 0.95 if len(state.answer.entity_ids) == 2 else 0.8
+        return 1.0
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)).run(
+        "which films did [Keanu Reeves] act in")
+    assert result.status == "answered" and result.value == 0.95
+    assert set(result.answer.labels) == {"The Matrix", "Speed"}
+
+
+async def test_an_inverse_relation_reaching_the_same_place_is_dropped_before_it_is_valued():
+    kg = make_kg("m", [("Speed", "starred_actors", "Keanu Reeves"), ("Keanu Reeves", "acted_in", "Speed")])
+    valued: list[TraversalState] = []
+
+    def propose(state):
+        if state.asm_state is AsmState.DEFAULT:
+            return [Answer(text="Speed")] if state.subgraph.expansions else [ExpandKG()]
+        if state.asm_state is AsmState.SELECTING_ENTITIES:
+            return [SelectEntities(entity_ids=state.topic_entities)]
+        return [SelectRelation(relation_id="m:acted_in"),
+                SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
+
+    def value(state):
+        valued.append(state)
+        return 0.9
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)).run(
+        "which films did [Keanu Reeves] act in")
+    assert result.answer.labels == ["Speed"]
+    reached = [s for s in valued if s.subgraph.expansions and s.asm_state is AsmState.DEFAULT]
+    assert len(reached) == 1 and reached[0].subgraph.expansions[0].relation_id == "m:acted_in"
+    rejected = [r.reason for n in result.nodes for r in n.rejected]
+    assert "reaches what proposal 1 reaches: nothing new" in rejected
+
+
+async def test_an_answer_judged_once_is_not_judged_again():
+    """The same answer after two different expansions: one judge call; nodes valued below floor then wait."""
+    kg = make_kg()
+    judged = []
+
+    def propose(state):
+        if state.asm_state is AsmState.DEFAULT:
+            if state.subgraph.expansions:
+                return [Answer(text="Keanu Reeves"), ExpandKG()]
+            return [ExpandKG()]
+        if state.asm_state is AsmState.SELECTING_ENTITIES:
+            return [SelectEntities(entity_ids=state.topic_entities)]
+        return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward),
+                SelectRelation(relation_id="m:starred_actors", direction=Direction.forward)]
+
+    def value(state):
+        if state.asm_state is AsmState.DONE:
+            judged.append(state)
+            return 0.6
+        return 0.5
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
+                              SearchConfig(k=3, max_expansions=12)).run("who is [Keanu Reeves]")
+    assert result.status == "below_tau" and result.value == 0.6
+    assert len(judged) == 1

@@ -199,6 +199,7 @@ class TreeSearch:
         started = time.perf_counter()
         usage_before = self.policy.usage.snapshot()
         cfg = self.config
+        self.policy.tau = cfg.tau
         root_state = await self.asm.initial_state(question, max_depth=cfg.max_depth, max_hops=cfg.max_hops)
         nodes: list[SearchNode] = [
             SearchNode(id=0, value=1.0, state=root_state, summary=StateSummary.of(root_state))
@@ -210,8 +211,9 @@ class TreeSearch:
         self._judged: dict[tuple, float] = {}  # answers valued so far, by what they answer
         while expansions < cfg.max_expansions:
             floor = cfg.floor if best_answer is not None and not _refuses(best_answer) \
-                and (best_answer.value or 0) >= cfg.floor else 0.0
-            node = self._select(nodes, within=self._ranked_above(best_answer, nodes), floor=floor)
+                and (best_answer.value or 0) >= cfg.floor and self.policy.facts_decide else 0.0
+            held = best_answer is not None and (best_answer.value or 0) >= cfg.tau  # held up by what ranks above
+            node = self._select(nodes, within=self._ranked_above(best_answer, nodes) if held else None, floor=floor)
             if node is None:
                 break
             node.expanded_at = expansions
@@ -223,7 +225,7 @@ class TreeSearch:
                 break
             for cid in node.children:
                 child = nodes[cid]
-                if child.terminal and (best_answer is None or _better(child, best_answer)):
+                if child.terminal and (best_answer is None or _better(child, best_answer, self.policy.facts_decide)):
                     best_answer = child
             if refused is not None:
                 best_answer = refused
@@ -291,7 +293,7 @@ class TreeSearch:
         search ends there, and no value call is made (the model said why; a judge adds nothing)."""
         state = node.state
         proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
-        if any(isinstance(a, ExpandKG) for a in proposals):  # a thought beside it would only redo the expansion
+        if any(isinstance(a, ExpandKG) for a in proposals) and self.policy.facts_decide:  # it would redo it
             node.rejected += [InvalidAction(asm_state=state.asm_state, action=a, reason="a thought beside "
                                             "EXPAND_KG: the expansion is the step") for a in proposals
                               if isinstance(a, Think)]
@@ -307,7 +309,8 @@ class TreeSearch:
                 continue
             if not isinstance(action, Think):
                 sig = new_state.signature()
-                reason = f"repeats node {seen[sig]}" if sig in seen else _same_place(new_state, kept, state)
+                reason = f"repeats node {seen[sig]}" if sig in seen else (
+                    _same_place(new_state, kept, state) if self.policy.facts_decide else "")
                 if reason:
                     node.rejected.append(InvalidAction(asm_state=state.asm_state, action=new_state.actions[-1],
                                                        reason=f"{reason}: nothing new"))
@@ -316,7 +319,7 @@ class TreeSearch:
             kept.append(new_state)
         found = [s for s in kept if (x := _expansion_of(s, state)) is None or x.edges_added]
         for s in kept:
-            if found and s not in found:  # beside an expansion that found something, one that found nothing
+            if found and s not in found and self.policy.facts_decide:  # empty, beside one that found something
                 node.rejected.append(InvalidAction(asm_state=state.asm_state, action=s.actions[-1],
                                                    reason="the expansion found nothing new"))
                 repeats += 1
@@ -332,16 +335,17 @@ class TreeSearch:
             # All children judged together (one call for an LLM policy; the default asks per child); an answer
             # judged before elsewhere in the tree keeps that value and is not judged again.
             kids = [nodes[c] for c in node.children]
-            fresh = [c for c in kids if _answer_key(c) not in self._judged]
+            key = {c.id: _answer_key(c, self.policy.facts_decide) for c in kids}
+            fresh = [c for c in kids if key[c.id] is None or key[c.id] not in self._judged]
             for c in kids:
-                if _answer_key(c) in self._judged:
-                    c.value = self._judged[_answer_key(c)]
+                if key[c.id] is not None and key[c.id] in self._judged:
+                    c.value = self._judged[key[c.id]]
             if fresh:
                 scores = await self.policy.values([c.state for c in fresh], parent=state, parent_value=node.value)
                 for c, v in zip(fresh, list(scores) + [None] * (len(fresh) - len(scores))):
                     c.value = _clamp(v)
-                    if _answer_key(c) is not None:
-                        self._judged[_answer_key(c)] = c.value
+                    if key[c.id] is not None:
+                        self._judged[key[c.id]] = c.value
         if not node.children and not repeats:  # (every proposal a repeat: a dead end, not a retry)
             # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
             # valued a little below its parent so an alternative elsewhere wins ties.
@@ -451,19 +455,19 @@ def _same_place(new: TraversalState, siblings: list[TraversalState], parent: Tra
     return ""
 
 
-def _answer_key(node: SearchNode) -> tuple | None:
+def _answer_key(node: SearchNode, facts_decide: bool = True) -> tuple | None:
     """What an answer node answers (status and items), for judging it once; None for other nodes."""
-    ans = node.state.answer if node.state is not None and node.terminal else None
+    ans = node.state.answer if node.state is not None and node.terminal and facts_decide else None
     if ans is None or ans.refuses:
         return None
     return (ans.status, frozenset(it.id for it in ans.items) or ans.text)
 
 
-def _better(a: SearchNode, b: SearchNode) -> bool:
-    """Whether answer ``a`` beats the best so far, ``b``: valued higher, or as high with more of its items
-    entities of the graph (an entity reached over an edge over a name read in a summary)."""
+def _better(a: SearchNode, b: SearchNode, by_items: bool = True) -> bool:
+    """Whether answer ``a`` beats the best so far, ``b``: valued higher, or (``by_items``) as high with more of
+    its items entities of the graph (an entity reached over an edge over a name read in a summary)."""
     va, vb = a.value or 0.0, b.value or 0.0
-    if va != vb:
+    if va != vb or not by_items:
         return va > vb
     ents = lambda n: len(n.state.answer.entity_ids) if n.state is not None and n.state.answer else 0  # noqa: E731
     return ents(a) > ents(b)

@@ -442,7 +442,7 @@ async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None =
         res = await walk(graph, p)
         if res is None:
             continue
-        if not _beyond_start(res) and p is not proposals[-1]:
+        if p.confidence is None and not _beyond_start(res) and p is not proposals[-1]:  # a model's path
             fallback_walk = fallback_walk or (p, res)  # only the question's own entities: try the next path
             continue
         return _finish(await _answered(call, result, p, res, labels, topics, o.max_hops), t0)

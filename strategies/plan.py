@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from tot_mcp import prompts
 from tot_mcp.kg_adapters.base import KnowledgeGraph
@@ -41,6 +41,7 @@ from tot_mcp.strategies.registry import Call, Strategy, get
 from tot_mcp.strategies.relevance import STOPWORDS
 from tot_mcp.strategies.results import PathStep, RetrievedEntity, StrategyResult, check_query, render_ranked
 from tot_mcp.strategies.tot.asm import LINK_LIMIT
+from tot_mcp.strategies.tot.method import TotOptions
 
 TOPIC_LIMIT = 5  # linked entities kept (as the tree search's start state)
 LINK_MIN_SCORE = 0.99  # further matches of one mention kept only when (near-)exact
@@ -71,6 +72,7 @@ class PlanResult(StrategyResult):
     reply: str | None = Field(default=None, description="The model's reply (LLM planner)")
     expansions: int = Field(default=0, description="The tree search's expansions, when it answered")
     search: dict | None = Field(default=None, description="The tree search's trace, when it answered")
+    _search: object = PrivateAttr(default=None)  # the SearchResult, when the tree search answered
 
 
 @dataclass
@@ -89,12 +91,18 @@ class Proposal:
 
 @dataclass
 class Group:
-    """The relations of some entities: the question's (``after`` None), or a sample of those one hop reaches."""
+    """The relations of some entities: the question's (``after`` None), or a sample of those a path reaches —
+    ``via`` its hops before the last, ``after``; two branches ending in the same relation are two groups."""
 
     after: Hop | None
     level: int
     sample: list[str]
     relations: list[Relation]
+    via: tuple[Hop, ...] = ()
+
+    @property
+    def path(self) -> tuple[Hop, ...]:
+        return () if self.after is None else (*self.via, self.after)
 
 
 # -- 1. linking ------------------------------------------------------------------------------------------------------
@@ -140,7 +148,7 @@ async def gather_vocabulary(kg: KnowledgeGraph, topics: list[str], question: str
     per distinct hop), at most :data:`LINES_PER_LEVEL` lines and :data:`GROUPS_PER_LEVEL` groups a level."""
     stems = _stems(question)
     first = Group(None, 1, topics, _ranked(await _relations(kg, topics), stems)[:LINES_PER_LEVEL])
-    groups, parents, seen = [first], [first], set()
+    groups, parents = [first], [first]
     for level in range(2, levels + 1):
         # round robin over the parents' ranked relations, so every branch gets its most relevant hops first
         order = sorted(((pos, n, r) for n, g in enumerate(parents) for pos, r in enumerate(g.relations)),
@@ -151,17 +159,24 @@ async def gather_vocabulary(kg: KnowledgeGraph, topics: list[str], question: str
             if len(new) >= GROUPS_PER_LEVEL or lines >= LINES_PER_LEVEL:
                 break
             hop = Hop(relation_id=r.id, direction=r.direction)
-            if hop in seen:
-                continue
-            seen.add(hop)
             sample = await _sample(kg, parents[n].sample, hop, set(topics))
             rels = _ranked(await _relations(kg, sample), stems)[: min(LINES_PER_GROUP, LINES_PER_LEVEL - lines)]
             if rels:
-                new.append(Group(hop, level, sample, rels))
+                new.append(Group(hop, level, sample, rels, parents[n].path))
                 lines += len(rels)
         groups += new
         parents = new
     return groups
+
+
+def legend(groups: list[Group], entities: list[EntityMatch]) -> str:
+    """The forward/backward example, from this KG's own first relation and the question's first entity."""
+    rel = next((r for g in groups for r in g.relations if r.direction is Direction.forward), None)
+    if rel is None or not entities:
+        return "e.g. X -r forward-> what X is r; Y -r backward-> what is r Y"
+    name = entities[0].entity.label
+    return (f"e.g. {name} -{rel.id} forward-> what {name} is {rel.label}; "
+            f"Y -{rel.id} backward-> what is {rel.label} Y")
 
 
 def _meaning(r: Relation) -> str:
@@ -174,8 +189,8 @@ def render_vocabulary(groups: list[Group]) -> str:
         if g.after is None:
             out.append("Relations of the question's entities:")
         else:
-            out.append(f"After {g.after.relation_id} {g.after.direction.value} (hop {g.level - 1}; "
-                       f"{len(g.sample)} entities sampled):")
+            hops = " -> ".join(f"{h.relation_id} {h.direction.value}" for h in g.path)
+            out.append(f"After {hops} (hop {g.level - 1}; {len(g.sample)} entities sampled):")
         for r in g.relations:
             count = f" [{r.count}]" if r.count is not None else ""
             out.append(f"  {r.id} {r.direction.value}{count}: {_meaning(r)}")
@@ -207,7 +222,8 @@ class PlanReader:
 
     def __init__(self, entities: list[EntityMatch], groups: list[Group], kg_names: set[str]) -> None:
         self.entities = [m.entity for m in entities]
-        self.groups = {g.after: g for g in groups}
+        self.groups = {g.path: g for g in groups}
+        self.last_hop = {g.after: g for g in groups}  # older prompts keyed their groups by the last hop alone
         self.kg_names = kg_names
         self.relations: dict[str, Relation] = {}
         for g in groups:
@@ -238,11 +254,11 @@ class PlanReader:
     def _proposal(self, parts: list[str]) -> Proposal | None:
         start = self._entities(parts[0])
         rest = parts[1:] if start else parts
-        if not start and len(parts) > 1 and self._hop(parts[0], None) is None:
+        if not start and len(parts) > 1 and self._hop(parts[0], ()) is None:
             rest = parts[1:]  # a start the linked entities do not name: they all start the path
         hops: list[Hop] = []
         for seg in rest:
-            hop = self._hop(seg, hops[-1] if hops else None)
+            hop = self._hop(seg, tuple(hops))
             if hop is None:
                 return None
             hops.append(hop)
@@ -260,7 +276,7 @@ class PlanReader:
         named = [e for e in self.entities if key(e.label) and _words(e.label) in _words(seg)]
         return [max(named, key=lambda e: len(e.label)).id] if named else []
 
-    def _hop(self, seg: str, prev: Hop | None) -> Hop | None:
+    def _hop(self, seg: str, before: tuple[Hop, ...]) -> Hop | None:
         seg = re.sub(r"\s*(?:⁻¹|\^-1)", " backward", seg)
         rid = next((i for i in _ids(seg) if i in self.relations), None)
         if rid is None:  # an ID of this KG the vocabulary did not show (it may still exist)
@@ -282,7 +298,8 @@ class PlanReader:
         elif _FORWARD.search(bare):
             direction = Direction.forward
         else:  # the direction the vocabulary shows for it after the previous hop, else anywhere, else forward
-            shown = [r.direction for r in getattr(self.groups.get(prev), "relations", []) if r.id == rid]
+            group = self.groups.get(before) or self.last_hop.get(before[-1] if before else None)
+            shown = [r.direction for r in getattr(group, "relations", []) if r.id == rid]
             shown = shown or [r.direction for g in self.groups.values() for r in g.relations if r.id == rid]
             direction = shown[0] if len(set(shown)) == 1 else Direction.forward
         return Hop(relation_id=rid, direction=direction)
@@ -344,21 +361,27 @@ def checked_value(found: list[RetrievedEntity], readings: list[Proposal]) -> flo
     return 1.0 - (1.0 - MODEL_PRIOR) * (1.0 - agree)
 
 
-async def _fallback(call: Call, result: PlanResult, reason: str, usage: LLMUsage) -> PlanResult:
-    """The tree search's answer, run as the router runs a sub-strategy (with this call's KG, LLM and progress)."""
+async def _fallback(call: Call, result: PlanResult, reason: str, usage: LLMUsage,
+                    tot_options: BaseModel | None = None) -> PlanResult:
+    """The tree search's answer, run as the router runs a sub-strategy (with this call's KG, LLM and progress;
+    ``tot_options``: the tree search's, when the caller set them)."""
     s = get("tot")
     sub = call.as_strategy(s)
+    if tot_options is not None:
+        sub.options = tot_options
     out = await s.run(sub)
     total = LLMUsage()
     total.add(usage)
     total.add(out.usage or sub.usage())
     trace = out.trace()
-    return result.model_copy(update={
+    done = result.model_copy(update={
         "results": out.results, "status": out.status, "answer_text": out.answer_text, "value": out.value,
         "usage": total, "error": out.error, "partial": out.partial, "partial_reason": out.partial_reason,
         "fell_back": True, "fallback_reason": reason, "expansions": int(trace.get("expansions", 0) or 0),
         "search": trace or None,
     })
+    done._search = getattr(out, "_search", None)  # the tree itself, for in-process callers (the MCP tool)
+    return done
 
 
 def scope(call: Call):
@@ -368,8 +391,12 @@ def scope(call: Call):
 
 
 async def _run(call: Call) -> PlanResult:
+    return await plan_first(call, call.options)  # type: ignore[arg-type]
+
+
+async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None = None) -> PlanResult:
+    """Plan once, walk the paths in the model's order, fall back to the tree search (with ``tot_options``)."""
     t0 = time.perf_counter()
-    o: PlanOptions = call.options  # type: ignore[assignment]
     graph = scope(call)
     query = check_query(call.query, call.kg.limits.max_query_chars)
     matches = await link(graph, query)
@@ -379,7 +406,8 @@ async def _run(call: Call) -> PlanResult:
                         planner="offline" if call.offline else "llm", linked=topics)
     usage = LLMUsage()
     if not topics:
-        return _finish(await _fallback(call, result, "no entity of the question was found in the KG", usage), t0)
+        return _finish(await _fallback(call, result, "no entity of the question was found in the KG", usage,
+                                       tot_options), t0)
     if call.offline:
         proposals = await _offline_plans(call, topics, o.k, o.max_hops)
         refusal = None
@@ -389,8 +417,10 @@ async def _run(call: Call) -> PlanResult:
         entities = "\n".join(f"{n}. {m.entity.id}: {m.entity.label}"
                              + (f" - {m.entity.description}" if m.entity.description else "")
                              for n, m in enumerate(matches, 1))
+        if any(m.entity.description and "things named" in m.entity.description for m in matches):
+            entities += "\n" + prompts.load("merged_names").strip()
         prompt = prompts.render("plan", question=query, entities=entities, vocabulary=render_vocabulary(groups),
-                                k=o.k, max_hops=o.max_hops)
+                                k=o.k, max_hops=o.max_hops, legend=legend(groups, matches), sample=SAMPLE)
         try:
             reply = await call.llm().complete(prompt, system=prompts.load("plan_system").strip(),
                                               max_tokens=80 * o.k + 120, temperature=0.0)
@@ -406,31 +436,50 @@ async def _run(call: Call) -> PlanResult:
         reason = "the model's reply held no usable path"
     result.usage = usage
     result.paths = [p.text(labels) for p in proposals]
+    fallback_walk: tuple[Proposal, PathResult] | None = None
     for p in proposals:
         res = await walk(graph, p)
         if res is None:
             continue
-        found = answers(res, labels, 0.0)
-        if p.confidence is not None:
-            value, why = p.confidence, ""
-        else:
-            value = checked_value(found, await _offline_plans(call, topics, READINGS, o.max_hops))
-            why = "" if value >= MODEL_PRIOR + 0.1 else ("no reading of the question against the graph without "
-                                                          "the model reaches these answers: check the path")
-        for a in found:
-            a.score = round(value, 4)
-        shown = ", ".join(a.label for a in found[:10]) + (f" (+{res.total - 10} more)" if res.total > 10 else "")
-        return _finish(result.model_copy(update={
-            "results": found, "status": "answered", "answer_text": shown, "value": round(value, 4), "reason": why,
-            "path": p.text(labels), "partial": res.partial or res.truncated,
-            "partial_reason": _partial_reason(res) if res.partial or res.truncated else "",
-        }), t0)
+        if p.confidence is None and not _beyond_start(res) and p is not proposals[-1]:  # a model's path
+            fallback_walk = fallback_walk or (p, res)  # only the question's own entities: try the next path
+            continue
+        return _finish(await _answered(call, result, p, res, labels, topics, o.max_hops), t0)
+    if fallback_walk is not None:
+        return _finish(await _answered(call, result, *fallback_walk, labels, topics, o.max_hops), t0)
     if refusal is not None:  # paths given beside it reached nothing: the refusal stands
         return _finish(result.model_copy(update={"status": refusal.status, "reason": refusal.reason,
                                                  "value": 0.0}), t0)
     if proposals:
         reason = f"none of the {len(proposals)} planned path(s) reached anything"
-    return _finish(await _fallback(call, result, reason, usage), t0)
+    return _finish(await _fallback(call, result, reason, usage, tot_options), t0)
+
+
+def _beyond_start(res: PathResult) -> bool:
+    """Whether a walk reached anything besides the question's own entities (a path back to them is an answer
+    only when no other path reaches more: "the spouse of X's spouse")."""
+    start = set(res.start)
+    return any(t.id is None or t.id not in start for t in res.targets)
+
+
+async def _answered(call: Call, result: PlanResult, p: Proposal, res: PathResult, labels: dict[str, str],
+                    topics: list[str], max_hops: int) -> PlanResult:
+    """The result of the path that answered, valued by the graph's own evidence for it."""
+    found = answers(res, labels, 0.0)
+    if p.confidence is not None:
+        value, why = p.confidence, ""
+    else:
+        value = checked_value(found, await _offline_plans(call, topics, READINGS, max_hops))
+        why = "" if value >= MODEL_PRIOR + 0.1 else ("no reading of the question against the graph without "
+                                                      "the model reaches these answers: check the path")
+    for a in found:
+        a.score = round(value, 4)
+    shown = ", ".join(a.label for a in found[:10]) + (f" (+{res.total - 10} more)" if res.total > 10 else "")
+    return result.model_copy(update={
+        "results": found, "status": "answered", "answer_text": shown, "value": round(value, 4), "reason": why,
+        "path": p.text(labels), "partial": res.partial or res.truncated,
+        "partial_reason": _partial_reason(res) if res.partial or res.truncated else "",
+    })
 
 
 def _finish(result: PlanResult, t0: float) -> PlanResult:
@@ -466,4 +515,34 @@ PLAN = Strategy(
             "Returns the answer entities and values with the path that reached them, and whether the answer set "
             "is known to be incomplete.",
     reference="LLM-guided planning: one LLM call plans relation paths, BFS executes them (arXiv 2511.19648)",
+)
+
+
+# -- auto: plan first where a model is present -------------------------------------------------------------------
+async def _run_auto(call: Call) -> StrategyResult:
+    """With a model: :func:`plan_first` (one call when a planned path answers; the tree search, with these
+    options, when none does). Offline: the tree search itself — the offline planner is the tree search's own
+    reasoner, so planning first would only walk the same readings twice."""
+    o: TotOptions = call.options  # type: ignore[assignment]
+    if call.offline:
+        tot = get("tot")
+        return await tot.run(dataclasses.replace(call, method="tot"))
+    plan = PlanOptions(k=o.k, max_hops=min(o.max_hops, PlanOptions.model_fields["max_hops"].default))
+    return await plan_first(call, plan, TotOptions(**o.model_dump()))
+
+
+def _render_auto(out: StrategyResult) -> str:
+    return _render_plan(out) if isinstance(out, PlanResult) else render_ranked(
+        f"Tree search answer for {out.query!r}", out.results,
+        [f"status: {out.status}"] + ([f"answer: {out.answer_text}"] if out.answer_text else []))
+
+
+AUTO = Strategy(
+    name="auto", job="answer", options=TotOptions, run=_run_auto, render=_render_auto, local_only=False,
+    title="Plan first, the tree search when the plan fails",
+    summary="Answer a question the cheapest way that the graph confirms: with a model, plan the relation paths "
+            "in one call and walk them in the model's order (a path counts when it reaches something besides the "
+            "question's own entities); only when none does, run the Tree-of-Traversals search. Offline, the tree "
+            "search. The default of tot-search --llm, tree_of_traversals and route_query with a model.",
+    reference="LLM-guided planning (arXiv 2511.19648), falling back to Tree-of-Traversals (Markowitz et al. 2024)",
 )

@@ -123,6 +123,7 @@ _BUILTINS: dict[str, str] = {
     "rerank": "tot_mcp.strategies.rerank:RERANK",
     "initialize": "tot_mcp.strategies.link_only:INITIALIZE",
     "plan": "tot_mcp.strategies.plan:PLAN",
+    "auto": "tot_mcp.strategies.plan:AUTO",
 }
 
 

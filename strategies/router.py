@@ -12,7 +12,8 @@ registered strategy that serves it, keeping statistics of its decisions (the see
   interleaved round-robin.
 
 ``plan`` (one LLM call plans relation paths, the graph is walked along them; the tree search when none reaches
-anything) is a route a caller can force (``route="plan"``); the rule above never chooses it.
+anything) takes the place of ``chain`` and ``tot`` when a model is given (``analyser="llm"``); a caller can force
+any route (``route="tot"``).
 
 Adaptive routing after the adaptive-RAG routers (Jeong et al. 2024, "Adaptive-RAG"): route on estimated
 complexity, escalate when the cheap route fails.
@@ -227,6 +228,8 @@ async def _run_router(call: Call) -> RouterResult:
     analysis = (await LLMQueryAnalyser(call.llm(), rules).analyse(query, labels, None) if llm
                 else rules.analyse(query, labels, None, hops=1))  # the rules' hop count is read below
     route: Route = o.route or choose_route(analysis, len(matches), local)
+    if not o.route and not call.offline and route in ("chain", "tot"):
+        route = "plan"  # with a model: one planning call, the tree search only when no planned path answers
     runs = ("chain", "ark") if route == "combined" else (route,)
     if not local and any(get(r).local_only for r in runs):  # the registry says which need one KG's triples
         members = [k.name for k in getattr(call.kg, "kgs", {}).values() if k.capabilities.local_index]

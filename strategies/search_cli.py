@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a tot-mcp TOML; its [[link]] rules and [linking] table decide how the --kg KGs link")
     p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
     p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
-    p.add_argument("--method", default="tot", help=f"one of: {', '.join(available())} (default tot)")
+    p.add_argument("--method", default=None, help=f"one of: {', '.join(available())} (default: auto with --llm, "
+                   "planning first and searching the tree only when the plan fails; tot offline)")
     p.add_argument("--task", choices=["answer", "linking"], default="answer",
                    help="answer: the questions as given (default); linking: find each question's topic entity with "
                         "its brackets removed and one typo in the mention (fixed seed), scored as linking accuracy@1")
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(an expansion takes 3; the paper used 7); ark: hops (default 3)")
     p.add_argument("--tau", type=float, default=None, help="accept an answer valued at least this (default 0.8)")
     p.add_argument("--max-expansions", type=int, default=None,
-                   help="give up after this many expansions (default 25)")
+                   help="give up after this many search steps, tree nodes expanded (default 25)")
     p.add_argument("--max-edges", type=int, default=None, help="edges kept per expansion (default 50)")
     p.add_argument("--skip", type=int, default=0, help="leave out the first N questions (e.g. the ones tuned on)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (after --skip)")
@@ -293,7 +294,7 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
         print(f"fell back to the tree search: {trace.get('fallback_reason', '')}")
     elif isinstance(trace.get("path"), str) and trace["path"]:
         print(f"path: {trace['path']}")
-    print(f"value: {result.value:.2f}  status: {result.status}  expansions: {result.expansions}  "
+    print(f"value: {result.value:.2f}  status: {result.status}  search steps: {result.expansions}  "
           f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
           f"cost: {format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s")
     if result.context:
@@ -435,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     ns = parser.parse_args(argv)
+    if ns.method is None:
+        ns.method = "tot" if ns.llm == "offline" else "auto"
     try:
         _validate(ns)
         try:

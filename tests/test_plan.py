@@ -205,3 +205,26 @@ def test_tot_search_prints_the_path_a_planned_answer_took():
     lines = out.stdout.splitlines()
     assert lines[0] == "answer: Comedy, Drama"
     assert "path: Clark Gregg (movies:E24335) -> movies:directed_by backward -> movies:has_genre forward" in lines
+
+
+# -- auto: plan first where a model is present -----------------------------------------------------------------------
+async def test_auto_with_a_model_answers_by_the_plan_in_one_call(movies):
+    kg, svc = movies
+    llm = ScriptedLLM(["PATH: movies:E24335 -> movies:directed_by backward -> movies:has_genre forward"])
+    out = await run_strategy("auto", svc, kg, GENRES_OF_CLARK_GREGG, llm)
+    assert out.planner == "llm" and not out.fell_back and out.usage.calls == 1
+    assert {r.label for r in out.results} == {"Drama", "Comedy"}
+
+
+async def test_auto_falls_back_to_the_tree_search_with_its_own_options(movies):
+    kg, svc = movies
+    llm = ScriptedLLM(lambda prompt: "PATH: movies:E24335 -> movies:has_genre forward" if "PATH:" in prompt
+                      else "no idea")
+    out = await run_strategy("auto", svc, kg, GENRES_OF_CLARK_GREGG, llm, k=1, max_expansions=2)
+    assert out.fell_back and out.search["config"]["k"] == 1 and out.search["config"]["max_expansions"] == 2
+
+
+async def test_auto_offline_is_the_tree_search(movies):
+    kg, svc = movies
+    out = await run_strategy("auto", svc, kg, GENRES_OF_CLARK_GREGG)
+    assert out.search is not None and {r.label for r in out.results} == {"Drama", "Comedy"}

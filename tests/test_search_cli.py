@@ -345,4 +345,4 @@ def test_an_empty_question_is_a_usage_error_before_anything_loads(capsys):
 def test_a_refused_question_prints_its_status_and_reason(capsys):
     code, out, _ = run(capsys, "--no-trace", "who composed the music of [Forrest Gump]")
     assert code == 0 and out.startswith("answer: none\nunsupported: the movies KG has no composer relation")
-    assert "status: unsupported  expansions: 0  LLM calls: 0" in out
+    assert "status: unsupported  search steps: 0  LLM calls: 0" in out

@@ -1,11 +1,12 @@
-"""Every real model reply recorded in ``../shared/llm-transcripts`` goes through today's Tree-of-Traversals parsers
+"""Every real model reply recorded in ``fixtures/llm-transcripts`` goes through today's Tree-of-Traversals parsers
 and must come out as a usable action or score — and as the one the model wrote.
 
 Why: the parsers are forgiving on purpose (IDs, numbers, labels, prose around the line), and forgiving parsers fail
 quietly — a reply that parses into *some* valid action can still be the wrong one. These replies are what a strong
 model really writes to the driver's prompts, so they pin the parsing to real output while the prompts and parsers
 change. Each reply belongs to the prompt it answered, so the state it is parsed against is rebuilt from that prompt's
-text (:func:`state_from_prompt`), never from today's templates: nothing is copied from ``../shared`` into the repo.
+text (:func:`state_from_prompt`), never from today's templates. The transcripts (gzipped JSONL, with the model's
+notes and the README that describes them) are copies of ``../shared/llm-transcripts``, so a fresh clone replays them.
 
 An ANSWER is usable once the ASM has grounded what the model wrote in the subgraph (its items, entity IDs, status), so
 answers are also applied by :class:`TraversalASM` — to a KG that knows none of these entities: the answer transition
@@ -25,11 +26,12 @@ never answered (``reply`` null) is skipped, saying so.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
+from pathlib import Path
 
 import pytest
-from conftest import SHARED
 from tot_fixtures import make_kg
 
 from tot_mcp.kg_adapters.follow import Hop
@@ -41,18 +43,17 @@ from tot_mcp.strategies.tot.asm import TraversalASM
 from tot_mcp.strategies.tot.prompted import chosen_with_expand, parse_action_lines, parse_score, parse_scores
 from tot_mcp.strategies.tot.state import AsmState, TraversalState
 
-TRANSCRIPTS = SHARED / "llm-transcripts"
-FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl", "2026-11-24": "tot-prompts-2026-11-24.jsonl",
-         "session7": "tot-prompts-2026-11-24-session7.jsonl"}
-EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39}  # per the transcripts' README
+TRANSCRIPTS = Path(__file__).parent / "fixtures" / "llm-transcripts"
+FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl.gz", "2026-11-24": "tot-prompts-2026-11-24.jsonl.gz",
+         "2026-11-28": "tot-prompts-2026-11-28.jsonl.gz", "session7": "tot-prompts-2026-11-24-session7.jsonl"}
+EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39, "2026-11-28": 70}  # per the transcripts' README
 # session 7: "771 calls through four relays" (the README), one run (``set``) per relay; runs appended after it (p5:
 # the plan prompt whose reply format shows paths up to max_hops) are replayed too, their numbering checked
 SESSION7_RUNS = {"m2": 129, "m3": 211, "l3": 150, "pq3": 281}
 
 PRESENT = {source: f for source, f in FILES.items() if (TRANSCRIPTS / f).is_file()}
 if not PRESENT:
-    pytest.skip(f"LLM transcripts not found at {TRANSCRIPTS} (expected ../shared/llm-transcripts beside the repo)",
-                allow_module_level=True)
+    pytest.skip(f"LLM transcripts not found at {TRANSCRIPTS}", allow_module_level=True)
 
 # -- what kind of call a prompt was: by the text that only that prompt carries ---------------------------------
 PROPOSE_DEFAULT = "propose_default"
@@ -232,7 +233,8 @@ def written_scores(reply: str) -> list[float]:
 
 # -- the records -----------------------------------------------------------------------------------------------
 def load(date: str) -> list[dict]:
-    with open(TRANSCRIPTS / FILES[date], encoding="utf-8") as f:
+    path = TRANSCRIPTS / FILES[date]
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
@@ -372,16 +374,20 @@ def plan_reader_from_prompt(prompt: str) -> tuple[PlanReader, int, int]:
     assert head in prompt, "no entity list"
     matches = []
     for line in prompt.split(head, 1)[1].split("\n\n", 1)[0].splitlines():
+        if line.startswith("A summary ending"):  # the advice on merged same-name nodes
+            continue
         number, _, rest = line.partition(". ")
         entity_id, _, rest = rest.partition(": ")
         assert number == str(len(matches) + 1) and _ID.fullmatch(entity_id), f"not an entity line: {line!r}"
         label, _, description = rest.partition(" - ")
         matches.append(EntityMatch(entity=Entity(id=entity_id, label=label, description=description or None,
                                                  kg=entity_id.split(":", 1)[0]), score=1.0, match="exact"))
-    vocabulary = prompt.split("from a sample of them:\n", 1)[1].split("\n\n", 1)[0]
+    vocabulary = re.split(r"from a sample of them(?: \(at most \d+ distinct entities\))?:\n", prompt, maxsplit=1)[1]
+    vocabulary = vocabulary.split("\n\n", 1)[0]
     groups: list[Group] = []
     for line in vocabulary.splitlines():
-        after = re.fullmatch(r"After (\S+) (forward|backward) \(hop (\d+); \d+ entities sampled\):", line)
+        after = re.fullmatch(r"After (?:\S+ (?:forward|backward) -> )*(\S+) (forward|backward) \(hop (\d+); \d+ "
+                             r"entities sampled\):", line)
         relation = re.fullmatch(r"  (\S+) (forward|backward)(?: \[(\d+)\])?: (.*)", line)
         if line == "Relations of the question's entities:":
             groups.append(Group(None, 1, [], []))

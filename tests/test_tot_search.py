@@ -56,9 +56,9 @@ async def test_finds_the_two_hop_answer_and_stops_at_tau():
     kinds = [result.nodes[i].action.kind if result.nodes[i].action else "root" for i in result.path]
     assert kinds == ["root", "expand_kg", "select_entities", "select_relation"] * 1 + [
         "expand_kg", "select_entities", "select_relation", "answer"]
-    # the low-valued thought branch was never expanded
-    thought = [n for n in result.nodes if isinstance(n.action, Think)]
-    assert thought and all(n.expanded_at is None for n in thought)
+    # the thought proposed beside EXPAND_KG costs nothing: no node, no value, recorded as dropped
+    assert not [n for n in result.nodes if isinstance(n.action, Think)]
+    assert any(isinstance(r.action, Think) for r in result.nodes[0].rejected)
     assert result.expansions == 7
     assert result.usage.calls == policy.usage.calls > 0
     assert "Lana Wachowski" in result.subgraph_text
@@ -122,8 +122,9 @@ async def test_answers_below_tau_do_not_stop_the_search_and_the_best_is_returned
     assert any("repeats node" in r.reason for n in result.nodes for r in n.rejected)
 
 
-async def test_a_branch_that_redoes_an_expansion_is_dropped_so_backtracking_goes_somewhere_new():
-    """A THINK beside EXPAND_KG, then the same expansion from the THINK: the repeat is dropped (no calls spent)."""
+async def test_a_thought_beside_an_expansion_costs_nothing_so_backtracking_goes_somewhere_new():
+    """A THINK beside EXPAND_KG would only redo the expansion from a THINK node: it is dropped before it is valued
+    or expanded, and the search gives up on the low branch instead of paying for it twice."""
     kg = make_kg()
     proposals = []
 
@@ -135,16 +136,15 @@ async def test_a_branch_that_redoes_an_expansion_is_dropped_so_backtracking_goes
             return [SelectEntities(entity_ids=state.topic_entities)]
         return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
 
-    def value(state):  # the expansion's result scores low, so the search backtracks to the THINK
+    def value(state):  # the expansion's result scores low
         return 0.1 if state.subgraph.expansions else 0.6
 
     result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
                               SearchConfig(max_expansions=10)).run(QUESTION)
-    think = next(n for n in result.nodes if n.action is not None and n.action.kind == "think")
-    assert think.expanded_at is not None and think.children == []
-    assert [r.reason for r in think.rejected] == ["repeats node 1: nothing new"]
-    assert proposals.count(AsmState.SELECTING_ENTITIES) == len(
-        [n for n in result.nodes if n.action is not None and n.action.kind == "expand_kg"])
+    assert not [n for n in result.nodes if n.action is not None and n.action.kind == "think"]
+    assert [r.reason for r in result.nodes[0].rejected] == ["a thought beside EXPAND_KG: the expansion is the step"]
+    assert proposals.count(AsmState.SELECTING_ENTITIES) == len(  # each expansion's choices asked for once
+        [n for n in result.nodes if n.action is not None and n.action.kind == "expand_kg" and n.expanded_at is not None])
 
 
 async def test_gives_up_with_no_answer_after_max_expansions():
@@ -230,3 +230,82 @@ async def test_result_serialises_to_json_and_prints_a_readable_tree():
     assert text.splitlines()[0].startswith("* [1.00] ROOT:")
     assert "* " in text and "ANSWER: Lana Wachowski ; Jan de Bont" in text
     assert "+2 edges" in text
+
+
+# -- a real model's calls where they change the answer --------------------------------------------------------------
+async def test_an_answer_ranked_below_an_expansion_waits_for_it():
+    """The model proposes EXPAND_KG first and a provisional answer second; the answer reaches τ, but the expansion
+    the model ranked above it is valued higher, so it is searched first and its fuller answer is returned."""
+    kg = make_kg()
+
+    def propose(state):
+        if state.asm_state is AsmState.DEFAULT:
+            films = _labels(state, "The Matrix", "Speed")
+            if films:
+                return [Answer(entity_ids=films)]
+            return [ExpandKG(), Answer(entity_ids=state.topic_entities)]  # "just in case"
+        if state.asm_state is AsmState.SELECTING_ENTITIES:
+            return [SelectEntities(entity_ids=state.topic_entities)]
+        return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
+
+    def value(state):
+        if state.asm_state is AsmState.DONE:
+            return 0.95 if len(state.answer.entity_ids) == 2 else 0.8
+        return 1.0
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)).run(
+        "which films did [Keanu Reeves] act in")
+    assert result.status == "answered" and result.value == 0.95
+    assert set(result.answer.labels) == {"The Matrix", "Speed"}
+
+
+async def test_an_inverse_relation_reaching_the_same_place_is_dropped_before_it_is_valued():
+    kg = make_kg("m", [("Speed", "starred_actors", "Keanu Reeves"), ("Keanu Reeves", "acted_in", "Speed")])
+    valued: list[TraversalState] = []
+
+    def propose(state):
+        if state.asm_state is AsmState.DEFAULT:
+            return [Answer(text="Speed")] if state.subgraph.expansions else [ExpandKG()]
+        if state.asm_state is AsmState.SELECTING_ENTITIES:
+            return [SelectEntities(entity_ids=state.topic_entities)]
+        return [SelectRelation(relation_id="m:acted_in"),
+                SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
+
+    def value(state):
+        valued.append(state)
+        return 0.9
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)).run(
+        "which films did [Keanu Reeves] act in")
+    assert result.answer.labels == ["Speed"]
+    reached = [s for s in valued if s.subgraph.expansions and s.asm_state is AsmState.DEFAULT]
+    assert len(reached) == 1 and reached[0].subgraph.expansions[0].relation_id == "m:acted_in"
+    rejected = [r.reason for n in result.nodes for r in n.rejected]
+    assert "reaches what proposal 1 reaches: nothing new" in rejected
+
+
+async def test_an_answer_judged_once_is_not_judged_again():
+    """The same answer after two different expansions: one judge call; nodes valued below floor then wait."""
+    kg = make_kg()
+    judged = []
+
+    def propose(state):
+        if state.asm_state is AsmState.DEFAULT:
+            if state.subgraph.expansions:
+                return [Answer(text="Keanu Reeves"), ExpandKG()]
+            return [ExpandKG()]
+        if state.asm_state is AsmState.SELECTING_ENTITIES:
+            return [SelectEntities(entity_ids=state.topic_entities)]
+        return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward),
+                SelectRelation(relation_id="m:starred_actors", direction=Direction.forward)]
+
+    def value(state):
+        if state.asm_state is AsmState.DONE:
+            judged.append(state)
+            return 0.6
+        return 0.5
+
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
+                              SearchConfig(k=3, max_expansions=12)).run("who is [Keanu Reeves]")
+    assert result.status == "below_tau" and result.value == 0.6
+    assert len(judged) == 1

@@ -68,21 +68,28 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 backend = charged or factory.make_llm(kind, ctx=ctx, environment=runtime.environment)
             except LLMError as e:
                 raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
-        strategy = get("tot")  # the one implementation: what tot-search --method tot measures
+        # with a model, plan first (one call) and search the tree only when the plan fails: what
+        # tot-search --llm measures; offline, the tree search itself
+        name = "tot" if kind == "offline" else "auto"
+        strategy = get(name)
         given: dict[str, Any] = {} if k is None else {"k": k}  # the rest: [strategy.tot], else the paper's
         if "max_edges_per_expansion" not in runtime.services.strategy_options.get("tot", {}):
             given["max_edges_per_expansion"] = min(50, runtime.limits.max_edges)
-        options = runtime.services.options(strategy, given)
+        options = runtime.services.options(strategy, {**runtime.services.strategy_options.get("tot", {}), **given}
+                                           if name == "auto" else given)
         call = Call(services=runtime.services, kg=graph, scope=graph, query=query, options=options, llm_kind=kind,
                     llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx),
-                    method="tot")
+                    method=name)
         try:
             out = await run_checked(strategy, call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
 
-        extras = Extras(strategy=f"tot, policy {kind}", warnings=warnings,
-                        more="the search tree and subgraph")
+        planned = getattr(out, "planner", None) is not None and not getattr(out, "fell_back", False)
+        extras = Extras(strategy=f"plan first, policy {kind}" if planned else f"tot, policy {kind}",
+                        warnings=warnings, more="the search tree and subgraph")
+        if planned and getattr(out, "path", None):
+            extras.head.append(f"path: {out.path}")
         result = getattr(out, "_search", None)  # None: refused before the search ran
         meta = None
         if result is not None:

@@ -33,6 +33,8 @@ class OfflinePolicy(Policy):
     reasoner — with its per-KG statistics, minutes of embedding on a large KG — is kept there between questions.
     Without it the policy builds its own."""
 
+    facts_decide = False  # its plans are relation sequences: the relation walked matters, not only the facts
+
     def __init__(
         self,
         kg: KnowledgeGraph | Sequence[KnowledgeGraph],

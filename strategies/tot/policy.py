@@ -33,6 +33,12 @@ class Policy(abc.ABC):
     """
 
     usage: LLMUsage
+    #: the value at which the search accepts an answer (it sets this before it starts), for prompts to state
+    tau: float = 0.8
+    #: whether the facts gathered decide what this policy does next, so two branches reaching the same entities
+    #: over the same pairs are one place (an LLM reads the subgraph); False for a policy that reads the relations
+    #: walked as its plan (the offline policy), for which an inverse relation or an empty hop is another step
+    facts_decide: bool = True
 
     def __init__(self) -> None:
         self.usage = LLMUsage()

@@ -62,6 +62,7 @@ class PromptedPolicy(Policy):
     async def propose(self, state: TraversalState, k: int) -> list[Action]:
         if not self.batch:
             return await self._propose_sampled(state, k)
+        state = unfollowed(state)
         only = only_option(state) or chosen_with_expand(state)
         if only is not None:
             return [only]
@@ -71,6 +72,7 @@ class PromptedPolicy(Policy):
         return parse_action_lines(text, state)[:k]
 
     async def _propose_sampled(self, state: TraversalState, k: int) -> list[Action]:
+        state = unfollowed(state)
         prompt = self.prompt_for(state)
         texts = await asyncio.gather(*(self._complete(prompt) for _ in range(k)), return_exceptions=True)
         actions: list[Action] = []
@@ -147,7 +149,8 @@ class PromptedPolicy(Policy):
                           "EXPAND_KG   (alone: choose the entities and the relation in the next steps)\n")
                 common["budget"] = frontier + "\n\n" + common["budget"]
             formats = "THINK: <a short thought about what is still missing>\n" + expand + answer
-        return prompts.render("tot_default", allowed=allowed, formats=formats, answer_rule=ANSWER_RULE, **common)
+        rule = ANSWER_RULE + (f"\n{MERGED_NAMES}" if merged_names(state) else "")
+        return prompts.render("tot_default", allowed=allowed, formats=formats, answer_rule=rule, **common)
 
     # -- valuing -----------------------------------------------------------------------------------------------
     async def value(self, state: TraversalState) -> float:
@@ -157,7 +160,7 @@ class PromptedPolicy(Policy):
         if state.asm_state is AsmState.DONE and state.answer is not None:
             before = state.model_copy(update={"actions": state.actions[:-1], "asm_state": AsmState.DEFAULT})
             prompt = prompts.render("tot_value_answer", answer=answer_text(state.answer),
-                                    trajectory=trajectory_text(before), **common)
+                                    trajectory=trajectory_text(before), tau=f"{self.tau:g}", **common)
             fallback, max_tokens = 0.0, 120  # a one-sentence verdict, then the score
         else:
             prompt = prompts.render("tot_value_intermediate", trajectory=trajectory_text(state), **common)
@@ -205,7 +208,7 @@ class PromptedPolicy(Policy):
         """One call valuing the numbered candidate ``lines`` from ``base``'s question, subgraph and trajectory;
         ``missing``: the value of a candidate the reply leaves out."""
         prompt = prompts.render(template, question=base.question, subgraph=base.subgraph.render(),
-                                trajectory=trajectory_text(base), candidates="\n".join(lines))
+                                trajectory=trajectory_text(base), candidates="\n".join(lines), tau=f"{self.tau:g}")
         text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(lines) + 24, temperature=0.0)
         return [missing if v is None else v for v in parse_scores(text, len(lines))]
 
@@ -228,6 +231,28 @@ def only_option(state: TraversalState) -> Action | None:
     if state.asm_state is AsmState.SELECTING_ENTITIES and len(state.subgraph.entities) == 1:
         return SelectEntities(entity_ids=list(state.subgraph.entities))
     return None
+
+
+def unfollowed(state: TraversalState) -> TraversalState:
+    """``state`` with the candidate relations already followed from these same entities left out (the
+    EXPANSIONS log shows what they gave; following them again adds nothing), unless that leaves none."""
+    if state.asm_state is not AsmState.SELECTING_RELATION:
+        return state
+    chosen = set(state.selected_entities)
+    done = {(x.relation_id, x.direction) for x in state.subgraph.expansions if chosen <= set(x.entity_ids)}
+    keep = [r for r in state.candidate_relations if (r.id, r.direction) not in done]
+    if not keep or len(keep) == len(state.candidate_relations):
+        return state
+    return state.model_copy(update={"candidate_relations": keep})
+
+
+#: advice shown when a summary says a node stands for several same-named things
+MERGED_NAMES = prompts.load("merged_names").strip()
+
+
+def merged_names(state: TraversalState) -> bool:
+    return any(e.description and "things named" in e.description
+               for e in [*state.subgraph.entities.values(), *state.subgraph.twins.values()])
 
 
 def chosen_with_expand(state: TraversalState) -> Action | None:

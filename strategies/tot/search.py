@@ -4,9 +4,17 @@ Each expansion takes the most valuable unexpanded node (ties → deeper, then ol
 distinct actions, applies each through the ASM and scores the new children with the policy's value function (all of
 one node's children in one :meth:`Policy.values` call).
 Because every unexpanded node stays on the frontier, a branch whose children score low is abandoned for a better
-node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ; a node in DEFAULT at
-depth ≥ max_depth may only answer; after ``max_expansions`` it returns its best answer so far (status
+node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ — unless the model ranked
+another action above it (on the answer's own path, a sibling proposed before it) whose branch still holds a node
+valued higher: that branch is searched first (docs/tot-search.md, "Where this differs from the paper"). A node in
+DEFAULT at depth ≥ max_depth may only answer; after ``max_expansions`` it returns its best answer so far (status
 ``below_tau``) or gives up (``no_answer``).
+
+Calls go where they can change the answer: a child that repeats a node already in the tree, or a sibling's
+expansion that reached the same entities over the same pairs (an inverse relation), or an expansion that found
+nothing beside one that found something, is dropped before any value call; a THINK proposed beside other actions
+is dropped (whatever it leads to, the expansion already does); an answer already judged elsewhere keeps its value; and once
+an answer valued at least ``floor`` is in hand, nodes valued below ``floor`` are not expanded.
 
 It also stops at once when the model's best proposal is a reasoned refusal (``NOT_IN_GRAPH``:
 status ``unsupported`` or ``no_entity``, its reason kept): searching on cannot find what the graph
@@ -26,7 +34,7 @@ from pydantic import BaseModel, Field
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
 
-from .actions import Action, AnswerItem, Invalid, Think, distinct
+from .actions import Action, AnswerItem, ExpandKG, Invalid, Think, distinct
 from .asm import TraversalASM, was_rejected
 from .policy import Policy
 from .state import DEFAULT_MAX_HOPS, AsmState, InvalidAction, LocalSubgraph, TraversalState
@@ -41,6 +49,8 @@ class SearchConfig(BaseModel):
     tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer whose value reaches this.")
     max_expansions: int = Field(default=25, ge=1, le=500, description="Give up after this many expansions.")
     invalid_penalty: float = Field(default=0.1, ge=0.0, le=1.0, description="Value lost by a retry node.")
+    floor: float = Field(default=0.3, ge=0.0, le=1.0, description="Once an answer valued at least this is in "
+                         "hand, nodes valued below it are not expanded.")
 
 
 class StateSummary(BaseModel):
@@ -183,11 +193,13 @@ class TreeSearch:
         self.asm = asm
         self.policy = policy
         self.config = config or SearchConfig()
+        self._judged: dict[tuple, float] = {}
 
     async def run(self, question: str, progress: ProgressCallback | None = None) -> SearchResult:
         started = time.perf_counter()
         usage_before = self.policy.usage.snapshot()
         cfg = self.config
+        self.policy.tau = cfg.tau
         root_state = await self.asm.initial_state(question, max_depth=cfg.max_depth, max_hops=cfg.max_hops)
         nodes: list[SearchNode] = [
             SearchNode(id=0, value=1.0, state=root_state, summary=StateSummary.of(root_state))
@@ -196,8 +208,12 @@ class TreeSearch:
         expansions = 0
         error: str | None = None
         seen: dict[tuple, int] = {root_state.signature(): 0}  # duplicate detection (a transposition table)
+        self._judged: dict[tuple, float] = {}  # answers valued so far, by what they answer
         while expansions < cfg.max_expansions:
-            node = self._select(nodes)
+            floor = cfg.floor if best_answer is not None and not _refuses(best_answer) \
+                and (best_answer.value or 0) >= cfg.floor and self.policy.facts_decide else 0.0
+            held = best_answer is not None and (best_answer.value or 0) >= cfg.tau  # held up by what ranks above
+            node = self._select(nodes, within=self._ranked_above(best_answer, nodes) if held else None, floor=floor)
             if node is None:
                 break
             node.expanded_at = expansions
@@ -209,7 +225,7 @@ class TreeSearch:
                 break
             for cid in node.children:
                 child = nodes[cid]
-                if child.terminal and (best_answer is None or (child.value or 0) > (best_answer.value or 0)):
+                if child.terminal and (best_answer is None or _better(child, best_answer, self.policy.facts_decide)):
                     best_answer = child
             if refused is not None:
                 best_answer = refused
@@ -228,30 +244,63 @@ class TreeSearch:
                     await report
             if refused is not None:
                 break
-            if best_answer is not None and (best_answer.value or 0) >= cfg.tau:
+            if best_answer is not None and (best_answer.value or 0) >= cfg.tau \
+                    and not self._ranked_above(best_answer, nodes):
                 break
         return self._result(question, nodes, best_answer, expansions, usage_before, started, error)
 
     # -- internals ---------------------------------------------------------------------------------------------
     @staticmethod
-    def _select(nodes: list[SearchNode]) -> SearchNode | None:
-        """Most valuable unexpanded, non-terminal node; ties → deeper, then the earlier one."""
-        open_nodes = (n for n in nodes if n.expanded_at is None and not n.terminal)
+    def _select(nodes: list[SearchNode], within: list[SearchNode] | None = None,
+                floor: float = 0.0) -> SearchNode | None:
+        """Most valuable unexpanded, non-terminal node (of ``within`` when given), valued at least ``floor``;
+        ties → deeper, then the earlier one."""
+        pool = within or nodes
+        open_nodes = (n for n in pool if n.expanded_at is None and not n.terminal and (n.value or 0.0) >= floor)
         return max(open_nodes, key=lambda n: (n.value or 0.0, n.depth), default=None)  # max keeps the first of ties
+
+    @staticmethod
+    def _ranked_above(answer: SearchNode | None, nodes: list[SearchNode]) -> list[SearchNode]:
+        """The open nodes that keep an answer from ending the search: in the branches of siblings the model
+        proposed before a node on the answer's path, those valued higher than the answer. The paper stops at the
+        first answer ≥ τ; here an answer given "just in case" beside the expansion the model ranked first waits
+        for that expansion. Alternatives ranked below the path never hold it up."""
+        if answer is None or _refuses(answer):
+            return []
+        bar = answer.value or 0.0
+        out: list[SearchNode] = []
+        cur = answer
+        while cur.parent is not None:
+            parent = nodes[cur.parent]
+            for sid in parent.children[: parent.children.index(cur.id)]:
+                stack = [nodes[sid]]
+                while stack:
+                    n = stack.pop()
+                    stack.extend(nodes[c] for c in n.children)
+                    if n.expanded_at is None and not n.terminal and (n.value or 0.0) > bar:
+                        out.append(n)
+            cur = parent
+        return out
 
     async def _expand(self, node: SearchNode, nodes: list[SearchNode],
                       seen: dict[tuple, int]) -> SearchNode | None:
         """Apply the policy's proposals; a child that repeats a node already in the tree (the same facts, state,
-        selection and budget — e.g. the expansion a THINK branch redoes) is dropped, so backtracking goes somewhere
-        new instead of paying again for the same calls. A THINK is kept: it adds a thought, not a
-        place.
+        selection and budget) or a sibling's place is dropped before it is valued, so backtracking goes somewhere
+        new instead of paying again for the same calls. A THINK is kept (beside an answer it is the "not yet"
+        branch) unless EXPAND_KG is proposed beside it: its branch would only redo that expansion.
 
         Returns the refusal child when the model's best valid proposal is a reasoned refusal: the
         search ends there, and no value call is made (the model said why; a judge adds nothing)."""
         state = node.state
         proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
+        if any(isinstance(a, ExpandKG) for a in proposals) and self.policy.facts_decide:  # it would redo it
+            node.rejected += [InvalidAction(asm_state=state.asm_state, action=a, reason="a thought beside "
+                                            "EXPAND_KG: the expansion is the step") for a in proposals
+                              if isinstance(a, Think)]
+            proposals = [a for a in proposals if not isinstance(a, Think)]
         last_rejected: TraversalState | None = None
         repeats = 0
+        kept: list[TraversalState] = []
         for action in proposals:
             new_state = await self.asm.apply(state, action)
             if was_rejected(state, new_state):
@@ -260,23 +309,43 @@ class TreeSearch:
                 continue
             if not isinstance(action, Think):
                 sig = new_state.signature()
-                if sig in seen:
+                reason = f"repeats node {seen[sig]}" if sig in seen else (
+                    _same_place(new_state, kept, state) if self.policy.facts_decide else "")
+                if reason:
                     node.rejected.append(InvalidAction(asm_state=state.asm_state, action=new_state.actions[-1],
-                                                       reason=f"repeats node {seen[sig]}: nothing new"))
+                                                       reason=f"{reason}: nothing new"))
                     repeats += 1
                     continue
-                seen[sig] = len(nodes)
-            _add_child(node, nodes, new_state, action=new_state.actions[-1])
+            kept.append(new_state)
+        found = [s for s in kept if (x := _expansion_of(s, state)) is None or x.edges_added]
+        for s in kept:
+            if found and s not in found and self.policy.facts_decide:  # empty, beside one that found something
+                node.rejected.append(InvalidAction(asm_state=state.asm_state, action=s.actions[-1],
+                                                   reason="the expansion found nothing new"))
+                repeats += 1
+                continue
+            if not isinstance(s.actions[-1], Think):
+                seen[s.signature()] = len(nodes)
+            _add_child(node, nodes, s, action=s.actions[-1])
         first = nodes[node.children[0]] if node.children else None
         if first is not None and _refuses(first):
             first.value = 0.0
             return first
         if node.children:
-            # All children judged together (one call for an LLM policy; the default asks per child).
+            # All children judged together (one call for an LLM policy; the default asks per child); an answer
+            # judged before elsewhere in the tree keeps that value and is not judged again.
             kids = [nodes[c] for c in node.children]
-            scores = await self.policy.values([c.state for c in kids], parent=state, parent_value=node.value)
-            for c, v in zip(kids, list(scores) + [None] * (len(kids) - len(scores))):
-                c.value = _clamp(v)
+            key = {c.id: _answer_key(c, self.policy.facts_decide) for c in kids}
+            fresh = [c for c in kids if key[c.id] is None or key[c.id] not in self._judged]
+            for c in kids:
+                if key[c.id] is not None and key[c.id] in self._judged:
+                    c.value = self._judged[key[c.id]]
+            if fresh:
+                scores = await self.policy.values([c.state for c in fresh], parent=state, parent_value=node.value)
+                for c, v in zip(fresh, list(scores) + [None] * (len(fresh) - len(scores))):
+                    c.value = _clamp(v)
+                    if key[c.id] is not None:
+                        self._judged[key[c.id]] = c.value
         if not node.children and not repeats:  # (every proposal a repeat: a dead end, not a retry)
             # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
             # valued a little below its parent so an alternative elsewhere wins ties.
@@ -359,6 +428,49 @@ def _add_child(node: SearchNode, nodes: list[SearchNode], state: TraversalState,
                        summary=StateSummary.of(state), **fields)
     nodes.append(child)
     node.children.append(child.id)
+
+
+def _expansion_of(child: TraversalState, parent: TraversalState):
+    """The expansion ``child`` completed over ``parent``, if its step was one."""
+    if len(child.subgraph.expansions) > len(parent.subgraph.expansions):
+        return child.subgraph.expansions[-1]
+    return None
+
+
+def _pairs(state: TraversalState) -> frozenset:
+    return frozenset(frozenset((e.source, e.target)) for e in state.subgraph.edges if e.target is not None)
+
+
+def _same_place(new: TraversalState, siblings: list[TraversalState], parent: TraversalState) -> str:
+    """Why ``new`` adds nothing its siblings have not: an expansion reaching the same entities joined in the same
+    pairs as one ranked before it (e.g. a relation and its inverse: "children" forward, "parents" backward), or
+    "". The model's first choice is kept; valuing and searching the second would decide the same place again."""
+    if _expansion_of(new, parent) is None:
+        return ""
+    for n, s in enumerate(siblings, 1):
+        if _expansion_of(s, parent) is None:
+            continue
+        if set(s.subgraph.entities) == set(new.subgraph.entities) and _pairs(s) == _pairs(new):
+            return f"reaches what proposal {n} reaches"
+    return ""
+
+
+def _answer_key(node: SearchNode, facts_decide: bool = True) -> tuple | None:
+    """What an answer node answers (status and items), for judging it once; None for other nodes."""
+    ans = node.state.answer if node.state is not None and node.terminal and facts_decide else None
+    if ans is None or ans.refuses:
+        return None
+    return (ans.status, frozenset(it.id for it in ans.items) or ans.text)
+
+
+def _better(a: SearchNode, b: SearchNode, by_items: bool = True) -> bool:
+    """Whether answer ``a`` beats the best so far, ``b``: valued higher, or (``by_items``) as high with more of
+    its items entities of the graph (an entity reached over an edge over a name read in a summary)."""
+    va, vb = a.value or 0.0, b.value or 0.0
+    if va != vb or not by_items:
+        return va > vb
+    ents = lambda n: len(n.state.answer.entity_ids) if n.state is not None and n.state.answer else 0  # noqa: E731
+    return ents(a) > ents(b)
 
 
 def _refuses(node: SearchNode) -> bool:

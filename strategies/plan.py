@@ -21,6 +21,7 @@ and a breadth-first walk of the graph executes them. This strategy does that:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import dataclass

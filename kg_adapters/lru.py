@@ -93,6 +93,12 @@ class LRU(Generic[V]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def items(self) -> list[tuple[Hashable, V]]:
+        """The live entries, oldest first (a copy: a benchmark snapshots a cache to restore it)."""
+        with self._lock:
+            now = self._clock() if self.ttl is not None else 0.0
+            return [(k, v) for k, (expires, _, v) in self._data.items() if self.ttl is None or expires > now]
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()

@@ -223,13 +223,14 @@ class Embedder:
         """A copy of the string cache, for :meth:`restore_cache`: so a benchmark times each method from the same
         cache, not on embeddings another method computed."""
         with self._lock:
-            return dict(self._cache)
+            return dict(self._cache.items())
 
     def restore_cache(self, snapshot: dict[str, np.ndarray]) -> None:
         """Make the string cache what :meth:`cache_snapshot` returned (dropping everything embedded since)."""
         with self._lock:
             self._cache.clear()
-            self._cache.update(snapshot)
+            for text, vector in snapshot.items():
+                self._cache.put(text, vector)
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

@@ -128,3 +128,17 @@ def test_the_default_embedder_runs_without_torch_and_names_its_vectors(monkeypat
     monkeypatch.setenv("TOT_MCP_EMBEDDER", "bert")
     with pytest.raises(embeddings.EmbeddingUnavailable, match="TOT_MCP_EMBEDDER='bert'"):
         embeddings.Embedder()
+
+
+def test_a_cache_snapshot_restores_exactly_what_was_cached():
+    """bench.side_by_side times each method from the same embedding cache: snapshot, run, restore."""
+    from retrieval_fixtures import shared_embedder
+
+    embedder = shared_embedder()
+    embedder.encode(["snapshot one", "snapshot two"])
+    snapshot = embedder.cache_snapshot()
+    assert {"snapshot one", "snapshot two"} <= set(snapshot)
+    embedder.encode(["embedded after the snapshot"])
+    embedder.restore_cache(snapshot)
+    assert embedder.cache_snapshot().keys() == snapshot.keys()
+    assert np.array_equal(embedder.encode(["snapshot one"])[0], snapshot["snapshot one"])

@@ -298,7 +298,7 @@ class BulkLoader:
         for p in paths:
             if not p.exists():
                 raise InvalidInput(f"file to load not found: {p}")
-            if not p.is_file():  # #36: a directory, FIFO or device was "not found", which misleads
+            if not p.is_file():  # "not found" would mislead
                 raise InvalidInput(f"{p} is not a regular file (a directory, FIFO or device); "
                                    "give the files to load")
         kinds = [_kind(p, fmt) for p in paths]

@@ -1,10 +1,10 @@
 """CPU-bound work off the event loop: a small pool of worker threads, shared fairly among clients.
 
 A server runs every session on one event loop. A local KG answers from memory or an on-disk store,
-so its methods never wait on I/O: before, a 4-hop ``follow_path`` from a genre hub (~0.3 s of CPU,
-300+ pages of edges) ran on the loop from start to end. Nothing else ran meanwhile (another client's
-ping waited 20 s behind one session's 150 calls), the per-client cap on calls in flight never saw
-two of them at once, and a call whose client had gone ran to its end.
+so its methods never wait on I/O: run on the loop, a 4-hop ``follow_path`` from a genre hub (a few
+tenths of a second of CPU) would hold it from start to end. Nothing else would run meanwhile, the
+per-client cap on calls in flight would never see two of them at once, and a call whose client had
+gone would run to its end.
 
 Here each such unit of work (one page of edges, one relation count) runs in a worker thread through
 :func:`run_cpu`. The loop is free while it runs, so calls overlap (and are counted), a cancelled

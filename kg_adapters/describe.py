@@ -12,7 +12,7 @@ a title. Everything needed to tell them apart is in the node's own edges; this m
     Tom Hanks        starred actor of 32; has directed 2; has written 2
     tom hanks        tag of 29
 
-The bound is 160 (it was 120) so that a node standing for several things can still list its values — five release
+The bound is 160 so that a node standing for several things can still list its values — five release
 years, the note that it may be several things and two or three short parts more — and it is where
 ``server/render.py`` cuts a description for display, so what is derived is shown whole.
 

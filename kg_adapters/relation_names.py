@@ -42,8 +42,7 @@ class RelationNames:
     async def of(cls, kg: KnowledgeGraph) -> RelationNames:
         """The members' vocabularies; those that must be asked (``info()``) are asked at once, and
         through a linked KG only as long as it waits for a member (a stalled endpoint is
-        unavailable, not a wait of its whole deadline — #36: ``initialize(kg="good")`` took 91.7 s
-        beside one)."""
+        unavailable, not a wait of its whole deadline)."""
         # imported here: linked imports this module's neighbours (not this module)
         from .routing import LinkedKG, Report
 

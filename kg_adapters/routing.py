@@ -13,8 +13,8 @@ This is the one place that decides which KG answers a call:
 A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when
 every KG did. A KG that is slow is not waited for: once one KG has answered a fan-out, the others
 get ``[linking] wait`` seconds more, and a link into another KG gets as long; one that takes longer
-is left out of that answer, named in a warning, and not asked again in the same call (#36: a stalled
-endpoint held a healthy KG's answers for 92 s).
+is left out of that answer, named in a warning, and not asked again in the same call: a stalled
+endpoint must not hold a healthy KG's answers for its whole deadline.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""2025-era HTTP sessions that no client can hold against the others (#25 item 3, #36 items 3
-and 10).
+"""2025-era HTTP sessions that no client can hold against the others.
 
 The SDK keeps at most ``max_sessions`` sessions and refuses the next ``initialize`` with 503 until
 an idle one expires (600 s; a session with an open GET stream never expires). So 1,000

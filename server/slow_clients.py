@@ -1,5 +1,4 @@
-"""Slow HTTP clients cannot hold connections open (issue #25: "no HTTP read timeout; slow connections stay open
-> 90 s"). uvicorn closes a connection idle *between* requests after ``timeout_keep_alive`` (5 s), but not one that
+"""Slow HTTP clients cannot hold connections open. uvicorn closes a connection idle *between* requests after ``timeout_keep_alive`` (5 s), but not one that
 sends a request's headers or body a byte at a time.
 
 * :func:`protocol_class`: uvicorn's own HTTP protocol (httptools when installed, else h11) with a deadline for a

@@ -25,8 +25,8 @@ from contextlib import asynccontextmanager, suppress
 #: input held before the reader pauses the pipe (the client then blocks, as it would on a full pipe)
 _HIGH_WATER = 1 << 20
 #: the longest line read (a request); a longer one is dropped as it arrives and answered with one
-#: JSON-RPC error. #36: one 200 MB line cost +784 MB. Checked per chunk read, so a line may run one
-#: chunk (256 KiB) over.
+#: JSON-RPC error, so one huge line cannot hold memory. Checked per chunk read, so a line may run
+#: one chunk (256 KiB) over.
 MAX_LINE = 16 << 20
 
 

@@ -50,9 +50,8 @@ def freeze_loaded_objects() -> int:
 
     Full collections are also made ten times rarer (:data:`FULL_COLLECTION_EVERY`): with the loaded objects
     frozen, Python's rule that a full collection waits until a quarter of the long-lived objects are new no longer
-    holds it back, so one ran every ~70k allocations, each re-scanning the caches (result pages, links, labels)
-    — 15 of them, 2.3 s of 15.7 s, over 16 three-KG questions (``bench.linked3``'s setting); with this, 2 (0.4 s).
-    Cyclic garbage then waits longer for its collection; acyclic garbage is freed at once as ever."""
+    holds it back, and one would run every ~70k allocations, each re-scanning the caches (result pages, links,
+    labels) — a seventh of a three-KG question's time (docs/scale.md). Cyclic garbage then waits longer for its collection; acyclic garbage is freed at once as ever."""
     gc.collect()
     gc.freeze()
     gen0, gen1, gen2 = gc.get_threshold()

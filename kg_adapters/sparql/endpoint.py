@@ -48,7 +48,7 @@ class Policy:
     timeout: float = 30.0  # total per request; below WDQS's 60 s server-side cap
     # the most one call may take, all attempts, back-off and queueing for a slot included (None:
     # ``timeout``). A stalled endpoint then costs a caller one timeout, not (retries + 1) ×
-    # timeout: #36 measured 92.8 s a call.
+    # timeout.
     deadline: float | None = None
     retries: int = 2  # extra attempts after 5xx, timeouts, connection errors, broken JSON, 429
     backoff: float = 0.5  # first retry delay, doubled each time

@@ -179,6 +179,28 @@ def table(ns: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def export(ns: argparse.Namespace, path: Path) -> int:
+    """The check's requests and the model's replies as a transcript for the replay tests: one JSON object a line
+    (``set`` = the run, ``n`` from 1 in each, ``question``, ``system``, ``prompt``, ``max_tokens``, ``reply``),
+    gzipped; returns how many. A request never answered has ``reply`` null."""
+    rows = []
+    for run, spans in _ranges(ns.out).items():
+        n = 0
+        for a, b in spans:
+            for i in range(a, b + 1):
+                req = json.loads((ns.relay_dir / f"req-{i:04d}.json").read_text(encoding="utf-8"))
+                resp = ns.relay_dir / f"resp-{i:04d}.txt"
+                n += 1
+                rows.append({"set": run, "n": n,
+                             "question": req["prompt"].split("\n", 1)[0].removeprefix("Question: ").strip(),
+                             "system": req.get("system"), "prompt": req["prompt"],
+                             "max_tokens": req.get("max_tokens"),
+                             "reply": resp.read_text(encoding="utf-8") if resp.is_file() else None})
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return len(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, help="the relay's port (llm_relay.py PORT DIR)")
@@ -190,7 +212,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     p.add_argument("--list", action="store_true", help="print the chosen questions and stop")
     p.add_argument("--table-only", action="store_true")
+    p.add_argument("--export", type=Path, metavar="FILE.jsonl.gz",
+                   help="write the requests and replies of a finished check as a replay transcript, and stop")
     ns = p.parse_args(argv)
+    if ns.export is not None:
+        if ns.relay_dir is None:
+            p.error("--export needs --relay-dir")
+        print(f"{export(ns, ns.export)} calls written to {ns.export}")
+        return 0
     if not ns.data.is_dir():
         print(f"relay_check: no benchmark data at {ns.data}", file=sys.stderr)
         return 2

@@ -40,7 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.strategies.indexes import (
     GraphResources,
+    IndexKind,
     IndexNotBuilt,
+    _build_dense,
     _bulk_name,
     _encode_many,
     _progress,
@@ -596,3 +598,13 @@ BEAM = Strategy(
             "graph around the question's entities.",
     reference="arXiv 2601.11144 (Deep GraphRAG)",
 )
+
+
+def _build_hierarchy(res: GraphResources, job) -> None:
+    _build_dense(res, job)  # the hierarchy clusters the dense vectors
+    job.stage, job.done, job.total = "community hierarchy", 0, 0
+    hierarchy_for(res, build=True)
+
+
+#: the community hierarchy as an index strategies can need (:data:`~strategies.indexes.INDEXES`)
+HIERARCHY = IndexKind("hierarchy", hierarchy_ready, lambda res: hierarchy_for(res, build=False), _build_hierarchy)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tot_mcp.kg_adapters.errors import KGError
+from tot_mcp.kg_adapters.plugins import LazyRegistry
 from tot_mcp.kg_adapters.text import tokens
 from tot_mcp.strategies.inner_products import top_k
 from tot_mcp.kg_adapters.local_graph import LocalGraph
@@ -292,3 +294,43 @@ class Models:
 
                 self._cross[path] = CrossEncoder(str(Path(path).expanduser()), device="cpu", local_files_only=True)
             return self._cross[path]
+
+
+# -- the registry: what strategies may name in ``needs`` ------------------------------------------------------------
+@dataclass(frozen=True)
+class IndexKind:
+    """One index a strategy can need (``Strategy.needs``): whether it is ready (in memory or on disk), how to bring
+    it into memory without building what takes minutes, and how to build it (``job`` takes ``stage`` and
+    ``step(done, total)``: :class:`~strategies.services.BuildJob`). A ``cheap`` one (BM25 over the entity
+    descriptors, seconds for 43k entities; the relevance model's relation-phrase embeddings) has no disk cache
+    and is made within any call, whatever the KG's size: never sent to the background, never refused."""
+
+    name: str
+    ready: Callable[[GraphResources], bool]
+    load: Callable[[GraphResources], Any]
+    build: Callable[[GraphResources, Any], Any] | None = None
+    cheap: bool = False
+
+
+def _build_dense(res: GraphResources, job: Any) -> None:
+    job.stage = f"embedding {res.graph.n} entity descriptors"
+    res.dense(build=True, on_progress=job.step)
+
+
+def _build_static(res: GraphResources, job: Any) -> None:
+    job.stage = "static entity vectors"
+    res.static_dense()
+
+
+BM25 = IndexKind("bm25", GraphResources.bm25_ready, GraphResources.bm25, cheap=True)
+RELEVANCE = IndexKind("relevance", GraphResources.relevance_ready, GraphResources.relevance, cheap=True)
+DENSE = IndexKind("dense", GraphResources.dense_ready, lambda res: res.dense(build=False), _build_dense)
+STATIC = IndexKind("static", GraphResources.static_ready, GraphResources.static_dense, _build_static)
+
+INDEXES: LazyRegistry[IndexKind] = LazyRegistry("index", {
+    "bm25": "tot_mcp.strategies.indexes:BM25",
+    "relevance": "tot_mcp.strategies.indexes:RELEVANCE",
+    "dense": "tot_mcp.strategies.indexes:DENSE",
+    "static": "tot_mcp.strategies.indexes:STATIC",
+    "hierarchy": "tot_mcp.strategies.deep_graphrag:HIERARCHY",
+}, group="tot_mcp.indexes")

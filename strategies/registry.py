@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 #: what a strategy reads besides the graph: BM25 over entity descriptors, the relevance model (relation-phrase
 #: embeddings), MiniLM and static entity vectors, the community hierarchy
-Index = Literal["bm25", "relevance", "dense", "static", "hierarchy"]
+Index = str  # a name in strategies.indexes.INDEXES (bm25, relevance, dense, static, hierarchy)
 #: the figure that says whether a strategy does its job (``tot-search`` prints it, the side-by-side table has a
 #: column for each): answers (Hits@1), the context a client reads (recall and size), a ranked list (Recall@10),
 #: the entity a question is about (linking accuracy@1)

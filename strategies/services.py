@@ -7,7 +7,7 @@ The load-or-build policy: an index in memory or in the on-disk cache is used at 
 the call when the KG is small (``build_limit`` entities) or the caller waits anyway (``tot-search``); otherwise it
 is built in a background thread and the call is refused with :class:`IndexBuilding`, which says how far the build
 is and about how long is left, so no tool call blocks for minutes. The indexes that take seconds at most
-(:data:`CHEAP`: BM25, the relevance model) are always built within the call, never sent to the background. Whatever is built or loaded within a call is built in a worker thread, never in the event loop, so a server
+(``cheap`` in :data:`~strategies.indexes.INDEXES`: BM25, the relevance model) are always built within the call, never sent to the background. Whatever is built or loaded within a call is built in a worker thread, never in the event loop, so a server
 keeps answering its other requests meanwhile.
 """
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError
-from tot_mcp.strategies.indexes import GraphResources, Models
+from tot_mcp.strategies.indexes import INDEXES, GraphResources, Models
 from tot_mcp.strategies.global_view import local_graph
 from tot_mcp.strategies.route_stats import RouteStats
 from tot_mcp.strategies.settings import RetrievalConfig
@@ -35,11 +35,6 @@ if TYPE_CHECKING:
     from tot_mcp.strategies.registry import Index, Progress, Strategy
 
 DEFAULT_BUILD_LIMIT = RetrievalConfig.model_fields["build_limit"].default
-#: the indexes cheap enough to build within any call, whatever the KG's size or ``build`` (BM25 over the entity
-#: descriptors, seconds for 43k entities; the relevance model's relation-phrase embeddings): never sent to the
-#: background, never refused
-CHEAP: frozenset[str] = frozenset({"bm25", "relevance"})
-
 
 class IndexBuilding(KGError):
     """An index is being built in the background; the message says how far it is and when to call again."""
@@ -162,19 +157,19 @@ class Services:
     async def resources(self, kg: KnowledgeGraph, needs: Sequence[Index] = (),
                         progress: Progress | None = None, build: bool | None = None) -> GraphResources:
         """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.
-        ``build`` (for the indexes beyond :data:`CHEAP`) False: never build (an
+        ``build`` (for the indexes that are not cheap) False: never build (an
         :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here whatever the size; None: the policy
         above. Everything slow (the local graph, the content hash, every build and load) runs in a worker thread."""
 
         with self._lock:
             known = self._resources.get(kg.name)
-        if known is not None and known.graph.kg is kg and all(n in CHEAP and _ready(known, n) for n in needs):
+        if known is not None and known.graph.kg is kg and all(INDEXES.get(n).cheap and _ready(known, n) for n in needs):
             return known  # every call after the first: nothing to prepare, no thread hop
 
         def prepare() -> tuple[GraphResources, list[str]]:
             res = self.resources_now(kg)
             res.graph.degrees()  # the degree table behind its hub mask (ARK's context, beam): once per KG
-            return res, [n for n in needs if n not in CHEAP and not _ready(res, n)]
+            return res, [n for n in needs if not INDEXES.get(n).cheap and not _ready(res, n)]
 
         res, missing = await _in_daemon_thread(prepare)
         if "relevance" in needs:
@@ -230,15 +225,7 @@ class Services:
 
 
 def _ready(res: GraphResources, need: str) -> bool:
-    if need == "hierarchy":
-        from tot_mcp.strategies.deep_graphrag import hierarchy_ready
-
-        return hierarchy_ready(res)
-    ready = {"bm25": res.bm25_ready, "relevance": res.relevance_ready, "dense": res.dense_ready,
-             "static": res.static_ready}.get(need)
-    if ready is None:
-        raise ValueError(f"unknown index {need!r}")
-    return ready()
+    return INDEXES.get(need).ready(res)
 
 
 async def _wait_reporting(build: asyncio.Future, job: BuildJob, progress: Progress | None) -> None:
@@ -261,35 +248,16 @@ async def _wait_reporting(build: asyncio.Future, job: BuildJob, progress: Progre
 def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
     for need in needs:
         job.step(job.done, job.total)  # a cancelled build stops between stages too
-        if need == "dense" or need == "hierarchy":
-            job.stage = f"embedding {res.graph.n} entity descriptors"
-            res.dense(build=True, on_progress=job.step)
-        if need == "static":
-            job.stage = "static entity vectors"
-            res.static_dense()
-        if need == "hierarchy":
-            from tot_mcp.strategies.deep_graphrag import hierarchy_for
-
-            job.stage, job.done, job.total = "community hierarchy", 0, 0
-            hierarchy_for(res, build=True)
+        kind = INDEXES.get(need)
+        if kind.build is not None:
+            kind.build(res, job)
 
 
 def _load(res: GraphResources, needs: Sequence[str]) -> None:
-    """Bring ready indexes from disk into memory (seconds), and build the :data:`CHEAP` ones (no disk cache; seconds),
-    so the strategy itself never builds."""
+    """Bring ready indexes from disk into memory (seconds), and make the cheap ones (no disk cache; seconds), so
+    the strategy itself never builds."""
     for need in needs:
-        if need == "bm25":
-            res.bm25()
-        elif need == "relevance":
-            res.relevance()
-        elif need == "dense":
-            res.dense(build=False)
-        elif need == "static":
-            res.static_dense()
-        elif need == "hierarchy":
-            from tot_mcp.strategies.deep_graphrag import hierarchy_for
-
-            hierarchy_for(res, build=False)
+        INDEXES.get(need).load(res)
 
 
 async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:

@@ -27,6 +27,20 @@ def test_every_registered_strategy_loads_under_its_own_name_with_strict_options(
             s.parse_options({"no_such_option": 1})
 
 
+def test_every_index_a_strategy_needs_is_registered_like_a_strategy():
+    """Indexes are one registry (name → "module:attribute", entry points ``tot_mcp.indexes``): services load and
+    build what a strategy names in ``needs`` through it, with no branch per index name."""
+    from tot_mcp.strategies.indexes import INDEXES
+
+    assert set(INDEXES.names()) >= {"bm25", "relevance", "dense", "static", "hierarchy"}
+    for s in REGISTRY.all():
+        for need in s.needs:
+            kind = INDEXES.get(need)
+            assert kind.name == need and (kind.cheap or kind.build is not None), need
+    with pytest.raises(InvalidInput, match="unknown index 'nosuch'; available: bm25"):
+        INDEXES.get("nosuch")
+
+
 def test_an_unknown_strategy_names_the_available_ones():
     with pytest.raises(InvalidInput, match="unknown method 'nope'; available: tot, chain"):
         get("nope")

@@ -23,7 +23,7 @@ from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.registry import REGISTRY, Call, Strategy
 from tot_mcp.strategies.results import render_ranked
 from tot_mcp.strategies.route_stats import RouteStatsSnapshot
-from tot_mcp.strategies.services import CHEAP
+from tot_mcp.strategies.indexes import INDEXES
 
 from ..compact import CompactAnswer, Detail, Extras, compact_result
 from ..tool_results import progress_to, tool_result
@@ -113,7 +113,7 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
               inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg),
               *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(defaults, name),
                                   annotation=Annotated[info.annotation, info]) for name, info in fields.items())]
-    if any(n not in CHEAP for n in strategy.needs):  # an index that may take minutes: the caller may say when
+    if not all(INDEXES.get(n).cheap for n in strategy.needs):  # an index that may take minutes: the caller may say when
         params.append(inspect.Parameter("build", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=BuildArg))
     # no description (the default tool list is a budget): each answer's text says what "full" adds
     params.append(inspect.Parameter("detail", inspect.Parameter.KEYWORD_ONLY, default="answer",

@@ -36,14 +36,7 @@ async def measure(methods: list[str], key: str, limit: int) -> list[str]:
         refused = 0
 
         def call(q):
-            return Call(
-                services=services,
-                kg=kg,
-                query=q.text,
-                options=services.options(s),
-                needs=s.needs,
-                method=name,
-            )
+            return Call.of(s, services, kg, q.text)
 
         for q in questions[
             :2

@@ -84,8 +84,8 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
             return make_llm(options.llm, model=options.model, options=options.llm_options)
 
     async def run(question: BenchmarkQuestion, kg: KnowledgeGraph) -> MethodResult:
-        call = Call(services=services, kg=kg, query=question.text, options=parsed, llm_kind=options.llm,
-                    llm_factory=llm_factory, needs=strategy.needs, method=strategy.name)
+        call = Call.of(strategy, services, kg, question.text, parsed, llm_kind=options.llm,
+                       llm_factory=llm_factory)
         started = time.perf_counter()
         out = await run_checked(strategy, call)
         ranked = out.results

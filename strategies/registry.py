@@ -55,6 +55,17 @@ class Call:
     _llm: LLM | None = None
     _before: Any = None
 
+    @classmethod
+    def of(cls, strategy: Strategy, services: Services, kg: KnowledgeGraph, query: str,
+           options: BaseModel | dict[str, Any] | None = None, **rest: Any) -> Call:
+        """The one way to make a call: ``strategy`` run on ``kg`` with its needs and name, ``options`` as the
+        services resolve them (its defaults, the config's table, then these; a model already parsed is kept);
+        ``rest`` are the other fields (``llm_kind``, ``llm_factory``, ``progress``, ``build``, ``scope``)."""
+        if not isinstance(options, BaseModel):
+            options = services.options(strategy, options)
+        return cls(services=services, kg=kg, query=query, options=options, needs=strategy.needs,
+                   method=strategy.name, **rest)
+
     @property
     def offline(self) -> bool:
         return self.llm_factory is None

@@ -82,10 +82,10 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
         kg = kg_for(strategy, runtime, kg_name)
         options = services.options(strategy, kwargs)
         wants_llm = strategy.llm_option is not None and getattr(options, strategy.llm_option) == "llm"
-        call = Call(services=services, kg=kg, query=query, options=options,
-                    llm_kind=runtime.config.llm.backend or "offline" if wants_llm else "offline",
-                    llm_factory=(lambda: runtime.llm(ctx)) if wants_llm else None, progress=progress_to(ctx),
-                    needs=strategy.needs, method=strategy.name, build=build)
+        call = Call.of(strategy, services, kg, query, options,
+                       llm_kind=runtime.config.llm.backend or "offline" if wants_llm else "offline",
+                       llm_factory=(lambda: runtime.llm(ctx)) if wants_llm else None, progress=progress_to(ctx),
+                       build=build)
         out = await run_checked(strategy, call)
         if out.usage is None and not call.offline:
             out.usage = call.usage()

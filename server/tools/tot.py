@@ -75,11 +75,9 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         given: dict[str, Any] = {} if k is None else {"k": k}  # the rest: [strategy.tot], else the paper's
         if "max_edges_per_expansion" not in runtime.services.strategy_options.get("tot", {}):
             given["max_edges_per_expansion"] = min(50, runtime.limits.max_edges)
-        options = runtime.services.options(strategy, {**runtime.services.strategy_options.get("tot", {}), **given}
-                                           if name == "auto" else given)
-        call = Call(services=runtime.services, kg=graph, scope=graph, query=query, options=options, llm_kind=kind,
-                    llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx),
-                    method=name)
+        given = {**runtime.services.strategy_options.get("tot", {}), **given} if name == "auto" else given
+        call = Call.of(strategy, runtime.services, graph, query, given, scope=graph, llm_kind=kind,
+                       llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx))
         try:
             out = await run_checked(strategy, call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)

@@ -37,7 +37,10 @@ from bench.datasets import BENCHMARKS
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = REPO / "tests" / "fixtures"
-METHODS = ("auto", "tot")  # auto: what tot-search --llm runs by default
+METHODS = ("auto", "tot", "tot-fused")  # auto: what tot-search --llm runs by default
+#: the tot-search arguments of each method (tot-fused: the tree search with the one-call expansion)
+METHOD_ARGS = {"auto": [], "tot": ["--method", "tot"],
+               "tot-fused": ["--method", "tot", "--option", 'policy={"fused": true}']}
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,7 @@ def run_set(s: RelaySet, lines: list[str], method: str, ns: argparse.Namespace) 
     for kg in s.kgs:
         name, eq, path = kg.partition("=")
         cmd += ["--kg", kg if kg == "embedded" else f"{name}={ns.data / path}" if eq else str(ns.data / kg)]
-    if method != "auto":
-        cmd += ["--method", method]
+    cmd += METHOD_ARGS[method]
     print("$", " ".join(cmd), file=sys.stderr, flush=True)
     env = {**os.environ, "ANTHROPIC_API_KEY": os.environ.get("ANTHROPIC_API_KEY", "relay")}
     first = _last_request(ns.relay_dir) + 1
@@ -209,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=REPO / "runs" / "relay-check")
     p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--seed", type=int, default=38)
-    p.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    p.add_argument("--methods", nargs="+", choices=METHODS, default=["auto", "tot"])
     p.add_argument("--list", action="store_true", help="print the chosen questions and stop")
     p.add_argument("--table-only", action="store_true")
     p.add_argument("--export", type=Path, metavar="FILE.jsonl.gz",

@@ -128,6 +128,32 @@ def test_a_local_name_escape_cannot_open_a_string_the_parsers_do_not_see(canary,
     assert len(heard) == before
 
 
+@pytest.mark.parametrize("name", ["d:report.pdf.SERVICEx:c", "d:report.pdf.SERVICE x:c",
+                                  "d:a:b.SERVICEx:c", "d:a%41.SERVICEx:c"])
+def test_a_name_one_parser_splits_at_a_dot_cannot_hide_a_service(canary, store, name):
+    """The fourth outside re-run of #36: ``d:report.pdf.SERVICEx:c`` is one name to rdflib, but oxigraph reads
+    ``d:report.pdf``, ``.`` and ``SERVICE x:c {...}``, and fetched the canary wherever some IRI matched the
+    triple before it. A local part with '.', ':' or '%' is refused, and so is a word that starts like SERVICE."""
+    url, heard = canary
+    before = len(heard)
+    store.add(ox.Quad(ox.NamedNode("http://e/s"), ox.NamedNode("http://e/p"),
+                      ox.NamedNode("http://example.org/doc/report.pdf")))
+    q = (f"PREFIX x: <{url.rsplit('/', 1)[0]}/> PREFIX d: <http://example.org/doc/> "
+         f"SELECT ?x WHERE {{ ?s ?p {name} {{ ?x ?y ?z }} }} LIMIT 5")
+    with pytest.raises(QueryRefused):
+        check_query(q, GuardPolicy())
+    assert not run_if_passed(store, q) and len(heard) == before
+
+
+def test_wikidatas_label_service_parameters_still_read_as_names():
+    checked = check_query('SELECT ?s WHERE { ?s ?p ?o . SERVICE wikibase:label { bd:serviceParam '
+                          'wikibase:language "en" } } LIMIT 3',
+                          GuardPolicy(prefixes={"wikibase": "http://wikiba.se/ontology#",
+                                                "bd": "http://www.bigdata.com/rdf#"},
+                                      services=frozenset({"http://wikiba.se/ontology#label"})))
+    assert "bd:serviceParam" in checked.text
+
+
 def test_strings_are_sent_as_one_line_literals_of_the_same_value():
     checked = check_query("SELECT ?s WHERE { ?s ?p \'\'\'two\nlines # and \"quotes\"\'\'\' }", GuardPolicy())
     assert '"two\\nlines # and \\"quotes\\""' in checked.text and "\n" not in checked.text
@@ -170,6 +196,8 @@ PIECES = [
     "x:a\\",
     "\\'",
     "PREFIX x: <http://x/> ",
+    "x:a.b.",
+    "SERVICEx:y",
 ]
 
 
@@ -199,3 +227,30 @@ def test_the_empty_prefix_is_a_prefix_like_any_other():
     assert check_query(q, GuardPolicy()).text.startswith("PREFIX : <http://e/> SELECT")
     declared = check_query("SELECT * WHERE { ?s ?p :a }", GuardPolicy(prefixes={"": "http://d/"}))
     assert declared.text.startswith("PREFIX : <http://d/> ")
+
+
+def test_a_local_stores_query_process_has_no_network_to_federate_with(canary, tmp_path):
+    """Below the guard: a SERVICE that reached a local store's query process (as one the guard missed would)
+    finds no network there — the process leaves it for an empty one of its own — so nothing is fetched."""
+    import ctypes
+    import os
+
+    from tot_mcp.kg_adapters.sparql.workers import StoreSource, _Worker
+
+    probe = os.fork()  # can this system make an unprivileged network namespace at all?
+    if probe == 0:
+        os._exit(0 if ctypes.CDLL(None, use_errno=True).unshare(0x10000000 | 0x40000000) == 0 else 1)
+    if os.waitpid(probe, 0)[1] != 0:
+        pytest.skip("this system allows no unprivileged user/network namespace: the guard alone stands")
+    url, heard = canary
+    before = len(heard)
+    data = tmp_path / "g.nt"
+    data.write_text("<http://e/a> <http://e/p> <http://e/b> .\n", encoding="utf-8")
+    worker = _Worker(StoreSource(file=str(data), media_type="application/n-triples"))
+    try:
+        assert worker.ready() == {"ready": True, "offline": True}
+        answer = worker.ask({"query": f"SELECT * WHERE {{ ?s ?p ?o SERVICE <{url}> {{ ?x ?y ?z }} }}",
+                             "max_rows": 5, "hidden": []})
+    finally:
+        worker.reap()
+    assert "error" in answer and len(heard) == before

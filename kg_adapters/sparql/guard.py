@@ -204,6 +204,25 @@ def _check_outside_strings(tokens: Iterable[Token]) -> None:
         for ch in t.text:
             if ord(ch) > 0x7F and unicodedata.category(ch) in ("Cf", "Zl", "Zp", "Zs", "Co", "Cn"):
                 raise _refuse(f"invisible or unusual character U+{ord(ch):04X} outside a string literal")
+        if t.kind == "word" and t.text[0] not in "?$":
+            _check_word(t.text)
+
+
+def _check_word(word: str) -> None:
+    """Names every parser reads as one token. Where a prefixed name's local part holds a '.', ':' or '%', the
+    parsers' grammars part (``d:a.b.SERVICEx:c`` is one name to rdflib; oxigraph reads ``d:a.b``, ``.`` and a
+    SERVICE), and an engine may read a keyword at the start of a longer word (``SERVICEx:c``), so a prefix or
+    bare word holding SERVICE must be the keyword itself (a local part may: ``bd:serviceParam``)."""
+    prefix = _prefix_of(word)
+    head = word if prefix is None else prefix
+    if "service" in head.lower() and word.upper() != "SERVICE":
+        raise _refuse(f"'{word[:60]}' holds the word SERVICE; write a name that does not (or the full <IRI>)")
+    if prefix is not None:
+        local = word[len(prefix) + 1:]
+        odd = next((c for c in ".:%" if c in local), None)
+        if odd is not None:
+            raise _refuse(f"the prefixed name '{word[:60]}' has '{odd}' in its local part, which SPARQL parsers "
+                          "read differently; write the full <IRI> instead")
 
 
 def _prefix_of(word: str) -> str | None:

@@ -35,6 +35,19 @@ def _die_with_parent() -> None:
         pass
 
 
+def _no_network() -> bool:
+    """Linux: leave every network for an empty one of this process's own (an unprivileged user and network
+    namespace), so that a SERVICE clause the guard missed has nowhere to go: pyoxigraph has no switch to turn
+    federation off. Where the system does not allow it, the guard alone stands; returns whether it worked."""
+    try:
+        import ctypes
+
+        clone_newuser, clone_newnet = 0x10000000, 0x40000000
+        return ctypes.CDLL(None, use_errno=True).unshare(clone_newuser | clone_newnet) == 0
+    except Exception:  # noqa: BLE001 - not Linux
+        return False
+
+
 def _term(t) -> dict:
     import pyoxigraph as ox
 
@@ -99,6 +112,7 @@ def _answer(store, request: dict) -> dict:
 
 def main() -> int:
     _die_with_parent()
+    offline = _no_network()
     out = sys.stdout
     try:
         store = _open(json.loads(sys.stdin.readline()))
@@ -106,7 +120,7 @@ def main() -> int:
         out.write(json.dumps({"error": f"{type(e).__name__}: {str(e)[:200]}"}) + "\n")
         out.flush()
         return 1
-    out.write('{"ready": true}\n')
+    out.write(json.dumps({"ready": True, "offline": offline}) + "\n")
     out.flush()
     for line in sys.stdin:
         out.write(json.dumps(_answer(store, json.loads(line))) + "\n")

@@ -197,6 +197,9 @@ class StoreQueryWorkers:
             await self._discard(worker)
             raise BackendError(f"KG {self.kg!r}: the query process could not open the store: "
                                f"{str(hello.get('error'))[:200]}")
+        if not hello.get("offline"):
+            log.info("KG %r: its query process could not leave the network (no user namespaces here): only the "
+                     "guard keeps SERVICE from fetching", self.kg)
         return worker
 
     def _give_back(self, worker: _Worker) -> None:

@@ -196,8 +196,8 @@ async def test_a_query_the_engine_fails_on_says_why_once_and_leaves_the_breaker_
     assert len(server.seen) == 3
     assert describe_kg_error(failed.value) == (
         "backend error (if the endpoint's message names the request, change it; else retry later): "
-        f"{server.url}: HTTP 500 (the endpoint failed): The custom function <http://x/f> is not supported "
-        "(not retried)")
+        f"{server.url}: HTTP 500 (the endpoint failed): the engine does not support part of the query "
+        "(near 'http://x/f') (not retried)")
     server.default = Reply()
     assert await one_request(kg) == []  # the circuit stayed closed
 
@@ -215,13 +215,21 @@ async def test_a_read_the_engine_keeps_failing_is_retried_and_its_text_stays_in_
     assert "index corrupt" in caplog.text
 
 
-SECRET_BODIES = [
-    b"db password=hunter2 at /srv/app/db.py\n",
-    # read as an engine's message, but naming a database with its user (an outside re-run of #36)
-    b"Unexpected error while parsing the query: upstream postgres://admin:hunter2@10.1.2.3:5432/prod\n",
-    b"Query parse failed: backend 10.1.2.3 said hunter2 is not a known graph\n",
-    b"Query parse error: key hunter2a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6 not accepted\n",
-]
+SECRET_BODIES = [line.encode() + b"\n" for line in (
+    "db password=hunter2 at /srv/app/db.py",
+    # read as an engine's message, but carrying the server's insides in shapes no block-list covers (two
+    # outside re-runs of #36): nothing of the line is copied, only its kind, position and the query's own text
+    "Unexpected error while parsing the query: upstream postgres://admin:hunter2@10.1.2.3:5432/prod",
+    "Invalid query: upstream http://hunter2.corp.local:8890/sparql unreachable",
+    "Query failed: config /usr/local/hunter2/config.yaml line 3",
+    "Unexpected error in query: DB_PASS: hunter2 (env)",
+    "Invalid query: login admin:hunter2@dbhost:5432",
+    "Invalid query: upstream [fd00::1]:8890 hunter2 refused",
+    "Invalid query: user 'admin' identified by 'hunter2'",
+    "Invalid query: pаsswоrd hunter2",  # Cyrillic a and o
+    "Invalid query: internal host hunter2-7f9c.svc.cluster.local",
+    "Invalid query: -----BEGIN RSA PRIVATE KEY----- hunter2",
+)]
 
 
 @pytest.mark.parametrize("body", SECRET_BODIES)
@@ -243,9 +251,10 @@ async def test_no_secret_from_an_endpoints_error_body_reaches_the_client(server,
 async def test_a_parse_error_of_the_callers_own_query_is_quoted_to_that_caller_only(server):
     """The engine's first line helps the caller fix a query it wrote; a tool's query is ours, so it
     is not."""
-    server.default = Reply(400, body=b"Parse error: unexpected token '}' at line 1\n")
+    server.default = Reply(400, body=b"Parse error: unexpected token '}' at line 1, column 27\n")
     kg = make_kg(server, retries=0)
-    quoted = r"HTTP 400 \(the endpoint refused the request\): Parse error: unexpected"
+    quoted = (r"HTTP 400 \(the endpoint refused the request\): the engine could not parse the query "
+              r"\(line 1, column 27; near '}'\)")
     with pytest.raises(BackendError, match=quoted):
         await kg.sparql_query("SELECT ?x WHERE { ?x ?p ?o }")
     with pytest.raises(BackendError) as tool:
@@ -395,11 +404,13 @@ async def test_a_wbsearchentities_error_is_a_backend_error(server):
 
 
 # -- answers that would send the server elsewhere or fill its memory (issue #25) ---------------------------------
-async def test_a_redirect_is_not_followed_and_says_where_it_pointed(server):
+async def test_a_redirect_is_not_followed_and_its_target_stays_in_the_log(server):
     with FaultServer() as elsewhere:
         server.script = [Reply(status=302, headers={"Location": f"{elsewhere.url}?stolen=1"}, body=b"")]
-        with pytest.raises(BackendError, match=r"redirects \(HTTP 302\) to http://127\.0\.0\.1:\d+.*not followed"):
+        with pytest.raises(BackendError, match=r"redirects \(HTTP 302; the server log says where\).*not followed"
+                           ) as refused:
             await one_request(make_kg(server))
+        assert "stolen" not in str(refused.value)  # a Location may carry a server's secrets: logged only
         assert elsewhere.seen == [] and len(server.seen) == 1  # refused at once, never retried
 
 

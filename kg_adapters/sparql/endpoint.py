@@ -326,8 +326,8 @@ class JsonEndpoint:
         raw: Raw | None = None, caller: bool = False,
     ) -> dict:
         """One attempt. An endpoint's error text goes to the log; the client is told the HTTP
-        status, and of a caller's own query (``caller``) also the engine's first line when it reads
-        as a parser or engine message (:func:`_engine_message`): the caller needs it to fix the
+        status, and of a caller's own query (``caller``) also what the engine's first line says went
+        wrong, rebuilt from its own query (:func:`_engine_message`): the caller needs it to fix the
         query, and it says nothing about the server."""
         url, policy = self.guard.url, self.policy
         limit = min(policy.timeout, timeout) if timeout else policy.timeout
@@ -356,21 +356,22 @@ class JsonEndpoint:
                 )
             if wait is not None:  # before the slot is freed: the call it goes to must wait too
                 self.guard.defer(wait)  # every caller of this endpoint waits, not just this one
-            raise _Retry(f"HTTP 429, Retry-After {resp.headers.get('Retry-After')!r}", kind="rate", wait=wait)
+            later = f", retry after {wait:.3g} s" if wait is not None else ""
+            raise _Retry(f"HTTP 429 (rate limited{later})", kind="rate", wait=wait)
         if status >= 500:
             body = resp.text[:300]
             if "TimeoutException" in body or "QueryTimeout" in body:
                 raise BackendTimeout(f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})")
             log.info("%s: HTTP %s %s", url, status, _snippet(body))
-            said = _engine_message(body, resp.headers) if caller else None
+            said = _engine_message(body, resp.headers, params.get("query", "")) if caller else None
             raise _Retry(f"HTTP {status} (the endpoint failed)", said=said)
-        if 300 <= status < 400:
-            where = resp.headers.get("location", "?")
-            raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}) to {where[:200]}; configure that "
-                                 "URL if you trust it (redirects are not followed)")
+        if 300 <= status < 400:  # where it points stays in the log: a Location may carry a server's secrets
+            log.info("%s: HTTP %s to %s", url, status, resp.headers.get("location", "?")[:500])
+            raise BackendRefused(f"{url}: the endpoint redirects (HTTP {status}; the server log says where); "
+                                 "configure that URL if you trust it (redirects are not followed)")
         if status >= 400:
             log.info("%s: HTTP %s %s", url, status, _snippet(resp.text))
-            said = _engine_message(resp.text[:2000], resp.headers) if caller else None
+            said = _engine_message(resp.text[:2000], resp.headers, params.get("query", "")) if caller else None
             raise BackendRefused(f"{url}: HTTP {status} (the endpoint refused the request)"
                                  + (f": {said}" if said else ""))
         if resp.content[-200:].rstrip().endswith(_ENGINE_CANCELLED):  # oxigraph --timeout-s
@@ -411,8 +412,11 @@ class JsonEndpoint:
         async with self.client.stream(method, self.guard.url, headers=headers, timeout=timeout, **kwargs) as resp:
             chunks: list[bytes] = []
             size = items = 0
+            wide = 1  # 4 once a character past U+FFFF shows: Python then holds every character in 4 bytes
             async for chunk in resp.aiter_bytes():
-                size += len(chunk)
+                if wide == 1 and _ASTRAL.search(chunk):
+                    wide, size = 4, size * 4
+                size += len(chunk) * wide
                 if size > raw.max_bytes:
                     raise BackendRefused(f"{self.guard.url}: the answer is larger than {raw.max_bytes:,} bytes; "
                                          "select fewer or shorter values")
@@ -442,6 +446,8 @@ class Raw:
 #: read of 20,000 labelled edges about 6 MB; sparql_query caps its own, smaller); beyond it the request fails
 #: instead of holding hundreds of MB: a string of astral characters parses to 4 bytes a character
 MAX_JSON_BYTES = 16 << 20
+#: the lead byte of a UTF-8 character past U+FFFF: an answer holding one is counted at 4 bytes a byte
+_ASTRAL = re.compile(rb"[\xf0-\xf4]")
 
 #: the most JSON items (see :func:`json_items`) of one answer parsed: small bindings cost about 600
 #: bytes an item once parsed (docs/security.md), so this bounds one answer to ~150 MB; a traversal
@@ -475,34 +481,36 @@ def _as_is(obj: dict) -> dict:
     return obj
 
 
-#: words of a parser's or engine's message about a query ("Parse error: unexpected token", "The
-#: custom function <http://x/f> is not supported"); only a first line with one of them is quoted to
-#: the caller whose query it was
-_ENGINE_WORDS = re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|expected|encountered|"
-                           r"supported|unsupported|unknown|undefined|unbound|not allowed|invalid|"
-                           r"query)\b")
-#: and never one that looks like it carries a secret or a server's insides
-_SECRET_WORDS = re.compile(r"(?i)(passw|pwd|secret|api[_-]?key|credential|bearer|\w=\S|"
-                           r"\bat [\w$.]+\(|/home/|/srv/|/var/|/etc/|/opt/|"
-                           r"\w://[^\s/<>]*@|jdbc:|postgres|mysql|mongodb|redis|"  # a URL with a user, a DB
-                           r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){3,7}\b|"  # IPs
-                           r"[A-Za-z0-9+/_-]{32,})")  # a key or token
+#: what an engine's first line says went wrong with a query, as the caller is told it (never the line itself:
+#: a line may carry a server's insides, and no list of secret shapes is complete)
+_ENGINE_KINDS = (
+    (re.compile(r"(?i)\b(pars(e|er|ing)|syntax|lexical|unexpected|expected|encountered)\b"),
+     "the engine could not parse the query"),
+    (re.compile(r"(?i)\b(not supported|unsupported|not allowed|not implemented)\b"),
+     "the engine does not support part of the query"),
+    (re.compile(r"(?i)\b(unknown|undefined|unbound|invalid)\b"), "the engine found something in the query "
+     "it does not know"),
+)
+_ENGINE_WHERE = re.compile(r"(?i)\b(line|column|col|position|offset|char(?:acter)?)\s*:?\s*(\d{1,6})\b")
+_ENGINE_QUOTED = re.compile(r"""'([^'\n]{1,60})'|"([^"\n]{1,60})"|`([^`\n]{1,60})`|<([^<>\s]{1,100})>""")
 
 
-def _engine_message(body: str, headers: httpx.Headers) -> str | None:
-    """The first line of a plain-text error body ("The custom function <http://x/f> is not
-    supported"), at most 200 characters, when it reads as what an engine says of a query it could
-    not run (:data:`_ENGINE_WORDS`) and carries nothing that looks secret (:data:`_SECRET_WORDS`).
-    Not an HTML page (a proxy's), not a stack trace's exception line, not arbitrary text: a
-    misconfigured endpoint's ``db password=…`` stays in the log (#36)."""
+def _engine_message(body: str, headers: httpx.Headers, query: str) -> str | None:
+    """What a caller is told of why the engine refused its own ``query``: the kind of problem its first line
+    names (:data:`_ENGINE_KINDS`), the line and column it gives, and the fragments it quotes that are in
+    ``query`` — built from those, never copied, so nothing of the server's own (hosts, paths, keys in any
+    shape) reaches the caller; the line goes to the log. None when the line names no such problem."""
     if "html" in headers.get("content-type", "").lower():
         return None
-    line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
-    if not line or line.lstrip().startswith("<"):
+    line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")[:2000]
+    kind = next((said for pattern, said in _ENGINE_KINDS if pattern.search(line)), None)
+    if kind is None or line.startswith("<"):
         return None
-    if not _ENGINE_WORDS.search(line) or _SECRET_WORDS.search(line):
-        return None
-    return line[:200] + ("…" if len(line) > 200 else "")
+    where = [f"{m[1].lower()} {m[2]}" for m in _ENGINE_WHERE.finditer(line)][:2]
+    quoted = (next(g for g in m.groups() if g is not None) for m in _ENGINE_QUOTED.finditer(line))
+    near = [q for q in dict.fromkeys(quoted) if q.strip() and q in query][:2]
+    detail = ", ".join(where) + ("; " if where and near else "") + ", ".join(f"near {q!r}" for q in near)
+    return f"{kind} ({detail})" if detail else kind
 
 
 def _snippet(text: str) -> str:

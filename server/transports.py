@@ -252,8 +252,10 @@ async def serve_http(
     asgi = BodyDeadline(asgi, body_seconds)  # a slow client: body_seconds for a body, header_seconds for headers
     if token:
         asgi = BearerTokenMiddleware(asgi, token)
+    # proxy_headers=False: uvicorn would take X-Forwarded-For from any loopback peer as the client's address, and
+    # every per-client share (sessions, calls in flight, the LLM budget) is keyed by it
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False,
-                            http=protocol_class(header_seconds))
+                            http=protocol_class(header_seconds), proxy_headers=False)
     url_host = f"[{host}]" if ":" in host else host
     notes = [n for n, on in (("bearer token required", token), ("stateless", stateless)) if on]
     if allowed_hosts:

@@ -180,9 +180,9 @@ async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
 
 
 async def test_new_sessions_from_one_address_share_that_address_share(tmp_path):
-    """An outside re-run of #36: the share was per session, so a client reconnecting got a fresh one
-    each time (12 paid requests against a share of 3). Over HTTP, three sessions of one address now
-    spend one share between them."""
+    """Outside re-runs of #36: the share was per session, so a client reconnecting got a fresh one
+    each time (12 paid requests against a share of 3), then per forwarded address. Over HTTP, three
+    sessions of one address, each claiming another address in X-Forwarded-For, spend one share."""
     from http.server import BaseHTTPRequestHandler
 
     from llm_wire import anthropic_message, send_json, serve
@@ -205,8 +205,8 @@ async def test_new_sessions_from_one_address_share_that_address_share(tmp_path):
                           'max_retries = 0\n', encoding="utf-8")
         env = {"ANTHROPIC_API_KEY": "k"}
         async with http_server(["--config", str(config)], env=env) as mcp_url:
-            for _ in range(3):
-                async with http_session(mcp_url) as session:
+            for i in range(3):  # a forged X-Forwarded-For makes no new client (an outside re-run's attack)
+                async with http_session(mcp_url, headers={"X-Forwarded-For": f"10.0.0.{i + 1}"}) as session:
                     await session.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
             async with http_session(mcp_url) as session:
                 after = await session.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})

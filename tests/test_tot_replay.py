@@ -39,8 +39,8 @@ from tot_mcp.strategies.tot.state import AsmState, TraversalState
 
 TRANSCRIPTS = Path(__file__).parent / "fixtures" / "llm-transcripts"
 FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl.gz", "2026-11-24": "tot-prompts-2026-11-24.jsonl.gz",
-         "2026-11-28": "tot-prompts-2026-11-28.jsonl.gz"}
-EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39, "2026-11-28": 70}  # per the transcripts' README
+         "2026-11-28": "tot-prompts-2026-11-28.jsonl.gz", "check": "tot-prompts-2026-11-28-check.jsonl.gz"}
+EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39, "2026-11-28": 70, "check": 229}  # per their README
 
 # -- what kind of call a prompt was: by the text that only that prompt carries ---------------------------------
 PROPOSE_DEFAULT = "propose_default"
@@ -194,8 +194,11 @@ def written_actions(reply: str, state: TraversalState) -> list[dict]:
                 direction = Direction(direction)
             want = {"kind": "expand_kg", "entity_ids": _ID.findall(left), "relation_id": relation,
                     "direction": direction}
-        elif verb == "SELECT_ENTITIES":
-            want = {"kind": "select_entities", "entity_ids": _ID.findall(rest)}
+        elif verb == "SELECT_ENTITIES":  # a twin a summary shows is the entity it is the same as
+            sub = state.subgraph
+            ids = [i if i in sub.entities else next((o for o in sub.same_as.get(i, ()) if o in sub.entities), i)
+                   for i in _ID.findall(rest)]
+            want = {"kind": "select_entities", "entity_ids": list(dict.fromkeys(ids))}
         elif verb == "SELECT_RELATION":  # "<number or relation ID> <forward|backward>"
             ref, direction = rest.split()
             rel_id = state.candidate_relations[int(ref) - 1].id if ref.isdigit() else ref
@@ -526,3 +529,13 @@ def test_a_verdict_before_the_score_does_not_change_it():
     r = _record("2026-11-24", 6)  # "VERDICT: ... 4 actors ... all 30 films.\nSCORE: 1.0"
     assert "30" in r["reply"] and parse_score(r["reply"]) == 1.0
     assert parse_score(_record("2026-11-24", 19)["reply"]) == 0.6
+
+
+def test_a_twin_a_summary_shows_is_selected_as_the_entity_it_is():
+    """check:tot-linked2:3 — the model offered the catalog twin of the film it had chosen as a second choice: it
+    is the same film, so the two lines are one choice (a reply naming only the twin is that film, not nothing)."""
+    (r,) = [r for r in RECORDS["check"] if (r["set"], r["n"]) == ("tot-linked2", 3)]
+    state = state_from_prompt(r["prompt"], kind_of(r["prompt"]))
+    assert [a.entity_ids for a in parse_action_lines(r["reply"], state)] == [["films:E29563"]]
+    (only,) = parse_action_lines("SELECT_ENTITIES: catalog:E8875", state)
+    assert only.entity_ids == ["films:E29563"]

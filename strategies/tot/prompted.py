@@ -457,8 +457,12 @@ def _split_items(text: str, state: TraversalState) -> list[str]:
 
 
 def _entity_refs(text: str, state: TraversalState) -> list[str]:
-    """Entity IDs named in ``text``: explicit IDs first, else labels of subgraph entities (comma-separated)."""
-    ids = [i for i in ID_RE.findall(text) if i in state.subgraph.entities]
+    """Entity IDs named in ``text``: explicit IDs first — a twin shown in a summary ("same as catalog:E1") read as
+    the entity it is the same as — else labels of subgraph entities (comma-separated)."""
+    sub = state.subgraph
+    ids = [i if i in sub.entities else next((o for o in sub.same_as.get(i, ()) if o in sub.entities), None)
+           for i in ID_RE.findall(text)]
+    ids = [i for i in ids if i is not None]
     if ids:
         return list(dict.fromkeys(ids))
     by_label: dict[str, str] = {}

@@ -262,6 +262,19 @@ async def test_a_parse_error_of_the_callers_own_query_is_quoted_to_that_caller_o
     assert str(tool.value).endswith("HTTP 400 (the endpoint refused the request)")
 
 
+async def test_an_engines_quote_is_repeated_only_when_it_is_a_whole_token_of_the_query(server):
+    """A third outside re-run of #36 read a 4-digit secret from an engine's line by sending every 4-digit string
+    in one literal (a substring test said which one the engine quoted): only whole tokens are repeated."""
+    server.default = Reply(400, body=b"Parse error near '4172' at line 1\n")
+    kg = make_kg(server, retries=0)
+    with pytest.raises(BackendError) as guessed:
+        await kg.sparql_query('SELECT ?x WHERE { ?x ?p "0000417299990000" }')
+    assert "4172" not in str(guessed.value) and "line 1" in str(guessed.value)
+    server.default = Reply(400, body=b"Parse error near 'ex:nope' at line 1\n")
+    with pytest.raises(BackendError, match="near 'ex:nope'"):
+        await kg.sparql_query("PREFIX ex: <http://e/> SELECT ?x WHERE { ?x ?p ex:nope }")
+
+
 async def test_a_4xx_is_a_refusal_the_caller_should_not_retry(server):
     from tot_mcp.kg_adapters.errors import BackendRefused
     from tot_mcp.server.app import describe_kg_error

@@ -145,6 +145,27 @@ def test_a_name_one_parser_splits_at_a_dot_cannot_hide_a_service(canary, store, 
     assert not run_if_passed(store, q) and len(heard) == before
 
 
+@pytest.mark.parametrize(("prefixes", "body"), [
+    ("PREFIX q: <http://example.org:8080> PREFIX GRAPH: <{canary}>", "?s ?p q:SERVICE GRAPH:z {{ ?x ?y ?z }}"),
+    ("PREFIX q: <http://example.org:8080>", "?s ?p q:a q:SERVICE <{canary}z> {{ ?x ?y ?z }}"),
+    ("PREFIX q: <http://127.0.0.1:>", "?s ?p q:a q:SERVICE <{canary}z> {{ ?x ?y ?z }}"),
+])
+def test_a_name_that_is_no_iri_to_the_engine_cannot_hide_a_service(canary, store, prefixes, body):
+    """The fifth outside re-run of #36: oxigraph reads a prefixed name whose IRI would be invalid as the bare
+    prefix and the local part as code (``q:SERVICE`` with ``q:`` = ``<http://example.org:8080>``), and a prefix
+    named GRAPH as the keyword; rdflib read a name and a GRAPH clause. Every name must make a valid IRI by the
+    engine's own rules, and no prefix may start like a keyword."""
+    url, heard = canary
+    before = len(heard)
+    store.add(ox.Quad(ox.NamedNode("http://e/s"), ox.NamedNode("http://e/home"),
+                      ox.NamedNode("http://example.org:8080")))
+    base = url.rsplit("/", 1)[0] + "/"
+    q = f"{prefixes.format(canary=base)} SELECT ?x WHERE {{ {body.format(canary=base)} }} LIMIT 5"
+    with pytest.raises(QueryRefused):
+        check_query(q, GuardPolicy())
+    assert not run_if_passed(store, q) and len(heard) == before
+
+
 def test_wikidatas_label_service_parameters_still_read_as_names():
     checked = check_query('SELECT ?s WHERE { ?s ?p ?o . SERVICE wikibase:label { bd:serviceParam '
                           'wikibase:language "en" } } LIMIT 3',
@@ -198,6 +219,8 @@ PIECES = [
     "PREFIX x: <http://x/> ",
     "x:a.b.",
     "SERVICEx:y",
+    "GRAPH:",
+    "PREFIX q: <http://h:8080> q:SERVICE ",
 ]
 
 

@@ -446,8 +446,9 @@ class Raw:
 #: read of 20,000 labelled edges about 6 MB; sparql_query caps its own, smaller); beyond it the request fails
 #: instead of holding hundreds of MB: a string of astral characters parses to 4 bytes a character
 MAX_JSON_BYTES = 16 << 20
-#: the lead byte of a UTF-8 character past U+FFFF: an answer holding one is counted at 4 bytes a byte
-_ASTRAL = re.compile(rb"[\xf0-\xf4]")
+#: a character past U+FFFF, as UTF-8 (its lead byte) or as a JSON escape (a high surrogate, ``\ud83d``): an answer
+#: holding one is counted at 4 bytes a byte
+_ASTRAL = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
 
 #: the most JSON items (see :func:`json_items`) of one answer parsed: small bindings cost about 600
 #: bytes an item once parsed (docs/security.md), so this bounds one answer to ~150 MB; a traversal
@@ -495,6 +496,19 @@ _ENGINE_WHERE = re.compile(r"(?i)\b(line|column|col|position|offset|char(?:acter
 _ENGINE_QUOTED = re.compile(r"""'([^'\n]{1,60})'|"([^"\n]{1,60})"|`([^`\n]{1,60})`|<([^<>\s]{1,100})>""")
 
 
+def _query_tokens(query: str) -> set[str]:
+    """The query's words, punctuation, IRIs (without brackets) and string contents: the fragments an engine may
+    be quoted with."""
+    from .guard import QueryRefused, tokenize
+
+    try:
+        tokens = tokenize(query)
+    except QueryRefused:
+        return set()
+    return {t.text[1:-1] if t.kind == "iri" else t.text.strip("'\"") if t.kind == "string" else t.text
+            for t in tokens if t.kind not in ("ws", "comment")}
+
+
 def _engine_message(body: str, headers: httpx.Headers, query: str) -> str | None:
     """What a caller is told of why the engine refused its own ``query``: the kind of problem its first line
     names (:data:`_ENGINE_KINDS`), the line and column it gives, and the fragments it quotes that are in
@@ -508,7 +522,8 @@ def _engine_message(body: str, headers: httpx.Headers, query: str) -> str | None
         return None
     where = [f"{m[1].lower()} {m[2]}" for m in _ENGINE_WHERE.finditer(line)][:2]
     quoted = (next(g for g in m.groups() if g is not None) for m in _ENGINE_QUOTED.finditer(line))
-    near = [q for q in dict.fromkeys(quoted) if q.strip() and q in query][:2]
+    tokens = _query_tokens(query)  # whole tokens only: a substring test would answer guesses at a secret
+    near = [q for q in dict.fromkeys(quoted) if q.strip() in tokens][:2]
     detail = ", ".join(where) + ("; " if where and near else "") + ", ".join(f"near {q!r}" for q in near)
     return f"{kind} ({detail})" if detail else kind
 

@@ -460,14 +460,18 @@ def _plain_iris(tokens: list[Token], added: dict[str, str], taken: set[str]) -> 
             raise _refuse(f"the IRI <{iri[:80]}> could read as other tokens to another parser; "
                           "percent-encode its quotes, or keep '#' for a plain name at its end "
                           "(<…#name>)")
-        prefix = names.get(ns + "#")
+        # a name with a '.' is a different number of names to different parsers (oxigraph takes one
+        # '.'-group): such an IRI becomes a namespace of its own, sent with an empty local part
+        namespace, local = (ns + "#", local) if "." not in local else (iri, "")
+        prefix = names.get(namespace)
         if prefix is None:
             n = len(names)
             while f"ns{n}" in taken or f"ns{n}" in added:
                 n += 1
-            prefix = names[ns + "#"] = f"ns{n}"
-            added[prefix] = ns + "#"
-        out.append(Token("word", f"{prefix}:{local}"))
+            prefix = names[namespace] = f"ns{n}"
+            added[prefix] = namespace
+        # spaced: glued to the next token, a name could read as a longer one to one parser only
+        out.extend((Token("ws", " "), Token("word", f"{prefix}:{local}"), Token("ws", " ")))
     return out
 
 
@@ -598,7 +602,9 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
     form = _check_parsed(parsed, policy, shape.services, shape.has_base)
     _same_reading(text, parsed)
     namespaces = {**policy.prefixes, **_declared(parsed)}
-    _check_names(tokenize(text), namespaces)
+    sent = tokenize(text)  # the checks on words run again on what is sent: the guard writes some itself
+    _check_outside_strings(sent)
+    _check_names(sent, namespaces)
     if form != shape.form:
         raise _refuse("the query form could not be verified; start the query with SELECT, ASK, CONSTRUCT or "
                       "DESCRIBE (after PREFIX/BASE declarations)")

@@ -450,6 +450,7 @@ def _plain_iris(tokens: list[Token], added: dict[str, str], taken: set[str]) -> 
     declaring |= {id(words[k + 1]) for k in range(len(words) - 1)
                   if words[k].kind == "word" and words[k].text.upper() == "BASE"}
     names = {ns: p for p, ns in added.items()}
+    tokens = _names_as_iris(tokens, words, declaring, added)
     for t in tokens:
         iri = t.text[1:-1] if t.kind == "iri" else ""
         if t.kind != "iri" or id(t) in declaring or not ("#" in iri or "'" in iri):
@@ -470,8 +471,41 @@ def _plain_iris(tokens: list[Token], added: dict[str, str], taken: set[str]) -> 
                 n += 1
             prefix = names[namespace] = f"ns{n}"
             added[prefix] = namespace
-        # spaced: glued to the next token, a name could read as a longer one to one parser only
-        out.extend((Token("ws", " "), Token("word", f"{prefix}:{local}"), Token("ws", " ")))
+        # spaced (but for a datatype's ^^, which rdflib wants glued): glued to a word, a name could read as a
+        # longer one to one parser only
+        glued = bool(out) and out[-1].kind == "punct" and out[-1].text == "^"
+        out.extend(([] if glued else [Token("ws", " ")]) + [Token("word", f"{prefix}:{local}"), Token("ws", " ")])
+    return out
+
+
+def _names_as_iris(tokens: list[Token], words: list[Token], declaring: set[int], added: dict[str, str]
+                   ) -> list[Token]:
+    """Every prefixed name of the body written as the ``<IRI>`` it stands for, so the engine parses no local
+    part at all: parsers part on local names (escapes, '.'-groups, a name whose IRI would be invalid read as
+    its prefix and code), and every such difference found hid a SERVICE. The IRI must be valid by the
+    engine's own rules (pyoxigraph's). Declarations stay; :func:`_plain_iris` then writes the IRIs holding
+    '#' as names it controls."""
+    import pyoxigraph as ox
+
+    namespaces = dict(added)
+    names_declared: set[int] = set()
+    for k in range(len(words) - 2):
+        if words[k].kind == "word" and words[k].text.upper() == "PREFIX" and words[k + 2].kind == "iri":
+            namespaces[words[k + 1].text[:-1]] = words[k + 2].text[1:-1]
+            names_declared.add(id(words[k + 1]))
+    out: list[Token] = []
+    for t in tokens:
+        prefix = _prefix_of(t.text) if t.kind == "word" and t.text[0] not in "?$" else None
+        if prefix is None or id(t) in names_declared or id(t) in declaring or prefix not in namespaces:
+            out.append(t)
+            continue
+        iri = namespaces[prefix] + t.text[len(prefix) + 1:]
+        try:
+            ox.NamedNode(iri)
+        except ValueError:
+            raise _refuse(f"'{t.text[:60]}' does not make a valid IRI ({iri[:80]}); write the full <IRI>"
+                          ) from None
+        out.append(Token("iri", f"<{iri}>"))
     return out
 
 

@@ -180,6 +180,19 @@ def test_a_name_the_guard_writes_itself_is_one_name_to_every_parser(canary, stor
     assert f"<{iri}>" in checked.text.split("SELECT")[0] and " ns0: " in checked.text  # a legit IRI still reads
 
 
+def test_an_iri_read_as_code_in_the_body_is_refused_even_when_declared_elsewhere():
+    """The fifth outside re-run of #36 (no SERVICE): ``<d:x&&?o>`` is '<' and code to both parsers in a FILTER,
+    so the caller's ``d:x`` went out unexpanded, unchecked; declaring the same text as a prefix made the sets
+    of IRIs agree. IRIs are compared by count, and every name of the text sent is a full <IRI>."""
+    q = ("PREFIX z: <d:x&&?o> PREFIX e: <http://x/x> PREFIX d: <http://x/> "
+         "SELECT * WHERE { ?s ?p ?o FILTER(?a<d:x&&?o>0) } LIMIT 5")
+    with pytest.raises(QueryRefused, match="reads differently"):
+        check_query(q, GuardPolicy())
+    sent = check_query("PREFIX d: <http://x/> SELECT * WHERE { ?s d:p d:o FILTER(?s != d:z) } LIMIT 5",
+                       GuardPolicy()).text
+    assert "d:p" not in sent and "<http://x/p>" in sent and "<http://x/z>" in sent
+
+
 def test_wikidatas_label_service_parameters_still_read_as_names():
     checked = check_query('SELECT ?s WHERE { ?s ?p ?o . SERVICE wikibase:label { bd:serviceParam '
                           'wikibase:language "en" } } LIMIT 3',

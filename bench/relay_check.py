@@ -39,8 +39,11 @@ REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = REPO / "tests" / "fixtures"
 METHODS = ("auto", "tot", "tot-fused")  # auto: what tot-search --llm runs by default
 #: the tot-search arguments of each method (tot-fused: the tree search with the one-call expansion)
-METHOD_ARGS = {"auto": [], "tot": ["--method", "tot"],
-               "tot-fused": ["--method", "tot", "--option", 'policy={"fused": true}']}
+METHOD_ARGS = {
+    "auto": [],
+    "tot": ["--method", "tot"],
+    "tot-fused": ["--method", "tot", "--option", 'policy={"fused": true}'],
+}
 
 
 @dataclass(frozen=True)
@@ -55,11 +58,27 @@ class RelaySet:
 SETS = (
     RelaySet("mqa2", "metaqa/2-hop/qa_dev_sample.txt", "metaqa", ("embedded",), 6),
     RelaySet("mqa3", "metaqa/3-hop/qa_dev_sample.txt", "metaqa", ("embedded",), 6),
-    RelaySet("pq3", "pathquestion/PQ-3H/dev_sample.txt", "pathquestion", ("pathquestion/kb/3H-kb.txt",), 6),
-    RelaySet("linked2", "linked-metaqa/dev_2hop.txt", "metaqa",
-             ("films=linked-metaqa/films.txt", "catalog=linked-metaqa/catalog.ttl"), 3),
-    RelaySet("linked3hop", "linked-metaqa/dev_3hop.txt", "metaqa",
-             ("films=linked-metaqa/films.txt", "catalog=linked-metaqa/catalog.ttl"), 3),
+    RelaySet(
+        "pq3",
+        "pathquestion/PQ-3H/dev_sample.txt",
+        "pathquestion",
+        ("pathquestion/kb/3H-kb.txt",),
+        6,
+    ),
+    RelaySet(
+        "linked2",
+        "linked-metaqa/dev_2hop.txt",
+        "metaqa",
+        ("films=linked-metaqa/films.txt", "catalog=linked-metaqa/catalog.ttl"),
+        3,
+    ),
+    RelaySet(
+        "linked3hop",
+        "linked-metaqa/dev_3hop.txt",
+        "metaqa",
+        ("films=linked-metaqa/films.txt", "catalog=linked-metaqa/catalog.ttl"),
+        3,
+    ),
 )
 
 
@@ -94,7 +113,9 @@ def choose(data: Path, seed: int) -> dict[str, list[str]]:
     rng = random.Random(seed)
     out: dict[str, list[str]] = {}
     for s in SETS:
-        lines = [ln for ln in (data / s.questions).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        lines = [
+            ln for ln in (data / s.questions).read_text(encoding="utf-8").splitlines() if ln.strip()
+        ]
         fresh = [ln for ln in lines if _norm(_question_text(ln, s.fmt)) not in used]
         picked = sorted(rng.sample(range(len(fresh)), s.n))
         out[s.key] = [fresh[i] for i in picked]
@@ -105,12 +126,31 @@ def run_set(s: RelaySet, lines: list[str], method: str, ns: argparse.Namespace) 
     qfile = ns.out / f"{s.key}.questions.txt"
     qfile.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = ns.out / f"{method}-{s.key}.jsonl"
-    cmd = ["tot-search", "--questions", str(qfile), "--format", s.fmt, "--llm", "anthropic",
-           "--base-url", f"http://127.0.0.1:{ns.port}", "--llm-timeout", "3600", "--llm-retries", "0",
-           "--out", str(out), "--resume", "--quiet"]
+    cmd = [
+        "tot-search",
+        "--questions",
+        str(qfile),
+        "--format",
+        s.fmt,
+        "--llm",
+        "anthropic",
+        "--base-url",
+        f"http://127.0.0.1:{ns.port}",
+        "--llm-timeout",
+        "3600",
+        "--llm-retries",
+        "0",
+        "--out",
+        str(out),
+        "--resume",
+        "--quiet",
+    ]
     for kg in s.kgs:
         name, eq, path = kg.partition("=")
-        cmd += ["--kg", kg if kg == "embedded" else f"{name}={ns.data / path}" if eq else str(ns.data / kg)]
+        cmd += [
+            "--kg",
+            kg if kg == "embedded" else f"{name}={ns.data / path}" if eq else str(ns.data / kg),
+        ]
     cmd += METHOD_ARGS[method]
     print("$", " ".join(cmd), file=sys.stderr, flush=True)
     env = {**os.environ, "ANTHROPIC_API_KEY": os.environ.get("ANTHROPIC_API_KEY", "relay")}
@@ -118,7 +158,9 @@ def run_set(s: RelaySet, lines: list[str], method: str, ns: argparse.Namespace) 
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
     if ns.relay_dir is not None:  # which of the relay's requests this run made
         ranges = _ranges(ns.out)
-        ranges[f"{method}-{s.key}"] = ranges.get(f"{method}-{s.key}", []) + [[first, _last_request(ns.relay_dir)]]
+        ranges[f"{method}-{s.key}"] = ranges.get(f"{method}-{s.key}", []) + [
+            [first, _last_request(ns.relay_dir)]
+        ]
         (ns.out / "relay-requests.json").write_text(json.dumps(ranges, indent=1), encoding="utf-8")
     return out
 
@@ -150,12 +192,16 @@ def prompt_chars(relay_dir: Path | None, spans: list[list[int]]) -> dict[str, in
 
 
 def exact(record: dict) -> bool:
-    return {_norm(p) for p in record.get("prediction", [])} == {_norm(g) for g in record.get("gold", [])}
+    return {_norm(p) for p in record.get("prediction", [])} == {
+        _norm(g) for g in record.get("gold", [])
+    }
 
 
 def table(ns: argparse.Namespace) -> str:
-    lines = ["| method | set | n | exact answer sets | Hits@1 | LLM calls median | max | prompt chars (all) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| method | set | n | exact answer sets | Hits@1 | LLM calls median | max | prompt chars (all) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for method in METHODS:
         every: list[dict] = []
         for s in [*SETS, None]:
@@ -165,7 +211,11 @@ def table(ns: argparse.Namespace) -> str:
                 path = ns.out / f"{method}-{s.key}.jsonl"
                 if not path.is_file():
                     continue
-                recs = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+                recs = [
+                    json.loads(ln)
+                    for ln in path.read_text(encoding="utf-8").splitlines()
+                    if ln.strip()
+                ]
                 every += recs
                 label = s.key
             if not recs:
@@ -175,9 +225,11 @@ def table(ns: argparse.Namespace) -> str:
             per = prompt_chars(ns.relay_dir, [span for k in keys for span in ranges.get(k, [])])
             chars = sum(per.get(r["question"].strip(), 4 * r.get("input_tokens", 0)) for r in recs)
             calls = [r["llm_calls"] for r in recs]
-            lines.append(f"| {method} | {label} | {len(recs)} | {sum(map(exact, recs))}/{len(recs)} | "
-                         f"{statistics.fmean(r['hits1'] for r in recs):.2f} | {statistics.median(calls):g} | "
-                         f"{max(calls)} | {chars:,} |")
+            lines.append(
+                f"| {method} | {label} | {len(recs)} | {sum(map(exact, recs))}/{len(recs)} | "
+                f"{statistics.fmean(r['hits1'] for r in recs):.2f} | {statistics.median(calls):g} | "
+                f"{max(calls)} | {chars:,} |"
+            )
     return "\n".join(lines)
 
 
@@ -193,11 +245,20 @@ def export(ns: argparse.Namespace, path: Path) -> int:
                 req = json.loads((ns.relay_dir / f"req-{i:04d}.json").read_text(encoding="utf-8"))
                 resp = ns.relay_dir / f"resp-{i:04d}.txt"
                 n += 1
-                rows.append({"set": run, "n": n,
-                             "question": req["prompt"].split("\n", 1)[0].removeprefix("Question: ").strip(),
-                             "system": req.get("system"), "prompt": req["prompt"],
-                             "max_tokens": req.get("max_tokens"),
-                             "reply": resp.read_text(encoding="utf-8") if resp.is_file() else None})
+                rows.append(
+                    {
+                        "set": run,
+                        "n": n,
+                        "question": req["prompt"]
+                        .split("\n", 1)[0]
+                        .removeprefix("Question: ")
+                        .strip(),
+                        "system": req.get("system"),
+                        "prompt": req["prompt"],
+                        "max_tokens": req.get("max_tokens"),
+                        "reply": resp.read_text(encoding="utf-8") if resp.is_file() else None,
+                    }
+                )
     with gzip.open(path, "wt", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     return len(rows)
@@ -206,16 +267,24 @@ def export(ns: argparse.Namespace, path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, help="the relay's port (llm_relay.py PORT DIR)")
-    p.add_argument("--relay-dir", type=Path, default=None,
-                   help="the relay's directory (its req-NNNN.json files give the prompt characters)")
+    p.add_argument(
+        "--relay-dir",
+        type=Path,
+        default=None,
+        help="the relay's directory (its req-NNNN.json files give the prompt characters)",
+    )
     p.add_argument("--out", type=Path, default=REPO / "runs" / "relay-check")
     p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--seed", type=int, default=38)
     p.add_argument("--methods", nargs="+", choices=METHODS, default=["auto", "tot"])
     p.add_argument("--list", action="store_true", help="print the chosen questions and stop")
     p.add_argument("--table-only", action="store_true")
-    p.add_argument("--export", type=Path, metavar="FILE.jsonl.gz",
-                   help="write the requests and replies of a finished check as a replay transcript, and stop")
+    p.add_argument(
+        "--export",
+        type=Path,
+        metavar="FILE.jsonl.gz",
+        help="write the requests and replies of a finished check as a replay transcript, and stop",
+    )
     ns = p.parse_args(argv)
     if ns.export is not None:
         if ns.relay_dir is None:
@@ -239,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         for method in ns.methods:
             for s in SETS:
                 run_set(s, chosen[s.key], method, ns)
-    print(f"seed {ns.seed}: {sum(map(len, chosen.values()))} questions "
-          f"({', '.join(f'{k} {len(v)}' for k, v in chosen.items())})")
+    print(
+        f"seed {ns.seed}: {sum(map(len, chosen.values()))} questions "
+        f"({', '.join(f'{k} {len(v)}' for k, v in chosen.items())})"
+    )
     print(table(ns))
     return 0
 

@@ -39,8 +39,11 @@ class Proxy:
         self.port, self.log = free_port(), log
         self.url = f"http://127.0.0.1:{self.port}/query"
         log.write_text("")
-        self.proc = subprocess.Popen([sys.executable, str(PROXY), str(self.port), upstream, str(delay_ms), str(log)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PROXY), str(self.port), upstream, str(delay_ms), str(log)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(0.5)
 
     def count(self) -> int:
@@ -57,7 +60,9 @@ async def _system(config: Path):
     from tot_mcp.strategies.system import build_system
 
     embedder = Embedder()
-    return build_system(config=load_config(config), embedder_factory=lambda: embedder, wait_for_builds=True)
+    return build_system(
+        config=load_config(config), embedder_factory=lambda: embedder, wait_for_builds=True
+    )
 
 
 async def questions(args, data, proxy: Proxy) -> list[str]:
@@ -86,8 +91,10 @@ async def questions(args, data, proxy: Proxy) -> list[str]:
             seconds.append(time.perf_counter() - t0)
             requests.append(proxy.count() - before)
             hits.append(rec.hits1)
-        lines.append(f"| {hops}-hop questions ({len(qs)}) | {statistics.median(requests):g} | {max(requests)} | "
-                     f"{statistics.median(seconds):.2f} | {statistics.mean(hits):.3f} |")
+        lines.append(
+            f"| {hops}-hop questions ({len(qs)}) | {statistics.median(requests):g} | {max(requests)} | "
+            f"{statistics.median(seconds):.2f} | {statistics.mean(hits):.3f} |"
+        )
     await system.aclose()
     return lines
 
@@ -100,31 +107,44 @@ async def cold_follow(data, proxy: Proxy) -> str:
     graph = system.graph
     (actor,) = [m.entity.id for m in await graph.search_entities("Tom Hanks", 1)]
     genre = (await system.kgs["catalog"].search_relations("genre", 1))[0].id
-    hops = [Hop(relation_id="cast:starred_actors", direction=Direction.backward),
-            Hop(relation_id=genre, direction=Direction.forward),
-            Hop(relation_id=genre, direction=Direction.backward)]
+    hops = [
+        Hop(relation_id="cast:starred_actors", direction=Direction.backward),
+        Hop(relation_id=genre, direction=Direction.forward),
+        Hop(relation_id=genre, direction=Direction.backward),
+    ]
     before, t0 = proxy.count(), time.perf_counter()
     res = await follow_path(graph, [actor], hops)
     took, n = time.perf_counter() - t0, proxy.count() - before
     await system.aclose()
-    return f"| cold follow_path, 3 hops, 3 KGs (reached {res.reached}) | {n} | {n} | {took:.2f} | – |"
+    return (
+        f"| cold follow_path, 3 hops, 3 KGs (reached {res.reached}) | {n} | {n} | {took:.2f} | – |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.round_trips", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.round_trips", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--work", type=Path, default=None, help="bench.linked3's work directory")
     ap.add_argument("--metaqa", type=Path, default=METAQA)
     ap.add_argument("--hops", type=int, nargs="+", default=[2, 3])
     ap.add_argument("--limit", type=int, default=10, help="questions per hop count and slice")
     ap.add_argument("--skip", type=int, default=0)
-    ap.add_argument("--delay", type=float, default=50, help="milliseconds the proxy adds to each request")
+    ap.add_argument(
+        "--delay", type=float, default=50, help="milliseconds the proxy adds to each request"
+    )
     ap.add_argument("--method", default="tot")
     args = ap.parse_args(argv)
     if not PROXY.exists():
         ap.exit(2, f"round_trips: {PROXY} not found (../shared/tools beside the repository)\n")
     import os
 
-    work = args.work or Path(os.environ.get("TOT_MCP_CACHE_DIR", Path.home() / ".cache" / "tot-mcp")) / "bench" / "linked3"
+    work = (
+        args.work
+        or Path(os.environ.get("TOT_MCP_CACHE_DIR", Path.home() / ".cache" / "tot-mcp"))
+        / "bench"
+        / "linked3"
+    )
     data = build(KB, work, log=lambda *_: None)
     with Endpoint(data.catalog_store) as endpoint:
         proxy = Proxy(endpoint.url, args.delay, work / "proxy-requests.log")
@@ -134,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(asyncio.run(cold_follow(data, proxy)))
         finally:
             proxy.stop()
-    print(f"method {args.method} (offline), catalog behind a {args.delay:g} ms proxy, {time.strftime('%Y-%m-%d')}")
-    print("| what | requests (median) | requests (max) | seconds (median) | Hits@1 |\n|---|---|---|---|---|")
+    print(
+        f"method {args.method} (offline), catalog behind a {args.delay:g} ms proxy, {time.strftime('%Y-%m-%d')}"
+    )
+    print(
+        "| what | requests (median) | requests (max) | seconds (median) | Hits@1 |\n|---|---|---|---|---|"
+    )
     print("\n".join(rows))
     return 0
 

@@ -2,10 +2,11 @@
 (``../shared/tools/llm_relay.py``), by the default LLM method (``auto``: plan first) and by ``--method tot``,
 tabulated as exact answer sets, LLM calls per question (median, max) and prompt characters.
 
-Why a script: the questions must be the same for both methods and for whoever runs the check again, and none may
-be one the prompts were read on. They are drawn once per set by a seeded random choice (``--seed``, default 38)
-from the dev samples, leaving out every question of the recorded transcripts (``tests/fixtures``); the list is
-printed with the seed. Every set is one ``tot-search`` run per method, so the numbers are the CLI's.
+Why a script: the questions must be the same for every method of one check, and none may be one the prompts
+were read on. They are drawn per set by a seeded random choice (``--seed``, default 38) from the dev samples,
+leaving out every question of the recorded transcripts (``tests/fixtures``) — so once a check's transcript is
+kept (``--export``), the next check draws fresh questions; ``--list`` prints them with the seed. Every set is
+one ``tot-search`` run per method, so the numbers are the CLI's.
 
     mkdir -p relay-run && python ../shared/tools/llm_relay.py 8790 relay-run &
     python -m bench.relay_check --port 8790 --relay-dir relay-run --out runs/relay-check    # a model answers

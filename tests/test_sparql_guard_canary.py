@@ -283,14 +283,14 @@ def test_the_empty_prefix_is_a_prefix_like_any_other():
 def test_a_local_stores_query_process_has_no_network_to_federate_with(canary, tmp_path):
     """Below the guard: a SERVICE that reached a local store's query process (as one the guard missed would)
     finds no network there — the process leaves it for an empty one of its own — so nothing is fetched."""
-    import ctypes
     import os
 
+    from tot_mcp.kg_adapters.sparql.store_worker import _no_network
     from tot_mcp.kg_adapters.sparql.workers import StoreSource, _Worker
 
     probe = os.fork()  # can this system make an unprivileged network namespace at all?
     if probe == 0:
-        os._exit(0 if ctypes.CDLL(None, use_errno=True).unshare(0x10000000 | 0x40000000) == 0 else 1)
+        os._exit(0 if _no_network() else 1)
     if os.waitpid(probe, 0)[1] != 0:
         pytest.skip("this system allows no unprivileged user/network namespace: the guard alone stands")
     url, heard = canary

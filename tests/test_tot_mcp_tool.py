@@ -3,6 +3,8 @@ notifications, clean fallback/errors when the policy cannot run, bad input as to
 
 from __future__ import annotations
 
+import contextlib
+
 import mcp_types as types
 import pytest
 from mcp.client.client import Client
@@ -145,16 +147,13 @@ async def test_a_paid_llm_the_operator_did_not_configure_is_refused(server):
     assert result.is_error and "has not opened to clients ([llm] backend = \"openai\")" in result.content[0].text
 
 
-async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
-    """Each completion is charged before it is sent, so neither a long search nor calls at once run
-    past the share (an outside re-run found 16 concurrent calls spending 317 of a share of 5)."""
-    import asyncio
+@contextlib.contextmanager
+def counting_model():
+    """A loopback Anthropic API answering every completion with EXPAND_KG; yields its URL and the list
+    that gets one item per request it received."""
     from http.server import BaseHTTPRequestHandler
 
     from llm_wire import anthropic_message, send_json, serve
-
-    from tot_mcp.strategies.settings import Config
-    from tot_mcp.kg_adapters.environment import Environment
 
     sent: list[int] = []
 
@@ -168,6 +167,18 @@ async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
             pass
 
     with serve(Model) as url:
+        yield url, sent
+
+
+async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
+    """Each completion is charged before it is sent, so neither a long search nor calls at once run
+    past the share (an outside re-run found 16 concurrent calls spending 317 of a share of 5)."""
+    import asyncio
+
+    from tot_mcp.strategies.settings import Config
+    from tot_mcp.kg_adapters.environment import Environment
+
+    with counting_model() as (url, sent):
         config = Config.model_validate({"llm": {"backend": "anthropic", "base_url": url, "client_calls": 3,
                                                 "max_retries": 0}})
         runtime = Runtime({"m": make_kg("m")}, config=config, environment=Environment({"ANTHROPIC_API_KEY": "k"}))
@@ -183,23 +194,9 @@ async def test_new_sessions_from_one_address_share_that_address_share(tmp_path):
     """Outside re-runs of #36: the share was per session, so a client reconnecting got a fresh one
     each time (12 paid requests against a share of 3), then per forwarded address. Over HTTP, three
     sessions of one address, each claiming another address in X-Forwarded-For, spend one share."""
-    from http.server import BaseHTTPRequestHandler
-
-    from llm_wire import anthropic_message, send_json, serve
     from mcp_client import http_server, http_session
 
-    sent: list[int] = []
-
-    class Model(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers["content-length"]))
-            sent.append(1)
-            send_json(self, 200, anthropic_message("m", "EXPAND_KG", {"input_tokens": 5, "output_tokens": 2}))
-
-        def log_message(self, *args):
-            pass
-
-    with serve(Model) as url:
+    with counting_model() as (url, sent):
         config = tmp_path / "tot-mcp.toml"
         config.write_text(f'[llm]\nbackend = "anthropic"\nbase_url = "{url}"\nclient_calls = 3\n'
                           'max_retries = 0\n', encoding="utf-8")

@@ -499,13 +499,13 @@ _ENGINE_QUOTED = re.compile(r"""'([^'\n]{1,60})'|"([^"\n]{1,60})"|`([^`\n]{1,60}
 def _query_tokens(query: str) -> set[str]:
     """The query's words, punctuation, IRIs (without brackets) and string contents: the fragments an engine may
     be quoted with."""
-    from .guard import QueryRefused, tokenize
+    from .guard import QueryRefused, _string_content, tokenize
 
     try:
         tokens = tokenize(query)
     except QueryRefused:
         return set()
-    return {t.text[1:-1] if t.kind == "iri" else t.text.strip("'\"") if t.kind == "string" else t.text
+    return {t.text[1:-1] if t.kind == "iri" else _string_content(t.text) if t.kind == "string" else t.text
             for t in tokens if t.kind not in ("ws", "comment")}
 
 

@@ -239,8 +239,6 @@ def _check_names(tokens: list[Token], namespaces: Mapping[str, str]) -> None:
     keyword, and prefix + local part is a valid IRI by the engine's own rules — oxigraph reads a name whose IRI
     would be invalid as the bare prefix and goes on with the local part as code (``q:SERVICE`` with ``q:`` =
     ``<http://host:8080>`` is ``<http://host:8080>`` then SERVICE)."""
-    import pyoxigraph as ox
-
     for t in tokens:
         if t.kind != "word" or t.text[0] in "?$":
             continue
@@ -250,12 +248,19 @@ def _check_names(tokens: list[Token], namespaces: Mapping[str, str]) -> None:
         if prefix.lower().startswith(_KEYWORD_STARTS):
             raise _refuse(f"the prefix '{prefix}:' starts like a SPARQL keyword, which engines read as the "
                           "keyword; name it otherwise")
-        iri = namespaces.get(prefix, "") + t.text[len(prefix) + 1:]
-        try:
-            ox.NamedNode(iri)
-        except ValueError:
-            raise _refuse(f"'{t.text[:60]}' does not make a valid IRI ({iri[:80]}); write the full <IRI>"
-                          ) from None
+        _name_iri(t.text, prefix, namespaces)
+
+
+def _name_iri(word: str, prefix: str, namespaces: Mapping[str, str]) -> str:
+    """The IRI the prefixed name ``word`` stands for, refused unless valid by the engine's own rules."""
+    import pyoxigraph as ox
+
+    iri = namespaces.get(prefix, "") + word[len(prefix) + 1:]
+    try:
+        ox.NamedNode(iri)
+    except ValueError:
+        raise _refuse(f"'{word[:60]}' does not make a valid IRI ({iri[:80]}); write the full <IRI>") from None
+    return iri
 
 
 def _prefix_of(word: str) -> str | None:
@@ -486,8 +491,6 @@ def _names_as_iris(tokens: list[Token], words: list[Token], declaring: set[int],
     its prefix and code), and every such difference found hid a SERVICE. The IRI must be valid by the
     engine's own rules (pyoxigraph's). Declarations stay; :func:`_plain_iris` then writes the IRIs holding
     '#' as names it controls."""
-    import pyoxigraph as ox
-
     namespaces = dict(added)
     names_declared: set[int] = set()
     for k in range(len(words) - 2):
@@ -500,13 +503,7 @@ def _names_as_iris(tokens: list[Token], words: list[Token], declaring: set[int],
         if prefix is None or id(t) in names_declared or id(t) in declaring or prefix not in namespaces:
             out.append(t)
             continue
-        iri = namespaces[prefix] + t.text[len(prefix) + 1:]
-        try:
-            ox.NamedNode(iri)
-        except ValueError:
-            raise _refuse(f"'{t.text[:60]}' does not make a valid IRI ({iri[:80]}); write the full <IRI>"
-                          ) from None
-        out.append(Token("iri", f"<{iri}>"))
+        out.append(Token("iri", f"<{_name_iri(t.text, prefix, namespaces)}>"))
     return out
 
 
@@ -559,7 +556,8 @@ def _same_reading(text: str, parsed: Any) -> None:
     lexed = Counter(t.text[1:-1] for t in tokens if t.kind == "iri")
     strings = {_string_content(t.text) for t in tokens if t.kind == "string"}
     typed = iris.pop(_RDF_TYPE, 0)
-    iris_agree = iris == Counter({k: n for k, n in lexed.items() if k != _RDF_TYPE}) and typed >= lexed[_RDF_TYPE]
+    untyped = Counter({k: n for k, n in lexed.items() if k != _RDF_TYPE})
+    iris_agree = iris == untyped and typed >= lexed[_RDF_TYPE]
     if not iris_agree or not strings <= literals or not all(map(_number_or_boolean, literals - strings)):
         raise _refuse("the query reads differently to different SPARQL parsers (an IRI, string or comment "
                       "boundary is ambiguous); write IRIs and strings plainly, without '#' or quotes that could "

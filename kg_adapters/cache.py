@@ -228,7 +228,7 @@ class CachedKG:
     ) -> AdjacentIds:
         return await self._bulk(self.inner.adjacent_ids, _first_pairs, entity_ids, relation_id, direction, limit)
 
-    async def _bulk(self, read: Callable[..., Awaitable[T]], first: Callable[[T, int], T | None],
+    async def _bulk(self, read: Callable[..., Awaitable[T]], first: Callable[[T, int], T],
                     entity_ids: list[str], relation_id: str, direction: Direction, limit: int) -> T:
         """A bulk read, answered from the same read with a larger limit when there is one (the edges are in no
         promised order, so its first ``limit`` are an answer): a link rule's 20-edge read of an entity a
@@ -240,8 +240,8 @@ class CachedKG:
             wide = self.cache.get((self._identity, *key))
         except TypeError:  # unhashable: the backend will refuse it
             return await read(entity_ids, relation_id, direction, limit)
-        if wide is not ResultCache._MISSING and wide[0] >= limit and (got := first(wide[1], limit)) is not None:
-            return got
+        if wide is not ResultCache._MISSING and wide[0] >= limit:
+            return first(wide[1], limit)
         value = await read(list(entity_ids), relation_id, direction, limit)
         if not getattr(value, "partial", False) and (wide is ResultCache._MISSING or wide[0] < limit):
             self.cache.put((self._identity, *key), (limit, value))
@@ -267,18 +267,18 @@ class CachedKG:
 KnowledgeGraph.register(CachedKG)
 
 
-def _first_edges(page: EdgePage, limit: int) -> EdgePage | None:
-    """A bulk page cut to ``limit`` edges; None when it was cut before (it cannot say what lies past it)."""
+def _first_edges(page: EdgePage, limit: int) -> EdgePage:
+    """A bulk page read with a limit of at least ``limit``, cut to ``limit`` edges (a page with fewer is whole, or
+    was cut at exactly ``limit``)."""
     if len(page.edges) <= limit:
-        return page if not page.truncated or len(page.edges) == limit else None
+        return page
     return page.model_copy(update={"edges": page.edges[:limit], "truncated": True})
 
 
-def _first_pairs(read: AdjacentIds, limit: int) -> AdjacentIds | None:
+def _first_pairs(read: AdjacentIds, limit: int) -> AdjacentIds:
     """:func:`_first_edges` for an ID-level read (``limit`` counts pairs and values together)."""
-    n = len(read.pairs) + len(read.values)
-    if n <= limit:
-        return read if not read.truncated or n == limit else None
+    if len(read.pairs) + len(read.values) <= limit:
+        return read
     pairs = read.pairs[:limit]
     return AdjacentIds.model_construct(pairs=pairs, values=read.values[: limit - len(pairs)], truncated=True)
 

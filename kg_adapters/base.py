@@ -87,6 +87,10 @@ class KnowledgeGraph(abc.ABC):
         self.limits = limits or Limits()
 
     @property
+    def backend(self) -> str:
+        return self.capabilities.backend
+
+    @property
     def vocabulary(self) -> Mapping[str, str] | None:
         """Every relation's label by ID, when the backend knows them without I/O (local backends); else None."""
         return None

@@ -20,6 +20,8 @@ CLI runs with ``npx --offline``.
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import json
 import os
 import re

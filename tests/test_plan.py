@@ -5,6 +5,8 @@ Real parts throughout: the embedded MetaQA movie KG, the offline reasoner and Mi
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import re
 
 import pytest

@@ -3,6 +3,8 @@ second stage, the broaden/deepen loop, its termination and its second-stage back
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service

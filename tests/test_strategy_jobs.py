@@ -3,6 +3,8 @@ task that rerank is measured on, and the job lines tot-search prints."""
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import random
 
 from retrieval_fixtures import make_kg, shared_embedder

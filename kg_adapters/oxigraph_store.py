@@ -1,46 +1,28 @@
 """A KG in a pyoxigraph store (on disk or in memory): for graphs too large to index in Python.
 
-Triples stay in the store (RocksDB on disk); Python only holds caches and, for now, the label search index.
-
-**IDs.** Entity IDs are a *safe encoding of the RDF term*, so they need no ID table and stay stable across
-reloads of the same data:
-
-* an IRI under the store's entity base namespace → the rest of the IRI (``movies:Tom%20Hanks`` for
-  ``urn:tot:e:Tom%20Hanks``), as long as that rest contains no ``:``;
-* any other IRI → the IRI itself (``kg:http://example.org/x``; an absolute IRI always contains ``:``);
-* a blank node → ``_:`` + the store's blank-node ID;
-* a literal → ``~`` + percent-encoded lexical form, then ``@lang`` or ``^^xsd:type`` / ``^^<percent-encoded
-  datatype IRI>`` (plain strings have no suffix): ``movies:~1999``, ``kg:~Paris@fr``, ``kg:~1999^^xsd:gYear``.
-  Literals whose encoding exceeds 512 characters get no ID (the edge carries only ``value``).
-
-Relation IDs are the predicate IRI with the relation base namespace stripped (``movies:directed_by``), else the
-full IRI. Both bases are recorded in the store's metadata graph ``<urn:tot:meta>`` by :func:`load_into_store`.
-
-**Entity search** goes through a :class:`LabelSearch`. The default, :class:`InMemoryLabelSearch`, reads every
-label once into a :class:`~kg_adapters.label_index.LabelIndex`; that is the seam for an on-disk full-text index
-(pass ``label_search=`` to :class:`OxigraphKG`) when the label set no longer fits in memory.
+Triples stay in the store (RocksDB on disk); Python holds caches and, without an on-disk label
+index, the label search index. How terms become IDs and where entity search looks:
+:mod:`kg_adapters.store_names`; how files get into a store: :mod:`kg_adapters.bulk_load`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
 from .base import Capabilities, LabelledEdgesKG, Limits
+from .bulk_load import load_into_store  # noqa: F401 - callers make a store and open it from here
 from .cpu import cpu_bound
 from .errors import BackendError, InvalidInput, KGError, NotFound
 from .fts_index import FtsLabelIndex, KeyHit
-from .label_index import Hit, LabelIndex
 from .lru import LRU
 from .models import (
     AdjacentIds,
@@ -57,195 +39,40 @@ from .models import (
     inverse_of,
 )
 from .rdf_file import (
-    ALIAS_PREDICATES,
     DEFAULT_LANGUAGES,
     DESCRIPTION_PREDICATES,
-    LABEL_PREDICATES,
     METADATA_PREDICATES,
-    RDF_MEDIA_TYPES,
-    RDFS,
     language_rank,
     local_name,
     parse_languages,
-    rdf_format_for,
+)
+from .store_names import (
+    ALIAS_NODES,
+    ENTITY_NS,
+    LABEL_NODES,
+    META_GRAPH,
+    META_NS,
+    PLAIN_TYPES,
+    RELATION_NS,
+    InMemoryLabelSearch,
+    LabelSearch,
+    Term,
+    TermCodec,
+    key_term,
+    name_iri,
+    read_meta,
 )
 from .text import humanize
 from .text import key as label_key
-from .triples_file import is_gzipped, is_triples_file, iter_triples, open_binary
 
-ENTITY_NS = "urn:tot:e:"  # head/tail names of head|relation|tail files, percent-encoded
-RELATION_NS = "urn:tot:r:"  # relation names of head|relation|tail files, percent-encoded
-META_GRAPH = ox.NamedNode("urn:tot:meta")
-_META = "urn:tot:meta#"
-XSD = "http://www.w3.org/2001/XMLSchema#"
-_PLAIN_TYPES = (XSD + "string", "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
-_NAME_SAFE = "!$&'()*+,;=@"  # kept readable in IRIs made from names; ':' '/' '#' '?' '%' and spaces are encoded
-_MAX_LOCAL = 512
-_SPACE = re.compile(r"\s")  # str.isspace's characters
-_OX_FORMATS = {name: ox.RdfFormat.from_media_type(media) for name, media in RDF_MEDIA_TYPES.items()}
-_LABEL_NODES = [ox.NamedNode(p) for p in LABEL_PREDICATES]
-_DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
-_ALIAS_NODES = [ox.NamedNode(p) for p in ALIAS_PREDICATES]
-
-Term = ox.NamedNode | ox.BlankNode | ox.Literal
-
-if TYPE_CHECKING:  # the SPARQL package (httpx, rdflib) is imported when a caller query first needs it
+if TYPE_CHECKING:  # the SPARQL package (httpx, rdflib) is imported when a caller query needs it
     from .sparql.run import ThreadRuns
     from .sparql.workers import StoreQueryWorkers, StoreSource
 
-
-# -- IDs ------------------------------------------------------------------------------------------------------------
+_DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
 _UNNAMED = object()  # not in the ID cache yet (None there means: no ID)
 
 
-class TermCodec:
-    """The reversible term ↔ local-ID encoding described in the module docstring."""
-
-    def __init__(self, entity_base: str | None, relation_base: str | None) -> None:
-        self.entity_base = entity_base or None
-        self.relation_base = relation_base or None
-
-    @staticmethod
-    def _strip(iri: str, base: str | None) -> str:
-        if base and iri.startswith(base):
-            rest = iri[len(base) :]
-            if rest and ":" not in rest and not rest.startswith(("~", "_")):
-                return rest
-        return iri
-
-    def encode(self, term: Term) -> str | None:
-        if isinstance(term, ox.NamedNode):
-            local = self._strip(term.value, self.entity_base)
-        elif isinstance(term, ox.BlankNode):
-            local = "_:" + term.value
-        elif isinstance(term, ox.Literal):
-            local = "~" + quote(term.value, safe="")
-            dt = term.datatype.value if term.datatype is not None else None
-            if term.language:
-                local += "@" + term.language
-            elif dt and dt not in _PLAIN_TYPES:
-                local += "^^" + ("xsd:" + dt[len(XSD) :] if dt.startswith(XSD) else quote(dt, safe=""))
-        else:  # RDF-star triple terms are not entities here
-            return None
-        return local if len(local) <= _MAX_LOCAL and not _SPACE.search(local) else None
-
-    def decode(self, local: str) -> Term:
-        try:
-            if local.startswith("~"):
-                body, lang, dt = local[1:], None, None
-                if "^^" in body:
-                    body, dt = body.split("^^", 1)
-                    dt = XSD + dt[4:] if dt.startswith("xsd:") else unquote(dt)
-                elif "@" in body:
-                    body, lang = body.split("@", 1)
-                value = unquote(body)
-                if lang:
-                    return ox.Literal(value, language=lang)
-                if dt:
-                    return ox.Literal(value, datatype=ox.NamedNode(dt))
-                return ox.Literal(value)
-            if local.startswith("_:"):
-                return ox.BlankNode(local[2:])
-            if ":" in local:
-                return ox.NamedNode(local)
-            if self.entity_base:
-                return ox.NamedNode(self.entity_base + local)
-        except ValueError as e:
-            raise InvalidInput(f"malformed ID {local!r}: {e}") from None
-        raise InvalidInput(f"malformed ID {local!r}: this store has no entity base namespace; use the full IRI")
-
-    def encode_relation(self, iri: str) -> str:
-        return self._strip(iri, self.relation_base)
-
-    def decode_relation(self, local: str) -> ox.NamedNode:
-        iri = local if ":" in local else (self.relation_base or "") + local
-        if ":" not in iri:
-            raise InvalidInput(f"malformed relation ID {local!r}: expected a name from get_relations or a full IRI")
-        try:
-            return ox.NamedNode(iri)
-        except ValueError as e:
-            raise InvalidInput(f"malformed relation ID {local!r}: {e}") from None
-
-
-# -- label search seam -----------------------------------------------------------------------------------------
-class LabelSearch(Protocol):
-    """What OxigraphKG needs from an entity search index: hits keyed by IRI (``_:id`` for blank nodes), one per
-    key, best first. :class:`kg_adapters.fts_index.FtsLabelIndex` (SQLite FTS5, on disk) has this shape."""
-
-    def search(self, text: str, limit: int = 10) -> Sequence[KeyHit]: ...
-
-    def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
-
-    def named(self, label: str, limit: int = 20) -> Sequence[KeyHit]:
-        """Names equal to ``label`` up to case, accents, spacing and punctuation; no fuzzy or word matches."""
-        ...
-
-    def named_many(self, labels: Sequence[str], limit: int = 20) -> Mapping[str, Sequence[KeyHit]]:
-        """:meth:`named` of many labels at once; a label named nowhere may be left out."""
-        ...
-
-
-def term_key(term: Term) -> str:
-    return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
-
-
-def key_term(k: str) -> Term:
-    return ox.BlankNode(k[2:]) if k.startswith("_:") else ox.NamedNode(k)
-
-
-def label_rows(store: ox.Store) -> Iterator[tuple[str, str, str]]:
-    """``(key, name, kind)`` for every label (kind ``label``) and alias (``alias``) literal of the store: the names
-    entity search finds, whether read into memory (:class:`InMemoryLabelSearch`) or into the on-disk index
-    (:func:`kg_adapters.bulk_load.build_label_index`). Keys as :func:`term_key` writes them."""
-    for preds, kind in ((_LABEL_NODES, "label"), (_ALIAS_NODES, "alias")):
-        for pred in preds:
-            for q in store.quads_for_pattern(None, pred, None, None):
-                if isinstance(q.object, ox.Literal) and not isinstance(q.subject, ox.Triple):
-                    yield term_key(q.subject), q.object.value, kind
-
-
-class InMemoryLabelSearch:
-    """Every label and alias in the store in a LabelIndex (built on first use). Holds only the names, not the
-    triples: ~100 bytes per name."""
-
-    def __init__(self, store: ox.Store) -> None:
-        self._store = store
-        self._index: LabelIndex | None = None
-        self._keys: list[str] = []
-        self._texts: list[str] = []
-
-    def _build(self) -> LabelIndex:
-        if self._index is None:
-            pairs = dict.fromkeys((k, text) for k, text, _ in label_rows(self._store))
-            self._keys = [k for k, _ in pairs]
-            self._texts = [text for _, text in pairs]
-            self._index = LabelIndex(self._texts)
-        return self._index
-
-    def _dedupe(self, hits: list[Hit], limit: int) -> list[KeyHit]:
-        out: dict[str, KeyHit] = {}
-        for h in hits:
-            k = self._keys[h.index]
-            if k not in out or out[k].score < h.score:
-                out[k] = KeyHit(k, self._texts[h.index], h.score, h.match, h.mention)
-        return sorted(out.values(), key=lambda h: -h.score)[:limit]
-
-    def search(self, text: str, limit: int = 10) -> list[KeyHit]:
-        return self._dedupe(self._build().search(text, limit * 2), limit)
-
-    def link(self, query: str, limit: int = 10) -> list[KeyHit]:
-        return self._dedupe(self._build().link(query, limit * 2), limit)
-
-    def named_many(self, labels: Sequence[str], limit: int = 20) -> dict[str, list[KeyHit]]:
-        return {label: hits for label in dict.fromkeys(labels) if (hits := self.named(label, limit))}
-
-    def named(self, label: str, limit: int = 20) -> list[KeyHit]:
-        text = label.strip()
-        return self._dedupe([Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
-                             for i in self._build().named(label)], limit)
-
-
-# -- the backend -----------------------------------------------------------------------------------------------
 class OxigraphKG(LabelledEdgesKG):
     capabilities = Capabilities(backend="oxigraph", sparql=True)
 
@@ -365,7 +192,7 @@ class OxigraphKG(LabelledEdgesKG):
         """The name shown for a term: a literal's value; else its best label, or its IRI's local name."""
         if isinstance(term, ox.Literal):
             return term.value
-        return self._best_text(term, self._used(_LABEL_NODES)) or (
+        return self._best_text(term, self._used(LABEL_NODES)) or (
             "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
         )
 
@@ -380,7 +207,7 @@ class OxigraphKG(LabelledEdgesKG):
     def relation_label(self, iri: str) -> str:
         label = self._relation_labels.get(iri)
         if label is None:
-            label = self._best_text(ox.NamedNode(iri), self._used(_LABEL_NODES)) or humanize(
+            label = self._best_text(ox.NamedNode(iri), self._used(LABEL_NODES)) or humanize(
                 unquote(iri[len(RELATION_NS) :]) if iri.startswith(RELATION_NS) else iri
             )
             self._relation_labels[iri] = label
@@ -576,7 +403,7 @@ class OxigraphKG(LabelledEdgesKG):
             if isinstance(tgt, ox.Literal):
                 dt = tgt.datatype.value if tgt.datatype is not None and not tgt.language else None
                 value = Literal.model_construct(
-                    value=tgt.value, datatype=None if dt in _PLAIN_TYPES else dt, lang=tgt.language
+                    value=tgt.value, datatype=None if dt in PLAIN_TYPES else dt, lang=tgt.language
                 )
             edges.append(
                 Edge.model_construct(
@@ -599,7 +426,7 @@ class OxigraphKG(LabelledEdgesKG):
         (local,) = self.local_ids([entity_id])
         term = self.entity_term(local)
         ent = self.entity(term, entity_id)
-        preds = [] if isinstance(term, ox.Literal) else self._used(_ALIAS_NODES + _LABEL_NODES)
+        preds = [] if isinstance(term, ox.Literal) else self._used(ALIAS_NODES + LABEL_NODES)
         names = [q.object.value for pred in preds for q in self._quads(s=term, p=pred)
                  if isinstance(q.object, ox.Literal)
                  and language_rank(q.object.language, self.languages) <= len(self.languages)]
@@ -674,7 +501,7 @@ class OxigraphKG(LabelledEdgesKG):
                 )
             except (OSError, RuntimeError) as e:
                 raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
-            rows = [(r["p"].value, int(r["n"].value)) for r in rows if not r["p"].value.startswith(_META)]
+            rows = [(r["p"].value, int(r["n"].value)) for r in rows if not r["p"].value.startswith(META_NS)]
             edges = [(p, n) for p, n in rows if p not in METADATA_PREDICATES]
             self._info = KGInfo(
                 name=self.name,
@@ -710,129 +537,7 @@ class OxigraphKG(LabelledEdgesKG):
             self._workers.close()
 
 
-# -- metadata, loading, opening ------------------------------------------------------------------------------
-def read_meta(store: ox.Store) -> dict[str, str]:
-    return {
-        q.predicate.value[len(_META) :]: q.object.value
-        for q in store.quads_for_pattern(META_GRAPH, None, None, META_GRAPH)
-        if q.predicate.value.startswith(_META) and isinstance(q.object, ox.Literal)
-    }
-
-
-def write_meta(store: ox.Store, **values: str) -> None:
-    for k, v in values.items():
-        pred = ox.NamedNode(_META + k)
-        for q in list(store.quads_for_pattern(META_GRAPH, pred, None, META_GRAPH)):
-            store.remove(q)
-        store.add(ox.Quad(META_GRAPH, pred, ox.Literal(v), META_GRAPH))
-
-
-def name_iri(name: str, namespace: str = ENTITY_NS) -> str:
-    """The IRI a name from a ``head|relation|tail`` file gets in a store: ``Tom Hanks`` → ``urn:tot:e:Tom%20Hanks``."""
-    return namespace + quote(name, safe=_NAME_SAFE)
-
-
-def _triples_to_ntriples(source: Path, out: Path) -> None:
-    """Rewrite a head|relation|tail file as N-Triples: names become IRIs, each gets its rdfs:label once."""
-    label = f"<{RDFS}label>"
-    seen_e: set[str] = set()
-    seen_r: set[str] = set()
-    with open(out, "w", encoding="utf-8") as w:
-        for h, r, t in iter_triples(source):
-            w.write(f"<{name_iri(h)}> <{name_iri(r, RELATION_NS)}> <{name_iri(t)}> .\n")
-            for e in (h, t):
-                if e not in seen_e:
-                    seen_e.add(e)
-                    w.write(f"<{name_iri(e)}> {label} {ox.Literal(e)} .\n")
-            if r not in seen_r:
-                seen_r.add(r)
-                w.write(f"<{name_iri(r, RELATION_NS)}> {label} {ox.Literal(humanize(r))} .\n")
-
-
-def _namespace(iri: str) -> str:
-    cut = max(iri.rfind("#"), iri.rfind("/"))
-    return iri[: cut + 1] if cut > iri.find(":") else ""
-
-
-def _guess_bases(store: ox.Store, sample: int = 5000) -> tuple[str, str]:
-    """The most common subject namespace and predicate namespace in a sample of the data (ignoring vocabularies
-    that only carry labels). Recorded once at load so IDs stay stable afterwards."""
-    subj: dict[str, int] = {}
-    pred: dict[str, int] = {}
-    quads = (q for q in store.quads_for_pattern(None, None, None, None) if q.graph_name != META_GRAPH)
-    for q in islice(quads, sample):
-        if isinstance(q.subject, ox.NamedNode):
-            ns = _namespace(q.subject.value)
-            subj[ns] = subj.get(ns, 0) + 1
-        if q.predicate.value not in METADATA_PREDICATES:
-            ns = _namespace(q.predicate.value)
-            pred[ns] = pred.get(ns, 0) + 1
-    best = lambda d: max(sorted(d), key=d.get) if d else ""  # noqa: E731
-    return best(subj), best(pred)
-
-
-def load_into_store(
-    source: str | Path,
-    store_path: str | Path | None,
-    *,
-    format: str | None = None,
-    description: str | None = None,
-    store: ox.Store | None = None,
-) -> ox.Store:
-    """Bulk-load an RDF file or a ``head|relation|tail`` file into a pyoxigraph store (created if missing).
-
-    Triple files map names to IRIs in ``urn:tot:e:`` (entities) and ``urn:tot:r:`` (relations), percent-encoded,
-    with the original name as ``rdfs:label``. Quads keep their named graphs (they are merged at query time).
-    Returns the open store. Pass ``store_path=None`` for an in-memory store.
-    """
-    source = Path(source)
-    if not source.is_file():
-        raise InvalidInput(f"file to load not found: {source}")
-    if store is None:
-        try:
-            store = ox.Store(str(store_path)) if store_path is not None else ox.Store()
-        except OSError as e:
-            raise InvalidInput(f"cannot open oxigraph store at {store_path}: {e}") from None
-    try:
-        if is_triples_file(source):
-            with tempfile.TemporaryDirectory() as tmp:
-                nt = Path(tmp) / "triples.nt"
-                _triples_to_ntriples(source, nt)
-                store.bulk_load(path=str(nt), format=ox.RdfFormat.N_TRIPLES)
-            bases = (ENTITY_NS, RELATION_NS)
-        else:
-            fmt = rdf_format_for(source, format)
-            if fmt is None:
-                raise InvalidInput(f"{source}: unknown file type; pass format= or use .txt/.tsv for triple files")
-            bulk_load_file(store, source, fmt)
-            bases = _guess_bases(store)
-    except SyntaxError as e:
-        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
-    except OSError as e:
-        raise BackendError(f"loading {source} into the store failed: {e}") from e
-    meta = {"source": str(source.resolve()), "entityBase": bases[0], "relationBase": bases[1], "loaded": "true"}
-    if description:
-        meta["description"] = description
-    write_meta(store, **meta)
-    store.flush()
-    return store
-
-
-def bulk_load_file(store: ox.Store, source: Path, fmt: str) -> None:
-    """An RDF file, gzipped or not, into the store in one piece, its relative IRIs against the file's own; ``fmt``
-    is a format name (:data:`~kg_adapters.rdf_file.RDF_MEDIA_TYPES`). A parse error is an InvalidInput naming the
-    file."""
-    base_iri = source.resolve().as_uri()
-    try:
-        if is_gzipped(source):
-            with open_binary(source) as fh:
-                store.bulk_load(input=fh, format=_OX_FORMATS[fmt], base_iri=base_iri)
-        else:  # from the path: pyoxigraph reads the file itself
-            store.bulk_load(path=str(source), format=_OX_FORMATS[fmt], base_iri=base_iri)
-    except SyntaxError as e:
-        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
-
-
+# -- opening ---------------------------------------------------------------------------------------
 def default_store_dir(source: Path, cache_dir: Path | None = None) -> Path:
     """Where a file too large for memory gets its store when none is configured: under ``stores/`` of the cache
     directory (None: the environment's), keyed by the file's path, size and mtime, so the next start reuses it."""

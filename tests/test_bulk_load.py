@@ -11,10 +11,11 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from tot_mcp.kg_adapters.bulk_load import BulkLoader, LoadState, main, state_path
+from tot_mcp.kg_adapters.bulk_load import BulkLoader, LoadState, load_into_store, main, state_path
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.fts_index import FtsLabelIndex, label_index_path
-from tot_mcp.kg_adapters.oxigraph_store import META_GRAPH, load_into_store, open_store_kg
+from tot_mcp.kg_adapters.oxigraph_store import open_store_kg
+from tot_mcp.kg_adapters.store_names import META_GRAPH
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

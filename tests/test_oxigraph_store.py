@@ -16,7 +16,8 @@ from kg_behaviour import FIXTURES, entity_id
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
 from tot_mcp.kg_adapters.files import open_file_kg
 from tot_mcp.kg_adapters.models import Direction
-from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, TermCodec, load_into_store, name_iri, open_store_kg
+from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, load_into_store, open_store_kg
+from tot_mcp.kg_adapters.store_names import TermCodec, name_iri
 
 TRIPLES = "Heat|directed_by|Michael Mann\nHeat|starred_actors|Al Pacino\nHeat|release_year|1995\nCollateral|directed_by|Michael Mann\nAC/DC: Live|has_tags|rock & roll\n"
 
@@ -64,11 +65,24 @@ def test_reopening_a_file_reuses_its_store_and_refuses_a_store_of_other_data(tri
     def no_reload(*a, **k):
         raise AssertionError("the store was loaded again")
 
-    monkeypatch.setattr("tot_mcp.kg_adapters.oxigraph_store.load_into_store", no_reload)
+    monkeypatch.setattr("tot_mcp.kg_adapters.bulk_load.load_into_store", no_reload)
     again = open_file_kg("f", triples_file, store=str(store))
     assert asyncio.run(again.search_entities("Heat"))[0].entity.label == "Heat"
     with pytest.raises(InvalidInput, match="holds"):
         open_file_kg("g", FIXTURES / "local_movies.ttl", store=str(store))
+
+
+def test_a_file_that_does_not_load_leaves_no_half_store_behind(tmp_path, monkeypatch):
+    """A bad line past the first chunk of a triple file: the store is left empty, so that the fixed
+    file can be loaded into it (a store holding anything else is refused)."""
+    from tot_mcp.kg_adapters import bulk_load
+
+    monkeypatch.setattr(bulk_load, "DEFAULT_CHUNK_LINES", 2)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a|r|b\n" * 3 + "no separators\n", encoding="utf-8")
+    with pytest.raises(InvalidInput, match=r"bad.txt:4: expected"):
+        load_into_store(bad, tmp_path / "st")
+    assert len(ox.Store.read_only(str(tmp_path / "st"))) == 0
 
 
 @pytest.mark.parametrize(

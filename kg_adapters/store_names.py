@@ -25,7 +25,7 @@ which reads every label once into a :class:`~kg_adapters.label_index.LabelIndex`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 from urllib.parse import quote, unquote
 
@@ -162,14 +162,6 @@ class LabelSearch(Protocol):
 
     def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
 
-    def named(self, label: str, limit: int = 20) -> Sequence[KeyHit]:
-        """Names equal to ``label`` up to case, accents, spacing and punctuation; no fuzzy or word matches."""
-        ...
-
-    def named_many(self, labels: Sequence[str], limit: int = 20) -> Mapping[str, Sequence[KeyHit]]:
-        """:meth:`named` of many labels at once; a label named nowhere may be left out."""
-        ...
-
 
 def term_key(term: Term) -> str:
     return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
@@ -222,11 +214,3 @@ class InMemoryLabelSearch:
 
     def link(self, query: str, limit: int = 10) -> list[KeyHit]:
         return self._dedupe(self._build().link(query, limit * 2), limit)
-
-    def named_many(self, labels: Sequence[str], limit: int = 20) -> dict[str, list[KeyHit]]:
-        return {label: hits for label in dict.fromkeys(labels) if (hits := self.named(label, limit))}
-
-    def named(self, label: str, limit: int = 20) -> list[KeyHit]:
-        text = label.strip()
-        return self._dedupe([Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
-                             for i in self._build().named(label)], limit)

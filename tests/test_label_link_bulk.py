@@ -44,7 +44,7 @@ def cast_kgs(tmp_path_factory):
         "bulk-loaded store": open_store_kg("cast", root / "bulk", None),
         "sparql": open_kg(make_spec("cast", f"sparql:{next(server)}")),
     }
-    assert type(kgs["bulk-loaded store"].labels).__name__ == "FtsLabelIndex"
+    assert type(kgs["bulk-loaded store"].label_search).__name__ == "FtsLabelIndex"
     # a triples file names each film once: the hub label is a store-side case only
     kgs["triples"] = open_kg(make_spec("cast", str(nt)))
     yield kgs

@@ -15,6 +15,7 @@ from kg_behaviour import FIXTURES, entity_id
 
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
 from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, load_into_store, open_store_kg
 from tot_mcp.kg_adapters.store_names import TermCodec, name_iri
@@ -31,7 +32,7 @@ def triples_file(tmp_path) -> Path:
 
 def test_triple_file_names_become_readable_ids_in_a_documented_namespace(triples_file, tmp_path):
     load_into_store(triples_file, tmp_path / "st")
-    kg = open_store_kg("f", tmp_path / "st")
+    kg = Graph(open_store_kg("f", tmp_path / "st"))
     hits = asyncio.run(kg.search_entities("Michael Mann"))
     assert hits[0].entity.id == "f:Michael%20Mann"
     assert name_iri("Michael Mann") == "urn:tot:e:Michael%20Mann"
@@ -48,12 +49,12 @@ def test_triple_file_names_become_readable_ids_in_a_documented_namespace(triples
 
 
 def test_ids_survive_closing_and_reopening_the_store(triples_file, tmp_path):
-    kg1 = open_file_kg("f", triples_file, store=str(tmp_path / "st"))
+    kg1 = Graph(open_file_kg("f", triples_file, store=str(tmp_path / "st")))
     heat = asyncio.run(entity_id(kg1, "Heat"))
     edges1 = asyncio.run(kg1.get_edges([heat], "f:starred_actors"))
     del kg1
-    kg2 = open_store_kg("f", tmp_path / "st")
-    assert isinstance(kg2, OxigraphKG)
+    kg2 = Graph(open_store_kg("f", tmp_path / "st"))
+    assert isinstance(kg2.store, OxigraphKG)
     assert asyncio.run(entity_id(kg2, "Heat")) == heat
     assert asyncio.run(kg2.get_edges([heat], "f:starred_actors")) == edges1
 
@@ -70,6 +71,21 @@ def test_reopening_a_file_reuses_its_store_and_refuses_a_store_of_other_data(tri
     assert asyncio.run(again.search_entities("Heat"))[0].entity.label == "Heat"
     with pytest.raises(InvalidInput, match="holds"):
         open_file_kg("g", FIXTURES / "local_movies.ttl", store=str(store))
+
+
+async def test_a_key_is_the_name_iri_or_value_behind_an_id_and_finds_it_again(triples_file, tmp_path):
+    """What identity links are made of: a triple file's name, an RDF file's IRI, a literal's lexical form."""
+    store = open_file_kg("f", triples_file, store="memory")
+    ids = [m.entity.id for name in ("Michael Mann", "1995") for m in await store.search_entities(name)
+           if m.entity.label == name]
+    keys = await store.labels([*ids, "f:Nobody%20Here", "other:x"], key=True)
+    assert keys == dict(zip(ids, ["Michael Mann", "1995"]))  # what names nothing is left out
+    assert await store.find(["Michael Mann", "1995", "Nobody Here"]) == {
+        "Michael Mann": [ids[0]], "1995": [ids[1]], "Nobody Here": []}
+    movies = open_file_kg("mv", FIXTURES / "local_movies.ttl", store="memory")
+    (keanu,) = (await movies.find(["http://example.org/movies/KeanuReeves"])).values()
+    assert await movies.labels(keanu, key=True) == {keanu[0]: "http://example.org/movies/KeanuReeves"}
+    assert await movies.labels(keanu) == {keanu[0]: "Keanu Reeves"}
 
 
 def test_a_file_that_does_not_load_leaves_no_half_store_behind(tmp_path, monkeypatch):
@@ -107,7 +123,7 @@ def test_the_id_encoding_round_trips_every_kind_of_term(term):
 
 
 def test_malformed_and_missing_ids_are_clear_errors(tmp_path):
-    kg = open_file_kg("mv", FIXTURES / "local_movies.ttl", store="memory")
+    kg = Graph(open_file_kg("mv", FIXTURES / "local_movies.ttl", store="memory"))
     with pytest.raises(InvalidInput, match="malformed"):
         asyncio.run(kg.get_relations(["mv:http://bad iri"]))
     with pytest.raises(NotFound):
@@ -118,8 +134,8 @@ def test_malformed_and_missing_ids_are_clear_errors(tmp_path):
 
 def test_the_store_matches_the_memory_backend_on_pathquestion(tmp_path):
     kb = require_benchmarks("pathquestion", "kb", "2H-kb.txt")
-    mem = open_file_kg("pq", kb, backend="memory")
-    st = open_file_kg("pq", kb, store=str(tmp_path / "st"))
+    mem = Graph(open_file_kg("pq", kb, backend="memory"))
+    st = Graph(open_file_kg("pq", kb, store=str(tmp_path / "st")))
 
     async def walk(kg, label):
         eid = await entity_id(kg, label)

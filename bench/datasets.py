@@ -45,15 +45,16 @@ def load_sets(data: Path, names: Iterable[str], limit: int | None = None) -> Ite
     """(name, KG, first ``limit`` questions) per set, named by key (``pq2``) or as :func:`by_benchmark_name` spells
     it (``PQ-2H``); each KB is loaded once and shared by the sets that ask the same KB. Malformed question lines
     are skipped."""
+    from tot_mcp.kg_adapters.graph import Graph
     from tot_mcp.kg_adapters.memory import MemoryKG
     from tot_mcp.kg_adapters.triples_file import load_triples_file
     from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
 
     sets = {**DEV_SETS, **by_benchmark_name()}
-    kgs: dict[str, MemoryKG] = {}
+    kgs: dict[str, Graph] = {}
     for name in names:
         d = sets[name]
         if d.kg_name not in kgs:
-            kgs[d.kg_name] = MemoryKG(d.kg_name, load_triples_file(data / d.kb))
+            kgs[d.kg_name] = Graph(MemoryKG(d.kg_name, load_triples_file(data / d.kb)))
         questions = [q for q in read_questions(data / d.questions, d.fmt) if not isinstance(q, BadLine)][:limit]
         yield name, kgs[d.kg_name], questions

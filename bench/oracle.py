@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.strategies.llm.base import LLM
 
@@ -52,7 +52,7 @@ class OracleLLM(LLM):
 
     name = "oracle"
 
-    def __init__(self, kg: KnowledgeGraph, paths: dict[str, list[Hop]], *, alternatives: bool = False) -> None:
+    def __init__(self, kg: Graph, paths: dict[str, list[Hop]], *, alternatives: bool = False) -> None:
         super().__init__()
         self.kg = kg
         self.paths = paths

@@ -15,6 +15,7 @@ import asyncio
 import statistics
 from pathlib import Path
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triples_file import load_triples_file
 from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
@@ -44,7 +45,7 @@ async def run_one(kg, question, qtype, batch: bool, k: int, alternatives: bool):
 
 
 async def main_async(args) -> None:
-    kg = MemoryKG("metaqa", load_triples_file(Path(args.data) / "metaqa" / "kb.txt"))
+    kg = Graph(MemoryKG("metaqa", load_triples_file(Path(args.data) / "metaqa" / "kb.txt")))
     print(f"k={args.k}, limit={args.limit} questions per set, oracle alternatives={args.alternatives}")
     print("| set | protocol | Hits@1 | answered | median calls | max calls | median tokens | target calls | met |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -107,7 +107,8 @@ def ensure_store(workdir: Path, triples: Path, fresh: bool, chunk_lines: int) ->
 
 
 async def in_process(store: Path, samples: list[tuple[str, str, str]], hub: str, rows: list) -> dict:
-    from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
+    from tot_mcp.kg_adapters.cache import ResultCache
+    from tot_mcp.kg_adapters.graph import Graph
     from tot_mcp.kg_adapters.oxigraph_store import name_iri, open_store_kg
 
     kg = open_store_kg(KG, store)
@@ -141,7 +142,7 @@ async def in_process(store: Path, samples: list[tuple[str, str, str]], hub: str,
     hub_total = sum(r.count or 0 for r in hub_rels.relations)
 
     # cache: a tree-search-like workload where popular questions repeat (Zipf over the sampled heads)
-    cached = CachedKG(open_store_kg(KG, store), ResultCache())
+    cached = Graph(open_store_kg(KG, store), ResultCache())
     rng = random.Random(1)
     weights = [1 / (k + 1) for k in range(n)]
     t_cached = []

@@ -10,27 +10,19 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from .eager import gather_eager
-from .errors import InvalidInput, KGError, NotFound, UnknownKG
+from .errors import InvalidInput, UnknownKG
 from .models import (
     AdjacentIds,
     Direction,
     EdgePage,
     EntityDescription,
     EntityMatch,
-    Entity,
     KGInfo,
     Relation,
     RelationList,
     split_id,
 )
-from .text import key as label_key
-
-if TYPE_CHECKING:  # the SPARQL package imports this module; the result models are only needed for annotations
-    from .sparql.guard import SparqlRows
-    from .sparql.relsearch import RelationHit
 
 
 @dataclass(frozen=True)
@@ -93,6 +85,10 @@ class KnowledgeGraph(abc.ABC):
     def __init__(self, name: str, limits: Limits | None = None) -> None:
         self.name = name
         self.limits = limits or Limits()
+
+    @property
+    def backend(self) -> str:
+        return self.capabilities.backend
 
     @property
     def vocabulary(self) -> Mapping[str, str] | None:
@@ -177,8 +173,10 @@ class KnowledgeGraph(abc.ABC):
 
 
 def merge_relation_lists(lists: Sequence[RelationList]) -> RelationList:
-    """Several answers of :meth:`KnowledgeGraph.get_relations` as one: counts added up per (relation, direction),
-    flags and warnings combined, the first answer's order kept."""
+    """Several entities' relations as one list: counts added up per (relation, direction) — edges, and the
+    entities having it — flags and warnings combined, the first answer's order kept."""
+    if len(lists) == 1:
+        return lists[0]
     merged: dict[tuple[str, Direction], Relation] = {}
     truncated = partial = False
     warnings: list[str] = []
@@ -189,11 +187,11 @@ def merge_relation_lists(lists: Sequence[RelationList]) -> RelationList:
         for r in rl.relations:
             key = (r.id, r.direction)
             old = merged.get(key)
+            having = r.entities if r.entities is not None else 1
             if old is None:
-                merged[key] = r
+                merged[key] = r.model_copy(update={"entities": having})
             else:
-                add = {f: (getattr(old, f) or 0) + (getattr(r, f) or 0) for f in ("count", "entities")
-                       if getattr(old, f) is not None or getattr(r, f) is not None}
-                merged[key] = old.model_copy(update=add)
+                count = None if old.count is None and r.count is None else (old.count or 0) + (r.count or 0)
+                merged[key] = old.model_copy(update={"count": count, "entities": old.entities + having})
     return RelationList.model_construct(relations=list(merged.values()), truncated=truncated, partial=partial,
                                         warnings=warnings)

@@ -7,14 +7,15 @@ strategy walking a frontier need the same answers; the server only maps MCP to t
 
 from __future__ import annotations
 
-from .base import KnowledgeGraph, labels_only
+from .graph import Graph
+from .models import labels_only
 from .errors import InvalidInput, KGError
 from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
 from .models import Direction, EdgePage, RelationList
 
 
-async def relations_over(kg: KnowledgeGraph, ids: list[str]) -> tuple[list[str], RelationList]:
-    """``get_relations`` over the first ``HOP_FRONTIER`` entities (:meth:`KnowledgeGraph.relation_counts`: counts,
+async def relations_over(kg: Graph, ids: list[str]) -> tuple[list[str], RelationList]:
+    """``get_relations`` over the first ``HOP_FRONTIER`` entities (:meth:`Graph.relation_counts`: counts,
     edges and entities having the relation, added up), at most ``max_relations`` shown; returns the entities read
     and the list."""
     limits = kg.limits
@@ -29,7 +30,7 @@ async def relations_over(kg: KnowledgeGraph, ids: list[str]) -> tuple[list[str],
                              len(rels) > limits.max_relations, partial=rl.partial, warnings=[*warnings, *rl.warnings])
 
 
-async def edges_over(kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction, limit: int,
+async def edges_over(kg: Graph, ids: list[str], relation_id: str, direction: Direction, limit: int,
                      offset: int) -> EdgePage:
     """One page of edges from any number of entities, the entities by label only (a page shown to a model): one
     backend call when the IDs fit in one, else read across batches (within ``HOP_EDGE_BUDGET`` edges and
@@ -51,7 +52,7 @@ async def edges_over(kg: KnowledgeGraph, ids: list[str], relation_id: str, direc
                     warnings=reach.warnings, relation=reach.relation)
 
 
-async def why_empty(kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction) -> str | None:
+async def why_empty(kg: Graph, ids: list[str], relation_id: str, direction: Direction) -> str | None:
     """Why a first page is empty, and the call that would find edges (the other direction), if any."""
     try:
         rels = (await relations_over(kg, ids))[1].relations

@@ -17,12 +17,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from .base import KnowledgeGraph, Limits
-from .cache import DEFAULT_CACHE_TTL, with_result_cache
+from .cache import DEFAULT_CACHE_TTL, ResultCache
+from .graph import Graph, graphs
 from .sameness import LinkingConfig, LinkRule
 from .embedded import DEFAULT_KG_NAME
 from .errors import InvalidInput
 from .models import KG_NAME_RE
-from .spec import KGSpec, make_spec, open_kg
+from .spec import KGSpec, make_spec, open_backend
 
 _PATH_OPTIONS = ("store",)
 # [kg.NAME] sparql_query (KGConfig), handed to open_kgs among the backend's options
@@ -130,7 +131,7 @@ def open_kgs(
     specs: Sequence[KGSpec] | None = None, config: GraphConfig | None = None,
     limits: Limits | None = None, *,
     cache_weight: int = 0, cache_ttl: float = DEFAULT_CACHE_TTL,
-) -> dict[str, KnowledgeGraph]:
+) -> dict[str, Graph]:
     """Open the KGs :func:`served_kgs` names, with a result cache of ``cache_weight`` in front of those that do
     I/O (0: none). Opened in order; if one fails, the error propagates and nothing after it is opened."""
     config = config or GraphConfig()
@@ -141,8 +142,8 @@ def open_kgs(
         sparql_on = opts.pop(SPARQL_QUERY_KEY, True)
         if not isinstance(sparql_on, bool):
             raise InvalidInput(f"[kg.{name}]: {SPARQL_QUERY_KEY} must be true or false, got {sparql_on!r}")
-        kgs[name] = open_kg(spec, limits, **opts)
+        kgs[name] = open_backend(spec, limits, **opts)
         if not sparql_on and kgs[name].capabilities.sparql:  # the backend could; the config says no
             kgs[name].capabilities = replace(kgs[name].capabilities, sparql=False)
-    return with_result_cache(kgs, cache_weight, cache_ttl)
+    return graphs(kgs, ResultCache(cache_weight, cache_ttl) if cache_weight > 0 else None)
 

@@ -19,7 +19,7 @@ from .errors import InvalidInput
 from .models import Direction, Edge, EdgePage, Entity, Literal, Relation
 
 if TYPE_CHECKING:  # annotations only: base's default bulk read calls edges_from, so no import back
-    from .base import KnowledgeGraph
+    from .graph import Graph
 
 MAX_HOPS = 4
 HOP_EDGE_BUDGET = 20_000  # edges read per hop before the walk stops and says it was cut
@@ -46,7 +46,7 @@ class Reach:
 
 
 async def edges_from(
-    kg: KnowledgeGraph, sources: list[str], relation_id: str, direction: Direction, budget: int = HOP_EDGE_BUDGET
+    kg: Graph, sources: list[str], relation_id: str, direction: Direction, budget: int = HOP_EDGE_BUDGET
 ) -> Reach:
     """Every edge from ``sources`` along the relation: batches of ``max_ids``, every page, at most ``budget``."""
     out = Reach()
@@ -106,7 +106,7 @@ def _node(edge: Edge) -> str | None:
 
 
 async def follow_path(
-    kg: KnowledgeGraph,
+    kg: Graph,
     start: list[str],
     hops: list[Hop],
     *,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .base import Capabilities, LabelledEdgesKG, Limits
+from .base import Capabilities, KnowledgeGraph, Limits
 from .cpu import cpu_bound
 from .describe import Describer
 from .errors import InvalidInput, NotFound
@@ -34,7 +34,7 @@ from .triple_index import TripleIndex
 _ENTITY_LOCAL = re.compile(r"^E(0|[1-9][0-9]{0,9})$")
 
 
-class MemoryKG(LabelledEdgesKG):
+class MemoryKG(KnowledgeGraph):
     capabilities = Capabilities(backend="memory", local_index=True)
 
     def __init__(
@@ -124,7 +124,7 @@ class MemoryKG(LabelledEdgesKG):
         )
 
     def relation_index(self, relation_id: str) -> int:
-        local = self.local_relation(relation_id)
+        local = self._local_relation(relation_id)
         r = self.index.relation_by_local_id(local)
         if r is None:
             raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
@@ -139,7 +139,7 @@ class MemoryKG(LabelledEdgesKG):
                                             mention=h.mention) for h in found]
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+    def initialize(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()) -> list[EntityMatch]:
         return self._matches(self._labels.link, query, limit)
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
@@ -147,25 +147,25 @@ class MemoryKG(LabelledEdgesKG):
         return self._matches(self._labels.search, text, limit)
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def get_relations(self, entity_ids: list[str]) -> RelationList:
-        nodes = list(dict.fromkeys(self.node_index(x) for x in self.local_ids(entity_ids)))
-        counts: dict[tuple[int, Direction], int] = {}
-        having: dict[tuple[int, Direction], int] = {}  # how many of the entities have it
-        for i in nodes:
-            for d, table in ((Direction.forward, self.index.out), (Direction.backward, self.index.inc)):
-                for r, ends in table[i].items():
-                    counts[(r, d)] = counts.get((r, d), 0) + len(ends)
-                    having[(r, d)] = having.get((r, d), 0) + 1
-        ordered = sorted(counts.items(), key=lambda kv: (kv[0][1] is Direction.backward, self.index.rel_keys[kv[0][0]]))
-        cap = self.limits.max_relations
-        rels = [self.relation_model(r, d, c, having[(r, d)]) for (r, d), c in ordered[:cap]]
-        return RelationList.model_construct(relations=rels, truncated=len(ordered) > cap, partial=False, warnings=[])
+    def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
+        self._local_ids(entity_ids, bulk=True)  # another KG's ID is an error, not a miss
+        out: dict[str, RelationList] = {}
+        keys = self.index.rel_keys
+        for eid in dict.fromkeys(entity_ids):
+            i = self.node_of(eid)
+            if i is None:
+                continue
+            rels = [self.relation_model(r, d, len(ends), 1)
+                    for d, table in ((Direction.forward, self.index.out), (Direction.backward, self.index.inc))
+                    for r, ends in sorted(table[i].items(), key=lambda kv: keys[kv[0]])]
+            out[eid] = RelationList.model_construct(relations=rels, truncated=False, partial=False, warnings=[])
+        return out
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction,
-               limit: int | None, offset: int, labelled: bool) -> EdgePage:
+    def edges(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
+              limit: int | None = None, offset: int = 0, labelled: bool = True) -> EdgePage:
         entity = self.labelled_entity if labelled else self.entity
-        nodes = [self.node_index(x) for x in self.local_ids(entity_ids)]
+        nodes = [self.node_index(x) for x in self._local_ids(entity_ids)]
         r = self.relation_index(relation_id)
         direction = Direction(direction)
         limit = self.limits.clamp(limit, self.limits.max_edges)
@@ -222,16 +222,19 @@ class MemoryKG(LabelledEdgesKG):
         )
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def adjacent_ids(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
-    ) -> AdjacentIds:
-        """Straight from the index (the contract's default pages :meth:`get_edges`, an entity built per node)."""
+    def adjacent_ids(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
+                     limit: int = 2000, labelled: bool = False) -> AdjacentIds:
         r = self.relation_index(relation_id)
         table = self.index.out if Direction(direction) is Direction.forward else self.index.inc
         nid = self.node_id
+        if entity_ids:
+            nodes = dict.fromkeys(self.node_index(x) for x in self._local_ids(list(dict.fromkeys(entity_ids)),
+                                                                               bulk=True))
+        else:  # a sample from anywhere: the nodes having the relation
+            nodes = dict.fromkeys(i for i, rels in enumerate(table) if r in rels)
         pairs: list[tuple[str, str]] = []
         room = max(0, limit)
-        for i in dict.fromkeys(self.node_index(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))):
+        for i in nodes:
             targets = table[i].get(r)
             if not targets:
                 continue
@@ -243,70 +246,44 @@ class MemoryKG(LabelledEdgesKG):
             room -= len(targets)
         return AdjacentIds.model_construct(pairs=pairs, values=[], truncated=False)
 
-    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
+    async def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
         nodes = self.index.nodes
-        return {eid: nodes[i].label for eid in dict.fromkeys(entity_ids) if (i := self.node_of(eid)) is not None}
+        return {eid: nodes[i].key if key else nodes[i].label
+                for eid in dict.fromkeys(entity_ids) if (i := self.node_of(eid)) is not None}
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
-        (local,) = self.local_ids([entity_id])
+        (local,) = self._local_ids([entity_id])
         i = self.node_index(local)
-        rels = (await self.get_relations([entity_id])).relations
+        rels = (await self.relations([entity_id]))[entity_id].relations
         node = self.index.nodes[i]
         return EntityDescription(
             entity=self.entity(i),
             aliases=list(node.aliases),
-            relations=rels,
+            relations=rels[: self.limits.max_relations],
             iri=node.key if node.key.startswith(("http://", "https://", "urn:")) else None,
         )
 
-    async def label_of(self, entity_id: str) -> str:
-        (local,) = self.local_ids([entity_id])
-        return self.index.nodes[self.node_index(local)].label
-
-    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        return [self.entity(i) for i in self._labels.named(label)[:limit]]
-
-    def relation_vocabulary(self) -> frozenset[str]:
-        return frozenset(f"{self._prefix}{loc}" for loc in self.index.rel_local_ids)
-
-    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
-        r = self.index.relation_by_local_id(self.local_relation(relation_id))
-        if r is None:
-            return []
-        out = []
-        for i, rels in enumerate(self.index.out):
-            if r in rels:
-                out.append(self.node_id(i))
-                if len(out) >= limit:
-                    break
-        return out
-
-    def relation_labels(self) -> dict[str, str]:
+    @property
+    def vocabulary(self) -> dict[str, str]:
         return {f"{self._prefix}{loc}": label for loc, label in zip(self.index.rel_local_ids, self.index.rel_labels)}
-
-    async def resolve_key(self, key: str) -> str | None:
-        i = self._node_by_key(key)
-        return None if i is None else self.node_id(i)
 
     def _node_by_key(self, key: str) -> int | None:
         """The node a key names: an entity's name, else a literal's value."""
         i = self.index.find_node(key)
         return self.index.find_literal(key) if i is None else i
 
-    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
-        """Straight from the index: each value's node, then its ``relation_id`` subjects (an identifier link asks
-        this for a whole frontier; the contract's fallback built a described edge page per value)."""
-        r = self.relation_index(relation_id)
+    async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
+                   ) -> dict[str, list[str]]:
+        r = None if relation_id is None else self.relation_index(relation_id)
         out: dict[str, list[str]] = {}
         for v in dict.fromkeys(values):
-            i = self._node_by_key(v)
+            i = self._node_by_key(v) if isinstance(v, str) else None
+            if r is None:
+                out[v] = [] if i is None else [self.node_id(i)]
+                continue
             subjects = self.index.inc[i].get(r, ()) if i is not None else ()
             out[v] = [self.node_id(j) for j in subjects[:limit]]
         return out
-
-    async def entity_key(self, entity_id: str) -> str | None:
-        (local,) = self.local_ids([entity_id])
-        return self.index.nodes[self.node_index(local)].key
 
     async def info(self) -> KGInfo:
         top = sorted(range(len(self.index.rel_keys)), key=lambda r: -self.index.rel_counts[r])[:20]

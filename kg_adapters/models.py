@@ -7,7 +7,7 @@ after the first colon belongs to the adapter, which validates it before it goes 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, Self
 
@@ -261,3 +261,9 @@ def inverse_of(label: str) -> str:
     """How a relation followed backward reads where a sentence names it (``Relation.inverse_label`` and the tree
     search's prompts): ``inverse of directed by``. The one place this wording is made."""
     return f"inverse of {label}"
+
+
+def labels_only(entities: Mapping[str, Entity]) -> dict[str, Entity]:
+    """The entities without their descriptions (a page shown to a model names its entities; describing them is
+    describe_entity's job)."""
+    return {k: e.model_copy(update={"description": None}) if e.description else e for k, e in entities.items()}

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .base import KnowledgeGraph
+from .graph import Graph
 from .errors import InvalidInput, KGError
 from .describe import _cut  # a value label cut as descriptions cut it
 from .sameness import local_relation_name, names_relation
@@ -39,7 +39,7 @@ class RelationNames:
     unavailable: set[str] = field(default_factory=set)  # KGs that did not answer (asked again next time)
 
     @classmethod
-    async def of(cls, kg: KnowledgeGraph) -> RelationNames:
+    async def of(cls, kg: Graph) -> RelationNames:
         """The members' vocabularies; those that must be asked (``info()``) are asked at once, and
         through a linked KG only as long as it waits for a member (a stalled endpoint is
         unavailable, not a wait of its whole deadline)."""
@@ -50,7 +50,7 @@ class RelationNames:
         members = kg.members()
         asked = [name for name, member in members.items() if not member.relation_vocabulary()]
 
-        async def info(member: KnowledgeGraph) -> KGInfo | None:
+        async def info(member: Graph) -> KGInfo | None:
             try:
                 return await member.info()
             except KGError:
@@ -134,7 +134,7 @@ class RelationNames:
         return "; ".join(parts) if len(parts) > len(self.partial) + len(self.unavailable) else ""
 
 
-async def relation_examples(kg: KnowledgeGraph, names: RelationNames) -> dict[str, str]:
+async def relation_examples(kg: Graph, names: RelationNames) -> dict[str, str]:
     """One edge per listed relation, ``Forrest Gump → Tom Hanks``: a relation's direction in words, which its name
     alone does not say (is ``starred_actors`` film → actor or actor → film?). Two reads per relation (a subject, then
     its first target), concurrently; only for vocabularies small enough to list; a relation whose sample fails or is

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field
 
-from .base import Capabilities, KnowledgeGraph, LabelledEdgesKG, Limits
+from .base import Capabilities, Limits
 from .describe import describe_relations
 from .eager import gather_eager
+from .graph import Graph
 from .errors import BackendError, InvalidInput, KGError, UnknownKG
 from .sameness import Linker, LinkingConfig, LinkRule
 from .models import (
@@ -100,10 +101,12 @@ def _asked(relation_id: str, direction: Direction) -> Relation:
     return Relation(id=relation_id, label=humanize(split_id(relation_id)[1]), direction=direction)
 
 
-class LinkedKG(LabelledEdgesKG):
+class LinkedKG(Graph):
+    """A :class:`Graph` over several Graphs: the reads routed across them, the rest inherited."""
+
     def __init__(
         self,
-        kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph],
+        kgs: Mapping[str, Graph] | Sequence[Graph],
         linker: Linker | None = None,
         *,
         name: str = DEFAULT_NAME,
@@ -115,7 +118,8 @@ class LinkedKG(LabelledEdgesKG):
         for key, kg in members.items():
             if kg.name != key:  # IDs carry kg.name, so routing by prefix needs the two to agree
                 raise InvalidInput(f"KG registered as {key!r} is named {kg.name!r}")
-        super().__init__(name, limits or next(iter(members.values())).limits)
+        self.name, self.limits = name, limits or next(iter(members.values())).limits
+        super().__init__(None)
         self.kgs = members
         self.linker = linker or Linker(members, [])
         self._selections: dict[tuple[str, ...], LinkedKG] = {}
@@ -125,11 +129,11 @@ class LinkedKG(LabelledEdgesKG):
     @classmethod
     def of(
         cls,
-        kgs: Sequence[KnowledgeGraph],
+        kgs: Sequence[Graph],
         rules: list[LinkRule] | None = None,
         config: LinkingConfig | None = None,
         limits: Limits | None = None,
-    ) -> KnowledgeGraph:
+    ) -> Graph:
         """The KGs as one: the KG itself when there is one, else linked by ``rules`` (default: label, every pair)."""
         kgs = list(kgs)
         if len(kgs) == 1:
@@ -137,7 +141,7 @@ class LinkedKG(LabelledEdgesKG):
         members = {k.name: k for k in kgs}
         return cls(members, Linker.configured(members, rules, config), limits=limits)
 
-    def members(self) -> Mapping[str, KnowledgeGraph]:
+    def members(self) -> Mapping[str, Graph]:
         return self.kgs
 
     def select(self, names: Sequence[str]) -> LinkedKG:
@@ -151,13 +155,13 @@ class LinkedKG(LabelledEdgesKG):
         return self._selections[key]
 
     # -- routing --------------------------------------------------------------------------------------------------
-    def member(self, kg_name: str) -> KnowledgeGraph:
+    def member(self, kg_name: str) -> Graph:
         kg = self.kgs.get(kg_name)
         if kg is None:
             raise UnknownKG(f"no KG named {kg_name!r}; configured: {', '.join(self.kgs)}")
         return kg
 
-    def owner(self, qualified_id: str) -> KnowledgeGraph:
+    def owner(self, qualified_id: str) -> Graph:
         name = split_id(qualified_id)[0]
         kg = self.kgs.get(name)
         if kg is None:
@@ -341,11 +345,17 @@ class LinkedKG(LabelledEdgesKG):
                 await self.prefetch(entity_ids)
             except KGError:
                 pass
-        return await super().same_as_many(entity_ids)
+        out: dict[str, list[str]] = {}
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                out[eid] = await self.same_as(eid)
+            except KGError:
+                continue
+        return out
 
     # -- fan-out --------------------------------------------------------------------------------------------------
     async def _each(
-        self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report,
+        self, names: Sequence[str], call: Callable[[Graph], Awaitable[T]], report: Report,
         progress: Progress | None = None, others_answered: bool = False,
     ) -> list[tuple[str, T]]:
         """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the
@@ -355,7 +365,7 @@ class LinkedKG(LabelledEdgesKG):
         kg_name)`` is awaited as each KG answers."""
         done = 0
 
-        async def one(kg: KnowledgeGraph) -> T:
+        async def one(kg: Graph) -> T:
             nonlocal done
             try:
                 return await call(kg)
@@ -404,7 +414,7 @@ class LinkedKG(LabelledEdgesKG):
         return ok
 
     async def answering(
-        self, names: Sequence[str], call: Callable[[KnowledgeGraph], Awaitable[T]], report: Report,
+        self, names: Sequence[str], call: Callable[[Graph], Awaitable[T]], report: Report,
         others_answered: bool = False,
     ) -> list[tuple[str, T]]:
         """``call`` on the members named, as the fan-out calls them: the slow and the failed ones
@@ -431,7 +441,7 @@ class LinkedKG(LabelledEdgesKG):
         local_left = len(names) - len(remote)
         local_done = asyncio.Event()
 
-        async def call(kg: KnowledgeGraph) -> list[EntityMatch]:
+        async def call(kg: Graph) -> list[EntityMatch]:
             nonlocal local_left
             if how != "link":
                 return await kg.search_entities(text, limit)
@@ -472,7 +482,8 @@ class LinkedKG(LabelledEdgesKG):
                 break
         return Matches(entities=out, kgs=names, omitted=omitted, warnings=report.warnings)
 
-    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
+    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+                               ) -> list[EntityMatch]:
         return (await self.find_matches(query, limit, "link")).entities
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
@@ -516,7 +527,7 @@ class LinkedKG(LabelledEdgesKG):
         truncated = any(rl.truncated for _, rl in answered) or len(rels) > cap
         return RelationList(relations=rels[:cap], truncated=truncated, partial=report.failed, warnings=report.warnings)
 
-    async def _route(self, entity_ids: list[str], kg: KnowledgeGraph, relation_id: str
+    async def _route(self, entity_ids: list[str], kg: Graph, relation_id: str
                      ) -> tuple[list[str], dict[str, str], Report]:
         """Where a read along ``kg``'s relation goes: the entities of ``kg`` themselves, the others' equivalents
         there (linked in bulk first), and ``{equivalent: the entity it answers for}``; entities linked nowhere
@@ -547,8 +558,8 @@ class LinkedKG(LabelledEdgesKG):
                         f"{'it' if len(unlinked) == 1 else 'them'}")
         return list(routed), via, report
 
-    async def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                     offset: int, labelled: bool) -> EdgePage:
+    async def _page(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
+                    offset: int, labelled: bool) -> EdgePage:
         self.limits.check_ids(entity_ids)
         kg = self.owner(relation_id)
         routed, via, report = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
@@ -570,22 +581,25 @@ class LinkedKG(LabelledEdgesKG):
                                        lambda ids: kg.adjacent(ids, relation_id, direction, limit))
 
     async def adjacent_ids(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000,
+        labelled: bool = False,
     ) -> AdjacentIds:
         """:meth:`adjacent` as IDs, without the labels: a pair read from an equivalent has the entity asked as its
         source."""
         kg = self.owner(relation_id)
+        if not entity_ids:  # a sample from anywhere: the relation's own KG's
+            return await kg.adjacent_ids([], relation_id, direction, limit, labelled)
         routed, via, _ = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
         if not routed:
             return AdjacentIds()
-        read = await kg.adjacent_ids(routed, relation_id, direction, limit)
+        read = await kg.adjacent_ids(routed, relation_id, direction, limit, labelled)
         if not via:
             return read
         return AdjacentIds.model_construct(pairs=[(via.get(s, s), t) for s, t in read.pairs],
                                            values=[(via.get(s, s), v) for s, v in read.values],
                                            truncated=read.truncated)
 
-    async def _read_member(self, kg: KnowledgeGraph, ids: list[str], relation_id: str, direction: Direction,
+    async def _read_member(self, kg: Graph, ids: list[str], relation_id: str, direction: Direction,
                            via: dict[str, str], report: Report,
                            read: Callable[[list[str]], Awaitable[EdgePage]]) -> EdgePage:
         """``read`` of the routed IDs, edges marked with ``via`` and the report's warnings added; a failed member
@@ -653,9 +667,48 @@ class LinkedKG(LabelledEdgesKG):
     async def entity_key(self, entity_id: str) -> str | None:
         return await self.owner(entity_id).entity_key(entity_id)
 
-    def relation_vocabulary(self) -> frozenset[str] | None:
-        vocabs = [kg.relation_vocabulary() for kg in self.kgs.values()]
-        return None if any(v is None for v in vocabs) else frozenset().union(*vocabs)  # type: ignore[arg-type]
+    def relation_labels(self) -> Mapping[str, str] | None:
+        labels = [kg.relation_labels() for kg in self.kgs.values()]
+        return None if any(v is None for v in labels) else {k: v for m in labels for k, v in m.items()}
+
+    async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
+        return (await self.find_relations(text, limit))[0]
+
+    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
+        return await self.owner(relation_id).find_by_values(relation_id, values, limit)
+
+    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
+        return await self.owner(relation_id).subjects_of(relation_id, limit)
+
+    async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
+        """Each entity's relations with its equivalents' (as :meth:`get_relations` lists them), one batched
+        read per KG: the links of every entity looked up in bulk first."""
+        ids = [e for e in dict.fromkeys(entity_ids) if split_id(e)[0] in self.kgs]
+        report = Report()
+        several = len(self.kgs) > 1
+        if several and len(ids) > 1:
+            await self.prefetch(ids, report)
+        eqs = dict(zip(ids, await gather_eager(self.equivalents(e, report) for e in ids))) if several else {}
+        groups: dict[str, dict[str, None]] = {}
+        for eid in ids:
+            groups.setdefault(split_id(eid)[0], {})[eid] = None
+            for other, linked in eqs.get(eid, {}).items():
+                groups.setdefault(other, {}).update(dict.fromkeys(linked))
+        got: dict[str, RelationList] = {}
+        for _, by in await self._each(list(groups), lambda kg: kg.relations_by_entity(list(groups[kg.name])),
+                                      report):
+            got.update(by)
+        out: dict[str, RelationList] = {}
+        for eid in ids:
+            if eid not in got:
+                continue
+            lists = [got[eid], *(got[e] for ids_ in eqs.get(eid, {}).values() for e in ids_ if e in got)]
+            rels = [r.model_copy(update={"kg": split_id(r.id)[0]}) if several else r
+                    for rl in lists for r in rl.relations]
+            out[eid] = RelationList.model_construct(
+                relations=rels, truncated=any(rl.truncated for rl in lists),
+                partial=report.failed or any(rl.partial for rl in lists), warnings=list(report.warnings))
+        return out
 
     async def member_infos(self, progress: Progress | None = None) -> tuple[list[KGInfo], list[str]]:
         """Every KG's own info (``list_kgs``), with a warning for each KG that failed."""

@@ -4,16 +4,16 @@
 link rules joining the two KGs (Markowitz et al. 2024 link Wikidata and MusicBrainz the same ways):
 
 * ``same_as`` — the entity's ``owl:sameAs`` edges (a relation labelled "same as", or ``relation``) give IRIs that
-  the other KG resolves (:meth:`KnowledgeGraph.resolve_key`);
+  the other KG resolves (:meth:`Graph.resolve_key`);
 * ``property`` — an external-ID property (``relation``, e.g. Wikidata ``P434`` or ``P345``) whose value, put into
   ``template`` (``"https://musicbrainz.org/artist/{value}"``) or taken as is (``match="key"``: the other KG's
   IRI/name; ``match="id"``: its local ID), names the entity in the other KG;
 * ``identifier`` — an identifier both KGs carry as a value (an IMDb ID, an ISBN, a DOI, a MusicBrainz ID):
   ``relation`` in one KG and ``to_relation`` (default: the same name) in the other; equal values mean the same
-  entity, whatever the labels say. Each side is asked by value (:meth:`KnowledgeGraph.find_by_value`), so it works
+  entity, whatever the labels say. Each side is asked by value (:meth:`Graph.find_by_value`), so it works
   on every backend, both ways;
 * ``label`` — the other KG's entities with exactly the same label, else the same label case-insensitively
-  (:meth:`KnowledgeGraph.find_by_label`); at most ``max_label_matches``, and a hub label that matches more says so.
+  (:meth:`Graph.find_by_label`); at most ``max_label_matches``, and a hub label that matches more says so.
 
 A rule names a relation the same way on every backend: its ID (``catalog:cat.imdb``), its local name (``imdb``,
 also the tail of an IRI-derived ID) or its label (``IMDb ID``); :meth:`Linker.relation_in` resolves it once per KG.
@@ -33,7 +33,7 @@ from typing import Literal as TypingLiteral
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .base import KnowledgeGraph
+from .graph import Graph
 from .errors import BackendError, InvalidInput, KGError
 from .lru import LRU
 from .models import AdjacentIds, Direction, EdgePage, Relation, split_id
@@ -134,7 +134,7 @@ def rules_for(names: Iterable[str], explicit: list[LinkRule], config: LinkingCon
     return [LinkRule(from_kg=a, to_kg=b, kind="label") for a, b in pairs]
 
 
-def check_rules(rules: list[LinkRule], kgs: Mapping[str, KnowledgeGraph]) -> None:
+def check_rules(rules: list[LinkRule], kgs: Mapping[str, Graph]) -> None:
     """Reject, with one line, a rule naming a KG that is not configured or a relation its KG does not have (where
     the KG can list its relations without I/O)."""
     for rule in rules:
@@ -234,7 +234,7 @@ class Linker:
 
     def __init__(
         self,
-        kgs: Mapping[str, KnowledgeGraph],
+        kgs: Mapping[str, Graph],
         rules: list[LinkRule],
         *,
         cache_size: int = 100_000,
@@ -259,7 +259,7 @@ class Linker:
 
     @classmethod
     def configured(
-        cls, kgs: Mapping[str, KnowledgeGraph], explicit: list[LinkRule] | None = None, config: LinkingConfig | None = None
+        cls, kgs: Mapping[str, Graph], explicit: list[LinkRule] | None = None, config: LinkingConfig | None = None
     ) -> Linker:
         """The linker for these KGs: the ``[[link]]`` rules, else label links (see :func:`rules_for`)."""
         config = config or LinkingConfig()
@@ -380,7 +380,7 @@ class Linker:
         for eid, ids in found.items():
             self._cache.put((eid, into), Links(tuple(ids), notes.get(eid)))
 
-    async def _labels_in_bulk(self, this: KnowledgeGraph, other: KnowledgeGraph, todo: list[str],
+    async def _labels_in_bulk(self, this: Graph, other: Graph, todo: list[str],
                               found: dict[str, dict[str, None]], notes: dict[str, str]) -> None:
         """:meth:`_by_label` for many entities: their labels, then one ``find_by_labels`` in the other KG."""
         labels = await this.labels_of(todo)  # an entity the KG cannot name links nowhere, as one by one
@@ -410,7 +410,7 @@ class Linker:
             return await self._by_identifier(rule, this, entity_id, other, forward)
         return await self._by_property(rule, this, entity_id, other, forward), None
 
-    async def relation_in(self, kg: KnowledgeGraph, wanted: str) -> str | None:
+    async def relation_in(self, kg: Graph, wanted: str) -> str | None:
         """The ID of the relation ``wanted`` names in ``kg`` (ID, local name or label; see :func:`names_relation`),
         resolved once: from the KG's own vocabulary when it lists one, else by searching its relations."""
         key = (kg.name, wanted)
@@ -439,7 +439,7 @@ class Linker:
         return found
 
     async def _identifier_relations(
-        self, rule: LinkRule, this: KnowledgeGraph, other: KnowledgeGraph, forward: bool
+        self, rule: LinkRule, this: Graph, other: Graph, forward: bool
     ) -> tuple[str | None, str | None]:
         """The IDs of an identifier rule's relation in ``this`` KG and in ``other``, read in the rule's direction."""
         mine = rule.relation if forward else (rule.to_relation or rule.relation)
@@ -447,7 +447,7 @@ class Linker:
         return await self.relation_in(this, mine or ""), await self.relation_in(other, theirs or "")
 
     async def _by_identifier(
-        self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
+        self, rule: LinkRule, this: Graph, entity_id: str, other: Graph, forward: bool
     ) -> tuple[list[str], str | None]:
         """The entities of ``other`` that carry one of this entity's identifier values (asked by value there)."""
         mine_id, theirs_id = await self._identifier_relations(rule, this, other, forward)
@@ -463,13 +463,13 @@ class Linker:
         return out, None
 
     @staticmethod
-    async def _identifier_values(kg: KnowledgeGraph, read: AdjacentIds) -> list[tuple[str, str]]:
+    async def _identifier_values(kg: Graph, read: AdjacentIds) -> list[tuple[str, str]]:
         """(entity, identifier value) per edge of ``read``: a literal's text, or the label of the node a KG makes
         of the value (a triples file's ``tt0111161`` is a node)."""
         named = await kg.labels_of([t for _, t in read.pairs]) if read.pairs else {}
         return [*((src, named[t]) for src, t in read.pairs if t in named), *read.values]
 
-    async def _by_label(self, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph) -> tuple[list[str], str | None]:
+    async def _by_label(self, this: Graph, entity_id: str, other: Graph) -> tuple[list[str], str | None]:
         label = await this.label_of(entity_id)
         if not label.strip():
             return [], None
@@ -479,14 +479,14 @@ class Linker:
             return [e.id for e in found], None
         return [e.id for e in found[:cap]], self._capped_note(label, other)
 
-    def _capped_note(self, label: str, other: KnowledgeGraph) -> str:
+    def _capped_note(self, label: str, other: Graph) -> str:
         """Counts a hub label cut at ``max_label_matches``, and says so."""
         self._capped += 1
         cap = self.max_label_matches
         return f"label {label!r} names more than {cap} entities in KG {other.name!r}; linked to the first {cap}"
 
     async def _by_same_as(
-        self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
+        self, rule: LinkRule, this: Graph, entity_id: str, other: Graph, forward: bool
     ) -> list[str]:
         if forward:  # follow this entity's sameAs edges to IRIs, and find those in the other KG
             keys = await self._edge_keys(this, entity_id, rule, Direction.forward)
@@ -495,7 +495,7 @@ class Linker:
         return await self._pointing_at(other, key, rule) if key else []
 
     async def _by_property(
-        self, rule: LinkRule, this: KnowledgeGraph, entity_id: str, other: KnowledgeGraph, forward: bool
+        self, rule: LinkRule, this: Graph, entity_id: str, other: Graph, forward: bool
     ) -> list[str]:
         if forward:  # this entity's external-ID values name entities of the other KG
             out = []
@@ -533,7 +533,7 @@ class Linker:
         # the relation cannot be asked by value there: find it on the value's node instead
         return await self._pointing_at(other, key, rule)
 
-    async def _pointing_at(self, other: KnowledgeGraph, key: str, rule: LinkRule) -> list[str]:
+    async def _pointing_at(self, other: Graph, key: str, rule: LinkRule) -> list[str]:
         """The entities of ``other`` whose edge along the rule's relation reaches the node ``key`` names."""
         node = await other.resolve_key(key)
         if node is None:
@@ -543,7 +543,7 @@ class Linker:
 
     # -- helpers --------------------------------------------------------------------------------------------------
     async def _find_relation(
-        self, kg: KnowledgeGraph, entity_id: str, rule: LinkRule, direction: Direction
+        self, kg: Graph, entity_id: str, rule: LinkRule, direction: Direction
     ) -> Relation | None:
         for r in (await kg.get_relations([entity_id])).relations:
             if r.direction is not direction:
@@ -557,13 +557,13 @@ class Linker:
                     return r
         return None
 
-    async def _edges(self, kg: KnowledgeGraph, entity_id: str, rule: LinkRule, direction: Direction) -> EdgePage:
+    async def _edges(self, kg: Graph, entity_id: str, rule: LinkRule, direction: Direction) -> EdgePage:
         rel = await self._find_relation(kg, entity_id, rule, direction)
         if rel is None:
             return EdgePage(edges=[])
         return await kg.get_edges([entity_id], rel.id, direction, limit=20)
 
-    async def _edge_keys(self, kg: KnowledgeGraph, entity_id: str, rule: LinkRule, direction: Direction) -> list[str]:
+    async def _edge_keys(self, kg: Graph, entity_id: str, rule: LinkRule, direction: Direction) -> list[str]:
         """Values reached along the rule's relation: literal values as is, entities as their key/IRI."""
         page = await self._edges(kg, entity_id, rule, direction)
         keys = []

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .backends import BACKENDS
 from .base import KnowledgeGraph, Limits
+from .graph import Graph
 from .errors import InvalidInput
 from .models import KG_NAME_RE
 
@@ -45,9 +46,14 @@ def make_spec(name: str, spec: str, base_dir: Path | None = None) -> KGSpec:
     return KGSpec(name=name, kind=kind, target=target)
 
 
-def open_kg(spec: KGSpec, limits: Limits | None = None, **options) -> KnowledgeGraph:
+def open_backend(spec: KGSpec, limits: Limits | None = None, **options) -> KnowledgeGraph:
     """Build the backend for one spec, its options validated by the backend's model. Loading a file happens
     here, once."""
     backend = BACKENDS.get(spec.kind)
     opts = backend.parse_options(options, f"[kg.{spec.name}]")
     return backend.open(spec.name, spec.target, limits, opts)
+
+
+def open_kg(spec: KGSpec, limits: Limits | None = None, **options) -> Graph:
+    """One KG ready to use (:func:`open_backend` behind a :class:`~kg_adapters.graph.Graph`, no result cache)."""
+    return Graph(open_backend(spec, limits, **options))

@@ -207,7 +207,7 @@ def _unfinished_load(kg) -> str | None:
     """What a ``tot-mcp load`` left unfinished in the KG's on-disk store, if it has one."""
     from tot_mcp.kg_adapters.bulk_load import unfinished_load
 
-    store = getattr(getattr(kg, "query_source", None), "store", None)
+    store = getattr(getattr(kg.store, "query_source", None), "store", None)
     return unfinished_load(Path(store)) if store else None
 
 

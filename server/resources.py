@@ -1,7 +1,7 @@
 """MCP resources: one per configured KG, ``kg://NAME``, and the template ``kg://{kg}/entity/{id}``.
 
 ``kg://NAME`` is what the KG is, how big, and which relations it has: clients read it to decide which KG to query
-before spending tool calls; the content is ``KnowledgeGraph.info()`` as JSON.
+before spending tool calls; the content is ``Graph.info()`` as JSON.
 
 ``kg://{kg}/entity/{id}`` is one entity's description as text: exactly what the ``describe_entity`` tool returns as
 its text (the same ``LinkedKG.describe_entity`` call, so IDs in linked KGs are listed as ``same as``, and the same
@@ -25,7 +25,7 @@ from mcp_types import (
     ResourceTemplateReference,
 )
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput, KGError, NotFound, UnknownKG
 from tot_mcp.kg_adapters.sparql.values import EntityDetails
 
@@ -37,7 +37,7 @@ ENTITY_TEMPLATE = "kg://{kg}/entity/{id}"
 _MAX_COMPLETIONS = 100  # the protocol's cap on completion values
 
 
-def _reader(kg: KnowledgeGraph):
+def _reader(kg: Graph):
     async def read() -> str:
         return (await kg.info()).model_dump_json(indent=1)
 

@@ -16,7 +16,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError, ServiceUnavailable, UnknownKG  # noqa: F401 - ServiceUnavailable: re-exported
@@ -61,7 +62,7 @@ class Runtime:
 
     def __init__(
         self,
-        kgs: Mapping[str, KnowledgeGraph],
+        kgs: Mapping[str, Graph],
         limits: Limits | None = None,
         config: Config | None = None,
         *,
@@ -79,7 +80,7 @@ class Runtime:
         #: the variables the system was built with (LLM keys are looked up in it when an LLM is first asked for)
         self.environment = self.system.environment
         self._llm_factory = llm_factory or partial(llm_from_config, environment=self.environment)
-        self.kgs: dict[str, KnowledgeGraph] = self.system.kgs
+        self.kgs: dict[str, Graph] = self.system.kgs
         self.limits = self.system.limits
         self.config = self.system.config
         self.graph = self.system.graph
@@ -121,7 +122,7 @@ class Runtime:
         return runtime
 
     # -- routing ----------------------------------------------------------------------------------------------
-    def kg(self, name: str) -> KnowledgeGraph:
+    def kg(self, name: str) -> Graph:
         try:
             return self.kgs[name]
         except KeyError:

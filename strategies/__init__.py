@@ -1,1 +1,1 @@
-"""Retrieval and reasoning strategies over any :class:`kg_adapters.KnowledgeGraph`."""
+"""Retrieval and reasoning strategies over any :class:`kg_adapters.Graph`."""

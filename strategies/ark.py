@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from tot_mcp import prompts
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction, backward
 from tot_mcp.kg_adapters.text import bracketed_mentions
 from tot_mcp.strategies.indexes import GraphResources
@@ -251,7 +251,7 @@ def _relation_filter(graph: LocalGraph, names: list[str] | None) -> set[int] | N
 
 
 async def ark_search(
-    kg: KnowledgeGraph,
+    kg: Graph,
     query: str,
     res: GraphResources,
     judge: ArkJudge | None = None,
@@ -336,7 +336,7 @@ class FixedTraversalResult(StrategyResult):
 
 
 async def fixed_bfs(
-    kg: KnowledgeGraph, query: str, res: GraphResources, depth: int = 2, initial_k: int = 20,
+    kg: Graph, query: str, res: GraphResources, depth: int = 2, initial_k: int = 20,
     relevance_margin: float = 0.15, max_frontier: int = 30, top_k: int = 20,
 ) -> FixedTraversalResult:
     """Breadth-first to a fixed depth from the same roots as ARK, no judge."""
@@ -363,7 +363,7 @@ async def fixed_bfs(
 
 
 async def fixed_dfs(
-    kg: KnowledgeGraph, query: str, res: GraphResources, depth: int = 5, initial_k: int = 20,
+    kg: Graph, query: str, res: GraphResources, depth: int = 5, initial_k: int = 20,
     relevance_margin: float = 0.15, max_frontier: int = 30, budget: int = 2000, top_k: int = 20,
 ) -> FixedTraversalResult:
     """Depth-first to a fixed depth: from each root, follow the best-scoring relation first, down to ``depth``,

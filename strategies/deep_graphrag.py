@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.strategies.indexes import (
     GraphResources,
     IndexKind,
@@ -479,7 +479,7 @@ def _ranked(scores: np.ndarray, ids: np.ndarray | None, first: list[int], beam: 
 PROXIMITY = 1.0
 
 
-def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: Hierarchy, beam: int = 3,
+def beam_search(kg: Graph, query: str, res: GraphResources, hierarchy: Hierarchy, beam: int = 3,
                 top_k: int = 10, query_vec: np.ndarray | None = None, anchors: Sequence[int] = (), hops: int = 2,
                 proximity: float = PROXIMITY) -> BeamResult:
     """Top-``beam`` L0 → top-``beam`` of their L1 children → top-``top_k`` entities in those leaves.
@@ -538,12 +538,12 @@ def beam_search(kg: KnowledgeGraph, query: str, res: GraphResources, hierarchy: 
     )
 
 
-async def topic_anchors(kg: KnowledgeGraph, res: GraphResources, query: str, limit: int = 3) -> list[int]:
+async def topic_anchors(kg: Graph, res: GraphResources, query: str, limit: int = 3) -> list[int]:
     """Nodes the query names (``[bracketed]`` mentions or the KG's own linker), best first: the beam's anchors."""
     return [i for i, _ in await linked_seeds(kg, res.graph, query, limit=limit)]
 
 
-def exhaustive_search(kg: KnowledgeGraph, query: str, res: GraphResources, top_k: int = 10,
+def exhaustive_search(kg: Graph, query: str, res: GraphResources, top_k: int = 10,
                       query_vec: np.ndarray | None = None) -> BeamResult:
     """The baseline beam search is measured against: cosine with every entity vector (the dense index's exact scan,
     on one thread)."""

@@ -4,7 +4,7 @@ a clear :class:`RetrievalUnavailable` (the step tools still serve them)."""
 
 from __future__ import annotations
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.local_graph import LocalGraph
 
@@ -15,7 +15,7 @@ class RetrievalUnavailable(InvalidInput):
     """The strategy cannot run on this KG (remote endpoint, no text to index); the message says why."""
 
 
-def local_graph(kg: KnowledgeGraph) -> LocalGraph:
+def local_graph(kg: Graph) -> LocalGraph:
     """The KG's local view, or :class:`RetrievalUnavailable` saying why there is none."""
     if not kg.capabilities.local_index:
         raise RetrievalUnavailable(

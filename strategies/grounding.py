@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.link_grade import best_per_mention, grade
 from tot_mcp.kg_adapters.models import Direction, EntityMatch
@@ -68,7 +68,7 @@ def _rival(best: EntityMatch, matches: list[EntityMatch]) -> float | None:
     return max(others, default=None)
 
 
-async def link(graph: KnowledgeGraph, query: str) -> Grounding:
+async def link(graph: Graph, query: str) -> Grounding:
     """The question's entities, graded; ``no_entity`` / ``uncertain`` when none is confidently
     found."""
     mentions = bracketed_mentions(query)
@@ -109,7 +109,7 @@ def _relation_words(query: str, topic_labels: list[str]) -> list[str]:
     return [s.text for s in parse_question(query, topic_labels).spans]
 
 
-async def _relations_near(graph: KnowledgeGraph, ids: list[str]) -> str:
+async def _relations_near(graph: Graph, ids: list[str]) -> str:
     try:
         rels = (await graph.get_relations(ids[: graph.limits.max_ids])).relations
     except KGError:
@@ -127,7 +127,7 @@ async def _relations_near(graph: KnowledgeGraph, ids: list[str]) -> str:
     return ", ".join(names[:NEAR_RELATIONS]) + more
 
 
-async def check_relations(call: Call, graph: KnowledgeGraph, g: Grounding) -> Grounding:
+async def check_relations(call: Call, graph: Graph, g: Grounding) -> Grounding:
     """``unsupported`` when the question names a relation none of the KGs has."""
     from tot_mcp.strategies.offline.paths import shared_reasoner
     from tot_mcp.strategies.relation_fit import RelationFit
@@ -158,7 +158,7 @@ async def check_relations(call: Call, graph: KnowledgeGraph, g: Grounding) -> Gr
     return Grounding(g.links, "unsupported", reason)
 
 
-def graph_of(strategy: Strategy, call: Call) -> KnowledgeGraph:
+def graph_of(strategy: Strategy, call: Call) -> Graph:
     """The KGs the strategy reads: the caller's scope, else every KG linked, else (a strategy that
     reads every triple of one KG) that KG."""
     if call.scope is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.strategies.llm.base import LLMUsage
 from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.registry import Call, get
@@ -57,7 +57,7 @@ class MethodResult(BaseModel):
     partial_reason: str = ""
 
 
-Method = Callable[[BenchmarkQuestion, KnowledgeGraph], Awaitable[MethodResult]]
+Method = Callable[[BenchmarkQuestion, Graph], Awaitable[MethodResult]]
 
 
 class MethodOptions(BaseModel):
@@ -83,7 +83,7 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
         def llm_factory():
             return make_llm(options.llm, model=options.model, options=options.llm_options)
 
-    async def run(question: BenchmarkQuestion, kg: KnowledgeGraph) -> MethodResult:
+    async def run(question: BenchmarkQuestion, kg: Graph) -> MethodResult:
         call = Call.of(strategy, services, kg, question.text, parsed, llm_kind=options.llm,
                        llm_factory=llm_factory)
         started = time.perf_counter()

@@ -30,7 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from tot_mcp import prompts
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
 from tot_mcp.kg_adapters.link_grade import best_per_mention
@@ -107,7 +107,7 @@ class Group:
 
 
 # -- 1. linking ------------------------------------------------------------------------------------------------------
-async def link(kg: KnowledgeGraph, query: str) -> list[EntityMatch]:
+async def link(kg: Graph, query: str) -> list[EntityMatch]:
     """The best match per mention (and other near-exact ones), best first, so a fuzzy namesake never starts a path."""
     matches = await kg.initialize(query, limit=LINK_LIMIT)
     keep = {m.entity.id for m in best_per_mention(matches).values()} | {m.entity.id for m in matches if m.score >= LINK_MIN_SCORE}
@@ -128,14 +128,14 @@ def _ranked(relations: list[Relation], stems: set[str]) -> list[Relation]:
     return sorted(relations, key=rank)
 
 
-async def _relations(kg: KnowledgeGraph, ids: list[str]) -> list[Relation]:
+async def _relations(kg: Graph, ids: list[str]) -> list[Relation]:
     try:
         return list((await kg.get_relations(ids[: kg.limits.max_ids])).relations)
     except KGError:  # the vocabulary is best effort; the walk and the fallback report what fails for real
         return []
 
 
-async def _sample(kg: KnowledgeGraph, sources: list[str], hop: Hop, exclude: set[str]) -> list[str]:
+async def _sample(kg: Graph, sources: list[str], hop: Hop, exclude: set[str]) -> list[str]:
     try:
         page = await kg.get_edges(sources[: kg.limits.max_ids], hop.relation_id, hop.direction,
                                   limit=min(kg.limits.max_edges, 4 * SAMPLE))
@@ -144,7 +144,7 @@ async def _sample(kg: KnowledgeGraph, sources: list[str], hop: Hop, exclude: set
     return list(dict.fromkeys(e.target for e in page.edges if e.target and e.target not in exclude))[:SAMPLE]
 
 
-async def gather_vocabulary(kg: KnowledgeGraph, topics: list[str], question: str, levels: int) -> list[Group]:
+async def gather_vocabulary(kg: Graph, topics: list[str], question: str, levels: int) -> list[Group]:
     """The question's relations, then per level the relations of a sample of what each new hop reaches (one group
     per distinct hop), at most :data:`LINES_PER_LEVEL` lines and :data:`GROUPS_PER_LEVEL` groups a level."""
     stems = _stems(question)
@@ -307,7 +307,7 @@ class PlanReader:
 
 
 # -- 4. walking ------------------------------------------------------------------------------------------------------
-async def walk(kg: KnowledgeGraph, p: Proposal) -> PathResult | None:
+async def walk(kg: Graph, p: Proposal) -> PathResult | None:
     """The path's targets: never back through the start at an intermediate hop ("films that share actors with X"),
     unless only that reaches anything ("the spouse of X's spouse's spouse"). None when the KG refuses the path."""
     try:

@@ -20,7 +20,7 @@ from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.plugins import LazyRegistry, parse_options
 
 if TYPE_CHECKING:
-    from tot_mcp.kg_adapters.base import KnowledgeGraph
+    from tot_mcp.kg_adapters.graph import Graph
     from tot_mcp.strategies.indexes import GraphResources
     from tot_mcp.strategies.llm.base import LLM
     from tot_mcp.strategies.results import StrategyResult
@@ -42,7 +42,7 @@ class Call:
     progress callback, and the LLM when one is configured (``llm_kind`` "offline": the offline judges)."""
 
     services: Services
-    kg: KnowledgeGraph
+    kg: Graph
     query: str
     options: BaseModel
     llm_kind: str = "offline"
@@ -51,12 +51,12 @@ class Call:
     needs: tuple[Index, ...] = ()
     method: str = ""  # the registered name the call runs under (one run function may serve two names)
     build: bool | None = None  # build missing indexes: None = the services' policy
-    scope: KnowledgeGraph | None = None  # the linked KGs a walk may cross (default: every KG of the run)
+    scope: Graph | None = None  # the linked KGs a walk may cross (default: every KG of the run)
     _llm: LLM | None = None
     _before: Any = None
 
     @classmethod
-    def of(cls, strategy: Strategy, services: Services, kg: KnowledgeGraph, query: str,
+    def of(cls, strategy: Strategy, services: Services, kg: Graph, query: str,
            options: BaseModel | dict[str, Any] | None = None, **rest: Any) -> Call:
         """The one way to make a call: ``strategy`` run on ``kg`` with its needs and name, ``options`` as the
         services resolve them (its defaults, the config's table, then these; a model already parsed is kept);

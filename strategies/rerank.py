@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
 from tot_mcp import prompts
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.text import key
 from tot_mcp.strategies.indexes import GraphResources
@@ -117,7 +117,7 @@ def mention_spans(query: str) -> list[Span]:
             if s.text.split()[0] not in STOPWORDS and s.text.split()[-1] not in STOPWORDS]
 
 
-async def _lexical(kg: KnowledgeGraph, graph: LocalGraph, spans: Sequence[Span], per_span: int) -> list[int]:
+async def _lexical(kg: Graph, graph: LocalGraph, spans: Sequence[Span], per_span: int) -> list[int]:
     """Entities whose label matches a span, best match first (the KG's fuzzy label index per span)."""
     scored: dict[int, float] = {}
     for span in spans:
@@ -218,7 +218,7 @@ async def _deepen(res: GraphResources, query: str, q: _Question, ids: list[int],
 
 # -- the loop -------------------------------------------------------------------------------------------------------
 async def adaptive_rerank(
-    kg: KnowledgeGraph,
+    kg: Graph,
     query: str,
     res: GraphResources,
     config: RerankConfig | None = None,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.strategies.indexes import INDEXES, GraphResources, Models
@@ -84,9 +84,9 @@ def _duration(seconds: float) -> str:
 class Services:
     def __init__(
         self,
-        kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph],
+        kgs: Mapping[str, Graph] | Sequence[Graph],
         *,
-        graph: KnowledgeGraph | None = None,
+        graph: Graph | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
         llm_factory: Callable[[Any], LLM] | None = None,
         cache_dir: Path | str | None = None,
@@ -95,7 +95,7 @@ class Services:
         cross_encoder_path: str | None = None,
         strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        self.kgs: dict[str, KnowledgeGraph] = dict(kgs) if isinstance(kgs, Mapping) else {k.name: k for k in kgs}
+        self.kgs: dict[str, Graph] = dict(kgs) if isinstance(kgs, Mapping) else {k.name: k for k in kgs}
         self._graph = graph
         self.models = Models(embedder_factory)
         self._llm_factory = llm_factory
@@ -119,7 +119,7 @@ class Services:
 
     # -- the KGs --------------------------------------------------------------------------------------------
     @property
-    def graph(self) -> KnowledgeGraph:
+    def graph(self) -> Graph:
         """Every KG, linked (one per services object, so its link cache carries over between questions)."""
         if self._graph is None:
             from tot_mcp.kg_adapters.routing import LinkedKG
@@ -145,7 +145,7 @@ class Services:
         return self._llm_factory(ctx)
 
     # -- indexes ----------------------------------------------------------------------------------------------
-    def resources_now(self, kg: KnowledgeGraph) -> GraphResources:
+    def resources_now(self, kg: Graph) -> GraphResources:
         """The KG's index holder (cheap: nothing is built here). Refuses a KG not held locally."""
         with self._lock:
             res = self._resources.get(kg.name)
@@ -154,7 +154,7 @@ class Services:
                 self._resources[kg.name] = res
             return res
 
-    async def resources(self, kg: KnowledgeGraph, needs: Sequence[Index] = (),
+    async def resources(self, kg: Graph, needs: Sequence[Index] = (),
                         progress: Progress | None = None, build: bool | None = None) -> GraphResources:
         """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.
         ``build`` (for the indexes that are not cheap) False: never build (an
@@ -202,7 +202,7 @@ class Services:
             await _in_daemon_thread(lambda: _load(res, needs))
         return res
 
-    def start_build(self, kg: KnowledgeGraph, needs: Sequence[Index]) -> BuildJob:
+    def start_build(self, kg: Graph, needs: Sequence[Index]) -> BuildJob:
         """Start (or join) the background build of ``needs`` for ``kg``; returns its job."""
         res = self.resources_now(kg)
         with self._lock:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
+from tot_mcp.kg_adapters.base import Limits
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.config import open_kgs, served_kgs
 from tot_mcp.kg_adapters.environment import Environment
@@ -62,7 +63,7 @@ def freeze_loaded_objects() -> int:
 class System:
     """The KGs by name, ``graph`` (all of them answered as one, linked) and the strategies' shared services."""
 
-    kgs: dict[str, KnowledgeGraph]
+    kgs: dict[str, Graph]
     graph: LinkedKG
     services: Services
     config: Config
@@ -81,7 +82,7 @@ class System:
 
 
 def assemble(
-    kgs: Mapping[str, KnowledgeGraph],
+    kgs: Mapping[str, Graph],
     config: Config | None = None,
     limits: Limits | None = None,
     *,
@@ -148,7 +149,7 @@ def open_configured(
     *,
     cache_weight: int = DEFAULT_CACHE_WEIGHT,
     cache_ttl: float = DEFAULT_CACHE_TTL,
-) -> dict[str, KnowledgeGraph]:
+) -> dict[str, Graph]:
     """The KGs of ``specs`` (``--kg``; they win over the config's KG of the same name) and of ``config``, or the
     embedded movie KG when neither names one; those that do I/O behind one result cache. Files load here, once;
     anything a loader prints goes to stderr (the stdio protocol stream stays clean)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.local_graph import LocalGraph
@@ -107,7 +107,7 @@ def rank_answers(results: list[RetrievedEntity], seeds: set[str]) -> list[Retrie
     return sorted(results, key=lambda e: (e.id in seeds, -e.score))
 
 
-async def linked_seeds(kg: KnowledgeGraph, graph: LocalGraph, query: str, limit: int = 5) -> list[tuple[int, float]]:
+async def linked_seeds(kg: Graph, graph: LocalGraph, query: str, limit: int = 5) -> list[tuple[int, float]]:
     """Entities the query mentions (the KG's own linker), as (node, score); empty when nothing links."""
     try:
         matches = await kg.initialize(query, limit=limit)

@@ -31,7 +31,9 @@ def benchmarks_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedded_kg():
-    """The shipped MetaQA movie KG as ``movies`` (a MemoryKG; ~3 s to load, so once per session)."""
+    """The shipped MetaQA movie KG as ``movies`` (a MemoryKG behind its Graph; ~3 s to load, so once per
+    session)."""
     from tot_mcp.kg_adapters.embedded import load_embedded
+    from tot_mcp.kg_adapters.graph import Graph
 
-    return load_embedded()
+    return Graph(load_embedded())

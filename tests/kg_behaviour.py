@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from tot_mcp.kg_adapters.base import KnowledgeGraph, Limits
-from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
+from tot_mcp.kg_adapters.cache import ResultCache
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
 from tot_mcp.kg_adapters.files import open_file_kg
@@ -70,30 +71,31 @@ def _bulk_loaded(tmp: Path) -> KnowledgeGraph:
 
 
 @pytest.fixture(params=sorted([*BACKENDS, *SERVED]))
-async def make_kg(request, tmp_path) -> AsyncIterator[KnowledgeGraph]:
-    """The backend under test, closed afterwards (the SPARQL one holds an HTTP client on the test's loop)."""
+async def make_kg(request, tmp_path) -> AsyncIterator[Graph]:
+    """The backend under test behind its Graph, closed afterwards (the SPARQL one holds an HTTP client on the
+    test's loop)."""
     if request.param in SERVED:  # only these start a server
         fixture, factory = SERVED[request.param]
-        kg = factory(request.getfixturevalue(fixture))
+        kg = Graph(factory(request.getfixturevalue(fixture)))
     else:
-        kg = BACKENDS[request.param](tmp_path)
+        kg = Graph(BACKENDS[request.param](tmp_path))
     yield kg
     await kg.aclose()
 
 
-async def entity_id(kg: KnowledgeGraph, label: str) -> str:
+async def entity_id(kg: Graph, label: str) -> str:
     hits = await kg.search_entities(label)
     exact = [h for h in hits if h.entity.label == label]
     assert exact, f"{label!r} not found: {[h.entity.label for h in hits]}"
     return exact[0].entity.id
 
 
-def over_sparql(kg: KnowledgeGraph) -> bool:
+def over_sparql(kg: Graph) -> bool:
     """A remote SPARQL endpoint: where it differs as docs/sparql.md says, the test states its behaviour instead."""
     return kg.backend == "sparql"
 
 
-def absent_ids(kg: KnowledgeGraph) -> tuple[str, str, str]:
+def absent_ids(kg: Graph) -> tuple[str, str, str]:
     """Two entity IDs and a relation ID well-formed in this backend's ID scheme that name nothing in the graph."""
     if over_sparql(kg):  # '<prefix>.<localname>' or '~' + base64 of the IRI
         iri = base64.urlsafe_b64encode(f"{MOVIES}Nobody".encode()).decode().rstrip("=")
@@ -197,7 +199,7 @@ async def test_relation_counts_read_any_number_of_entities_as_get_relations_adds
     for rl in parts:
         for r in rl.relations:
             expected[(r.id, r.direction.value)] = expected.get((r.id, r.direction.value), 0) + r.count
-    for kg in (make_kg, CachedKG(make_kg, ResultCache())):
+    for kg in (make_kg, Graph(make_kg.store, ResultCache())):
         got = {(r.id, r.direction.value): r.count for r in (await kg.relation_counts(ids)).relations}
         assert got == expected
         assert got[(next(r.id for r in parts[0].relations if r.label == "starring"), "forward")] == 5
@@ -324,7 +326,7 @@ async def test_a_bulk_read_gives_the_pages_edges_over_any_number_of_ids_up_to_it
     people = [await entity_id(make_kg, n) for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
     starring = next(r for r in (await make_kg.get_relations(films)).relations if r.label == "starring")
     ids = films + people  # more than max_ids (5): the tools' get_edges would refuse them in one call
-    for kg in (make_kg, CachedKG(make_kg, ResultCache())):
+    for kg in (make_kg, Graph(make_kg.store, ResultCache())):
         bulk = await kg.adjacent(ids, starring.id, limit=1000)  # more than max_edges (10)
         paged = await make_kg.get_edges(films, starring.id)
         assert sorted((e.source, e.target) for e in bulk.edges) == sorted((e.source, e.target) for e in paged.edges)
@@ -344,7 +346,7 @@ async def test_a_bulk_read_says_truncated_exactly_when_it_left_edges_out(make_kg
     people = [await entity_id(make_kg, n) for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
     starring = next(r for r in (await make_kg.get_relations(films)).relations if r.label == "starring")
     ids = films + people  # more than max_ids (5): the second batch (Chad Stahelski) has no such edge
-    for kg in (make_kg, CachedKG(make_kg, ResultCache()), LinkedKG({"mv": make_kg})):
+    for kg in (make_kg, Graph(make_kg.store, ResultCache()), LinkedKG({"mv": make_kg})):
         total = len((await kg.adjacent(ids, starring.id, limit=1000)).edges)
         assert total == 5
         for limit in range(1, total + 3):
@@ -359,7 +361,7 @@ async def test_the_unlabelled_bulk_read_is_the_bulk_read_as_ids(make_kg):
     starring = next(r for r in rels if r.label == "starring")
     year = next(r for r in rels if r.label == "release year" and r.direction is Direction.forward)
     people = [await entity_id(make_kg, n) for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
-    for kg in (make_kg, CachedKG(make_kg, ResultCache()), LinkedKG({"mv": make_kg})):
+    for kg in (make_kg, Graph(make_kg.store, ResultCache()), LinkedKG({"mv": make_kg})):
         for ids, rel, direction in ((films + people, starring.id, Direction.forward),
                                     ([people[0]], starring.id, Direction.backward),
                                     (films, year.id, Direction.forward)):
@@ -384,7 +386,7 @@ async def test_labels_of_names_many_entities_as_label_of_names_each(make_kg):
     names = ("The Matrix", "Keanu Reeves", "Lana Wachowski")
     ids = [await entity_id(make_kg, n) for n in names]
     nobody, _, _ = absent_ids(make_kg)
-    for kg in (make_kg, CachedKG(make_kg, ResultCache()), LinkedKG({"mv": make_kg})):
+    for kg in (make_kg, Graph(make_kg.store, ResultCache()), LinkedKG({"mv": make_kg})):
         got = await kg.labels_of([*ids, ids[0], nobody, "other:E1"])
         if nobody in got:  # a bulk read checks no existence (SPARQL, the store): a well-formed ID gets its local name
             assert got.pop(nobody) in ("Nobody", "E999999") and make_kg.backend != "memory"
@@ -405,7 +407,7 @@ async def test_get_edges_reports_the_relations_label_in_the_direction_asked(make
 
 
 async def test_caching_and_linking_wrappers_pass_the_relation_label_through(make_kg):
-    cached = CachedKG(make_kg, ResultCache())
+    cached = Graph(make_kg.store, ResultCache())
     both = LinkedKG({"mv": cached})
     matrix = await entity_id(make_kg, "The Matrix")
     starring = next(r for r in (await make_kg.get_relations([matrix])).relations if r.label == "starring")
@@ -420,7 +422,7 @@ async def test_a_labelled_page_is_the_page_without_descriptions_through_every_wr
     so a backend that makes descriptions while reading edges need not make them for this page."""
     keanu = await entity_id(make_kg, "Keanu Reeves")
     rel = (await make_kg.get_relations([keanu])).relations[0]
-    cached = CachedKG(make_kg, ResultCache())
+    cached = Graph(make_kg.store, ResultCache())
     for kg in (make_kg, cached, LinkedKG({"mv": cached})):
         full = await kg.get_edges([keanu], rel.id, Direction.backward)
         labelled = await kg.get_labelled_edges([keanu], rel.id, Direction.backward)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triples_file import load_triples_file
 from tot_mcp.strategies.llm.base import LLM
@@ -54,7 +55,7 @@ Green Ridge|in_language|Japanese
 def make_kg(tmp: Path, name: str = "mini") -> MemoryKG:
     path = tmp / "mini_kb.txt"
     path.write_text(TRIPLES, encoding="utf-8")
-    return MemoryKG(name, load_triples_file(path))
+    return Graph(MemoryKG(name, load_triples_file(path)))
 
 
 def node(kg: MemoryKG, label: str) -> str:

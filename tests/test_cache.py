@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
@@ -25,7 +26,7 @@ def make_kg(name: str, triples=TRIPLES, limits: Limits | None = None) -> MemoryK
     for h, r, t in triples:
         ix.add(ix.node(h), ix.relation(r), ix.node(t))
     ix.freeze()
-    return MemoryKG(name, ix, limits=limits)
+    return Graph(MemoryKG(name, ix, limits=limits))
 
 
 class CountingKG(MemoryKG):
@@ -46,7 +47,7 @@ class CountingKG(MemoryKG):
 
 def counting(name="m", triples=TRIPLES, limits=None) -> CountingKG:
     base = make_kg(name, triples, limits)
-    return CountingKG(name, base.index, limits=limits)
+    return Graph(CountingKG(name, base.index, limits=limits))
 
 
 class FakeClock:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.config import open_kgs
 from tot_mcp.strategies.settings import load_config, parse_config
 from tot_mcp.kg_adapters.errors import InvalidInput
@@ -152,7 +153,7 @@ def test_a_third_party_backend_is_one_registration(tmp_path):
 
     def open_echo(name, target, limits, options):
         opened.append(target)
-        return open_file_kg(name, data, limits)
+        return Graph(open_file_kg(name, data, limits))
 
     backends.register(Backend(kind="echo", summary="test", target="url", options=NoOptions, open=open_echo))
     assert backends.resolve("e", "echo:https://example.org") == ("echo", "https://example.org")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from retrieval_fixtures import make_kg, make_service, shared_embedder
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triples_file import load_triples_file
@@ -140,7 +141,7 @@ def _hub_kg(tmp) -> MemoryKG:
             lines += [f"{film}|starred_actors|{a}" for a in cast[: 2 + k % 2]]
     path = tmp / "hub_kb.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return MemoryKG("hubs", load_triples_file(path))
+    return Graph(MemoryKG("hubs", load_triples_file(path)))
 
 
 def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters import describe
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.models import Direction
@@ -49,7 +50,7 @@ def index_of(triples) -> TripleIndex:
 
 
 def kg_of(triples=None, **options) -> MemoryKG:
-    return MemoryKG("films", index_of(film_triples() if triples is None else triples), **options)
+    return Graph(MemoryKG("films", index_of(film_triples() if triples is None else triples), **options))
 
 
 async def described(kg: MemoryKG, label: str) -> str | None:
@@ -189,7 +190,7 @@ def test_literals_and_isolated_nodes_get_none():
     lit = index.node("1994", is_literal=True, datatype="http://www.w3.org/2001/XMLSchema#gYear")
     index.add(index.node("Film"), index.relation("release_year"), lit)
     lonely = index.node("nobody")
-    kg = MemoryKG("films", index)
+    kg = Graph(MemoryKG("films", index))
     assert kg.entity(lit).description is None and kg.entity(lonely).description is None
 
 
@@ -198,7 +199,7 @@ async def test_real_descriptions_are_kept_and_only_missing_ones_are_derived():
     index = index_of(film_triples())
     gump = index.find_node("Forrest Gump")
     index.nodes[gump].description = "1994 film by Robert Zemeckis"  # as an RDF file's rdfs:comment would set it
-    kg = MemoryKG("films", index)
+    kg = Graph(MemoryKG("films", index))
     assert await described(kg, "Forrest Gump") == "1994 film by Robert Zemeckis"
     assert await described(kg, "Cast Away") == (
         "release year 2000; directed by Robert Zemeckis; tag tom hanks; starred actor Tom Hanks"
@@ -231,7 +232,7 @@ async def test_the_kg_statistics_are_computed_once_lazily(monkeypatch):
 async def test_the_switch_turns_derivation_off_but_keeps_real_descriptions():
     index = index_of(film_triples())
     index.nodes[index.find_node("Big")].description = "1988 film"
-    kg = MemoryKG("films", index, derive_descriptions=False)
+    kg = Graph(MemoryKG("films", index, derive_descriptions=False))
     assert await described(kg, "Forrest Gump") is None and await described(kg, "Tom Hanks") is None
     assert await described(kg, "Big") == "1988 film"
 
@@ -272,7 +273,7 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
     from tot_mcp.kg_adapters.files import open_file_kg
     from tot_mcp.kg_adapters.routing import LinkedKG
 
-    store = open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory")
+    store = Graph(open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory"))
     assert not store.capabilities.local_index
     graph = LinkedKG({"mb": store})
     band, album = await graph.initialize("[The Beatles] and [Abbey Road]")

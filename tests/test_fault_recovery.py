@@ -24,6 +24,7 @@ import pytest
 from net_helpers import FIXTURES, answers, free_port
 from sparql_fault_server import FaultServer, Reply
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import BackendError, CircuitOpen, KGError
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
@@ -99,7 +100,7 @@ PREFIXES = {"ex": "http://example.org/computing/"}
 
 
 def sparql_kg(url: str, **extra):
-    return open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes=PREFIXES, **{**OPTIONS, **extra})
+    return Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes=PREFIXES, **{**OPTIONS, **extra}))
 
 
 async def test_a_killed_endpoint_fails_fast_and_clearly_then_recovers_without_a_restart(endpoint):
@@ -173,7 +174,7 @@ def fault_server():
 
 def scripted_kg(server, registry, **opts):
     base = {"retries": 2, "backoff": 0.01, "timeout": 2.0, "label_search": "exact", "search_api": "none"}
-    return open_sparql_kg("wd", "wikidata", server.url, registry=registry, **{**base, **opts})
+    return Graph(open_sparql_kg("wd", "wikidata", server.url, registry=registry, **{**base, **opts}))
 
 
 async def test_a_429_during_concurrent_calls_holds_back_every_request_after_it(fault_server):

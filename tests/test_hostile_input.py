@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tot_mcp.strategies.settings import MAX_CONFIG_BYTES, load_config
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.spec import make_spec
 from tot_mcp.server.auth import BearerTokenMiddleware
@@ -153,7 +154,7 @@ async def test_tree_of_traversals_refuses_a_huge_query_before_loading_any_model(
 
     data = tmp_path / "kb.txt"
     data.write_text("Heat|directed_by|Michael Mann\n", encoding="utf-8")
-    kg = open_file_kg("m", data)
+    kg = Graph(open_file_kg("m", data))
 
     def no_model():
         raise AssertionError("the embedder was loaded for a query that is refused anyway")

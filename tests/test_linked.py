@@ -8,6 +8,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import BackendError, InvalidInput, UnknownKG
 from tot_mcp.kg_adapters.files import open_file_kg
 from tot_mcp.kg_adapters.routing import LinkedKG
@@ -26,8 +27,8 @@ LABEL = LinkRule(from_kg="wd", to_kg="mb", kind="label")
 
 
 def members():
-    wd = open_file_kg("wd", FIXTURES / "linked_wd.ttl", backend="memory")
-    mb = open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory")  # members may use different backends
+    wd = Graph(open_file_kg("wd", FIXTURES / "linked_wd.ttl", backend="memory"))
+    mb = Graph(open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory"))  # members may use different backends
     return {"wd": wd, "mb": mb}
 
 
@@ -110,7 +111,7 @@ class FailingKG(MemoryKG):
 
 async def test_a_failing_member_gives_a_partial_result_naming_it():
     m = members()
-    broken = FailingKG("mb", m["mb"].index if hasattr(m["mb"], "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index)
+    broken = Graph(FailingKG("mb", m["mb"].index if hasattr(m["mb"], "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index))
     kgs = {"wd": m["wd"], "mb": broken}
     kg = LinkedKG(kgs, Linker(kgs, [LABEL]))
     hits = await kg.initialize("[Michael Jackson]")
@@ -174,7 +175,7 @@ def kg_of(name: str, triples, labels: dict[str, str] | None = None) -> MemoryKG:
     for h, r, t in triples:
         index.add(index.node(h, (labels or {}).get(h)), index.relation(r), index.node(t, (labels or {}).get(t)))
     index.freeze()
-    return MemoryKG(name, index)
+    return Graph(MemoryKG(name, index))
 
 
 async def test_a_hub_label_is_linked_to_at_most_max_label_matches_and_says_so():

@@ -13,6 +13,7 @@ from delegating_kg import DelegatingKG
 from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.memory import MemoryKG
@@ -36,7 +37,7 @@ def _hub_kg(name: str = "films") -> MemoryKG:
     for h, r, t in triples:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
-    return MemoryKG(name, index)
+    return Graph(MemoryKG(name, index))
 
 
 class CountingKG(DelegatingKG):
@@ -72,7 +73,7 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
     "same genre" hop). Scoring it needs only to know that the hop multiplies the frontier by more than hub_fanout,
     which a read of hub_fanout + 1 edges settles; its 300 films are never read. The plans are those of the
     in-memory view, which reads everything."""
-    counting = CountingKG(_hub_kg())
+    counting = Graph(CountingKG(_hub_kg()))
     assert isinstance(view_for(counting), InterfaceGraph)
     settings = OfflineSettings(max_hops=2, plans=1)
     res = await _plans(counting, "who directed [Alpha]", settings)
@@ -87,13 +88,13 @@ async def test_the_plans_are_those_of_a_full_read_whatever_the_view():
     for question in ("who directed [Alpha]", "which films have the same genre as [Alpha]",
                      "when were the films of the genre of [Alpha] released"):
         memory = await _plans(_hub_kg(), question)
-        generic = await _plans(CountingKG(_hub_kg()), question)
+        generic = await _plans(Graph(CountingKG(_hub_kg())), question)
         assert sorted(_summary(memory)) == sorted(_summary(generic)), question
         assert all(len(p.frontiers[-1]) == len(p.answers) or len(p.answers) == 200 for p in generic.plans)
 
 
 async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_a_full_read():
-    counting = CountingKG(_hub_kg())
+    counting = Graph(CountingKG(_hub_kg()))
     view = InterfaceGraph(counting)
     drama = (await counting.find_by_label("Drama"))[0].id
     hop = ("films:has_genre", Direction.backward)
@@ -118,7 +119,7 @@ def _cast_hub_kg() -> MemoryKG:
     for h, r, t in triples:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
-    return MemoryKG("films", index)
+    return Graph(MemoryKG("films", index))
 
 
 class CappedKG(CountingKG):
@@ -148,7 +149,7 @@ async def test_a_frontier_whose_read_was_cut_is_never_walked_on_from_as_over_max
     question = "who acted in the films of the genre of [Alpha]"
     memory = await _plans(_cast_hub_kg(), question, settings)
     assert memory.plans and not _walked_from_the_genre(memory)
-    capped = CappedKG(_cast_hub_kg(), cap=HUB // 6)
+    capped = Graph(CappedKG(_cast_hub_kg(), cap=HUB // 6))
     assert isinstance(view_for(capped), InterfaceGraph)
     res = await _plans(capped, question, settings)
     assert res.plans and not _walked_from_the_genre(res)
@@ -159,7 +160,7 @@ async def test_neighbours_within_reads_a_cut_hop_again_until_it_can_tell_more_fr
     """A read cut at the view's edge cap with n targets or fewer says nothing about n: the view reads again,
     larger, and answers with every neighbour when they are not more than n. A KG that cuts every read below n
     leaves it unsettled: that counts as more than n (too big to walk on from)."""
-    counting = CountingKG(_hub_kg())
+    counting = Graph(CountingKG(_hub_kg()))
     drama = (await counting.find_by_label("Drama"))[0].id
     hop = ("films:has_genre", Direction.backward)
     view = InterfaceGraph(counting, max_edges_per_hop=50)
@@ -279,7 +280,7 @@ def test_a_store_finds_a_label_in_its_index_and_names_an_entity_without_describi
     src = tmp_path / "cast.txt"
     src.write_text("Heat|starred_actors|Al Pacino\nheat wave|starred_actors|Ann Lee\n", encoding="utf-8")
     load_into_store(src, tmp_path / "st")
-    kg = open_store_kg("cast", tmp_path / "st")
+    kg = Graph(open_store_kg("cast", tmp_path / "st"))
 
     async def run():
         (heat,) = await kg.find_by_label("Heat")

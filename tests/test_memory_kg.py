@@ -9,20 +9,21 @@ from conftest import require_benchmarks
 from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
 from tot_mcp.kg_adapters.files import open_file_kg
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.models import Direction
 
 
 @pytest.fixture(scope="module")
-def metaqa() -> MemoryKG:
+def metaqa() -> Graph:
     kb = require_benchmarks("metaqa", "kb.txt")
-    kg = open_file_kg("metaqa", kb)
-    assert isinstance(kg, MemoryKG)
+    kg = Graph(open_file_kg("metaqa", kb))
+    assert isinstance(kg.store, MemoryKG)
     return kg
 
 
 @pytest.fixture(params=["kb.txt", "embedded"])
-def kg(request, metaqa, embedded_kg) -> MemoryKG:
+def kg(request, metaqa, embedded_kg) -> Graph:
     return metaqa if request.param == "kb.txt" else embedded_kg
 
 
@@ -104,7 +105,7 @@ async def test_bad_input_is_rejected_with_the_right_error(kg):
 
 
 async def test_the_id_list_cap_follows_the_limits(metaqa):
-    small = MemoryKG("metaqa", metaqa.index, limits=Limits(max_ids=2))
+    small = Graph(MemoryKG("metaqa", metaqa.store.index, limits=Limits(max_ids=2)))
     ids = [h.entity.id for h in await small.search_entities("Tom Hanks")][:2]
     await small.get_relations(ids)
     with pytest.raises(InvalidInput, match="at most 2"):

@@ -8,6 +8,7 @@ import pytest
 from delegating_kg import DelegatingKG
 from retrieval_fixtures import shared_embedder
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.base import KnowledgeGraph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.models import Direction
@@ -50,7 +51,7 @@ def kg_of(name: str, triples) -> MemoryKG:
     for h, r, t in triples:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
-    return MemoryKG(name, index)
+    return Graph(MemoryKG(name, index))
 
 
 def lines(text: str) -> list[list[str]]:
@@ -135,7 +136,7 @@ async def test_plans_are_ranked_with_confidences_in_unit_interval(reasoner, kg):
 
 
 async def test_generic_backend_gives_the_same_answers(reasoner, kg):
-    generic = DelegatingKG(build_kg())
+    generic = Graph(DelegatingKG(build_kg()))
     assert isinstance(view_for(generic), InterfaceGraph)
     for q in ("which films did [Eli Fox] direct", "what genres are the films directed by [Eli Fox]",
               "who directed the films that share actors with [Alpha]"):

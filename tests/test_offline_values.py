@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from retrieval_fixtures import shared_embedder
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triple_index import TripleIndex
 from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
@@ -21,7 +22,7 @@ def build_kg() -> MemoryKG:
     for h, r, t in TRIPLES:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
-    return MemoryKG("things", index)
+    return Graph(MemoryKG("things", index))
 
 
 VALUES = OfflineSettings()  # value readings are on by default (3 values, mixed centring)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from sparql_fault_server import FaultServer, Reply
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import BackendRefused
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 from tot_mcp.kg_adapters.sparql.endpoint import MAX_JSON_ITEMS, json_items
@@ -32,8 +33,8 @@ def bindings(n: int, width: int = 0) -> bytes:
 
 
 def kg_at(url: str):
-    return open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01,
-                          timeout=20)
+    return Graph(open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01,
+                          timeout=20))
 
 
 def test_the_count_is_never_under_what_json_builds():

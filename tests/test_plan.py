@@ -5,6 +5,8 @@ Real parts throughout: the embedded MetaQA movie KG, the offline reasoner and Mi
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import re
 
 import pytest
@@ -127,8 +129,8 @@ async def test_offline_a_three_hop_question_keeps_the_start_out_of_its_answers(m
 async def test_literal_values_are_answers(movies_sparql_url):
     from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
-    kg = open_sparql_kg("mv", "sparql", movies_sparql_url, registry=EndpointRegistry(),
-                        prefixes={"ex": "http://example.org/movies/"})
+    kg = Graph(open_sparql_kg("mv", "sparql", movies_sparql_url, registry=EndpointRegistry(),
+                        prefixes={"ex": "http://example.org/movies/"}))
     try:
         llm = ScriptedLLM(["PATH: The Matrix -> release year"])
         out = await plan(Services([kg], embedder_factory=shared_embedder), kg, "when was [The Matrix] released",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from oxigraph_fixture import start_oxigraph
 from sparql_fault_server import FaultServer, Reply
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import BackendError, BackendTimeout
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
@@ -50,7 +51,7 @@ async def test_an_on_disk_stores_query_process_is_killed_at_the_deadline(tmp_pat
     from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg
 
     load_into_store(write_triples(tmp_path / "d.nt", 2000), tmp_path / "store")
-    kg = open_store_kg("s", tmp_path / "store")
+    kg = Graph(open_store_kg("s", tmp_path / "store"))
     await assert_heavy_query_is_killed(kg)
     rels = await kg.get_relations(["s:http://e/1"])  # the traversal tools never depended on it
     assert rels.relations
@@ -60,7 +61,7 @@ async def test_an_rdf_files_query_process_is_killed_at_the_deadline(tmp_path):
     from tot_mcp.kg_adapters.rdf_file import RdfFileKG, load_rdf_file
 
     path = write_triples(tmp_path / "d.nt", 2000)
-    await assert_heavy_query_is_killed(RdfFileKG("f", load_rdf_file(path), source=path))
+    await assert_heavy_query_is_killed(Graph(RdfFileKG("f", load_rdf_file(path), source=path)))
 
 
 async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_path):
@@ -73,7 +74,7 @@ async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_
 
     store = ox.Store()
     store.bulk_load(path=str(write_triples(tmp_path / "d.nt", 1000)), format=ox.RdfFormat.N_TRIPLES)
-    kg = OxigraphKG("m", store)
+    kg = Graph(OxigraphKG("m", store))
     kg._thread_runs = ThreadRuns(limit=1)
     two = 'SELECT * WHERE { ?a ?b ?c . ?d ?e ?f FILTER(STR(?a) = CONCAT(STR(?f), "x")) }'  # ~1 s, then ends
     with pytest.raises(BackendTimeout):
@@ -94,8 +95,8 @@ async def test_our_client_closes_the_connection_when_the_time_runs_out():
     tells it the deadline up front."""
     with FaultServer() as server:
         server.default = Reply(hold=True)
-        kg = open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), retries=0, timeout=0.5,
-                            label_search="exact", search_api="none", timeout_param="timeout:ms")
+        kg = Graph(open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), retries=0, timeout=0.5,
+                            label_search="exact", search_api="none", timeout_param="timeout:ms"))
         for call in (kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=0.5), kg.search_entities("Adams")):
             started = time.monotonic()
             with pytest.raises(BackendTimeout):
@@ -114,7 +115,7 @@ def test_a_bad_timeout_param_is_refused_at_open():
 
     for bad in ("query", "time out", "timeout:minutes"):
         with pytest.raises(InvalidInput, match="timeout_param"):
-            open_sparql_kg("x", "sparql", "http://127.0.0.1:9/sparql", timeout_param=bad)
+            Graph(open_sparql_kg("x", "sparql", "http://127.0.0.1:9/sparql", timeout_param=bad))
 
 
 async def test_oxigraph_serve_with_timeout_s_stops_a_store_reading_query_and_says_so(tmp_path):
@@ -123,7 +124,7 @@ async def test_oxigraph_serve_with_timeout_s_stops_a_store_reading_query_and_say
     proc, url = start_oxigraph(write_triples(tmp_path / "d.nt", 2000), tmp_path / "store", ["--timeout-s", "1"])
     with proc:
         try:
-            kg = open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), retries=0, timeout=8)
+            kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), retries=0, timeout=8))
             started = time.monotonic()
             with pytest.raises(BackendTimeout, match=re.escape(url) + ": the query exceeded the endpoint's own"):
                 await kg.sparql_query(HEAVY_READING, timeout=8)

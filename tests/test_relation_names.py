@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.files import open_file_kg
 from tot_mcp.kg_adapters.routing import LinkedKG
@@ -15,7 +16,7 @@ from tot_mcp.kg_adapters.relation_names import MAX_LISTED, RelationNames
 def kg(tmp_path, name, text):
     path = tmp_path / f"{name}.txt"
     path.write_text(text, encoding="utf-8")
-    return open_file_kg(name, path)
+    return Graph(open_file_kg(name, path))
 
 
 @pytest.fixture
@@ -83,8 +84,8 @@ async def test_a_kg_that_does_not_answer_is_named_and_asked_again_next_time(tmp_
     from net_helpers import free_port
 
     films = kg(tmp_path, "films", "Heat|directed_by|Michael Mann\n")
-    down = open_sparql_kg("catalog", "sparql", f"http://127.0.0.1:{free_port()}/query", registry=EndpointRegistry(),
-                          retries=0, backoff=0.01)
+    down = Graph(open_sparql_kg("catalog", "sparql", f"http://127.0.0.1:{free_port()}/query", registry=EndpointRegistry(),
+                          retries=0, backoff=0.01))
     try:
         names = await RelationNames.of(LinkedKG({"films": films, "catalog": down},
                                                 Linker({"films": films, "catalog": down}, [])))

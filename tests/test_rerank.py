@@ -3,6 +3,8 @@ second stage, the broaden/deepen loop, its termination and its second-stage back
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service
@@ -41,7 +43,7 @@ async def test_a_relation_word_is_not_taken_for_the_mention(tmp_path):
 
     path = tmp_path / "kb.txt"
     path.write_text(TRIPLES + "Silent Meadow|has_tags|director\nBlue Canyon|has_tags|director\n", encoding="utf-8")
-    kg = MemoryKG("tags", load_triples_file(path))
+    kg = Graph(MemoryKG("tags", load_triples_file(path)))
     res = make_service(tmp_path / "cache").resources_now(kg)
     out = await adaptive_rerank(kg, "which films was Hana Kmi the director of", res, RerankConfig(max_iterations=0))
     assert out.results[0].label == "Hana Kim", [r.label for r in out.results[:3]]

@@ -16,6 +16,7 @@ from tot_cli_policy import OneHopPolicy
 
 import tot_mcp.strategies.llm.factory as factory
 import tot_mcp.strategies.search_cli as cli
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.embedded import load_embedded
 from tot_mcp.strategies.benchmarks import metrics
 
@@ -40,7 +41,7 @@ def fixed_policy(monkeypatch):
             from tot_mcp.strategies.system import assemble
 
             if "movies" not in _KG_CACHE:
-                _KG_CACHE["movies"] = load_embedded("movies")
+                _KG_CACHE["movies"] = Graph(load_embedded("movies"))
             return assemble({"movies": _KG_CACHE["movies"]}, config, wait_for_builds=True)
         return real_open(ns, config)
 

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from tot_mcp.strategies.settings import parse_config
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import InvalidInput, UnknownKG
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.server.app import build_server
@@ -14,7 +15,7 @@ from tot_mcp.server.runtime import Runtime, ServiceUnavailable
 
 
 async def test_ids_are_routed_by_prefix_and_several_kgs_are_linked_by_label(embedded_kg):
-    films = MemoryKG("films", embedded_kg.index)
+    films = Graph(MemoryKG("films", embedded_kg.index))
     runtime = Runtime({"movies": embedded_kg, "films": films})
     graph = runtime.graph
     assert graph.owner("movies:E1") is embedded_kg and graph.owner("films:E1") is films
@@ -77,8 +78,8 @@ async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp
 
     path = tmp_path / "tiny.txt"
     path.write_text("Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8")
-    mem = open_file_kg("mem", path)
-    store = open_file_kg("store", path, backend="oxigraph", store="memory")
+    mem = Graph(open_file_kg("mem", path))
+    store = Graph(open_file_kg("store", path, backend="oxigraph", store="memory"))
     kgs = with_result_cache({"mem": mem, "store": store}, max_weight=1000, ttl=60)
     assert isinstance(kgs["mem"], MemoryKG)
     assert isinstance(kgs["store"], CachedKG)

@@ -12,6 +12,7 @@ import json
 import pytest
 from mcp_client import inprocess_client, text_of
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.base import Capabilities, Limits
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import BackendError
@@ -32,7 +33,7 @@ def runtime(embedded_kg) -> Runtime:
 def mini_kg(tmp_path) -> MemoryKG:
     path = tmp_path / "mini.txt"
     path.write_text("Ada Lovelace|collaborated_with|Charles Babbage\nCharles Babbage|designed|Analytical Engine\n")
-    return MemoryKG("mini", load_triples_file(path))
+    return Graph(MemoryKG("mini", load_triples_file(path)))
 
 
 async def call(client, tool: str, **args):

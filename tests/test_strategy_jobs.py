@@ -3,6 +3,8 @@ task that rerank is measured on, and the job lines tot-search prints."""
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
+
 import random
 
 from retrieval_fixtures import make_kg, shared_embedder
@@ -85,7 +87,7 @@ async def test_the_topic_is_the_bracketed_mention_not_a_word_inside_the_question
     kb.write_text("Kansas City Confidential|directed_by|Phil Karlson\nKansas City Confidential|starred_actors|John Payne\n"
                   "Kansas|has_tags|director\nWizard Tale|has_tags|director\nWizard Tale|directed_by|Ann Lee\n",
                   encoding="utf-8")
-    kg = MemoryKG("t", load_triples_file(kb))
+    kg = Graph(MemoryKG("t", load_triples_file(kb)))
     services = Services([kg], embedder_factory=shared_embedder, cache_dir=tmp_path / "c")
     result = await make_method("ark", MethodOptions(), services)(
         BenchmarkQuestion(id="1", text="who is the director of [Kansas City Confidential]"), kg)

@@ -4,6 +4,7 @@ two edges, and the offline reasoner answers them as two answers."""
 
 from __future__ import annotations
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction, Edge, Literal, Qualifier, Relation
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 from tot_mcp.strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
@@ -28,8 +29,8 @@ def test_two_structured_values_under_one_relation_are_two_edges_and_show_their_p
 
 
 async def test_a_blank_node_reached_over_generic_sparql_shows_its_properties_to_the_policy(generic_sparql_url):
-    kg = open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(),
-                        prefixes={"ex": "http://example.org/computing/"})
+    kg = Graph(open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(),
+                        prefixes={"ex": "http://example.org/computing/"}))
     try:
         asm = TraversalASM([kg])
         s = await asm.initial_state("how heavy is the [Difference Engine]")
@@ -56,7 +57,7 @@ async def test_the_offline_reasoner_answers_two_nameless_structured_values_as_tw
                    'ex:London rdfs:label "London" .\n')
     proc, url = start_oxigraph(ttl, tmp_path / "store")
     with proc:
-        kg = open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": "http://example.org/p/"})
+        kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": "http://example.org/p/"}))
         try:
             question = "what award did [Ada Byron] receive"
             res = await OfflineReasoner(shared_embedder()).reason(kg, question, topics_from_matches(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.triple_index import TripleIndex
 from tot_mcp.strategies.tot.actions import Action
@@ -28,7 +29,7 @@ def make_kg(name: str = "m", triples: list[tuple[str, str, str]] | None = None) 
     for h, r, t in triples or MOVIE_TRIPLES:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
-    return MemoryKG(name, index)
+    return Graph(MemoryKG(name, index))
 
 
 async def eid(kg: MemoryKG, label: str) -> str:

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
-from tot_mcp.kg_adapters.base import labels_only
+from tot_mcp.kg_adapters.models import labels_only
 from tot_mcp.kg_adapters.batched import edges_over, relations_over, why_empty
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult

@@ -1,5 +1,5 @@
 """``sparql_query``: a caller-written, read-only SPARQL query against one KG that speaks SPARQL. The server only
-  maps MCP to the adapter contract (:meth:`KnowledgeGraph.sparql_query`, offered where ``capabilities.sparql`` is
+  maps MCP to the adapter contract (:meth:`Graph.sparql_query`, offered where ``capabilities.sparql`` is
   true); the guard — read forms only, no SERVICE outside the KG's allowlist, a LIMIT at the cap, the KG's
   prefixes predeclared — lives in :mod:`kg_adapters.sparql.guard`. Here the answer is bounded once more in
   characters and rendered as a compact table.

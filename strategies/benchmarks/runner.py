@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.text import key
 from tot_mcp.strategies.llm.base import LLMError
@@ -205,7 +205,7 @@ def load_done(out: Path) -> list[RunRecord]:
     return records
 
 
-async def topic_problem(question: BenchmarkQuestion, kgs: Sequence[KnowledgeGraph]) -> str | None:
+async def topic_problem(question: BenchmarkQuestion, kgs: Sequence[Graph]) -> str | None:
     """Why the question's named topic entity cannot be found in any KG (None when it can, or none is named)."""
     if not question.topic:
         return None
@@ -224,7 +224,7 @@ async def run_questions(
     questions: Sequence[BenchmarkQuestion],
     method: Method,
     method_name: str,
-    kgs: Sequence[KnowledgeGraph],
+    kgs: Sequence[Graph],
     *,
     out: Path | None = None,
     workers: int = 1,

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.plugins import LazyRegistry, parse_options
@@ -51,7 +51,7 @@ def make_llm(kind: str, *, ctx: Any = None, model: str | None = None, options: d
 
 def make_policy(
     kind: str,
-    kg: KnowledgeGraph | Sequence[KnowledgeGraph],
+    kg: Graph | Sequence[Graph],
     *,
     ctx: Any = None,
     model: str | None = None,
@@ -69,7 +69,7 @@ def make_policy(
 
     from tot_mcp.kg_adapters.routing import LinkedKG
 
-    graph = kg if isinstance(kg, KnowledgeGraph) else LinkedKG.of(list(kg))
+    graph = kg if isinstance(kg, Graph) else LinkedKG.of(list(kg))
     if kind == "offline":
         try:
             from tot_mcp.strategies.offline import OfflinePolicy  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""The few graph operations the offline reasoner needs, over any ``KnowledgeGraph``.
+"""The few graph operations the offline reasoner needs, over any ``Graph``.
 
 ``InterfaceGraph`` uses only the public Tree-of-Traversals interface (``get_relations`` / ``get_edges``, batched
 and paged), so the policy works on every backend. ``MemoryGraph`` reads a ``MemoryKG``'s index directly: the same
@@ -17,7 +17,7 @@ import asyncio
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.eager import gather_eager
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.models import AdjacentIds, Direction, split_id
@@ -27,7 +27,7 @@ Hop = tuple[str, Direction]
 
 
 class GraphView(abc.ABC):
-    kg: KnowledgeGraph
+    kg: Graph
     knows_labels: bool = True  # label() answers from memory; else labels are learnt as entities are seen
 
     def remember_label(self, entity_id: str, label: str) -> None:  # noqa: B027 - only views that learn labels
@@ -107,7 +107,7 @@ class GraphView(abc.ABC):
 
 
 class MemoryGraph(GraphView):
-    def __init__(self, kg: KnowledgeGraph) -> None:  # a KG declaring capabilities.local_index
+    def __init__(self, kg: Graph) -> None:  # a KG declaring capabilities.local_index
         self.kg = kg
         self.local = kg.local_graph()  # type: ignore[attr-defined] - the KG's own view and ID scheme
         self.index = self.local.index
@@ -190,7 +190,7 @@ class InterfaceGraph(GraphView):
 
     knows_labels = False
 
-    def __init__(self, kg: KnowledgeGraph, max_edges_per_hop: int = 2000, max_edges_to_settle: int = 20_000) -> None:
+    def __init__(self, kg: Graph, max_edges_per_hop: int = 2000, max_edges_to_settle: int = 20_000) -> None:
         self.kg = kg
         self.max_edges_per_hop = max_edges_per_hop
         #: how far :meth:`neighbours_within` reads to tell whether a cut hop reaches more than n nodes
@@ -235,7 +235,7 @@ class InterfaceGraph(GraphView):
         return counts
 
     async def relation_sets(self, nodes: list[str]) -> dict[str, frozenset]:
-        """One :meth:`KnowledgeGraph.relations_by_entity` read (a query per batch on SPARQL) instead of a
+        """One :meth:`Graph.relations_by_entity` read (a query per batch on SPARQL) instead of a
         ``get_relations`` per node; a node it leaves out (refused) has none, as :meth:`relations` would say."""
         nodes = list(dict.fromkeys(nodes))
         try:
@@ -335,7 +335,7 @@ class LinkedGraph(GraphView):
     Node keys stay cheap: a memory view's integer nodes are shifted into one integer range per KG (the first KG's
     unshifted, so most hops pass its neighbour lists through untouched); other views' nodes are their entity IDs."""
 
-    def __init__(self, kg: KnowledgeGraph, cache_size: int = 200_000) -> None:
+    def __init__(self, kg: Graph, cache_size: int = 200_000) -> None:
         self.kg = kg
         self.views: dict[str, GraphView] = {name: view_for(m) for name, m in kg.members().items()}
         self._base: dict[str, int] = {}
@@ -587,7 +587,7 @@ def _more_than(nb: dict, n: int) -> bool:
     return sum(len(ts) for ts in nb.values()) > n and len({t for ts in nb.values() for t in ts}) > n
 
 
-def view_for(kg: KnowledgeGraph) -> GraphView:
+def view_for(kg: Graph) -> GraphView:
     """The fastest view the KG's declared capabilities allow."""
     members = kg.members()
     if len(members) > 1:

@@ -10,7 +10,7 @@ import math
 import weakref
 from dataclasses import dataclass, field
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 
 from ..embeddings import Embedder
@@ -83,16 +83,16 @@ class OfflineReasoner:
     def __init__(self, embedder: Embedder, settings: OfflineSettings | None = None) -> None:
         self.embedder = embedder
         self.settings = settings or OfflineSettings()
-        self._stats: weakref.WeakKeyDictionary[KnowledgeGraph, KGStats] = weakref.WeakKeyDictionary()
+        self._stats: weakref.WeakKeyDictionary[Graph, KGStats] = weakref.WeakKeyDictionary()
 
-    def stats_for(self, kg: KnowledgeGraph) -> KGStats:
+    def stats_for(self, kg: Graph) -> KGStats:
         st = self._stats.get(kg)
         if st is None:
             st = self._stats[kg] = KGStats(
                 view_for(kg), self.embedder, self.settings.type_sample, self.settings.value_examples)
         return st
 
-    async def reason(self, kg: KnowledgeGraph, question: str, topic_ids: list[str]) -> Reasoning:
+    async def reason(self, kg: Graph, question: str, topic_ids: list[str]) -> Reasoning:
         """Ranked plans (best first) answering ``question`` from ``topic_ids``; empty if nothing connects."""
         st = self.settings
         stats = self.stats_for(kg)
@@ -259,7 +259,7 @@ class OfflineReasoner:
         return Reasoning(question, topic_ids, plans, await _unreached(scorer, view, plans))
 
     async def rank_sources(
-        self, kg: KnowledgeGraph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
+        self, kg: Graph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
     ) -> list[str]:
         """``candidates`` (entities reached after hop ``level``) ordered by how many of the plan's answers they
         lead to through the remaining hops, earlier answers counting more — so a capped expansion keeps the
@@ -325,7 +325,7 @@ def _calibrate(plans: list[Plan], scale: float, bias: float) -> None:
         p.confidence = 1.0 / (1.0 + math.exp(-(scale * margin + bias)))
 
 
-async def _labels_via_interface(kg: KnowledgeGraph, topic_ids: list[str], view: GraphView) -> list[str]:
+async def _labels_via_interface(kg: Graph, topic_ids: list[str], view: GraphView) -> list[str]:
     out = []
     for tid in topic_ids:
         try:

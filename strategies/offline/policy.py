@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.models import Direction
 
@@ -37,7 +37,7 @@ class OfflinePolicy(Policy):
 
     def __init__(
         self,
-        kg: KnowledgeGraph | Sequence[KnowledgeGraph],
+        kg: Graph | Sequence[Graph],
         embedder: Embedder | None = None,
         options: dict | None = None,
         settings: OfflineSettings | None = None,
@@ -45,7 +45,7 @@ class OfflinePolicy(Policy):
     ) -> None:
         super().__init__()
         # several KGs are reasoned over as one linked graph (pass the run's LinkedKG to share its links and statistics)
-        self.kg = kg if isinstance(kg, KnowledgeGraph) else LinkedKG.of(list(kg))
+        self.kg = kg if isinstance(kg, Graph) else LinkedKG.of(list(kg))
         fields = set(OfflineSettings.model_fields)
         overrides = {k: v for k, v in (options or {}).items() if k in fields}
         self.settings = settings or OfflineSettings(**overrides)

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tot_mcp.kg_adapters.base import KnowledgeGraph
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.link_grade import best_per_mention
 from tot_mcp.kg_adapters.routing import LinkedKG
@@ -69,12 +69,12 @@ class TraversalASM:
 
     def __init__(
         self,
-        kg: KnowledgeGraph | Sequence[KnowledgeGraph] | Mapping[str, KnowledgeGraph],
+        kg: Graph | Sequence[Graph] | Mapping[str, Graph],
         config: AsmConfig | None = None,
     ) -> None:
         if isinstance(kg, Mapping):
             kg = list(kg.values())
-        if not isinstance(kg, KnowledgeGraph):
+        if not isinstance(kg, Graph):
             if not kg:
                 raise ValueError("TraversalASM needs at least one knowledge graph")
             kg = LinkedKG.of(list(kg))  # several KGs given: linked by label (build one graph per run to share links)

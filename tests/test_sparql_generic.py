@@ -9,6 +9,7 @@ import base64
 import pytest
 
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, IriIds, open_sparql_kg
 from tot_mcp.kg_adapters.sparql.kg import BNODE_PROPERTIES
@@ -26,7 +27,7 @@ def b64(iri: str) -> str:
 
 @pytest.fixture
 def g(generic_sparql_url):
-    return open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(), prefixes={"ex": EX})
+    return Graph(open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(), prefixes={"ex": EX}))
 
 
 # -- the ID scheme ------------------------------------------------------------------------------------------------
@@ -64,10 +65,11 @@ async def test_labels_come_from_any_configured_label_predicate(g):
     assert byron[0].entity.description == "English poet (1788–1824)"
 
 
-async def test_english_labels_win_over_other_languages_and_aliases_match(g):
+async def test_english_labels_win_over_other_languages_and_aliases_match(g, generic_sparql_url):
     hits = await g.search_entities("Analytische Maschine")  # not a configured language: only a substring search
     assert hits == []
-    de = open_sparql_kg("g", "sparql", g.endpoint, registry=EndpointRegistry(), prefixes={"ex": EX}, languages=["de"])
+    de = open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(), prefixes={"ex": EX},
+                        languages=["de"])
     assert (await de.search_entities("Analytische Maschine"))[0].entity.label == "Analytische Maschine"
     assert (await g.search_entities("analytical engine"))[0].entity.label == "Analytical Engine"
     alias = await g.search_entities("Augusta Ada King")
@@ -195,7 +197,7 @@ def wide_url(tmp_path_factory):
 
 
 async def test_blank_node_properties_are_capped_per_node_and_paging_still_covers_every_edge_once(wide_url):
-    g = open_sparql_kg("g", "sparql", wide_url, registry=EndpointRegistry(), prefixes={"ex": EX})
+    g = Graph(open_sparql_kg("g", "sparql", wide_url, registry=EndpointRegistry(), prefixes={"ex": EX}))
     whole = await g.get_edges(["g:ex.Source"], "g:ex.has")
     got = {e.value.value: len(e.qualifiers) for e in whole.edges}
     assert got == {name: min(n, BNODE_PROPERTIES) for name, n in WIDE.items()}
@@ -217,8 +219,8 @@ async def test_blank_node_properties_are_capped_per_node_and_paging_still_covers
 
 
 async def test_label_predicates_are_configurable(generic_sparql_url):
-    only_names = open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(),
-                                prefixes={"ex": EX}, label_predicates=["schema:name"], label_search="exact")
+    only_names = Graph(open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(),
+                                      prefixes={"ex": EX}, label_predicates=["schema:name"], label_search="exact"))
     assert (await only_names.search_entities("Lord Byron"))[0].entity.id == "g:ex.Lord_Byron"
     assert await only_names.search_entities("Ada Lovelace") == []
     page = await only_names.get_edges(["g:ex.Ada_Lovelace"], "g:schema.parent")

@@ -9,6 +9,7 @@ import pytest
 
 from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
@@ -20,7 +21,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 @pytest.fixture
 def wd(wikidata_sparql_url):
-    return open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry())
+    return Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry()))
 
 
 def summary(rels):
@@ -58,10 +59,11 @@ async def test_an_entity_labelled_only_in_mul_is_found_and_shown(wd):
 
 
 async def test_label_languages_are_configurable_with_fallback_to_the_id(wikidata_sparql_url):
-    pl = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["pl", "en"])
+    pl = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(),
+                              languages=["pl", "en"]))
     described = await pl.describe_entity("wd:Q7186")
     assert described.entity.label == "Maria Skłodowska-Curie"
-    de = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"])
+    de = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"]))
     page = await de.get_edges(["wd:Q42"], "wd:P26")
     assert page.entities["wd:Q14623681"].label == "Q14623681"  # only a 'mul' label exists
     assert page.entities["wd:Q42"].label == "Douglas Adams"
@@ -106,7 +108,7 @@ async def test_relation_counts_add_up_over_several_entities(wd):
 
 
 async def test_a_hub_with_many_incoming_edges_is_sampled_not_counted(wikidata_sparql_url):
-    kg = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), backward_scan=5)
+    kg = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), backward_scan=5))
     rels = await kg.get_relations(["wd:Q145"])
     backward = [r for r in rels.relations if r.direction is Direction.backward]
     assert backward and all(r.count is None for r in backward)
@@ -127,13 +129,13 @@ async def test_edges_carry_qualifiers_of_the_statement(wd):
 
 async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
     queries = []
-    request = wd.sparql.request
+    request = wd.store.sparql.request
 
     async def counted(*args, **kwargs):
         queries.append(args)
         return await request(*args, **kwargs)
 
-    wd.sparql.request = counted
+    wd.store.sparql.request = counted
     page = await wd.get_edges(["wd:Q42"], "wd:P26")  # cold: the label comes with the source/qualifier labels
     assert (page.relation.id, page.relation.label, page.relation.direction) == ("wd:P26", "spouse", Direction.forward)
     assert len(queries) == 2  # the edges, then one label query for source, relation and qualifier properties
@@ -145,7 +147,7 @@ async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
 
 
 async def test_the_relation_label_follows_the_configured_languages(wikidata_sparql_url):
-    de = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"])
+    de = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"]))
     assert (await de.get_edges(["wd:Q42"], "wd:P26")).relation.label == "Ehepartner"
 
 
@@ -201,7 +203,7 @@ async def test_paging_is_stable_and_covers_every_edge_once(wd):
 
 
 async def test_paging_works_across_id_batches(wikidata_sparql_url):
-    kg = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), batch_size=2)
+    kg = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), batch_size=2))
     ids = ["wd:Q1203", "wd:Q2599", "wd:Q2643", "wd:Q2632", "wd:Q42"]
     everything = await kg.get_edges(ids, "wd:P106", limit=100)
     assert len(everything.edges) == 19 and not everything.truncated
@@ -216,7 +218,7 @@ async def test_paging_works_across_id_batches(wikidata_sparql_url):
 
 
 async def test_limit_is_capped_by_the_configured_maximum(wikidata_sparql_url):
-    kg = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, Limits(max_edges=5), registry=EndpointRegistry())
+    kg = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, Limits(max_edges=5), registry=EndpointRegistry()))
     page = await kg.get_edges(["wd:Q145"], "wd:P17", Direction.backward, limit=1000)
     assert len(page.edges) == 5 and page.truncated and page.next_offset == 5
 

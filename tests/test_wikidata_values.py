@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from mcp_client import stdio_session, text_of
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Literal
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 from tot_mcp.kg_adapters.sparql.values import WKT, coordinate_value, quantity_value, time_value
@@ -21,7 +22,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 @pytest.fixture
 def wd(values_url):
-    return open_sparql_kg("wd", "wikidata", values_url, registry=EndpointRegistry())
+    return Graph(open_sparql_kg("wd", "wikidata", values_url, registry=EndpointRegistry()))
 
 
 async def value_of(kg, entity: str, prop: str) -> Literal:
@@ -103,7 +104,7 @@ async def test_qualifier_times_carry_their_own_precision(wd):
 
 async def test_without_a_value_node_the_endpoint_value_is_kept(wikidata_sparql_url):
     """tests/fixtures/wikidata_sample.ttl has no psv:/pqv: nodes: nothing is guessed."""
-    plain = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry())
+    plain = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry()))
     spouse = (await plain.get_edges(["wd:Q42"], "wd:P26")).edges[0]
     assert {q.value.value for q in spouse.qualifiers} == {"1991-11-25T00:00:00Z", "2001-05-11T00:00:00Z"}
 

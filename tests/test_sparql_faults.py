@@ -102,7 +102,8 @@ async def test_more_than_50_ids_are_split_into_batches_of_at_most_50(server):
     p31 = [{"e": {"type": "uri", "value": f"http://www.wikidata.org/entity/{i[3:]}"},
             "r": {"type": "uri", "value": "http://www.wikidata.org/entity/P31"},
             "dir": {"type": "literal", "value": "f"},
-            "n": {"type": "literal", "value": "1", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}
+            "n": {"type": "literal", "value": "1",
+                  "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}
            for i in ids]
     server.default = Reply(body=json.dumps({"head": {"vars": ["e", "r", "dir", "n"]},
                                             "results": {"bindings": p31}}).encode())

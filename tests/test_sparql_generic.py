@@ -27,8 +27,8 @@ def b64(iri: str) -> str:
 
 def generic(url: str, **options) -> Graph:
     """The backend over ``url`` (``ex:`` declared) behind its Graph, its own endpoint registry."""
-    return Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": EX},
-                                **options))
+    kg = open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": EX}, **options)
+    return Graph(kg)
 
 
 @pytest.fixture

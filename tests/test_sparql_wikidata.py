@@ -167,6 +167,21 @@ async def test_a_hub_is_read_from_its_batchs_sample_the_rest_again_together(wiki
         r for r in alone["wd:Q145"].relations if r.direction is Direction.forward]
 
 
+async def test_a_bulk_read_is_cut_exactly_at_its_limit_across_batches(wikidata_sparql_url):
+    """Wikidata's bulk read is read as pages are (values with their value nodes); it still says
+    truncated exactly when it left an edge out, also when the limit falls at the end of a batch and
+    the batches after it have no such edge (the UK has no occupation)."""
+    kg = wikidata(wikidata_sparql_url, batch_size=2).store
+    ids = ["wd:Q1203", "wd:Q2599", "wd:Q2643", "wd:Q2632", "wd:Q145"]
+    full = await kg.adjacent_ids(ids, "wd:P106", limit=100)
+    total = len(full.pairs)
+    assert total == 15 and not full.values and not full.truncated
+    for limit in range(0, total + 2):
+        cut = await kg.adjacent_ids(ids, "wd:P106", limit=limit)
+        assert (len(cut.pairs), cut.truncated) == (min(limit, total), limit < total), limit
+        assert set(cut.pairs) <= set(full.pairs)
+
+
 async def test_labels_leave_out_ids_naming_nothing_and_a_labelled_walk_brings_them_along(wd):
     """labels() tells the IDs that name nothing in its one query; after a bulk read told
     ``labelled``, the targets' labels cost no request; keys are the IRIs the IDs encode."""

@@ -229,19 +229,13 @@ class SparqlKG(KnowledgeGraph):
     # -- relations --------------------------------------------------------------------------------------------
     async def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """One query per ``batch_size`` entities (:func:`queries.relations`), the batches at once (the
-        endpoint's slots bound the concurrency). An ID with a prefix this KG does not have names nothing."""
-        asked: dict[str, list[str]] = {}  # local → the IDs it was asked as
-        terms: dict[str, str] = {}
-        for eid in dict.fromkeys(entity_ids):
-            try:
-                ((local, term),) = self._terms([eid], bulk=True)
-            except NotFound:
-                continue
-            terms[local] = term
-            asked.setdefault(local, []).append(eid)
-        batches = _chunks(list(terms.items()), self.batch_size)
-        parts = await asyncio.gather(*(self._relations_of(b) for b in batches))
-        return {eid: rl for part in parts for local, rl in part.items() for eid in asked[local]}
+        endpoint's slots bound the concurrency). An ID with a prefix this KG does not have raises NotFound
+        naming the prefixes it has."""
+        ids = list(dict.fromkeys(entity_ids))
+        terms = self._terms(ids, bulk=True)
+        parts = await asyncio.gather(*(self._relations_of(b) for b in _chunks(terms, self.batch_size)))
+        found = {local: rl for part in parts for local, rl in part.items()}
+        return {eid: found[local] for eid, (local, _) in zip(ids, terms) if local in found}
 
     async def _relations_of(self, batch: Sequence[tuple[str, str]]) -> dict[str, RelationList]:
         """One batch's relations by local ID. An entity with more than ``backward_scan`` incoming edges has
@@ -354,9 +348,16 @@ class SparqlKG(KnowledgeGraph):
         read = None
         if not (self.profile.qualifiers and sources):
             read = await self._unsorted(sources, rel_term, forward, limit, labelled)
-        if read is None:
-            grouped, truncated = await self._page(sources, (rel_local, rel_term), direction, limit, 0)
-            page = await self._edge_page(grouped, rel_local, direction, truncated, 0, shown=False)
+        if read is None:  # pages, to one edge over the limit (a page's flag is not exact at a batch's end)
+            grouped: list[Group] = []
+            while len(grouped) <= limit:
+                got, more = await self._page(sources, (rel_local, rel_term), direction,
+                                             limit + 1 - len(grouped), len(grouped))
+                grouped += got
+                if not (more and got):
+                    break
+            page = await self._edge_page(grouped[:limit], rel_local, direction, len(grouped) > limit, 0,
+                                         shown=False)
             return AdjacentIds.of_page(page)
         pairs: list[tuple[str, str]] = []
         values: list[tuple[str, str]] = []

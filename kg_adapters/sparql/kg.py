@@ -1,8 +1,8 @@
 """A knowledge graph behind a SPARQL 1.1 endpoint: Wikidata (public WDQS or a mirror) or any RDF store.
 
-Every read is one or a few bounded queries over many IDs at once (``batch_size`` IDs a query, LIMIT+1
-paging with ORDER BY); labels of entities seen in results are cached, so follow-up reads rarely need a label
-query.
+Every read is one or a few bounded queries over many IDs at once (``batch_size`` IDs a query,
+LIMIT+1 paging with ORDER BY); labels of entities seen in results are cached, so follow-up reads
+rarely need a label query.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ _MAX_MENTIONS = 8
 # One level only: a blank node among those properties is shown as STRUCTURED_VALUE.
 BNODE_PROPERTIES = 20
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
-Group = tuple[str, Term, list[Row]]  # an edge read: its source's local ID, its target, its result rows
+Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, its result rows
 
 
 def _property_rows(rows: Sequence[Row]) -> int:
@@ -76,7 +76,8 @@ def _direction(direction: Direction | str) -> Direction:
     try:
         return Direction(direction)
     except ValueError:
-        raise InvalidInput(f"direction must be 'forward' or 'backward', got {direction!r}") from None
+        raise InvalidInput(f"direction must be 'forward' or 'backward', got {direction!r}"
+                           ) from None
 
 
 def _variants(text: str) -> list[str]:
@@ -88,8 +89,8 @@ def _variants(text: str) -> list[str]:
 
 
 class SparqlKG(KnowledgeGraph):
-    """The contract's reads over SPARQL, and two of its extensions: ``sparql_query`` (a caller's query,
-    guarded) and ``search_relations`` (the endpoint's property labels searched)."""
+    """The contract's reads over SPARQL, and two of its extensions: ``sparql_query`` (a caller's
+    query, guarded) and ``search_relations`` (the endpoint's property labels searched)."""
 
     def __init__(
         self,
@@ -110,7 +111,8 @@ class SparqlKG(KnowledgeGraph):
     ) -> None:
         super().__init__(name, limits)
         self.profile = profile
-        self.capabilities = Capabilities(backend=profile.kind, remote=True, sparql=True, relation_search=True)
+        self.capabilities = Capabilities(backend=profile.kind, remote=True, sparql=True,
+                                         relation_search=True)
         self.sparql_services = frozenset(sparql_services)  # SERVICE IRIs a caller's query may use
         self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql
@@ -122,7 +124,7 @@ class SparqlKG(KnowledgeGraph):
         self.label_search = label_search
         self.description = description
         self._labels: LRU[str] = LRU(label_cache)
-        #: a page is sorted here from an unsorted read of at most this many rows (:meth:`_sorted_read`)
+        #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = set()  # relations an ASK found in use (bounded by the vocabulary)
         self._server_sorts: set[tuple[str, bool]] = set()  # (relation, forward) with non-IRI targets seen
@@ -140,7 +142,8 @@ class SparqlKG(KnowledgeGraph):
 
     def _terms(self, entity_ids: list[str], bulk: bool = False) -> list[tuple[str, str]]:
         """(local, SPARQL term) for each ID, all validated before any query is built."""
-        return [(local, self.profile.entity_term(local)) for local in self._local_ids(entity_ids, bulk)]
+        locals_ = self._local_ids(entity_ids, bulk)
+        return [(local, self.profile.entity_term(local)) for local in locals_]
 
     def _relation(self, relation_id: str) -> tuple[str, str]:
         local = self._local_relation(relation_id)
@@ -164,8 +167,9 @@ class SparqlKG(KnowledgeGraph):
 
     async def _ensure_labels(self, entities: Iterable[str], relations: Iterable[str] = (),
                              only_present: bool = False) -> set[str]:
-        """Fetch the labels not cached yet, entities and relations together (one query per batch). With
-        ``only_present`` (entities only), those in no triple are returned instead, not remembered."""
+        """Fetch the labels not cached yet, entities and relations together (one query per batch).
+        With ``only_present`` (entities only), those in no triple are returned instead, not
+        remembered."""
         p = self.profile
         missing = {p.entity_term(x): x for x in entities if x not in self._labels}
         missing.update((p.relation_node(x), x) for x in relations if x not in self._labels)
@@ -228,20 +232,21 @@ class SparqlKG(KnowledgeGraph):
 
     # -- relations --------------------------------------------------------------------------------------------
     async def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
-        """One query per ``batch_size`` entities (:func:`queries.relations`), the batches at once (the
-        endpoint's slots bound the concurrency). An ID with a prefix this KG does not have raises NotFound
-        naming the prefixes it has."""
+        """One query per ``batch_size`` entities (:func:`queries.relations`), the batches at once
+        (the endpoint's slots bound the concurrency). An ID with a prefix this KG does not have
+        raises NotFound naming the prefixes it has."""
         ids = list(dict.fromkeys(entity_ids))
         terms = self._terms(ids, bulk=True)
-        parts = await asyncio.gather(*(self._relations_of(b) for b in _chunks(terms, self.batch_size)))
+        batches = _chunks(terms, self.batch_size)
+        parts = await asyncio.gather(*(self._relations_of(b) for b in batches))
         found = {local: rl for part in parts for local, rl in part.items()}
         return {eid: found[local] for eid, (local, _) in zip(ids, terms) if local in found}
 
     async def _relations_of(self, batch: Sequence[tuple[str, str]]) -> dict[str, RelationList]:
-        """One batch's relations by local ID. An entity with more than ``backward_scan`` incoming edges has
-        its backward relations from a sample, uncounted; the rest of a batch whose sample such a hub cut are
-        asked again, together (each round answers a hub, so this ends). The entities with no relation are
-        looked up in one query; those in no triple are left out."""
+        """One batch's relations by local ID. An entity with more than ``backward_scan`` incoming
+        edges has its backward relations from a sample, uncounted; the rest of a batch whose sample
+        such a hub cut are asked again, together (each round answers a hub, so this ends). The
+        entities with no relation are looked up in one query; those in no triple are left out."""
         scan = self.backward_scan
         out: dict[str, RelationList] = {}
         empty: list[tuple[str, str]] = []
@@ -267,10 +272,9 @@ class SparqlKG(KnowledgeGraph):
                     empty.append((local, term))
             batch = again
         present = await self._present([t for _, t in empty])
-        for local, _ in empty:
-            if self.profile.iri(local) in present:
-                out[local] = RelationList.model_construct(relations=[], truncated=False, partial=False,
-                                                          warnings=["no statements found for this entity"])
+        none = RelationList.model_construct(relations=[], truncated=False, partial=False,
+                                            warnings=["no statements found for this entity"])
+        out.update((local, none) for local, _ in empty if self.profile.iri(local) in present)
         return out
 
     def _relation_list(self, rows: list[Row], sampled: bool) -> RelationList:
@@ -284,8 +288,8 @@ class SparqlKG(KnowledgeGraph):
                 count = None if sampled and direction is Direction.backward else n
                 rels.append(self._relation_model(local, label, direction, count))
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
-        warnings = [f"more than {self.backward_scan} incoming edges: backward relations were found in a "
-                    "sample of them and their counts are omitted"] if sampled else []
+        warnings = [f"more than {self.backward_scan} incoming edges: backward relations were found "
+                    "in a sample of them and their counts are omitted"] if sampled else []
         return RelationList.model_construct(relations=rels, truncated=sampled, partial=False,
                                             warnings=warnings)
 
@@ -310,17 +314,20 @@ class SparqlKG(KnowledgeGraph):
         return found
 
     async def _check_used(self, rel_term: str, relation_id: str) -> None:
-        """NotFound unless a triple uses the relation (asked once: a relation in use stays in use)."""
+        """NotFound unless a triple uses the relation (asked once: a relation in use stays in use).
+        """
         if rel_term not in self._used_relations:
             if not await self._ask(queries.relation_used(self.profile, rel_term)):
-                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to "
-                               "list them")
+                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call "
+                               "get_relations to list them")
             self._used_relations.add(rel_term)
 
     # -- edges ------------------------------------------------------------------------------------------------
-    async def edges(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
-                    limit: int | None = None, offset: int = 0, labelled: bool = True) -> EdgePage:
-        """One page (:meth:`_page`). No page reads descriptions here: ``labelled`` changes nothing."""
+    async def edges(self, entity_ids: list[str], relation_id: str,
+                    direction: Direction = Direction.forward, limit: int | None = None,
+                    offset: int = 0, labelled: bool = True) -> EdgePage:
+        """One page (:meth:`_page`). No page reads descriptions here: ``labelled`` changes nothing.
+        """
         sources = self._terms(entity_ids)
         rel = self._relation(relation_id)
         direction = _direction(direction)
@@ -333,12 +340,12 @@ class SparqlKG(KnowledgeGraph):
         return await self._edge_page(grouped, rel[0], direction, truncated, offset)
 
     async def adjacent_ids(self, entity_ids: list[str], relation_id: str,
-                           direction: Direction = Direction.forward, limit: int = 2000, labelled: bool = False
-                           ) -> AdjacentIds:
-        """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no sources:
-        one such query anywhere. Where only a page reads a value right — Wikidata's (times and quantities
-        come with their value nodes) and structured values (blank nodes, with their properties) — the
-        page's read of ``limit`` edges (:meth:`_page`), one query per batch."""
+                           direction: Direction = Direction.forward, limit: int = 2000,
+                           labelled: bool = False) -> AdjacentIds:
+        """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
+        sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
+        and quantities come with their value nodes) and structured values (blank nodes, with their
+        properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch."""
         rel_local, rel_term = self._relation(relation_id)
         direction = _direction(direction)
         if not isinstance(limit, int) or limit < 0:
@@ -348,7 +355,7 @@ class SparqlKG(KnowledgeGraph):
         read = None
         if not (self.profile.qualifiers and sources):
             read = await self._unsorted(sources, rel_term, forward, limit, labelled)
-        if read is None:  # pages, to one edge over the limit (a page's flag is not exact at a batch's end)
+        if read is None:  # pages, to one edge over the limit (a page's flag is inexact at its end)
             grouped: list[Group] = []
             while len(grouped) <= limit:
                 got, more = await self._page(sources, (rel_local, rel_term), direction,
@@ -356,8 +363,8 @@ class SparqlKG(KnowledgeGraph):
                 grouped += got
                 if not (more and got):
                     break
-            page = await self._edge_page(grouped[:limit], rel_local, direction, len(grouped) > limit, 0,
-                                         shown=False)
+            cut = len(grouped) > limit
+            page = await self._edge_page(grouped[:limit], rel_local, direction, cut, 0, shown=False)
             return AdjacentIds.of_page(page)
         pairs: list[tuple[str, str]] = []
         values: list[tuple[str, str]] = []
@@ -371,35 +378,36 @@ class SparqlKG(KnowledgeGraph):
                 values.append((self._qid(src), value.value))
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=read[1])
 
-    async def _unsorted(self, sources: list[tuple[str, str]], rel_term: str, forward: bool, limit: int,
-                        labels: bool) -> tuple[list[Group], bool] | None:
-        """Up to ``limit`` distinct edges (:func:`queries.edge_rows`), target labels with them if ``labels``,
-        and whether more exist: one query per batch of sources. None when a source reaches a structured
-        value (a blank node): only a page reads its properties."""
+    async def _unsorted(self, sources: list[tuple[str, str]], rel_term: str, forward: bool,
+                        limit: int, labels: bool) -> tuple[list[Group], bool] | None:
+        """Up to ``limit`` distinct edges (:func:`queries.edge_rows`), target labels with them if
+        ``labels``, and whether more exist: one query per batch of sources. None when a source
+        reaches a structured value (a blank node): only a page reads its properties."""
         out: list[Group] = []
         for batch in _chunks([t for _, t in sources], self.batch_size) or [[]]:
-            room = limit - len(out)  # one edge more asked: a full read of the limit is not a cut one
-            rows = await self._select(queries.edge_rows(self.profile, batch, rel_term, forward, room + 1,
-                                                        labels))
+            room = limit - len(out)  # one edge more asked: a full read of the limit is not a cut
+            query = queries.edge_rows(self.profile, batch, rel_term, forward, room + 1, labels)
+            rows = await self._select(query)
             if labels:  # a target's label rows → one edge
                 page = self._group_edges(rows)
-            else:  # SELECT DISTINCT ?src ?tgt: a row is an edge (grouping costs as much again, on a hot path)
-                page = [(src, r["tgt"], []) for r in rows
-                        if "tgt" in r and "src" in r and (src := self.profile.entity_local(r["src"])) is not None]
+            else:  # SELECT DISTINCT: a row is an edge (grouping costs as much again, on a hot path)
+                page = [(src, r["tgt"], []) for r in rows if "tgt" in r and "src" in r
+                        and (src := self.profile.entity_local(r["src"])) is not None]
             if batch and self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
-                self._server_sorts.add((rel_term, forward))  # and a page of them is sorted by the endpoint
+                self._server_sorts.add((rel_term, forward))  # the endpoint sorts a page of them
                 return None
             if len(page) > room:
                 return out + page[:room], True
             out.extend(page)
         return out, False
 
-    async def _page(self, sources: list[tuple[str, str]], rel: tuple[str, str], direction: Direction,
-                    limit: int, offset: int) -> tuple[list[Group], bool]:
-        """Edges ``offset`` to ``offset + limit`` in the endpoint's ``ORDER BY ?src ?tgt`` order, and whether
-        more exist: one query per batch of sources the page reaches — sorted here from an unsorted read where
-        it can (:meth:`_sorted_read`), else by the endpoint with Wikidata's qualifiers and value nodes or the
-        properties of blank-node targets; a batch wholly before ``offset`` costs a count."""
+    async def _page(self, sources: list[tuple[str, str]], rel: tuple[str, str],
+                    direction: Direction, limit: int, offset: int) -> tuple[list[Group], bool]:
+        """Edges ``offset`` to ``offset + limit`` in the endpoint's ``ORDER BY ?src ?tgt`` order,
+        and whether more exist: one query per batch of sources the page reaches — sorted here from
+        an unsorted read where it can (:meth:`_sorted_read`), else by the endpoint with Wikidata's
+        qualifiers and value nodes or the properties of blank-node targets; a batch wholly before
+        ``offset`` costs a count."""
         rel_local, rel_term = rel
         forward = direction is Direction.forward
         statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
@@ -452,17 +460,19 @@ class SparqlKG(KnowledgeGraph):
         self, batch: Sequence[str], local_of: dict[str, str], rel_term: str, forward: bool, memo: dict
     ) -> tuple[list[tuple], dict[tuple, Group]] | None:
         """Every row :meth:`_page`'s sorted query pages over for one batch of sources, read unsorted
-        (:func:`queries.edge_rows`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the edge keys in that
-        order, once per row (a triple in two graphs is two rows, as the endpoint counts them), and the label rows of
-        each edge. Only when every target is an IRI, whose order is its string's (SPARQL orders IRIs as simple
-        literals), and each source has at most ``client_sort_max`` rows: else None, and the endpoint sorts (a
-        relation with a literal or blank-node target is left to the endpoint from then on: one read, once).
-        ``memo`` holds this call's reads per source (a source given again is not read again); nothing is kept
-        between calls: repeating a page is the result cache's job, which has an age limit."""
+        (:func:`queries.edge_rows`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the
+        edge keys in that order, once per row (a triple in two graphs is two rows, as the endpoint
+        counts them), and the label rows of each edge. Only when every target is an IRI, whose order
+        is its string's (SPARQL orders IRIs as simple literals), and each source has at most
+        ``client_sort_max`` rows: else None, and the endpoint sorts (a relation with a literal or
+        blank-node target is left to the endpoint from then on: one read, once). ``memo`` holds this
+        call's reads per source (a source given again is not read again); nothing is kept between
+        calls: repeating a page is the result cache's job, which has an age limit."""
         todo = [t for t in dict.fromkeys(batch) if (t, rel_term, forward) not in memo]
         if todo:
-            rows = await self._select(queries.edge_rows(self.profile, todo, rel_term, forward,
-                                                        len(todo) * self.client_sort_max + 1, distinct=False))
+            query = queries.edge_rows(self.profile, todo, rel_term, forward,
+                                      len(todo) * self.client_sort_max + 1, distinct=False)
+            rows = await self._select(query)
             per: dict[str, tuple[list[tuple], dict]] = {local_of[t]: ([], {}) for t in todo}
             for r in rows:
                 k = self._edge_key(r)
@@ -528,10 +538,11 @@ class SparqlKG(KnowledgeGraph):
         got = _property_rows(page[i][2])
         return page[: i + 1] if got >= BNODE_PROPERTIES or i == 0 else page[:i]
 
-    async def _edge_page(self, grouped: list[Group], rel_local: str, direction: Direction, truncated: bool,
-                         offset: int, shown: bool = True) -> EdgePage:
-        """The page's models. Its labels not cached yet come in one query: every entity's and relation's if
-        it is ``shown``, else only those its values read with (a quantity's unit, a blank node's properties)."""
+    async def _edge_page(self, grouped: list[Group], rel_local: str, direction: Direction,
+                         truncated: bool, offset: int, shown: bool = True) -> EdgePage:
+        """The page's models. Its labels not cached yet come in one query: every entity's and
+        relation's if it is ``shown``, else only those its values read with (a quantity's unit, a
+        blank node's properties)."""
         rel_id = self._qid(rel_local)
         capped = self.structured_bnodes and any(
             t.kind == "bnode" and _property_rows(rows) > BNODE_PROPERTIES for _, t, rows in grouped
@@ -576,31 +587,19 @@ class SparqlKG(KnowledgeGraph):
                 label = self._best(rows, "l", "lp", self.profile.label_preds)
                 if label is not None:
                     value = Literal.model_construct(value=label, datatype=None, lang=None)
-            edges.append(
-                Edge.model_construct(
-                    source=self._qid(src),
-                    relation=rel_id,
-                    direction=direction,
-                    target=self._qid(local) if local is not None else None,
-                    value=value,
-                    qualifiers=qualifiers,
-                )
-            )
+            edges.append(Edge.model_construct(
+                source=self._qid(src), relation=rel_id, direction=direction, value=value,
+                target=self._qid(local) if local is not None else None, qualifiers=qualifiers))
         warnings = []
         if capped:
             warnings.append(
                 f"some structured values (blank nodes) have more than {BNODE_PROPERTIES} properties: "
                 f"the first {BNODE_PROPERTIES} (by property and value) are shown as qualifiers"
             )
+        relation = self._relation_model(rel_local, self._relation_label(rel_local), direction, None)
         return EdgePage.model_construct(
-            edges=edges,
-            entities=entities,
-            truncated=truncated,
-            next_offset=offset + len(edges) if truncated else None,
-            partial=False,
-            warnings=warnings,
-            relation=self._relation_model(rel_local, self._relation_label(rel_local), direction, None),
-        )
+            edges=edges, entities=entities, truncated=truncated, partial=False, warnings=warnings,
+            next_offset=offset + len(edges) if truncated else None, relation=relation)
 
     @staticmethod
     def _first_properties(rows: list[Row]) -> list[Row]:
@@ -640,8 +639,8 @@ class SparqlKG(KnowledgeGraph):
         return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
 
     async def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
-        """The labels not cached yet in one query per batch, which also tells the IDs naming nothing.
-        ``key``: the IRIs, which the IDs encode (no query, and no look-up)."""
+        """The labels not cached yet in one query per batch, which also tells the IDs naming
+        nothing. ``key``: the IRIs, which the IDs encode (no query, and no look-up)."""
         locals_: dict[str, str] = {}
         for eid in dict.fromkeys(entity_ids):
             try:
@@ -666,8 +665,8 @@ class SparqlKG(KnowledgeGraph):
         return await self._search(text, limit)
 
     async def _search(self, text: str, limit: int, scan: bool = True) -> list[EntityMatch]:
-        """Exact (any listed capitalisation) label and alias matches; when there are none and
-        ``label_search`` is ``contains``, a bounded substring scan (unless ``scan`` is False)."""
+        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
+        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
         text, limit = self._search_args(text, limit)
         if self.search_api is not None:
             hits = await wbsearchentities(self.search_api, text, self.search_language, limit)
@@ -727,8 +726,8 @@ class SparqlKG(KnowledgeGraph):
 
     async def initialize(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
                          ) -> list[EntityMatch]:
-        """Bracketed mentions by label search, each; a mention in ``named`` (matched by name in another
-        KG) without the substring scan, which reads every label of the endpoint."""
+        """Bracketed mentions by label search, each; a mention in ``named`` (matched by name in another KG) without
+        the substring scan, which reads every label of the endpoint."""
         query = self.limits.check_query(query)
         limit = self.limits.clamp(limit, self.limits.max_search)
         mentions = bracketed_mentions(query)[:_MAX_MENTIONS]
@@ -788,10 +787,12 @@ class SparqlKG(KnowledgeGraph):
 
     # -- description and info ---------------------------------------------------------------------------------
     async def describe_entity(self, entity_id: str) -> EntityDescription:
-        """Its labels and types in one query, its relations (at most ``max_relations``) in another."""
+        """Its labels and types in one query, its relations (at most ``max_relations``) in another.
+        """
         ((local, term),) = self._terms([entity_id])
         p = self.profile
-        rows, rels = await asyncio.gather(self._select(queries.describe(p, term)), self.relations([entity_id]))
+        rows, rels = await asyncio.gather(self._select(queries.describe(p, term)),
+                                          self.relations([entity_id]))
         if entity_id not in rels:
             raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self._url})")
         label = self._best(rows, "l", "lp", p.label_preds)
@@ -839,18 +840,20 @@ class SparqlKG(KnowledgeGraph):
         backend = self.capabilities.backend
         what = "Wikidata" if backend == "wikidata" else "RDF"
         desc = self.description or f"{what} via the SPARQL endpoint {self._url}"
-        return KGInfo(name=self.name, backend=backend, description=desc + (f" ({note})" if note else ""),
-                      relation_sample=sample, unreachable=note or None)
+        return KGInfo(name=self.name, backend=backend, relation_sample=sample,
+                      description=desc + (f" ({note})" if note else ""), unreachable=note or None)
 
     async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
                    ) -> dict[str, list[str]]:
-        """With a relation: one query per batch of values (``VALUES ?v``); nothing found for any and the
-        relation used nowhere → NotFound. Without: the entities whose IRI a value is (a bare ``Q42`` too, on
-        Wikidata) and that occur in a triple, one query per batch; a literal is no node here."""
+        """With a relation: one query per batch of values (``VALUES ?v``); nothing found for any and
+        the relation used nowhere → NotFound. Without: the entities whose IRI a value is (a bare
+        ``Q42`` too, on Wikidata) and that occur in a triple, one query per batch; a literal is no
+        node here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
         if relation_id is None:
             local_of = {v: local for v in out if (local := self._key_local(v)) is not None}
-            present = await self._present([self.profile.entity_term(x) for x in set(local_of.values())])
+            terms = [self.profile.entity_term(x) for x in set(local_of.values())]
+            present = await self._present(terms)
             for v, local in local_of.items():
                 if self.profile.iri(local) in present:
                     out[v].append(self._qid(local))
@@ -870,13 +873,15 @@ class SparqlKG(KnowledgeGraph):
         return out
 
     def _key_local(self, key: object) -> str | None:
-        """The local ID of the entity whose IRI ``key`` is (a bare ``Q42`` too, on Wikidata), or None."""
+        """The local ID of the entity whose IRI ``key`` is (a bare ``Q42`` too, on Wikidata), or
+        None."""
         if not isinstance(key, str):
             return None
         key = key.strip()
         local = self.profile.entity_local(Term("uri", key))
         if local is None and self.profile.kind == "wikidata":
-            local = wikidata_local(WD + key) or wikidata_local(key.replace("https://", "http://", 1))
+            http = key.replace("https://", "http://", 1)
+            local = wikidata_local(WD + key) or wikidata_local(http)
         return local
 
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:

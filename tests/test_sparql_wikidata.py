@@ -202,17 +202,22 @@ async def test_labels_leave_out_ids_naming_nothing_and_a_labelled_walk_brings_th
     assert sent == []
 
 
-async def test_find_resolves_keys_and_identifiers_in_one_query_each(wd):
+async def test_find_resolves_identifiers_and_keys_in_one_query_each_naming_what_it_finds(wd):
+    """A link rule joins a frontier by identifiers, or by IRIs: one query each, and the entities
+    found are named on the way (the walk shows them next)."""
     kg = wd.store
     sent = sent_queries(kg)
-    found = {"http://www.wikidata.org/entity/Q1299": ["wd:Q1299"],
-             "https://www.wikidata.org/entity/Q42": ["wd:Q42"], "Q7186": ["wd:Q7186"],
-             "Q999999999": [], "not an IRI": [], 'http://x/"> } INSERT': []}
-    assert await kg.find(list(found)) == found
-    assert len(sent) == 1
     mbid = "e9ed318d-8cc5-4cf8-ab77-505e39ab6ea4"
     found = {mbid: ["wd:Q42"], "nobody's ID": []}
     assert await kg.find([mbid, mbid, "nobody's ID"], "wd:P434") == found
+    keys = {"http://www.wikidata.org/entity/Q1299": ["wd:Q1299"], "Q7186": ["wd:Q7186"],
+            "https://www.wikidata.org/entity/Q1203": ["wd:Q1203"], "Q999999999": [],
+            "not an IRI": [], 'http://x/"> } INSERT': []}
+    assert await kg.find(list(keys)) == keys
+    assert len(sent) == 2
+    assert await kg.labels(["wd:Q42", "wd:Q1299", "wd:Q7186", "wd:Q1203"]) == {
+        "wd:Q42": "Douglas Adams", "wd:Q1299": "The Beatles", "wd:Q7186": "Marie Curie",
+        "wd:Q1203": "John Lennon"}
     assert len(sent) == 2
     with pytest.raises(NotFound, match="get_relations"):
         await kg.find(["x"], "wd:P99999")

@@ -165,16 +165,25 @@ class SparqlKG(KnowledgeGraph):
         self._labels.put(local, label)
         return label
 
-    async def _ensure_labels(self, entities: Iterable[str], relations: Iterable[str] = (),
-                             only_present: bool = False) -> set[str]:
-        """Fetch the labels not cached yet, entities and relations together (one query per batch).
-        With ``only_present`` (entities only), those in no triple are returned instead, not
-        remembered."""
+    async def _ensure_labels(self, entities: Iterable[str], relations: Iterable[str] = ()) -> None:
+        """Fetch the labels not cached yet, entities and relations together (one query a batch)."""
         p = self.profile
         missing = {p.entity_term(x): x for x in entities if x not in self._labels}
         missing.update((p.relation_node(x), x) for x in relations if x not in self._labels)
+        await self._read_labels(missing)
+
+    async def _absent(self, locals_: Iterable[str]) -> set[str]:
+        """Those of ``locals_`` in no triple, asked of the ones not seen yet (one query per batch,
+        which remembers the labels of the others)."""
+        missing = {self.profile.entity_term(x): x for x in locals_ if x not in self._labels}
+        return await self._read_labels(missing, only_present=True)
+
+    async def _read_labels(self, items: dict[str, str], only_present: bool = False) -> set[str]:
+        """Read and remember the labels of ``items`` (term → local ID), one query per batch; with
+        ``only_present``, the items in no triple are returned instead, not remembered."""
+        p = self.profile
         absent: set[str] = set()
-        for batch in _chunks(list(missing.items()), self.batch_size):
+        for batch in _chunks(list(items.items()), self.batch_size):
             rows = await self._select(queries.labels(p, [t for t, _ in batch], only_present))
             grouped: dict[str, list[Row]] = {}
             for r in rows:
@@ -271,10 +280,10 @@ class SparqlKG(KnowledgeGraph):
                 else:
                     empty.append((local, term))
             batch = again
-        present = await self._present([t for _, t in empty])
+        absent = await self._absent(local for local, _ in empty)
         none = RelationList.model_construct(relations=[], truncated=False, partial=False,
                                             warnings=["no statements found for this entity"])
-        out.update((local, none) for local, _ in empty if self.profile.iri(local) in present)
+        out.update((local, none) for local, _ in empty if local not in absent)
         return out
 
     def _relation_list(self, rows: list[Row], sampled: bool) -> RelationList:
@@ -304,14 +313,6 @@ class SparqlKG(KnowledgeGraph):
         return [(local, self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
                                        or humanize(self.profile.fallback_label(local))), rs)
                 for local, rs in grouped.items()]
-
-    async def _present(self, terms: list[str]) -> set[str]:
-        """The IRIs of ``terms`` that occur in some triple (one query per batch)."""
-        found: set[str] = set()
-        for batch in _chunks(terms, self.batch_size):
-            rows = await self._select(queries.existing(self.profile, batch))
-            found.update(r["e"].value for r in rows if "e" in r)
-        return found
 
     async def _check_used(self, rel_term: str, relation_id: str) -> None:
         """NotFound unless a triple uses the relation (asked once: a relation in use stays in use).
@@ -649,7 +650,7 @@ class SparqlKG(KnowledgeGraph):
                 continue
         if key:
             return {eid: self.profile.iri(local) for eid, local in locals_.items()}
-        absent = await self._ensure_labels(locals_.values(), only_present=True)
+        absent = await self._absent(locals_.values())
         return {eid: self._labels.peek(local) or self.profile.fallback_label(local)
                 for eid, local in locals_.items() if local not in absent}
 
@@ -845,29 +846,31 @@ class SparqlKG(KnowledgeGraph):
 
     async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
                    ) -> dict[str, list[str]]:
-        """With a relation: one query per batch of values (``VALUES ?v``); nothing found for any and
-        the relation used nowhere → NotFound. Without: the entities whose IRI a value is (a bare
-        ``Q42`` too, on Wikidata) and that occur in a triple, one query per batch; a literal is no
-        node here."""
+        """With a relation: one query per batch of values (``VALUES ?v``), the entities' labels with
+        them; nothing found for any and the relation used nowhere → NotFound. Without: the entities
+        whose IRI a value is (a bare ``Q42`` too, on Wikidata) and that occur in a triple, one query
+        per batch of those not seen yet; a literal is no node here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
         if relation_id is None:
             local_of = {v: local for v in out if (local := self._key_local(v)) is not None}
-            terms = [self.profile.entity_term(x) for x in set(local_of.values())]
-            present = await self._present(terms)
-            for v, local in local_of.items():
-                if self.profile.iri(local) in present:
-                    out[v].append(self._qid(local))
+            absent = await self._absent(set(local_of.values()))
+            out.update((v, [self._qid(x)]) for v, x in local_of.items() if x not in absent)
             return out
         _, relation = self._relation(relation_id)
         for batch in _chunks(list(out), self.batch_size):
             rows = await self._select(queries.subjects_with_values(self.profile, relation,
                                                                    [sparql_literal(v) for v in batch]))
+            labels: dict[str, list[Row]] = {}
             for r in rows:
                 local = self.profile.entity_local(r["e"]) if "e" in r else None
                 found = out.get(r["v"].value) if "v" in r else None
-                if local is not None and found is not None and self.profile.is_entity_local(local) \
-                        and len(found) < limit:
+                if local is None or found is None or not self.profile.is_entity_local(local):
+                    continue
+                labels.setdefault(local, []).append(r)
+                if len(found) < limit and self._qid(local) not in found:
                     found.append(self._qid(local))
+            for local, rs in labels.items():  # a link's entities are shown next: named now
+                self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds))
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)
         return out

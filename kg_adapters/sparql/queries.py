@@ -54,13 +54,6 @@ def describe(p: Profile, entity: str) -> str:
 }}"""
 
 
-def existing(p: Profile, entities: Sequence[str]) -> str:
-    """Which of ``entities`` occur in any triple."""
-    return f"""{p.prefixes}SELECT ?e WHERE {{
-  {_values("?e", entities)} FILTER EXISTS {{ {{ ?e ?p ?o }} UNION {{ ?s ?p ?e }} }}
-}}"""
-
-
 def relation_used(p: Profile, relation: str) -> str:
     return f"{p.prefixes}ASK {{ ?s {relation} ?o }}"
 
@@ -202,10 +195,13 @@ def find_relations(p: Profile, needles: Sequence[str], limit: int) -> str:
 
 
 def subjects_with_values(p: Profile, relation: str, literals: Sequence[str]) -> str:
-    """Entities whose ``relation`` has one of the (escaped) literal values, with the value: many external IDs back
-    to their items in one query."""
-    return (f"{p.prefixes}SELECT DISTINCT ?e ?v WHERE {{ {_values('?v', literals)} ?e {relation} ?v . "
-            f"{p.entity_filter} }}")
+    """Entities whose ``relation`` has one of the (escaped) literal values, with the value and their
+    labels: many external IDs back to their items in one query."""
+    return f"""{p.prefixes}SELECT ?e ?v ?l ?lp WHERE {{
+  {{ SELECT DISTINCT ?e ?v WHERE {{
+      {_values('?v', literals)} ?e {relation} ?v . {p.entity_filter} }} }}
+  {_labels(p, "?e")}
+}}"""
 
 
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:

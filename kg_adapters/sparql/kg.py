@@ -315,8 +315,7 @@ class SparqlKG(KnowledgeGraph):
                 for local, rs in grouped.items()]
 
     async def _check_used(self, rel_term: str, relation_id: str) -> None:
-        """NotFound unless a triple uses the relation (asked once: a relation in use stays in use).
-        """
+        """NotFound unless a triple uses the relation (asked once: one in use stays in use)."""
         if rel_term not in self._used_relations:
             if not await self._ask(queries.relation_used(self.profile, rel_term)):
                 raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call "
@@ -327,8 +326,7 @@ class SparqlKG(KnowledgeGraph):
     async def edges(self, entity_ids: list[str], relation_id: str,
                     direction: Direction = Direction.forward, limit: int | None = None,
                     offset: int = 0, labelled: bool = True) -> EdgePage:
-        """One page (:meth:`_page`). No page reads descriptions here: ``labelled`` changes nothing.
-        """
+        """One page (:meth:`_page`). No page reads descriptions: ``labelled`` changes nothing."""
         sources = self._terms(entity_ids)
         rel = self._relation(relation_id)
         direction = _direction(direction)
@@ -788,8 +786,7 @@ class SparqlKG(KnowledgeGraph):
 
     # -- description and info ---------------------------------------------------------------------------------
     async def describe_entity(self, entity_id: str) -> EntityDescription:
-        """Its labels and types in one query, its relations (at most ``max_relations``) in another.
-        """
+        """Labels and types in one query, relations (``max_relations`` at most) in another."""
         ((local, term),) = self._terms([entity_id])
         p = self.profile
         rows, rels = await asyncio.gather(self._select(queries.describe(p, term)),

@@ -11,6 +11,7 @@ import asyncio
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, KGError, NotFound
@@ -92,6 +93,8 @@ class SparqlKG(KnowledgeGraph):
     """The contract's reads over SPARQL, and two of its extensions: ``sparql_query`` (a caller's
     query, guarded) and ``search_relations`` (the endpoint's property labels searched)."""
 
+    capabilities = Capabilities(backend="sparql", remote=True, sparql=True, relation_search=True)
+
     def __init__(
         self,
         name: str,
@@ -111,8 +114,7 @@ class SparqlKG(KnowledgeGraph):
     ) -> None:
         super().__init__(name, limits)
         self.profile = profile
-        self.capabilities = Capabilities(backend=profile.kind, remote=True, sparql=True,
-                                         relation_search=True)
+        self.capabilities = replace(SparqlKG.capabilities, backend=profile.kind)
         self.sparql_services = frozenset(sparql_services)  # SERVICE IRIs a caller's query may use
         self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from .graph import Graph
 from .models import labels_only
-from .errors import InvalidInput, KGError
+from .base import merge_relation_lists
+from .errors import InvalidInput, KGError, NotFound
 from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
-from .models import Direction, EdgePage, RelationList
+from .models import Direction, EdgePage, RelationList, split_id
 
 
 async def relations_over(kg: Graph, ids: list[str]) -> tuple[list[str], RelationList]:
-    """``get_relations`` over the first ``HOP_FRONTIER`` entities (:meth:`Graph.relation_counts`: counts,
-    edges and entities having the relation, added up), at most ``max_relations`` shown; returns the entities read
+    """``get_relations`` over the first ``HOP_FRONTIER`` entities (counts, edges and entities having the
+    relation, added up; an ID naming nothing is an error), at most ``max_relations`` shown; returns the entities read
     and the list."""
     limits = kg.limits
     warnings: list[str] = []
@@ -24,7 +25,12 @@ async def relations_over(kg: Graph, ids: list[str]) -> tuple[list[str], Relation
     if len(ids) > HOP_FRONTIER:
         warnings.append(f"relations of the first {HOP_FRONTIER} of {len(ids)} entities")
         ids, truncated = ids[:HOP_FRONTIER], True
-    rl = await kg.relation_counts(ids)
+    by = await kg.relations_by_entity(ids)
+    if not any(rl.partial for rl in by.values()):  # an ID naming nothing is a mistake to say, not "no relations"
+        for eid in ids:
+            if eid not in by:
+                raise NotFound(f"no entity {eid} in KG {split_id(eid)[0]!r}")
+    rl = merge_relation_lists(list(by.values())) if by else RelationList(relations=[])
     rels = rl.relations
     return ids, RelationList(relations=rels[: limits.max_relations], truncated=truncated or rl.truncated or
                              len(rels) > limits.max_relations, partial=rl.partial, warnings=[*warnings, *rl.warnings])

@@ -695,12 +695,16 @@ class LinkedKG(Graph):
             for other, linked in eqs.get(eid, {}).items():
                 groups.setdefault(other, {}).update(dict.fromkeys(linked))
         got: dict[str, RelationList] = {}
-        for _, by in await self._each(list(groups), lambda kg: kg.relations_by_entity(list(groups[kg.name])),
-                                      report):
+        answered = await self._each(list(groups), lambda kg: kg.relations_by_entity(list(groups[kg.name])),
+                                    report)
+        for _, by in answered:
             got.update(by)
+        failed = set(groups) - {name for name, _ in answered}
         out: dict[str, RelationList] = {}
         for eid in ids:
             if eid not in got:
+                if split_id(eid)[0] in failed:  # its own KG did not answer: unknown, not absent
+                    out[eid] = RelationList(relations=[], partial=True, warnings=list(report.warnings))
                 continue
             lists = [got[eid], *(got[e] for ids_ in eqs.get(eid, {}).values() for e in ids_ if e in got)]
             rels = [r.model_copy(update={"kg": split_id(r.id)[0]}) if several else r

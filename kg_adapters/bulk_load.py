@@ -1,4 +1,5 @@
-"""``tot-mcp load``: bulk-load big triple/RDF files into an on-disk pyoxigraph store, resumably, with a label index.
+"""Files into a pyoxigraph store: one in one go (:func:`load_into_store`), or big ones with
+``tot-mcp load``: into an on-disk store, resumably, with a label index.
 
 Line-based files (``head|relation|tail`` triples, N-Triples, N-Quads; gzipped or not) are loaded in chunks of
 whole lines. After each chunk is in the store, the byte offset reached is written to a small JSON state file
@@ -7,9 +8,9 @@ resumes from the last committed chunk instead of the beginning. Re-loading a chu
 store is a set; the state file only makes resuming *cheap*. Other RDF syntaxes (Turtle, RDF/XML, JSON-LD, TriG)
 cannot be split safely at line boundaries and are loaded as one unit (skipped on re-runs once done).
 
-``head|relation|tail`` names become IRIs exactly as :func:`kg_adapters.oxigraph_store.load_into_store` makes them
-(``urn:tot:e:`` / ``urn:tot:r:`` + percent-encoded name, with the name as ``rdfs:label``), so a store loaded
-here is read by :class:`~kg_adapters.oxigraph_store.OxigraphKG` like one loaded there.
+``head|relation|tail`` names become IRIs (``urn:tot:e:`` / ``urn:tot:r:`` + percent-encoded name,
+with the name as ``rdfs:label``: :func:`~kg_adapters.store_names.name_iri`) in one converter,
+:class:`_TripleLineConverter`, whichever way a file goes in.
 
 When the triples are in, every label and alias in the store is copied into a SQLite FTS5 index
 (:mod:`kg_adapters.fts_index`) beside the store, so entity search works without reading all labels into memory.
@@ -35,15 +36,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyoxigraph as ox
+
 from .errors import BackendError, InvalidInput, KGError
 from .fts_index import FtsLabelIndex, label_index_path
-from .rdf_file import RDFS, rdf_format_for
+from .rdf_file import METADATA_PREDICATES, RDF_MEDIA_TYPES, RDFS, rdf_format_for
+from .store_names import (
+    ENTITY_NS,
+    META_GRAPH,
+    NAME_SAFE,
+    RELATION_NS,
+    label_rows,
+    name_iri,
+    read_meta,
+    write_meta,
+)
 from .text import humanize
 from .triples_file import is_gzipped, is_triples_file, open_binary
 
 STATE_VERSION = 1
 DEFAULT_CHUNK_LINES = 500_000
 _LINE_FORMATS = {"nt", "nquads"}
+_OX_FORMATS = {name: ox.RdfFormat.from_media_type(media) for name, media in RDF_MEDIA_TYPES.items()}
 
 
 def state_path(store_dir: Path) -> Path:
@@ -147,19 +161,15 @@ def _nt_literal(text: str) -> str:
 
 
 class _TripleLineConverter:
-    """``head|relation|tail`` lines → N-Triples bytes, the same IRIs and labels as ``load_into_store`` writes.
+    """``head|relation|tail`` lines → N-Triples: each name an IRI (:func:`name_iri`), labelled.
 
     Names already converted are remembered (up to ``max_names``, then forgotten in one go): each then costs a
     dict lookup instead of percent-encoding, and its ``rdfs:label`` triple is written once, not once per edge.
     """
 
     def __init__(self, source: Path, max_names: int = 4_000_000) -> None:
-        from .oxigraph_store import _NAME_SAFE, ENTITY_NS, RELATION_NS, name_iri
-
         self._source = source
-        self._name_iri = name_iri
-        self._ens, self._rns = ENTITY_NS, RELATION_NS
-        self._table = _ascii_quote_table(_NAME_SAFE)
+        self._table = _ascii_quote_table(NAME_SAFE)
         self._label = f"<{RDFS}label>"
         self._relations: dict[str, str] = {}
         self._iris: dict[str, str] = {}
@@ -173,8 +183,8 @@ class _TripleLineConverter:
     def _new_entity(self, name: str, out: list[str]) -> str:
         if len(self._iris) >= self._max_names:
             self._iris.clear()
-        local = name.translate(self._table) if name.isascii() else self._name_iri(name, "")
-        iri = self._iris[name] = f"<{self._ens}{local}>"
+        local = name.translate(self._table) if name.isascii() else name_iri(name, "")
+        iri = self._iris[name] = f"<{ENTITY_NS}{local}>"
         out.append(f"{iri} {self._label} {_nt_literal(name)} .\n")
         self._new_names.append((iri[1:-1], name, "label"))
         return iri
@@ -223,7 +233,7 @@ class _TripleLineConverter:
         return "".join(out).encode("utf-8"), n
 
     def _new_relation(self, r: str, out: list[str]) -> str:
-        rel = self._relations[r] = f"<{self._name_iri(r, self._rns)}>"
+        rel = self._relations[r] = f"<{name_iri(r, RELATION_NS)}>"
         out.append(f"{rel} {self._label} {_nt_literal(humanize(r))} .\n")
         return rel
 
@@ -232,7 +242,8 @@ class _TripleLineConverter:
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError:
-            raise InvalidInput(f"{self._source}:{lineno}: not UTF-8") from None
+            raise InvalidInput(f"{self._source}:{lineno}: not UTF-8 (save the file as UTF-8)"
+                               ) from None
         if not line.strip():
             return 0
         parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
@@ -281,8 +292,6 @@ class BulkLoader:
             Path(str(self.labels_file) + suffix).unlink(missing_ok=True)
 
     def _open_store(self):
-        import pyoxigraph as ox
-
         self.store_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
             return ox.Store(str(self.store_dir))
@@ -290,8 +299,6 @@ class BulkLoader:
             raise BackendError(f"cannot open store {self.store_dir} for writing (is a server or load using it?): {e}") from None
 
     def load(self, sources: list[str | Path], fmt: str | None = None) -> LoadReport:
-        from .oxigraph_store import ENTITY_NS, RELATION_NS, _guess_bases, read_meta, write_meta
-
         if not sources:
             raise InvalidInput("no files to load")
         paths = [Path(s).expanduser() for s in sources]
@@ -376,11 +383,7 @@ class BulkLoader:
                     file=sys.stderr, desc=f"load {path.name}", mininterval=1.0)
 
     def _load_file(self, store, path: Path, prog: FileProgress, state: LoadState, labels_index) -> tuple[int, int]:
-        import pyoxigraph as ox
-
         if prog.kind.startswith("rdf:"):
-            from .oxigraph_store import bulk_load_file
-
             self._say(f"{path}: {prog.kind[4:]} is loaded in one piece (not resumable mid-file)")
             bulk_load_file(store, path, prog.kind[4:])
             prog.done, prog.chunks, prog.offset = True, 1, prog.size
@@ -396,7 +399,7 @@ class BulkLoader:
                 self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
             # The next chunk is read and converted (and its names indexed) in a thread while this one is
             # bulk-loaded: pyoxigraph releases the GIL in bulk_load, so the two overlap on a multi-core machine.
-            prepared = _Prefetch(self._prepare_chunks(fh, conv, prog.lines + 1))
+            prepared = _Prefetch(_chunks(fh, conv, prog.lines + 1, self.chunk_lines))
             # a chunk's names go into the label index while its triples go into the store (SQLite releases the
             # GIL too); progress is recorded only when both are in
             indexer = ThreadPoolExecutor(1, thread_name_prefix="tot-load-labels") if labels_index is not None else None
@@ -439,22 +442,21 @@ class BulkLoader:
         state.write(self.state_file)
         return chunks, lines
 
-    def _prepare_chunks(self, fh, conv: "_TripleLineConverter | None", first_lineno: int):
-        """Chunks of ``chunk_lines`` whole lines, converted to N-Triples (with the names they introduce) when
-        they are ``head|relation|tail`` lines."""
-        lineno = first_lineno
-        while True:
-            batch = list(itertools.islice(fh, self.chunk_lines))
-            if not batch:
-                return
-            nbytes = sum(map(len, batch))
-            if conv is not None:
-                data, _ = conv.convert(batch, lineno)
-                names = conv.take_names()
-            else:
-                data, names = b"".join(batch), []
-            yield _Chunk(data, len(batch), nbytes, names)
-            lineno += len(batch)
+
+
+def _chunks(fh, conv: _TripleLineConverter | None, first_lineno: int, chunk_lines: int):
+    """Chunks of ``chunk_lines`` whole lines, converted to N-Triples (with the names they
+    introduce) when they are ``head|relation|tail`` lines."""
+    lineno = first_lineno
+    while batch := list(itertools.islice(fh, chunk_lines)):
+        nbytes = sum(map(len, batch))
+        if conv is not None:
+            data, _ = conv.convert(batch, lineno)
+            names = conv.take_names()
+        else:
+            data, names = b"".join(batch), []
+        yield _Chunk(data, len(batch), nbytes, names)
+        lineno += len(batch)
 
 
 @dataclass
@@ -521,8 +523,6 @@ class _Prefetch:
 
 def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:
     """Copy every label and alias literal in the store into the FTS index at ``path`` (idempotent)."""
-    from .oxigraph_store import RELATION_NS, label_rows
-
     index = FtsLabelIndex.create(path)
     try:
         bar = None
@@ -542,6 +542,81 @@ def build_label_index(store, path: Path, *, progress: bool = False, batch: int =
         return index.count()
     finally:
         index.close()
+
+
+# -- in one go ------------------------------------------------------------------------------------
+def load_into_store(source: str | Path, store_path: str | Path | None, *, format: str | None = None,
+                    description: str | None = None) -> ox.Store:
+    """Load an RDF file or a ``head|relation|tail`` file into a pyoxigraph store (created if
+    missing; ``store_path=None``: in memory) and return it open. Quads keep their named graphs
+    (merged at query time). A file that does not parse leaves the store empty."""
+    source = Path(source)
+    if not source.is_file():
+        raise InvalidInput(f"file to load not found: {source}")
+    try:
+        store = ox.Store(str(store_path)) if store_path is not None else ox.Store()
+    except OSError as e:
+        raise InvalidInput(f"cannot open oxigraph store at {store_path}: {e}") from None
+    try:
+        if is_triples_file(source):
+            with open_binary(source) as fh:
+                for chunk in _chunks(fh, _TripleLineConverter(source), 1, DEFAULT_CHUNK_LINES):
+                    store.bulk_load(input=chunk.data, format=ox.RdfFormat.N_TRIPLES, lenient=True)
+            bases = (ENTITY_NS, RELATION_NS)
+        else:
+            fmt = rdf_format_for(source, format)
+            if fmt is None:
+                raise InvalidInput(f"{source}: unknown file type; pass format= or use .txt/.tsv "
+                                   "for triple files")
+            bulk_load_file(store, source, fmt)
+            bases = _guess_bases(store)
+    except InvalidInput:  # a bad line or a parse error: nothing half-loaded is taken for the file
+        store.clear()
+        raise
+    except OSError as e:
+        raise BackendError(f"loading {source} into the store failed: {e}") from e
+    write_meta(store, source=str(source.resolve()), entityBase=bases[0], relationBase=bases[1],
+               loaded="true", **({"description": description} if description else {}))
+    store.flush()
+    return store
+
+
+def bulk_load_file(store: ox.Store, source: Path, fmt: str) -> None:
+    """An RDF file, gzipped or not, into the store in one piece, its relative IRIs against the
+    file's own; ``fmt`` is a format name (:data:`~kg_adapters.rdf_file.RDF_MEDIA_TYPES`). A parse
+    error is an InvalidInput naming the file."""
+    base_iri = source.resolve().as_uri()
+    try:
+        if is_gzipped(source):
+            with open_binary(source) as fh:
+                store.bulk_load(input=fh, format=_OX_FORMATS[fmt], base_iri=base_iri)
+        else:  # from the path: pyoxigraph reads the file itself
+            store.bulk_load(path=str(source), format=_OX_FORMATS[fmt], base_iri=base_iri)
+    except SyntaxError as e:
+        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
+
+
+def _namespace(iri: str) -> str:
+    cut = max(iri.rfind("#"), iri.rfind("/"))
+    return iri[: cut + 1] if cut > iri.find(":") else ""
+
+
+def _guess_bases(store: ox.Store, sample: int = 5000) -> tuple[str, str]:
+    """The most common subject namespace and predicate namespace in a sample of the data (ignoring
+    vocabularies that only carry labels). Recorded once at load so IDs stay stable afterwards."""
+    subj: dict[str, int] = {}
+    pred: dict[str, int] = {}
+    quads = (q for q in store.quads_for_pattern(None, None, None, None)
+             if q.graph_name != META_GRAPH)
+    for q in itertools.islice(quads, sample):
+        if isinstance(q.subject, ox.NamedNode):
+            ns = _namespace(q.subject.value)
+            subj[ns] = subj.get(ns, 0) + 1
+        if q.predicate.value not in METADATA_PREDICATES:
+            ns = _namespace(q.predicate.value)
+            pred[ns] = pred.get(ns, 0) + 1
+    best = lambda d: max(sorted(d), key=d.get) if d else ""  # noqa: E731
+    return best(subj), best(pred)
 
 
 # -- CLI ----------------------------------------------------------------------------------------------------

@@ -112,8 +112,10 @@ def open_file(name: str, path: str | Path | None, limits: Limits | None, opts: F
 def _open_as_store(name, path: Path, store, fmt, languages, description, limits) -> KnowledgeGraph:
     import pyoxigraph as ox
 
-    from .oxigraph_store import OxigraphKG, default_store_dir, load_into_store, read_meta
+    from .bulk_load import load_into_store
+    from .oxigraph_store import OxigraphKG, default_store_dir
     from .sparql.workers import StoreSource
+    from .store_names import read_meta
 
     if store == "memory":
         return OxigraphKG(

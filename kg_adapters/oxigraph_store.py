@@ -1,46 +1,27 @@
 """A KG in a pyoxigraph store (on disk or in memory): for graphs too large to index in Python.
 
-Triples stay in the store (RocksDB on disk); Python only holds caches and, for now, the label search index.
-
-**IDs.** Entity IDs are a *safe encoding of the RDF term*, so they need no ID table and stay stable across
-reloads of the same data:
-
-* an IRI under the store's entity base namespace → the rest of the IRI (``movies:Tom%20Hanks`` for
-  ``urn:tot:e:Tom%20Hanks``), as long as that rest contains no ``:``;
-* any other IRI → the IRI itself (``kg:http://example.org/x``; an absolute IRI always contains ``:``);
-* a blank node → ``_:`` + the store's blank-node ID;
-* a literal → ``~`` + percent-encoded lexical form, then ``@lang`` or ``^^xsd:type`` / ``^^<percent-encoded
-  datatype IRI>`` (plain strings have no suffix): ``movies:~1999``, ``kg:~Paris@fr``, ``kg:~1999^^xsd:gYear``.
-  Literals whose encoding exceeds 512 characters get no ID (the edge carries only ``value``).
-
-Relation IDs are the predicate IRI with the relation base namespace stripped (``movies:directed_by``), else the
-full IRI. Both bases are recorded in the store's metadata graph ``<urn:tot:meta>`` by :func:`load_into_store`.
-
-**Entity search** goes through a :class:`LabelSearch`. The default, :class:`InMemoryLabelSearch`, reads every
-label once into a :class:`~kg_adapters.label_index.LabelIndex`; that is the seam for an on-disk full-text index
-(pass ``label_search=`` to :class:`OxigraphKG`) when the label set no longer fits in memory.
+Triples stay in the store (RocksDB on disk); Python holds caches and, without an on-disk label
+index, the label search index. How terms become IDs and where entity search looks:
+:mod:`kg_adapters.store_names`; how files get into a store: :mod:`kg_adapters.bulk_load`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
-from .base import Capabilities, LabelledEdgesKG, Limits
+from .base import Capabilities, KnowledgeGraph, Limits
+from .bulk_load import load_into_store  # noqa: F401 - callers make a store and open it from here
 from .cpu import cpu_bound
-from .errors import BackendError, InvalidInput, KGError, NotFound
+from .errors import BackendError, InvalidInput, NotFound
 from .fts_index import FtsLabelIndex, KeyHit
-from .label_index import Hit, LabelIndex
 from .lru import LRU
 from .models import (
     AdjacentIds,
@@ -57,196 +38,40 @@ from .models import (
     inverse_of,
 )
 from .rdf_file import (
-    ALIAS_PREDICATES,
     DEFAULT_LANGUAGES,
     DESCRIPTION_PREDICATES,
-    LABEL_PREDICATES,
     METADATA_PREDICATES,
-    RDF_MEDIA_TYPES,
-    RDFS,
     language_rank,
     local_name,
     parse_languages,
-    rdf_format_for,
+)
+from .store_names import (
+    ALIAS_NODES,
+    LABEL_NODES,
+    META_GRAPH,
+    META_NS,
+    PLAIN_TYPES,
+    RELATION_NS,
+    InMemoryLabelSearch,
+    LabelSearch,
+    Term,
+    TermCodec,
+    key_term,
+    name_iri,
+    name_of,
+    read_meta,
 )
 from .text import humanize
-from .text import key as label_key
-from .triples_file import is_gzipped, is_triples_file, iter_triples, open_binary
 
-ENTITY_NS = "urn:tot:e:"  # head/tail names of head|relation|tail files, percent-encoded
-RELATION_NS = "urn:tot:r:"  # relation names of head|relation|tail files, percent-encoded
-META_GRAPH = ox.NamedNode("urn:tot:meta")
-_META = "urn:tot:meta#"
-XSD = "http://www.w3.org/2001/XMLSchema#"
-_PLAIN_TYPES = (XSD + "string", "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
-_NAME_SAFE = "!$&'()*+,;=@"  # kept readable in IRIs made from names; ':' '/' '#' '?' '%' and spaces are encoded
-_MAX_LOCAL = 512
-_SPACE = re.compile(r"\s")  # str.isspace's characters
-_OX_FORMATS = {name: ox.RdfFormat.from_media_type(media) for name, media in RDF_MEDIA_TYPES.items()}
-_LABEL_NODES = [ox.NamedNode(p) for p in LABEL_PREDICATES]
-_DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
-_ALIAS_NODES = [ox.NamedNode(p) for p in ALIAS_PREDICATES]
-
-Term = ox.NamedNode | ox.BlankNode | ox.Literal
-
-if TYPE_CHECKING:  # the SPARQL package (httpx, rdflib) is imported when a caller query first needs it
+if TYPE_CHECKING:  # the SPARQL package (httpx, rdflib) is imported when a caller query needs it
     from .sparql.run import ThreadRuns
     from .sparql.workers import StoreQueryWorkers, StoreSource
 
-
-# -- IDs ------------------------------------------------------------------------------------------------------------
+_DESCRIPTION_NODES = [ox.NamedNode(p) for p in DESCRIPTION_PREDICATES]
 _UNNAMED = object()  # not in the ID cache yet (None there means: no ID)
 
 
-class TermCodec:
-    """The reversible term ↔ local-ID encoding described in the module docstring."""
-
-    def __init__(self, entity_base: str | None, relation_base: str | None) -> None:
-        self.entity_base = entity_base or None
-        self.relation_base = relation_base or None
-
-    @staticmethod
-    def _strip(iri: str, base: str | None) -> str:
-        if base and iri.startswith(base):
-            rest = iri[len(base) :]
-            if rest and ":" not in rest and not rest.startswith(("~", "_")):
-                return rest
-        return iri
-
-    def encode(self, term: Term) -> str | None:
-        if isinstance(term, ox.NamedNode):
-            local = self._strip(term.value, self.entity_base)
-        elif isinstance(term, ox.BlankNode):
-            local = "_:" + term.value
-        elif isinstance(term, ox.Literal):
-            local = "~" + quote(term.value, safe="")
-            dt = term.datatype.value if term.datatype is not None else None
-            if term.language:
-                local += "@" + term.language
-            elif dt and dt not in _PLAIN_TYPES:
-                local += "^^" + ("xsd:" + dt[len(XSD) :] if dt.startswith(XSD) else quote(dt, safe=""))
-        else:  # RDF-star triple terms are not entities here
-            return None
-        return local if len(local) <= _MAX_LOCAL and not _SPACE.search(local) else None
-
-    def decode(self, local: str) -> Term:
-        try:
-            if local.startswith("~"):
-                body, lang, dt = local[1:], None, None
-                if "^^" in body:
-                    body, dt = body.split("^^", 1)
-                    dt = XSD + dt[4:] if dt.startswith("xsd:") else unquote(dt)
-                elif "@" in body:
-                    body, lang = body.split("@", 1)
-                value = unquote(body)
-                if lang:
-                    return ox.Literal(value, language=lang)
-                if dt:
-                    return ox.Literal(value, datatype=ox.NamedNode(dt))
-                return ox.Literal(value)
-            if local.startswith("_:"):
-                return ox.BlankNode(local[2:])
-            if ":" in local:
-                return ox.NamedNode(local)
-            if self.entity_base:
-                return ox.NamedNode(self.entity_base + local)
-        except ValueError as e:
-            raise InvalidInput(f"malformed ID {local!r}: {e}") from None
-        raise InvalidInput(f"malformed ID {local!r}: this store has no entity base namespace; use the full IRI")
-
-    def encode_relation(self, iri: str) -> str:
-        return self._strip(iri, self.relation_base)
-
-    def decode_relation(self, local: str) -> ox.NamedNode:
-        iri = local if ":" in local else (self.relation_base or "") + local
-        if ":" not in iri:
-            raise InvalidInput(f"malformed relation ID {local!r}: expected a name from get_relations or a full IRI")
-        try:
-            return ox.NamedNode(iri)
-        except ValueError as e:
-            raise InvalidInput(f"malformed relation ID {local!r}: {e}") from None
-
-
-# -- label search seam -----------------------------------------------------------------------------------------
-class LabelSearch(Protocol):
-    """What OxigraphKG needs from an entity search index: hits keyed by IRI (``_:id`` for blank nodes), one per
-    key, best first. :class:`kg_adapters.fts_index.FtsLabelIndex` (SQLite FTS5, on disk) has this shape."""
-
-    def search(self, text: str, limit: int = 10) -> Sequence[KeyHit]: ...
-
-    def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
-
-    def named(self, label: str, limit: int = 20) -> Sequence[KeyHit]:
-        """Names equal to ``label`` up to case, accents, spacing and punctuation; no fuzzy or word matches."""
-        ...
-
-    def named_many(self, labels: Sequence[str], limit: int = 20) -> Mapping[str, Sequence[KeyHit]]:
-        """:meth:`named` of many labels at once; a label named nowhere may be left out."""
-        ...
-
-
-def term_key(term: Term) -> str:
-    return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
-
-
-def key_term(k: str) -> Term:
-    return ox.BlankNode(k[2:]) if k.startswith("_:") else ox.NamedNode(k)
-
-
-def label_rows(store: ox.Store) -> Iterator[tuple[str, str, str]]:
-    """``(key, name, kind)`` for every label (kind ``label``) and alias (``alias``) literal of the store: the names
-    entity search finds, whether read into memory (:class:`InMemoryLabelSearch`) or into the on-disk index
-    (:func:`kg_adapters.bulk_load.build_label_index`). Keys as :func:`term_key` writes them."""
-    for preds, kind in ((_LABEL_NODES, "label"), (_ALIAS_NODES, "alias")):
-        for pred in preds:
-            for q in store.quads_for_pattern(None, pred, None, None):
-                if isinstance(q.object, ox.Literal) and not isinstance(q.subject, ox.Triple):
-                    yield term_key(q.subject), q.object.value, kind
-
-
-class InMemoryLabelSearch:
-    """Every label and alias in the store in a LabelIndex (built on first use). Holds only the names, not the
-    triples: ~100 bytes per name."""
-
-    def __init__(self, store: ox.Store) -> None:
-        self._store = store
-        self._index: LabelIndex | None = None
-        self._keys: list[str] = []
-        self._texts: list[str] = []
-
-    def _build(self) -> LabelIndex:
-        if self._index is None:
-            pairs = dict.fromkeys((k, text) for k, text, _ in label_rows(self._store))
-            self._keys = [k for k, _ in pairs]
-            self._texts = [text for _, text in pairs]
-            self._index = LabelIndex(self._texts)
-        return self._index
-
-    def _dedupe(self, hits: list[Hit], limit: int) -> list[KeyHit]:
-        out: dict[str, KeyHit] = {}
-        for h in hits:
-            k = self._keys[h.index]
-            if k not in out or out[k].score < h.score:
-                out[k] = KeyHit(k, self._texts[h.index], h.score, h.match, h.mention)
-        return sorted(out.values(), key=lambda h: -h.score)[:limit]
-
-    def search(self, text: str, limit: int = 10) -> list[KeyHit]:
-        return self._dedupe(self._build().search(text, limit * 2), limit)
-
-    def link(self, query: str, limit: int = 10) -> list[KeyHit]:
-        return self._dedupe(self._build().link(query, limit * 2), limit)
-
-    def named_many(self, labels: Sequence[str], limit: int = 20) -> dict[str, list[KeyHit]]:
-        return {label: hits for label in dict.fromkeys(labels) if (hits := self.named(label, limit))}
-
-    def named(self, label: str, limit: int = 20) -> list[KeyHit]:
-        text = label.strip()
-        return self._dedupe([Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
-                             for i in self._build().named(label)], limit)
-
-
-# -- the backend -----------------------------------------------------------------------------------------------
-class OxigraphKG(LabelledEdgesKG):
+class OxigraphKG(KnowledgeGraph):
     capabilities = Capabilities(backend="oxigraph", sparql=True)
 
     def __init__(
@@ -265,8 +90,8 @@ class OxigraphKG(LabelledEdgesKG):
     ) -> None:
         super().__init__(name, limits)
         self.store = store
-        # where a query process finds the same data (sparql_query runs there, killed at its timeout); without
-        # one, caller queries run in threads of this process, at most MAX_THREAD_RUNS at once
+        # where a query process finds the same data (sparql_query runs there, killed at its
+        # timeout); without one, caller queries run in threads here, at most MAX_THREAD_RUNS at once
         self.query_source = query_source
         self._workers: StoreQueryWorkers | None = None
         self._thread_runs: ThreadRuns | None = None
@@ -277,22 +102,29 @@ class OxigraphKG(LabelledEdgesKG):
             entity_base if entity_base is not None else meta.get("entityBase"),
             relation_base if relation_base is not None else meta.get("relationBase"),
         )
-        self.labels: LabelSearch = label_search or InMemoryLabelSearch(store)
+        self.label_search: LabelSearch = label_search or InMemoryLabelSearch(store)
         self._entity_cache: LRU[Entity] = LRU(cache_size)
         self._ids: LRU[str | None] = LRU(cache_size)  # term → its ID
         self._relation_labels: dict[str, str] = {}
         self._info: KGInfo | None = None  # a full scan: computed once
         self._prefix = f"{name}:"
-        self._in_use: dict[str, bool] = {}  # metadata predicate IRI → does the store use it (asked once)
+        self._in_use: dict[str, bool] = {}  # metadata predicate IRI → does the store use it
 
-    # -- terms and IDs ------------------------------------------------------------------------------------------
-    def term_id(self, term: Term) -> str | None:
+    # -- terms and IDs ---------------------------------------------------------------------------
+    def _term_id(self, term: Term) -> str | None:
         eid = self._ids.peek(term, _UNNAMED)
         if eid is _UNNAMED:  # a walk meets the same targets (a genre, an actor) edge after edge
             local = self.codec.encode(term)
             eid = None if local is None else self._prefix + local
             self._ids.put(term, eid)
         return eid
+
+    def _terms(self, entity_ids: list[str]) -> dict[Term, list[str]]:
+        """Any number of IDs by the term each names (duplicates once); none checked to exist."""
+        out: dict[Term, list[str]] = {}
+        for eid, local in zip(entity_ids, self._local_ids(entity_ids, bulk=True)):
+            out.setdefault(self.codec.decode(local), []).append(eid)
+        return out
 
     def _quads(self, s=None, p=None, o=None) -> Iterator[ox.Quad]:
         try:
@@ -301,9 +133,9 @@ class OxigraphKG(LabelledEdgesKG):
             raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
 
     def _used(self, preds: list[ox.NamedNode]) -> list[ox.NamedNode]:
-        """The predicates of ``preds`` the store holds at all (asked once each; a served store is read-only): a
-        label is read from one predicate, not from the eight metadata predicates RDF may use, of which a store
-        usually holds one or two — each a store lookup per entity."""
+        """The predicates of ``preds`` the store holds at all (asked once each; a served store is
+        read-only): a label is read from one predicate, not from the eight metadata predicates RDF
+        may use, of which a store usually holds one or two — each a store lookup per entity."""
         used = self._in_use
         for p in preds:
             if p.value not in used:
@@ -315,30 +147,17 @@ class OxigraphKG(LabelledEdgesKG):
             return True
         return next(iter(self._quads(o=term)), None) is not None
 
-    def entity_term(self, local: str) -> Term:
+    def _entity_term(self, local: str) -> Term:
         term = self.codec.decode(local)
         if not self._exists(term):
             raise NotFound(f"no entity {self._prefix}{local} in KG {self.name!r}")
         return term
 
-    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
-        try:
-            node = self.relation_node(relation_id)
-        except KGError:
-            return []
-        out: list[str] = []
-        for q in self._quads(p=node):
-            eid = self.term_id(q.subject)
-            if eid is not None and eid not in out:
-                out.append(eid)
-                if len(out) >= limit:
-                    break
-        return out
-
-    def relation_node(self, relation_id: str) -> ox.NamedNode:
-        node = self.codec.decode_relation(self.local_relation(relation_id))
+    def _relation_node(self, relation_id: str) -> ox.NamedNode:
+        node = self.codec.decode_relation(self._local_relation(relation_id))
         if node.value in METADATA_PREDICATES or next(iter(self._quads(p=node)), None) is None:
-            raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
+            raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; "
+                           "call get_relations to list them")
         return node
 
     def _best_text(self, term: Term, preds: list[ox.NamedNode]) -> str | None:
@@ -346,136 +165,70 @@ class OxigraphKG(LabelledEdgesKG):
         for rank_p, pred in enumerate(preds):
             for q in self._quads(s=term, p=pred):
                 if isinstance(q.object, ox.Literal) and q.object.value.strip():
-                    cand = (language_rank(q.object.language, self.languages), rank_p, q.object.value.strip())
-                    if best is None or cand[:2] < best[:2]:
-                        best = cand
+                    rank = language_rank(q.object.language, self.languages)
+                    if best is None or (rank, rank_p) < best[:2]:
+                        best = (rank, rank_p, q.object.value.strip())
         return best[2] if best else None
 
-    def entity(self, term: Term, eid: str | None = None) -> Entity:
+    def _entity(self, term: Term, eid: str | None = None) -> Entity:
         cached = self._entity_cache.peek(term)
         if cached is not None:
             return cached
-        eid = eid or self.term_id(term) or ""
-        desc = None if isinstance(term, ox.Literal) else self._best_text(term, self._used(_DESCRIPTION_NODES))
-        ent = Entity.model_construct(id=eid, label=self._label(term), description=desc, kg=self.name)
+        eid = eid or self._term_id(term) or ""
+        desc = None if isinstance(term, ox.Literal) else self._best_text(
+            term, self._used(_DESCRIPTION_NODES))
+        ent = Entity.model_construct(id=eid, label=self._label(term), description=desc,
+                                     kg=self.name)
         self._entity_cache.put(term, ent)
         return ent
 
+    def _labelled_entity(self, term: Term, eid: str | None = None) -> Entity:
+        """The entity by label only: never reads its description (:meth:`_entity` does)."""
+        eid = eid or self._term_id(term) or ""
+        return Entity.model_construct(id=eid, label=self._label(term), description=None,
+                                      kg=self.name)
+
     def _label(self, term: Term) -> str:
-        """The name shown for a term: a literal's value; else its best label, or its IRI's local name."""
+        """The name shown for a term: a literal's value; else its best label, or its local name."""
         if isinstance(term, ox.Literal):
             return term.value
-        return self._best_text(term, self._used(_LABEL_NODES)) or (
-            "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
-        )
-
-    def labelled_entity(self, term: Term, eid: str | None = None) -> Entity:
-        """The entity by label only: never reads its description (what :meth:`entity` does the first time)."""
         cached = self._entity_cache.peek(term)
         if cached is not None:
-            return cached if cached.description is None else cached.model_copy(update={"description": None})
-        eid = eid or self.term_id(term) or ""
-        return Entity.model_construct(id=eid, label=self._label(term), description=None, kg=self.name)
+            return cached.label
+        return self._best_text(term, self._used(LABEL_NODES)) or (
+            "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value))
 
-    def relation_label(self, iri: str) -> str:
+    def _relation_model(self, iri: str, direction: Direction, count: int | None = None,
+                        entities: int | None = None) -> Relation:
         label = self._relation_labels.get(iri)
         if label is None:
-            label = self._best_text(ox.NamedNode(iri), self._used(_LABEL_NODES)) or humanize(
-                unquote(iri[len(RELATION_NS) :]) if iri.startswith(RELATION_NS) else iri
-            )
+            label = self._best_text(ox.NamedNode(iri), self._used(LABEL_NODES)) or humanize(
+                name_of(iri, RELATION_NS) or iri)
             self._relation_labels[iri] = label
-        return label
-
-    def relation_model(self, iri: str, direction: Direction, count: int | None = None) -> Relation:
-        label = self.relation_label(iri)
         return Relation.model_construct(
-            id=self._prefix + self.codec.encode_relation(iri),
-            label=label,
-            inverse_label=inverse_of(label),
-            direction=direction,
-            count=count,
-        )
+            id=self._prefix + self.codec.encode_relation(iri), label=label,
+            inverse_label=inverse_of(label), direction=direction, count=count, entities=entities)
 
-    def _hit_entity(self, hit: KeyHit, labelled: bool = False) -> Entity | None:
-        """The entity a label-index hit names (None for a key this KG cannot give an ID); by label only if
-        ``labelled`` (a label link needs no descriptions)."""
-        try:
-            term = key_term(hit.key)
-        except ValueError:
-            return None
-        eid = self.term_id(term)
-        return None if eid is None else (self.labelled_entity if labelled else self.entity)(term, eid)
-
-    def _matches(self, find: Callable[[str, int], Sequence[KeyHit]], text: str, limit: int, mention: bool
-                 ) -> list[EntityMatch]:
-        """The entities the label index ``find`` (its ``link`` or ``search``) names for ``text``; the hits' mentions
-        kept if ``mention``."""
-        found = find(self.limits.check_query(text), self.limits.clamp(limit, self.limits.max_search))
-        return [EntityMatch.model_construct(entity=ent, score=h.score, match=h.match,
-                                            mention=h.mention if mention else None)
-                for h in found if (ent := self._hit_entity(h)) is not None]
-
-    # -- interface ---------------------------------------------------------------------------------------------
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
-        return self._matches(self.labels.link, query, limit, mention=True)
-
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
-        return self._matches(self.labels.search, text, limit, mention=False)
-
-    def _count_query(self, terms: list[Term], direction: Direction) -> dict[str, int]:
-        """Distinct edges per predicate from (forward) or to (backward) the terms, across all graphs."""
-        if direction is Direction.forward:
-            terms = [t for t in terms if not isinstance(t, ox.Literal)]
-        counts: dict[str, int] = {}
-        # SPARQL cannot name a blank node (it would be a variable): count those by walking their quads
-        for t in (t for t in terms if isinstance(t, ox.BlankNode)):
-            seen = {
-                (q.predicate.value, q.object if direction is Direction.forward else q.subject)
-                for q in (self._quads(s=t) if direction is Direction.forward else self._quads(o=t))
-            }
-            for p, _ in seen:
-                counts[p] = counts.get(p, 0) + 1
-        values = " ".join(str(t) for t in terms if not isinstance(t, ox.BlankNode))
-        if values:
-            var, other = ("s", "o") if direction is Direction.forward else ("o", "s")
-            q = (
-                f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} WHERE {{ "
-                f"VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?p"
-            )
+    def _matches(self, find: Callable[[str, int], Sequence[KeyHit]], text: str, limit: int,
+                 mention: bool) -> list[EntityMatch]:
+        """The entities the label index ``find`` (its ``link`` or ``search``) names for ``text``,
+        but those this KG gives no ID; the hits' mentions kept if ``mention``."""
+        limit = self.limits.clamp(limit, self.limits.max_search)
+        found = find(self.limits.check_query(text), limit)
+        out = []
+        for h in found:
             try:
-                for row in self.store.query(q, use_default_graph_as_union=True):
-                    counts[row["p"].value] = counts.get(row["p"].value, 0) + int(row["n"].value)
-            except (OSError, RuntimeError, SyntaxError) as e:
-                raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
-        for p in METADATA_PREDICATES:
-            counts.pop(p, None)
-        return counts
-
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def get_relations(self, entity_ids: list[str]) -> RelationList:
-        terms = list(dict.fromkeys(self.entity_term(x) for x in self.local_ids(entity_ids)))
-        return self._relations(terms, self.limits.max_relations)
-
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def relation_counts(self, entity_ids: list[str]) -> RelationList:
-        """One count query per direction however many entities (a reasoner's frontier of thousands was two
-        queries per ``max_ids``); no check that each exists (two index lookups each; one that does not counts
-        nothing, as over SPARQL)."""
-        terms = list(dict.fromkeys(self.codec.decode(x) for x in self.bulk_local_ids(entity_ids)))
-        return self._relations(terms, None)
-
-    def _relations(self, terms: list[Term], cap: int | None) -> RelationList:
-        rows = sorted(((d is Direction.backward, self.codec.encode_relation(iri), d, n, iri)
-                       for d in (Direction.forward, Direction.backward)
-                       for iri, n in self._count_query(terms, d).items()), key=lambda r: r[:2])
-        cap = len(rows) if cap is None else cap
-        rels = [self.relation_model(iri, d, n) for _, _, d, n, iri in rows[:cap]]
-        return RelationList.model_construct(relations=rels, truncated=len(rows) > cap, partial=False, warnings=[])
+                term = key_term(h.key)
+            except ValueError:
+                continue
+            if (eid := self._term_id(term)) is not None:
+                out.append(EntityMatch.model_construct(
+                    entity=self._entity(term, eid), score=h.score, match=h.match,
+                    mention=h.mention if mention else None))
+        return out
 
     def _targets(self, term: Term, pred: ox.NamedNode, direction: Direction) -> Iterator[Term]:
-        """Neighbours in the store's index order (stable), each once even if it is in several named graphs."""
+        """Neighbours in the store's index order (stable), each once even if in several graphs."""
         if direction is Direction.forward:
             if isinstance(term, ox.Literal):
                 return
@@ -491,71 +244,82 @@ class OxigraphKG(LabelledEdgesKG):
                 seen.add(t)
                 yield t
 
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def adjacent(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
-    ) -> EdgePage:
-        """One walk of the store's index for any number of entities, labels only: the default pages get_edges by
-        ``max_ids`` and builds each target's description."""
-        locals_ = self.bulk_local_ids(list(dict.fromkeys(entity_ids)))
-        page = self._read_edges(locals_, relation_id, direction, max(0, limit), 0, self.labelled_entity)
-        return page.model_copy(update={"next_offset": None, "relation": None})
+    def _anywhere(self, pred: ox.NamedNode, direction: Direction) -> Iterator[tuple[Term, Term]]:
+        """The relation's edges wherever they are, (source, target) in ``direction``, each once."""
+        seen: set[tuple[Term, Term]] = set()
+        forward = direction is Direction.forward
+        for q in self._quads(p=pred):
+            pair = (q.subject, q.object) if forward else (q.object, q.subject)
+            if pair not in seen and not any(isinstance(t, ox.Triple) for t in pair):
+                seen.add(pair)
+                yield pair
 
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def adjacent_ids(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
-    ) -> AdjacentIds:
-        """The walk :meth:`adjacent` makes, without the two things that cost most of it here: each target's label
-        (index lookups per edge) and the check that each source exists (one that does not has no edges)."""
-        terms = list(dict.fromkeys(self.codec.decode(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))))
-        pred = self.relation_node(relation_id)
-        direction = Direction(direction)
-        limit = max(0, limit)
-        pairs: list[tuple[str, str]] = []
-        values: list[tuple[str, str]] = []
-        term_id = self.term_id
-        taken = 0
+    def _count(self, terms: list[Term], direction: Direction) -> Iterator[tuple[Term, str, int]]:
+        """(term, predicate IRI, distinct edges) from (forward) or to (backward) each term, across
+        all graphs: one query for all of them."""
+        forward = direction is Direction.forward
+        if forward:
+            terms = [t for t in terms if not isinstance(t, ox.Literal)]
+        # SPARQL cannot name a blank node (it would be a variable): count those by walking quads
+        for t in (t for t in terms if isinstance(t, ox.BlankNode)):
+            counts: dict[str, int] = {}
+            for p, _ in {(q.predicate.value, q.object if forward else q.subject)
+                         for q in (self._quads(s=t) if forward else self._quads(o=t))}:
+                counts[p] = counts.get(p, 0) + 1
+            yield from ((t, p, n) for p, n in counts.items() if p not in METADATA_PREDICATES)
+        values = " ".join(str(t) for t in terms if not isinstance(t, ox.BlankNode))
+        if not values:
+            return
+        var, other = ("s", "o") if forward else ("o", "s")
+        q = (f"SELECT ?{var} ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} "
+             f"WHERE {{ VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?{var} ?p")
         try:
-            for src in terms:
-                sid: str | None = None  # made once a source, for its first edge
-                for t in self._targets(src, pred, direction):
-                    if taken == limit:
-                        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=True)
-                    taken += 1
-                    if sid is None:
-                        sid = term_id(src) or ""
-                    if (tid := term_id(t)) is not None:
-                        pairs.append((sid, tid))
-                    elif isinstance(t, ox.Literal):
-                        values.append((sid, t.value))
-        except OSError as e:
-            raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
-        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
+            rows = list(self.store.query(q, use_default_graph_as_union=True))
+        except (OSError, RuntimeError, SyntaxError) as e:
+            raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
+        yield from ((r[var], r["p"].value, int(r["n"].value)) for r in rows
+                    if r["p"].value not in METADATA_PREDICATES)
 
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
-        """No check that each exists (a linker names whole frontiers): one that does not gets its local name, as
-        over SPARQL."""
-        out: dict[str, str] = {}
-        for eid in dict.fromkeys(entity_ids):
-            try:
-                (local,) = self.local_ids([eid])
-                out[eid] = self.labelled_entity(self.codec.decode(local), eid).label
-            except (InvalidInput, NotFound):
+    # -- the contract: a read that is a unit of CPU work is @cpu_bound, off the event loop in a
+    # server (kg_adapters.cpu) --------------------------------------------------------------------
+    @cpu_bound
+    def initialize(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+                   ) -> list[EntityMatch]:
+        return self._matches(self.label_search.link, query, limit, mention=True)
+
+    @cpu_bound
+    def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        return self._matches(self.label_search.search, text, limit, mention=False)
+
+    @cpu_bound
+    def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
+        """One count query per direction however many entities; one with no relation is checked
+        to exist (two index lookups), the others plainly do."""
+        by_term = self._terms(entity_ids)
+        rows: dict[Term, list[tuple[bool, str, Direction, int, str]]] = {}
+        for d in (Direction.forward, Direction.backward):
+            for term, iri, n in self._count(list(by_term), d):
+                key = (d is Direction.backward, self.codec.encode_relation(iri))
+                rows.setdefault(term, []).append((*key, d, n, iri))
+        out: dict[str, RelationList] = {}
+        for term, eids in by_term.items():
+            if term not in rows and not self._exists(term):
                 continue
+            rels = [self._relation_model(iri, d, n, 1)
+                    for *_, d, n, iri in sorted(rows.get(term, []))]
+            rl = RelationList.model_construct(relations=rels, truncated=False, partial=False,
+                                              warnings=[])
+            out.update((eid, rl) for eid in eids)
         return out
 
-    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def _edges(self, entity_ids: list[str], relation_id: str, direction: Direction,
-               limit: int | None, offset: int, labelled: bool) -> EdgePage:
+    @cpu_bound
+    def edges(self, entity_ids: list[str], relation_id: str,
+              direction: Direction = Direction.forward, limit: int | None = None, offset: int = 0,
+              labelled: bool = True) -> EdgePage:
         limit = self.limits.clamp(limit, self.limits.max_edges)
-        entity = self.labelled_entity if labelled else self.entity
-        return self._read_edges(self.local_ids(entity_ids), relation_id, direction, limit, offset, entity)
-
-    def _read_edges(self, locals_: list[str], relation_id: str, direction: Direction, limit: int, offset: int,
-                    entity: Callable[[Term, str | None], Entity]) -> EdgePage:
-        terms = list(dict.fromkeys(self.entity_term(x) for x in locals_))
-        pred = self.relation_node(relation_id)
+        entity = self._labelled_entity if labelled else self._entity
+        terms = list(dict.fromkeys(self._entity_term(x) for x in self._local_ids(entity_ids)))
+        pred = self._relation_node(relation_id)
         direction = Direction(direction)
         if not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be an integer ≥ 0")
@@ -565,305 +329,197 @@ class OxigraphKG(LabelledEdgesKG):
             window = list(islice(stream, offset, offset + limit + 1))
         except OSError as e:
             raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
-        truncated = len(window) > limit
         edges: list[Edge] = []
         entities: dict[str, Entity] = {}
         for src, tgt in window[:limit]:
-            sid = self.term_id(src) or ""
+            sid = self._term_id(src) or ""
             entities.setdefault(sid, entity(src, sid))
-            tid = self.term_id(tgt)
+            tid = self._term_id(tgt)
             value = None
             if isinstance(tgt, ox.Literal):
                 dt = tgt.datatype.value if tgt.datatype is not None and not tgt.language else None
                 value = Literal.model_construct(
-                    value=tgt.value, datatype=None if dt in _PLAIN_TYPES else dt, lang=tgt.language
-                )
-            edges.append(
-                Edge.model_construct(
-                    source=sid, relation=rel_id, direction=direction, target=tid, value=value, qualifiers=[]
-                )
-            )
+                    value=tgt.value, datatype=None if dt in PLAIN_TYPES else dt, lang=tgt.language)
+            edges.append(Edge.model_construct(source=sid, relation=rel_id, direction=direction,
+                                              target=tid, value=value, qualifiers=[]))
             if tid is not None:
                 entities.setdefault(tid, entity(tgt, tid))
+        truncated = len(window) > limit
         return EdgePage.model_construct(
-            edges=edges,
-            entities=entities,
-            truncated=truncated,
-            next_offset=offset + len(edges) if truncated else None,
-            partial=False,
-            warnings=[],
-            relation=self.relation_model(pred.value, direction),
-        )
+            edges=edges, entities=entities, truncated=truncated,
+            next_offset=offset + len(edges) if truncated else None, partial=False, warnings=[],
+            relation=self._relation_model(pred.value, direction))
+
+    @cpu_bound
+    def adjacent_ids(self, entity_ids: list[str], relation_id: str,
+                     direction: Direction = Direction.forward, limit: int = 2000,
+                     labelled: bool = False) -> AdjacentIds:
+        """One walk of the store's index, no check that each source exists (one that does not has
+        no edges). ``labelled`` changes nothing: a label costs index lookups here either way."""
+        pred = self._relation_node(relation_id)
+        direction = Direction(direction)
+        if entity_ids:
+            terms = list(self._terms(list(dict.fromkeys(entity_ids))))
+            stream = ((src, t) for src in terms for t in self._targets(src, pred, direction))
+        else:
+            stream = self._anywhere(pred, direction)
+        limit = max(0, limit)
+        pairs: list[tuple[str, str]] = []
+        values: list[tuple[str, str]] = []
+        term_id = self._term_id
+        try:
+            for src, t in stream:
+                if (sid := term_id(src)) is None:
+                    continue
+                if len(pairs) + len(values) == limit:
+                    return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=True)
+                if (tid := term_id(t)) is not None:
+                    pairs.append((sid, tid))
+                elif isinstance(t, ox.Literal):
+                    values.append((sid, t.value))
+        except OSError as e:
+            raise BackendError(f"KG {self.name!r}: store read failed: {e}") from e
+        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
+
+    @cpu_bound
+    def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                (term,) = self._terms([eid])
+            except InvalidInput:
+                continue
+            if not self._exists(term):
+                continue
+            if not key:
+                out[eid] = self._label(term)
+            elif isinstance(term, ox.NamedNode):  # a triple file's name, as the memory KG's key
+                out[eid] = name_of(term.value) or term.value
+            elif isinstance(term, ox.Literal):
+                out[eid] = term.value
+        return out
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
-        (local,) = self.local_ids([entity_id])
-        term = self.entity_term(local)
-        ent = self.entity(term, entity_id)
-        preds = [] if isinstance(term, ox.Literal) else self._used(_ALIAS_NODES + _LABEL_NODES)
+        (local,) = self._local_ids([entity_id])
+        term = self._entity_term(local)
+        ent = self._entity(term, entity_id)
+        preds = [] if isinstance(term, ox.Literal) else self._used(ALIAS_NODES + LABEL_NODES)
         names = [q.object.value for pred in preds for q in self._quads(s=term, p=pred)
                  if isinstance(q.object, ox.Literal)
                  and language_rank(q.object.language, self.languages) <= len(self.languages)]
         aliases = [a for a in dict.fromkeys(names) if a != ent.label]
-        rels = (await self.get_relations([entity_id])).relations
-        return EntityDescription(
-            entity=ent,
-            aliases=aliases,
-            relations=rels,
-            iri=term.value if isinstance(term, ox.NamedNode) else None,
-        )
+        rels = (await self.relations([entity_id]))[entity_id].relations
+        iri = term.value if isinstance(term, ox.NamedNode) else None
+        return EntityDescription(entity=ent, aliases=aliases,
+                                 relations=rels[: self.limits.max_relations], iri=iri)
 
-    async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        """Entities whose label is exactly ``label``, else those whose label equals it up to case (the default
-        would run the whole label search, fuzzy and full-text stages included, and keep only these)."""
-        if not label.strip():
-            return []
-        return (await self.find_by_labels([label], limit))[label]
-
-    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
-        """:meth:`find_by_label` of a frontier's names from the label index in one lookup: it holds every name
-        of every entity with its key, so the store is read only for the entities found (their shown label, which
-        must equal the name for an exact match; no description). A name the index does not hold is no entity's
-        label here."""
-        wanted = list(dict.fromkeys(labels))
-        if limit < 1:
-            return {label: [] for label in wanted}
-        named = self.labels.named_many([label for label in wanted if label.strip()], max(limit, 20))
-        out: dict[str, list[Entity]] = {}
-        for label in wanted:
-            found = [ent for h in named.get(label, ()) if (ent := self._hit_entity(h, labelled=True)) is not None]
-            want = label_key(label)
-            out[label] = ([e for e in found if e.label == label] or [e for e in found if label_key(e.label) == want]
-                          )[:limit]
+    @cpu_bound
+    def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
+             ) -> dict[str, list[str]]:
+        """A value names the term whose key it is — an IRI, a triple-file name, a plain literal —
+        if the store holds it; with ``relation_id``, the relation is walked backward from there."""
+        pred = None if relation_id is None else self._relation_node(relation_id)
+        limit = self.limits.clamp(limit, self.limits.max_edges)
+        out: dict[str, list[str]] = {}
+        for value in dict.fromkeys(values):
+            candidates: list[Term] = [ox.NamedNode(name_iri(value)), ox.Literal(value)]
+            if ":" in value:
+                try:
+                    candidates.insert(0, key_term(value))
+                except ValueError:
+                    pass
+            term = next((t for t in candidates if self._exists(t)), None)
+            found = ([] if term is None else [term] if pred is None
+                     else self._targets(term, pred, Direction.backward))
+            out[value] = [tid for t in islice(found, limit)
+                          if (tid := self._term_id(t)) is not None]
         return out
-
-    async def label_of(self, entity_id: str) -> str:
-        """The label :meth:`describe_entity` shows, without counting the entity's relations (label links ask it
-        for every entity of a frontier)."""
-        (local,) = self.local_ids([entity_id])
-        return self.entity(self.entity_term(local), entity_id).label
-
-    async def resolve_key(self, key: str) -> str | None:
-        candidates: list[Term] = [ox.NamedNode(name_iri(key)), ox.Literal(key)]  # a triple-file name, a value
-        if ":" in key:
-            try:
-                candidates.insert(0, key_term(key))
-            except ValueError:
-                pass
-        for term in candidates:
-            if self._exists(term):
-                return self.term_id(term)
-        return None
-
-    async def entity_key(self, entity_id: str) -> str | None:
-        """The IRI; for a name from a triple file, the name itself (as MemoryKG gives it)."""
-        (local,) = self.local_ids([entity_id])
-        term = self.entity_term(local)
-        if isinstance(term, ox.NamedNode):
-            return unquote(term.value[len(ENTITY_NS) :]) if term.value.startswith(ENTITY_NS) else term.value
-        return term.value if isinstance(term, ox.Literal) else None
 
     async def info(self) -> KGInfo:
         if self._info is None:
             try:
-                rows = list(
-                    self.store.query(
-                        "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE { ?s ?p ?o } } "
-                        "GROUP BY ?p ORDER BY DESC(?n)",
-                        use_default_graph_as_union=True,
-                    )
-                )
+                rows = list(self.store.query(
+                    "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE "
+                    "{ ?s ?p ?o } } GROUP BY ?p ORDER BY DESC(?n)",
+                    use_default_graph_as_union=True))
             except (OSError, RuntimeError) as e:
                 raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
-            rows = [(r["p"].value, int(r["n"].value)) for r in rows if not r["p"].value.startswith(_META)]
-            edges = [(p, n) for p, n in rows if p not in METADATA_PREDICATES]
+            counts = [(r["p"].value, int(r["n"].value)) for r in rows]
+            edges = [(p, n) for p, n in counts
+                     if not p.startswith(META_NS) and p not in METADATA_PREDICATES]
             self._info = KGInfo(
-                name=self.name,
-                backend=self.backend,
-                description=self.description,
+                name=self.name, backend=self.capabilities.backend, description=self.description,
                 entities=None,
-                triples=sum(n for _, n in edges),  # edges, as MemoryKG counts them: labels are metadata
+                triples=sum(n for _, n in edges),  # edges, as MemoryKG counts: labels are metadata
                 relations=len(edges),
-                relation_sample=[self.relation_model(p, Direction.forward, n) for p, n in edges[:20]],
+                relation_sample=[self._relation_model(p, Direction.forward, n)
+                                 for p, n in edges[:20]],
             )
         return self._info
 
-
-    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None):
-        """A caller's read-only query, checked by the guard (:mod:`kg_adapters.sparql.guard`) and evaluated on
-        the store over all its graphs but the metadata one; common prefixes (rdf, rdfs, owl, xsd, skos, schema,
-        wd, wdt …) need no declaration."""
+    async def sparql_query(self, query: str, *, limit: int | None = None,
+                           timeout: float | None = None):
+        """A caller's read-only query, checked by the guard (:mod:`kg_adapters.sparql.guard`) and
+        evaluated on the store over all its graphs but the metadata one; common prefixes (rdf, rdfs,
+        owl, xsd, skos, schema, wd, wdt …) need no declaration."""
         from .sparql.guard import DEFAULT_MAX_ROWS
         from .sparql.run import ThreadRuns, query_store
         from .sparql.workers import StoreQueryWorkers
 
         if not self.capabilities.sparql:
-            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
+            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries "
+                               "(sparql_query = false in its config)")
         if self._workers is None and self.query_source is not None:
             self._workers = StoreQueryWorkers(self.name, self.query_source)
         if self._thread_runs is None:
             self._thread_runs = ThreadRuns()
-        return await query_store(self.store, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
-                                 hidden=(META_GRAPH,), workers=self._workers, runs=self._thread_runs)
+        return await query_store(self.store, self.name, query,
+                                 self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
+                                 hidden=(META_GRAPH,), workers=self._workers,
+                                 runs=self._thread_runs)
 
     async def aclose(self) -> None:
         if self._workers is not None:
             self._workers.close()
 
 
-# -- metadata, loading, opening ------------------------------------------------------------------------------
-def read_meta(store: ox.Store) -> dict[str, str]:
-    return {
-        q.predicate.value[len(_META) :]: q.object.value
-        for q in store.quads_for_pattern(META_GRAPH, None, None, META_GRAPH)
-        if q.predicate.value.startswith(_META) and isinstance(q.object, ox.Literal)
-    }
-
-
-def write_meta(store: ox.Store, **values: str) -> None:
-    for k, v in values.items():
-        pred = ox.NamedNode(_META + k)
-        for q in list(store.quads_for_pattern(META_GRAPH, pred, None, META_GRAPH)):
-            store.remove(q)
-        store.add(ox.Quad(META_GRAPH, pred, ox.Literal(v), META_GRAPH))
-
-
-def name_iri(name: str, namespace: str = ENTITY_NS) -> str:
-    """The IRI a name from a ``head|relation|tail`` file gets in a store: ``Tom Hanks`` → ``urn:tot:e:Tom%20Hanks``."""
-    return namespace + quote(name, safe=_NAME_SAFE)
-
-
-def _triples_to_ntriples(source: Path, out: Path) -> None:
-    """Rewrite a head|relation|tail file as N-Triples: names become IRIs, each gets its rdfs:label once."""
-    label = f"<{RDFS}label>"
-    seen_e: set[str] = set()
-    seen_r: set[str] = set()
-    with open(out, "w", encoding="utf-8") as w:
-        for h, r, t in iter_triples(source):
-            w.write(f"<{name_iri(h)}> <{name_iri(r, RELATION_NS)}> <{name_iri(t)}> .\n")
-            for e in (h, t):
-                if e not in seen_e:
-                    seen_e.add(e)
-                    w.write(f"<{name_iri(e)}> {label} {ox.Literal(e)} .\n")
-            if r not in seen_r:
-                seen_r.add(r)
-                w.write(f"<{name_iri(r, RELATION_NS)}> {label} {ox.Literal(humanize(r))} .\n")
-
-
-def _namespace(iri: str) -> str:
-    cut = max(iri.rfind("#"), iri.rfind("/"))
-    return iri[: cut + 1] if cut > iri.find(":") else ""
-
-
-def _guess_bases(store: ox.Store, sample: int = 5000) -> tuple[str, str]:
-    """The most common subject namespace and predicate namespace in a sample of the data (ignoring vocabularies
-    that only carry labels). Recorded once at load so IDs stay stable afterwards."""
-    subj: dict[str, int] = {}
-    pred: dict[str, int] = {}
-    quads = (q for q in store.quads_for_pattern(None, None, None, None) if q.graph_name != META_GRAPH)
-    for q in islice(quads, sample):
-        if isinstance(q.subject, ox.NamedNode):
-            ns = _namespace(q.subject.value)
-            subj[ns] = subj.get(ns, 0) + 1
-        if q.predicate.value not in METADATA_PREDICATES:
-            ns = _namespace(q.predicate.value)
-            pred[ns] = pred.get(ns, 0) + 1
-    best = lambda d: max(sorted(d), key=d.get) if d else ""  # noqa: E731
-    return best(subj), best(pred)
-
-
-def load_into_store(
-    source: str | Path,
-    store_path: str | Path | None,
-    *,
-    format: str | None = None,
-    description: str | None = None,
-    store: ox.Store | None = None,
-) -> ox.Store:
-    """Bulk-load an RDF file or a ``head|relation|tail`` file into a pyoxigraph store (created if missing).
-
-    Triple files map names to IRIs in ``urn:tot:e:`` (entities) and ``urn:tot:r:`` (relations), percent-encoded,
-    with the original name as ``rdfs:label``. Quads keep their named graphs (they are merged at query time).
-    Returns the open store. Pass ``store_path=None`` for an in-memory store.
-    """
-    source = Path(source)
-    if not source.is_file():
-        raise InvalidInput(f"file to load not found: {source}")
-    if store is None:
-        try:
-            store = ox.Store(str(store_path)) if store_path is not None else ox.Store()
-        except OSError as e:
-            raise InvalidInput(f"cannot open oxigraph store at {store_path}: {e}") from None
-    try:
-        if is_triples_file(source):
-            with tempfile.TemporaryDirectory() as tmp:
-                nt = Path(tmp) / "triples.nt"
-                _triples_to_ntriples(source, nt)
-                store.bulk_load(path=str(nt), format=ox.RdfFormat.N_TRIPLES)
-            bases = (ENTITY_NS, RELATION_NS)
-        else:
-            fmt = rdf_format_for(source, format)
-            if fmt is None:
-                raise InvalidInput(f"{source}: unknown file type; pass format= or use .txt/.tsv for triple files")
-            bulk_load_file(store, source, fmt)
-            bases = _guess_bases(store)
-    except SyntaxError as e:
-        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
-    except OSError as e:
-        raise BackendError(f"loading {source} into the store failed: {e}") from e
-    meta = {"source": str(source.resolve()), "entityBase": bases[0], "relationBase": bases[1], "loaded": "true"}
-    if description:
-        meta["description"] = description
-    write_meta(store, **meta)
-    store.flush()
-    return store
-
-
-def bulk_load_file(store: ox.Store, source: Path, fmt: str) -> None:
-    """An RDF file, gzipped or not, into the store in one piece, its relative IRIs against the file's own; ``fmt``
-    is a format name (:data:`~kg_adapters.rdf_file.RDF_MEDIA_TYPES`). A parse error is an InvalidInput naming the
-    file."""
-    base_iri = source.resolve().as_uri()
-    try:
-        if is_gzipped(source):
-            with open_binary(source) as fh:
-                store.bulk_load(input=fh, format=_OX_FORMATS[fmt], base_iri=base_iri)
-        else:  # from the path: pyoxigraph reads the file itself
-            store.bulk_load(path=str(source), format=_OX_FORMATS[fmt], base_iri=base_iri)
-    except SyntaxError as e:
-        raise InvalidInput(f"{source}: could not parse: {str(e).splitlines()[0][:300]}") from None
-
-
+# -- opening ---------------------------------------------------------------------------------------
 def default_store_dir(source: Path, cache_dir: Path | None = None) -> Path:
-    """Where a file too large for memory gets its store when none is configured: under ``stores/`` of the cache
-    directory (None: the environment's), keyed by the file's path, size and mtime, so the next start reuses it."""
+    """Where a file too large for memory gets its store when none is configured: under ``stores/``
+    of the cache directory (None: the environment's), keyed by the file's path, size and mtime, so
+    the next start reuses it."""
     from .environment import Environment
 
     st = source.stat()
-    digest = hashlib.sha1(f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    return (cache_dir or Environment.read().cache_dir) / "stores" / f"{source.stem}-{digest}"
+    digest = hashlib.sha1(f"{source.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
+    return (cache_dir or Environment.read().cache_dir) / "stores" / f"{source.stem}-{digest[:16]}"
 
 
-def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> OxigraphKG:
-    """Open an existing on-disk store (made by :func:`load_into_store` or ``oxigraph load --location``).
+def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **options
+                  ) -> OxigraphKG:
+    """Open an existing on-disk store (made by :func:`load_into_store`, ``tot-mcp load`` or
+    ``oxigraph load --location``).
 
     Options: ``read_only`` (default True: several processes may share the store), ``description``,
-    ``languages``, ``entity_base``, ``relation_base`` (override the store's recorded namespaces). Entity search
-    uses the SQLite FTS label index ``STORE.labels.sqlite`` beside the store when there is one (written by
-    ``tot-mcp load``), else reads the store's labels into memory on first search.
+    ``languages``, ``entity_base``, ``relation_base`` (override the store's recorded namespaces).
+    Entity search uses the SQLite FTS label index ``STORE.labels.sqlite`` beside the store when
+    there is one (written by ``tot-mcp load``), else reads the store's labels into memory on first
+    search.
     """
     return open_store(name, path, limits, BACKEND.parse_options(options, f"store KG {name!r}"))
 
 
-def open_store(name: str, path: str | Path | None, limits: Limits | None, options: StoreOptions) -> OxigraphKG:
-    """:func:`open_store_kg` with its options already validated (what the backend registry calls)."""
-    opts = options.model_dump(exclude_unset=True)  # only what was given: OxigraphKG has its own defaults
+def open_store(name: str, path: str | Path | None, limits: Limits | None, options: StoreOptions
+               ) -> OxigraphKG:
+    """:func:`open_store_kg` with its options validated (what the backend registry calls)."""
+    opts = options.model_dump(exclude_unset=True)  # only what was given: OxigraphKG has defaults
     path = Path(path or "").expanduser()
     if not path.is_dir():
-        raise InvalidInput(
-            f"no oxigraph store at {path}: create one with load_into_store() or `oxigraph load --location {path} --file F`"
-        )
+        raise InvalidInput(f"no oxigraph store at {path}: create one with load_into_store() or "
+                           f"`oxigraph load --location {path} --file F`")
     try:
-        store = ox.Store.read_only(str(path)) if opts.pop("read_only", True) else ox.Store(str(path))
+        read_only = opts.pop("read_only", True)
+        store = ox.Store.read_only(str(path)) if read_only else ox.Store(str(path))
     except OSError as e:
         raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
     from .sparql.workers import StoreSource

@@ -66,7 +66,7 @@ def _bulk_loaded(tmp: Path) -> KnowledgeGraph:
 
     BulkLoader(tmp / "bulk", chunk_lines=7, progress=False).load([FIXTURES / "local_movies.nt"])
     kg = open_store_kg("mv", tmp / "bulk", SMALL_LIMITS)
-    assert type(kg.labels).__name__ == "FtsLabelIndex"
+    assert type(kg.label_search).__name__ == "FtsLabelIndex"
     return kg
 
 

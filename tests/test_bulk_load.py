@@ -11,10 +11,12 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from tot_mcp.kg_adapters.bulk_load import BulkLoader, LoadState, main, state_path
+from tot_mcp.kg_adapters.bulk_load import BulkLoader, LoadState, load_into_store, main, state_path
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.fts_index import FtsLabelIndex, label_index_path
-from tot_mcp.kg_adapters.oxigraph_store import META_GRAPH, load_into_store, open_store_kg
+from tot_mcp.kg_adapters.graph import Graph
+from tot_mcp.kg_adapters.oxigraph_store import open_store_kg
+from tot_mcp.kg_adapters.store_names import META_GRAPH
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -52,12 +54,9 @@ def triples(tmp_path) -> Path:
 def test_a_loaded_triple_file_is_a_working_store_kg(tmp_path, triples):
     report = BulkLoader(tmp_path / "st", progress=False).load([triples])
     assert report.lines_loaded == 11 and report.labels > 0
-    kg = open_store_kg("m", tmp_path / "st")
+    kg = Graph(open_store_kg("m", tmp_path / "st"))
     page = _run(kg.get_edges(["m:Heat"], "m:starred_actors"))
-    assert sorted(kg.entity(ox.NamedNode("urn:tot:e:" + e.target.split(":", 1)[1])).label for e in page.edges) == [
-        "Al Pacino",
-        "Robert De Niro",
-    ]
+    assert sorted(page.entities[e.target].label for e in page.edges) == ["Al Pacino", "Robert De Niro"]
     back = _run(kg.get_edges(["m:Michael%20Mann"], "m:directed_by", "backward"))
     assert sorted(e.target for e in back.edges) == ["m:Collateral", "m:Heat", "m:The%20Insider"]
     hits = _run(kg.search_entities("michael mann"))
@@ -136,7 +135,7 @@ def test_a_finished_file_is_skipped_and_a_changed_file_is_reloaded(tmp_path, tri
     os.utime(triples, ns=(1, 1))
     changed = BulkLoader(store, progress=False).load([triples])
     assert changed.lines_loaded == 12
-    kg = open_store_kg("m", store)
+    kg = Graph(open_store_kg("m", store))
     back = _run(kg.get_edges(["m:Michael%20Mann"], "m:directed_by", "backward"))
     assert "m:Thief" in {e.target for e in back.edges}
     assert _run(kg.search_entities("Thief"))[0].entity.id == "m:Thief"  # the label index was rebuilt
@@ -170,7 +169,7 @@ def test_other_rdf_syntaxes_load_in_one_piece(tmp_path):
     store = tmp_path / "st"
     report = BulkLoader(store, progress=False).load([FIXTURES / "local_movies.ttl"])
     assert report.chunks_loaded == 1
-    kg = open_store_kg("mv", store)
+    kg = Graph(open_store_kg("mv", store))
     hits = _run(kg.search_entities("The Matrix"))
     assert hits and hits[0].entity.label == "The Matrix"
     rels = _run(kg.get_relations([hits[0].entity.id]))

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 from oxigraph_fixture import _serve
 
-from tot_mcp.kg_adapters.bulk_load import BulkLoader
+from tot_mcp.kg_adapters.bulk_load import BulkLoader, load_into_store
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.sameness import Linker, LinkRule
-from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg
+from tot_mcp.kg_adapters.oxigraph_store import open_store_kg
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 
 FILMS = "Alpha|directed_by|Eli Fox\nbeta|directed_by|Eli Fox\nDelta|directed_by|Ann Lee\nHub|directed_by|Ann Lee\n"
@@ -41,10 +42,10 @@ def cast_kgs(tmp_path_factory):
     server = _serve(ttl, root / "srv")
     kgs = {
         "store": open_kg(make_spec("cast", f"store:{root / 'store'}")),
-        "bulk-loaded store": open_store_kg("cast", root / "bulk", None),
+        "bulk-loaded store": Graph(open_store_kg("cast", root / "bulk", None)),
         "sparql": open_kg(make_spec("cast", f"sparql:{next(server)}")),
     }
-    assert type(kgs["bulk-loaded store"].labels).__name__ == "FtsLabelIndex"
+    assert type(kgs["bulk-loaded store"].store.label_search).__name__ == "FtsLabelIndex"
     # a triples file names each film once: the hub label is a store-side case only
     kgs["triples"] = open_kg(make_spec("cast", str(nt)))
     yield kgs

@@ -129,10 +129,10 @@ async def test_a_killed_endpoint_fails_fast_and_clearly_then_recovers_without_a_
         errors.append(exc.value)
     assert all(isinstance(e, BackendError) and endpoint.url in str(e) for e in errors)
     assert isinstance(errors[-1], CircuitOpen)
-    attempts = kg.sparql.attempts
+    attempts = kg.store.sparql.attempts
     with pytest.raises(CircuitOpen):
         await kg.get_edges([ADA], KNOWS)
-    assert kg.sparql.attempts == attempts  # open circuit: no request was made
+    assert kg.store.sparql.attempts == attempts  # open circuit: no request was made
 
     endpoint.start()  # same port, same data; nothing on our side is restarted
     await asyncio.sleep(OPTIONS["breaker_cooldown"] + 0.1)

@@ -34,7 +34,7 @@ def bindings(n: int, width: int = 0) -> bytes:
 
 def kg_at(url: str):
     return Graph(open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01,
-                          timeout=20))
+                                timeout=20))
 
 
 def test_the_count_is_never_under_what_json_builds():
@@ -94,7 +94,7 @@ async def test_a_big_answer_under_the_cap_is_parsed_off_the_event_loop(monkeypat
                 longest = max(longest, time.perf_counter() - t)
 
         ticker = asyncio.create_task(tick())
-        data = await kg.sparql.query("SELECT ?r WHERE { ?s ?r ?o }")
+        data = await kg.store.sparql.query("SELECT ?r WHERE { ?s ?r ?o }")
         done.set()
         await ticker
     assert len(data["results"]["bindings"]) == 100_000

@@ -14,7 +14,6 @@ import time
 import pytest
 from sparql_fault_server import FaultServer, Reply
 
-from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.errors import BackendError, BackendTimeout, CircuitOpen, InvalidInput, RateLimited
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
@@ -99,19 +98,22 @@ async def test_concurrent_calls_share_the_endpoint_limit(server):
 
 
 async def test_more_than_50_ids_are_split_into_batches_of_at_most_50(server):
-    rel_rows = {"head": {"vars": ["r", "dir", "n"]}, "results": {"bindings": [
-        {"r": {"type": "uri", "value": "http://www.wikidata.org/entity/P31"},
-         "dir": {"type": "literal", "value": "f"},
-         "n": {"type": "literal", "value": "1", "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}}
-    server.default = Reply(body=json.dumps(rel_rows).encode())
-    kg = make_kg(server, registry=EndpointRegistry())
-    kg.limits = Limits(max_ids=120)
     ids = [f"wd:Q{i}" for i in range(1, 121)]
-    rels = await kg.get_relations(ids)
-    assert [(r.id, r.count) for r in rels.relations] == [("wd:P31", 3)]  # merged over the batches
+    p31 = [{"e": {"type": "uri", "value": f"http://www.wikidata.org/entity/{i[3:]}"},
+            "r": {"type": "uri", "value": "http://www.wikidata.org/entity/P31"},
+            "dir": {"type": "literal", "value": "f"},
+            "n": {"type": "literal", "value": "1",
+                  "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}
+           for i in ids]
+    server.default = Reply(body=json.dumps({"head": {"vars": ["e", "r", "dir", "n"]},
+                                            "results": {"bindings": p31}}).encode())
+    kg = make_kg(server, registry=EndpointRegistry())
+    rels = await kg.relations(ids)
+    assert {i: [(r.id, r.count) for r in rl.relations] for i, rl in rels.items()} == {
+        i: [("wd:P31", 1)] for i in ids}
     per_request = [set(re.findall(r"wd:Q\d+", s.params["query"])) for s in server.seen]
-    assert [len(x) for x in per_request] == [50, 50, 20]
-    assert set().union(*per_request) == {i.replace("wd:", "wd:") for i in ids}
+    assert sorted(len(x) for x in per_request) == [20, 50, 50]  # the batches are read at once
+    assert set().union(*per_request) == set(ids)
 
 
 async def test_long_queries_are_posted_as_a_form(server):

@@ -9,6 +9,7 @@ import base64
 import pytest
 
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, IriIds, open_sparql_kg
 from tot_mcp.kg_adapters.sparql.kg import BNODE_PROPERTIES
@@ -24,9 +25,15 @@ def b64(iri: str) -> str:
     return "~" + base64.urlsafe_b64encode(iri.encode()).decode().rstrip("=")
 
 
+def generic(url: str, **options) -> Graph:
+    """The backend over ``url`` (``ex:`` declared) behind its Graph, its own endpoint registry."""
+    kg = open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": EX}, **options)
+    return Graph(kg)
+
+
 @pytest.fixture
 def g(generic_sparql_url):
-    return open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(), prefixes={"ex": EX})
+    return generic(generic_sparql_url)
 
 
 # -- the ID scheme ------------------------------------------------------------------------------------------------
@@ -64,10 +71,10 @@ async def test_labels_come_from_any_configured_label_predicate(g):
     assert byron[0].entity.description == "English poet (1788–1824)"
 
 
-async def test_english_labels_win_over_other_languages_and_aliases_match(g):
+async def test_english_labels_win_over_other_languages_and_aliases_match(g, generic_sparql_url):
     hits = await g.search_entities("Analytische Maschine")  # not a configured language: only a substring search
     assert hits == []
-    de = open_sparql_kg("g", "sparql", g.endpoint, registry=EndpointRegistry(), prefixes={"ex": EX}, languages=["de"])
+    de = generic(generic_sparql_url, languages=["de"])
     assert (await de.search_entities("Analytische Maschine"))[0].entity.label == "Analytische Maschine"
     assert (await g.search_entities("analytical engine"))[0].entity.label == "Analytical Engine"
     alias = await g.search_entities("Augusta Ada King")
@@ -175,6 +182,20 @@ async def test_the_text_an_agent_reads_shows_a_blank_nodes_properties(g):
     )
 
 
+async def test_a_walk_meets_a_blank_node_as_its_page_shows_it(g):
+    """A bulk read cannot name a blank node for the next query either: its value is the text of
+    the page's edge, properties included, so two structured values stay two answers."""
+    texts = {}
+    for source, relation in (("g:ex.Difference_Engine", "g:schema.weight"),
+                             ("g:ex.Notes_on_the_Analytical_Engine", "g:ex.contains")):
+        (edge,) = (await g.get_edges([source], relation)).edges
+        read = await g.adjacent_ids([source], relation)
+        assert read.values == [(source, edge.value_text())] and not read.pairs
+        texts[source] = edge.value_text()
+    assert texts == {"g:ex.Difference_Engine": "(structured value) {unit text: tonnes; value: 5}",
+                     "g:ex.Notes_on_the_Analytical_Engine": "Note G"}
+
+
 WIDE = {"big": 70, "wide": 45, "mid": 25, "small": 3, "bare": 0}  # blank node label → its property count
 
 
@@ -195,7 +216,7 @@ def wide_url(tmp_path_factory):
 
 
 async def test_blank_node_properties_are_capped_per_node_and_paging_still_covers_every_edge_once(wide_url):
-    g = open_sparql_kg("g", "sparql", wide_url, registry=EndpointRegistry(), prefixes={"ex": EX})
+    g = generic(wide_url)
     whole = await g.get_edges(["g:ex.Source"], "g:ex.has")
     got = {e.value.value: len(e.qualifiers) for e in whole.edges}
     assert got == {name: min(n, BNODE_PROPERTIES) for name, n in WIDE.items()}
@@ -217,8 +238,7 @@ async def test_blank_node_properties_are_capped_per_node_and_paging_still_covers
 
 
 async def test_label_predicates_are_configurable(generic_sparql_url):
-    only_names = open_sparql_kg("g", "sparql", generic_sparql_url, registry=EndpointRegistry(),
-                                prefixes={"ex": EX}, label_predicates=["schema:name"], label_search="exact")
+    only_names = generic(generic_sparql_url, label_predicates=["schema:name"], label_search="exact")
     assert (await only_names.search_entities("Lord Byron"))[0].entity.id == "g:ex.Lord_Byron"
     assert await only_names.search_entities("Ada Lovelace") == []
     page = await only_names.get_edges(["g:ex.Ada_Lovelace"], "g:schema.parent")

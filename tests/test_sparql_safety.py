@@ -162,12 +162,14 @@ def test_search_text_reaches_the_engine_as_exactly_that_literal(loop, text):
 def test_ids_and_relations_either_raise_or_make_queries_that_run(loop, qid, pid, ent, rel):
     endpoint = InProcessEndpoint()
     wd, g = open_kgs(endpoint)
-    run(loop, wd.get_relations([f"wd:{qid}"]))
-    run(loop, wd.get_edges([f"wd:{qid}", "wd:Q42"], f"wd:{pid}", "backward"))
-    run(loop, wd.describe_entity(f"wd:{qid}"))
-    run(loop, g.get_relations([f"g:{ent}"]))
-    run(loop, g.get_edges([f"g:{ent}"], f"g:{rel}"))
-    run(loop, g.describe_entity(f"g:{ent}"))
+    for kg, e, r in ((wd, f"wd:{qid}", f"wd:{pid}"), (g, f"g:{ent}", f"g:{rel}")):
+        run(loop, kg.relations([e]))
+        run(loop, kg.edges([e, e], r, "backward"))
+        run(loop, kg.adjacent_ids([e], r, labelled=True))
+        run(loop, kg.labels([e]))
+        run(loop, kg.describe_entity(e))
+        run(loop, kg.find([e.split(":", 1)[1]]))
+        run(loop, kg.find(["x"], r))
     for q in endpoint.queries:  # only validated terms ever appear
         for iri in re.findall(r"<([^>]*)>", q):
             assert is_safe_iri(iri)
@@ -183,12 +185,18 @@ def test_rdflib_also_parses_every_kind_of_query_the_adapter_sends(loop):
         run(loop, kg.search_entities(text))
         run(loop, kg.initialize(text))
         run(loop, kg.initialize(f"who is [{text}]"))
-        run(loop, kg.get_relations([ent]))
-        run(loop, kg.get_edges([ent], rel))
-        run(loop, kg.get_edges([ent], rel, "backward", limit=3, offset=2))
+        run(loop, kg.relations([ent]))
+        run(loop, kg.edges([ent], rel))
+        run(loop, kg.edges([ent], rel, "backward", limit=3, offset=2))
+        run(loop, kg.adjacent_ids([ent], rel, labelled=True))
+        run(loop, kg.adjacent_ids([], rel))
+        run(loop, kg.labels([ent]))
+        run(loop, kg.find([text, ent]))
+        run(loop, kg.find([text], rel))
         run(loop, kg.describe_entity(ent))
+        run(loop, kg.search_relations(text))
         run(loop, kg.info())
-    assert len(endpoint.queries) >= 16
+    assert len(endpoint.queries) >= 30
     for q in endpoint.queries:
         parsed = parseQuery(q)
         assert parsed[1].name in ("SelectQuery", "AskQuery")

@@ -9,6 +9,7 @@ import pytest
 
 from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound, UnknownKG
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
@@ -18,9 +19,15 @@ pytest_plugins = ["oxigraph_fixture"]
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
+def wikidata(url: str, limits: Limits | None = None, **options) -> Graph:
+    """The backend over ``url`` behind its Graph, with its own endpoint registry."""
+    return Graph(open_sparql_kg("wd", "wikidata", url, limits, registry=EndpointRegistry(),
+                                **options))
+
+
 @pytest.fixture
 def wd(wikidata_sparql_url):
-    return open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry())
+    return wikidata(wikidata_sparql_url)
 
 
 def summary(rels):
@@ -58,10 +65,10 @@ async def test_an_entity_labelled_only_in_mul_is_found_and_shown(wd):
 
 
 async def test_label_languages_are_configurable_with_fallback_to_the_id(wikidata_sparql_url):
-    pl = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["pl", "en"])
+    pl = wikidata(wikidata_sparql_url, languages=["pl", "en"])
     described = await pl.describe_entity("wd:Q7186")
     assert described.entity.label == "Maria Skłodowska-Curie"
-    de = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"])
+    de = wikidata(wikidata_sparql_url, languages=["de"])
     page = await de.get_edges(["wd:Q42"], "wd:P26")
     assert page.entities["wd:Q14623681"].label == "Q14623681"  # only a 'mul' label exists
     assert page.entities["wd:Q42"].label == "Douglas Adams"
@@ -106,12 +113,124 @@ async def test_relation_counts_add_up_over_several_entities(wd):
 
 
 async def test_a_hub_with_many_incoming_edges_is_sampled_not_counted(wikidata_sparql_url):
-    kg = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), backward_scan=5)
+    kg = wikidata(wikidata_sparql_url, backward_scan=5)
     rels = await kg.get_relations(["wd:Q145"])
     backward = [r for r in rels.relations if r.direction is Direction.backward]
     assert backward and all(r.count is None for r in backward)
     assert rels.truncated and "incoming edges" in rels.warnings[0]
     assert all(r.count for r in rels.relations if r.direction is Direction.forward)
+
+
+def sent_queries(kg) -> list[str]:
+    """The SPARQL text of every request the backend sends from now on."""
+    sent: list[str] = []
+    request = kg.sparql.request
+
+    async def counted(method, params, *args, **kwargs):
+        sent.append(params.get("query", ""))
+        return await request(method, params, *args, **kwargs)
+
+    kg.sparql.request = counted
+    return sent
+
+
+async def test_relations_are_per_entity_one_query_a_batch_as_asked_alone(wikidata_sparql_url):
+    """What a reasoner reads of a frontier: per entity, any number at once, one query per batch; an
+    ID naming nothing is left out, all such IDs looked up in one more query."""
+    kg = wikidata(wikidata_sparql_url, batch_size=3).store
+    ids = ["wd:Q1203", "wd:Q2599", "wd:Q2643", "wd:Q2632", "wd:Q42", "wd:Q999999999"]
+    alone = {i: (await kg.relations([i])).get(i) for i in ids}
+    assert alone["wd:Q999999999"] is None and all(alone[i] for i in ids[:-1])
+    sent = sent_queries(kg)
+    got = await kg.relations([*ids, ids[0]])
+    assert got == {i: rl for i, rl in alone.items() if rl is not None}
+    assert len(sent) == 3  # two batches, one look-up of the ID without relations
+    assert await kg.relations([]) == {}
+
+
+async def test_a_hub_is_read_from_its_batchs_sample_the_rest_again_together(wikidata_sparql_url):
+    """Over a scan of 5 the UK's 19 incoming edges fill the batch's backward sample (6 per entity):
+    the UK's backward relations are the sample's, uncounted; the others, whose edges the sample may
+    have missed, are read again in one query, not one each."""
+    kg = wikidata(wikidata_sparql_url, backward_scan=5).store
+    ids = ["wd:Q145", "wd:Q42", "wd:Q1299"]
+    alone = {i: (await kg.relations([i]))[i] for i in ids}
+    sent = sent_queries(kg)
+    got = await kg.relations(ids)
+    assert len(sent) == 2
+    assert {i: got[i] for i in ids[1:]} == {i: alone[i] for i in ids[1:]}
+    uk = got["wd:Q145"]
+    backward = [r for r in uk.relations if r.direction is Direction.backward]
+    assert uk.truncated and backward and all(r.count is None for r in backward)
+    assert "incoming edges" in uk.warnings[0]
+    assert [r for r in uk.relations if r.direction is Direction.forward] == [
+        r for r in alone["wd:Q145"].relations if r.direction is Direction.forward]
+
+
+async def test_a_bulk_read_is_cut_exactly_at_its_limit_across_batches(wikidata_sparql_url):
+    """Wikidata's bulk read is read as pages are (values with their value nodes); it still says
+    truncated exactly when it left an edge out, also when the limit falls at the end of a batch and
+    the batches after it have no such edge (the UK has no occupation)."""
+    kg = wikidata(wikidata_sparql_url, batch_size=2).store
+    ids = ["wd:Q1203", "wd:Q2599", "wd:Q2643", "wd:Q2632", "wd:Q145"]
+    full = await kg.adjacent_ids(ids, "wd:P106", limit=100)
+    total = len(full.pairs)
+    assert total == 15 and not full.values and not full.truncated
+    for limit in range(0, total + 2):
+        cut = await kg.adjacent_ids(ids, "wd:P106", limit=limit)
+        assert (len(cut.pairs), cut.truncated) == (min(limit, total), limit < total), limit
+        assert set(cut.pairs) <= set(full.pairs)
+
+
+async def test_labels_leave_out_ids_naming_nothing_and_a_labelled_walk_brings_them_along(wd):
+    """labels() tells the IDs that name nothing in its one query; after a bulk read told
+    ``labelled``, the targets' labels cost no request; keys are the IRIs the IDs encode."""
+    kg = wd.store
+    sent = sent_queries(kg)
+    assert await kg.labels(["wd:Q42", "wd:Q999999999", "wd:Q42", "wd:P31", "other:Q1"]) == {
+        "wd:Q42": "Douglas Adams"}
+    assert len(sent) == 1
+    read = await kg.adjacent_ids(["wd:Q1299"], "wd:P463", Direction.backward, labelled=True)
+    sent.clear()
+    members = await kg.labels([t for _, t in read.pairs])
+    assert sorted(members.values()) == [
+        "George Harrison", "John Lennon", "Paul McCartney", "Ringo Starr"]
+    assert sent == []
+    assert await kg.labels(["wd:Q42", "wd:Q999999999"], key=True) == {
+        "wd:Q42": "http://www.wikidata.org/entity/Q42",
+        "wd:Q999999999": "http://www.wikidata.org/entity/Q999999999"}
+    assert sent == []
+
+
+async def test_find_resolves_identifiers_and_keys_in_one_query_each_naming_what_it_finds(wd):
+    """A link rule joins a frontier by identifiers, or by IRIs: one query each, and the entities
+    found are named on the way (the walk shows them next)."""
+    kg = wd.store
+    sent = sent_queries(kg)
+    mbid = "e9ed318d-8cc5-4cf8-ab77-505e39ab6ea4"
+    found = {mbid: ["wd:Q42"], "nobody's ID": []}
+    assert await kg.find([mbid, mbid, "nobody's ID"], "wd:P434") == found
+    keys = {"http://www.wikidata.org/entity/Q1299": ["wd:Q1299"], "Q7186": ["wd:Q7186"],
+            "https://www.wikidata.org/entity/Q1203": ["wd:Q1203"], "Q999999999": [],
+            "not an IRI": [], 'http://x/"> } INSERT': []}
+    assert await kg.find(list(keys)) == keys
+    assert len(sent) == 2
+    assert await kg.labels(["wd:Q42", "wd:Q1299", "wd:Q7186", "wd:Q1203"]) == {
+        "wd:Q42": "Douglas Adams", "wd:Q1299": "The Beatles", "wd:Q7186": "Marie Curie",
+        "wd:Q1203": "John Lennon"}
+    assert len(sent) == 2
+    with pytest.raises(NotFound, match="get_relations"):
+        await kg.find(["x"], "wd:P99999")
+
+
+async def test_a_relation_is_sampled_anywhere_without_sources(wd):
+    """What a link rule is tried on at start-up: edges of the relation from any item, at most the
+    limit."""
+    read = await wd.store.adjacent_ids([], "wd:P463", limit=2)
+    assert len(read.pairs) == 2 and read.truncated and not read.values
+    for source, target in read.pairs:
+        assert (source, target) in (await wd.store.adjacent_ids([source], "wd:P463")).pairs
+    assert await wd.subjects_of("wd:P463", limit=3)
 
 
 # -- edges --------------------------------------------------------------------------------------------------------
@@ -127,13 +246,13 @@ async def test_edges_carry_qualifiers_of_the_statement(wd):
 
 async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
     queries = []
-    request = wd.sparql.request
+    request = wd.store.sparql.request
 
     async def counted(*args, **kwargs):
         queries.append(args)
         return await request(*args, **kwargs)
 
-    wd.sparql.request = counted
+    wd.store.sparql.request = counted
     page = await wd.get_edges(["wd:Q42"], "wd:P26")  # cold: the label comes with the source/qualifier labels
     assert (page.relation.id, page.relation.label, page.relation.direction) == ("wd:P26", "spouse", Direction.forward)
     assert len(queries) == 2  # the edges, then one label query for source, relation and qualifier properties
@@ -145,7 +264,7 @@ async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
 
 
 async def test_the_relation_label_follows_the_configured_languages(wikidata_sparql_url):
-    de = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), languages=["de"])
+    de = wikidata(wikidata_sparql_url, languages=["de"])
     assert (await de.get_edges(["wd:Q42"], "wd:P26")).relation.label == "Ehepartner"
 
 
@@ -201,7 +320,7 @@ async def test_paging_is_stable_and_covers_every_edge_once(wd):
 
 
 async def test_paging_works_across_id_batches(wikidata_sparql_url):
-    kg = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry(), batch_size=2)
+    kg = wikidata(wikidata_sparql_url, batch_size=2)
     ids = ["wd:Q1203", "wd:Q2599", "wd:Q2643", "wd:Q2632", "wd:Q42"]
     everything = await kg.get_edges(ids, "wd:P106", limit=100)
     assert len(everything.edges) == 19 and not everything.truncated
@@ -216,7 +335,7 @@ async def test_paging_works_across_id_batches(wikidata_sparql_url):
 
 
 async def test_limit_is_capped_by_the_configured_maximum(wikidata_sparql_url):
-    kg = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, Limits(max_edges=5), registry=EndpointRegistry())
+    kg = wikidata(wikidata_sparql_url, Limits(max_edges=5))
     page = await kg.get_edges(["wd:Q145"], "wd:P17", Direction.backward, limit=1000)
     assert len(page.edges) == 5 and page.truncated and page.next_offset == 5
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from mcp_client import stdio_session, text_of
 
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.models import Literal
 from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 from tot_mcp.kg_adapters.sparql.values import WKT, coordinate_value, quantity_value, time_value
@@ -21,7 +22,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 @pytest.fixture
 def wd(values_url):
-    return open_sparql_kg("wd", "wikidata", values_url, registry=EndpointRegistry())
+    return Graph(open_sparql_kg("wd", "wikidata", values_url, registry=EndpointRegistry()))
 
 
 async def value_of(kg, entity: str, prop: str) -> Literal:
@@ -90,6 +91,17 @@ async def test_quantities_come_with_their_unit_and_coordinates_in_degrees(wd):
     assert literal_text(await value_of(wd, "wd:Q90", "wd:P625")) == '"48.8569°N, 2.3514°E"'
 
 
+async def test_a_walk_reads_the_values_a_page_shows(wd):
+    """A walk reads a frontier in bulk (``adjacent_ids``); a Wikidata value is read with its value
+    node there too, so the walk meets the text a page shows, precision and unit included."""
+    for prop in ("wd:P571", "wd:P2046", "wd:P1082", "wd:P569"):
+        read = await wd.adjacent_ids(["wd:Q64", "wd:Q42"], prop)
+        pages = [(await wd.get_edges([e], prop)).edges for e in ("wd:Q64", "wd:Q42")]
+        shown = sorted((e.source, e.value_text()) for es in pages for e in es)
+        assert sorted(read.values) == shown, prop
+        assert read.values and not read.pairs and not read.truncated
+
+
 async def test_qualifier_times_carry_their_own_precision(wd):
     spouse = (await wd.get_edges(["wd:Q42"], "wd:P26")).edges[0]
     assert {q.relation.label: q.value.value for q in spouse.qualifiers} == {
@@ -103,7 +115,8 @@ async def test_qualifier_times_carry_their_own_precision(wd):
 
 async def test_without_a_value_node_the_endpoint_value_is_kept(wikidata_sparql_url):
     """tests/fixtures/wikidata_sample.ttl has no psv:/pqv: nodes: nothing is guessed."""
-    plain = open_sparql_kg("wd", "wikidata", wikidata_sparql_url, registry=EndpointRegistry())
+    plain = Graph(open_sparql_kg("wd", "wikidata", wikidata_sparql_url,
+                                 registry=EndpointRegistry()))
     spouse = (await plain.get_edges(["wd:Q42"], "wd:P26")).edges[0]
     assert {q.value.value for q in spouse.qualifiers} == {"1991-11-25T00:00:00Z", "2001-05-11T00:00:00Z"}
 

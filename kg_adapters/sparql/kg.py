@@ -1,7 +1,8 @@
 """A knowledge graph behind a SPARQL 1.1 endpoint: Wikidata (public WDQS or a mirror) or any RDF store.
 
-Every operation is one or a few bounded queries (batches of ≤ 50 IDs, LIMIT+1 paging with ORDER BY); labels of
-entities seen in results are cached so follow-up calls rarely need a label query.
+Every read is one or a few bounded queries over many IDs at once (``batch_size`` IDs a query,
+LIMIT+1 paging with ORDER BY); labels of entities seen in results are cached, so follow-up reads
+rarely need a label query.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ..base import Capabilities, KnowledgeGraph, Limits
 from ..errors import BackendError, InvalidInput, KGError, NotFound
@@ -59,6 +61,7 @@ _MAX_MENTIONS = 8
 # One level only: a blank node among those properties is shown as STRUCTURED_VALUE.
 BNODE_PROPERTIES = 20
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
+Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, its result rows
 
 
 def _property_rows(rows: Sequence[Row]) -> int:
@@ -70,6 +73,14 @@ def _chunks(items: Sequence, size: int) -> list[Sequence]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def _direction(direction: Direction | str) -> Direction:
+    try:
+        return Direction(direction)
+    except ValueError:
+        raise InvalidInput(f"direction must be 'forward' or 'backward', got {direction!r}"
+                           ) from None
+
+
 def _variants(text: str) -> list[str]:
     """Capitalisations worth an exact index lookup: as typed, lower, Title Case, first letter up, UPPER if short."""
     out = [text, text.lower(), " ".join(w[:1].upper() + w[1:] for w in text.split(" ")), text[:1].upper() + text[1:]]
@@ -79,6 +90,11 @@ def _variants(text: str) -> list[str]:
 
 
 class SparqlKG(KnowledgeGraph):
+    """The contract's reads over SPARQL, and two of its extensions: ``sparql_query`` (a caller's
+    query, guarded) and ``search_relations`` (the endpoint's property labels searched)."""
+
+    capabilities = Capabilities(backend="sparql", remote=True, sparql=True, relation_search=True)
+
     def __init__(
         self,
         name: str,
@@ -98,10 +114,11 @@ class SparqlKG(KnowledgeGraph):
     ) -> None:
         super().__init__(name, limits)
         self.profile = profile
-        self.capabilities = Capabilities(backend=profile.kind, remote=True, sparql=True)
+        self.capabilities = replace(SparqlKG.capabilities, backend=profile.kind)
         self.sparql_services = frozenset(sparql_services)  # SERVICE IRIs a caller's query may use
         self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql
+        self._url = sparql.guard.url
         self.search_api = search_api
         self.search_language = search_language
         self.batch_size = batch_size
@@ -109,18 +126,14 @@ class SparqlKG(KnowledgeGraph):
         self.label_search = label_search
         self.description = description
         self._labels: LRU[str] = LRU(label_cache)
-        #: ``get_edges`` sorts pages client-side from an unsorted read of at most this many rows (:meth:`_sorted_read`)
+        #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = set()  # relations an ASK found in use (bounded by the vocabulary)
         self._server_sorts: set[tuple[str, bool]] = set()  # (relation, forward) with non-IRI targets seen
 
-    @property
-    def endpoint(self) -> str:
-        return self.sparql.guard.url
-
     # -- plumbing ---------------------------------------------------------------------------------------------
     async def _select(self, query: str) -> list[Row]:
-        return parse_select(await self.sparql.query(query), self.endpoint)
+        return parse_select(await self.sparql.query(query), self._url)
 
     async def _ask(self, query: str) -> bool:
         """An ASK query's answer (a GET, unless an entity's IRI — up to 4,096 characters — makes it too long)."""
@@ -129,12 +142,13 @@ class SparqlKG(KnowledgeGraph):
     def _qid(self, local: str) -> str:
         return f"{self.name}:{local}"
 
-    def _terms(self, entity_ids: list[str]) -> list[tuple[str, str]]:
+    def _terms(self, entity_ids: list[str], bulk: bool = False) -> list[tuple[str, str]]:
         """(local, SPARQL term) for each ID, all validated before any query is built."""
-        return [(local, self.profile.entity_term(local)) for local in self.local_ids(entity_ids)]
+        locals_ = self._local_ids(entity_ids, bulk)
+        return [(local, self.profile.entity_term(local)) for local in locals_]
 
     def _relation(self, relation_id: str) -> tuple[str, str]:
-        local = self.local_relation(relation_id)
+        local = self._local_relation(relation_id)
         return local, self.profile.relation_term(local)
 
     def _rank(self, term: Term, pred: Term | None, preds: Sequence[str]) -> tuple[int, int, str]:
@@ -154,17 +168,35 @@ class SparqlKG(KnowledgeGraph):
         return label
 
     async def _ensure_labels(self, entities: Iterable[str], relations: Iterable[str] = ()) -> None:
-        """Fetch the labels not cached yet, entities and relations together (one query per batch)."""
+        """Fetch the labels not cached yet, entities and relations together (one query a batch)."""
         p = self.profile
         missing = {p.entity_term(x): x for x in entities if x not in self._labels}
         missing.update((p.relation_node(x), x) for x in relations if x not in self._labels)
-        for batch in _chunks(list(missing.items()), self.batch_size):
-            rows = await self._select(queries.labels(p, [t for t, _ in batch]))
+        await self._read_labels(missing)
+
+    async def _absent(self, locals_: Iterable[str]) -> set[str]:
+        """Those of ``locals_`` in no triple, asked of the ones not seen yet (one query per batch,
+        which remembers the labels of the others)."""
+        missing = {self.profile.entity_term(x): x for x in locals_ if x not in self._labels}
+        return await self._read_labels(missing, only_present=True)
+
+    async def _read_labels(self, items: dict[str, str], only_present: bool = False) -> set[str]:
+        """Read and remember the labels of ``items`` (term → local ID), one query per batch; with
+        ``only_present``, the items in no triple are returned instead, not remembered."""
+        p = self.profile
+        absent: set[str] = set()
+        for batch in _chunks(list(items.items()), self.batch_size):
+            rows = await self._select(queries.labels(p, [t for t, _ in batch], only_present))
             grouped: dict[str, list[Row]] = {}
             for r in rows:
                 grouped.setdefault(r["e"].value, []).append(r)
             for _, local in batch:
-                self._remember(local, self._best(grouped.get(p.iri(local), []), "l", "lp", p.label_preds))
+                found = grouped.get(p.iri(local))
+                if found is None and only_present:
+                    absent.add(local)
+                else:
+                    self._remember(local, self._best(found or [], "l", "lp", p.label_preds))
+        return absent
 
     def _entity(self, local: str, description: str | None = None) -> Entity:
         label = self._labels.peek(local) or self.profile.fallback_label(local)
@@ -210,128 +242,67 @@ class SparqlKG(KnowledgeGraph):
         return value
 
     # -- relations --------------------------------------------------------------------------------------------
-    async def get_relations(self, entity_ids: list[str]) -> RelationList:
-        rl = await self._counted(entity_ids, [t for _, t in self._terms(entity_ids)])
-        return self._capped(rl.relations, rl.truncated, rl.warnings)
+    async def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
+        """One query per ``batch_size`` entities (:func:`queries.relations`), the batches at once
+        (the endpoint's slots bound the concurrency). An ID with a prefix this KG does not have
+        raises NotFound naming the prefixes it has."""
+        ids = list(dict.fromkeys(entity_ids))
+        terms = self._terms(ids, bulk=True)
+        batches = _chunks(terms, self.batch_size)
+        parts = await asyncio.gather(*(self._relations_of(b) for b in batches))
+        found = {local: rl for part in parts for local, rl in part.items()}
+        return {eid: found[local] for eid, (local, _) in zip(ids, terms) if local in found}
 
-    def _capped(self, rels: list[Relation], truncated: bool, warnings: list[str]) -> RelationList:
-        """get_relations' answer: the first ``max_relations`` of ``rels``, truncated if there are more."""
-        cap = self.limits.max_relations
-        return RelationList.model_construct(relations=rels[:cap], truncated=truncated or len(rels) > cap,
-                                            partial=False, warnings=warnings)
-
-    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
-        """One query per ``batch_size`` IDs, however many: the reasoner reads whole frontiers' relations, and a
-        tool call's ``max_ids`` is no bound for that."""
-        return await self._counted(entity_ids, [self.profile.entity_term(x) for x in self.bulk_local_ids(entity_ids)])
-
-    async def _counted(self, entity_ids: list[str], terms: list[str]) -> RelationList:
-        """The relations of ``terms`` (``entity_ids``' terms), every one, counts added up over the batches."""
-        counts: dict[tuple[str, Direction], int] = {}
-        labels: dict[str, str] = {}
-        sampled = False
-        for batch in _chunks(terms, self.batch_size):
-            rows = await self._select(queries.relations(self.profile, batch, self.backward_scan))
-            sampled |= self._read_counts(rows, counts, labels) > self.backward_scan
-        rels = self._relations_of(counts, labels, sampled)
-        warnings = []
-        if sampled:
-            warnings.append(
-                f"some entities have more than {self.backward_scan} incoming edges: backward relations were found "
-                "in a sample of them and their counts are omitted"
-            )
-        if not rels:
-            await self._check_exist(terms, entity_ids)
-            warnings.append("no statements found for these entities")
-        return RelationList.model_construct(relations=rels, truncated=sampled, partial=False, warnings=warnings)
-
-    async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
-        """One query per batch (:func:`queries.relations_by_entity`), each entity's answer built as
-        :meth:`get_relations` builds it from the same rows. An entity that query alone would answer differently —
-        its backward edges sampled, or none of its relations found (get_relations then checks it exists) — and
-        every entity of a batch whose backward sample was cut is asked with :meth:`get_relations` itself."""
-        pairs: list[tuple[str, str]] = []
-        given: dict[str, list[str]] = {}  # local → the IDs it was asked as
-        for eid in dict.fromkeys(entity_ids):
-            try:
-                (pair,) = self._terms([eid])
-            except KGError:  # malformed or another KG's: get_relations([eid]) would refuse it
-                continue
-            if pair[0] not in given:
-                pairs.append(pair)
-            given.setdefault(pair[0], []).append(eid)
+    async def _relations_of(self, batch: Sequence[tuple[str, str]]) -> dict[str, RelationList]:
+        """One batch's relations by local ID. An entity with more than ``backward_scan`` incoming
+        edges has its backward relations from a sample, uncounted; the rest of a batch whose sample
+        such a hub cut are asked again, together (each round answers a hub, so this ends). The
+        entities with no relation are looked up in one query; those in no triple are left out."""
+        scan = self.backward_scan
         out: dict[str, RelationList] = {}
-        alone: list[str] = []
-
-        async def read(batch: list[tuple[str, str]]) -> None:
-            rows = await self._select(queries.relations_by_entity(self.profile, [t for _, t in batch],
-                                                                  self.backward_scan))
-            back_rows: dict[str, int] = {}
-            by_entity: dict[str, list[Row]] = {}
+        empty: list[tuple[str, str]] = []
+        while batch:
+            rows = await self._select(queries.relations(self.profile, [t for _, t in batch], scan))
+            back: dict[str, int] = {}  # entity IRI → its rows in the backward sample
+            per: dict[str, list[Row]] = {}
             for r in rows:
-                if "e" not in r:
-                    continue
-                if "t" in r:
-                    back_rows[r["e"].value] = int(r["t"].value)
-                else:
-                    by_entity.setdefault(r["e"].value, []).append(r)
-            if sum(back_rows.values()) >= (self.backward_scan + 1) * len(batch):  # the sample was cut
-                alone.extend(local for local, _ in batch)
-                return
-            for local, _ in batch:
+                if "e" in r and "t" in r:
+                    back[r["e"].value] = int(r["t"].value)
+                elif "e" in r:
+                    per.setdefault(r["e"].value, []).append(r)
+            hubs = {iri for iri, n in back.items() if n > scan}
+            cut = bool(hubs) and sum(back.values()) >= (scan + 1) * len(batch)
+            again = []
+            for local, term in batch:
                 iri = self.profile.iri(local)
-                rels = self._relations_from(by_entity.get(iri, []))
-                if back_rows.get(iri, 0) > self.backward_scan or not rels:
-                    alone.append(local)
-                    continue
-                rl = self._capped(rels, False, [])
-                out.update((eid, rl) for eid in given[local])
-
-        # batches at once, as the per-node reads they replace were: the endpoint's slots bound the concurrency
-        await asyncio.gather(*(read(b) for b in _chunks(pairs, self.batch_size)))
-
-        async def one(local: str) -> tuple[str, RelationList | None]:
-            try:
-                return local, await self.get_relations([self._qid(local)])
-            except KGError:
-                return local, None
-
-        for local, rl in await asyncio.gather(*(one(x) for x in alone)):
-            if rl is not None:
-                out.update((eid, rl) for eid in given[local])
+                if cut and iri not in hubs:
+                    again.append((local, term))
+                elif (rl := self._relation_list(per.get(iri, []), iri in hubs)).relations:
+                    out[local] = rl
+                else:
+                    empty.append((local, term))
+            batch = again
+        absent = await self._absent(local for local, _ in empty)
+        none = RelationList.model_construct(relations=[], truncated=False, partial=False,
+                                            warnings=["no statements found for this entity"])
+        out.update((local, none) for local, _ in empty if local not in absent)
         return out
 
-    def _relations_from(self, rows: list[Row]) -> list[Relation]:
-        """One entity's relations from its rows of :func:`queries.relations_by_entity`, as :meth:`get_relations`
-        reads them (its backward edges known not to be sampled)."""
-        counts: dict[tuple[str, Direction], int] = {}
-        labels: dict[str, str] = {}
-        self._read_counts(rows, counts, labels)
-        return self._relations_of(counts, labels)
-
-    def _read_counts(self, rows: list[Row], counts: dict[tuple[str, Direction], int], labels: dict[str, str]) -> int:
-        """Adds one relation-count answer (:func:`queries.relations`, :func:`queries.relations_by_entity`) to
-        ``counts`` per (relation, direction) and ``labels`` per relation (:meth:`_labelled_relations`); returns the
-        backward edges it counted."""
-        backward_total = 0
+    def _relation_list(self, rows: list[Row], sampled: bool) -> RelationList:
+        """One entity's relations from its rows, forward first, most edges first; ``sampled``: its
+        backward ones were found in a sample, their counts left out."""
+        rels = []
         for local, label, rs in self._labelled_relations(rows):
-            labels[local] = label
-            # one count per direction (GROUP BY ?r ?dir), repeated on each of its label rows
+            # one count per direction (GROUP BY ?e ?r ?dir), repeated on each of its label rows
             for d, n in {r["dir"].value: int(r["n"].value) for r in rs if "dir" in r and "n" in r}.items():
                 direction = Direction.forward if d == "f" else Direction.backward
-                counts[(local, direction)] = counts.get((local, direction), 0) + n
-                if direction is Direction.backward:
-                    backward_total += n
-        return backward_total
-
-    def _relations_of(self, counts: dict[tuple[str, Direction], int], labels: dict[str, str],
-                      sampled: bool = False) -> list[Relation]:
-        """The relations of read counts, in the order get_relations lists them (a sampled backward count left out)."""
-        rels = [self._relation_model(local, labels[local], direction,
-                                     None if sampled and direction is Direction.backward else n)
-                for (local, direction), n in counts.items()]
+                count = None if sampled and direction is Direction.backward else n
+                rels.append(self._relation_model(local, label, direction, count))
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
-        return rels
+        warnings = [f"more than {self.backward_scan} incoming edges: backward relations were found "
+                    "in a sample of them and their counts are omitted"] if sampled else []
+        return RelationList.model_construct(relations=rels, truncated=sampled, partial=False,
+                                            warnings=warnings)
 
     def _labelled_relations(self, rows: list[Row]) -> list[tuple[str, str, list[Row]]]:
         """(local ID, label, its rows) of each relation ``?r`` of ``rows``, in their order; its best label is
@@ -345,42 +316,108 @@ class SparqlKG(KnowledgeGraph):
                                        or humanize(self.profile.fallback_label(local))), rs)
                 for local, rs in grouped.items()]
 
-    async def _check_exist(self, terms: list[str], entity_ids: list[str]) -> None:
-        """NotFound naming the IDs that occur in no triple at all (only asked when a result came back empty)."""
-        found: set[str] = set()
-        for batch in _chunks(terms, self.batch_size):
-            found |= {r["e"].value for r in await self._select(queries.existing(self.profile, batch)) if "e" in r}
-        local = [self.profile.iri(x) for x in self.local_ids(entity_ids)]
-        missing = [qid for qid, iri in zip(entity_ids, local) if iri not in found]
-        if missing:
-            raise NotFound(f"no entity {', '.join(missing[:10])} in KG {self.name!r} ({self.endpoint})")
+    async def _check_used(self, rel_term: str, relation_id: str) -> None:
+        """NotFound unless a triple uses the relation (asked once: one in use stays in use)."""
+        if rel_term not in self._used_relations:
+            if not await self._ask(queries.relation_used(self.profile, rel_term)):
+                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call "
+                               "get_relations to list them")
+            self._used_relations.add(rel_term)
 
     # -- edges ------------------------------------------------------------------------------------------------
-    async def get_edges(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> EdgePage:
+    async def edges(self, entity_ids: list[str], relation_id: str,
+                    direction: Direction = Direction.forward, limit: int | None = None,
+                    offset: int = 0, labelled: bool = True) -> EdgePage:
+        """One page (:meth:`_page`). No page reads descriptions: ``labelled`` changes nothing."""
         sources = self._terms(entity_ids)
-        rel_local, rel_term = self._relation(relation_id)
-        try:
-            direction = Direction(direction)
-        except ValueError:
-            raise InvalidInput(f"direction must be 'forward' or 'backward', got {direction!r}") from None
+        rel = self._relation(relation_id)
+        direction = _direction(direction)
         limit = self.limits.clamp(limit, self.limits.max_edges)
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise InvalidInput("offset must be an integer ≥ 0")
+        grouped, truncated = await self._page(sources, rel, direction, limit, offset)
+        if not grouped and offset == 0:
+            await self._check_used(rel[1], relation_id)
+        return await self._edge_page(grouped, rel[0], direction, truncated, offset)
+
+    async def adjacent_ids(self, entity_ids: list[str], relation_id: str,
+                           direction: Direction = Direction.forward, limit: int = 2000,
+                           labelled: bool = False) -> AdjacentIds:
+        """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
+        sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
+        and quantities come with their value nodes) and structured values (blank nodes, with their
+        properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch."""
+        rel_local, rel_term = self._relation(relation_id)
+        direction = _direction(direction)
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidInput("limit must be an integer ≥ 0")
+        sources = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
+        forward = direction is Direction.forward
+        read = None
+        if not (self.profile.qualifiers and sources):
+            read = await self._unsorted(sources, rel_term, forward, limit, labelled)
+        if read is None:  # pages, to one edge over the limit (a page's flag is inexact at its end)
+            grouped: list[Group] = []
+            while len(grouped) <= limit:
+                got, more = await self._page(sources, (rel_local, rel_term), direction,
+                                             limit + 1 - len(grouped), len(grouped))
+                grouped += got
+                if not (more and got):
+                    break
+            cut = len(grouped) > limit
+            page = await self._edge_page(grouped[:limit], rel_local, direction, cut, 0, shown=False)
+            return AdjacentIds.of_page(page)
+        pairs: list[tuple[str, str]] = []
+        values: list[tuple[str, str]] = []
+        for src, t, rows in read[0]:
+            local, value = self._value(t)
+            if local is not None:
+                if labelled:
+                    self._remember(local, self._best(rows, "l", "lp", self.profile.label_preds))
+                pairs.append((self._qid(src), self._qid(local)))
+            elif value is not None:
+                values.append((self._qid(src), value.value))
+        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=read[1])
+
+    async def _unsorted(self, sources: list[tuple[str, str]], rel_term: str, forward: bool,
+                        limit: int, labels: bool) -> tuple[list[Group], bool] | None:
+        """Up to ``limit`` distinct edges (:func:`queries.edge_rows`), target labels with them if
+        ``labels``, and whether more exist: one query per batch of sources. None when a source
+        reaches a structured value (a blank node): only a page reads its properties."""
+        out: list[Group] = []
+        for batch in _chunks([t for _, t in sources], self.batch_size) or [[]]:
+            room = limit - len(out)  # one edge more asked: a full read of the limit is not a cut
+            query = queries.edge_rows(self.profile, batch, rel_term, forward, room + 1, labels)
+            rows = await self._select(query)
+            if labels:  # a target's label rows → one edge
+                page = self._group_edges(rows)
+            else:  # SELECT DISTINCT: a row is an edge (grouping costs as much again, on a hot path)
+                page = [(src, r["tgt"], []) for r in rows if "tgt" in r and "src" in r
+                        and (src := self.profile.entity_local(r["src"])) is not None]
+            if batch and self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
+                self._server_sorts.add((rel_term, forward))  # the endpoint sorts a page of them
+                return None
+            if len(page) > room:
+                return out + page[:room], True
+            out.extend(page)
+        return out, False
+
+    async def _page(self, sources: list[tuple[str, str]], rel: tuple[str, str],
+                    direction: Direction, limit: int, offset: int) -> tuple[list[Group], bool]:
+        """Edges ``offset`` to ``offset + limit`` in the endpoint's ``ORDER BY ?src ?tgt`` order,
+        and whether more exist: one query per batch of sources the page reaches — sorted here from
+        an unsorted read where it can (:meth:`_sorted_read`), else by the endpoint with Wikidata's
+        qualifiers and value nodes or the properties of blank-node targets; a batch wholly before
+        ``offset`` costs a count."""
+        rel_local, rel_term = rel
         forward = direction is Direction.forward
         statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
         value_node = self.profile.value_term(rel_local) if self.profile.qualifiers else None
         batches = _chunks([t for _, t in sources], self.batch_size)
-        grouped: list[tuple[str, Term, list[Row]]] = []
+        grouped: list[Group] = []
         skip, room, truncated = offset, limit, False
         client = not self.profile.qualifiers and (rel_term, forward) not in self._server_sorts
-        reads: dict[tuple, tuple | None] = {}  # this call's unsorted reads, per source (results are cached above us)
+        reads: dict[tuple, tuple | None] = {}  # this call's unsorted reads, per source
         local_of = {t: local for local, t in sources}
         for i, batch in enumerate(batches):
             if room == 0:
@@ -418,27 +455,25 @@ class SparqlKG(KnowledgeGraph):
             room -= len(page)
             if room == 0 and i + 1 < len(batches):
                 truncated = True  # later batches may hold more (the next page can then be empty)
-        if not grouped and offset == 0 and rel_term not in self._used_relations:
-            if not await self._ask(queries.relation_used(self.profile, rel_term)):
-                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them")
-            self._used_relations.add(rel_term)  # a relation in use stays in use: asked once, not per empty page
-        return await self._edge_page(grouped, rel_local, direction, truncated, offset)
+        return grouped, truncated
 
     async def _sorted_read(
         self, batch: Sequence[str], local_of: dict[str, str], rel_term: str, forward: bool, memo: dict
-    ) -> tuple[list[tuple], dict[tuple, tuple[str, Term, list[Row]]]] | None:
-        """Every row ``get_edges``' sorted query pages over for one batch of sources, read unsorted
-        (:func:`queries.pairs`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the edge keys in that
-        order, once per row (a triple in two graphs is two rows, as the endpoint counts them), and the label rows of
-        each edge. Only when every target is an IRI, whose order is its string's (SPARQL orders IRIs as simple
-        literals), and each source has at most ``client_sort_max`` rows: else None, and the endpoint sorts (a
-        relation with a literal or blank-node target is left to the endpoint from then on: one read, once).
-        ``memo`` holds this call's reads per source (a source given again is not read again); nothing is kept
-        between calls: repeating a page is the result cache's job, which has an age limit."""
+    ) -> tuple[list[tuple], dict[tuple, Group]] | None:
+        """Every row :meth:`_page`'s sorted query pages over for one batch of sources, read unsorted
+        (:func:`queries.edge_rows`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the
+        edge keys in that order, once per row (a triple in two graphs is two rows, as the endpoint
+        counts them), and the label rows of each edge. Only when every target is an IRI, whose order
+        is its string's (SPARQL orders IRIs as simple literals), and each source has at most
+        ``client_sort_max`` rows: else None, and the endpoint sorts (a relation with a literal or
+        blank-node target is left to the endpoint from then on: one read, once). ``memo`` holds this
+        call's reads per source (a source given again is not read again); nothing is kept between
+        calls: repeating a page is the result cache's job, which has an age limit."""
         todo = [t for t in dict.fromkeys(batch) if (t, rel_term, forward) not in memo]
         if todo:
-            rows = await self._select(queries.pairs(self.profile, todo, rel_term, forward,
-                                                    len(todo) * self.client_sort_max + 1))
+            query = queries.edge_rows(self.profile, todo, rel_term, forward,
+                                      len(todo) * self.client_sort_max + 1, distinct=False)
+            rows = await self._select(query)
             per: dict[str, tuple[list[tuple], dict]] = {local_of[t]: ([], {}) for t in todo}
             for r in rows:
                 k = self._edge_key(r)
@@ -467,97 +502,11 @@ class SparqlKG(KnowledgeGraph):
             reads.append((self.profile.iri(local_of[t]), times, read))
         reads.sort(key=lambda x: x[0])  # ORDER BY ?src first: a source's IRI, then its targets'
         order: list[tuple] = []
-        groups: dict[tuple, tuple[str, Term, list[Row]]] = {}
+        groups: dict[tuple, Group] = {}
         for _, times, (o, g) in reads:
             order.extend(o if times == 1 else [k for k in o for _ in range(times)])
             groups.update(g)
         return order, groups
-
-    async def _adjacent_read(
-        self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int, labels: bool
-    ) -> tuple[list[tuple[str, Term, Sequence[Row]]], bool] | None:
-        """The edges :meth:`adjacent` and :meth:`adjacent_ids` give, as (source, target, its rows) with
-        ``truncated``: one unsorted query per batch of sources (:func:`queries.adjacent`), target labels with them
-        if ``labels``. None where only the paged read answers right: Wikidata (its times and quantities read right
-        only with their value nodes) and structured values (blank nodes, read by their properties, which only
-        get_edges' query brings)."""
-        if self.profile.qualifiers:
-            return None
-        sources = [self.profile.entity_term(x) for x in self.bulk_local_ids(list(dict.fromkeys(entity_ids)))]
-        _, rel_term = self._relation(relation_id)
-        forward = Direction(direction) is Direction.forward
-        out: list[tuple[str, Term, Sequence[Row]]] = []
-        for batch in _chunks(sources, self.batch_size):
-            room = limit - len(out)  # asked for one edge more: a full read of the limit is not a cut one
-            rows = await self._select(queries.adjacent(self.profile, batch, rel_term, forward, room + 1, labels))
-            if labels:  # a target's label rows → one edge
-                page = self._group_edges(rows)
-            else:  # SELECT DISTINCT ?src ?tgt: a row is an edge (grouping them cost as much again, on a hot path)
-                page = [(src, r["tgt"], ()) for r in rows
-                        if "tgt" in r and "src" in r and (src := self.profile.entity_local(r["src"])) is not None]
-            if self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
-                return None
-            if len(page) > room:
-                return out + page[:room], True
-            out.extend(page)
-        return out, False
-
-    async def adjacent(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
-    ) -> EdgePage:
-        """:meth:`_adjacent_read`'s edges, labelled."""
-        read = await self._adjacent_read(entity_ids, relation_id, direction, limit, labels=True)
-        if read is None:
-            return await super().adjacent(entity_ids, relation_id, direction, limit)
-        grouped, truncated = read
-        rel_id = self._qid(self.local_relation(relation_id))
-        edges: list[Edge] = []
-        entities: dict[str, Entity] = {}
-        for src, t, trows in grouped:
-            local, value = self._value(t)
-            if local is not None:
-                self._remember(local, self._best(trows, "l", "lp", self.profile.label_preds))
-                if (key := self._qid(local)) not in entities:  # setdefault would build the entity every time
-                    entities[key] = self._entity(local)
-            if (key := self._qid(src)) not in entities:
-                entities[key] = self._entity(src)
-            edges.append(Edge.model_construct(
-                source=self._qid(src), relation=rel_id, direction=Direction(direction),
-                target=self._qid(local) if local is not None else None, value=value, qualifiers=[],
-            ))
-        return EdgePage.model_construct(
-            edges=edges, entities=entities, truncated=truncated, next_offset=None, partial=False, warnings=[],
-            relation=None,
-        )
-
-    async def adjacent_ids(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
-    ) -> AdjacentIds:
-        """:meth:`_adjacent_read`'s edges without the label join, no models built."""
-        read = await self._adjacent_read(entity_ids, relation_id, direction, limit, labels=False)
-        if read is None:
-            return await super().adjacent_ids(entity_ids, relation_id, direction, limit)
-        grouped, truncated = read
-        pairs: list[tuple[str, str]] = []
-        values: list[tuple[str, str]] = []
-        for src, t, _ in grouped:
-            local, value = self._value(t)
-            if local is not None:
-                pairs.append((self._qid(src), self._qid(local)))
-            elif value is not None:
-                values.append((self._qid(src), value.value))
-        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
-
-    async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
-        """Labels not known yet, one query per batch."""
-        locals_: dict[str, str] = {}
-        for eid in dict.fromkeys(entity_ids):
-            try:
-                ((locals_[eid], _),) = self._terms([eid])
-            except (InvalidInput, NotFound):
-                continue
-        await self._ensure_labels(locals_.values())
-        return {eid: self._labels.peek(local) or self.profile.fallback_label(local) for eid, local in locals_.items()}
 
     def _edge_key(self, r: Row) -> tuple | None:
         src = self.profile.entity_local(r["src"]) if "src" in r and "tgt" in r else None
@@ -566,9 +515,9 @@ class SparqlKG(KnowledgeGraph):
         t = r["tgt"]
         return (src, t.kind, t.value, t.lang, t.datatype)
 
-    def _group_edges(self, rows: list[Row]) -> list[tuple[str, Term, list[Row]]]:
+    def _group_edges(self, rows: list[Row]) -> list[Group]:
         """Rows (one per label × qualifier) → one entry per (source, target), in the query's order."""
-        out: dict[tuple, tuple[str, Term, list[Row]]] = {}
+        out: dict[tuple, Group] = {}
         for r in rows:
             k = self._edge_key(r)
             if k is None:
@@ -578,7 +527,7 @@ class SparqlKG(KnowledgeGraph):
             out[k][2].append(r)
         return list(out.values())
 
-    def _before_cut(self, rows: list[Row], page: list[tuple[str, Term, list[Row]]]) -> list:
+    def _before_cut(self, rows: list[Row], page: list[Group]) -> list[Group]:
         """The blank-node property rows hit their cap: edges after the last one that got properties may be missing
         theirs, so the page ends there (the caller marks it truncated if that dropped any). That last edge stays if
         it got all it can show, or if it is the first (a page always advances)."""
@@ -590,10 +539,11 @@ class SparqlKG(KnowledgeGraph):
         got = _property_rows(page[i][2])
         return page[: i + 1] if got >= BNODE_PROPERTIES or i == 0 else page[:i]
 
-    async def _edge_page(
-        self, grouped: list[tuple[str, Term, list[Row]]], rel_local: str, direction: Direction, truncated: bool,
-        offset: int,
-    ) -> EdgePage:
+    async def _edge_page(self, grouped: list[Group], rel_local: str, direction: Direction,
+                         truncated: bool, offset: int, shown: bool = True) -> EdgePage:
+        """The page's models. Its labels not cached yet come in one query: every entity's and
+        relation's if it is ``shown``, else only those its values read with (a quantity's unit, a
+        blank node's properties)."""
         rel_id = self._qid(rel_local)
         capped = self.structured_bnodes and any(
             t.kind == "bnode" and _property_rows(rows) > BNODE_PROPERTIES for _, t, rows in grouped
@@ -603,6 +553,7 @@ class SparqlKG(KnowledgeGraph):
                        for src, t, rows in grouped]
         need_labels: list[str] = []
         qual_props: list[str] = []
+        units: list[str] = []
         for src, t, rows in grouped:
             need_labels.append(src)
             local, _ = self._value(t)
@@ -616,8 +567,11 @@ class SparqlKG(KnowledgeGraph):
                     qlocal, _ = self._value(r["qv"])
                     if qlocal is not None:
                         need_labels.append(qlocal)
-            need_labels.extend(self._units(rows))  # a quantity reads with its unit's label
-        await self._ensure_labels(need_labels, [rel_local, *qual_props])  # one query, none once all are cached
+            units.extend(self._units(rows))  # a quantity reads with its unit's label
+        if shown:
+            await self._ensure_labels([*need_labels, *units], [rel_local, *qual_props])
+        else:
+            await self._ensure_labels(units, qual_props if self.structured_bnodes else ())
         edges: list[Edge] = []
         entities: dict[str, Entity] = {}
         for src, t, rows in grouped:
@@ -634,31 +588,19 @@ class SparqlKG(KnowledgeGraph):
                 label = self._best(rows, "l", "lp", self.profile.label_preds)
                 if label is not None:
                     value = Literal.model_construct(value=label, datatype=None, lang=None)
-            edges.append(
-                Edge.model_construct(
-                    source=self._qid(src),
-                    relation=rel_id,
-                    direction=direction,
-                    target=self._qid(local) if local is not None else None,
-                    value=value,
-                    qualifiers=qualifiers,
-                )
-            )
+            edges.append(Edge.model_construct(
+                source=self._qid(src), relation=rel_id, direction=direction, value=value,
+                target=self._qid(local) if local is not None else None, qualifiers=qualifiers))
         warnings = []
         if capped:
             warnings.append(
                 f"some structured values (blank nodes) have more than {BNODE_PROPERTIES} properties: "
                 f"the first {BNODE_PROPERTIES} (by property and value) are shown as qualifiers"
             )
+        relation = self._relation_model(rel_local, self._relation_label(rel_local), direction, None)
         return EdgePage.model_construct(
-            edges=edges,
-            entities=entities,
-            truncated=truncated,
-            next_offset=offset + len(edges) if truncated else None,
-            partial=False,
-            warnings=warnings,
-            relation=self._relation_model(rel_local, self._relation_label(rel_local), direction, None),
-        )
+            edges=edges, entities=entities, truncated=truncated, partial=False, warnings=warnings,
+            next_offset=offset + len(edges) if truncated else None, relation=relation)
 
     @staticmethod
     def _first_properties(rows: list[Row]) -> list[Row]:
@@ -697,6 +639,21 @@ class SparqlKG(KnowledgeGraph):
             )
         return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
 
+    async def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
+        """The labels not cached yet in one query per batch, which also tells the IDs naming
+        nothing. ``key``: the IRIs, which the IDs encode (no query, and no look-up)."""
+        locals_: dict[str, str] = {}
+        for eid in dict.fromkeys(entity_ids):
+            try:
+                ((locals_[eid], _),) = self._terms([eid])
+            except KGError:
+                continue
+        if key:
+            return {eid: self.profile.iri(local) for eid, local in locals_.items()}
+        absent = await self._absent(locals_.values())
+        return {eid: self._labels.peek(local) or self.profile.fallback_label(local)
+                for eid, local in locals_.items() if local not in absent}
+
     # -- search and linking -----------------------------------------------------------------------------------
     def _search_args(self, text: str, limit: int) -> tuple[str, int]:
         """A search's text as the endpoint will see it (InvalidInput if nothing is left) and its limit, clamped."""
@@ -705,7 +662,10 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput("search text is empty once control characters are removed")
         return text, self.limits.clamp(limit, self.limits.max_search)
 
-    async def search_entities(self, text: str, limit: int = 10, *, scan: bool = True) -> list[EntityMatch]:
+    async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
+        return await self._search(text, limit)
+
+    async def _search(self, text: str, limit: int, scan: bool = True) -> list[EntityMatch]:
         """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
         ``contains``, a bounded substring scan (unless ``scan`` is False)."""
         text, limit = self._search_args(text, limit)
@@ -765,11 +725,8 @@ class SparqlKG(KnowledgeGraph):
         scored.sort(key=lambda x: (-x[0], -x[1], len(x[2].label), x[2].id))
         return [EntityMatch.model_construct(entity=e, score=round(s, 4), match=h, mention=None) for s, _, e, h in scored]
 
-    async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
-        return await self.initialize_named(query, limit)
-
-    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
-                               ) -> list[EntityMatch]:
+    async def initialize(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+                         ) -> list[EntityMatch]:
         """Bracketed mentions by label search, each; a mention in ``named`` (matched by name in another KG) without
         the substring scan, which reads every label of the endpoint."""
         query = self.limits.check_query(query)
@@ -780,7 +737,7 @@ class SparqlKG(KnowledgeGraph):
             for m in mentions:
                 if not clean_search_text(m):
                     continue
-                for h in await self.search_entities(m, limit, scan=m not in named):
+                for h in await self._search(m, limit, scan=m not in named):
                     if h.entity.id not in best or best[h.entity.id].score < h.score:
                         best[h.entity.id] = h.model_copy(update={"mention": m})
             return sorted(best.values(), key=lambda h: -h.score)[:limit]
@@ -825,24 +782,25 @@ class SparqlKG(KnowledgeGraph):
                     out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
         if not out:  # no n-gram is a label: a search for the content words, scored lower
             words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
-            hits = await self.search_entities(" ".join(words), limit) if words else []
+            hits = await self._search(" ".join(words), limit) if words else []
             return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in hits]
         return sorted(out.values(), key=lambda m: -m.score)[:limit]
 
     # -- description and info ---------------------------------------------------------------------------------
     async def describe_entity(self, entity_id: str) -> EntityDescription:
+        """Labels and types in one query, relations (``max_relations`` at most) in another."""
         ((local, term),) = self._terms([entity_id])
         p = self.profile
-        rows = await self._select(queries.describe(p, term))
+        rows, rels = await asyncio.gather(self._select(queries.describe(p, term)),
+                                          self.relations([entity_id]))
+        if entity_id not in rels:
+            raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self._url})")
         label = self._best(rows, "l", "lp", p.label_preds)
         desc = self._best(rows, "d", "dp", p.desc_preds)
         aliases = sorted({r["a"].value for r in rows if "a" in r} - {label})
-        rels = await self.get_relations([entity_id])
-        if label is None and not rels.relations:
-            if not await self._ask(queries.exists(p, term)):
-                raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self.endpoint})")
         self._remember(local, label)
-        common = dict(entity=self._entity(local, desc), aliases=aliases, relations=rels.relations, iri=p.iri(local))
+        common = dict(entity=self._entity(local, desc), aliases=aliases, iri=p.iri(local),
+                      relations=rels[entity_id].relations[: self.limits.max_relations])
         if p.kind == "wikidata":
             return EntityDetails(**common, statements=self._statement_count(rows), types=self._types(rows))
         return EntityDescription(**common)
@@ -879,55 +837,54 @@ class SparqlKG(KnowledgeGraph):
                 sample.append(self._relation_model(local, label, Direction.forward, n))
         except BackendError as e:
             note = f"endpoint not answering: {e}"
-        what = "Wikidata" if self.backend == "wikidata" else "RDF"
-        desc = self.description or f"{what} via the SPARQL endpoint {self.endpoint}"
-        return KGInfo(name=self.name, backend=self.backend, description=desc + (f" ({note})" if note else ""),
-                      relation_sample=sample, unreachable=note or None)
+        backend = self.capabilities.backend
+        what = "Wikidata" if backend == "wikidata" else "RDF"
+        desc = self.description or f"{what} via the SPARQL endpoint {self._url}"
+        return KGInfo(name=self.name, backend=backend, relation_sample=sample,
+                      description=desc + (f" ({note})" if note else ""), unreachable=note or None)
 
-    async def label_of(self, entity_id: str) -> str:
-        """The label a search, an edge page or a description already brought (no query); else a description's."""
-        ((local, _),) = self._terms([entity_id])
-        known = self._labels.peek(local)
-        return known if known is not None else await super().label_of(entity_id)
-
-    async def entity_key(self, entity_id: str) -> str | None:
-        """The entity's IRI, without a query (IDs encode it)."""
-        ((local, _),) = self._terms([entity_id])
-        return self.profile.iri(local)
-
-    async def find_by_value(self, relation_id: str, value: str, limit: int = 20) -> list[str]:
-        """Entities whose ``relation_id`` has the literal ``value`` (an external ID back to its item). Nothing found
-        and the relation used nowhere → NotFound (one ASK, only then)."""
-        _, relation = self._relation(relation_id)
-        rows = await self._select(queries.subjects_with_value(self.profile, relation, sparql_literal(value), limit))
-        locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
-        found = [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
-        if not found:
-            if not await self._ask(queries.relation_used(self.profile, relation)):
-                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; get_relations(search=...) finds one")
-        return found
-
-    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
-        """One query per batch of values (``VALUES ?v``) instead of one per value."""
-        _, relation = self._relation(relation_id)
+    async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
+                   ) -> dict[str, list[str]]:
+        """With a relation: one query per batch of values (``VALUES ?v``), the entities' labels with
+        them; nothing found for any and the relation used nowhere → NotFound. Without: the entities
+        whose IRI a value is (a bare ``Q42`` too, on Wikidata) and that occur in a triple, one query
+        per batch of those not seen yet; a literal is no node here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
+        if relation_id is None:
+            local_of = {v: local for v in out if (local := self._key_local(v)) is not None}
+            absent = await self._absent(set(local_of.values()))
+            out.update((v, [self._qid(x)]) for v, x in local_of.items() if x not in absent)
+            return out
+        _, relation = self._relation(relation_id)
         for batch in _chunks(list(out), self.batch_size):
             rows = await self._select(queries.subjects_with_values(self.profile, relation,
                                                                    [sparql_literal(v) for v in batch]))
+            labels: dict[str, list[Row]] = {}
             for r in rows:
                 local = self.profile.entity_local(r["e"]) if "e" in r else None
                 found = out.get(r["v"].value) if "v" in r else None
-                if local is not None and found is not None and self.profile.is_entity_local(local) \
-                        and len(found) < limit:
+                if local is None or found is None or not self.profile.is_entity_local(local):
+                    continue
+                labels.setdefault(local, []).append(r)
+                if len(found) < limit and self._qid(local) not in found:
                     found.append(self._qid(local))
+            for local, rs in labels.items():  # a link's entities are shown next: named now
+                self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds))
+        if out and not any(out.values()):
+            await self._check_used(relation, relation_id)
         return out
 
-    async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
-        """One bounded query: a few subjects of the relation (the entity filter applied)."""
-        _, relation = self._relation(relation_id)
-        rows = await self._select(queries.subjects_of(self.profile, relation, limit))
-        locals_ = [self.profile.entity_local(r["e"]) for r in rows if "e" in r]
-        return [self._qid(x) for x in locals_ if x is not None and self.profile.is_entity_local(x)]
+    def _key_local(self, key: object) -> str | None:
+        """The local ID of the entity whose IRI ``key`` is (a bare ``Q42`` too, on Wikidata), or
+        None."""
+        if not isinstance(key, str):
+            return None
+        key = key.strip()
+        local = self.profile.entity_local(Term("uri", key))
+        if local is None and self.profile.kind == "wikidata":
+            http = key.replace("https://", "http://", 1)
+            local = wikidata_local(WD + key) or wikidata_local(http)
+        return local
 
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
         """Properties whose label, alias or description (configured languages) contains a content word of
@@ -942,18 +899,6 @@ class SparqlKG(KnowledgeGraph):
             aliases = sorted({r["a"].value for r in rs if "a" in r} - {label})
             candidates.append((self._qid(local), label, desc, aliases, None))
         return relsearch.rank(text, candidates, limit)
-
-    async def resolve_key(self, key: str) -> str | None:
-        """The ID of the entity with IRI ``key`` (a bare ``Q42`` too, for Wikidata) if the endpoint has it.
-        Literal values are not addressable in SPARQL backends: None."""
-        if not isinstance(key, str):
-            return None
-        term = Term("uri", key.strip())
-        local = self.profile.entity_local(term)
-        if local is None and self.backend == "wikidata":
-            local = wikidata_local(WD + key.strip()) or wikidata_local(key.strip().replace("https://", "http://", 1))
-        found = local is not None and await self._ask(queries.exists(self.profile, self.profile.entity_term(local)))
-        return self._qid(local) if found else None
 
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None

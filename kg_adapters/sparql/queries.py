@@ -27,12 +27,13 @@ def _int(n: int) -> int:
     return n
 
 
-def labels(p: Profile, entities: Sequence[str], descriptions: bool = False) -> str:
-    desc = _labels(p, "?e", "?d", "?dp", p.desc_preds) if descriptions and p.desc_preds else ""
-    return f"""{p.prefixes}SELECT ?e ?l ?lp ?d ?dp WHERE {{
-  {_values("?e", entities)}
+def labels(p: Profile, entities: Sequence[str], only_present: bool = False) -> str:
+    """The labels of ``entities``; with ``only_present``, rows only for those in a triple (so that
+    IDs naming nothing are told in the same query)."""
+    check = "FILTER EXISTS { { ?e ?p ?o } UNION { ?s ?p ?e } }" if only_present else ""
+    return f"""{p.prefixes}SELECT ?e ?l ?lp WHERE {{
+  {_values("?e", entities)} {check}
   {_labels(p, "?e")}
-  {desc}
 }}"""
 
 
@@ -53,63 +54,33 @@ def describe(p: Profile, entity: str) -> str:
 }}"""
 
 
-def exists(p: Profile, entity: str) -> str:
-    return f"{p.prefixes}ASK {{ {{ {entity} ?p ?o }} UNION {{ ?s ?p {entity} }} }}"
-
-
-def existing(p: Profile, entities: Sequence[str]) -> str:
-    """Which of ``entities`` occur in any triple."""
-    return f"""{p.prefixes}SELECT ?e WHERE {{
-  {_values("?e", entities)} FILTER EXISTS {{ {{ ?e ?p ?o }} UNION {{ ?s ?p ?e }} }}
-}}"""
-
-
 def relation_used(p: Profile, relation: str) -> str:
     return f"{p.prefixes}ASK {{ ?s {relation} ?o }}"
 
 
-def _edge_pattern(sources: Sequence[str], relation: str, forward: bool) -> str:
-    """``?src`` bound to each of ``sources`` and its ``relation`` to ``?tgt`` (backward: from ``?tgt``)."""
+def _edge_pattern(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:
+    """``?src`` bound to each of ``sources`` and its ``relation`` to ``?tgt`` (backward: from
+    ``?tgt``); no sources: any entity with such an edge (a sample of the relation anywhere)."""
+    if not sources:
+        edge = f"?e {relation} ?tgt ." if forward else f"?tgt {relation} ?e ."
+        return f"{edge} {p.entity_filter} BIND(?e AS ?src)"
     return f"{_values('?src', sources)} " + (f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src .")
 
 
-def _forward_edges(vals: str) -> str:
-    return f'{{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}'
-
-
-def _backward_sample(p: Profile, vals: str, limit: int, entity: bool = False) -> str:
-    e = "?e " if entity else ""
-    return (f'{{ SELECT {e}?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} '
-            f"LIMIT {_int(limit)} }}")
-
-
 def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
-    """Relation types with edge counts; backward edges are counted over a bounded sample (hubs like Q5 have
-    millions of incoming edges), so callers compare the backward total with ``backward_scan`` to detect it."""
+    """Each entity's relation types (``?e ?r ?dir``) with edge counts. Backward edges are read from
+    a sample (hubs like Q5 have millions of incoming edges) of ``backward_scan + 1`` rows per entity
+    in all; ``?t`` rows give each entity's backward rows in that sample *before* the relation join,
+    so a caller can tell the entities whose backward edges were sampled (more than
+    ``backward_scan``) and whether the sample itself was cut (its total reaching its limit: an
+    entity with fewer may then have lost some)."""
     vals = _values("?e", entities)
-    return f"""{p.prefixes}SELECT ?r ?dir ?n ?l ?lp WHERE {{
-  {{ SELECT ?r ?dir (COUNT(*) AS ?n) WHERE {{
-      {_forward_edges(vals)}
-      UNION
-      {_backward_sample(p, vals, _int(backward_scan) + 1)}
-      {p.relation_join}
-  }} GROUP BY ?r ?dir }}
-  {_labels(p, "?r")}
-}}"""
-
-
-def relations_by_entity(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
-    """:func:`relations` of each entity apart (``?e`` kept), the same edges, filter and join, in one query. The
-    backward sample is bounded by ``backward_scan + 1`` rows per entity in all; ``?t`` rows give each entity's
-    backward rows in that sample *before* the relation join, so a caller can tell which entities
-    :func:`relations` alone would have sampled (more than ``backward_scan``) or this sample cut (the sample's total
-    reaching its limit) and ask those one by one."""
-    vals = _values("?e", entities)
-    back = _backward_sample(p, vals, (_int(backward_scan) + 1) * len(entities), entity=True)
+    back = (f'{{ SELECT ?e ?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} '
+            f"LIMIT {(_int(backward_scan) + 1) * len(entities)} }}")
     return f"""{p.prefixes}SELECT ?e ?r ?dir ?n ?t ?l ?lp WHERE {{
   {{
     {{ SELECT ?e ?r ?dir (COUNT(*) AS ?n) WHERE {{
-        {_forward_edges(vals)}
+        {{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}
         UNION
         {back}
         {p.relation_join}
@@ -136,7 +107,7 @@ def edges(
     for Wikidata — the qualifiers of the matching non-deprecated statements, or — with ``bnode_rows`` — the
     properties of blank-node targets as ``?qp ?qv`` (see :func:`_bnode_properties`)."""
     page = (
-        f"{{ SELECT ?src ?tgt WHERE {{ {_edge_pattern(sources, relation, forward)} }} "
+        f"{{ SELECT ?src ?tgt WHERE {{ {_edge_pattern(p, sources, relation, forward)} }} "
         f"ORDER BY ?src ?tgt LIMIT {_int(limit)} OFFSET {_int(offset)} }}"
     )
     if bnode_rows is not None:
@@ -167,28 +138,22 @@ def edges(
 }} ORDER BY ?src ?tgt"""
 
 
-def adjacent(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int, labels: bool = True
-             ) -> str:
-    """Up to ``limit`` distinct ``?src relation ?tgt`` pairs (or reversed), with target labels unless ``labels`` is
-    False (distinct: a triple in two named graphs is one edge, so ``limit + 1`` pairs asked and fewer got means none
-    was left out): no ORDER BY, no OFFSET, no qualifiers, so a hub's thousands of edges cost one unsorted scan (the
-    bulk read behind :meth:`KnowledgeGraph.adjacent` and, without labels, ``adjacent_ids``)."""
-    pairs = f"SELECT DISTINCT ?src ?tgt WHERE {{ {_edge_pattern(sources, relation, forward)} }} LIMIT {_int(limit)}"
+def edge_rows(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int,
+              labels: bool = True, distinct: bool = True) -> str:
+    """Up to ``limit`` ``?src relation ?tgt`` pairs (or reversed), unsorted, with target labels if
+    ``labels``: no ORDER BY, no OFFSET, no qualifiers, so a hub's thousands of edges cost one scan.
+    ``distinct``: a triple in two named graphs is one edge, so ``limit + 1`` pairs asked and fewer
+    got means none was left out (a bulk read). Else exactly the rows :func:`edges` pages over,
+    duplicates included, so that a page sorted from them equals the endpoint's ``ORDER BY ?src
+    ?tgt`` page (without the sort that costs oxigraph 0.3–0.5 s over a genre's 4,000 films, ~60 ms
+    unsorted); a pair's label rows multiply it by the same factor, so counts stay recoverable.
+    """
+    pattern = _edge_pattern(p, sources, relation, forward)
+    pairs = f"SELECT {'DISTINCT ' * distinct}?src ?tgt WHERE {{ {pattern} }} LIMIT {_int(limit)}"
     if not labels:
         return f"{p.prefixes}{pairs}"
     return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
   {{ {pairs} }}
-  {_labels(p, "?tgt")}
-}}"""
-
-
-def pairs(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int) -> str:
-    """Up to ``limit`` rows of ``?src relation ?tgt`` (or reversed) — exactly the rows :func:`edges` pages over,
-    duplicates included, but unsorted — with target labels: a page sorted client-side from these equals the
-    endpoint's ``ORDER BY ?src ?tgt`` page, without the sort that costs oxigraph 0.3–0.5 s over a genre's 4,000
-    films (~60 ms read unsorted). Each row's labels multiply it by the same factor, so counts stay recoverable."""
-    return f"""{p.prefixes}SELECT ?src ?tgt ?l ?lp WHERE {{
-  {{ SELECT ?src ?tgt WHERE {{ {_edge_pattern(sources, relation, forward)} }} LIMIT {_int(limit)} }}
   {_labels(p, "?tgt")}
 }}"""
 
@@ -229,25 +194,19 @@ def find_relations(p: Profile, needles: Sequence[str], limit: int) -> str:
 }}"""
 
 
-def subjects_with_value(p: Profile, relation: str, literal: str, limit: int) -> str:
-    """Entities whose ``relation`` has the (escaped) literal value: an external ID back to the item."""
-    return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} {literal} . {p.entity_filter} }} LIMIT {_int(limit)}"
-
-
 def subjects_with_values(p: Profile, relation: str, literals: Sequence[str]) -> str:
-    """Entities whose ``relation`` has one of the (escaped) literal values, with the value: many external IDs back
-    to their items in one query."""
-    return (f"{p.prefixes}SELECT DISTINCT ?e ?v WHERE {{ {_values('?v', literals)} ?e {relation} ?v . "
-            f"{p.entity_filter} }}")
-
-
-def subjects_of(p: Profile, relation: str, limit: int) -> str:
-    """A few entities that have ``relation``: a sample to try a link rule on."""
-    return f"{p.prefixes}SELECT DISTINCT ?e WHERE {{ ?e {relation} ?v . {p.entity_filter} }} LIMIT {_int(limit)}"
+    """Entities whose ``relation`` has one of the (escaped) literal values, with the value and their
+    labels: many external IDs back to their items in one query."""
+    return f"""{p.prefixes}SELECT ?e ?v ?l ?lp WHERE {{
+  {{ SELECT DISTINCT ?e ?v WHERE {{
+      {_values('?v', literals)} ?e {relation} ?v . {p.entity_filter} }} }}
+  {_labels(p, "?e")}
+}}"""
 
 
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:
-    return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {_edge_pattern(sources, relation, forward)} }}"
+    pattern = _edge_pattern(p, sources, relation, forward)
+    return f"{p.prefixes}SELECT (COUNT(*) AS ?n) WHERE {{ {pattern} }}"
 
 
 def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:

@@ -1,6 +1,7 @@
-"""A backend seen only through the ``KnowledgeGraph`` contract: wraps a MemoryKG so that code which special-cases
-known backends (the offline reasoner's in-memory view) takes its generic path. It declares no capability and no
-vocabulary, as a remote backend would. Subclass it to count or cap reads; put it behind a ``Graph`` to use it."""
+"""A backend seen only through the ``KnowledgeGraph`` contract: wraps a MemoryKG so that code which
+special-cases known backends (the offline reasoner's in-memory view) takes its generic path. It
+declares no capability and no vocabulary, as a remote backend would. Subclass it to count or cap
+reads; put it behind a ``Graph`` to use it."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ class DelegatingKG(KnowledgeGraph):
     async def relations(self, entity_ids):
         return await self.inner.relations(entity_ids)
 
-    async def edges(self, entity_ids, relation_id, direction=Direction.forward, limit=None, offset=0,
-                    labelled=True):
+    async def edges(self, entity_ids, relation_id, direction=Direction.forward, limit=None,
+                    offset=0, labelled=True):
         return await self.inner.edges(entity_ids, relation_id, direction, limit, offset, labelled)
 
     async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,

@@ -1,5 +1,5 @@
-"""Graph(backend, ResultCache()): repeated traversal calls are answered from a bounded LRU + TTL cache, never across
-KGs or configs."""
+"""Graph(backend, ResultCache()): repeated traversal calls are answered from a bounded LRU + TTL
+cache, never across KGs or configs."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ def index_of(triples) -> TripleIndex:
 
 
 def kg_of(triples=None, **options) -> Graph:
-    return Graph(MemoryKG("films", index_of(film_triples() if triples is None else triples), **options))
+    index = index_of(film_triples() if triples is None else triples)
+    return Graph(MemoryKG("films", index, **options))
 
 
 async def described(kg: Graph, label: str) -> str | None:
@@ -275,7 +276,8 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
     from tot_mcp.kg_adapters.files import open_file_kg
     from tot_mcp.kg_adapters.routing import LinkedKG
 
-    store = Graph(open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory"))
+    mb = Path(__file__).parent / "fixtures" / "linked_mb.ttl"
+    store = Graph(open_file_kg("mb", mb, store="memory"))
     assert not store.capabilities.local_index
     graph = LinkedKG({"mb": store})
     band, album = await graph.initialize("[The Beatles] and [Abbey Road]")

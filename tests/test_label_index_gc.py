@@ -18,8 +18,9 @@ def test_freezing_after_load_takes_the_kg_and_its_indexes_out_of_collections(emb
         frozen = freeze_loaded_objects()
         gc.set_threshold(*threshold)
         still_collected = {id(o) for o in gc.get_objects()}
-        assert frozen > len(embedded_kg.store.index.nodes)
-        for obj in (runtime.kgs, embedded_kg.store.index.nodes, embedded_kg.store.index.out, embedded_kg.store._labels._by_key):
+        memory = embedded_kg.store
+        assert frozen > len(memory.index.nodes)
+        for obj in (runtime.kgs, memory.index.nodes, memory.index.out, memory._labels._by_key):
             assert gc.is_tracked(obj) and id(obj) not in still_collected
     finally:
         gc.unfreeze()  # back to the oldest generation: later tests see an ordinary heap

@@ -28,7 +28,8 @@ LABEL = LinkRule(from_kg="wd", to_kg="mb", kind="label")
 
 def members():
     wd = Graph(open_file_kg("wd", FIXTURES / "linked_wd.ttl", backend="memory"))
-    mb = Graph(open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory"))  # members may use different backends
+    # members may use different backends
+    mb = Graph(open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory"))
     return {"wd": wd, "mb": mb}
 
 

@@ -41,8 +41,8 @@ def _hub_kg(name: str = "films") -> Graph:
 
 
 class CountingKG(DelegatingKG):
-    """A MemoryKG seen only through the contract (so the reasoner uses InterfaceGraph), counting the bulk reads it
-    is asked for: (relation local name, direction, limit)."""
+    """A MemoryKG seen only through the contract (so the reasoner uses InterfaceGraph), counting the
+    bulk reads it is asked for: (relation local name, direction, limit)."""
 
     def __init__(self, inner: Graph) -> None:
         super().__init__(inner.store)
@@ -55,7 +55,8 @@ class CountingKG(DelegatingKG):
 
 
 def counting(inner: Graph) -> tuple[Graph, CountingKG]:
-    """``inner``'s backend behind a :class:`CountingKG`, as callers see it (a Graph), and the counting backend."""
+    """``inner``'s backend behind a :class:`CountingKG`, as callers see it (a Graph), and the
+    counting backend."""
     backend = CountingKG(inner)
     return Graph(backend), backend
 
@@ -82,7 +83,8 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
     settings = OfflineSettings(max_hops=2, plans=1)
     res = await _plans(kg, "who directed [Alpha]", settings)
     assert res.best.answer_labels == ["Dana Reed"]
-    hub_reads = [limit for rel, d, limit in backend.reads if rel == "has_genre" and d is Direction.backward]
+    hub_reads = [limit for rel, d, limit in backend.reads
+                 if rel == "has_genre" and d is Direction.backward]
     assert hub_reads and max(hub_reads) <= settings.hub_fanout + 1
     assert _summary(res) == _summary(await _plans(_hub_kg(), "who directed [Alpha]", settings))
 
@@ -136,7 +138,8 @@ class CappedKG(CountingKG):
 
     async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
                            labelled=False):
-        return await super().adjacent_ids(entity_ids, relation_id, direction, min(limit, self.cap), labelled)
+        return await super().adjacent_ids(entity_ids, relation_id, direction, min(limit, self.cap),
+                                          labelled)
 
 
 def _walked_from_the_genre(res) -> list[tuple]:
@@ -175,7 +178,8 @@ async def test_neighbours_within_reads_a_cut_hop_again_until_it_can_tell_more_fr
     assert (await view.neighbours_within([drama], hop, HUB - 1))[1]
     assert (await view.neighbours_within([drama], hop, 10))[1] and len(nb[drama]) == HUB
 
-    capped = InterfaceGraph(Graph(CappedKG(_hub_kg(), cap=50)), max_edges_per_hop=50, max_edges_to_settle=1000)
+    capped = InterfaceGraph(Graph(CappedKG(_hub_kg(), cap=50)), max_edges_per_hop=50,
+                            max_edges_to_settle=1000)
     nb, over = await capped.neighbours_within([drama], hop, HUB)
     assert over and len(nb[drama]) == 50
     assert await capped.reaches_more_than([drama], hop, HUB)

@@ -56,7 +56,7 @@ cache_dir = "idx"
         server_shape = shape(runtime.kgs, runtime.graph, runtime.services, runtime.limits)
         assert server_shape == shape(cli.kgs, cli.graph, cli.services, cli.limits)
         assert server_shape == shape(bench.kgs, bench.graph, bench.services, bench.limits)
-        # the store does I/O: it reads through the result cache; the RDF file is in memory and reads without it
+        # the store does I/O: it reads through the result cache; the RDF file, in memory, without it
         assert server_shape["kgs"]["movies"][:3] == ("Graph", "OxigraphKG", True)
         assert server_shape["kgs"]["mini"][:3] == ("Graph", "RdfFileKG", False)
         assert server_shape["limits"].max_edges == 77 and server_shape["cross_encoder"] == "/models/ce"
@@ -82,7 +82,8 @@ def test_the_kgs_opened_and_the_kgs_stamped_are_the_same_ones(tmp_path):
     flag = make_spec("m", str(FIXTURES / "local_movies.nt"))
     assert served_kgs([flag], config)["m"] == (flag, {})
     assert "local_movies.nt" in content_stamp([flag], config) and "local_movies.ttl" not in content_stamp([flag], config)
-    assert open_configured([flag], config, cache_weight=0)["m"].store.source.name == "local_movies.nt"
+    opened = open_configured([flag], config, cache_weight=0)["m"]
+    assert opened.store.source.name == "local_movies.nt"
     assert list(served_kgs()) == ["movies"] and content_stamp().startswith("movies=embedded")
     with pytest.raises(InvalidInput, match="given twice"):
         served_kgs([flag, flag])

@@ -95,11 +95,14 @@ class Graph:
                 self.cache.put(full, value)
         return value
 
-    def _peek(self, *key: Any) -> Any:
+    def _peek(self, *key: Any, counted: bool = False) -> Any:
+        """The value kept under ``key``; ``counted``: as the answer to this call (a miss and an expiry count),
+        else as another call's answer that may serve this one."""
         if self.cache is None:
             return ResultCache._MISSING
         try:
-            return self.cache.find((self._identity, *key))
+            full = (self._identity, *key)
+            return self.cache.get(full) if counted else self.cache.find(full)
         except TypeError:
             return ResultCache._MISSING
 
@@ -122,7 +125,7 @@ class Graph:
         out: dict[str, RelationList] = {}
         missing = []
         for eid in ids:
-            value = self._peek("relations", eid)
+            value = self._peek("relations", eid, counted=True)
             if value is ResultCache._MISSING:
                 missing.append(eid)
             else:

@@ -52,16 +52,17 @@ Green Ridge|in_language|Japanese
 """
 
 
-def make_kg(tmp: Path, name: str = "mini") -> MemoryKG:
+def make_kg(tmp: Path, name: str = "mini") -> Graph:
     path = tmp / "mini_kb.txt"
     path.write_text(TRIPLES, encoding="utf-8")
     return Graph(MemoryKG(name, load_triples_file(path)))
 
 
-def node(kg: MemoryKG, label: str) -> str:
-    for i, n in enumerate(kg.index.nodes):
+def node(kg: Graph, label: str) -> str:
+    memory = kg.store
+    for i, n in enumerate(memory.index.nodes):
         if n.label == label:
-            return kg.node_id(i)
+            return memory.node_id(i)
     raise KeyError(label)
 
 

@@ -1,13 +1,14 @@
-"""CachedKG: repeated traversal calls are answered from a bounded LRU + TTL cache, never across KGs or configs."""
+"""Graph(backend, ResultCache()): repeated traversal calls are answered from a bounded LRU + TTL
+cache, never across KGs or configs."""
 
 from __future__ import annotations
 
 import pytest
 
-from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.base import Limits
-from tot_mcp.kg_adapters.cache import CachedKG, ResultCache
+from tot_mcp.kg_adapters.cache import ResultCache
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.triple_index import TripleIndex
@@ -26,7 +27,7 @@ def make_kg(name: str, triples=TRIPLES, limits: Limits | None = None) -> MemoryK
     for h, r, t in triples:
         ix.add(ix.node(h), ix.relation(r), ix.node(t))
     ix.freeze()
-    return Graph(MemoryKG(name, ix, limits=limits))
+    return MemoryKG(name, ix, limits=limits)
 
 
 class CountingKG(MemoryKG):
@@ -36,18 +37,18 @@ class CountingKG(MemoryKG):
         super().__init__(*a, **kw)
         self.calls = 0
 
-    async def get_edges(self, *a, **kw):
+    async def edges(self, *a, **kw):
         self.calls += 1
-        return await super().get_edges(*a, **kw)
+        return await super().edges(*a, **kw)
 
-    async def get_relations(self, *a, **kw):
+    async def relations(self, *a, **kw):
         self.calls += 1
-        return await super().get_relations(*a, **kw)
+        return await super().relations(*a, **kw)
 
 
 def counting(name="m", triples=TRIPLES, limits=None) -> CountingKG:
     base = make_kg(name, triples, limits)
-    return Graph(CountingKG(name, base.index, limits=limits))
+    return CountingKG(name, base.index, limits=limits)
 
 
 class FakeClock:
@@ -64,7 +65,7 @@ def heat(kg) -> str:
 
 async def test_repeated_calls_hit_the_cache_and_return_identical_results():
     inner = counting()
-    kg = CachedKG(inner, ResultCache())
+    kg = Graph(inner, ResultCache())
     first = await kg.get_edges([heat(inner)], "m:starred_actors")
     second = await kg.get_edges([heat(inner)], "m:starred_actors", Direction.forward)
     assert second == first and len(first.edges) == 2
@@ -78,7 +79,7 @@ async def test_repeated_calls_hit_the_cache_and_return_identical_results():
 
 async def test_different_arguments_are_different_entries():
     inner = counting()
-    kg = CachedKG(inner)
+    kg = Graph(inner, ResultCache())
     a = await kg.get_edges([heat(inner)], "m:starred_actors", limit=1)
     b = await kg.get_edges([heat(inner)], "m:starred_actors", limit=1, offset=1)
     assert a.edges != b.edges and a.truncated and not b.truncated
@@ -89,7 +90,7 @@ async def test_different_arguments_are_different_entries():
 async def test_entries_expire_after_the_ttl():
     clock = FakeClock()
     inner = counting()
-    kg = CachedKG(inner, ResultCache(ttl_seconds=60, clock=clock))
+    kg = Graph(inner, ResultCache(ttl_seconds=60, clock=clock))
     await kg.get_relations([heat(inner)])
     clock.t += 59
     await kg.get_relations([heat(inner)])
@@ -102,7 +103,7 @@ async def test_entries_expire_after_the_ttl():
 async def test_cache_is_bounded_by_weight_evicting_least_recently_used():
     inner = counting()
     cache = ResultCache(max_weight=12)
-    kg = CachedKG(inner, cache)
+    kg = Graph(inner, cache)
     heat_id = heat(inner)
     page = await kg.get_edges([heat_id], "m:starred_actors")  # weight 1 + 2 edges + 3 entities = 6
     await kg.get_edges([heat_id], "m:directed_by")  # weight 1 + 1 + 2 = 4 → total 10
@@ -120,8 +121,8 @@ async def test_cache_is_bounded_by_weight_evicting_least_recently_used():
 async def test_a_shared_cache_never_serves_one_kg_to_another():
     # two KGs with the same name and the same IDs but different data, sharing one cache
     cache = ResultCache()
-    a = CachedKG(make_kg("m"), cache)
-    b = CachedKG(make_kg("m", [("Heat", "starred_actors", "Val Kilmer")]), cache)
+    a = Graph(make_kg("m"), cache)
+    b = Graph(make_kg("m", [("Heat", "starred_actors", "Val Kilmer")]), cache)
     ea = await a.get_edges(["m:E0"], "m:starred_actors")
     eb = await b.get_edges(["m:E0"], "m:starred_actors")
     assert {e.label for e in ea.entities.values()} >= {"Al Pacino", "Robert De Niro"}
@@ -131,15 +132,15 @@ async def test_a_shared_cache_never_serves_one_kg_to_another():
 
 async def test_limits_are_part_of_the_key():
     cache = ResultCache()
-    small = CachedKG(make_kg("m", limits=Limits(max_edges=1)), cache)
-    wide = CachedKG(make_kg("m"), cache)
+    small = Graph(make_kg("m", limits=Limits(max_edges=1)), cache)
+    wide = Graph(make_kg("m"), cache)
     assert len((await small.get_edges(["m:E0"], "m:starred_actors")).edges) == 1
     assert len((await wide.get_edges(["m:E0"], "m:starred_actors")).edges) == 2
 
 
 async def test_errors_are_not_cached_and_pass_through_unchanged():
     inner = counting()
-    kg = CachedKG(inner)
+    kg = Graph(inner, ResultCache())
     for _ in range(2):
         with pytest.raises(NotFound):
             await kg.get_edges(["m:E999"], "m:starred_actors")
@@ -148,12 +149,12 @@ async def test_errors_are_not_cached_and_pass_through_unchanged():
     assert inner.calls == 3 and kg.cache.stats().entries == 0
 
 
-async def test_search_info_and_extras_pass_through():
+async def test_search_info_and_the_backend_pass_through():
     inner = make_kg("m")
-    kg = CachedKG(inner)
+    kg = Graph(inner, ResultCache())
     assert [m.entity.label for m in await kg.search_entities("Heat")] == ["Heat"]
     assert (await kg.info()).triples == 5
-    assert kg.index is inner.index and kg.backend == "memory"
+    assert kg.store is inner and kg.backend == "memory"
 
 
 def test_bad_cache_configuration_is_rejected():

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.config import open_kgs
 from tot_mcp.strategies.settings import load_config, parse_config
 from tot_mcp.kg_adapters.errors import InvalidInput
@@ -70,7 +69,7 @@ def test_a_full_config_opens_every_kg_and_links_them_by_its_rules(tmp_path):
     assert config.llm.model == "claude-sonnet-4-5"
     kgs = open_kgs(config=config)
     assert list(kgs) == ["movies", "wd", "mb"]  # no extra KG: the members themselves are linked
-    assert isinstance(kgs["wd"], MemoryKG) and isinstance(kgs["mb"], OxigraphKG)
+    assert isinstance(kgs["wd"].store, MemoryKG) and isinstance(kgs["mb"].store, OxigraphKG)
     assert (tmp_path / "mb.store").is_dir()  # the store path was resolved against the config's folder
     assert kgs["wd"].limits.max_edges == 7
     linked = Runtime(kgs, config=config).graph
@@ -83,7 +82,7 @@ def test_a_full_config_opens_every_kg_and_links_them_by_its_rules(tmp_path):
 def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
     config = parse_config({"kg": {"movies": {"spec": str(FIXTURES / "local_movies.ttl"), "backend": "oxigraph", "store": "memory"}}})
     kgs = open_kgs([make_spec("movies", str(FIXTURES / "local_movies.nt"))], config)
-    assert isinstance(kgs["movies"], MemoryKG)
+    assert isinstance(kgs["movies"].store, MemoryKG)
 
 
 @pytest.mark.parametrize(
@@ -153,7 +152,7 @@ def test_a_third_party_backend_is_one_registration(tmp_path):
 
     def open_echo(name, target, limits, options):
         opened.append(target)
-        return Graph(open_file_kg(name, data, limits))
+        return open_file_kg(name, data, limits)
 
     backends.register(Backend(kind="echo", summary="test", target="url", options=NoOptions, open=open_echo))
     assert backends.resolve("e", "echo:https://example.org") == ("echo", "https://example.org")

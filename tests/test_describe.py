@@ -49,11 +49,12 @@ def index_of(triples) -> TripleIndex:
     return index
 
 
-def kg_of(triples=None, **options) -> MemoryKG:
-    return Graph(MemoryKG("films", index_of(film_triples() if triples is None else triples), **options))
+def kg_of(triples=None, **options) -> Graph:
+    index = index_of(film_triples() if triples is None else triples)
+    return Graph(MemoryKG("films", index, **options))
 
 
-async def described(kg: MemoryKG, label: str) -> str | None:
+async def described(kg: Graph, label: str) -> str | None:
     (entity,) = await kg.find_by_label(label)
     return entity.description
 
@@ -190,7 +191,7 @@ def test_literals_and_isolated_nodes_get_none():
     lit = index.node("1994", is_literal=True, datatype="http://www.w3.org/2001/XMLSchema#gYear")
     index.add(index.node("Film"), index.relation("release_year"), lit)
     lonely = index.node("nobody")
-    kg = Graph(MemoryKG("films", index))
+    kg = MemoryKG("films", index)
     assert kg.entity(lit).description is None and kg.entity(lonely).description is None
 
 
@@ -208,12 +209,14 @@ async def test_real_descriptions_are_kept_and_only_missing_ones_are_derived():
 
 async def test_every_tool_shows_the_same_cached_entity():
     kg = kg_of()
-    gump = kg.index.find_node("Forrest Gump")
-    entity = kg.entity(gump)
-    assert kg.entity(gump) is entity  # built once, description included
+    memory = kg.store
+    gump = memory.index.find_node("Forrest Gump")
+    entity = memory.entity(gump)
+    assert memory.entity(gump) is entity  # built once, description included
     assert (await kg.search_entities("Forrest Gump"))[0].entity is entity
     assert (await kg.initialize("who starred in [Forrest Gump]"))[0].entity is entity
-    page = await kg.get_edges([kg.node_id(kg.index.find_node("Tom Hanks"))], "films:starred_actors", Direction.backward)
+    tom = memory.node_id(memory.index.find_node("Tom Hanks"))
+    page = await kg.get_edges([tom], "films:starred_actors", Direction.backward)
     assert page.entities[entity.id] is entity
     assert (await kg.describe_entity(entity.id)).entity.description == entity.description
 
@@ -273,7 +276,8 @@ async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts(
     from tot_mcp.kg_adapters.files import open_file_kg
     from tot_mcp.kg_adapters.routing import LinkedKG
 
-    store = Graph(open_file_kg("mb", Path(__file__).parent / "fixtures" / "linked_mb.ttl", store="memory"))
+    mb = Path(__file__).parent / "fixtures" / "linked_mb.ttl"
+    store = Graph(open_file_kg("mb", mb, store="memory"))
     assert not store.capabilities.local_index
     graph = LinkedKG({"mb": store})
     band, album = await graph.initialize("[The Beatles] and [Abbey Road]")

@@ -20,8 +20,6 @@ CLI runs with ``npx --offline``.
 
 from __future__ import annotations
 
-from tot_mcp.kg_adapters.graph import Graph
-
 import json
 import os
 import re
@@ -224,6 +222,7 @@ async def test_installed_wheel_answers_an_mcp_call_over_stdio(venv, tmp_path):
 async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
     from mcp_client import inprocess_client
 
+    from tot_mcp.kg_adapters.graph import Graph
     from tot_mcp.kg_adapters.memory import MemoryKG
     from tot_mcp.kg_adapters.triples_file import load_triples_file
     from tot_mcp.server.runtime import Runtime
@@ -234,8 +233,10 @@ async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
     path.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n", encoding="utf-8")
     # a bundle user may configure a SPARQL KG (wd=wikidata), which adds the SPARQL tools: the manifest lists those
     # too (the endpoint is configured, never contacted)
-    wd = Graph(open_sparql_kg("wd", "wikidata", "http://127.0.0.1:9/sparql", registry=EndpointRegistry()))
-    async with inprocess_client(Runtime({"mini": Graph(MemoryKG("mini", load_triples_file(path))), "wd": wd})) as client:
+    wd = Graph(open_sparql_kg("wd", "wikidata", "http://127.0.0.1:9/sparql",
+                              registry=EndpointRegistry()))
+    mini = Graph(MemoryKG("mini", load_triples_file(path)))
+    async with inprocess_client(Runtime({"mini": mini, "wd": wd})) as client:
         tools = (await client.list_tools()).tools
     registered = [t.name for t in tools]
     listed = [t["name"] for t in MANIFEST["tools"]]

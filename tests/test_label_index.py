@@ -21,13 +21,13 @@ PINNED = {
 
 @pytest.mark.parametrize("query", list(PINNED))
 def test_search_returns_the_same_hits_scores_and_kinds_as_before(embedded_kg, query):
-    index = embedded_kg._labels
+    index = embedded_kg.store._labels
     hits = index.search(query, 5)
     assert [(index._labels[h.index], h.score, h.match) for h in hits] == PINNED[query]
 
 
 def test_a_bracketed_mention_links_exact_then_casefold_then_fuzzy(embedded_kg):
-    index = embedded_kg._labels
+    index = embedded_kg.store._labels
     hits = index.link("movies tagged [ginger rogers]", 4)
     assert [(index._labels[h.index], h.score, h.match, h.mention) for h in hits] == [
         ("ginger rogers", 1.0, "exact", "ginger rogers"),
@@ -40,7 +40,7 @@ def test_a_bracketed_mention_links_exact_then_casefold_then_fuzzy(embedded_kg):
 @pytest.mark.parametrize("query", list(PINNED))
 def test_a_repeated_search_is_answered_from_the_recent_answers_with_the_same_hits_at_any_shorter_limit(
         embedded_kg, query):
-    index = embedded_kg._labels
+    index = embedded_kg.store._labels
     index._recent.clear()
     longer = index.search(query, 8)
     assert index._recent[query][0] == 8

@@ -18,8 +18,9 @@ def test_freezing_after_load_takes_the_kg_and_its_indexes_out_of_collections(emb
         frozen = freeze_loaded_objects()
         gc.set_threshold(*threshold)
         still_collected = {id(o) for o in gc.get_objects()}
-        assert frozen > len(embedded_kg.index.nodes)
-        for obj in (runtime.kgs, embedded_kg.index.nodes, embedded_kg.index.out, embedded_kg._labels._by_key):
+        memory = embedded_kg.store
+        assert frozen > len(memory.index.nodes)
+        for obj in (runtime.kgs, memory.index.nodes, memory.index.out, memory._labels._by_key):
             assert gc.is_tracked(obj) and id(obj) not in still_collected
     finally:
         gc.unfreeze()  # back to the oldest generation: later tests see an ordinary heap
@@ -38,7 +39,7 @@ def test_after_freezing_full_collections_come_ten_times_less_often():
 
 
 def test_the_lazily_built_fuzzy_index_adds_nothing_for_the_collector_to_scan(embedded_kg):
-    index = LabelIndex([n.label for n in embedded_kg.index.nodes])
+    index = LabelIndex([n.label for n in embedded_kg.store.index.nodes])
     gc.collect()
     before = len(gc.get_objects())
     assert index.search("keanu reevs", 3)  # the first fuzzy search builds the index over ~43k label keys

@@ -28,7 +28,8 @@ LABEL = LinkRule(from_kg="wd", to_kg="mb", kind="label")
 
 def members():
     wd = Graph(open_file_kg("wd", FIXTURES / "linked_wd.ttl", backend="memory"))
-    mb = Graph(open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory"))  # members may use different backends
+    # members may use different backends
+    mb = Graph(open_file_kg("mb", FIXTURES / "linked_mb.ttl", store="memory"))
     return {"wd": wd, "mb": mb}
 
 
@@ -96,22 +97,24 @@ async def test_an_entity_linked_nowhere_gets_an_empty_page_with_a_reason():
 class FailingKG(MemoryKG):
     """A member whose backend is down."""
 
-    async def get_relations(self, entity_ids):
+    async def relations(self, entity_ids):
         raise BackendError("endpoint unreachable")
 
-    async def get_edges(self, *a, **k):
+    async def edges(self, *a, **k):
         raise BackendError("endpoint unreachable")
 
     async def search_entities(self, text, limit=10):
         raise BackendError("endpoint unreachable")
 
-    async def initialize(self, query, limit=10):
+    async def initialize(self, query, limit=10, named=frozenset()):
         raise BackendError("endpoint unreachable")
 
 
 async def test_a_failing_member_gives_a_partial_result_naming_it():
     m = members()
-    broken = Graph(FailingKG("mb", m["mb"].index if hasattr(m["mb"], "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index))
+    mb = m["mb"].store
+    index = mb.index if hasattr(mb, "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index
+    broken = Graph(FailingKG("mb", index))
     kgs = {"wd": m["wd"], "mb": broken}
     kg = LinkedKG(kgs, Linker(kgs, [LABEL]))
     hits = await kg.initialize("[Michael Jackson]")
@@ -170,7 +173,7 @@ def test_with_no_rules_every_pair_is_linked_by_label_unless_linking_is_off_or_re
     assert rules_for(names, [P434]) == [P434]  # explicit rules replace the default
 
 
-def kg_of(name: str, triples, labels: dict[str, str] | None = None) -> MemoryKG:
+def kg_of(name: str, triples, labels: dict[str, str] | None = None) -> Graph:
     index = TripleIndex()
     for h, r, t in triples:
         index.add(index.node(h, (labels or {}).get(h)), index.relation(r), index.node(t, (labels or {}).get(t)))

@@ -28,7 +28,7 @@ from tot_mcp.strategies.offline.graph import InterfaceGraph, view_for
 HUB = 300  # films of one genre
 
 
-def _hub_kg(name: str = "films") -> MemoryKG:
+def _hub_kg(name: str = "films") -> Graph:
     """Alpha is one of HUB Drama films; only Alpha has a director."""
     index = TripleIndex()
     triples = [("Alpha", "directed_by", "Dana Reed"), ("Alpha", "has_genre", "Drama"),
@@ -41,19 +41,24 @@ def _hub_kg(name: str = "films") -> MemoryKG:
 
 
 class CountingKG(DelegatingKG):
-    """A MemoryKG seen only through the public interface (so the reasoner uses InterfaceGraph), counting the bulk
-    reads it is asked for: (relation local name, direction, limit)."""
+    """A MemoryKG seen only through the contract (so the reasoner uses InterfaceGraph), counting the
+    bulk reads it is asked for: (relation local name, direction, limit)."""
 
-    def __init__(self, inner: MemoryKG) -> None:
-        super().__init__(inner)
+    def __init__(self, inner: Graph) -> None:
+        super().__init__(inner.store)
         self.reads: list[tuple[str, Direction, int]] = []
 
-    async def adjacent(self, entity_ids, relation_id, direction=Direction.forward, limit=2000):
+    async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
+                           labelled=False):
         self.reads.append((relation_id.split(":", 1)[1], Direction(direction), limit))
-        return await super().adjacent(entity_ids, relation_id, direction, limit)
+        return await super().adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
 
-    async def find_by_label(self, label, limit=20):
-        return await self.inner.find_by_label(label, limit)
+
+def counting(inner: Graph) -> tuple[Graph, CountingKG]:
+    """``inner``'s backend behind a :class:`CountingKG`, as callers see it (a Graph), and the
+    counting backend."""
+    backend = CountingKG(inner)
+    return Graph(backend), backend
 
 
 async def _plans(kg, question: str, settings: OfflineSettings | None = None):
@@ -73,12 +78,13 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
     "same genre" hop). Scoring it needs only to know that the hop multiplies the frontier by more than hub_fanout,
     which a read of hub_fanout + 1 edges settles; its 300 films are never read. The plans are those of the
     in-memory view, which reads everything."""
-    counting = Graph(CountingKG(_hub_kg()))
-    assert isinstance(view_for(counting), InterfaceGraph)
+    kg, backend = counting(_hub_kg())
+    assert isinstance(view_for(kg), InterfaceGraph)
     settings = OfflineSettings(max_hops=2, plans=1)
-    res = await _plans(counting, "who directed [Alpha]", settings)
+    res = await _plans(kg, "who directed [Alpha]", settings)
     assert res.best.answer_labels == ["Dana Reed"]
-    hub_reads = [limit for rel, d, limit in counting.reads if rel == "has_genre" and d is Direction.backward]
+    hub_reads = [limit for rel, d, limit in backend.reads
+                 if rel == "has_genre" and d is Direction.backward]
     assert hub_reads and max(hub_reads) <= settings.hub_fanout + 1
     assert _summary(res) == _summary(await _plans(_hub_kg(), "who directed [Alpha]", settings))
 
@@ -88,18 +94,18 @@ async def test_the_plans_are_those_of_a_full_read_whatever_the_view():
     for question in ("who directed [Alpha]", "which films have the same genre as [Alpha]",
                      "when were the films of the genre of [Alpha] released"):
         memory = await _plans(_hub_kg(), question)
-        generic = await _plans(Graph(CountingKG(_hub_kg())), question)
+        generic = await _plans(counting(_hub_kg())[0], question)
         assert sorted(_summary(memory)) == sorted(_summary(generic)), question
         assert all(len(p.frontiers[-1]) == len(p.answers) or len(p.answers) == 200 for p in generic.plans)
 
 
 async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_a_full_read():
-    counting = Graph(CountingKG(_hub_kg()))
-    view = InterfaceGraph(counting)
-    drama = (await counting.find_by_label("Drama"))[0].id
+    kg, backend = counting(_hub_kg())
+    view = InterfaceGraph(kg)
+    drama = (await kg.find_by_label("Drama"))[0].id
     hop = ("films:has_genre", Direction.backward)
     assert await view.reaches_more_than([drama], hop, 10)
-    assert counting.reads == [("has_genre", Direction.backward, 11)]
+    assert backend.reads == [("has_genre", Direction.backward, 11)]
     assert not await view.reaches_more_than([drama], hop, HUB)  # exactly HUB films: a full read says so
     assert await view.reaches_more_than([drama], hop, HUB - 1)
     memory = view_for(_hub_kg())
@@ -109,7 +115,7 @@ async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_
 
 
 # -- the offline reasoner: a frontier cut at a read cap is too big to walk on from ------------------------------------
-def _cast_hub_kg() -> MemoryKG:
+def _cast_hub_kg() -> Graph:
     """Alpha is one of HUB Drama films, each with an actor of its own (so there is a hop to walk on to)."""
     index = TripleIndex()
     triples = [("Alpha", "directed_by", "Dana Reed"), ("Alpha", "has_genre", "Drama"),
@@ -126,12 +132,14 @@ class CappedKG(CountingKG):
     """A backend whose bulk read never returns more than ``cap`` edges (it says ``truncated`` when it left some
     out), as an endpoint with a result-row limit does."""
 
-    def __init__(self, inner: MemoryKG, cap: int) -> None:
+    def __init__(self, inner: Graph, cap: int) -> None:
         super().__init__(inner)
         self.cap = cap
 
-    async def adjacent(self, entity_ids, relation_id, direction=Direction.forward, limit=2000):
-        return await super().adjacent(entity_ids, relation_id, direction, min(limit, self.cap))
+    async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
+                           labelled=False):
+        return await super().adjacent_ids(entity_ids, relation_id, direction, min(limit, self.cap),
+                                          labelled)
 
 
 def _walked_from_the_genre(res) -> list[tuple]:
@@ -160,21 +168,22 @@ async def test_neighbours_within_reads_a_cut_hop_again_until_it_can_tell_more_fr
     """A read cut at the view's edge cap with n targets or fewer says nothing about n: the view reads again,
     larger, and answers with every neighbour when they are not more than n. A KG that cuts every read below n
     leaves it unsettled: that counts as more than n (too big to walk on from)."""
-    counting = Graph(CountingKG(_hub_kg()))
-    drama = (await counting.find_by_label("Drama"))[0].id
+    kg, backend = counting(_hub_kg())
+    drama = (await kg.find_by_label("Drama"))[0].id
     hop = ("films:has_genre", Direction.backward)
-    view = InterfaceGraph(counting, max_edges_per_hop=50)
+    view = InterfaceGraph(kg, max_edges_per_hop=50)
     nb, over = await view.neighbours_within([drama], hop, HUB)
     assert not over and len(nb[drama]) == HUB  # all of them, not the first 50
-    assert [limit for *_, limit in counting.reads][0] == 50 and len(counting.reads) == 2
+    assert [limit for *_, limit in backend.reads][0] == 50 and len(backend.reads) == 2
     assert (await view.neighbours_within([drama], hop, HUB - 1))[1]
     assert (await view.neighbours_within([drama], hop, 10))[1] and len(nb[drama]) == HUB
 
-    capped = InterfaceGraph(CappedKG(_hub_kg(), cap=50), max_edges_per_hop=50, max_edges_to_settle=1000)
+    capped = InterfaceGraph(Graph(CappedKG(_hub_kg(), cap=50)), max_edges_per_hop=50,
+                            max_edges_to_settle=1000)
     nb, over = await capped.neighbours_within([drama], hop, HUB)
     assert over and len(nb[drama]) == 50
     assert await capped.reaches_more_than([drama], hop, HUB)
-    alpha = (await counting.find_by_label("Alpha"))[0].id
+    alpha = (await kg.find_by_label("Alpha"))[0].id
     assert await capped.neighbours_within([alpha], ("films:has_genre", Direction.forward), 5) == (
         {alpha: [drama]}, False)  # a read that was not cut is exact
 
@@ -204,7 +213,7 @@ def kgs(catalog_url, tmp_path):
 
 
 def _spy_queries(kg) -> list[str]:
-    """The SPARQL text of every request (SELECT or ASK) the KG sends from now on."""
+    """The SPARQL text of every request (SELECT or ASK) the KG's backend sends from now on."""
     sent: list[str] = []
     real = kg.store.sparql.request
 

@@ -45,7 +45,7 @@ Zed Quinn|place_of_birth|Oslo
 """
 
 
-def kg_of(name: str, triples) -> MemoryKG:
+def kg_of(name: str, triples) -> Graph:
     """An in-memory KG of (head, relation, tail) name triples."""
     index = TripleIndex()
     for h, r, t in triples:
@@ -58,14 +58,14 @@ def lines(text: str) -> list[list[str]]:
     return [line.split("|") for line in text.strip().splitlines()]
 
 
-def build_kg(name: str = "films") -> MemoryKG:
+def build_kg(name: str = "films") -> Graph:
     return kg_of(name, lines(TRIPLES))
 
 
 
 
 @pytest.fixture(scope="module")
-def kg() -> MemoryKG:
+def kg() -> Graph:
     return build_kg()
 
 
@@ -136,7 +136,7 @@ async def test_plans_are_ranked_with_confidences_in_unit_interval(reasoner, kg):
 
 
 async def test_generic_backend_gives_the_same_answers(reasoner, kg):
-    generic = Graph(DelegatingKG(build_kg()))
+    generic = Graph(DelegatingKG(build_kg().store))
     assert isinstance(view_for(generic), InterfaceGraph)
     for q in ("which films did [Eli Fox] direct", "what genres are the films directed by [Eli Fox]",
               "who directed the films that share actors with [Alpha]"):
@@ -180,7 +180,7 @@ def test_question_parse_orders_phrases_outward_from_the_mention():
     assert q2.mention_at is not None and "claudius" not in q2.tokens
 
 
-def _films_with_a_year_for_a_title() -> MemoryKG:
+def _films_with_a_year_for_a_title() -> Graph:
     """Forty films over twenty years, one of them titled "2010" (released 1984): a year node that is also a film."""
     triples = [(f"Film {i}", "release_year", str(1990 + i % 20)) for i in range(40)]
     triples += [(f"Film {i}", "directed_by", f"Director {i % 7}") for i in range(40)]
@@ -212,7 +212,7 @@ def test_a_possessive_or_of_chain_on_the_mention_counts_its_relation_nouns():
     assert slots("[Ann] 's son 's wife 's job") == ["son", "wife", "job"]
 
 
-def _couple() -> MemoryKG:
+def _couple() -> Graph:
     return kg_of("people", [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
                             ("Ann Vale", "profession", "Judge"), ("Bob Stone", "profession", "Baker"),
                             ("Cy Vale", "parents", "Ann Vale"), ("Ann Vale", "place_of_birth", "Rome"),
@@ -265,7 +265,7 @@ def test_the_noun_right_before_the_mention_names_its_type_not_a_relation():
     assert "directed" in {s.text for s in parse_question("which person directed [Alpha]", []).spans}
 
 
-def _tagged_film() -> MemoryKG:
+def _tagged_film() -> Graph:
     """One film with six tags, two actors and one genre, among others so relations have typical values."""
     triples = [("Alpha", "has_tags", t) for t in ("heist", "ann lee", "twist ending", "london", "bo chan", "1999")]
     triples += [("Alpha", "starred_actors", "Ann Lee"), ("Alpha", "starred_actors", "Bo Chan"),
@@ -288,7 +288,7 @@ async def test_a_question_naming_no_relation_gets_what_the_kg_says_most_about_th
     assert hops(named.best) == ["has_genre"] and named.best.answer_labels == ["Crime"]
 
 
-def _couple_among_many() -> MemoryKG:
+def _couple_among_many() -> Graph:
     """A married couple among forty people who all have a gender: "male" and "female" are hubs."""
     triples = [("Ann Vale", "spouse", "Bob Stone"), ("Bob Stone", "spouse", "Ann Vale"),
                ("Ann Vale", "gender", "female"), ("Bob Stone", "gender", "male")]

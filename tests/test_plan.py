@@ -5,13 +5,12 @@ Real parts throughout: the embedded MetaQA movie KG, the offline reasoner and Mi
 
 from __future__ import annotations
 
-from tot_mcp.kg_adapters.graph import Graph
-
 import re
 
 import pytest
 
 from retrieval_fixtures import run_strategy, shared_embedder
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.strategies.llm.scripted import ScriptedLLM
 from tot_mcp.strategies.methods import BenchmarkQuestion, MethodOptions, make_method
 from tot_mcp.strategies.registry import available, get

@@ -95,8 +95,9 @@ async def test_our_client_closes_the_connection_when_the_time_runs_out():
     tells it the deadline up front."""
     with FaultServer() as server:
         server.default = Reply(hold=True)
-        kg = Graph(open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), retries=0, timeout=0.5,
-                            label_search="exact", search_api="none", timeout_param="timeout:ms"))
+        kg = Graph(open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), retries=0,
+                                  timeout=0.5, label_search="exact", search_api="none",
+                                  timeout_param="timeout:ms"))
         for call in (kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=0.5), kg.search_entities("Adams")):
             started = time.monotonic()
             with pytest.raises(BackendTimeout):
@@ -124,7 +125,8 @@ async def test_oxigraph_serve_with_timeout_s_stops_a_store_reading_query_and_say
     proc, url = start_oxigraph(write_triples(tmp_path / "d.nt", 2000), tmp_path / "store", ["--timeout-s", "1"])
     with proc:
         try:
-            kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), retries=0, timeout=8))
+            kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), retries=0,
+                                      timeout=8))
             started = time.monotonic()
             with pytest.raises(BackendTimeout, match=re.escape(url) + ": the query exceeded the endpoint's own"):
                 await kg.sparql_query(HEAVY_READING, timeout=8)

@@ -83,10 +83,10 @@ def test_format_option_overrides_the_extension(tmp_path):
     odd = tmp_path / "movies.data"
     shutil.copy(FIXTURES / "local_movies.ttl", odd)
     with pytest.raises(InvalidInput, match="unknown file type"):
-        Graph(open_file_kg("mv", odd))
+        open_file_kg("mv", odd)
     assert asyncio.run(Graph(open_file_kg("mv", odd, format="ttl")).info()).triples == 18
     with pytest.raises(InvalidInput, match="unknown RDF format"):
-        Graph(open_file_kg("mv", odd, format="yaml"))
+        open_file_kg("mv", odd, format="yaml")
 
 
 @pytest.mark.parametrize(
@@ -97,33 +97,33 @@ def test_a_file_that_does_not_parse_is_an_error_naming_it(tmp_path, name, conten
     path = tmp_path / name
     path.write_text(content)
     with pytest.raises(InvalidInput, match=rf"{name}: could not parse as"):
-        Graph(open_file_kg("x", path))
+        open_file_kg("x", path)
 
 
 def test_bad_options_are_errors():
     ttl = FIXTURES / "local_movies.ttl"
     with pytest.raises(InvalidInput, match="unknown option"):
-        Graph(open_file_kg("x", ttl, colour="blue"))
+        open_file_kg("x", ttl, colour="blue")
     with pytest.raises(InvalidInput, match="backend: Input should be 'auto', 'memory' or 'oxigraph'"):
-        Graph(open_file_kg("x", ttl, backend="postgres"))
+        open_file_kg("x", ttl, backend="postgres")
     with pytest.raises(InvalidInput, match="needs backend oxigraph"):
-        Graph(open_file_kg("x", ttl, backend="memory", store="memory"))
+        open_file_kg("x", ttl, backend="memory", store="memory")
     with pytest.raises(InvalidInput, match="max_memory_mb"):
-        Graph(open_file_kg("x", ttl, max_memory_mb=-1))
+        open_file_kg("x", ttl, max_memory_mb=-1)
     with pytest.raises(InvalidInput, match="languages"):
-        Graph(open_file_kg("x", ttl, languages=[1, 2]))
+        open_file_kg("x", ttl, languages=[1, 2])
     with pytest.raises(InvalidInput, match="no such file"):
-        Graph(open_file_kg("x", FIXTURES / "nope.ttl"))
+        open_file_kg("x", FIXTURES / "nope.ttl")
 
 
 def test_files_over_the_thresholds_go_to_a_store(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    small = Graph(open_file_kg("mv", FIXTURES / "local_movies.nt"))
+    small = open_file_kg("mv", FIXTURES / "local_movies.nt")
     assert isinstance(small, MemoryKG)
-    by_count = Graph(open_file_kg("mv", FIXTURES / "local_movies.nt", max_memory_triples=10))
+    by_count = open_file_kg("mv", FIXTURES / "local_movies.nt", max_memory_triples=10)
     assert isinstance(by_count, OxigraphKG)
     assert list((tmp_path / "cache" / "tot-mcp" / "stores").iterdir())  # the default store location
     del by_count
-    by_size = Graph(open_file_kg("mv", FIXTURES / "local_movies.ttl", max_memory_mb=0.001))
+    by_size = open_file_kg("mv", FIXTURES / "local_movies.ttl", max_memory_mb=0.001)
     assert isinstance(by_size, OxigraphKG)
-    assert asyncio.run(by_size.search_entities("Keanu Reeves"))[0].entity.label == "Keanu Reeves"
+    assert asyncio.run(Graph(by_size).search_entities("Keanu Reeves"))[0].entity.label == "Keanu Reeves"

@@ -84,8 +84,8 @@ async def test_a_kg_that_does_not_answer_is_named_and_asked_again_next_time(tmp_
     from net_helpers import free_port
 
     films = kg(tmp_path, "films", "Heat|directed_by|Michael Mann\n")
-    down = Graph(open_sparql_kg("catalog", "sparql", f"http://127.0.0.1:{free_port()}/query", registry=EndpointRegistry(),
-                          retries=0, backoff=0.01))
+    down = Graph(open_sparql_kg("catalog", "sparql", f"http://127.0.0.1:{free_port()}/query",
+                                registry=EndpointRegistry(), retries=0, backoff=0.01))
     try:
         names = await RelationNames.of(LinkedKG({"films": films, "catalog": down},
                                                 Linker({"films": films, "catalog": down}, [])))

@@ -3,11 +3,10 @@ second stage, the broaden/deepen loop, its termination and its second-stage back
 
 from __future__ import annotations
 
-from tot_mcp.kg_adapters.graph import Graph
-
 import pytest
 
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.strategies.benchmarks.metrics import ranking_metrics
 from tot_mcp.strategies.global_view import RetrievalUnavailable
 from tot_mcp.strategies.rerank import RerankConfig, adaptive_rerank

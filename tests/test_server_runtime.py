@@ -15,7 +15,7 @@ from tot_mcp.server.runtime import Runtime, ServiceUnavailable
 
 
 async def test_ids_are_routed_by_prefix_and_several_kgs_are_linked_by_label(embedded_kg):
-    films = Graph(MemoryKG("films", embedded_kg.index))
+    films = Graph(MemoryKG("films", embedded_kg.store.index))
     runtime = Runtime({"movies": embedded_kg, "films": films})
     graph = runtime.graph
     assert graph.owner("movies:E1") is embedded_kg and graph.owner("films:E1") is films
@@ -71,22 +71,19 @@ def test_open_defaults_to_the_embedded_kg_and_rejects_a_name_given_twice():
 
 
 async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp_path):
-    from tot_mcp.kg_adapters.cache import CachedKG
-    from tot_mcp.kg_adapters.files import open_file_kg
-    from tot_mcp.kg_adapters.memory import MemoryKG
-    from tot_mcp.kg_adapters.cache import with_result_cache
+    from tot_mcp.kg_adapters.config import open_kgs
 
     path = tmp_path / "tiny.txt"
     path.write_text("Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8")
-    mem = Graph(open_file_kg("mem", path))
-    store = Graph(open_file_kg("store", path, backend="oxigraph", store="memory"))
-    kgs = with_result_cache({"mem": mem, "store": store}, max_weight=1000, ttl=60)
-    assert isinstance(kgs["mem"], MemoryKG)
-    assert isinstance(kgs["store"], CachedKG)
+    config = parse_config({"kg": {"mem": {"spec": str(path)},
+                                  "store": {"spec": str(path), "backend": "oxigraph", "store": "memory"}}})
+    kgs = open_kgs(config=config, cache_weight=1000, cache_ttl=60)
+    assert isinstance(kgs["mem"].store, MemoryKG) and kgs["mem"].cache is None
+    assert kgs["store"].cache is not None
     (scott,) = [m.entity.id for m in await kgs["store"].initialize("[Ridley Scott]", limit=1)]
     rel = (await kgs["store"].get_relations([scott])).relations[0]
     first = await kgs["store"].get_edges([scott], rel.id, rel.direction)
     again = await kgs["store"].get_edges([scott], rel.id, rel.direction)
     assert again == first and len(first.edges) == 2
     assert kgs["store"].cache.stats().hits >= 1
-    assert with_result_cache({"store": store}, max_weight=0, ttl=60)["store"] is store
+    assert open_kgs(config=config, cache_weight=0)["store"].cache is None

@@ -161,10 +161,10 @@ async def test_calls_mixing_kgs_are_split_per_kg_and_merged(embedded_kg, mini_kg
 
 async def test_one_failing_kg_gives_a_partial_result_with_a_warning(embedded_kg, mini_kg):
     class Down(MemoryKG):
-        async def initialize(self, query, limit=10):
+        async def initialize(self, query, limit=10, named=frozenset()):
             raise BackendError("endpoint unreachable")
 
-    down = Down("down", mini_kg.index)
+    down = Graph(Down("down", mini_kg.store.index))
     async with inprocess_client(Runtime({"movies": embedded_kg, "down": down})) as client:
         result = await call(client, "initialize", query="[Tom Hanks]")
         alone = await call(client, "initialize", query="[Tom Hanks]", kg="down")
@@ -242,10 +242,10 @@ async def test_a_bare_id_string_is_accepted_where_a_list_is_expected(runtime):
 
 async def test_an_unexpected_crash_is_logged_and_reported_generically(embedded_kg, caplog):
     class Crashing(MemoryKG):
-        async def get_relations(self, entity_ids):
+        async def relations(self, entity_ids):
             raise RuntimeError("secret internal detail")
 
-    crashing = Crashing("movies", embedded_kg.index)
+    crashing = Graph(Crashing("movies", embedded_kg.store.index))
     async with inprocess_client(Runtime({"movies": crashing})) as client:
         bad = await call(client, "get_relations", entity_ids=[TOM_HANKS])
         good = await call(client, "initialize", query="[Tom Hanks]")
@@ -293,7 +293,8 @@ async def test_tools_are_open_world_when_a_remote_kg_is_served(embedded_kg, mini
     class Remote(MemoryKG):
         capabilities = Capabilities(backend="sparql", remote=True)
 
-    async with inprocess_client(Runtime({"movies": embedded_kg, "wd": Remote("wd", mini_kg.index)})) as client:
+    remote = Graph(Remote("wd", mini_kg.store.index))
+    async with inprocess_client(Runtime({"movies": embedded_kg, "wd": remote})) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["get_edges"].annotations.open_world_hint is True
     assert tools["get_edges"].annotations.read_only_hint is True

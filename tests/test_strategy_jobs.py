@@ -3,11 +3,10 @@ task that rerank is measured on, and the job lines tot-search prints."""
 
 from __future__ import annotations
 
-from tot_mcp.kg_adapters.graph import Graph
-
 import random
 
 from retrieval_fixtures import make_kg, shared_embedder
+from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.strategies.benchmarks.linking import inject_typo, linking_question
 from tot_mcp.strategies.benchmarks.metrics import context_recall, estimated_tokens
 from tot_mcp.strategies.benchmarks.runner import score, summarize

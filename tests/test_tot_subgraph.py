@@ -57,7 +57,8 @@ async def test_the_offline_reasoner_answers_two_nameless_structured_values_as_tw
                    'ex:London rdfs:label "London" .\n')
     proc, url = start_oxigraph(ttl, tmp_path / "store")
     with proc:
-        kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), prefixes={"ex": "http://example.org/p/"}))
+        kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(),
+                                  prefixes={"ex": "http://example.org/p/"}))
         try:
             question = "what award did [Ada Byron] receive"
             res = await OfflineReasoner(shared_embedder()).reason(kg, question, topics_from_matches(

@@ -553,7 +553,8 @@ async def run(args: argparse.Namespace, data: Data, url: str) -> list[Row]:
             rows.append(row)
     st = three_graph.linker.stats()
     print(f"\nlink cache (three KGs): {st.lookups:,} lookups, hit rate {st.hit_rate:.3f}, {st.entries:,} entries, "
-          f"{st.capped} capped; total {time.perf_counter() - started:.0f} s")
+          f"{st.capped} capped; label links {st.label_links:,} made, "
+          f"{st.refused:,} refused as another kind; total {time.perf_counter() - started:.0f} s")
     for system in (single, three):
         await system.aclose()
     return rows

@@ -64,6 +64,7 @@ async def run(args: argparse.Namespace) -> None:
     print("| set | n | Hits@1 single KB | Hits@1 linked | F1 single / linked | median latency single / linked | "
           "ratio of medians | median per-question ratio | link cache hit rate (lookups, entries) |")
     print("|---|---|---|---|---|---|---|---|---|")
+    kinds = []
     for key in args.sets:
         m = await measure(args.data, key, args, single, linked, embedder)
         s, li, links = m["single"], m["linked"], m["links"]
@@ -72,6 +73,8 @@ async def run(args: argparse.Namespace) -> None:
               f"{li['f1']:.3f} | {s['median_ms']:.0f} / {li['median_ms']:.0f} ms | "
               f"{li['median_ms'] / s['median_ms']:.2f}× | {per_q:.2f}× | "
               f"{links.hit_rate:.3f} ({links.lookups:,}, {links.entries:,}) |", flush=True)
+        kinds.append(f"{key}: {links.label_links:,} made, {links.refused:,} refused (another kind)")
+    print(f"\nlabel links: {'; '.join(kinds)}")
 
 
 def main(argv: list[str] | None = None) -> int:

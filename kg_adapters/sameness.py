@@ -14,6 +14,7 @@ link rules joining the two KGs (Markowitz et al. 2024 link Wikidata and MusicBra
   on every backend, both ways;
 * ``label`` — the other KG's entities with exactly the same label, else the same label case-insensitively
   (:meth:`Graph.find_by_label`); at most ``max_label_matches``, and a hub label that matches more says so.
+  Only entities of one kind are linked (:class:`Shape`): the film "2012" is not the year "2012".
 
 A rule names a relation the same way on every backend: its ID (``catalog:cat.imdb``), its local name (``imdb``,
 also the tail of an IRI-derived ID) or its label (``IMDb ID``); :meth:`Linker.relation_in` resolves it once per KG.
@@ -41,6 +42,10 @@ from .models import AdjacentIds, Direction, EdgePage, Relation, split_id
 log = logging.getLogger(__name__)
 
 SAME_AS_LABELS = ("same as", "sameas", "same_as")
+# read on each side when two same-named entities have opposite roles (see Shape): relations, then
+# neighbours along each
+NEIGHBOUR_RELATIONS = 8
+NEIGHBOURS = 50
 
 
 class LinkRule(BaseModel):
@@ -195,6 +200,33 @@ class Links:
     note: str | None = None
 
 
+@dataclass(frozen=True)
+class Shape:
+    """Where an entity stands in its own KG: what two KGs that share no vocabulary still both say of
+    its kind. A film is the source of edges (directed by, release year) and nobody's target; a year,
+    a genre or a literal value is only a target. Two same-named entities of which one is only a
+    source and the other only a target are two kinds of thing — unless they share a neighbour's name
+    (then one KG points its edges the other way: ``person -directed-> film`` against ``film
+    -directed_by-> person``). An entity with edges both ways, or none, has no role, and its links
+    are not questioned (Wikidata's items all have both)."""
+
+    relations: tuple[tuple[str, Direction], ...] = ()
+    cut: bool = False  # get_relations' list was truncated
+
+    @property
+    def role(self) -> str | None:
+        out = any(d is Direction.forward for _, d in self.relations)
+        into = any(d is Direction.backward for _, d in self.relations)
+        if out and not into and not self.cut:
+            return "source"
+        if into and not out:  # a cut list still shows every forward one: backends list those first
+            return "target"
+        return None
+
+
+ROLE_WORDS = {"source": "only a source of edges", "target": "only a target of edges"}
+
+
 class Probe(BaseModel):
     """A rule tried on a sample of its entities (``tot-mcp --check``)."""
 
@@ -223,6 +255,8 @@ class LinkStats(BaseModel):
     hits: int = Field(description="Answered from the cache.")
     entries: int
     capped: int = Field(description="Label links cut at max_label_matches.")
+    label_links: int = Field(default=0, description="Label links made (entity × equivalent).")
+    refused: int = Field(default=0, description="Same-label matches not linked: another kind.")
 
     @property
     def hit_rate(self) -> float:
@@ -254,8 +288,10 @@ class Linker:
             for a, b in ((r.from_kg, r.to_kg), (r.to_kg, r.from_kg)):
                 if b not in self._partners.setdefault(a, []):
                     self._partners[a].append(b)
-        self._lookups = self._hits = self._capped = 0
+        self._lookups = self._hits = self._capped = self._label_links = self._refused = 0
         self._relations: dict[tuple[str, str], str | None] = {}
+        # an entity's Shape: a genre is a match again for every film named like it
+        self._shapes: LRU[Shape] = LRU(cache_size)
 
     @classmethod
     def configured(
@@ -295,7 +331,8 @@ class Linker:
         return self._partners.get(kg_name, [])
 
     def stats(self) -> LinkStats:
-        return LinkStats(lookups=self._lookups, hits=self._hits, entries=len(self._cache), capped=self._capped)
+        return LinkStats(lookups=self._lookups, hits=self._hits, entries=len(self._cache),
+                         capped=self._capped, label_links=self._label_links, refused=self._refused)
 
     def known(self, entity_id: str, into: str) -> Links | None:
         """:meth:`equivalents` when the cache holds the answer (no coroutine: a bulk link reads thousands)."""
@@ -387,12 +424,25 @@ class Linker:
         cap = self.max_label_matches
         wanted = [label for label in dict.fromkeys(labels.values()) if label.strip()]
         hits = await other.find_by_labels(wanted, limit=cap + 1) if wanted else {}
+        matched: dict[str, list[str]] = {}
         for eid, label in labels.items():
             got = hits.get(label, []) if label.strip() else []
             if len(got) > cap:
                 notes[eid] = self._capped_note(label, other)
                 got = got[:cap]
-            found[eid].update(dict.fromkeys(e.id for e in got if split_id(e.id)[0] == other.name))
+            matched[eid] = [e.id for e in got if split_id(e.id)[0] == other.name]
+        # the Shapes these links need, read concurrently (a frontier may be a thousand films); a
+        # match's only if the entity has a role to compare it with
+        mine = [e for e, ids in matched.items() if ids]
+        await self._shapes_of(this, mine)
+        theirs = [i for e in mine if (shape := self._shapes.get(e)) is not None and shape.role
+                  for i in matched[e]]
+        await self._shapes_of(other, theirs)
+        for eid, ids in matched.items():
+            kept, note = await self._same_kind(this, eid, labels[eid], other, ids)
+            found[eid].update(dict.fromkeys(kept))
+            if note:
+                notes[eid] = f"{notes[eid]}; {note}" if eid in notes else note
 
     # -- the three kinds ------------------------------------------------------------------------------------------
     async def _resolve(self, rule: LinkRule, entity_id: str, forward: bool) -> tuple[list[str], str | None]:
@@ -475,9 +525,90 @@ class Linker:
             return [], None
         cap = self.max_label_matches
         found = await other.find_by_label(label, limit=cap + 1)
-        if len(found) <= cap:
-            return [e.id for e in found], None
-        return [e.id for e in found[:cap]], self._capped_note(label, other)
+        capped = self._capped_note(label, other) if len(found) > cap else None
+        ids = [e.id for e in found[:cap] if split_id(e.id)[0] == other.name]
+        kept, note = await self._same_kind(this, entity_id, label, other, ids)
+        return kept, "; ".join(n for n in (capped, note) if n) or None
+
+    # -- kinds: a label link joins only entities of the same kind ----------------------------------
+    async def _shapes_of(self, kg: Graph, entity_ids: list[str]) -> None:
+        """The :class:`Shape` of many entities, one bulk read of their relations (a frontier may be a
+        thousand films); a KG that failed leaves them to :meth:`_shape`, one by one."""
+        todo = [e for e in dict.fromkeys(entity_ids) if self._shapes.get(e) is None]
+        if not todo:
+            return
+        try:
+            by = await kg.relations_by_entity(todo)
+        except KGError:
+            return
+        cap = kg.limits.max_relations
+        for eid in todo:
+            listed = by.get(eid)
+            self._shapes.put(eid, Shape() if listed is None else Shape(
+                tuple((r.id, r.direction) for r in listed.relations[:cap]),
+                listed.truncated or len(listed.relations) > cap))
+
+    async def _shape(self, kg: Graph, entity_id: str) -> Shape:
+        """The entity's :class:`Shape`, from its relations. One the KG does not know has no role; a
+        KG that failed raises, and nothing is kept."""
+        shape = self._shapes.get(entity_id)
+        if shape is None:
+            try:
+                listed = await kg.get_relations([entity_id])
+            except BackendError:
+                raise
+            except KGError:
+                listed = None
+            shape = Shape() if listed is None else Shape(
+                tuple((r.id, r.direction) for r in listed.relations), listed.truncated)
+            self._shapes.put(entity_id, shape)
+        return shape
+
+    async def _same_kind(self, this: Graph, entity_id: str, label: str,
+                         other: Graph, matches: list[str]) -> tuple[list[str], str | None]:
+        """The label matches of the entity's kind (see :class:`Shape`), and a note on the others."""
+        mine = await self._shape(this, entity_id)
+        if not matches or mine.role is None:
+            self._label_links += len(matches)
+            return matches, None
+        kept: list[str] = []
+        refused: list[str] = []
+        names: set[str] | None = None  # this entity's neighbours, read once if a match needs them
+        for m in matches:
+            theirs = await self._shape(other, m)
+            if theirs.role in (None, mine.role):
+                kept.append(m)
+                continue
+            names = await self._neighbour_names(this, entity_id, mine) if names is None else names
+            shared = names & await self._neighbour_names(other, m, theirs)
+            shared.discard(label)  # the name in question is no evidence of itself
+            (kept if shared else refused).append(m)
+        self._label_links += len(kept)
+        self._refused += len(refused)
+        if kept or not refused:  # said only where nothing is linked: a walk would wonder why not
+            return kept, None
+        their_role = "target" if mine.role == "source" else "source"
+        more = len(refused) - 3
+        shown = ", ".join(refused[:3]) + (f" and {more} more" if more > 0 else "")
+        return kept, (f"label {label!r} also names {shown} in KG {other.name!r}, not linked to "
+                      f"{entity_id}: another kind ({ROLE_WORDS[their_role]} there, "
+                      f"{ROLE_WORDS[mine.role]} here)")
+
+    @staticmethod
+    async def _neighbour_names(kg: Graph, entity_id: str, shape: Shape) -> set[str]:
+        """The names of a few of the entity's neighbours along each of its first relations."""
+        names: set[str] = set()
+        for relation, direction in shape.relations[:NEIGHBOUR_RELATIONS]:
+            try:
+                read = await kg.adjacent_ids([entity_id], relation, direction, limit=NEIGHBOURS)
+            except BackendError:
+                raise
+            except KGError:  # a relation the backend will not read this way: no evidence from it
+                continue
+            if read.pairs:
+                names.update((await kg.labels_of([t for _, t in read.pairs])).values())
+            names.update(v for _, v in read.values)
+        return names
 
     def _capped_note(self, label: str, other: Graph) -> str:
         """Counts a hub label cut at ``max_label_matches``, and says so."""

@@ -56,7 +56,7 @@ def kg_of(triples=None, **options) -> Graph:
 
 async def described(kg: Graph, label: str) -> str | None:
     (entity,) = await kg.find_by_label(label)
-    return entity.description
+    return (await kg.describe_entity(entity.id)).entity.description
 
 
 # -- what each kind of node reads like ---------------------------------------------------------------------------

@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tau", type=float, default=None, help="accept an answer valued at least this (default 0.8)")
     p.add_argument("--max-expansions", type=int, default=None,
                    help="give up after this many search steps, tree nodes expanded (default 25)")
-    p.add_argument("--max-edges", type=int, default=None, help="edges kept per expansion (default 50)")
+    p.add_argument("--max-edges", type=int, default=None,
+                   help="edges kept per expansion (default 100)")
     p.add_argument("--skip", type=int, default=0, help="leave out the first N questions (e.g. the ones tuned on)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions (after --skip)")
     p.add_argument("--workers", type=int, default=1, help="questions answered concurrently (default 1)")

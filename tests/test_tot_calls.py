@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from tot_fixtures import eid, make_kg
 
+from tot_mcp.kg_adapters.models import Direction
+
 from tot_mcp.strategies.llm.scripted import ScriptedLLM
 from tot_mcp.strategies.tot.actions import ExpandKG, SelectEntities, SelectRelation
 from tot_mcp.strategies.tot.asm import TraversalASM
@@ -151,3 +153,90 @@ async def test_the_one_call_protocol_decides_a_whole_expansion_in_one_reply():
     assert len(t.candidate_relations) > 1 and bad.usage.calls == 1
     (asked,) = await p2.propose(t, 1)
     assert bad.usage.calls == 2 and asked == SelectRelation(relation_id="m:directed_by")
+
+
+def newest_line(prompt: str) -> str:
+    return next(ln for ln in prompt.splitlines() if ln.startswith("Relations of the newest"))
+
+
+async def test_the_default_protocol_spends_one_call_a_hop_and_one_to_judge():
+    """With a KG the one-call expansion is the default: `EXPAND_KG: NEWEST -> <relation>` per hop
+    (NEWEST: what the last hop reached, listed in full), then the answer and its judge — four calls
+    for two hops, one tree node per expansion, and the trajectory shows each expansion once."""
+    steps = ["EXPAND_KG: NEWEST -> m:starred_actors backward",
+             "EXPAND_KG: NEWEST -> m:directed_by forward", "ANSWER: Lana Wachowski ; Jan de Bont"]
+
+    def reply(prompt: str) -> str:
+        if "Proposed answer:" in prompt:
+            return "VERDICT: both directors reached over edges.\nSCORE: 1.0"
+        done = prompt.split("EXPANSIONS:", 1)[1].count(" → ") if "EXPANSIONS:" in prompt else 0
+        return steps[done]
+
+    kg = make_kg()
+    llm = ScriptedLLM(reply)
+    policy = PromptedPolicy(llm, kg=kg)
+    result = await TreeSearch(TraversalASM(kg), policy, SearchConfig(k=3)).run(Q)
+    assert result.status == "answered"
+    assert set(result.answer.labels) == {"Lana Wachowski", "Jan de Bont"}
+    assert llm.usage.calls == 4 and len(result.nodes) == 4  # root, two expansions, the answer
+    assert "→ m:directed_by (forward) from" in result.tree_text()  # what each expansion reached
+    keanu = await eid(kg, "Keanu Reeves")
+    films = ", ".join([await eid(kg, "The Matrix"), await eid(kg, "Speed")])
+    assert newest_line(llm.prompts[1]).startswith(
+        f"Relations of the newest entities (2: {films}; NEWEST in a reply names all 2")
+    trajectory = llm.prompts[2].split("Actions so far:\n", 1)[1].split("\n\n", 1)[0]
+    assert trajectory.splitlines() == [f"1. EXPAND_KG: {keanu} -> m:starred_actors backward",
+                                       f"2. EXPAND_KG: {films} -> m:directed_by forward"]
+
+
+async def test_newest_leaves_out_the_question_entity_unless_it_is_all_a_hop_reaches():
+    """A walk does not pass back through the question's entity ("films sharing a director with X"
+    are the other films), unless it is all a hop reaches ("the spouse of X's spouse")."""
+    from tot_mcp.strategies.tot.prompted import newest_entities
+
+    kg = make_kg("m", [("Film A", "directed_by", "Dee"), ("Film B", "directed_by", "Dee"),
+                       ("Film C", "directed_by", "Dee"), ("Xan", "spouse", "Yul")])
+    asm = TraversalASM(kg)
+
+    async def walk(question: str, relation: str) -> list[str]:
+        s = await asm.initial_state(question)
+        for direction in (Direction.forward, Direction.backward):
+            for a in (ExpandKG(), SelectEntities(entity_ids=newest_entities(s)),
+                      SelectRelation(relation_id=relation, direction=direction)):
+                s = await asm.apply(s, a)
+        return [s.subgraph.label(i) for i in newest_entities(s)]
+
+    others = await walk("which films share a director with [Film A]", "m:directed_by")
+    assert sorted(others) == ["Film B", "Film C"]
+    assert await walk("who is the spouse of [Xan]'s spouse", "m:spouse") == ["Xan"]
+
+
+async def test_expansions_decided_in_one_reply_are_valued_together_after_repeats_are_dropped():
+    """Three one-line expansions: the inverse relation reaching the same place is dropped before any
+    call, and the other two — which reached something — are valued in one call saying what each
+    reached."""
+    kg = make_kg("m", [("Speed", "starred_actors", "Keanu Reeves"),
+                       ("Keanu Reeves", "acted_in", "Speed"),
+                       ("Keanu Reeves", "born_in", "Beirut")])
+    three = ["EXPAND_KG: NEWEST -> m:acted_in forward",
+             "EXPAND_KG: NEWEST -> m:starred_actors backward",
+             "EXPAND_KG: NEWEST -> m:born_in forward"]
+
+    def reply(prompt: str) -> str:
+        if "Candidate next steps" in prompt:
+            return "1. SCORE: 0.9\n2. SCORE: 0.2"
+        if "Proposed answer:" in prompt:
+            return "VERDICT: reached.\nSCORE: 0.9"
+        return "ANSWER: Speed" if "EXPANSIONS:" in prompt else "\n".join(three)
+
+    llm = ScriptedLLM(reply)
+    result = await TreeSearch(TraversalASM(kg), PromptedPolicy(llm, kg=kg), SearchConfig(k=3)).run(
+        "which films did [Keanu Reeves] act in")
+    assert result.answer.labels == ["Speed"] and result.status == "answered"
+    valued = [p for p in llm.prompts if "Candidate next steps" in p]
+    assert len(valued) == 1 and llm.usage.calls == 4  # propose, value two, propose answer, judge
+    listed = valued[0].split("Candidate next steps", 1)[1].split("\n\n", 1)[0]
+    assert "-> m:acted_in forward -> 1 new edges, reaching Speed" in listed
+    assert "m:born_in forward" in listed and "m:starred_actors" not in listed
+    rejected = [r.reason for n in result.nodes for r in n.rejected]
+    assert any("reaches what proposal 1 reaches" in r for r in rejected)

@@ -12,7 +12,7 @@ from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.strategies.llm.scripted import ScriptedLLM
 from tot_mcp.strategies.tot.actions import Answer, ExpandKG, SelectEntities, SelectRelation, Think
 from tot_mcp.strategies.tot.state import AsmState
-from tot_mcp.strategies.tot.asm import TraversalASM
+from tot_mcp.strategies.tot.asm import AsmConfig, TraversalASM
 from tot_mcp.strategies.tot.prompted import PromptedPolicy, parse_action_text
 
 Q = "who directed the films [Keanu Reeves] acted in"
@@ -128,6 +128,37 @@ async def test_a_pending_expansion_says_what_it_is_about(kg):
     assert f"relation not chosen yet for {s.topic_entities[0]}" in policy().prompt_for(s)
 
 
-async def test_selection_may_take_all_entities_of_one_kind(kg):
-    s = await TraversalASM(kg).apply(await TraversalASM(kg).initial_state(Q), ExpandKG())
-    assert "select all of them together, up to 50" in policy().prompt_for(s)
+async def test_the_selection_the_prompt_allows_is_what_the_asm_takes_beyond_one_kg_call():
+    """"Select all of them together, up to N": N entities are taken, followed and capped fairly even
+    when the KG takes fewer IDs per call (here 5: read in batches), and N + 1 are refused."""
+    from tot_mcp.kg_adapters.base import Limits
+    from tot_mcp.kg_adapters.memory import MemoryKG
+    from tot_mcp.kg_adapters.triple_index import TripleIndex
+
+    index = TripleIndex()
+    for n in range(12):  # a director of twelve films, two actors each
+        film = index.node(f"Film {n}")
+        index.add(film, index.relation("directed_by"), index.node("Ada Director"))
+        for a in range(2):
+            index.add(film, index.relation("starred_actors"), index.node(f"Actor {n}-{a}"))
+    index.freeze()
+    small = MemoryKG("m", index, limits=Limits(max_ids=5))
+    asm = TraversalASM(small, AsmConfig(max_selected_entities=12, max_edges_per_expansion=20))
+    s = await asm.initial_state("who starred in the films directed by [Ada Director]")
+    for a in (ExpandKG(), SelectEntities(entity_ids=s.topic_entities),
+              SelectRelation(relation_id="m:directed_by", direction=Direction.backward)):
+        s = await asm.apply(s, a)
+    films = s.subgraph.expansions[-1].entities_added
+    assert len(films) == 12
+    s = await asm.apply(s, ExpandKG())
+    stated = PromptedPolicy(ScriptedLLM([]), max_entities=12, max_edges=20).prompt_for(s)
+    assert "select all of them together, up to 12" in stated and "at most 20 edges" in stated
+    too_many = await asm.apply(s, SelectEntities(entity_ids=films + s.topic_entities))
+    assert "13 entities selected; at most 12" in too_many.invalid_actions[-1].reason
+    s = await asm.apply(s, SelectEntities(entity_ids=films))
+    assert [(r.id, r.count) for r in s.candidate_relations if r.id == "m:starred_actors"] == [
+        ("m:starred_actors", 24)]
+    s = await asm.apply(s, SelectRelation(relation_id="m:starred_actors"))
+    x = s.subgraph.expansions[-1]
+    assert x.edges_added == 20 and x.truncated
+    assert not x.empty_sources  # every film kept at least one

@@ -165,6 +165,19 @@ def frontier_from_prompt(prompt: str) -> list[Relation] | None:
     return relations
 
 
+def newest_from_prompt(prompt: str) -> list[str] | None:
+    """The entities ``NEWEST`` names in a reply: the IDs of the one-call listing's header
+    ("Relations of the newest entities (2: m:E1, m:E2; NEWEST in a reply names all 2…):"); None when
+    the prompt has none or shortened it."""
+    m = re.search(r"^Relations of the newest entities \((\d+): ([^\n;]*)(?:;[^\n]*)?\):$", prompt,
+                  re.M)
+    if m is None or "more" in m.group(2):
+        return None
+    ids = m.group(2).split(", ")
+    assert len(ids) == int(m.group(1)), f"the header lists {len(ids)} IDs, says {m.group(1)}"
+    return ids
+
+
 def candidate_count(prompt: str) -> int:
     """How many candidates a batch value prompt listed (the numbered lines after its 'Candidate ...:' header)."""
     listing = re.split(r"^Candidate (?:answers|next steps)[^\n]*:\n", prompt, maxsplit=1, flags=re.M)[1]
@@ -176,9 +189,11 @@ _LINE = re.compile(r"^(THINK|EXPAND_KG|ANSWER|SELECT_ENTITIES|SELECT_RELATION)\b
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*:[^\s,;|()\[\]]+")
 
 
-def written_actions(reply: str, state: TraversalState) -> list[dict]:
-    """Each action line of ``reply`` as the format defines it, as the fields the parsed action must have: the
-    independent reading that the forgiving parser has to agree with."""
+def written_actions(reply: str, state: TraversalState,
+                    newest: list[str] | None = None) -> list[dict]:
+    """Each action line of ``reply`` as the format defines it, as the fields the parsed action must
+    have: the independent reading that the forgiving parser has to agree with (``newest``: what
+    ``NEWEST`` names)."""
     out: list[dict] = []
     for line in reply.splitlines():
         m = _LINE.match(line.strip())
@@ -187,13 +202,14 @@ def written_actions(reply: str, state: TraversalState) -> list[dict]:
         verb, rest = m.groups()
         if verb == "THINK":
             want = {"kind": "think", "text": rest}
-        elif verb == "EXPAND_KG":  # alone, or "<entity IDs> -> <relation ID> <forward|backward>" (one-call protocol)
+        elif verb == "EXPAND_KG":  # alone, or "<IDs or NEWEST> -> <relation ID> <forward|backward>"
             left, arrow, right = rest.partition("->")
             relation = direction = None
             if arrow:
                 relation, direction = right.split()
                 direction = Direction(direction)
-            want = {"kind": "expand_kg", "entity_ids": _ID.findall(left), "relation_id": relation,
+            ids = list(newest or []) if left.strip() == "NEWEST" else _ID.findall(left)
+            want = {"kind": "expand_kg", "entity_ids": ids, "relation_id": relation,
                     "direction": direction}
         elif verb == "SELECT_ENTITIES":  # a twin a summary shows is the entity it is the same as
             sub = state.subgraph
@@ -421,12 +437,13 @@ def test_a_recorded_reply_parses_into_what_the_model_wrote(record: dict, kind: s
         check_plan(prompt, reply)
     elif kind in ASM_STATE:
         state = state_from_prompt(prompt, kind)
-        actions = parse_action_lines(reply, state)
+        newest = newest_from_prompt(prompt)
+        actions = parse_action_lines(reply, state, newest=newest)
         assert actions, "no action parsed"
         assert not [a for a in actions if isinstance(a, Invalid)], f"rejected: {actions}"
         allowed = {"answer"} if state.must_answer else ALLOWED[kind]
         assert {a.kind for a in actions} <= allowed, f"{[a.kind for a in actions]} not allowed in {kind}"
-        written = written_actions(reply, state)
+        written = written_actions(reply, state, newest)
         assert [a.kind for a in actions] == [w["kind"] for w in written], f"model wrote {written}, parsed {actions}"
         for a, w in zip(actions, written):
             if a.kind == "answer":

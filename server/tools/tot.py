@@ -15,6 +15,7 @@ from tot_mcp.strategies.llm.base import LLMError
 from tot_mcp.strategies.grounding import run_checked
 from tot_mcp.strategies.llm.sampling import sampling_unavailable_reason
 from tot_mcp.strategies.registry import Call, get
+from tot_mcp.strategies.tot.state import DEFAULT_MAX_EDGES
 
 from ..tree_view import TOOL_META, publish_tree
 from ..compact import CompactAnswer, Detail, Extras, compact_result
@@ -74,7 +75,7 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         strategy = get(name)
         given: dict[str, Any] = {} if k is None else {"k": k}  # the rest: [strategy.tot], else the paper's
         if "max_edges_per_expansion" not in runtime.services.strategy_options.get("tot", {}):
-            given["max_edges_per_expansion"] = min(50, runtime.limits.max_edges)
+            given["max_edges_per_expansion"] = min(DEFAULT_MAX_EDGES, runtime.limits.max_edges)
         given = {**runtime.services.strategy_options.get("tot", {}), **given} if name == "auto" else given
         call = Call.of(strategy, runtime.services, graph, query, given, scope=graph, llm_kind=kind,
                        llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx))

@@ -66,6 +66,9 @@ def _action_text(node: dict, labels: dict[str, str]) -> tuple[str, str]:
         return kind, ", ".join(f"{labels[i]} ({i})" if i in labels else i for i in a.get("entity_ids") or [])
     if kind == "select_relation":
         return kind, f"{a.get('relation_id')} ({a.get('direction')})"
+    if kind == "expand_kg" and a.get("relation_id"):  # the whole expansion, decided in one reply
+        who = ", ".join(f"{labels[i]} ({i})" if i in labels else i for i in a.get("entity_ids") or [])
+        return kind, f"{who} -> {a.get('relation_id')} ({a.get('direction')})"
     return kind, ""
 
 
@@ -88,7 +91,9 @@ def tree_html(trace: dict) -> str:
             f'<span class="k {kind}">{_e(kind)}</span>{_e(text)}</span>{order}'
         ]
         last = (n.get("summary") or {}).get("last_expansion")
-        if kind == "select_relation" and last:
+        done_here = kind == "select_relation" or (
+            kind == "expand_kg" and (n.get("summary") or {}).get("asm_state") == "default")
+        if done_here and last:  # the expansion this node completed
             parts.append(f"<div class=obs>→ {_e(last)}</div>")
         for r in n.get("rejected") or []:
             parts.append(f"<div class=rej>✗ {_e(r.get('reason', ''))}</div>")

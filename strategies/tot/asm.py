@@ -21,7 +21,8 @@ from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.models import Entity, EntityMatch, split_id
 
 from .actions import Action, Answer, AnswerItem, ExpandKG, Invalid, SelectEntities, SelectRelation, Think
-from .state import DEFAULT_MAX_HOPS, AsmState, Expansion, InvalidAction, TraversalState
+from .state import (DEFAULT_MAX_EDGES, DEFAULT_MAX_HOPS, DEFAULT_MAX_SELECTED, AsmState, Expansion,
+                    InvalidAction, TraversalState)
 
 
 #: candidates the start state links per question (the router links with the same, so the KG answers twice from one
@@ -33,8 +34,9 @@ LINK_LIMIT = 10
 class AsmConfig:
     """Bounds on what one step may pull from the KG."""
 
-    max_edges_per_expansion: int = 50
-    max_selected_entities: int = 50  # "all the films of these directors" (the KG's own batch limit)
+    max_edges_per_expansion: int = DEFAULT_MAX_EDGES
+    # "all the films of these directors", read in batches the KG takes
+    max_selected_entities: int = DEFAULT_MAX_SELECTED
     topic_limit: int = 5  # linked topic entities kept from initialize
     link_min_score: float = 0.99  # further matches of one mention kept only when (near-)exact
     link_new_entities: bool = True  # with several KGs, record every new entity's equivalents (same_as)
@@ -209,8 +211,10 @@ class TraversalASM:
         unknown = [i for i in ids if i not in sub.entities and not any(i in v for v in sub.same_as.values())]
         if unknown:
             return self._reject(state, action, f"entities not in the local subgraph: {', '.join(unknown)}")
+        # with linked KGs: the equivalents' relations too; more IDs than one call takes: in batches
         try:
-            result = await self.kg.get_relations(ids)  # with linked KGs: the equivalents' relations too
+            result = await (self.kg.get_relations(ids) if len(ids) <= self.kg.limits.max_ids
+                            else self.kg.relation_counts(ids))
         except KGError as e:
             return self._reject(state, action, f"get_relations failed: {e}")
         relations, truncated = result.relations, result.truncated
@@ -287,7 +291,10 @@ class TraversalASM:
         selected entity is left with nothing while another fills the cap. Returns the page and the sources whose
         edges were cut."""
         cap = self.config.max_edges_per_expansion
-        page = await self.kg.get_edges(sources, relation_id, direction, limit=cap)
+        if len(sources) <= self.kg.limits.max_ids:
+            page = await self.kg.get_edges(sources, relation_id, direction, limit=cap)
+        else:  # more sources than one call takes: one bulk read, as for sharing
+            page = await self.kg.adjacent(sources, relation_id, direction, limit=cap)
         if not page.truncated or len(sources) == 1:  # nothing cut, or nothing to share
             return page, list(sources) if page.truncated else []
         # every source's edges in one bulk read (on a linked or remote KG, one read per batch instead of a page per

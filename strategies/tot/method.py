@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from tot_mcp.strategies.registry import Call, Strategy
 from tot_mcp.strategies.results import check_query, RetrievedEntity, StrategyResult
 
-from .state import DEFAULT_MAX_HOPS
+from .state import DEFAULT_MAX_EDGES, DEFAULT_MAX_HOPS
 
 
 class TotOptions(BaseModel):
@@ -24,9 +24,13 @@ class TotOptions(BaseModel):
                                   description="The paper's budget instead: actions before an answer is forced "
                                               "(an expansion takes 3; the paper used 7)")
     tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer valued at least this")
-    max_expansions: int = Field(default=25, ge=1, le=500, description="Give up after this many expansions")
-    max_edges_per_expansion: int = Field(default=50, ge=1, le=1000, description="Edges kept per expansion")
-    policy: dict = Field(default_factory=dict, description="Policy settings (the offline policy's knobs)")
+    max_expansions: int = Field(default=25, ge=1, le=500, description=(
+        "Give up after this many search steps (a node expanded, or a step a reply decided ahead)"))
+    max_edges_per_expansion: int = Field(default=DEFAULT_MAX_EDGES, ge=1, le=1000,
+                                         description="Edges kept per expansion")
+    policy: dict = Field(default_factory=dict, description=(
+        "Policy settings: the offline policy's knobs; with an LLM, fused (default true: one call "
+        "per expansion; false: the paper's three steps)"))
 
 
 class ChainOptions(TotOptions):

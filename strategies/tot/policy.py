@@ -61,6 +61,13 @@ class Policy(abc.ABC):
         skip judging when there is nothing to rank."""
         return [await self.value(s) for s in states]
 
+    def chosen(self, state: TraversalState) -> Action | None:
+        """The action an earlier reply already decided for ``state``, if any (the one-call expansion
+        names its entities and relation with EXPAND_KG): the search applies it at once, with no
+        call, so one proposal is one node and its alternatives are valued by what they reached. None
+        (the default): ask :meth:`propose`."""
+        return None
+
     def caveat(self, state: TraversalState) -> str | None:
         """Why the answer of ``state`` cannot be of the kind the question asks, when the policy knows (e.g. the
         relation the question names is in a KG no walk from its entities reaches); reported as a partial answer."""

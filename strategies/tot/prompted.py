@@ -19,7 +19,7 @@ from tot_mcp.strategies.llm.replies import read_refusal
 
 from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think, distinct
 from .policy import Policy
-from .state import ID_RE, AsmState, TraversalState
+from .state import DEFAULT_MAX_EDGES, DEFAULT_MAX_SELECTED, ID_RE, AsmState, TraversalState
 
 
 
@@ -32,20 +32,22 @@ class PromptedPolicy(Policy):
         *,
         temperature: float = 0.7,
         max_tokens: int = 400,
-        max_entities: int = 50,
-        max_edges: int = 50,
+        max_entities: int = DEFAULT_MAX_SELECTED,
+        max_edges: int = DEFAULT_MAX_EDGES,
         batch: bool = True,
-        fused: bool = False,
+        fused: bool = True,
         kg=None,
     ):
-        """``batch`` (default) spends calls only where there is a choice:
-        no call when a state has a single valid action, one call proposing up to k distinct actions, one call
-        valuing all of a node's children, and none for a lone intermediate child (nothing to rank). ``batch=False``
+        """``batch`` (default) spends calls only where there is a choice: no call when a state has a
+        single valid action, one call proposing up to k distinct actions, one call valuing all of a
+        node's children, and none for a lone intermediate child (nothing to rank). ``batch=False``
         is the original protocol: the same prompt sampled k times, one value call per child.
 
-        ``fused`` (needs ``kg``) is the one-call protocol: the action prompt also lists the relations of the newest
-        entities, and an ``EXPAND_KG: <IDs> -> <relation> <direction>`` reply decides the whole expansion, so the
-        entity and relation prompts are skipped whenever that choice is still valid."""
+        ``fused`` (the default; needs ``kg``) is the one-call protocol: the action prompt also lists
+        the relations of the newest entities, and an ``EXPAND_KG: <IDs or NEWEST> -> <relation>
+        <direction>`` reply decides the whole expansion, so the entity and relation prompts are
+        skipped whenever that choice is still valid (the search carries it through at once,
+        :meth:`chosen`). ``fused=False`` is the paper's three-step protocol."""
         super().__init__()
         self.llm = llm
         self.usage = llm.usage
@@ -67,9 +69,13 @@ class PromptedPolicy(Policy):
         if only is not None:
             return [only]
         frontier = await self._frontier_relations(state) if self.fused else None
-        text = await self._complete(self.prompt_for(state, k, frontier=frontier),
-                                    max_tokens=self.max_tokens * max(1, min(k, 3)))
-        return parse_action_lines(text, state)[:k]
+        # room for an answer naming every entity of the subgraph (an ID costs ~10 tokens)
+        room = self.max_tokens * max(1, min(k, 3)) + 10 * len(state.subgraph.entities)
+        text = await self._complete(self.prompt_for(state, k, frontier=frontier), max_tokens=room)
+        return parse_action_lines(text, state, newest=newest_entities(state, self.max_entities))[:k]
+
+    def chosen(self, state: TraversalState) -> Action | None:
+        return chosen_with_expand(state) if self.fused and self.batch else None
 
     async def _propose_sampled(self, state: TraversalState, k: int) -> list[Action]:
         state = unfollowed(state)
@@ -85,26 +91,23 @@ class PromptedPolicy(Policy):
         return distinct(actions)
 
     async def _frontier_relations(self, state: TraversalState) -> str | None:
-        """For the one-call protocol: the newest entities (the last expansion's, else the question's) and their
+        """For the one-call protocol: the newest entities (:func:`newest_entities`) and their
         relations, as the action prompt lists them."""
         if state.asm_state is not AsmState.DEFAULT or state.must_answer:
             return None
-        sub = state.subgraph
-        newest = [i for i in (sub.expansions[-1].entities_added if sub.expansions else []) if i in sub.entities]
-        newest = [i for i in newest if i not in state.topic_entities] or list(state.topic_entities)
-        newest = newest[: self.max_entities]
+        newest = newest_entities(state, self.max_entities)
         if not newest:
             return None
         try:
-            found = await self.kg.get_relations(newest)
+            found = await (self.kg.get_relations(newest) if len(newest) <= self.kg.limits.max_ids
+                           else self.kg.relation_counts(newest))
         except Exception:  # noqa: BLE001 - the listing is a shortcut; without it the three-step protocol runs
             return None
         if not found.relations:
             return None
-        shown = ", ".join(newest[:6]) + (f" +{len(newest) - 6} more" if len(newest) > 6 else "")
         view = state.model_copy(update={"candidate_relations": found.relations,
                                         "relations_truncated": found.truncated})
-        return prompts.render("tot_frontier_relations", count=len(newest), shown=shown,
+        return prompts.render("tot_frontier_relations", count=len(newest), shown=", ".join(newest),
                               relations=candidates_text(view)).rstrip("\n")
 
     def prompt_for(self, state: TraversalState, k: int = 1, frontier: str | None = None) -> str:
@@ -121,7 +124,7 @@ class PromptedPolicy(Policy):
         }
         if state.asm_state is AsmState.SELECTING_ENTITIES:
             return prompts.render("tot_selecting_entities", max_entities=self.max_entities,
-                                  max_edges=self.max_edges, **common)
+                                  max_edges=self.max_edges, notes=notes_text(state), **common)
         if state.asm_state is AsmState.SELECTING_RELATION:
             return prompts.render(
                 "tot_selecting_relation",
@@ -144,12 +147,15 @@ class PromptedPolicy(Policy):
             )
             expand = "EXPAND_KG\n"
             if frontier:
-                expand = ("EXPAND_KG: <entity IDs> -> <relation ID> <forward|backward>   (the whole expansion in one "
-                          "line: usually the newest entities and one of their relations listed above)\n"
+                expand = ("EXPAND_KG: <entity IDs separated by \", \", or NEWEST> -> "
+                          "<relation ID> <forward|backward>   (the whole expansion in one line: "
+                          "usually NEWEST and one of their relations listed above; it keeps at "
+                          f"most {self.max_edges} edges, shared fairly among the entities)\n"
                           "EXPAND_KG   (alone: choose the entities and the relation in the next steps)\n")
                 common["budget"] = frontier + "\n\n" + common["budget"]
             formats = "THINK: <a short thought about what is still missing>\n" + expand + answer
-        rule = ANSWER_RULE + (f"\n{MERGED_NAMES}" if merged_names(state) else "")
+        rule = prompts.render("tot_answer_rule", tau=f"{self.tau:g}").strip()
+        rule += "\n" + notes_text(state)
         return prompts.render("tot_default", allowed=allowed, formats=formats, answer_rule=rule, **common)
 
     # -- valuing -----------------------------------------------------------------------------------------------
@@ -160,10 +166,12 @@ class PromptedPolicy(Policy):
         if state.asm_state is AsmState.DONE and state.answer is not None:
             before = state.model_copy(update={"actions": state.actions[:-1], "asm_state": AsmState.DEFAULT})
             prompt = prompts.render("tot_value_answer", answer=answer_text(state.answer),
-                                    trajectory=trajectory_text(before), tau=f"{self.tau:g}", **common)
+                                    trajectory=trajectory_text(before), scale=self._scale(),
+                                    notes=notes_text(state), **common)
             fallback, max_tokens = 0.0, 120  # a one-sentence verdict, then the score
         else:
-            prompt = prompts.render("tot_value_intermediate", trajectory=trajectory_text(state), **common)
+            prompt = prompts.render("tot_value_intermediate", trajectory=trajectory_text(state),
+                                    notes=notes_text(state), **common)
             fallback, max_tokens = 0.5, 24
         text = await self.llm.complete(prompt, system=self.system, max_tokens=max_tokens, temperature=0.0)
         score = parse_score(text)
@@ -208,9 +216,14 @@ class PromptedPolicy(Policy):
         """One call valuing the numbered candidate ``lines`` from ``base``'s question, subgraph and trajectory;
         ``missing``: the value of a candidate the reply leaves out."""
         prompt = prompts.render(template, question=base.question, subgraph=base.subgraph.render(),
-                                trajectory=trajectory_text(base), candidates="\n".join(lines), tau=f"{self.tau:g}")
+                                trajectory=trajectory_text(base), candidates="\n".join(lines),
+                                scale=self._scale(), notes=notes_text(base))
         text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(lines) + 24, temperature=0.0)
         return [missing if v is None else v for v in parse_scores(text, len(lines))]
+
+    def _scale(self) -> str:
+        """The judge's anchored scale, with the τ at which an answer ends the search."""
+        return prompts.render("tot_judge_scale", tau=f"{self.tau:g}").strip()
 
     async def _complete(self, prompt: str, max_tokens: int | None = None) -> str:
         return await self.llm.complete(
@@ -246,34 +259,82 @@ def unfollowed(state: TraversalState) -> TraversalState:
     return state.model_copy(update={"candidate_relations": keep})
 
 
-#: advice shown when a summary says a node stands for several same-named things
-MERGED_NAMES = prompts.load("merged_names").strip()
-
-
 def merged_names(state: TraversalState) -> bool:
     return any(e.description and "things named" in e.description
                for e in [*state.subgraph.entities.values(), *state.subgraph.twins.values()])
 
 
+def notes_text(state: TraversalState) -> str:
+    """What every prompt that chooses or judges needs to read the subgraph the same way: the walk
+    rules, and, when the subgraph shows them, what "(same as …)" and a merged same-name node
+    mean."""
+    notes = [prompts.load("tot_walk_rules").strip()]
+    if state.subgraph.same_as:
+        notes.append(prompts.load("tot_same_as").strip())
+    if merged_names(state):
+        notes.append(prompts.load("merged_names").strip())
+    return "\n".join(notes)
+
+
 def chosen_with_expand(state: TraversalState) -> Action | None:
-    """What a one-reply ``EXPAND_KG: <IDs> -> <relation>`` already chose for this state, when still valid."""
+    """What a one-reply ``EXPAND_KG: <IDs> -> <relation>`` already chose for this state, when still
+    valid (and not already turned down here: then the model is asked)."""
+    chosen = None
     if state.asm_state is AsmState.SELECTING_ENTITIES and state.actions and isinstance(state.actions[-1], ExpandKG):
         ids = [i for i in state.actions[-1].entity_ids if i in state.subgraph.entities]
-        return SelectEntities(entity_ids=ids) if ids else None
-    if (state.asm_state is AsmState.SELECTING_RELATION and len(state.actions) >= 2
+        chosen = SelectEntities(entity_ids=ids) if ids else None
+    elif (state.asm_state is AsmState.SELECTING_RELATION and len(state.actions) >= 2
             and isinstance(state.actions[-2], ExpandKG) and state.actions[-2].relation_id):
         x = state.actions[-2]
         direction = f" {x.direction.value}" if x.direction else ""
         chosen = _parse_relation(f"{x.relation_id}{direction}", state, "")
-        return None if isinstance(chosen, Invalid) else chosen
-    return None
+        chosen = None if isinstance(chosen, Invalid) else chosen
+    last = state.last_invalid
+    if chosen is not None and last is not None and last.action is not None \
+            and last.action.key() == chosen.key():
+        return None
+    return chosen
+
+
+def newest_entities(state: TraversalState, limit: int = DEFAULT_MAX_SELECTED) -> list[str]:
+    """The entities a next hop usually starts from (``NEWEST`` in a reply): what the last expansion
+    that reached anything reached — the question's entities before any. The question's own entities
+    (and their twins) are left out unless they are all a hop reached: a walk does not pass back
+    through them (the rule the prompts state, and ``plan``'s walk)."""
+    sub = state.subgraph
+    own = {t for i in state.topic_entities for t in (i, *sub.same_as.get(i, ()))}
+    for x in reversed(sub.expansions):
+        sources = set(x.entity_ids)
+        reached: list[str] = []
+        for e in sub.edges:  # an edge is kept once, seen from either end
+            if e.relation != x.relation_id or e.target is None:
+                continue
+            if e.direction is x.direction and (e.via or e.source) in sources:
+                reached.append(e.target)
+            elif e.direction is not x.direction and e.target in sources:
+                reached.append(e.source)
+        reached = [i for i in dict.fromkeys(reached) if i in sub.entities]
+        if reached:
+            return ([i for i in reached if i not in own] or reached)[:limit]
+    return [i for i in state.topic_entities if i in sub.entities][:limit]
 
 
 # -- rendering helpers ---------------------------------------------------------------------------------------------
 def trajectory_text(state: TraversalState) -> str:
+    """The actions so far, one a line; a one-reply expansion is one line (the steps it decided are
+    not repeated), and a long list of IDs is shortened (the EXPANSIONS log names them)."""
     if not state.actions:
         return "(none yet)"
-    lines = [f"{i + 1}. {a.describe()}" for i, a in enumerate(state.actions)]
+    shown: list[str] = []
+    decided: ExpandKG | None = None
+    for a in state.actions:
+        if decided is not None and (
+                (isinstance(a, SelectEntities) and a.entity_ids == decided.entity_ids)
+                or (isinstance(a, SelectRelation) and a.relation_id == decided.relation_id)):
+            continue
+        decided = a if isinstance(a, ExpandKG) and a.entity_ids else None
+        shown.append(_short_ids(a.describe()))
+    lines = [f"{i + 1}. {text}" for i, text in enumerate(shown)]
     if state.asm_state is AsmState.SELECTING_ENTITIES:
         lines.append("(an expansion is pending: its entities are not chosen yet)")
     elif state.asm_state is AsmState.SELECTING_RELATION:
@@ -281,10 +342,20 @@ def trajectory_text(state: TraversalState) -> str:
     return "\n".join(lines)
 
 
+def _short_ids(text: str, keep: int = 6) -> str:
+    """``text`` with a run of more than ``keep`` comma-separated IDs cut to its first ``keep``."""
+    def cut(m: re.Match) -> str:
+        ids = m.group(0).split(", ")
+        if len(ids) <= keep:
+            return m.group(0)
+        return ", ".join(ids[:keep]) + f" +{len(ids) - keep} more"
+    return re.sub(rf"{ID_RE.pattern}(?:, {ID_RE.pattern})+", cut, text)
+
+
 def budget_text(state: TraversalState) -> str:
     """The budget in expansions (hops), exactly as the ASM counts it (:meth:`TraversalState.expansions_left`)."""
     n = state.expansions_left()
-    hop = "an expansion follows one relation one hop: EXPAND_KG, SELECT_ENTITIES, SELECT_RELATION"
+    hop = "an expansion follows one relation one hop from the entities chosen"
     if state.asm_state is not AsmState.DEFAULT:
         return (f"This expansion completes once you choose. Expansions left after it: {n}"
                 + (" (then you must answer)." if n == 0 else f" ({hop})."))
@@ -295,10 +366,6 @@ def budget_text(state: TraversalState) -> str:
 
 #: the answer formats every ANSWER prompt offers (and the parser reads)
 ANSWER_FORMATS = prompts.load("tot_answer_formats").strip()
-#: how an answer is read, said where the model answers
-ANSWER_RULE = ("How an answer is read: each item is looked up in the subgraph (an entity by ID or name, a value in an "
-               "edge or an entity's summary); items it does not show are dropped. For a set, list every member; leave "
-               "out the question's own entity.")
 
 
 def answer_text(ans) -> str:
@@ -334,15 +401,23 @@ def candidates_text(state: TraversalState) -> str:
 
 
 def step_text(state: TraversalState, parent: TraversalState, labels: dict[str, str]) -> str:
-    """What a child state adds to its parent: the action taken and, for an expansion, what it reached."""
+    """What a child state adds to its parent: the action taken and, for an expansion, what it
+    reached (a whole expansion decided in one reply: the entities, the relation and what it
+    reached)."""
     if len(state.actions) <= len(parent.actions):
         return "(no change)"
     action = state.actions[-1]
-    if isinstance(action, SelectEntities):
+    expanded = len(state.subgraph.expansions) > len(parent.subgraph.expansions)
+    if expanded and isinstance(state.actions[len(parent.actions)], ExpandKG):
+        x = state.subgraph.expansions[-1]
+        who = ", ".join(f"{i} ({labels.get(i, i)})" for i in x.entity_ids[:6])
+        more = f" +{len(x.entity_ids) - 6} more" if len(x.entity_ids) > 6 else ""
+        text = f"EXPAND_KG: {who}{more} -> {x.relation_id} {x.direction.value}"
+    elif isinstance(action, SelectEntities):
         text = "SELECT_ENTITIES: " + ", ".join(f"{i} ({labels.get(i, i)})" for i in action.entity_ids)
     else:
         text = action.describe()
-    if isinstance(action, SelectRelation) and len(state.subgraph.expansions) > len(parent.subgraph.expansions):
+    if isinstance(action, SelectRelation) and expanded:
         x = state.subgraph.expansions[-1]
         reached = [f"{labels.get(i, i)} ({i})" for i in x.entities_added[:8]]
         more = f", ... (+{len(x.entities_added) - 8} more)" if len(x.entities_added) > 8 else ""
@@ -359,8 +434,9 @@ _ACTION_LINE = re.compile(r"^\W*(THINK|EXPAND[_ ]?KG|ANSWER|SELECT[_ ]?ENTITIES|
                           r"|NOT[_ -]?IN[_ -]?(?:THE[_ -]?)?GRAPH)\b\s*:?\s*(.*)$", re.I)
 
 
-def parse_action_text(text: str, state: TraversalState) -> Action:
-    """One model reply → one action for ``state``'s ASM state (or :class:`Invalid` saying why not)."""
+def parse_action_text(text: str, state: TraversalState, newest: list[str] | None = None) -> Action:
+    """One model reply → one action for ``state``'s ASM state (or :class:`Invalid` saying why not);
+    ``newest``: the entities ``EXPAND_KG: NEWEST -> …`` names."""
     raw = (text or "").strip()
     if not raw:
         return Invalid(raw=raw, reason="empty reply")
@@ -372,7 +448,7 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
     if verb == "THINK":
         return Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
     if verb == "EXPAND_KG":
-        return _parse_expand(rest, state)
+        return _parse_expand(rest, state, newest)
     if verb == "ANSWER":
         return _parse_answer(rest, state, raw)
     if verb.startswith("NOT"):  # the refusal without its "ANSWER:": what else could it mean
@@ -385,11 +461,15 @@ def parse_action_text(text: str, state: TraversalState) -> Action:
     return _parse_relation(rest, state, raw)
 
 
-def _parse_expand(rest: str, state: TraversalState) -> Action:
-    """``EXPAND_KG`` alone, or ``EXPAND_KG: <IDs> -> <relation> <direction>`` (the one-call protocol). A choice
-    that names nothing usable is simply dropped: the expansion then asks for entities and relation step by step."""
+def _parse_expand(rest: str, state: TraversalState, newest: list[str] | None = None) -> Action:
+    """``EXPAND_KG`` alone, or ``EXPAND_KG: <IDs or NEWEST> -> <relation> <direction>`` (the
+    one-call protocol). A choice that names nothing usable is simply dropped: the expansion then
+    asks for entities and relation step by step."""
     left, arrow, right = rest.partition("->")
-    ids = _entity_refs(left, state) if left.strip() else []
+    if left.strip(" .,:;\"'").upper() == "NEWEST":
+        ids = list(newest or [])
+    else:
+        ids = _entity_refs(left, state) if left.strip() else []
     if not ids:
         return ExpandKG()
     relation = direction = None
@@ -510,19 +590,21 @@ def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
 _LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,2}[.):]|[-*\u2022])\s+")
 
 
-def parse_action_lines(text: str, state: TraversalState) -> list[Action]:
-    """A reply listing alternative actions, one a line (list markers allowed) → the distinct parsed actions, best
-    first. Lines that do not parse are dropped when another line does; a reply with no usable line gives one
-    :class:`Invalid` (via :func:`parse_action_text`) so the rejection is recorded and fed back."""
+def parse_action_lines(text: str, state: TraversalState,
+                       newest: list[str] | None = None) -> list[Action]:
+    """A reply listing alternative actions, one a line (list markers allowed) → the distinct parsed
+    actions, best first. Lines that do not parse are dropped when another line does; a reply with no
+    usable line gives one :class:`Invalid` (via :func:`parse_action_text`) so the rejection is
+    recorded and fed back. ``newest``: the entities ``NEWEST`` names (the prompt listed them)."""
     actions: list[Action] = []
     for line in (text or "").splitlines():
         line = _LIST_MARK.sub("", line.strip())
         if _ACTION_LINE.match(line):
-            actions.append(parse_action_text(line, state))
+            actions.append(parse_action_text(line, state, newest))
     valid = [a for a in actions if not isinstance(a, Invalid)]
     if valid:
         return distinct(valid)
-    return [actions[0] if actions else parse_action_text(text, state)]
+    return [actions[0] if actions else parse_action_text(text, state, newest)]
 
 
 def parse_scores(text: str, n: int) -> list[float | None]:

@@ -47,7 +47,9 @@ class SearchConfig(BaseModel):
     max_depth: int | None = Field(default=None, ge=1, le=50, description="The paper's budget instead: actions "
                                   "before an answer is forced (an expansion takes 3; the paper used 7).")
     tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer whose value reaches this.")
-    max_expansions: int = Field(default=25, ge=1, le=500, description="Give up after this many expansions.")
+    max_expansions: int = Field(default=25, ge=1, le=500, description=(
+        "Give up after this many search steps: a node expanded, or a step a reply decided ahead "
+        "(ASM steps, as the paper counts)."))
     invalid_penalty: float = Field(default=0.1, ge=0.0, le=1.0, description="Value lost by a retry node.")
     floor: float = Field(default=0.3, ge=0.0, le=1.0, description="Once an answer valued at least this is in "
                          "hand, nodes valued below it are not expanded.")
@@ -151,7 +153,9 @@ class SearchResult(BaseModel):
             mark = "*" if node_id in on_path else " "
             order = f" #{n.expanded_at}" if n.expanded_at is not None else ""
             lines.append(f"{mark} {'  ' * indent}[{val}] {what}{order}")
-            if n.action is not None and n.action.kind == "select_relation" and n.summary.last_expansion:
+            done_here = n.action is not None and (n.action.kind == "select_relation" or (
+                n.action.kind == "expand_kg" and n.summary.asm_state is AsmState.DEFAULT))
+            if done_here and n.summary.last_expansion:  # the expansion this node completed
                 lines.append(f"  {'  ' * indent}    → {n.summary.last_expansion}")
             for r in n.rejected:
                 lines.append(f"  {'  ' * indent}    ✗ rejected: {r.reason}")
@@ -205,7 +209,7 @@ class TreeSearch:
             SearchNode(id=0, value=1.0, state=root_state, summary=StateSummary.of(root_state))
         ]
         best_answer: SearchNode | None = None
-        expansions = 0
+        expansions = order = 0  # ASM steps taken (the budget), nodes expanded
         error: str | None = None
         seen: dict[tuple, int] = {root_state.signature(): 0}  # duplicate detection (a transposition table)
         self._judged: dict[tuple, float] = {}  # answers valued so far, by what they answer
@@ -216,13 +220,15 @@ class TreeSearch:
             node = self._select(nodes, within=self._ranked_above(best_answer, nodes) if held else None, floor=floor)
             if node is None:
                 break
-            node.expanded_at = expansions
+            node.expanded_at = order
+            order += 1
             expansions += 1
             try:
-                refused = await self._expand(node, nodes, seen)
+                refused, steps = await self._expand(node, nodes, seen)
             except LLMError as e:
                 error = f"LLM failed: {e}"
                 break
+            expansions += steps  # steps a reply decided ahead are ASM steps: the budget has them
             for cid in node.children:
                 child = nodes[cid]
                 if child.terminal and (best_answer is None or _better(child, best_answer, self.policy.facts_decide)):
@@ -283,14 +289,18 @@ class TreeSearch:
         return out
 
     async def _expand(self, node: SearchNode, nodes: list[SearchNode],
-                      seen: dict[tuple, int]) -> SearchNode | None:
-        """Apply the policy's proposals; a child that repeats a node already in the tree (the same facts, state,
-        selection and budget) or a sibling's place is dropped before it is valued, so backtracking goes somewhere
-        new instead of paying again for the same calls. A THINK is kept (beside an answer it is the "not yet"
-        branch) unless EXPAND_KG is proposed beside it: its branch would only redo that expansion.
+                      seen: dict[tuple, int]) -> tuple[SearchNode | None, int]:
+        """Apply the policy's proposals; a child that repeats a node already in the tree (the same
+        facts, state, selection and budget) or a sibling's place is dropped before it is valued, so
+        backtracking goes somewhere new instead of paying again for the same calls. A THINK is kept
+        (beside an answer it is the "not yet" branch) unless EXPAND_KG is proposed beside it: its
+        branch would only redo that expansion. A proposal that already decided its next steps
+        (:meth:`Policy.chosen`) is carried through them: its child holds what the whole expansion
+        reached.
 
-        Returns the refusal child when the model's best valid proposal is a reasoned refusal: the
-        search ends there, and no value call is made (the model said why; a judge adds nothing)."""
+        Returns the refusal child when the model's best valid proposal is a reasoned refusal (the
+        search ends there, and no value call is made: the model said why; a judge adds nothing), and
+        how many decided steps were applied."""
         state = node.state
         proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
         if any(isinstance(a, ExpandKG) for a in proposals) and self.policy.facts_decide:  # it would redo it
@@ -299,7 +309,7 @@ class TreeSearch:
                               if isinstance(a, Think)]
             proposals = [a for a in proposals if not isinstance(a, Think)]
         last_rejected: TraversalState | None = None
-        repeats = 0
+        repeats = steps = 0
         kept: list[TraversalState] = []
         for action in proposals:
             new_state = await self.asm.apply(state, action)
@@ -307,6 +317,8 @@ class TreeSearch:
                 node.rejected.append(new_state.invalid_actions[-1])
                 last_rejected = new_state
                 continue
+            new_state, ahead = await self._carry_through(new_state)
+            steps += ahead
             if not isinstance(action, Think):
                 sig = new_state.signature()
                 reason = f"repeats node {seen[sig]}" if sig in seen else (
@@ -326,11 +338,12 @@ class TreeSearch:
                 continue
             if not isinstance(s.actions[-1], Think):
                 seen[s.signature()] = len(nodes)
-            _add_child(node, nodes, s, action=s.actions[-1])
+            # the child's action is the proposal (as applied), not the steps it decided ahead
+            _add_child(node, nodes, s, action=s.actions[len(state.actions)])
         first = nodes[node.children[0]] if node.children else None
         if first is not None and _refuses(first):
             first.value = 0.0
-            return first
+            return first, steps
         if node.children:
             # All children judged together (one call for an LLM policy; the default asks per child); an answer
             # judged before elsewhere in the tree keeps that value and is not judged again.
@@ -351,7 +364,20 @@ class TreeSearch:
             # valued a little below its parent so an alternative elsewhere wins ties.
             _add_child(node, nodes, last_rejected or self._no_proposal(state), retry=True,
                        value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty))
-        return None
+        return None, steps
+
+    async def _carry_through(self, state: TraversalState) -> tuple[TraversalState, int]:
+        """``state`` after the steps the policy already decided for it (no call), and how many were
+        applied. A decided step the ASM turns down stops there, its rejection kept as feedback for
+        the next prompt."""
+        steps = 0
+        while (action := self.policy.chosen(state)) is not None:
+            new = await self.asm.apply(state, action)
+            steps += 1
+            if was_rejected(state, new):
+                return new, steps
+            state = new
+        return state, steps
 
     @staticmethod
     def _no_proposal(state: TraversalState) -> TraversalState:

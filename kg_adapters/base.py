@@ -68,6 +68,10 @@ class Capabilities:
     relation_search: bool = False  # searches relations by meaning itself (``search_relations``); else ranked here
 
 
+#: ``find(names, LABEL)``: entities by exact name (no relation ID has this form: they are ``kg:local``)
+LABEL = "label"
+
+
 class KnowledgeGraph(abc.ABC):
     """The contract a backend implements: ten reads, each over many IDs at once where it can, so that a walk costs
     one query per hop per KG. Everything callers use beyond them (pages with labels, counts over a frontier,
@@ -141,8 +145,9 @@ class KnowledgeGraph(abc.ABC):
     async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
                    ) -> dict[str, list[str]]:
         """Entities by value, for each value: with ``relation_id``, those whose relation has that literal (an
-        external identifier back to its item); without, the entity whose key (IRI, triple-file name, a literal's
-        lexical form) it is."""
+        external identifier back to its item); with :data:`LABEL`, those named exactly so, else
+        case-insensitively (how label links join KGs; never fuzzy); without, the entity whose key (IRI,
+        triple-file name, a literal's lexical form) it is."""
 
     @abc.abstractmethod
     async def info(self) -> KGInfo:

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .base import Capabilities, KnowledgeGraph, Limits, merge_relation_lists
+from .base import LABEL, Capabilities, KnowledgeGraph, Limits, merge_relation_lists
 from .cache import ResultCache
 from .cpu import run_cpu
 from .errors import InvalidInput, NotFound
@@ -31,7 +31,6 @@ from .models import (
     RelationList,
 )
 from .text import humanize
-from .text import key as label_key
 
 if TYPE_CHECKING:
     from .local_graph import LocalGraph
@@ -194,6 +193,16 @@ class Graph:
         """Entities whose ``relation_id`` has each literal value (external identifiers back to their items)."""
         return await self.store.find(list(dict.fromkeys(values)), relation_id, limit)
 
+    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
+        """:meth:`find_by_label` for many names at once (a label link joins a whole frontier by its names):
+        one backend read, then one for the names of what it found."""
+        wanted = [x for x in dict.fromkeys(labels) if isinstance(x, str) and x.strip()]
+        found = await self.store.find(wanted, LABEL, limit) if wanted else {}
+        names = await self.labels_of([e for ids in found.values() for e in ids])
+        kg = self.name
+        return {x: [Entity.model_construct(id=e, label=names.get(e, x), description=None, kg=kg)
+                    for e in found.get(x, [])[:limit]] for x in dict.fromkeys(labels)}
+
     async def resolve_key(self, key: str) -> str | None:
         """The ID of the entity whose IRI (or triple-file name; a literal's lexical form) is ``key``, or None."""
         if not isinstance(key, str):
@@ -300,16 +309,7 @@ class Graph:
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
         """Entities named exactly ``label``, else case-insensitively (how label links are made; never fuzzy)."""
-        if not isinstance(label, str) or not label.strip():
-            return []
-        hits = await self.search_entities(label, limit=min(max(limit, 1), self.limits.max_search))
-        exact = [h.entity for h in hits if h.match == "exact" and h.entity.label == label]
-        want = label_key(label)
-        return (exact or [h.entity for h in hits if label_key(h.entity.label) == want])[:limit]
-
-    async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
-        """:meth:`find_by_label` for many labels (a label link joins a whole frontier by its names)."""
-        return {label: await self.find_by_label(label, limit) for label in dict.fromkeys(labels)}
+        return (await self.find_by_labels([label], limit)).get(label, [])
 
     async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
         """A few entities that have ``relation_id`` (forward): a sample to try a link rule on at start-up."""

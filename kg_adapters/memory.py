@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .base import Capabilities, KnowledgeGraph, Limits
+from .base import LABEL, Capabilities, KnowledgeGraph, Limits
 from .cpu import cpu_bound
 from .describe import Describer
 from .errors import InvalidInput, NotFound
@@ -275,6 +275,8 @@ class MemoryKG(KnowledgeGraph):
 
     async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
                    ) -> dict[str, list[str]]:
+        if relation_id == LABEL:
+            return {v: [self.node_id(i) for i in self._labels.named(v)[:limit]] for v in dict.fromkeys(values)}
         r = None if relation_id is None else self.relation_index(relation_id)
         out: dict[str, list[str]] = {}
         for v in dict.fromkeys(values):

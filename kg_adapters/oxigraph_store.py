@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
-from .base import Capabilities, KnowledgeGraph, Limits
+from .base import LABEL, Capabilities, KnowledgeGraph, Limits
 from .bulk_load import load_into_store  # noqa: F401 - callers make a store and open it from here
 from .cpu import cpu_bound
 from .errors import BackendError, InvalidInput, NotFound
@@ -418,8 +418,16 @@ class OxigraphKG(KnowledgeGraph):
              ) -> dict[str, list[str]]:
         """A value names the term whose key it is — an IRI, a triple-file name, a plain literal —
         if the store holds it; with ``relation_id``, the relation is walked backward from there."""
-        pred = None if relation_id is None else self._relation_node(relation_id)
         limit = self.limits.clamp(limit, self.limits.max_edges)
+        if relation_id == LABEL:  # the label index, every name in one go
+            named = self.label_search.named_many(list(dict.fromkeys(values)), limit)
+            out = {}
+            for v in dict.fromkeys(values):
+                hits = named.get(v, ())
+                best = [h for h in hits if h.match == "exact"] or hits
+                out[v] = [tid for h in best if (tid := self._term_id(key_term(h.key))) is not None]
+            return out
+        pred = None if relation_id is None else self._relation_node(relation_id)
         out: dict[str, list[str]] = {}
         for value in dict.fromkeys(values):
             candidates: list[Term] = [ox.NamedNode(name_iri(value)), ox.Literal(value)]

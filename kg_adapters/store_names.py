@@ -25,7 +25,7 @@ which reads every label once into a :class:`~kg_adapters.label_index.LabelIndex`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 from urllib.parse import quote, unquote
 
@@ -162,6 +162,11 @@ class LabelSearch(Protocol):
 
     def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
 
+    def named_many(self, labels: Sequence[str], limit: int = 20) -> Mapping[str, Sequence[KeyHit]]:
+        """Exact names (``exact``) else the same up to case (``casefold``), every label at once; a label
+        named nowhere is left out."""
+        ...
+
 
 def term_key(term: Term) -> str:
     return "_:" + term.value if isinstance(term, ox.BlankNode) else term.value
@@ -214,3 +219,14 @@ class InMemoryLabelSearch:
 
     def link(self, query: str, limit: int = 10) -> list[KeyHit]:
         return self._dedupe(self._build().link(query, limit * 2), limit)
+
+    def named_many(self, labels: Sequence[str], limit: int = 20) -> dict[str, list[KeyHit]]:
+        index = self._build()
+        out = {}
+        for label in dict.fromkeys(labels):
+            text = label.strip()
+            hits = [Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
+                    for i in index.named(label)]
+            if hits:
+                out[label] = self._dedupe(hits, limit)
+        return out

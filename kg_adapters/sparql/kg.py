@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from ..base import Capabilities, KnowledgeGraph, Limits
+from ..base import LABEL, Capabilities, KnowledgeGraph, Limits
+from ..eager import gather_eager
 from ..errors import BackendError, InvalidInput, KGError, NotFound
 from ..lru import LRU
 from ..models import (
@@ -850,6 +851,9 @@ class SparqlKG(KnowledgeGraph):
         whose IRI a value is (a bare ``Q42`` too, on Wikidata) and that occur in a triple, one query
         per batch of those not seen yet; a literal is no node here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
+        if relation_id == LABEL:  # an endpoint has no exact-name index: its own search, exact names kept
+            found = await gather_eager(self._named(v, limit) for v in out)
+            return dict(zip(out, found))
         if relation_id is None:
             local_of = {v: local for v in out if (local := self._key_local(v)) is not None}
             absent = await self._absent(set(local_of.values()))
@@ -873,6 +877,15 @@ class SparqlKG(KnowledgeGraph):
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)
         return out
+
+    async def _named(self, name: str, limit: int) -> list[str]:
+        """The entities :meth:`search_entities` finds named exactly ``name``, else up to case."""
+        if not isinstance(name, str) or not name.strip():
+            return []
+        hits = await self.search_entities(name, min(max(limit, 1), self.limits.max_search))
+        exact = [h.entity.id for h in hits if h.match == "exact" and h.entity.label == name]
+        want = key(name)
+        return (exact or [h.entity.id for h in hits if key(h.entity.label) == want])[:limit]
 
     def _key_local(self, key: object) -> str | None:
         """The local ID of the entity whose IRI ``key`` is (a bare ``Q42`` too, on Wikidata), or

@@ -190,7 +190,8 @@ class SparqlKG(KnowledgeGraph):
             rows = await self._select(queries.labels(p, [t for t, _ in batch], only_present))
             grouped: dict[str, list[Row]] = {}
             for r in rows:
-                grouped.setdefault(r["e"].value, []).append(r)
+                if "e" in r:
+                    grouped.setdefault(r["e"].value, []).append(r)
             for _, local in batch:
                 found = grouped.get(p.iri(local))
                 if found is None and only_present:
@@ -267,7 +268,7 @@ class SparqlKG(KnowledgeGraph):
             back: dict[str, int] = {}  # entity IRI → its rows in the backward sample
             per: dict[str, list[Row]] = {}
             for r in rows:
-                if "e" in r and "t" in r:
+                if "e" in r and "t" in r and r["t"].value.isdigit():
                     back[r["e"].value] = int(r["t"].value)
                 elif "e" in r:
                     per.setdefault(r["e"].value, []).append(r)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .base import LABEL, Capabilities, KnowledgeGraph, Limits, merge_relation_lists
 from .cache import ResultCache
+from .cpu import run_cpu
 from .errors import InvalidInput, NotFound
 from .models import (
     AdjacentIds,
@@ -292,18 +293,8 @@ class Graph:
         ids = list(dict.fromkeys([s for s, _ in read.pairs] + [t for _, t in read.pairs]
                                  + [s for s, _ in read.values]))
         labels = await self.labels_of(ids)
-        kg = self.name
-
-        def entity(eid: str) -> Entity:
-            return Entity.model_construct(id=eid, label=labels.get(eid, eid), description=None, kg=kg)
-
-        edges = [Edge.model_construct(source=s, relation=relation_id, direction=direction, target=t, value=None,
-                                      qualifiers=[]) for s, t in read.pairs]
-        edges += [Edge.model_construct(source=s, relation=relation_id, direction=direction, target=None,
-                                       value=Literal.model_construct(value=v, datatype=None, lang=None),
-                                       qualifiers=[]) for s, v in read.values]
-        return EdgePage.model_construct(edges=edges, entities={e: entity(e) for e in ids}, truncated=read.truncated,
-                                        next_offset=None, partial=False, warnings=[], relation=None)
+        # thousands of models: a unit of CPU work, off the event loop in a server (kg_adapters.cpu)
+        return await run_cpu(_labelled_page, read, ids, labels, self.name, relation_id, direction)
 
     async def label_of(self, entity_id: str) -> str:
         """The entity's label."""
@@ -324,6 +315,22 @@ class Graph:
         """A few entities that have ``relation_id`` (forward): a sample to try a link rule on at start-up."""
         read = await self.adjacent_ids([], relation_id, Direction.forward, limit)
         return list(dict.fromkeys([s for s, _ in read.pairs] + [s for s, _ in read.values]))[:limit]
+
+
+def _labelled_page(read: AdjacentIds, ids: list[str], labels: Mapping[str, str], kg: str,
+                   relation_id: str, direction: Direction) -> EdgePage:
+    """:meth:`Graph.adjacent`'s page: the edges read, and every entity they touch by label."""
+    def entity(eid: str) -> Entity:
+        return Entity.model_construct(id=eid, label=labels.get(eid, eid), description=None, kg=kg)
+
+    edges = [Edge.model_construct(source=s, relation=relation_id, direction=direction, target=t,
+                                  value=None, qualifiers=[]) for s, t in read.pairs]
+    edges += [Edge.model_construct(source=s, relation=relation_id, direction=direction, target=None,
+                                   value=Literal.model_construct(value=v, datatype=None, lang=None),
+                                   qualifiers=[]) for s, v in read.values]
+    return EdgePage.model_construct(edges=edges, entities={e: entity(e) for e in ids},
+                                    truncated=read.truncated, next_offset=None, partial=False,
+                                    warnings=[], relation=None)
 
 
 def _first_pairs(read: AdjacentIds, limit: int) -> AdjacentIds:

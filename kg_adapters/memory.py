@@ -246,7 +246,8 @@ class MemoryKG(KnowledgeGraph):
             room -= len(targets)
         return AdjacentIds.model_construct(pairs=pairs, values=[], truncated=False)
 
-    async def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
+    @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
+    def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
         nodes = self.index.nodes
         return {eid: nodes[i].key if key else nodes[i].label
                 for eid in dict.fromkeys(entity_ids) if (i := self.node_of(eid)) is not None}

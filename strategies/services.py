@@ -149,7 +149,7 @@ class Services:
         """The KG's index holder (cheap: nothing is built here). Refuses a KG not held locally."""
         with self._lock:
             res = self._resources.get(kg.name)
-            if res is None or res.graph.kg is not kg:
+            if res is None or res.graph.kg is not kg.store:  # the indexes are of the backend's data
                 res = GraphResources(local_graph(kg), self.models, self.cache_dir)
                 self._resources[kg.name] = res
             return res
@@ -163,7 +163,8 @@ class Services:
 
         with self._lock:
             known = self._resources.get(kg.name)
-        if known is not None and known.graph.kg is kg and all(INDEXES.get(n).cheap and _ready(known, n) for n in needs):
+        if (known is not None and known.graph.kg is kg.store
+                and all(INDEXES.get(n).cheap and _ready(known, n) for n in needs)):
             return known  # every call after the first: nothing to prepare, no thread hop
 
         def prepare() -> tuple[GraphResources, list[str]]:

@@ -36,7 +36,7 @@ def setup(tmp_path_factory):
 
 def test_hierarchy_has_three_levels_and_every_entity_in_exactly_one_leaf(setup):
     kg, _res, h = setup
-    n = len(kg.index.nodes)
+    n = len(kg.store.index.nodes)
     assert h.levels["L2"] == n and h.levels["L0"] >= 2 and h.levels["L1"] > h.levels["L0"]
     assert (h.leaf_of >= 0).all() and (h.leaf_of < h.levels["L1"]).all()
     members = np.concatenate(h.members)
@@ -45,7 +45,7 @@ def test_hierarchy_has_three_levels_and_every_entity_in_exactly_one_leaf(setup):
         assert leaf in h.children[parent]
     # the two clusters of the mini KG do not share an L0 community
     def l0(label):
-        i = next(k for k, x in enumerate(kg.index.nodes) if x.label == label)
+        i = next(k for k, x in enumerate(kg.store.index.nodes) if x.label == label)
         return int(h.parent_of_leaf[h.leaf_of[i]])
 
     assert l0("Ivo Tan") == l0("Blue Canyon") != l0("Ada Stone")
@@ -68,7 +68,7 @@ def test_beam_search_keeps_three_communities_per_level_and_ten_entities(setup):
     kg, res, h = setup
     out = beam_search(kg, "mountain adventure films by Ivo Tan in Japanese", res, h, beam=3, top_k=10)
     assert len(out.l0) == min(3, h.levels["L0"]) and len(out.l1) == min(3, h.levels["L1"])
-    assert len(out.results) <= 10 and out.scanned_entities < len(kg.index.nodes)
+    assert len(out.results) <= 10 and out.scanned_entities < len(kg.store.index.nodes)
     l1_ids = {c.id for c in out.l1}
     for r in out.results:
         assert r.community_path[1] in l1_ids
@@ -82,7 +82,7 @@ def test_exhaustive_scan_sees_every_entity_and_beam_is_a_subset_ranking(setup):
     kg, res, h = setup
     q = "films starring Jun Mori"
     ex = exhaustive_search(kg, q, res, top_k=5)
-    assert ex.scanned_entities == len(kg.index.nodes) and len(ex.results) == 5
+    assert ex.scanned_entities == len(kg.store.index.nodes) and len(ex.results) == 5
     beam = beam_search(kg, q, res, h, top_k=5)
     assert beam.results[0].score <= ex.results[0].score + 1e-6
 
@@ -96,7 +96,7 @@ def test_bad_queries(setup):
 
 
 def _idx(kg, label: str) -> int:
-    return next(k for k, x in enumerate(kg.index.nodes) if x.label == label)
+    return next(k for k, x in enumerate(kg.store.index.nodes) if x.label == label)
 
 
 def test_every_community_is_scored_by_its_best_representative_vector(setup):
@@ -131,7 +131,7 @@ async def test_anchored_beam_descends_into_the_named_entitys_communities(setup):
     assert out.scanned_vectors >= out.scanned_entities > 0
 
 
-def _hub_kg(tmp) -> MemoryKG:
+def _hub_kg(tmp) -> Graph:
     """Two casts that never meet, whose twelve films all share one genre and one year (the hubs)."""
     lines = []
     for side, cast in (("North", ["Ann Vale", "Bo Reyes", "Cy Moss"]), ("South", ["Dee Holt", "Eve Park", "Fin Roe"])):
@@ -149,11 +149,11 @@ def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
     res = make_service(tmp_path / "cache").resources_now(kg)
     params = HierarchyParams(hub_min_degree=8, hub_quantile=0.9, leaf_size=8, min_community=3)
     hubs = find_hubs(res.graph, params)
-    assert {kg.index.nodes[i].label for i in np.flatnonzero(hubs)} == {"Drama", "2001"}
+    assert {kg.store.index.nodes[i].label for i in np.flatnonzero(hubs)} == {"Drama", "2001"}
     h = hierarchy_for(res, params)
     assert sorted(h.hubs.tolist()) == sorted(np.flatnonzero(hubs).tolist())
     members = np.concatenate(h.members)
-    assert sorted(members.tolist()) == list(range(len(kg.index.nodes)))  # hubs included, each entity once
+    assert sorted(members.tolist()) == list(range(len(kg.store.index.nodes)))  # hubs included, each entity once
 
     def l0(label):
         return h.community_of(_idx(kg, label))[0]
@@ -212,7 +212,7 @@ def test_anchored_neighbourhood_two_hops_without_expanding_hubs(setup):
     n1, n2 = anchored_neighbourhood(indptr, indices, [ivo], hubs)
 
     def label(xs):
-        return {kg.index.nodes[i].label for i in xs}
+        return {kg.store.index.nodes[i].label for i in xs}
 
     assert label(n1) == {"Blue Canyon", "Red Summit", "Green Ridge"}
     assert label(n2) == {"Jun Mori", "Kai Sato", "Lea Ford", "Adventure", "Japanese", "Documentary"}
@@ -241,7 +241,7 @@ async def test_anchored_beam_ranks_the_anchors_neighbourhood_with_its_hop_distan
     assert out.scanned_entities >= 9
     leaves = beam_search(kg, query, res, h, beam=1, top_k=10, anchors=anchors, hops=0)  # the leaves only
     home = h.members[h.community_of(anchors[0])[1]]
-    assert {r.label for r in leaves.results} <= {kg.index.nodes[i].label for i in home}
+    assert {r.label for r in leaves.results} <= {kg.store.index.nodes[i].label for i in home}
     assert all(r.depth is None for r in leaves.results)
     cosine = beam_search(kg, query, res, h, beam=1, top_k=10)  # no anchors: no neighbourhood, no bonus
     assert all(r.depth is None for r in cosine.results)
@@ -263,4 +263,4 @@ async def test_skipping_the_leaves_when_the_neighbourhood_fills_the_top_k_change
         if int(i) not in scored and int(i) not in anchors:
             scored[int(i)] = float(ent[i] @ q)
     best = sorted(scored, key=lambda i: -scored[i])[:3]
-    assert [r.label for r in out.results] == [kg.index.nodes[i].label for i in best]
+    assert [r.label for r in out.results] == [kg.store.index.nodes[i].label for i in best]

@@ -36,15 +36,17 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def assert_heavy_query_is_killed(kg) -> None:
+    """``kg`` (a Graph) stops its query at the deadline: its backend's query process is killed."""
     started = time.monotonic()
     with pytest.raises(BackendTimeout, match=r"did not finish within 1 s \(stopped\)"):
         await kg.sparql_query(HEAVY, timeout=1.0)
     assert time.monotonic() - started < 3
-    assert kg._workers.killed == 1 and kg._workers.pids == []  # the process that ran it is gone (killed, reaped)
+    workers = kg.store._workers
+    assert workers.killed == 1 and workers.pids == []  # the process that ran it is gone (killed, reaped)
     quick = await kg.sparql_query("SELECT ?s WHERE { ?s <http://p/1> ?o } LIMIT 2")  # a fresh process answers
     assert len(quick.rows) == 2
     await kg.aclose()
-    assert kg._workers.pids == []
+    assert workers.pids == []
 
 
 async def test_an_on_disk_stores_query_process_is_killed_at_the_deadline(tmp_path):
@@ -74,8 +76,9 @@ async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_
 
     store = ox.Store()
     store.bulk_load(path=str(write_triples(tmp_path / "d.nt", 1000)), format=ox.RdfFormat.N_TRIPLES)
-    kg = Graph(OxigraphKG("m", store))
-    kg._thread_runs = ThreadRuns(limit=1)
+    backend = OxigraphKG("m", store)
+    backend._thread_runs = ThreadRuns(limit=1)
+    kg = Graph(backend)
     two = 'SELECT * WHERE { ?a ?b ?c . ?d ?e ?f FILTER(STR(?a) = CONCAT(STR(?f), "x")) }'  # ~1 s, then ends
     with pytest.raises(BackendTimeout):
         await kg.sparql_query(two, timeout=0.1)
@@ -84,9 +87,9 @@ async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_
     assert "\n" not in str(refused.value)
     assert (await kg.get_relations(["m:http://e/1"])).relations
     deadline = time.monotonic() + 8
-    while kg._thread_runs.running and time.monotonic() < deadline:
+    while backend._thread_runs.running and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert kg._thread_runs.running == 0  # the cap is given back when the engine finishes
+    assert backend._thread_runs.running == 0  # the cap is given back when the engine finishes
     assert (await kg.sparql_query("ASK { ?s ?p ?o }")).boolean is True
 
 
@@ -116,7 +119,7 @@ def test_a_bad_timeout_param_is_refused_at_open():
 
     for bad in ("query", "time out", "timeout:minutes"):
         with pytest.raises(InvalidInput, match="timeout_param"):
-            Graph(open_sparql_kg("x", "sparql", "http://127.0.0.1:9/sparql", timeout_param=bad))
+            open_sparql_kg("x", "sparql", "http://127.0.0.1:9/sparql", timeout_param=bad)
 
 
 async def test_oxigraph_serve_with_timeout_s_stops_a_store_reading_query_and_says_so(tmp_path):

@@ -61,16 +61,16 @@ async def test_a_kg_that_lists_only_a_sample_is_named_not_listed(tmp_path):
 
     films = kg(tmp_path, "films", "Heat|directed_by|Michael Mann\n")
 
-    class Sampled(KnowledgeGraph):  # only what RelationNames reads: no relation_vocabulary, a full info() sample
+    class Sampled(KnowledgeGraph):  # only what RelationNames reads: no vocabulary, a full info() sample
         async def info(self):
             rels = [Relation(id=f"wd:P{i}", label=f"property {i}", inverse_label=f"inverse of property {i}",
                              direction=Direction.forward) for i in range(20)]
             return KGInfo(name="wd", backend="sparql", relation_sample=rels)
 
-        initialize = get_relations = get_edges = search_entities = describe_entity = None  # type: ignore
+        initialize = search_entities = relations = edges = adjacent_ids = None  # type: ignore
+        labels = describe_entity = find = None  # type: ignore
 
-    wd = Sampled.__new__(Sampled)
-    KnowledgeGraph.__init__(wd, "wd")
+    wd = Graph(Sampled("wd"))
     linked = LinkedKG({"films": films, "wd": wd}, Linker({"films": films, "wd": wd}, []))
     names = await RelationNames.of(linked)
     assert names.listing() == "films: directed_by; wd: too many to list (get_relations(search=...) finds them)"

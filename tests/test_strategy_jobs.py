@@ -92,7 +92,8 @@ async def test_the_topic_is_the_bracketed_mention_not_a_word_inside_the_question
         BenchmarkQuestion(id="1", text="who is the director of [Kansas City Confidential]"), kg)
     assert result.context.splitlines()[0].startswith("Kansas City Confidential [t:E")
     assert "Kansas [" not in result.context and "director [" not in result.context
-    assert result.answer_ids[0] == next(f"t:E{i}" for i, n in enumerate(kg.index.nodes) if n.label == "Phil Karlson")
+    nodes = kg.store.index.nodes
+    assert result.answer_ids[0] == next(f"t:E{i}" for i, n in enumerate(nodes) if n.label == "Phil Karlson")
 
 
 async def test_a_question_nothing_in_the_kg_matches_gets_a_context_that_says_what_to_do(tmp_path):

@@ -84,13 +84,13 @@ class MemoryKG(KnowledgeGraph):
             self._local = LocalGraph(self)
         return self._local
 
-    def node_index(self, local: str) -> int:
+    def _node_index(self, local: str) -> int:
         m = _ENTITY_LOCAL.match(local)
         if not m or int(m.group(1)) >= len(self.index.nodes):
             raise NotFound(f"no entity {self._prefix}{local} in KG {self.name!r}")
         return int(m.group(1))
 
-    def entity(self, i: int) -> Entity:
+    def _entity(self, i: int) -> Entity:
         e = self._entities[i]
         if e is None:
             n = self.index.nodes[i]
@@ -99,7 +99,7 @@ class MemoryKG(KnowledgeGraph):
             self._entities[i] = e
         return e
 
-    def labelled_entity(self, i: int) -> Entity:
+    def _labelled_entity(self, i: int) -> Entity:
         """Node ``i`` by label only: never derives a description (the work :meth:`entity` does the first time)."""
         e = self._labelled[i]
         if e is None:
@@ -110,7 +110,7 @@ class MemoryKG(KnowledgeGraph):
             self._labelled[i] = e
         return e
 
-    def relation_model(self, r: int, direction: Direction, count: int | None = None, entities: int | None = None
+    def _relation_model(self, r: int, direction: Direction, count: int | None = None, entities: int | None = None
                        ) -> Relation:
         label = self.index.rel_labels[r]
         return Relation.model_construct(
@@ -123,7 +123,7 @@ class MemoryKG(KnowledgeGraph):
             kg=None,
         )
 
-    def relation_index(self, relation_id: str) -> int:
+    def _relation_index(self, relation_id: str) -> int:
         local = self._local_relation(relation_id)
         r = self.index.relation_by_local_id(local)
         if r is None:
@@ -135,7 +135,7 @@ class MemoryKG(KnowledgeGraph):
         """The entities the label index ``find`` (its ``link``, or its ``search``, whose hits have no mention)
         names for ``text``."""
         found = find(self.limits.check_query(text), self.limits.clamp(limit, self.limits.max_search))
-        return [EntityMatch.model_construct(entity=self.entity(h.index), score=h.score, match=h.match,
+        return [EntityMatch.model_construct(entity=self._entity(h.index), score=h.score, match=h.match,
                                             mention=h.mention) for h in found]
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
@@ -155,7 +155,7 @@ class MemoryKG(KnowledgeGraph):
             i = self.node_of(eid)
             if i is None:
                 continue
-            rels = [self.relation_model(r, d, len(ends), 1)
+            rels = [self._relation_model(r, d, len(ends), 1)
                     for d, table in ((Direction.forward, self.index.out), (Direction.backward, self.index.inc))
                     for r, ends in sorted(table[i].items(), key=lambda kv: keys[kv[0]])]
             out[eid] = RelationList.model_construct(relations=rels, truncated=False, partial=False, warnings=[])
@@ -164,9 +164,9 @@ class MemoryKG(KnowledgeGraph):
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
     def edges(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
               limit: int | None = None, offset: int = 0, labelled: bool = True) -> EdgePage:
-        entity = self.labelled_entity if labelled else self.entity
-        nodes = [self.node_index(x) for x in self._local_ids(entity_ids)]
-        r = self.relation_index(relation_id)
+        entity = self._labelled_entity if labelled else self._entity
+        nodes = [self._node_index(x) for x in self._local_ids(entity_ids)]
+        r = self._relation_index(relation_id)
         direction = Direction(direction)
         limit = self.limits.clamp(limit, self.limits.max_edges)
         if offset < 0:
@@ -218,17 +218,17 @@ class MemoryKG(KnowledgeGraph):
             next_offset=end if truncated else None,
             partial=False,
             warnings=[],
-            relation=self.relation_model(r, direction),
+            relation=self._relation_model(r, direction),
         )
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
     def adjacent_ids(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
                      limit: int = 2000, labelled: bool = False) -> AdjacentIds:
-        r = self.relation_index(relation_id)
+        r = self._relation_index(relation_id)
         table = self.index.out if Direction(direction) is Direction.forward else self.index.inc
         nid = self.node_id
         if entity_ids:
-            nodes = dict.fromkeys(self.node_index(x) for x in self._local_ids(list(dict.fromkeys(entity_ids)),
+            nodes = dict.fromkeys(self._node_index(x) for x in self._local_ids(list(dict.fromkeys(entity_ids)),
                                                                                bulk=True))
         else:  # a sample from anywhere: the nodes having the relation
             nodes = dict.fromkeys(i for i, rels in enumerate(table) if r in rels)
@@ -254,11 +254,11 @@ class MemoryKG(KnowledgeGraph):
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         (local,) = self._local_ids([entity_id])
-        i = self.node_index(local)
+        i = self._node_index(local)
         rels = (await self.relations([entity_id]))[entity_id].relations
         node = self.index.nodes[i]
         return EntityDescription(
-            entity=self.entity(i),
+            entity=self._entity(i),
             aliases=list(node.aliases),
             relations=rels[: self.limits.max_relations],
             iri=node.key if node.key.startswith(("http://", "https://", "urn:")) else None,
@@ -277,7 +277,7 @@ class MemoryKG(KnowledgeGraph):
                    ) -> dict[str, list[str]]:
         if relation_id == LABEL:
             return {v: [self.node_id(i) for i in self._labels.named(v)[:limit]] for v in dict.fromkeys(values)}
-        r = None if relation_id is None else self.relation_index(relation_id)
+        r = None if relation_id is None else self._relation_index(relation_id)
         out: dict[str, list[str]] = {}
         for v in dict.fromkeys(values):
             i = self._node_by_key(v) if isinstance(v, str) else None
@@ -297,6 +297,6 @@ class MemoryKG(KnowledgeGraph):
             entities=len(self.index.nodes),
             triples=self.index.triples,
             relations=len(self.index.rel_keys),
-            relation_sample=[self.relation_model(r, Direction.forward, self.index.rel_counts[r]) for r in top],
+            relation_sample=[self._relation_model(r, Direction.forward, self.index.rel_counts[r]) for r in top],
         )
 

@@ -18,7 +18,9 @@ from tot_mcp.kg_adapters.rdf_file import RdfFileKG
 from tot_mcp.kg_adapters.sparql.kg import SparqlKG
 
 #: the optional abilities, each named by the capability that declares it
-DECLARED = {"sparql_query": "sparql", "search_relations": "relation_search", "local_graph": "local_index"}
+DECLARED = {"sparql_query": "sparql", "search_relations": "relation_search", "local_graph": "local_index",
+            # the ID scheme of the local view: node ↔ entity ID
+            "node_id": "local_index", "node_of": "local_index"}
 
 
 def public_methods(cls: type) -> set[str]:

@@ -192,7 +192,7 @@ def test_literals_and_isolated_nodes_get_none():
     index.add(index.node("Film"), index.relation("release_year"), lit)
     lonely = index.node("nobody")
     kg = MemoryKG("films", index)
-    assert kg.entity(lit).description is None and kg.entity(lonely).description is None
+    assert kg._entity(lit).description is None and kg._entity(lonely).description is None
 
 
 # -- where descriptions come from, and what they cost --------------------------------------------------------------
@@ -211,8 +211,8 @@ async def test_every_tool_shows_the_same_cached_entity():
     kg = kg_of()
     memory = kg.store
     gump = memory.index.find_node("Forrest Gump")
-    entity = memory.entity(gump)
-    assert memory.entity(gump) is entity  # built once, description included
+    entity = memory._entity(gump)
+    assert memory._entity(gump) is entity  # built once, description included
     assert (await kg.search_entities("Forrest Gump"))[0].entity is entity
     assert (await kg.initialize("who starred in [Forrest Gump]"))[0].entity is entity
     tom = memory.node_id(memory.index.find_node("Tom Hanks"))

@@ -28,7 +28,7 @@ def policy(kg):
 
 
 def label(kg, entity_id: str) -> str:
-    return kg.store.entity(int(entity_id.split(":E")[1])).label
+    return kg.store._entity(int(entity_id.split(":E")[1])).label
 
 
 async def test_walks_the_best_plan_state_by_state(kg, policy):

@@ -40,8 +40,9 @@ from tot_mcp.strategies.tot.state import AsmState, TraversalState
 TRANSCRIPTS = Path(__file__).parent / "fixtures" / "llm-transcripts"
 FILES = {"2026-11-22": "tot-prompts-2026-11-22.jsonl.gz", "2026-11-24": "tot-prompts-2026-11-24.jsonl.gz",
          "2026-11-28": "tot-prompts-2026-11-28.jsonl.gz", "check": "tot-prompts-2026-11-28-check.jsonl.gz",
-         "fused": "tot-prompts-2026-11-28-fused.jsonl.gz"}
-EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39, "2026-11-28": 70, "check": 229, "fused": 115}  # per their README
+         "fused": "tot-prompts-2026-11-28-fused.jsonl.gz", "econ": "tot-prompts-2026-11-28-econ.jsonl.gz"}
+EXPECTED_CALLS = {"2026-11-22": 174, "2026-11-24": 39, "2026-11-28": 70, "check": 229, "fused": 115,
+                  "econ": 110}  # per their README
 
 # -- what kind of call a prompt was: by the text that only that prompt carries ---------------------------------
 PROPOSE_DEFAULT = "propose_default"

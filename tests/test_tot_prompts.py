@@ -132,6 +132,7 @@ async def test_the_selection_the_prompt_allows_is_what_the_asm_takes_beyond_one_
     """"Select all of them together, up to N": N entities are taken, followed and capped fairly even
     when the KG takes fewer IDs per call (here 5: read in batches), and N + 1 are refused."""
     from tot_mcp.kg_adapters.base import Limits
+    from tot_mcp.kg_adapters.graph import Graph
     from tot_mcp.kg_adapters.memory import MemoryKG
     from tot_mcp.kg_adapters.triple_index import TripleIndex
 
@@ -142,7 +143,7 @@ async def test_the_selection_the_prompt_allows_is_what_the_asm_takes_beyond_one_
         for a in range(2):
             index.add(film, index.relation("starred_actors"), index.node(f"Actor {n}-{a}"))
     index.freeze()
-    small = MemoryKG("m", index, limits=Limits(max_ids=5))
+    small = Graph(MemoryKG("m", index, limits=Limits(max_ids=5)))
     asm = TraversalASM(small, AsmConfig(max_selected_entities=12, max_edges_per_expansion=20))
     s = await asm.initial_state("who starred in the films directed by [Ada Director]")
     for a in (ExpandKG(), SelectEntities(entity_ids=s.topic_entities),

@@ -55,8 +55,10 @@ def kg_of(triples=None, **options) -> Graph:
 
 
 async def described(kg: Graph, label: str) -> str | None:
+    """The description the tools show for the entity named ``label`` (found by name, which reads no
+    description: label links need only the ID)."""
     (entity,) = await kg.find_by_label(label)
-    return entity.description
+    return (await kg.describe_entity(entity.id)).entity.description
 
 
 # -- what each kind of node reads like ---------------------------------------------------------------------------

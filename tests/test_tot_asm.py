@@ -179,7 +179,7 @@ async def test_entities_added_in_one_kg_are_linked_into_the_others():
         s = await asm.apply(s, act)
     speed_a, speed_b = await eid(a, "Speed"), await eid(b, "Speed")
     assert s.subgraph.same_as[speed_a] == [speed_b]
-    (speed,) = await a.find_by_label("Speed")  # its line: "id: label - description (same as …)"
+    speed = (await a.describe_entity(speed_a)).entity  # its line: "id: label - description (same as …)"
     described = f" - {speed.description}" if speed.description else ""
     # the twin's own summary comes along: what the other KG knows of it, without expanding there
     assert f"{speed_a}: Speed{described} (same as {speed_b}: filmed in Los Angeles)" in s.subgraph.render()

@@ -55,6 +55,8 @@ def kg_of(triples=None, **options) -> Graph:
 
 
 async def described(kg: Graph, label: str) -> str | None:
+    """The description the tools show for the entity named ``label`` (found by name, which reads no
+    description: label links need only the ID)."""
     (entity,) = await kg.find_by_label(label)
     return (await kg.describe_entity(entity.id)).entity.description
 

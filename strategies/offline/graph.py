@@ -228,7 +228,8 @@ class KGReader:
         out: list[tuple[dict[str, list[str]], bool]] = [({}, False)] * len(asks)
 
         async def along(hop: Hop, idx: list[int]) -> None:
-            groups = [tuple(n for n in dict.fromkeys(asks[i][0]) if not is_literal(n)) for i in idx]
+            groups = [tuple(n for n in dict.fromkeys(asks[i][0]) if not n.startswith(LITERAL_PREFIX))
+                      for i in idx]
             union = list(dict.fromkeys(n for g in groups for n in g))
             if len(set(groups)) > 1 and not self._shared(union, hop[0]):
                 nb, cut = await self._read(union, hop, self.max_edges)
@@ -277,8 +278,11 @@ class KGReader:
             got = await self.kg.adjacent_ids(nodes, hop[0], hop[1], limit=limit)
         except KGError:
             return res, False  # a failed read reaches nothing
-        for src, tgt in _id_pairs(got):
-            res.setdefault(src, []).append(tgt)
+        last, targets = None, []
+        for src, tgt in _id_pairs(got):  # a source's edges come together: a lookup a source
+            if src != last:
+                last, targets = src, res.setdefault(src, [])
+            targets.append(tgt)
         return res, bool(got.truncated)
 
     async def reaches_more_than(self, nodes: list[str], hop: Hop, n: int) -> bool:

@@ -228,8 +228,8 @@ class KGReader:
         out: list[tuple[dict[str, list[str]], bool]] = [({}, False)] * len(asks)
 
         async def along(hop: Hop, idx: list[int]) -> None:
-            groups = [tuple(n for n in dict.fromkeys(asks[i][0]) if not n.startswith(LITERAL_PREFIX))
-                      for i in idx]
+            groups = [tuple(n for n in dict.fromkeys(asks[i][0])
+                            if not n.startswith(LITERAL_PREFIX)) for i in idx]
             union = list(dict.fromkeys(n for g in groups for n in g))
             if len(set(groups)) > 1 and not self._shared(union, hop[0]):
                 nb, cut = await self._read(union, hop, self.max_edges)

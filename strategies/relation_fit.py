@@ -113,7 +113,7 @@ class RelationFit:
         if not phrases:
             return []
         try:
-            relation_ids = list(await stats.view.vocabulary())
+            relation_ids = list(await stats.reader.vocabulary())
         except KGError:
             return []
         vocab = self._vocabulary(stats, relation_ids)

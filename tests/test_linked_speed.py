@@ -22,7 +22,7 @@ from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 from tot_mcp.kg_adapters.triple_index import TripleIndex
 from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
-from tot_mcp.strategies.offline.graph import InterfaceGraph, view_for
+from tot_mcp.strategies.offline.graph import KGReader
 
 # -- the offline reasoner: lazy last hops -----------------------------------------------------------------------------
 HUB = 300  # films of one genre
@@ -41,8 +41,8 @@ def _hub_kg(name: str = "films") -> Graph:
 
 
 class CountingKG(DelegatingKG):
-    """A MemoryKG seen only through the contract (so the reasoner uses InterfaceGraph), counting the
-    bulk reads it is asked for: (relation local name, direction, limit)."""
+    """A MemoryKG seen only through the public interface, counting the bulk reads it is asked for:
+    (relation local name, direction, limit)."""
 
     def __init__(self, inner: Graph) -> None:
         super().__init__(inner.store)
@@ -79,13 +79,16 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
     which a read of hub_fanout + 1 edges settles; its 300 films are never read. The plans are those of the
     in-memory view, which reads everything."""
     kg, backend = counting(_hub_kg())
-    assert isinstance(view_for(kg), InterfaceGraph)
     settings = OfflineSettings(max_hops=2, plans=1)
     res = await _plans(kg, "who directed [Alpha]", settings)
     assert res.best.answer_labels == ["Dana Reed"]
     hub_reads = [limit for rel, d, limit in backend.reads
                  if rel == "has_genre" and d is Direction.backward]
-    assert hub_reads and max(hub_reads) <= settings.hub_fanout + 1
+    # the hop is settled by hub_fanout + 1 edges; the answer-type prior's sample of what reaches a
+    # genre is bounded too (4 × type_sample); nothing reads the genre's films in full
+    assert settings.hub_fanout + 1 in hub_reads
+    assert all(n <= settings.hub_fanout + 1 or n == 4 * settings.type_sample for n in hub_reads)
+    assert max(hub_reads) < HUB
     assert _summary(res) == _summary(await _plans(_hub_kg(), "who directed [Alpha]", settings))
 
 
@@ -101,16 +104,16 @@ async def test_the_plans_are_those_of_a_full_read_whatever_the_view():
 
 async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_a_full_read():
     kg, backend = counting(_hub_kg())
-    view = InterfaceGraph(kg)
+    reader = KGReader(kg)
     drama = (await kg.find_by_label("Drama"))[0].id
     hop = ("films:has_genre", Direction.backward)
-    assert await view.reaches_more_than([drama], hop, 10)
+    assert await reader.reaches_more_than([drama], hop, 10)
     assert backend.reads == [("has_genre", Direction.backward, 11)]
-    assert not await view.reaches_more_than([drama], hop, HUB)  # exactly HUB films: a full read says so
-    assert await view.reaches_more_than([drama], hop, HUB - 1)
-    memory = view_for(_hub_kg())
-    (node,) = await memory.nodes_for([drama])
-    assert await memory.reaches_more_than([node], hop, HUB - 1) and not await memory.reaches_more_than([node], hop, HUB)
+    assert not await reader.reaches_more_than([drama], hop, HUB)  # exactly HUB films: a full read
+    assert await reader.reaches_more_than([drama], hop, HUB - 1)
+    memory = KGReader(_hub_kg())
+    assert await memory.reaches_more_than([drama], hop, HUB - 1)
+    assert not await memory.reaches_more_than([drama], hop, HUB)
 
 
 
@@ -158,34 +161,32 @@ async def test_a_frontier_whose_read_was_cut_is_never_walked_on_from_as_over_max
     memory = await _plans(_cast_hub_kg(), question, settings)
     assert memory.plans and not _walked_from_the_genre(memory)
     capped = Graph(CappedKG(_cast_hub_kg(), cap=HUB // 6))
-    assert isinstance(view_for(capped), InterfaceGraph)
     res = await _plans(capped, question, settings)
     assert res.plans and not _walked_from_the_genre(res)
     assert res.best.hops == memory.best.hops
 
 
-async def test_neighbours_within_reads_a_cut_hop_again_until_it_can_tell_more_from_not_more():
-    """A read cut at the view's edge cap with n targets or fewer says nothing about n: the view reads again,
-    larger, and answers with every neighbour when they are not more than n. A KG that cuts every read below n
-    leaves it unsettled: that counts as more than n (too big to walk on from)."""
+async def test_a_hop_is_read_once_up_to_its_cap_and_a_read_cut_there_counts_as_more_than_n():
+    """A hop is one read of at most ``max_edges`` edges: not cut, it holds every neighbour and tells
+    more than n from not more exactly; cut (a KG whose reads stop below what the hop reaches), it
+    holds part of them and counts as more than n (too big to walk on from), whatever n."""
     kg, backend = counting(_hub_kg())
     drama = (await kg.find_by_label("Drama"))[0].id
     hop = ("films:has_genre", Direction.backward)
-    view = InterfaceGraph(kg, max_edges_per_hop=50)
-    nb, over = await view.neighbours_within([drama], hop, HUB)
-    assert not over and len(nb[drama]) == HUB  # all of them, not the first 50
-    assert [limit for *_, limit in backend.reads][0] == 50 and len(backend.reads) == 2
-    assert (await view.neighbours_within([drama], hop, HUB - 1))[1]
-    assert (await view.neighbours_within([drama], hop, 10))[1] and len(nb[drama]) == HUB
+    reader = KGReader(kg, max_edges=1000)
+    ((nb, over),) = await reader.follow([([drama], hop)], within=HUB)
+    assert not over and len(nb[drama]) == HUB  # all of them
+    assert len(backend.reads) == 1
+    assert (await reader.follow([([drama], hop)], within=HUB - 1))[0][1]
+    assert (await reader.follow([([drama], hop)], within=10))[0][1]
 
-    capped = InterfaceGraph(Graph(CappedKG(_hub_kg(), cap=50)), max_edges_per_hop=50,
-                            max_edges_to_settle=1000)
-    nb, over = await capped.neighbours_within([drama], hop, HUB)
+    capped = KGReader(Graph(CappedKG(_hub_kg(), cap=50)), max_edges=1000)
+    ((nb, over),) = await capped.follow([([drama], hop)], within=HUB)
     assert over and len(nb[drama]) == 50
     assert await capped.reaches_more_than([drama], hop, HUB)
     alpha = (await kg.find_by_label("Alpha"))[0].id
-    assert await capped.neighbours_within([alpha], ("films:has_genre", Direction.forward), 5) == (
-        {alpha: [drama]}, False)  # a read that was not cut is exact
+    assert await capped.follow([([alpha], ("films:has_genre", Direction.forward))], within=5) == [
+        ({alpha: [drama]}, False)]  # a read that was not cut is exact
 
 # -- linking over a SPARQL endpoint ---------------------------------------------------------------------------------
 FILMS = "Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli Fox\nBeta|imdb_id|tt0002\n"
@@ -397,17 +398,18 @@ async def _every_node(kg) -> list[str]:
 @pytest.mark.parametrize("backward_scan", [20000, 5])
 async def test_each_nodes_relations_are_one_query_per_batch_and_those_asked_one_by_one(hub_catalog_url,
                                                                                       backward_scan):
-    """``InterfaceGraph.relation_sets`` (the chain statistics' per-node relations) reads N nodes of a SPARQL KG in
-    ``ceil(N / batch)`` queries, and each node's set is what ``relations([node])`` says. A node whose backward edges
-    are sampled (the genre's 40 films over a scan of 5) is answered from its batch's sample; the
-    rest of a batch whose sample it cut are read again, together."""
+    """``KGReader.relation_sets`` (the chain statistics' per-node relations) reads N nodes of a
+    SPARQL KG in ``ceil(N / batch)`` queries, and each node's set is what
+    ``relation_counts([node])`` says. A node whose backward edges ``get_relations`` would sample
+    (the genre's 40 films over a scan of 5), and the rest of a batch whose sample it cut, are asked
+    alone."""
     catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     catalog.store.batch_size, catalog.store.backward_scan = 10, backward_scan
     nodes = await _every_node(catalog)
     assert len(nodes) == 42
-    alone = {n: frozenset(await InterfaceGraph(catalog).relations([n])) for n in nodes}
+    alone = {n: _hops(await catalog.relation_counts([n])) for n in nodes}
     sent = _spy_queries(catalog)
-    got = await InterfaceGraph(catalog).relation_sets(nodes)
+    got = await KGReader(catalog).relation_sets(nodes)
     assert got == alone
     # over a scan of 5 the last batch (the two genres) has its backward sample cut by the drama's
     # 40 films: the comedy is read again
@@ -415,24 +417,58 @@ async def test_each_nodes_relations_are_one_query_per_batch_and_those_asked_one_
     assert len(sent) == -(-len(nodes) // 10) + again
 
 
-async def test_a_linked_views_per_node_relations_are_those_of_relations_one_node_at_a_time(kgs):
-    """Over linked KGs a node's relations include its twins' (a catalog film has the films KG's relations and the
-    reverse); the bulk read agrees node by node with ``relations([node])``."""
+async def test_a_linked_readers_per_node_relations_are_those_get_relations_gives_one_node(kgs):
+    """Over linked KGs a node's relations include its twins' (a catalog film has the films KG's
+    relations and the reverse); the bulk read agrees node by node with the linked KG's own
+    ``get_relations([node])``."""
     films, catalog = kgs
     linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
         {"films": films, "catalog": catalog},
         [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
     nodes = []
     for kg in (films, catalog):
-        view = view_for(linked)
         for label in ("Alpha", "Beta", "Alpha (1999)", "Beta (2003)", "Thriller", "Horror"):
-            nodes += [await view.nodes_for([m.entity.id]) for m in (await kg.search_entities(label))[:1]]
-    nodes = list(dict.fromkeys(n for ns in nodes for n in ns))
+            nodes += [m.entity.id for m in (await kg.search_entities(label))[:1]]
+    nodes = list(dict.fromkeys(nodes))
     assert len(nodes) >= 6
-    alone = {n: frozenset(await view_for(linked).relations([n])) for n in nodes}
-    got = await view_for(linked).relation_sets(nodes)
+    alone = {n: _hops(await linked.get_relations([n])) for n in nodes}
+    got = await KGReader(linked).relation_sets(nodes)
     assert got == alone
     assert any({h[0].split(":")[0] for h in s} == {"films", "catalog"} for s in got.values())
+
+
+def _hops(rl) -> frozenset:
+    return frozenset((r.id, Direction(r.direction)) for r in rl.relations)
+
+
+async def test_the_small_frontiers_of_a_depth_are_one_relations_query_together(hub_catalog_url):
+    """A depth's frontiers of a few nodes (a genre, two films) are one query for all of them, a
+    larger one a query of its own; each frontier's relations are what ``relation_counts`` gives it
+    alone, counts included."""
+    catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    nodes = await _every_node(catalog)
+    frontiers = [nodes[-1:], nodes[:2], nodes[2:4], nodes[:30]]  # a genre, two films, two, thirty
+    alone = [{(r.id, Direction(r.direction)): r.count or 1
+              for r in (await catalog.relation_counts(f)).relations} for f in frontiers]
+    sent = _spy_queries(catalog)
+    assert await KGReader(catalog).relations(frontiers) == alone
+    assert len(sent) == 2, sent
+
+
+async def test_frontiers_taking_the_same_hop_are_one_read_and_each_gets_its_own_targets():
+    """The asks of one depth along one hop are read together and split by source: the answers
+    are those of each read alone, from one read."""
+    kg = _hub_kg()
+    alone, _ = counting(kg)
+    hop = ("films:has_genre", Direction.forward)
+    films = [(await kg.find_by_label(t))[0].id for t in ("Alpha", "Film 1", "Film 2", "Film 3")]
+    asks = [(films[:1], hop), (films[1:3], hop), (films[2:], hop),
+            ([(await kg.find_by_label("Drama"))[0].id], ("films:has_genre", Direction.backward))]
+    expected = [(await KGReader(alone).follow([ask], within=2))[0] for ask in asks]
+    together, backend = counting(kg)
+    assert await KGReader(together).follow(asks, within=2) == expected
+    assert [r[:2] for r in backend.reads] == [("has_genre", Direction.forward),
+                                              ("has_genre", Direction.backward)]
 
 
 # -- a walk across linked KGs: one read per hop -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.text import humanize
 
 from ..embeddings import Embedder
-from .graph import GraphView, Hop
+from .graph import Hop, KGReader
 
 _SEGMENTS = re.compile(r"__|/|#|\.|:")
 
@@ -39,8 +39,9 @@ def readable(name: str) -> str:
 
 
 class KGStats:
-    def __init__(self, view: GraphView, embedder: Embedder, type_sample: int, value_examples: int = 0) -> None:
-        self.view = view
+    def __init__(self, reader: KGReader, embedder: Embedder, type_sample: int,
+                 value_examples: int = 0) -> None:
+        self.reader = reader
         self.embedder = embedder
         self.type_sample = type_sample
         self.value_examples = value_examples
@@ -52,12 +53,12 @@ class KGStats:
         self._vocab_ids: list[str] = []
         self._mismatch: dict[tuple[Hop, Hop], bool] = {}
         self._reference: list[frozenset] | None = None
-        self._node_rels: dict = {}
 
     def phrases(self, relation_id: str) -> list[str]:
         p = self._phrases.get(relation_id)
         if p is None:
-            p = self._phrases[relation_id] = relation_phrases(relation_id, self.view.relation_label(relation_id))
+            label = self.reader.relation_label(relation_id)
+            p = self._phrases[relation_id] = relation_phrases(relation_id, label)
         return p
 
     def phrase_vectors(self, relation_ids: list[str]) -> dict[str, np.ndarray]:
@@ -78,11 +79,12 @@ class KGStats:
         relation is about when its label alone is vague or unusual."""
         missing = [r for r in dict.fromkeys(relation_ids) if r not in self._value_vecs]
         texts, owners = [], []
-        for r in missing:
-            names: list[str] = []
-            if self.value_examples:
-                names = [readable(n) for n in await self.view.target_sample((r, Direction.forward), self.type_sample)]
-                names = [n for n in dict.fromkeys(names) if n][: self.value_examples]
+        hops = [(r, Direction.forward) for r in missing]
+        samples = await self.reader.target_names(hops, self.type_sample) if self.value_examples \
+            else [[] for _ in missing]
+        for r, sample in zip(missing, samples):
+            names = [n for n in dict.fromkeys(readable(n) for n in sample) if n]
+            names = names[: self.value_examples]
             if names:
                 texts.append(f"{self.phrases(r)[0]}: {', '.join(names)}")
                 owners.append(r)
@@ -96,14 +98,14 @@ class KGStats:
     async def value_matrix(self, extra: list[str]) -> np.ndarray:
         """The value verbalisations of the whole relation vocabulary: their own centring reference (values make
         every verbalisation resemble the KG's domain, so they are centred apart from the bare phrases)."""
-        ids = list(dict.fromkeys([*(await self.view.vocabulary()), *extra]))
+        ids = list(dict.fromkeys([*(await self.reader.vocabulary()), *extra]))
         vecs = await self.value_vectors(ids)
         return np.concatenate([vecs[r] for r in ids], axis=0)
 
     async def vocabulary_matrix(self, extra: list[str]) -> np.ndarray:
         """Phrase vectors of the KG's relation vocabulary (plus ``extra``): the reference a question phrase's
         similarity is centred on, so words that resemble every relation ("film") stop favouring any."""
-        vocab = await self.view.vocabulary()
+        vocab = await self.reader.vocabulary()
         ids = list(dict.fromkeys([*vocab, *extra]))
         if self._vocab_matrix is None or ids != self._vocab_ids:
             vecs = self.phrase_vectors(ids)
@@ -115,9 +117,9 @@ class KGStats:
         todo = [h for h in dict.fromkeys(hops) if h not in self._types]
         texts: list[str] = []
         spans: list[tuple[Hop, int, int]] = []
-        for h in todo:
-            names = [readable(n) for n in await self.view.target_sample(h, self.type_sample)]
-            names = [n for n in names if n][: self.type_sample]
+        samples = await self.reader.target_names(todo, self.type_sample)
+        for h, sample in zip(todo, samples):
+            names = [n for n in (readable(n) for n in sample) if n][: self.type_sample]
             spans.append((h, len(texts), len(texts) + len(names)))
             texts.extend(names)
         if texts:
@@ -130,45 +132,42 @@ class KGStats:
                 self._types[h] = None
         return {h: self._types[h] for h in hops}
 
-    async def chain_mismatch(self, first: Hop, second: Hop, min_expected: float, max_ratio: float) -> bool:
-        """Whether the KG itself says ``second`` does not follow ``first``: of the nodes ``first`` typically reaches,
-        far fewer have ``second`` than the KG's nodes at large (a film titled "2010" reached as a release year is a
-        coincidence, not a reading of "what year was X released"). Judged only when the sample is big enough for
-        the base rate to predict at least ``min_expected`` such nodes, so a sparse KG, where every relation is
-        rare, is never judged on too little evidence."""
-        key = (first, second)
-        hit = self._mismatch.get(key)
-        if hit is None:
-            nodes = await self.view.target_nodes(first, self.type_sample)
-            pool = await self._reference_nodes()
-            hit = False
-            if nodes and pool:
-                base = sum(second in rels for rels in pool) / len(pool)
-                have = sum(second in rels for rels in await self._relations_of_all(nodes))
-                expected = base * len(nodes)
-                hit = expected >= min_expected and have < max_ratio * expected
-            self._mismatch[key] = hit
-        return hit
-
-    async def _relations_of_all(self, nodes: list) -> list[frozenset]:
-        """Each node's relations, read in bulk (their links into other KGs looked up in bulk first; on a SPARQL KG
-        one query per batch of nodes, not one per node)."""
-        todo = [n for n in nodes if n not in self._node_rels]
-        await self.view.warm(todo)
+    async def chain_mismatches(self, pairs: list[tuple[Hop, Hop]], min_expected: float,
+                               max_ratio: float) -> dict[tuple[Hop, Hop], bool]:
+        """For each pair, whether the KG itself says ``second`` does not follow ``first``: of the
+        nodes ``first`` typically reaches, far fewer have ``second`` than the KG's nodes at large (a
+        film titled "2010" reached as a release year is a coincidence, not a reading of "what year
+        was X released"). Judged only when the sample is big enough for the base rate to predict at
+        least ``min_expected`` such nodes, so a sparse KG, where every relation is rare, is never
+        judged on too little evidence. The samples of all the pairs are read together."""
+        todo = [pair for pair in dict.fromkeys(pairs) if pair not in self._mismatch]
         if todo:
-            self._node_rels.update(await self.view.relation_sets(todo))
-        return [self._node_rels[n] for n in nodes]
+            firsts = list(dict.fromkeys(first for first, _ in todo))
+            samples = dict(zip(firsts, await self.reader.target_nodes(firsts, self.type_sample)))
+            pool = await self._reference_nodes()
+            rels = await self.reader.relation_sets([n for f in firsts for n in samples[f]])
+            for first, second in todo:
+                nodes = samples[first]
+                hit = False
+                if nodes and pool:
+                    base = sum(second in r for r in pool) / len(pool)
+                    have = sum(second in rels[n] for n in nodes)
+                    expected = base * len(nodes)
+                    hit = expected >= min_expected and have < max_ratio * expected
+                self._mismatch[(first, second)] = hit
+        return {pair: self._mismatch[pair] for pair in pairs}
 
     async def _reference_nodes(self) -> list[frozenset]:
         """The relations of the nodes the KG's relations point at, a few per relation and direction: the population
         a hop's targets are compared with."""
         if self._reference is None:
-            seen: dict = {}
             per = max(1, self.type_sample // 4)
-            for rid in await self.view.vocabulary():
-                for d in (Direction.forward, Direction.backward):
-                    seen.update(dict.fromkeys((await self.view.target_nodes((rid, d), self.type_sample))[:per]))
-            self._reference = await self._relations_of_all(list(seen))
+            hops = [(rid, d) for rid in await self.reader.vocabulary()
+                    for d in (Direction.forward, Direction.backward)]
+            got = await self.reader.target_nodes(hops, self.type_sample)
+            seen = list(dict.fromkeys(n for nodes in got for n in nodes[:per]))
+            sets = await self.reader.relation_sets(seen)
+            self._reference = [sets[n] for n in seen]
         return self._reference
 
 

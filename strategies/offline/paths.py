@@ -11,10 +11,11 @@ import weakref
 from dataclasses import dataclass, field
 
 from tot_mcp.kg_adapters.graph import Graph
+from tot_mcp.kg_adapters.eager import gather_eager
 from tot_mcp.kg_adapters.errors import KGError
 
 from ..embeddings import Embedder
-from .graph import GraphView, Hop, view_for
+from .graph import Hop, KGReader
 from .kgstats import KGStats
 from .question import parse_question
 from .scoring import SIBLING, Alignment, QuestionScorer
@@ -88,206 +89,222 @@ class OfflineReasoner:
     def stats_for(self, kg: Graph) -> KGStats:
         st = self._stats.get(kg)
         if st is None:
-            st = self._stats[kg] = KGStats(
-                view_for(kg), self.embedder, self.settings.type_sample, self.settings.value_examples)
+            st = self._stats[kg] = KGStats(KGReader(kg), self.embedder, self.settings.type_sample,
+                                           self.settings.value_examples)
         return st
 
     async def reason(self, kg: Graph, question: str, topic_ids: list[str]) -> Reasoning:
-        """Ranked plans (best first) answering ``question`` from ``topic_ids``; empty if nothing connects."""
+        """Ranked plans (best first) answering ``question`` from ``topic_ids``; empty if nothing
+        connects. A depth's reads go to the KG together (:class:`~.graph.KGReader`): its
+        frontiers' relations, then the hops the beam keeps."""
         st = self.settings
         stats = self.stats_for(kg)
-        view = stats.view
-        topics = await view.nodes_for(topic_ids)
+        reader = stats.reader
+        named = await reader.labels(topic_ids)
+        topics = [t for t in topic_ids if t in named]
         if not topics:
             return Reasoning(question, topic_ids, [])
-        if view.knows_labels:
-            labels = [view.label(t) for t in topics]
-        else:
-            labels = await _labels_via_interface(kg, topic_ids, view)
-        q = parse_question(question, labels, st.max_span)
+        q = parse_question(question, [named[t] for t in topics], st.max_span)
         scorer = QuestionScorer(q, stats, self.embedder, st)
-        topic_set = set(topics) | set(await view.twins(topics))  # the question's entity in every linked KG
+        # the question's entity in every linked KG
+        topic_set = set(topics) | set(await reader.twins(topics))
         rel_cache: dict[tuple, dict[Hop, int]] = {}
 
-        async def relations_of(nodes: list) -> dict[Hop, int]:
-            key = tuple(sorted(nodes, key=str)) if len(nodes) < 5000 else (id(nodes),)
-            r = rel_cache.get(key)
-            if r is None:
-                r = rel_cache[key] = await view.relations(nodes)
-            return r
-
-        def targets(nodes: list, nb: dict) -> list:
-            out: dict = {}
-            for n in nodes:
-                for t in nb.get(n, ()):
-                    out[t] = None
-            return list(out)
-
-        async def follow(nodes: list, hop: Hop) -> list:
-            return targets(nodes, await view.neighbours(nodes, hop))
-
-        async def follow_within(nodes: list, hop: Hop) -> tuple[list, bool]:
-            """What ``hop`` reaches, and whether it is more than ``max_frontier`` nodes — decided on all of them, not
-            on a read cut at an edge cap ("every comedy" read as its first 2,000 films is not a walkable frontier)."""
-            nb, over = await view.neighbours_within(nodes, hop, st.max_frontier)
-            return targets(nodes, nb), over
+        async def relations_of(frontiers: list[list[str]]) -> list[dict[Hop, int]]:
+            keys = [tuple(sorted(f)) if len(f) < 5000 else (id(f),) for f in frontiers]
+            todo = {k: f for k, f in zip(keys, frontiers) if k not in rel_cache}
+            if todo:
+                rel_cache.update(zip(todo, await reader.relations(list(todo.values()))))
+            return [rel_cache[k] for k in keys]
 
         done: list[_Partial] = []
         layer = [_Partial((), [Alignment(0.0, ())], list(topics), [])]
         for depth in range(st.max_hops):
-            children: list[tuple[float, _Partial, Hop]] = []
+            walked: list[tuple[_Partial, list[str]]] = []
             for p in layer:
                 src = p.reached
                 if depth > 0:
                     if p.over[-1] or len(src) > st.max_frontier:
                         continue
-                    # never walk back through the topic at an intermediate hop, unless nothing else is there
+                    # never walk back through the topic at an intermediate hop, unless nothing else
+                    # is there
                     src = [n for n in src if n not in topic_set] or src
-                rels = await relations_of(src)
+                walked.append((p, src))
+            children: list[tuple[float, _Partial, Hop]] = []
+            for (p, src), rels in zip(walked, await relations_of([src for _, src in walked])):
                 await scorer.prepare([h[0] for h in rels])
                 prev = p.hops[-1] if p.hops else None
                 for hop in rels:
                     aligns = scorer.extend(p.aligns, hop, prev)
-                    children.append((aligns[0].score, _Partial((*p.hops, hop), aligns, src, p.frontiers,
-                                                               over=p.over), hop))
+                    child = _Partial((*p.hops, hop), aligns, src, p.frontiers, over=p.over)
+                    children.append((aligns[0].score, child, hop))
             if not children:
                 break
             children.sort(key=lambda c: -c[0])
             kept = children[: st.beam]
             layer = []
             if depth == st.max_hops - 1:
-                # the last hop: what it reaches is read only for the plans that need it (the ranked ones, and a
-                # hop whose size the score asks for), not for every path of the beam — on a remote KG a hop into a
-                # hub ("every film of the genre") is the most expensive read of the walk
-                done.extend(_Partial(child.hops, child.aligns, None, [*child.frontiers, None], child.reached,
-                                     [*child.over, False]) for _, child, _ in kept)
+                # the last hop: what it reaches is read only for the plans that need it (the ranked
+                # ones, and a hop whose size the score asks for), not for every path of the beam —
+                # on a remote KG a hop into a hub ("every film of the genre") is the most expensive
+                # read of the walk
+                done.extend(_Partial(child.hops, child.aligns, None, [*child.frontiers, None],
+                                     child.reached, [*child.over, False]) for _, child, _ in kept)
                 break
-            for _, child, hop in kept:
-                reached, over = await follow_within(child.reached, hop)
+            # "every comedy" read as its first edges is no walkable frontier: over max_frontier is
+            # decided on all of them
+            reads = await reader.follow([(child.reached, hop) for _, child, hop in kept],
+                                        st.max_frontier)
+            for (_, child, _), (nb, over) in zip(kept, reads):
+                reached = _targets(child.reached, nb)
                 if not reached:
                     continue
-                part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached], over=[*child.over, over])
+                part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached],
+                                over=[*child.over, over])
                 layer.append(part)
                 done.append(part)
 
-        async def materialise(p: _Partial) -> bool:
-            """Reads a lazy last hop (once); False when it reaches nothing (then the path is no plan)."""
-            if p.reached is None:
-                p.reached = await follow(p.src or [], p.hops[-1])
-                p.frontiers[-1] = p.reached
-                p.src = None
-            return bool(p.reached)
-
         if not done:
             return Reasoning(question, topic_ids, [])
-        type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         mentions = scorer.relation_mentions()
         chained = scorer.chained_relations() if st.slot_cost else 0
-        # a question that names no relation ("describe X in a few words") is asking what the KG says most about X
-        topic_edges = await relations_of(list(topics)) if st.salience_weight and not mentions else {}
+        readings = {id(p): [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
+                    for p in done}
+        # the hub test of a lazy last hop, asked without reading all it reaches
+        hub_of = {id(p): (tuple(p.src or ()), p.hops[-1],
+                          int(st.hub_fanout * len(p.frontiers[-2] or [])))
+                  for p in done if p.reached is None and len(p.hops) > 1
+                  and any(a.spans[-1:] == (SIBLING,) for a in readings[id(p)])}
+        hub_asks = list(dict.fromkeys(hub_of.values()))
+        pairs = [pair for p in done for pair in zip(p.hops, p.hops[1:])] if st.chain_cost else []
 
-        async def chain(p: _Partial) -> float:
-            if not st.chain_cost:
-                return 0.0
-            rare = [await stats.chain_mismatch(a, b, st.chain_min_expected, st.chain_max_ratio)
-                    for a, b in zip(p.hops, p.hops[1:])]
-            return -st.chain_cost * sum(rare)
+        async def nothing() -> dict:
+            return {}
 
-        async def final(p: _Partial) -> tuple[float, Alignment] | None:
-            """The plan's score and its best alignment; None when no alignment is a complete reading."""
-            aligns = [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
+        # the answer types first: the chain statistics read the same relation samples
+        type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
+        # what else the scores ask of the KG, asked together
+        rare, hub_sizes, topic_edges = await gather_eager([
+            stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
+            if pairs else nothing(),
+            gather_eager(reader.reaches_more_than(list(src), hop, n) for src, hop, n in hub_asks),
+            # a question that names no relation ("describe X in a few words") is asking what the
+            # KG says most about X
+            relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),
+        ])
+        hubs = {p: dict(zip(hub_asks, hub_sizes))[ask] for p, ask in hub_of.items()}
+        topic_edges = topic_edges[0] if topic_edges else {}
+
+        def final(p: _Partial) -> tuple[float, Alignment] | None:
+            """The plan's score and its best alignment; None when no alignment is a complete
+            reading."""
+            aligns = readings[id(p)]
             if not aligns:
                 return None
-            last = len(p.hops) - 1
-            last_hub = False  # the hub test of a lazy last hop, asked without reading all it reaches
-            if p.reached is None and last > 0 and any(a.spans[-1:] == (SIBLING,) for a in aligns):
-                prev = p.frontiers[-2] or []
-                last_hub = await view.reaches_more_than(p.src or [], p.hops[-1], int(st.hub_fanout * len(prev)))
 
             def hub(k: int) -> bool:
                 f = p.frontiers[k]
                 if f is None:
-                    return last_hub
-                size = max(len(f), st.max_frontier + 1) if p.over[k] else len(f)  # a cut read: more than it holds
+                    return hubs.get(id(p), False)
+                # a cut read: more than it holds
+                size = max(len(f), st.max_frontier + 1) if p.over[k] else len(f)
                 return size > st.hub_fanout * len(p.frontiers[k - 1] or [])
 
             def unread(a: Alignment) -> int:
-                """Chained relation nouns no hop stands for. A wordless return hop through a hub ("everyone of
-                the same gender") stands for none of them."""
-                hubs = sum(1 for k, i in enumerate(a.spans) if i == SIBLING and k > 0 and hub(k))
-                return max(0, min(chained, st.max_hops) - len(p.hops) + hubs)
+                """Chained relation nouns no hop stands for. A wordless return hop through a hub
+                ("everyone of the same gender") stands for none of them."""
+                through = sum(1 for k, i in enumerate(a.spans) if i == SIBLING and k > 0 and hub(k))
+                return max(0, min(chained, st.max_hops) - len(p.hops) + through)
 
             read, best = max(
-                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions) - st.slot_cost * unread(a), a)
-                 for a in aligns),
+                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions)
+                  - st.slot_cost * unread(a), a) for a in aligns),
                 key=lambda x: x[0],
             )
-            prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0) + await chain(p)
+            prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
+            if st.chain_cost:
+                prior -= st.chain_cost * sum(rare[pair] for pair in zip(p.hops, p.hops[1:]))
             if topic_edges:
                 prior += st.salience_weight * math.log1p(topic_edges.get(p.hops[0], 0))
             return read + prior, best
 
-        finals = [(await final(p), p) for p in done]
-        scored = sorted([(*f, p) for f, p in finals if f is not None], key=lambda sp: -sp[0])
+        finals = [(final(p), p) for p in done]
+        scored = [(*f, p) for f, p in finals if f is not None]
+        scored.sort(key=lambda sp: -sp[0])
         plans: list[Plan] = []
-        shown: list[list] = []  # each plan's answer nodes, named below in one read
-        for score, align, p in scored:
-            if len(plans) >= max(st.plans, 1):
-                break
-            if not await materialise(p):
-                continue
-            ordered = [n for n in p.reached if n not in topic_set] + [n for n in p.reached if n in topic_set]
-            ordered = ordered[: st.max_answers]
-            shown.append(ordered)
-            plans.append(
-                Plan(
+        want = max(st.plans, 1)
+        while scored and len(plans) < want:
+            batch, scored = scored[: want - len(plans)], scored[want - len(plans):]
+            # a lazy last hop is read once, and only for a plan
+            lazy = [p for _, _, p in batch if p.reached is None]
+            reads = await reader.follow([(p.src or [], p.hops[-1]) for p in lazy])
+            for p, (nb, _) in zip(lazy, reads):
+                p.reached = p.frontiers[-1] = _targets(p.src or [], nb)
+                p.src = None
+            for score, align, p in batch:
+                if not p.reached:
+                    continue  # reaches nothing: no plan
+                ordered = [n for n in p.reached if n not in topic_set]
+                ordered += [n for n in p.reached if n in topic_set]
+                plans.append(Plan(
                     hops=p.hops,
                     score=score,
                     align=p.align,
                     type_score=type_by_hop.get(p.hops[-1], 0.0),
-                    answers=[view.node_id(n) for n in ordered],
+                    answers=ordered[: st.max_answers],
                     answer_labels=[],
-                    frontiers=[[view.node_id(n) for n in (f or [])[: st.max_answers]] for f in p.frontiers],
+                    frontiers=[(f or [])[: st.max_answers] for f in p.frontiers],
                     phrases=[scorer.spans[i].text if i >= 0 else ("(same)" if i == SIBLING else None)
                              for i in align.spans],
-                )
-            )
-        await view.fetch_labels([n for ordered in shown for n in ordered])
-        for plan, ordered in zip(plans, shown):
-            plan.answer_labels = [view.label(n) for n in ordered]
+                ))
+        await reader.labels(n for plan in plans for n in plan.answers)  # in one read
+        for plan in plans:
+            plan.answer_labels = [reader.label(n) for n in plan.answers]
         _calibrate(plans, st.value_scale, st.value_bias)
-        return Reasoning(question, topic_ids, plans, await _unreached(scorer, view, plans))
+        return Reasoning(question, topic_ids, plans, await _unreached(scorer, reader, plans))
 
     async def rank_sources(
         self, kg: Graph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
     ) -> list[str]:
-        """``candidates`` (entities reached after hop ``level``) ordered by how many of the plan's answers they
-        lead to through the remaining hops, earlier answers counting more — so a capped expansion keeps the
-        entities that matter for the answer."""
-        view = self.stats_for(kg).view
+        """``candidates`` (entities reached after hop ``level``) ordered by how many of the plan's
+        answers they lead to through the remaining hops, earlier answers counting more — so a
+        capped expansion keeps the entities that matter for the answer. Each hop is one read of
+        every candidate's nodes."""
+        reader = self.stats_for(kg).reader
         weight = {a: 1.0 / (1 + i) for i, a in enumerate(plan.answers[:200])}
-        topics = set(await view.nodes_for(topic_ids))
-        scored = []
-        for pos, cid in enumerate(candidates):
-            nodes = await view.nodes_for([cid])
-            for hop in plan.hops[level:]:
-                nb = await view.neighbours(nodes, hop)
-                nodes = list(dict.fromkeys(t for n in nodes for t in nb.get(n, ())))
-                if hop is not plan.hops[-1]:
+        topics = set(topic_ids)
+        reached = {c: [c] for c in dict.fromkeys(candidates)}
+        for k, hop in enumerate(plan.hops[level:], start=level):
+            await reader.equivalents(n for ns in reached.values() for n in ns)  # before the read
+            reads = await reader.follow([(ns, hop) for ns in reached.values()])
+            for c, (nb, _) in zip(list(reached), reads):
+                nodes = _targets(reached[c], nb)
+                if k < len(plan.hops) - 1:
                     nodes = [n for n in nodes if n not in topics] or nodes
-            gain = sum(weight.get(view.node_id(n), 0.0) for n in nodes)
-            scored.append((-gain, pos, cid))
+                reached[c] = nodes
+        scored = [(-sum(weight.get(n, 0.0) for n in reached[c]), pos, c)
+                  for pos, c in enumerate(candidates)]
         return [c for _, _, c in sorted(scored)]
 
 
-async def _unreached(scorer: QuestionScorer, view, plans: list[Plan]) -> list[tuple[str, str]]:
+def _targets(nodes: list[str], nb: dict[str, list[str]]) -> list[str]:
+    """What ``nb`` reaches from ``nodes``, each once, in the order of the nodes."""
+    out: dict[str, None] = {}
+    for n in nodes:
+        for t in nb.get(n, ()):
+            out[t] = None
+    return list(out)
+
+
+async def _unreached(scorer: QuestionScorer, reader: KGReader, plans: list[Plan]
+                     ) -> list[tuple[str, str]]:
     """Relation words of the question that read best as a relation the best plan does not walk: one the search
     never met, where the plan does not read the words at all; or one it met, where the plan reads the words as a
     relation that fits them far worse (``misread_margin``). Checked against every relation the KGs have, after the
     plans are ranked (they do not change)."""
     seen = scorer.prepared()
     try:
-        unseen = [r for r in await view.vocabulary() if r not in seen]
+        unseen = [r for r in await reader.vocabulary() if r not in seen]
     except KGError:
         return []
     if not plans:
@@ -323,15 +340,3 @@ def _calibrate(plans: list[Plan], scale: float, bias: float) -> None:
         rival = next((q.score for j, q in enumerate(plans) if j != i and q.answers[:1] != p.answers[:1]), None)
         margin = min(1.0, p.score - rival) if rival is not None else 1.0
         p.confidence = 1.0 / (1.0 + math.exp(-(scale * margin + bias)))
-
-
-async def _labels_via_interface(kg: Graph, topic_ids: list[str], view: GraphView) -> list[str]:
-    out = []
-    for tid in topic_ids:
-        try:
-            label = await kg.label_of(tid)
-        except Exception:  # noqa: BLE001 - a label is a nicety; the mention may still be bracketed
-            continue
-        out.append(label)
-        view.remember_label(tid, label)
-    return out

@@ -173,8 +173,9 @@ class OfflinePolicy(Policy):
         res = self._reasoning.get((state.question, tuple(state.topic_entities)))
         if res is None or not res.unreached:
             return None
-        view = self.reasoner.stats_for(self.kg).view
-        parts = [f"'{phrase}' reads as {rel} ({view.relation_label(rel)})" for phrase, rel in res.unreached[:3]]
+        reader = self.reasoner.stats_for(self.kg).reader
+        parts = [f"'{phrase}' reads as {rel} ({reader.relation_label(rel)})"
+                 for phrase, rel in res.unreached[:3]]
         why = "the KG may not record it for them" + (", or a link between KGs is missing"
                                                      if len(self.kg.members()) > 1 else "")
         return f"unsupported: the question's {'; '.join(parts)}, which no walk from its entities reaches ({why})"

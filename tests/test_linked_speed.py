@@ -68,7 +68,7 @@ async def _plans(kg, question: str, settings: OfflineSettings | None = None):
 
 
 def _summary(res) -> list[tuple]:
-    """What a plan walks and reaches (scores differ between views by their relation samples, not by this)."""
+    """What a plan walks and reaches (scores differ between backends by their relation samples, not by this)."""
     return [(tuple((h[0].split(":", 1)[1], h[1]) for h in p.hops), tuple(sorted(p.answer_labels)),
              tuple(len(f) for f in p.frontiers)) for p in res.plans]
 
@@ -77,7 +77,7 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
     """"who directed [Alpha]": the beam also tries Alpha → genre → every Drama film (the genre's 300 films, a
     "same genre" hop). Scoring it needs only to know that the hop multiplies the frontier by more than hub_fanout,
     which a read of hub_fanout + 1 edges settles; its 300 films are never read. The plans are those of the
-    in-memory view, which reads everything."""
+    KG read in memory, which reads everything."""
     kg, backend = counting(_hub_kg())
     settings = OfflineSettings(max_hops=2, plans=1)
     res = await _plans(kg, "who directed [Alpha]", settings)
@@ -92,8 +92,8 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
     assert _summary(res) == _summary(await _plans(_hub_kg(), "who directed [Alpha]", settings))
 
 
-async def test_the_plans_are_those_of_a_full_read_whatever_the_view():
-    """Every returned plan's last hop is read (answers, frontiers), as the in-memory view reads them."""
+async def test_the_plans_are_those_of_a_full_read_whatever_the_backend():
+    """Every returned plan's last hop is read (answers, frontiers), as a KG in memory reads them."""
     for question in ("who directed [Alpha]", "which films have the same genre as [Alpha]",
                      "when were the films of the genre of [Alpha] released"):
         memory = await _plans(_hub_kg(), question)
@@ -153,8 +153,8 @@ def _walked_from_the_genre(res) -> list[tuple]:
 
 
 async def test_a_frontier_whose_read_was_cut_is_never_walked_on_from_as_over_max_frontier_in_memory():
-    """The genre's HUB films are more than max_frontier. The in-memory view reads them all and does not walk on
-    from them; a view over a KG whose read is cut at fewer edges than max_frontier holds only part of them, under
+    """The genre's HUB films are more than max_frontier. A KG in memory reads them all and does not walk on
+    from them; a KG whose read is cut at fewer edges than max_frontier holds only part of them, under
     the limit, and must take the same decision rather than walk on from an arbitrary part of the genre."""
     settings = OfflineSettings(max_hops=3, max_frontier=HUB // 3)
     question = "who acted in the films of the genre of [Alpha]"

@@ -84,6 +84,18 @@ class MemoryKG(KnowledgeGraph):
             self._local = LocalGraph(self)
         return self._local
 
+    def _nodes(self, entity_ids: list[str]) -> dict[int, None]:
+        """Each ID's node, once, in order: read with :meth:`node_of` (a frontier of thousands comes through
+        here; no pattern match per ID); another KG's ID or one naming nothing is refused as a tool call's is."""
+        out: dict[int, None] = {}
+        for eid in dict.fromkeys(entity_ids):
+            i = self.node_of(eid)
+            if i is None:
+                (local,) = self._local_ids([eid], bulk=True)
+                i = self._node_index(local)
+            out[i] = None
+        return out
+
     def _node_index(self, local: str) -> int:
         m = _ENTITY_LOCAL.match(local)
         if not m or int(m.group(1)) >= len(self.index.nodes):
@@ -228,8 +240,7 @@ class MemoryKG(KnowledgeGraph):
         table = self.index.out if Direction(direction) is Direction.forward else self.index.inc
         nid = self.node_id
         if entity_ids:
-            nodes = dict.fromkeys(self._node_index(x) for x in self._local_ids(list(dict.fromkeys(entity_ids)),
-                                                                               bulk=True))
+            nodes = self._nodes(entity_ids)
         else:  # a sample from anywhere: the nodes having the relation
             nodes = dict.fromkeys(i for i, rels in enumerate(table) if r in rels)
         pairs: list[tuple[str, str]] = []

@@ -533,14 +533,21 @@ class Linker:
     # -- kinds: a label link joins only entities of the same kind ----------------------------------
     async def _shapes_of(self, kg: Graph, entity_ids: list[str]) -> None:
         """The :class:`Shape` of many entities, one bulk read of their relations (a frontier may be a
-        thousand films); a KG that failed leaves them to :meth:`_shape`, one by one."""
+        thousand films). One the KG does not know has no role; a malformed ID fails the read as a whole,
+        so then each is read alone; a KG that failed raises, and nothing is kept."""
         todo = [e for e in dict.fromkeys(entity_ids) if self._shapes.get(e) is None]
         if not todo:
             return
         try:
             by = await kg.relations_by_entity(todo)
+        except BackendError:
+            raise
         except KGError:
-            return
+            if len(todo) > 1:
+                for eid in todo:
+                    await self._shapes_of(kg, [eid])
+                return
+            by = {}
         cap = kg.limits.max_relations
         for eid in todo:
             listed = by.get(eid)
@@ -549,20 +556,9 @@ class Linker:
                 listed.truncated or len(listed.relations) > cap))
 
     async def _shape(self, kg: Graph, entity_id: str) -> Shape:
-        """The entity's :class:`Shape`, from its relations. One the KG does not know has no role; a
-        KG that failed raises, and nothing is kept."""
-        shape = self._shapes.get(entity_id)
-        if shape is None:
-            try:
-                listed = await kg.get_relations([entity_id])
-            except BackendError:
-                raise
-            except KGError:
-                listed = None
-            shape = Shape() if listed is None else Shape(
-                tuple((r.id, r.direction) for r in listed.relations), listed.truncated)
-            self._shapes.put(entity_id, shape)
-        return shape
+        """The entity's :class:`Shape` (:meth:`_shapes_of` of one)."""
+        await self._shapes_of(kg, [entity_id])
+        return self._shapes.get(entity_id) or Shape()
 
     async def _same_kind(self, this: Graph, entity_id: str, label: str,
                          other: Graph, matches: list[str]) -> tuple[list[str], str | None]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field
 
-from .base import Capabilities, Limits
+from .base import Capabilities, Limits, merge_relation_lists
 from .describe import describe_relations
 from .eager import gather_eager
 from .graph import Graph
@@ -497,36 +497,6 @@ class LinkedKG(Graph):
         hits = sorted((h for _, hs in answered for h in hs), key=lambda h: (-h.score, -(h.count or 0), h.id))
         return hits[:limit], report.warnings
 
-    async def _grouped(self, entity_ids: list[str], report: Report) -> dict[str, list[str]]:
-        """The IDs and their equivalents, grouped by KG (order kept, no duplicates)."""
-        self.limits.check_ids(entity_ids)
-        groups: dict[str, dict[str, None]] = {}
-        for eid in entity_ids:
-            groups.setdefault(self.owner(eid).name, {})[eid] = None
-        if len(entity_ids) > 1:
-            await self.prefetch(entity_ids, report)
-        for eqs in await gather_eager(self.equivalents(eid, report) for eid in entity_ids):
-            for other, ids in eqs.items():
-                groups.setdefault(other, {}).update(dict.fromkeys(ids))
-        return {k: list(v) for k, v in groups.items()}
-
-    async def get_relations(self, entity_ids: list[str]) -> RelationList:
-        report = Report()
-        groups = await self._grouped(list(dict.fromkeys(entity_ids)), report)
-        answered = await self._each(
-            list(groups), lambda kg: kg.get_relations(groups[kg.name][: kg.limits.max_ids]), report
-        )
-        several = len(self.kgs) > 1
-        rels: list[Relation] = []
-        for name, rl in answered:
-            rels.extend(r.model_copy(update={"kg": name}) if several else r for r in rl.relations)
-            for w in rl.warnings:
-                report.note(w)
-            report.failed |= rl.partial
-        cap = self.limits.max_relations
-        truncated = any(rl.truncated for _, rl in answered) or len(rels) > cap
-        return RelationList(relations=rels[:cap], truncated=truncated, partial=report.failed, warnings=report.warnings)
-
     async def _route(self, entity_ids: list[str], kg: Graph, relation_id: str
                      ) -> tuple[list[str], dict[str, str], Report]:
         """Where a read along ``kg``'s relation goes: the entities of ``kg`` themselves, the others' equivalents
@@ -683,7 +653,11 @@ class LinkedKG(Graph):
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """Each entity's relations with its equivalents' (as :meth:`get_relations` lists them), one batched
         read per KG: the links of every entity looked up in bulk first."""
-        ids = [e for e in dict.fromkeys(entity_ids) if split_id(e)[0] in self.kgs]
+        ids = list(dict.fromkeys(entity_ids))
+        for eid in ids:
+            self.owner(eid)  # an ID of no KG served here is a mistake to name, as every read says
+        if not ids:
+            return {}
         report = Report()
         several = len(self.kgs) > 1
         if several and len(ids) > 1:
@@ -707,11 +681,12 @@ class LinkedKG(Graph):
                     out[eid] = RelationList(relations=[], partial=True, warnings=list(report.warnings))
                 continue
             lists = [got[eid], *(got[e] for ids_ in eqs.get(eid, {}).values() for e in ids_ if e in got)]
+            merged = merge_relation_lists(lists)  # two equivalents in one KG: one line per relation
             rels = [r.model_copy(update={"kg": split_id(r.id)[0]}) if several else r
-                    for rl in lists for r in rl.relations]
+                    for r in merged.relations]
             out[eid] = RelationList.model_construct(
-                relations=rels, truncated=any(rl.truncated for rl in lists),
-                partial=report.failed or any(rl.partial for rl in lists), warnings=list(report.warnings))
+                relations=rels, truncated=merged.truncated, partial=report.failed or merged.partial,
+                warnings=list(report.warnings))
         return out
 
     async def member_infos(self, progress: Progress | None = None) -> tuple[list[KGInfo], list[str]]:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from .graph import Graph
 from .models import labels_only
-from .base import merge_relation_lists
-from .errors import InvalidInput, KGError, NotFound
+from .errors import InvalidInput, KGError
 from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
-from .models import Direction, EdgePage, RelationList, split_id
+from .models import Direction, EdgePage, RelationList
 
 
 async def relations_over(kg: Graph, ids: list[str]) -> tuple[list[str], RelationList]:
@@ -25,12 +24,7 @@ async def relations_over(kg: Graph, ids: list[str]) -> tuple[list[str], Relation
     if len(ids) > HOP_FRONTIER:
         warnings.append(f"relations of the first {HOP_FRONTIER} of {len(ids)} entities")
         ids, truncated = ids[:HOP_FRONTIER], True
-    by = await kg.relations_by_entity(ids)
-    if not any(rl.partial for rl in by.values()):  # an ID naming nothing is a mistake to say, not "no relations"
-        for eid in ids:
-            if eid not in by:
-                raise NotFound(f"no entity {eid} in KG {split_id(eid)[0]!r}")
-    rl = merge_relation_lists(list(by.values())) if by else RelationList(relations=[])
+    rl = await kg.relation_counts(ids, strict=True)
     rels = rl.relations
     return ids, RelationList(relations=rels[: limits.max_relations], truncated=truncated or rl.truncated or
                              len(rels) > limits.max_relations, partial=rl.partial, warnings=[*warnings, *rl.warnings])

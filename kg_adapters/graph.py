@@ -29,6 +29,7 @@ from .models import (
     KGInfo,
     Literal,
     RelationList,
+    split_id,
 )
 from .text import humanize
 
@@ -268,21 +269,23 @@ class Graph:
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
         """Relation types the entities have, forward and backward, with edge counts (at most ``max_relations``)."""
         self.limits.check_ids(entity_ids)
-        ids = list(dict.fromkeys(entity_ids))
-        by = await self.relations_by_entity(ids)
-        for eid in ids:
-            if eid not in by:
-                raise NotFound(f"no entity {eid} in KG {self.name!r}")
-        merged = merge_relation_lists([by[e] for e in ids])
+        merged = await self.relation_counts(entity_ids, strict=True)
         cap = self.limits.max_relations
         if len(merged.relations) <= cap:
             return merged
         return merged.model_copy(update={"relations": merged.relations[:cap], "truncated": True})
 
-    async def relation_counts(self, entity_ids: list[str]) -> RelationList:
+    async def relation_counts(self, entity_ids: list[str], strict: bool = False) -> RelationList:
         """:meth:`get_relations` of any number of entities, counts (edges, and entities having the relation)
-        added up, every relation kept; IDs naming nothing are skipped."""
-        return merge_relation_lists(list((await self.relations_by_entity(entity_ids)).values()))
+        added up, every relation kept. An ID naming nothing is skipped, or with ``strict`` an error (what a
+        caller named is a mistake to say, not "no relations") — unless a KG failed, and so cannot tell."""
+        ids = list(dict.fromkeys(entity_ids))
+        by = await self.relations_by_entity(ids)
+        if strict and not any(rl.partial for rl in by.values()):
+            for eid in ids:
+                if eid not in by:
+                    raise NotFound(f"no entity {eid} in KG {split_id(eid)[0]!r}")
+        return merge_relation_lists([by[e] for e in ids if e in by])
 
     async def adjacent(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
                        limit: int = 2000) -> EdgePage:

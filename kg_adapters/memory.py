@@ -160,12 +160,12 @@ class MemoryKG(KnowledgeGraph):
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
     def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
-        self._local_ids(entity_ids, bulk=True)  # another KG's ID is an error, not a miss
         out: dict[str, RelationList] = {}
         keys = self.index.rel_keys
         for eid in dict.fromkeys(entity_ids):
             i = self.node_of(eid)
             if i is None:
+                self._local_ids([eid], bulk=True)  # another KG's ID is an error, not a miss
                 continue
             rels = [self._relation_model(r, d, len(ends), 1)
                     for d, table in ((Direction.forward, self.index.out), (Direction.backward, self.index.inc))

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .graph import Graph
 from .errors import BackendError, InvalidInput, KGError
 from .lru import LRU
-from .models import AdjacentIds, Direction, EdgePage, Relation, split_id
+from .models import AdjacentIds, Direction, Edge, split_id
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +190,10 @@ def local_relation_name(local: str) -> str:
     if "/" not in local and "#" not in local and "." in tail:
         tail = tail.split(".", 1)[1]
     return tail
+
+
+#: per entity: its equivalents in the other KG, and a note for the caller (or None)
+Found = dict[str, tuple[list[str], str | None]]
 
 
 @dataclass(frozen=True)
@@ -389,75 +393,45 @@ class Linker:
         if not todo:
             return
         found: dict[str, dict[str, None]] = {e: {} for e in todo}
-        notes: dict[str, str] = {}
+        notes: dict[str, list[str]] = {e: [] for e in todo}
         try:
-            this, other = self.kgs[here], self.kgs[into]
             for rule in rules:
-                if rule.kind == "label":
-                    await self._labels_in_bulk(this, other, todo, found, notes)
-                    continue
-                mine_id, theirs_id = await self._identifier_relations(rule, this, other, rule.from_kg == here)
-                if mine_id is None or theirs_id is None:
-                    continue
-                read = await this.adjacent_ids(todo, mine_id, Direction.forward, limit=20 * len(todo))
-                if read.truncated:
+                links, cut = await self._in_bulk(rule, todo, rule.from_kg == here)
+                if cut:
                     return
-                values: dict[str, list[str]] = {}
-                for src, v in await self._identifier_values(this, read):
-                    values.setdefault(src, []).append(v)
-                wanted = list(dict.fromkeys(v for vs in values.values() for v in vs))
-                hits = await other.find_by_values(theirs_id, wanted, limit=self.max_label_matches) if wanted else {}
-                for src, vs in values.items():
-                    if src in found:
-                        for v in dict.fromkeys(vs):
-                            found[src].update(dict.fromkeys(i for i in hits.get(v, ()) if split_id(i)[0] == into))
+                for eid in todo:
+                    ids, note = links.get(eid, ((), None))
+                    found[eid].update(dict.fromkeys(i for i in ids if split_id(i)[0] == into))
+                    notes[eid] += [note] if note else []
         except KGError as e:
             log.debug("prefetching links %s → %s: %s", here, into, e)
             return
         for eid, ids in found.items():
-            self._cache.put((eid, into), Links(tuple(ids), notes.get(eid)))
+            self._cache.put((eid, into), Links(tuple(ids), "; ".join(notes[eid]) or None))
 
-    async def _labels_in_bulk(self, this: Graph, other: Graph, todo: list[str],
-                              found: dict[str, dict[str, None]], notes: dict[str, str]) -> None:
-        """:meth:`_by_label` for many entities: their labels, then one ``find_by_labels`` in the other KG."""
-        labels = await this.labels_of(todo)  # an entity the KG cannot name links nowhere, as one by one
-        cap = self.max_label_matches
-        wanted = [label for label in dict.fromkeys(labels.values()) if label.strip()]
-        hits = await other.find_by_labels(wanted, limit=cap + 1) if wanted else {}
-        matched: dict[str, list[str]] = {}
-        for eid, label in labels.items():
-            got = hits.get(label, []) if label.strip() else []
-            if len(got) > cap:
-                notes[eid] = self._capped_note(label, other)
-                got = got[:cap]
-            matched[eid] = [e.id for e in got if split_id(e.id)[0] == other.name]
-        # the Shapes these links need, read concurrently (a frontier may be a thousand films); a
-        # match's only if the entity has a role to compare it with
-        mine = [e for e, ids in matched.items() if ids]
-        await self._shapes_of(this, mine)
-        theirs = [i for e in mine if (shape := self._shapes.get(e)) is not None and shape.role
-                  for i in matched[e]]
-        await self._shapes_of(other, theirs)
-        for eid, ids in matched.items():
-            kept, note = await self._same_kind(this, eid, labels[eid], other, ids)
-            found[eid].update(dict.fromkeys(kept))
-            if note:
-                notes[eid] = f"{notes[eid]}; {note}" if eid in notes else note
-
-    # -- the three kinds ------------------------------------------------------------------------------------------
-    async def _resolve(self, rule: LinkRule, entity_id: str, forward: bool) -> tuple[list[str], str | None]:
+    async def _in_bulk(self, rule: LinkRule, entity_ids: list[str],
+                       forward: bool) -> tuple[Found, bool]:
+        """A label or identifier rule for many entities at once, and whether an identifier read was
+        cut (then its entities' links are not all known)."""
         this = self.kgs[rule.from_kg if forward else rule.to_kg]
         other = self.kgs[rule.to_kg if forward else rule.from_kg]
         if rule.kind == "label":
-            return await self._by_label(this, entity_id, other)
+            return await self._by_label(this, other, entity_ids), False
+        return await self._by_identifier(rule, this, other, forward, entity_ids)
+
+    # -- the three kinds ------------------------------------------------------------------------------------------
+    async def _resolve(self, rule: LinkRule, entity_id: str, forward: bool) -> tuple[list[str], str | None]:
+        if rule.kind in ("label", "identifier"):
+            links, _ = await self._in_bulk(rule, [entity_id], forward)
+            return links.get(entity_id, ([], None))
+        this = self.kgs[rule.from_kg if forward else rule.to_kg]
+        other = self.kgs[rule.to_kg if forward else rule.from_kg]
         if rule.kind == "iri":  # the same IRI names the same thing in both (e.g. Wikidata's main and scholarly graphs)
             key = await this.entity_key(entity_id)
             found = await other.resolve_key(key) if key else None
             return ([found] if found else []), None
         if rule.kind == "same_as":
             return await self._by_same_as(rule, this, entity_id, other, forward), None
-        if rule.kind == "identifier":
-            return await self._by_identifier(rule, this, entity_id, other, forward)
         return await self._by_property(rule, this, entity_id, other, forward), None
 
     async def relation_in(self, kg: Graph, wanted: str) -> str | None:
@@ -488,29 +462,27 @@ class Linker:
         self._relations[key] = found
         return found
 
-    async def _identifier_relations(
-        self, rule: LinkRule, this: Graph, other: Graph, forward: bool
-    ) -> tuple[str | None, str | None]:
-        """The IDs of an identifier rule's relation in ``this`` KG and in ``other``, read in the rule's direction."""
+    async def _by_identifier(self, rule: LinkRule, this: Graph, other: Graph, forward: bool,
+                             entity_ids: list[str]) -> tuple[Found, bool]:
+        """The entities of ``other`` that carry one of each entity's identifier values (asked by
+        value there), from one bulk read of the values (20 an entity), and whether it was cut."""
         mine = rule.relation if forward else (rule.to_relation or rule.relation)
         theirs = (rule.to_relation or rule.relation) if forward else rule.relation
-        return await self.relation_in(this, mine or ""), await self.relation_in(other, theirs or "")
-
-    async def _by_identifier(
-        self, rule: LinkRule, this: Graph, entity_id: str, other: Graph, forward: bool
-    ) -> tuple[list[str], str | None]:
-        """The entities of ``other`` that carry one of this entity's identifier values (asked by value there)."""
-        mine_id, theirs_id = await self._identifier_relations(rule, this, other, forward)
+        mine_id = await self.relation_in(this, mine or "")
+        theirs_id = await self.relation_in(other, theirs or "")
         if mine_id is None or theirs_id is None:
-            return [], None
+            return {}, False
         # the bulk read (one unsorted query on SPARQL), not a tool page: no sort, no check that the relation exists
-        read = await this.adjacent_ids([entity_id], mine_id, Direction.forward, limit=20)
-        values = [v for _, v in await self._identifier_values(this, read)]
-        out: list[str] = []
-        for v in dict.fromkeys(values):
-            out.extend(i for i in await other.find_by_value(theirs_id, v, limit=self.max_label_matches)
-                       if i not in out)
-        return out, None
+        limit = 20 * len(entity_ids)
+        read = await this.adjacent_ids(entity_ids, mine_id, Direction.forward, limit=limit)
+        values: dict[str, list[str]] = {}
+        for src, v in await self._identifier_values(this, read):
+            values.setdefault(src, []).append(v)
+        wanted = list(dict.fromkeys(v for vs in values.values() for v in vs))
+        cap = self.max_label_matches
+        hits = await other.find_by_values(theirs_id, wanted, limit=cap) if wanted else {}
+        return {src: (list(dict.fromkeys(i for v in vs for i in hits.get(v, ()))), None)
+                for src, vs in values.items()}, read.truncated
 
     @staticmethod
     async def _identifier_values(kg: Graph, read: AdjacentIds) -> list[tuple[str, str]]:
@@ -519,16 +491,30 @@ class Linker:
         named = await kg.labels_of([t for _, t in read.pairs]) if read.pairs else {}
         return [*((src, named[t]) for src, t in read.pairs if t in named), *read.values]
 
-    async def _by_label(self, this: Graph, entity_id: str, other: Graph) -> tuple[list[str], str | None]:
-        label = await this.label_of(entity_id)
-        if not label.strip():
-            return [], None
+    async def _by_label(self, this: Graph, other: Graph, entity_ids: list[str]) -> Found:
+        """The entities of ``other`` named as each entity is (their labels, then one
+        ``find_by_labels``), of its kind (:meth:`_same_kind`); an unnamed entity links nowhere."""
+        labels = await this.labels_of(entity_ids)
         cap = self.max_label_matches
-        found = await other.find_by_label(label, limit=cap + 1)
-        capped = self._capped_note(label, other) if len(found) > cap else None
-        ids = [e.id for e in found[:cap] if split_id(e.id)[0] == other.name]
-        kept, note = await self._same_kind(this, entity_id, label, other, ids)
-        return kept, "; ".join(n for n in (capped, note) if n) or None
+        wanted = [label for label in dict.fromkeys(labels.values()) if label.strip()]
+        hits = await other.find_by_labels(wanted, limit=cap + 1) if wanted else {}
+        matched: Found = {}
+        for eid, label in labels.items():
+            got = hits.get(label, []) if label.strip() else []
+            capped = self._capped_note(label, other) if len(got) > cap else None
+            matched[eid] = ([e.id for e in got[:cap] if split_id(e.id)[0] == other.name], capped)
+        # the Shapes these links need, read in bulk (a frontier may be a thousand films); a
+        # match's only if the entity has a role to compare it with
+        mine = [e for e, (ids, _) in matched.items() if ids]
+        await self._shapes_of(this, mine)
+        theirs = [i for e in mine if (shape := self._shapes.get(e)) is not None and shape.role
+                  for i in matched[e][0]]
+        await self._shapes_of(other, theirs)
+        out = {}
+        for eid, (ids, capped) in matched.items():
+            kept, note = await self._same_kind(this, eid, labels[eid], other, ids)
+            out[eid] = (kept, "; ".join(n for n in (capped, note) if n) or None)
+        return out
 
     # -- kinds: a label link joins only entities of the same kind ----------------------------------
     async def _shapes_of(self, kg: Graph, entity_ids: list[str]) -> None:
@@ -563,8 +549,10 @@ class Linker:
     async def _same_kind(self, this: Graph, entity_id: str, label: str,
                          other: Graph, matches: list[str]) -> tuple[list[str], str | None]:
         """The label matches of the entity's kind (see :class:`Shape`), and a note on the others."""
+        if not matches:
+            return matches, None
         mine = await self._shape(this, entity_id)
-        if not matches or mine.role is None:
+        if mine.role is None:
             self._label_links += len(matches)
             return matches, None
         kept: list[str] = []
@@ -616,7 +604,7 @@ class Linker:
         self, rule: LinkRule, this: Graph, entity_id: str, other: Graph, forward: bool
     ) -> list[str]:
         if forward:  # follow this entity's sameAs edges to IRIs, and find those in the other KG
-            keys = await self._edge_keys(this, entity_id, rule, Direction.forward)
+            keys = await self._edge_keys(this, entity_id, rule)
             return [e for k in keys if (e := await other.resolve_key(k))]
         key = await this.entity_key(entity_id)  # the other KG's sameAs edges point at our IRI
         return await self._pointing_at(other, key, rule) if key else []
@@ -626,7 +614,7 @@ class Linker:
     ) -> list[str]:
         if forward:  # this entity's external-ID values name entities of the other KG
             out = []
-            for v in await self._edge_keys(this, entity_id, rule, Direction.forward):
+            for v in await self._edge_keys(this, entity_id, rule):
                 if rule.template is not None:
                     e = await other.resolve_key(rule.template.replace("{value}", v))
                 elif rule.match == "id":
@@ -665,40 +653,29 @@ class Linker:
         node = await other.resolve_key(key)
         if node is None:
             return []
-        page = await self._edges(other, node, rule, Direction.backward)
-        return [e.target for e in page.edges if e.target]  # backward: the targets are the subjects
+        edges = await self._edges(other, node, rule, Direction.backward)
+        return [e.target for e in edges if e.target]  # backward: the targets are the subjects
 
     # -- helpers --------------------------------------------------------------------------------------------------
-    async def _find_relation(
-        self, kg: Graph, entity_id: str, rule: LinkRule, direction: Direction
-    ) -> Relation | None:
+    async def _edges(self, kg: Graph, entity_id: str, rule: LinkRule,
+                     direction: Direction) -> list[Edge]:
+        """The entity's first 20 edges along the rule's relation (sameAs if the rule names none)."""
         for r in (await kg.get_relations([entity_id])).relations:
-            if r.direction is not direction:
-                continue
-            if rule.relation:
-                if names_relation(rule.relation, r.id, r.label):
-                    return r
-            else:
-                local = r.id.split(":", 1)[1]
-                if r.label.casefold() in SAME_AS_LABELS or local.endswith(("#sameAs", "/sameAs")) or local == "sameAs":
-                    return r
-        return None
+            local = r.id.split(":", 1)[1]
+            named = names_relation(rule.relation, r.id, r.label) if rule.relation else (
+                r.label.casefold() in SAME_AS_LABELS or local.endswith(("#sameAs", "/sameAs"))
+                or local == "sameAs")
+            if r.direction is direction and named:
+                return (await kg.get_edges([entity_id], r.id, direction, limit=20)).edges
+        return []
 
-    async def _edges(self, kg: Graph, entity_id: str, rule: LinkRule, direction: Direction) -> EdgePage:
-        rel = await self._find_relation(kg, entity_id, rule, direction)
-        if rel is None:
-            return EdgePage(edges=[])
-        return await kg.get_edges([entity_id], rel.id, direction, limit=20)
-
-    async def _edge_keys(self, kg: Graph, entity_id: str, rule: LinkRule, direction: Direction) -> list[str]:
-        """Values reached along the rule's relation: literal values as is, entities as their key/IRI."""
-        page = await self._edges(kg, entity_id, rule, direction)
+    async def _edge_keys(self, kg: Graph, entity_id: str, rule: LinkRule) -> list[str]:
+        """Values reached forward along the rule's relation: literals as they are, entities as their
+        key/IRI."""
         keys = []
-        for e in page.edges:
+        for e in await self._edges(kg, entity_id, rule, Direction.forward):
             if e.value is not None:
                 keys.append(e.value.value)
-            elif e.target:
-                k = await kg.entity_key(e.target)
-                if k:
-                    keys.append(k)
+            elif e.target and (k := await kg.entity_key(e.target)):
+                keys.append(k)
         return keys

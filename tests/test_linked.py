@@ -135,13 +135,13 @@ async def test_link_resolutions_are_cached_and_the_cache_is_bounded():
         await kg.same_as(eid)
     assert kg.linker.stats().entries == 2
     calls = []
-    original = kg.kgs["mb"].find_by_label
+    original = kg.kgs["mb"].find_by_labels
 
-    async def counting(label, limit=20):
-        calls.append(label)
-        return await original(label, limit)
+    async def counting(labels, limit=20):
+        calls.extend(labels)
+        return await original(labels, limit)
 
-    kg.kgs["mb"].find_by_label = counting
+    kg.kgs["mb"].find_by_labels = counting
     await kg.same_as(ids[2])
     assert calls == [] and kg.linker.stats().hits == 1  # answered from the cache
     await kg.same_as(ids[0])

@@ -148,7 +148,7 @@ def _around(template: str, slot: str) -> tuple[str, str]:
     return before, after
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class RelationReading:
     """How one relation reads in a description, and what the KG's statistics say about it."""
 
@@ -160,12 +160,6 @@ class RelationReading:
     single_valued: bool  # normally single-valued for its subjects
     weight: float  # single-valued share × spread of values, in [0, 1]
 
-    def __init__(self, one, many, count, inverse, inverse_one, single_valued, weight) -> None:
-        for name, value in (("one", one), ("many", many), ("count", _around(count, "{k}")),
-                            ("inverse", _around(inverse, "{n}")), ("inverse_one", _around(inverse_one, "{n}")),
-                            ("single_valued", single_valued), ("weight", weight)):
-            object.__setattr__(self, name, value)
-
     @classmethod
     def of(cls, label: str, single_share: float, subjects: int, entropy_bits: float) -> RelationReading:
         label = " ".join(label.split()) or "?"
@@ -174,31 +168,30 @@ class RelationReading:
         while len(words) > 1 and low[0] in _LEADING:
             words, low = words[1:], low[1:]
         noun = " ".join(words)
-        weight = single_share * min(1.0, entropy_bits / FULL_SPREAD_BITS)
-        single_valued = subjects >= MIN_SUBJECTS and single_share >= SINGLE_VALUED_SHARE
+        # (one value, a list, k values counted, object of n triples, object of one)
         if len(words) > 1 and low[-1] == "by":
             if _is_participle(low[-2]):  # passive: S written by O → O "has written" S
-                verb = " ".join(words[:-1])
-                back = f"has {verb} {{n}}"
+                back = f"has {' '.join(words[:-1])} {{n}}"
             else:  # a noun: S music by O → O gave "music by them" to S
                 back = f"{{n}} with {noun} them"
-            return cls(f"{label} ", f"{label} ", f"{label} {{k}}", back, back, single_valued, weight)
-        if len(words) > 1 and low[-1] == "of":  # S member of O → O has n members
+            forms = label, label, f"{label} {{k}}", back, back
+        elif len(words) > 1 and low[-1] == "of":  # S member of O → O has n members
             thing = " ".join(words[:-1])
-            return cls(f"{label} ", f"{label} ", f"{label} {{k}}", f"{{n}} {_plural(thing)}", f"{{n}} {thing}",
-                       single_valued, weight)
-        if len(words) > 1 and low[-1] in _TRAILING_PREPOSITIONS:  # S born in O → n born in O ("3 born in it")
-            return cls(f"{label} ", f"{label} ", f"{label} {{k}}", f"{{n}} {label} it", f"{{n}} {label} it",
-                       single_valued, weight)
-        one = _singular(noun)
-        if len(low[-1]) > 4 and low[-1].endswith("ed"):  # a participle: S released O → "released 2", O "released by 1"
-            return cls(f"{noun} ", f"{noun} ", f"{noun} {{k}}", f"{noun} by {{n}}", f"{noun} by {{n}}",
-                       single_valued, weight)
-        if len(low[-1]) > 4 and low[-1].endswith("ing"):  # "starring": no plural ("starring A, B", "starring 3")
-            return cls(f"{noun} ", f"{noun} ", f"{noun} {{k}}", f"{noun} of {{n}}", f"{noun} of {{n}}",
-                       single_valued, weight)
-        return cls(f"{one} ", f"{_plural(noun)} ", f"{{k}} {_plural(noun)}", f"{one} of {{n}}", f"{one} of {{n}}",
-                   single_valued, weight)
+            forms = label, label, f"{label} {{k}}", f"{{n}} {_plural(thing)}", f"{{n}} {thing}"
+        elif len(words) > 1 and low[-1] in _TRAILING_PREPOSITIONS:  # S born in O → "3 born in it"
+            forms = label, label, f"{label} {{k}}", f"{{n}} {label} it", f"{{n}} {label} it"
+        elif len(low[-1]) > 4 and low[-1].endswith("ed"):  # S released O: "released by 1"
+            forms = noun, noun, f"{noun} {{k}}", f"{noun} by {{n}}", f"{noun} by {{n}}"
+        elif len(low[-1]) > 4 and low[-1].endswith("ing"):  # "starring A, B": no plural
+            forms = noun, noun, f"{noun} {{k}}", f"{noun} of {{n}}", f"{noun} of {{n}}"
+        else:
+            one, many = _singular(noun), _plural(noun)
+            forms = one, many, f"{{k}} {many}", f"{one} of {{n}}", f"{one} of {{n}}"
+        one, many, count, inverse, inverse_one = forms
+        weight = single_share * min(1.0, entropy_bits / FULL_SPREAD_BITS)
+        single_valued = subjects >= MIN_SUBJECTS and single_share >= SINGLE_VALUED_SHARE
+        return cls(f"{one} ", f"{many} ", _around(count, "{k}"), _around(inverse, "{n}"),
+                   _around(inverse_one, "{n}"), single_valued, weight)
 
 
 def relation_readings(index) -> list[RelationReading]:
@@ -242,17 +235,14 @@ class Describer:
         self.max_parts = max_parts
         self.max_chars = max_chars
         self._readings: list[RelationReading] | None = None
-        self._rank: list[int] = []  # relation → its position by weight, heaviest first
+        self._rank: dict[int, int] = {}  # relation → its position by weight, heaviest first
 
     @property
     def readings(self) -> list[RelationReading]:
         if self._readings is None:
             readings = relation_readings(self.index)
             order = sorted(range(len(readings)), key=lambda r: -readings[r].weight)
-            rank = [0] * len(readings)
-            for pos, r in enumerate(order):
-                rank[r] = pos
-            self._rank = rank
+            self._rank = {r: pos for pos, r in enumerate(order)}
             self._readings = readings
         return self._readings
 

@@ -19,7 +19,6 @@ One entry point builds the wrappers (:func:`kg_adapters.graph.graphs`).
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -28,12 +27,7 @@ from pydantic import BaseModel
 
 from .errors import InvalidInput
 from .lru import LRU
-from .models import (
-    AdjacentIds,
-    EdgePage,
-    EntityDescription,
-    RelationList,
-)
+from .models import AdjacentIds, EdgePage, EntityDescription, RelationList
 
 T = TypeVar("T")
 _tokens = itertools.count(1)
@@ -80,41 +74,27 @@ class ResultCache:
         if ttl_seconds <= 0:
             raise InvalidInput("cache ttl_seconds must be > 0")
         self._entries: LRU[Any] = LRU(max_weight, ttl=ttl_seconds, weigh=_weight, clock=clock)
-        self._lock = threading.Lock()
 
     _MISSING = object()
 
     def get(self, key: Hashable) -> Any:
         """The cached value, or ``ResultCache._MISSING`` (counted as a miss)."""
-        with self._lock:
-            return self._entries.get(key, self._MISSING)
+        return self._entries.get(key, self._MISSING)
 
     def find(self, key: Hashable) -> Any:
         """:meth:`get` where a miss is not counted: a look for another call's answer that may serve this one."""
-        with self._lock:
-            return self._entries.get(key, self._MISSING) if key in self._entries else self._MISSING
+        return self._entries.get(key, self._MISSING) if key in self._entries else self._MISSING
 
     def put(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._entries.put(key, value)
+        self._entries.put(key, value)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self._entries.clear()
 
     def stats(self) -> CacheStats:
-        with self._lock:
-            e = self._entries
-            return CacheStats(
-                hits=e.hits,
-                misses=e.misses,
-                evictions=e.evictions,
-                expirations=e.expirations,
-                entries=len(e),
-                weight=e.weight,
-                max_weight=e.max_weight,
-                ttl_seconds=e.ttl,
-            )
+        e = self._entries
+        counted = ("hits", "misses", "evictions", "expirations", "weight", "max_weight")
+        return CacheStats(**{k: getattr(e, k) for k in counted}, entries=len(e), ttl_seconds=e.ttl)
 
 
 #: the result cache every entry point puts in front of KGs that do I/O (``tot-mcp --cache-size`` changes it)

@@ -45,22 +45,19 @@ class LRU(Generic[V]):
 
     def _lookup(self, key: Hashable, default: Any, touch: bool) -> V | Any:
         with self._lock:
-            return self._lookup_locked(key, default, touch)
-
-    def _lookup_locked(self, key: Hashable, default: Any, touch: bool) -> V | Any:
-        item = self._data.get(key)
-        if item is not None:
-            expires, weight, value = item
-            if self.ttl is None or expires > self._clock():
-                if touch:
-                    self._data.move_to_end(key)
-                self.hits += 1
-                return value
-            del self._data[key]
-            self.weight -= weight
-            self.expirations += 1
-        self.misses += 1
-        return default
+            item = self._data.get(key)
+            if item is not None:
+                expires, weight, value = item
+                if self.ttl is None or expires > self._clock():
+                    if touch:
+                        self._data.move_to_end(key)
+                    self.hits += 1
+                    return value
+                del self._data[key]
+                self.weight -= weight
+                self.expirations += 1
+            self.misses += 1
+            return default
 
     def put(self, key: Hashable, value: V, born: float | None = None) -> None:
         """Keep ``value`` as the most recently used; a value heavier than the whole bound is not kept (it would
@@ -68,23 +65,20 @@ class LRU(Generic[V]):
         weight = self._weigh(value) if self._weigh is not None else 1
         if weight > self.max_weight:
             return
-        with self._lock:
-            self._put_locked(key, value, weight, born)
-
-    def _put_locked(self, key: Hashable, value: V, weight: int, born: float | None) -> None:
-        old = self._data.pop(key, None)
-        if old is not None:
-            self.weight -= old[1]
         if self.ttl is None:
             expires = float("inf")
         else:
             expires = (self._clock() if born is None else born) + self.ttl
-        self._data[key] = (expires, weight, value)
-        self.weight += weight
-        while self.weight > self.max_weight:
-            _, (_, dropped, _) = self._data.popitem(last=False)
-            self.weight -= dropped
-            self.evictions += 1
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self._data[key] = (expires, weight, value)
+            self.weight += weight
+            while self.weight > self.max_weight:
+                _, (_, dropped, _) = self._data.popitem(last=False)
+                self.weight -= dropped
+                self.evictions += 1
 
     def __contains__(self, key: Hashable) -> bool:
         item = self._data.get(key)

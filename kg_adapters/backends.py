@@ -67,9 +67,6 @@ class Backends(LazyRegistry[Backend]):
         super().__init__("KG kind", _BUILTINS if builtins is None else builtins, ENTRY_POINT_GROUP,
                          name_of=lambda backend: backend.kind)
 
-    def register(self, backend: Backend | str, kind: str | None = None) -> None:  # type: ignore[override]
-        super().register(backend, kind)
-
     def forms(self) -> list[str]:
         """How each kind but ``file`` is written: ``embedded``, ``sparql:URL``, ``store:PATH``, …"""
         shapes = {"none": "{k}", "url": "{k}:URL", "url?": "{k}, {k}:URL", "path": "{k}:PATH"}

@@ -139,9 +139,7 @@ def open_kgs(
     kgs: dict[str, KnowledgeGraph] = {}
     for name, (spec, opts) in served_kgs(specs or (), config).items():
         opts = dict(opts)
-        sparql_on = opts.pop(SPARQL_QUERY_KEY, True)
-        if not isinstance(sparql_on, bool):
-            raise InvalidInput(f"[kg.{name}]: {SPARQL_QUERY_KEY} must be true or false, got {sparql_on!r}")
+        sparql_on = opts.pop(SPARQL_QUERY_KEY, True)  # a StrictBool, checked by KGConfig
         kgs[name] = open_backend(spec, limits, **opts)
         if not sparql_on and kgs[name].capabilities.sparql:  # the backend could; the config says no
             kgs[name].capabilities = replace(kgs[name].capabilities, sparql=False)

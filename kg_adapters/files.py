@@ -28,8 +28,6 @@ from .errors import InvalidInput
 from .rdf_file import DEFAULT_LANGUAGES, file_query_source, load_rdf_file, parse_languages, rdf_format_for
 from .triples_file import is_gzipped, is_triples_file, load_triples_file, open_binary
 
-DEFAULT_MAX_MEMORY_MB = 512
-DEFAULT_MAX_MEMORY_TRIPLES = 5_000_000
 _GZ_RATIO = 8
 
 
@@ -42,8 +40,8 @@ class FileOptions(BaseModel):
     languages: tuple[str, ...] = DEFAULT_LANGUAGES
     backend: Literal["auto", "memory", "oxigraph"] = "auto"
     store: str | None = None
-    max_memory_mb: float = Field(DEFAULT_MAX_MEMORY_MB, gt=0)
-    max_memory_triples: int = Field(DEFAULT_MAX_MEMORY_TRIPLES, gt=0)
+    max_memory_mb: float = Field(512, gt=0)
+    max_memory_triples: int = Field(5_000_000, gt=0)
     description: str | None = None
 
     _languages = field_validator("languages", mode="before")(lambda cls, v: parse_languages(v))
@@ -118,13 +116,9 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
     from .store_names import read_meta
 
     if store == "memory":
-        return OxigraphKG(
-            name,
-            load_into_store(path, None, format=fmt, description=description),
-            limits=limits,
-            languages=languages,
-            query_source=file_query_source(path, fmt),
-        )
+        st = load_into_store(path, None, format=fmt, description=description)
+        source = file_query_source(path, fmt)
+        return OxigraphKG(name, st, limits=limits, languages=languages, query_source=source)
     store_dir = Path(store).expanduser() if store is not None else default_store_dir(path)
     if store_dir.is_dir() and any(store_dir.iterdir()):
         try:  # read-only first: a store already loaded can then be shared by several servers

@@ -60,9 +60,6 @@ class LocalGraph:
             for j in subs:
                 yield r, Direction.backward, j
 
-    def degree(self, i: int) -> int:
-        return int(self.degrees()[i])
-
     def degrees(self) -> np.ndarray:
         if self._degree is None:
             self._degree = np.array(

@@ -8,10 +8,9 @@ strategy walking a frontier need the same answers; the server only maps MCP to t
 from __future__ import annotations
 
 from .graph import Graph
-from .models import labels_only
 from .errors import InvalidInput, KGError
-from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER, edges_from
-from .models import Direction, EdgePage, RelationList
+from .follow import HOP_EDGE_BUDGET, HOP_FRONTIER
+from .models import Direction, Edge, EdgePage, RelationList, labels_only
 
 
 async def relations_over(kg: Graph, ids: list[str]) -> tuple[list[str], RelationList]:
@@ -43,13 +42,24 @@ async def edges_over(kg: Graph, ids: list[str], relation_id: str, direction: Dir
     if len(ids) > HOP_FRONTIER:
         raise InvalidInput(f"result has {len(ids)} entities; get_edges follows at most {HOP_FRONTIER} "
                            "(follow_path counts distinct targets over large sets)")
-    reach = await edges_from(kg, ids, relation_id, direction, budget=offset + limit + 1)
-    edges = reach.edges[offset : offset + limit]
-    more = reach.truncated or len(reach.edges) > offset + limit
+    edges: list[Edge] = []
+    pages: list[EdgePage] = []
+    batch = kg.limits.max_ids
+    for i in range(0, len(ids), batch):  # every page of each batch, until one edge past this page
+        at: int | None = 0
+        while at is not None and len(edges) <= offset + limit:
+            pages.append(await kg.get_edges(ids[i : i + batch], relation_id, direction, offset=at))
+            edges.extend(pages[-1].edges)
+            at = pages[-1].next_offset if pages[-1].truncated else None
+    more = len(edges) > offset + limit
+    edges = edges[offset : offset + limit]
     shown = {x for e in edges for x in (e.source, e.target, e.via) if x}
-    return EdgePage(edges=edges, entities=labels_only({k: v for k, v in reach.entities.items() if k in shown}),
-                    truncated=more, next_offset=offset + limit if more else None, partial=reach.partial,
-                    warnings=reach.warnings, relation=reach.relation)
+    entities = {k: v for p in pages for k, v in p.entities.items() if k in shown}
+    return EdgePage(edges=edges, entities=labels_only(entities), truncated=more,
+                    next_offset=offset + limit if more else None,
+                    partial=any(p.partial for p in pages),
+                    warnings=list(dict.fromkeys(w for p in pages for w in p.warnings)),
+                    relation=next((p.relation for p in pages if p.relation is not None), None))
 
 
 async def why_empty(kg: Graph, ids: list[str], relation_id: str, direction: Direction) -> str | None:

@@ -1,24 +1,22 @@
 """Following relations from many entities at once, within a budget: what a client would otherwise do with one
 ``get_edges`` call per batch of 50 IDs and per page, merging by hand.
 
-:func:`edges_from` gathers every edge along one relation from any number of sources (batched to the KG's
-``max_ids``, paged, at most ``budget`` edges). :func:`follow_path` chains hops and returns the distinct final
-targets with how many paths reach each and one example path — the count of paths is the number of distinct walks
-start → … → target in the KG, as in a path query's bag semantics.
+:func:`follow_path` chains hops and returns the distinct final targets with how many paths reach
+each and one example path — the count of paths is the number of distinct walks start → … → target
+in the KG, as in a path query's bag semantics.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .errors import InvalidInput
-from .models import Direction, Edge, EdgePage, Entity, Literal, Relation
+from .models import Direction, Edge, EdgePage, Entity, Literal
 
-if TYPE_CHECKING:  # annotations only: base's default bulk read calls edges_from, so no import back
+if TYPE_CHECKING:
     from .graph import Graph
 
 MAX_HOPS = 4
@@ -31,40 +29,6 @@ class Hop(BaseModel):
 
     relation_id: str = Field(description="A relation ID, or a name initialize lists.")
     direction: Direction = Field(default=Direction.forward, description="backward: from object to subject.")
-
-
-@dataclass
-class Reach:
-    """The edges along one relation from many sources."""
-
-    edges: list[Edge] = field(default_factory=list)
-    entities: dict[str, Entity] = field(default_factory=dict)
-    relation: Relation | None = None
-    truncated: bool = False
-    partial: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-
-async def edges_from(
-    kg: Graph, sources: list[str], relation_id: str, direction: Direction, budget: int = HOP_EDGE_BUDGET
-) -> Reach:
-    """Every edge from ``sources`` along the relation: batches of ``max_ids``, every page, at most ``budget``."""
-    out = Reach()
-    batch = max(1, kg.limits.max_ids)
-    for i in range(0, len(sources), batch):
-        offset: int | None = 0
-        while offset is not None:
-            if len(out.edges) >= budget:
-                out.truncated = True
-                return out
-            page = await kg.get_edges(sources[i : i + batch], relation_id, direction, limit=None, offset=offset)
-            out.edges.extend(page.edges)
-            out.entities.update(page.entities)
-            out.relation = out.relation or page.relation
-            out.partial |= page.partial
-            out.warnings.extend(w for w in page.warnings if w not in out.warnings)
-            offset = page.next_offset if page.truncated else None
-    return out
 
 
 class PathTarget(BaseModel):

@@ -306,9 +306,7 @@ class Describer:
             note = f"(may be {merged} things {named})"
         budget = self.max_chars - (len(note) + 1 if note else 0)
         text = _fit(parts[:max_parts] if len(parts) > max_parts else parts, budget)
-        if note:
-            text = f"{text} {note}" if text else note
-        return text or None
+        return " ".join(x for x in (text, note) if x) or None
 
 
 def _listings(rd: RelationReading, values: list[str]) -> tuple[str, ...]:
@@ -331,17 +329,12 @@ def _fit(parts: list[str | tuple[str, ...]], budget: int) -> str:
         return parts[0] if len(parts[0]) <= budget else ""
     kept: list = []
     used = -2
-    lists = False
     for part in parts:
-        if type(part) is tuple:
-            if used + 2 + len(part[-1]) <= budget:
-                kept.append(part)
-                used += 2 + len(part[-1])
-                lists = True
-        elif used + 2 + len(part) <= budget:
+        shortest = part[-1] if type(part) is tuple else part
+        if used + 2 + len(shortest) <= budget:
             kept.append(part)
-            used += 2 + len(part)
-    if not lists:
+            used += 2 + len(shortest)
+    if not any(type(part) is tuple for part in kept):
         return "; ".join(kept)
     level = [len(forms) - 1 if type(forms) is tuple else 0 for forms in kept]
     while True:

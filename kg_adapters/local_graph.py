@@ -6,6 +6,7 @@ nothing outside ``kg_adapters`` reaches into a ``TripleIndex`` or spells an enti
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -105,17 +106,11 @@ class LocalGraph:
         phrases, at most ``limit``, spread over relations so one huge relation cannot fill them all."""
         groups = [(self.rel_labels[r], objs) for r, objs in self.out[i].items()]
         groups += [(f"{self.rel_labels[r]} of", subs) for r, subs in self.inc[i].items()]
-        lines: list[str] = []
         per = max(1, limit // max(1, len(groups)))
-        for text, targets in groups:
-            for j in targets[:per]:
-                lines.append(f"{text} {self.label(j)}")
-        if len(lines) < limit:
-            for text, targets in groups:
-                for j in targets[per: per + limit]:
-                    if len(lines) >= limit:
-                        break
-                    lines.append(f"{text} {self.label(j)}")
+        lines = [f"{text} {self.label(j)}" for text, targets in groups for j in targets[:per]]
+        more = (f"{text} {self.label(j)}"
+                for text, targets in groups for j in targets[per : per + limit])
+        lines.extend(itertools.islice(more, max(0, limit - len(lines))))  # then the rest, in order
         return lines[:limit]
 
     def descriptor(self, i: int, neighbours: int = 8, max_chars: int = 240) -> str:

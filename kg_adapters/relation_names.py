@@ -144,9 +144,7 @@ async def relation_examples(kg: Graph, names: RelationNames) -> dict[str, str]:
     members = kg.members()
 
     async def one(kg_name: str, rid: str) -> tuple[str, str] | None:
-        member = members.get(kg_name)
-        if member is None:
-            return None
+        member = members[kg_name]  # names were read from these members
         try:
             subjects = await member.subjects_of(rid, limit=1)
             if not subjects:

@@ -71,15 +71,12 @@ class TripleIndex:
             self._rel_ids[key] = r
             self.rel_keys.append(key)
             self.rel_labels.append(label or humanize(key))
-            local = None
-            for candidate in (key, local_hint):
-                if candidate and _SAFE_REL.match(candidate) and candidate not in self._rel_by_local:
-                    local = candidate
-                    break
-            n = r
-            while local is None or local in self._rel_by_local:
-                local = f"R{n}"
+            taken = self._rel_by_local
+            free = [c for c in (key, local_hint) if c and _SAFE_REL.match(c) and c not in taken]
+            local, n = (free[0] if free else f"R{r}"), r
+            while local in taken:
                 n += 1
+                local = f"R{n}"
             self.rel_local_ids.append(local)
             self._rel_by_local[local] = r
             self.rel_counts.append(0)

@@ -227,12 +227,11 @@ class Describer:
 
     The relation statistics are computed on the first call and kept; descriptions themselves are not cached here
     (``MemoryKG.entity`` caches the entity that carries one). Parts are produced best first and only until
-    ``max_parts`` are chosen, so a film with four single values never spells out its tags.
+    ``MAX_PARTS`` are chosen, so a film with four single values never spells out its tags.
     """
 
-    def __init__(self, index, *, max_parts: int = MAX_PARTS, max_chars: int = MAX_CHARS) -> None:
+    def __init__(self, index, *, max_chars: int = MAX_CHARS) -> None:
         self.index = index
-        self.max_parts = max_parts
         self.max_chars = max_chars
         self._readings: list[RelationReading] | None = None
         self._rank: dict[int, int] = {}  # relation → its position by weight, heaviest first
@@ -256,7 +255,6 @@ class Describer:
             return None
         readings = self._readings or self.readings
         nodes = index.nodes
-        max_parts = self.max_parts
         # Candidate parts, best first, until there are enough: single values (and the few values of a normally
         # single-valued relation) by relation weight; what the node is the object of, most first; its other
         # multi-valued relations.
@@ -270,7 +268,7 @@ class Describer:
             k = len(objs)
             if not decided and rd.single_valued:
                 decided, merged = True, k
-            if len(parts) >= max_parts:
+            if len(parts) >= MAX_PARTS:
                 if decided:
                     break
             elif k == 1:
@@ -280,14 +278,14 @@ class Describer:
                 parts.append(_listings(rd, sorted((_cut(nodes[j].label) for j in objs), key=_value_order)))
             else:
                 later.append(r)
-        if inc and len(parts) < max_parts:
+        if inc and len(parts) < MAX_PARTS:
             for r in sorted(inc, key=lambda r: -len(inc[r])) if len(inc) > 1 else inc:
                 n = len(inc[r])
                 rd = readings[r]
                 pre, post = rd.inverse_one if n == 1 else rd.inverse
                 parts.append(f"{pre}{n}{post}")
         for r in later:
-            if len(parts) >= max_parts:
+            if len(parts) >= MAX_PARTS:
                 break
             rd = readings[r]
             objs = out[r]
@@ -305,7 +303,7 @@ class Describer:
             named = f'named "{label}"' if len(label) <= MAX_NAME_IN_NOTE else "with this name"
             note = f"(may be {merged} things {named})"
         budget = self.max_chars - (len(note) + 1 if note else 0)
-        text = _fit(parts[:max_parts] if len(parts) > max_parts else parts, budget)
+        text = _fit(parts[:MAX_PARTS] if len(parts) > MAX_PARTS else parts, budget)
         return " ".join(x for x in (text, note) if x) or None
 
 
@@ -352,7 +350,7 @@ def _fit(parts: list[str | tuple[str, ...]], budget: int) -> str:
     return "; ".join(forms if type(forms) is str else forms[at] for forms, at in zip(kept, level))
 
 
-def describe_relations(relations, *, max_parts: int = MAX_PARTS, max_chars: int = MAX_CHARS) -> str | None:
+def describe_relations(relations, *, max_chars: int = MAX_CHARS) -> str | None:
     """A description from a ``get_relations`` answer alone (label, direction, edge count per relation): for
     backends without an in-memory index, where one call is all an entity's listing can afford. No values and no
     statistics, so it reads counts only, what the entity is the object of first: ``starred actor of 32; directed
@@ -360,7 +358,7 @@ def describe_relations(relations, *, max_parts: int = MAX_PARTS, max_chars: int 
     # backward first (stable: most edges first within each direction)
     ranked = sorted((r for r in relations if r.count), key=lambda r: (r.direction.value != "backward", -r.count))
     parts = []
-    for r in ranked[:max_parts]:
+    for r in ranked[:MAX_PARTS]:
         rd = RelationReading.of(r.label, 0.0, 0, 0.0)
         pre, post = (rd.inverse_one if r.count == 1 else rd.inverse) if r.direction.value == "backward" else rd.count
         parts.append(f"{pre}{r.count}{post}")

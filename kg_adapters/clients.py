@@ -36,6 +36,12 @@ class FairSlots:
         self._served: dict[str, int] = {}  # client → tick of its last grant (only for clients holding/waiting)
         self._tick = count(1)
 
+    def waiting(self, client: str | None = None) -> int:
+        """Calls waiting for a slot: all of them, or ``client``'s."""
+        if client is not None:
+            return len(self._waiting.get(client, ()))
+        return sum(map(len, self._waiting.values()))
+
     @contextlib.asynccontextmanager
     async def slot(self, client: str | None = None) -> AsyncIterator[None]:
         client = CLIENT.get() if client is None else client

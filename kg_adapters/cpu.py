@@ -61,11 +61,13 @@ class CpuPool:
         self.workers = max(1, workers)
         self.what = what
         self.max_waiting = max_waiting
-        self.waiting = 0  # calls queued for a slot now
-        self._queued: dict[str, int] = {}  # the same, per client (only clients with some)
-        self.ran = 0  # units of work run (diagnostics, tests)
         self._slots = FairSlots(self.workers)
         self._executor: ThreadPoolExecutor | None = None  # made on first use
+
+    @property
+    def waiting(self) -> int:
+        """Calls queued for a slot now."""
+        return self._slots.waiting()
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -74,32 +76,17 @@ class CpuPool:
         queued still gets its turn."""
         client = CLIENT.get()
         full = self.max_waiting is not None and self.waiting >= self.max_waiting
-        if full and self._slots.free == 0 and self._queued.get(client):
+        if full and self._slots.free == 0 and self._slots.waiting(client):
             raise Busy(f"the server is busy: {self.waiting} {self.what} are waiting for its "
                        f"{self.workers} worker(s); retry in a few seconds")
-        self._queue(client, +1)
-        queued = True
-        try:
-            async with self._slots.slot(client):
-                self._queue(client, -1)
-                queued = False
-                yield
-        finally:
-            if queued:
-                self._queue(client, -1)
-
-    def _queue(self, client: str, step: int) -> None:
-        self.waiting += step
-        n = self._queued[client] = self._queued.get(client, 0) + step
-        if not n:
-            del self._queued[client]
+        async with self._slots.slot(client):
+            yield
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` in one of the pool's threads, when the client's turn comes.
         Cancelled while it runs, this returns (cancelled) once ``fn`` does: a unit is short, and a
         thread left running would hold a core the pool no longer counts."""
         async with self.slot():
-            self.ran += 1
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="tot-cpu")
             call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)

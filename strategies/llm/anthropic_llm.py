@@ -16,6 +16,7 @@ from .retry import (
     one_line,
     parse_retry_after,
     retryable_status,
+    token_count,
     with_retries,
 )
 
@@ -85,12 +86,12 @@ class AnthropicLLM(HttpLLM):
         if usage is not None:
             # The Messages API's ``input_tokens`` are the uncached ones; cache writes and reads come separately.
             # ``LLMUsage.input_tokens`` counts all three.
-            write = _count(getattr(usage, "cache_creation_input_tokens", 0))
-            read = _count(getattr(usage, "cache_read_input_tokens", 0))
-            self.usage.input_tokens += _count(getattr(usage, "input_tokens", 0)) + write + read
+            write = token_count(getattr(usage, "cache_creation_input_tokens", 0))
+            read = token_count(getattr(usage, "cache_read_input_tokens", 0))
+            self.usage.input_tokens += token_count(getattr(usage, "input_tokens", 0)) + write + read
             self.usage.cache_write_tokens += write
             self.usage.cache_read_tokens += read
-            self.usage.output_tokens += _count(getattr(usage, "output_tokens", 0))
+            self.usage.output_tokens += token_count(getattr(usage, "output_tokens", 0))
         return "".join(getattr(block, "text", "") for block in response.content if getattr(block, "type", "") == "text")
 
     async def _attempt(self, kwargs: dict):
@@ -130,13 +131,6 @@ class AnthropicLLM(HttpLLM):
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _count(v) -> int:
-    try:
-        return max(0, int(v or 0))
-    except (TypeError, ValueError):
-        return 0
 
 
 def _message(e: Exception) -> str:

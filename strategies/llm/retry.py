@@ -28,6 +28,14 @@ def one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
+def token_count(v) -> int:
+    """A token count as a server reported it; 0 for a missing or malformed one."""
+    try:
+        return max(0, int(v or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 def retryable_status(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 

@@ -409,9 +409,8 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
         from tot_mcp.strategies.llm.prices import cost_usd
 
         for r in done:
-            r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, input_tokens=r.input_tokens,
-                                           output_tokens=r.output_tokens, cache_read_tokens=r.cache_read_tokens,
-                                           cache_write_tokens=r.cache_write_tokens, model=r.model), prices)
+            tokens = r.model_dump(include=set(LLMUsage.model_fields) - {"calls"})
+            r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, **tokens), prices)
     summary = summarize(records, ns.task)
     if ns.html is not None:
         _write_html(ns, records, summary, f"tot-search · {ns.method} · {ns.questions.name}")

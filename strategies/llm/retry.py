@@ -59,10 +59,8 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(value)  # a bad date: ValueError, never None
     except (TypeError, ValueError):
-        return None
-    if when is None:
         return None
     return max(0.0, when.timestamp() - time.time())
 

@@ -97,17 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _bare_spec_name(spec: str) -> str:
-    stem = Path(spec).name.split(".")[0]
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", stem).strip("_") or "kg"
-    if not name[0].isalpha():
-        name = "kg" + name
-    return name[:32]
-
-
 def _bare_spec(arg: str) -> KGSpec:
     """A bare ``--kg SPEC``, named after its file; an error quotes the flag as the user typed it."""
-    name = _bare_spec_name(arg)
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(arg).name.split(".")[0]).strip("_") or "kg"
+    name = (stem if stem[0].isalpha() else "kg" + stem)[:32]
     try:
         return make_spec(name, arg)
     except InvalidInput as e:
@@ -444,10 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             config = load_cli_config(ns)
             _check_method(ns, config)
             kg_specs(ns.kg)  # a missing file or unknown kind: before the LLM check and any load
-        except KGError as e:
-            raise UsageError(str(e)) from None
-        asyncio.run(_check_llm(ns))
-        try:
+            asyncio.run(_check_llm(ns))
             system = open_system(ns, config)
         except KGError as e:
             raise UsageError(str(e)) from None

@@ -373,28 +373,19 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
         print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)
     method = _method(ns, system)
 
-    bar = None
-    if not ns.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(questions), initial=len(done), file=sys.stderr, unit="q", dynamic_ncols=True)
+    from tqdm import tqdm
 
     correct = [sum(r.correct for r in done)]
+    with tqdm(total=len(questions), initial=len(done), file=sys.stderr, unit="q",
+              dynamic_ncols=True, disable=ns.quiet) as bar:
 
-    def tick(record) -> None:
-        correct[0] += record.correct
-        if bar is not None:
+        def tick(record) -> None:
+            correct[0] += record.correct
             bar.update(1)
             bar.set_postfix(hits1=f"{correct[0] / max(1, bar.n):.3f}")
 
-    try:
-        new = await run_questions(
-            todo, method, ns.method, kgs, out=ns.out, workers=ns.workers, keep_trace=not ns.no_trace, on_done=tick,
-            prices=prices,
-        )
-    finally:
-        if bar is not None:
-            bar.close()
+        new = await run_questions(todo, method, ns.method, kgs, out=ns.out, workers=ns.workers,
+                                  keep_trace=not ns.no_trace, on_done=tick, prices=prices)
     order = {q.id: i for i, q in enumerate(questions)}
     records = sorted(done + new, key=lambda r: order.get(r.id, 0))
     if ns.resume and ns.prices is not None:  # re-price the resumed records with the table of this run

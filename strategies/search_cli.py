@@ -253,10 +253,7 @@ def _method(ns: argparse.Namespace, system: System):
     from tot_mcp.strategies.methods import MethodOptions, make_method
 
     options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
-    try:
-        return make_method(ns.method, options, system.services)
-    except KGError as e:
-        raise UsageError(str(e)) from None
+    return make_method(ns.method, options, system.services)  # checked by _check_method before any load
 
 
 async def _one_question(ns: argparse.Namespace, system: System) -> int:

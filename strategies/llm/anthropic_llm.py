@@ -10,15 +10,7 @@ and returns a bare ``str`` for a non-JSON content type; both are caught here.)
 from __future__ import annotations
 
 from .base import HttpLLMOptions, LLMBackend, LLMError
-from .retry import (
-    HttpLLM,
-    Retryable,
-    one_line,
-    parse_retry_after,
-    retryable_status,
-    token_count,
-    with_retries,
-)
+from .retry import HttpLLM, Retryable, one_line, status_failure, token_count, with_retries
 
 #: A current model ID: one of the installed SDK's known models (``anthropic.types.ModelParam``) and not in its
 #: ``DEPRECATED_MODELS`` (which lists claude-sonnet-4-5, end of life 2026-11-30; tests/test_llm_faults.py checks
@@ -107,9 +99,7 @@ class AnthropicLLM(HttpLLM):
                     "choose another with --model or TOT_ANTHROPIC_MODEL"
                 ) from None
             text = f"Anthropic API error {status}: {msg}"
-            if retryable_status(status):
-                raise Retryable(text, parse_retry_after(e.response.headers)) from None
-            raise LLMError(text) from None
+            raise status_failure(status, text, e.response.headers) from None
         except a.APITimeoutError:
             raise Retryable(f"Anthropic API timed out after {self.timeout:g}s (model {self.model!r})") from None
         except a.APIConnectionError as e:

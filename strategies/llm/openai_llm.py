@@ -22,15 +22,7 @@ import httpx
 from pydantic import Field
 
 from .base import HttpLLMOptions, LLMBackend, LLMError
-from .retry import (
-    HttpLLM,
-    Retryable,
-    one_line,
-    parse_retry_after,
-    retryable_status,
-    token_count,
-    with_retries,
-)
+from .retry import HttpLLM, Retryable, one_line, status_failure, token_count, with_retries
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -108,10 +100,7 @@ class OpenAICompatibleLLM(HttpLLM):
                 )
             if status in (401, 403):
                 raise LLMError(f"{where} rejected the request ({status}, check OPENAI_API_KEY): {msg}")
-            text = f"{where} error {status}: {msg}"
-            if retryable_status(status):
-                raise Retryable(text, parse_retry_after(response.headers))
-            raise LLMError(text)
+            raise status_failure(status, f"{where} error {status}: {msg}", response.headers)
         try:
             payload = response.json()
         except (ValueError, UnicodeDecodeError):

@@ -36,10 +36,6 @@ def token_count(v) -> int:
         return 0
 
 
-def retryable_status(status: int) -> bool:
-    return status in RETRYABLE_STATUS or status >= 500
-
-
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (delta-seconds or an HTTP date); None if absent."""
     if not headers:
@@ -102,6 +98,14 @@ class Retryable(Exception):
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
+
+
+def status_failure(status: int, text: str, headers: Mapping[str, str] | None) -> Exception:
+    """What an HTTP failure ``status`` raises: :class:`Retryable` (with the server's Retry-After)
+    when the status means "try again", else :class:`LLMError`."""
+    if status in RETRYABLE_STATUS or status >= 500:
+        return Retryable(text, parse_retry_after(headers))
+    return LLMError(text)
 
 
 async def with_retries(policy: RetryPolicy, attempt: Callable[[], Awaitable[T]]) -> T:

@@ -180,7 +180,8 @@ def _prices(ns: argparse.Namespace):
 
 
 def _llm_options(ns: argparse.Namespace) -> dict:
-    """The LLM backend's options from the flags (handed to ``make_llm`` through ``MethodOptions.extra``)."""
+    """The LLM backend's options from the flags (handed to ``make_llm`` through
+    ``MethodOptions.llm_options``)."""
     if ns.llm == "offline":
         return {}
     options = {"base_url": ns.base_url, "timeout": ns.llm_timeout, "max_retries": ns.llm_retries}
@@ -253,7 +254,7 @@ def _method(ns: argparse.Namespace, system: System):
     from tot_mcp.strategies.methods import MethodOptions, make_method
 
     options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
-    return make_method(ns.method, options, system.services)  # checked by _check_method before any load
+    return make_method(ns.method, options, system.services)  # checked by _check_method already
 
 
 async def _one_question(ns: argparse.Namespace, system: System) -> int:

@@ -127,8 +127,7 @@ def open_system(ns: argparse.Namespace, config) -> System:
 
 
 def _guess_format(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith(".jsonl") or name.endswith(".json"):
+    if path.name.lower().endswith((".jsonl", ".json")):
         return "jsonl"
     text = path.read_text(encoding="utf-8", errors="replace")[:4000]
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
@@ -331,7 +330,6 @@ def _write_html(ns: argparse.Namespace, records, summary, title: str) -> None:
 
 async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     kgs = list(system.kgs.values())
-    linked = system.graph if len(kgs) > 1 else None
     from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
     from tot_mcp.strategies.benchmarks.runner import load_done, run_questions, summarize
 
@@ -399,8 +397,8 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     print(f"method: {ns.method}  task: {ns.task}  llm: {ns.llm}  file: {ns.questions}  format: {fmt}"
           + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
     print(summary.table())
-    if linked is not None:
-        st = linked.linker.stats()
+    if len(kgs) > 1:  # linked
+        st = system.linker.stats()
         print(f"{'link cache':<23}{st.lookups} lookups, hit rate {st.hit_rate:.3f}, {st.entries} entries, "
               f"{st.capped} capped")
     for line in summary.job_lines():

@@ -144,7 +144,8 @@ def _validate(ns: argparse.Namespace) -> None:
     if ns.question is not None and ns.questions is not None:
         raise UsageError("give either a question or --questions FILE, not both")
     for flag, low, high in (("-k", 1, 10), ("--max-hops", 1, 10), ("--max-depth", 1, 50), ("--tau", 0, 1),
-                            ("--max-expansions", 1, 500), ("--workers", 1, 64)):
+                            ("--max-expansions", 1, 500), ("--workers", 1, 64),
+                            ("--llm-retries", 0, 20)):
         value = getattr(ns, flag.lstrip("-").replace("-", "_"))
         if value is not None and not low <= value <= high:
             raise UsageError(f"{flag} must be between {low} and {high}")
@@ -160,8 +161,6 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("--base-url, --llm-timeout and --llm-retries need --llm anthropic or --llm openai")
     if ns.llm_timeout is not None and not 0 < ns.llm_timeout <= 3600:
         raise UsageError("--llm-timeout must be between 0 and 3600 seconds")
-    if ns.llm_retries is not None and not 0 <= ns.llm_retries <= 20:
-        raise UsageError("--llm-retries must be between 0 and 20")
     if ns.prices is not None:
         _prices(ns)  # a bad price file is a usage error before anything loads
 

@@ -83,7 +83,6 @@ class OnnxMiniLM:
     attention mask, then L2 normalisation. Texts are sorted by token count before batching, so a batch pads to
     about its own length rather than the longest text's."""
 
-    name = ONNX_INT8
     dim = 384
 
     def __init__(self, threads: int | None = None) -> None:

@@ -122,7 +122,6 @@ class StaticModel:
         except ImportError as e:
             raise RetrievalUnavailable("model2vec is not installed: pip install model2vec tokenlearn-static-model") from e
         self._model = _M.from_pretrained(str(path))
-        self.name = "tokenlearn-static-model (model2vec, 64-d)"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         v = np.asarray(self._model.encode(list(texts)), dtype=np.float32)

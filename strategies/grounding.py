@@ -103,12 +103,6 @@ async def link(graph: Graph, query: str) -> Grounding:
     return Grounding(links)
 
 
-def _relation_words(query: str, topic_labels: list[str]) -> list[str]:
-    from tot_mcp.strategies.offline.question import parse_question
-
-    return [s.text for s in parse_question(query, topic_labels).spans]
-
-
 async def _relations_near(graph: Graph, ids: list[str]) -> str:
     try:
         rels = (await graph.get_relations(ids[: graph.limits.max_ids])).relations
@@ -130,6 +124,7 @@ async def _relations_near(graph: Graph, ids: list[str]) -> str:
 async def check_relations(call: Call, graph: Graph, g: Grounding) -> Grounding:
     """``unsupported`` when the question names a relation none of the KGs has."""
     from tot_mcp.strategies.offline.paths import shared_reasoner
+    from tot_mcp.strategies.offline.question import parse_question
     from tot_mcp.strategies.relation_fit import RelationFit
 
     embedder = await call.services.aembedder()
@@ -140,9 +135,8 @@ async def check_relations(call: Call, graph: Graph, g: Grounding) -> Grounding:
     fit = call.services.policy_state.get(key)
     if fit is None:
         fit = call.services.policy_state[key] = RelationFit(embedder)
-    missing = await fit.missing(
-        reasoner.stats_for(graph), _relation_words(call.query, [li.label for li in g.links])
-    )
+    words = parse_question(call.query, [li.label for li in g.links]).spans  # the relation words
+    missing = await fit.missing(reasoner.stats_for(graph), [s.text for s in words])
     if not missing:
         return g
     kgs = list(graph.members())

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from tot_mcp.strategies.embeddings import Embedder
 
 
+STATIC_FILE = "static-descriptors.npy"  # the static model's vectors in the on-disk cache
+
+
 class IndexNotBuilt(KGError):
     """An index was asked for with ``build=False`` and is neither in memory nor in the on-disk cache."""
 
@@ -119,7 +122,6 @@ class StaticModel:
         except ImportError as e:
             raise RetrievalUnavailable("model2vec is not installed: pip install model2vec tokenlearn-static-model") from e
         self._model = _M.from_pretrained(str(path))
-        self.name = "tokenlearn-static-model (model2vec, 64-d)"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         v = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
@@ -155,10 +157,6 @@ class GraphResources:
         self.cache_dir = cache_dir
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
-        self._bm25: DescriptorBM25 | None = None
-        self._relevance: QueryRelevance | None = None
-        self._dense: DenseIndex | None = None
-        self._static: DenseIndex | None = None
         self.neighbour_cache = NeighbourCache()
         self._own: dict[str, Any] = {}
 
@@ -167,8 +165,8 @@ class GraphResources:
             return self._locks.setdefault(name, threading.RLock())
 
     def own(self, key: str, make: Callable[[], Any]) -> Any:
-        """A strategy's own index of this KG (the beam search's hierarchy, ...), made once under the lock by
-        ``make`` and kept under ``key``: the strategy owns what it builds, no slot here names it."""
+        """The index kept under ``key`` (this module's, or a strategy's own: the beam search's
+        hierarchy, ...), made once under its lock by ``make``: no slot here names a strategy's."""
         with self._lock(key):
             if key not in self._own:
                 self._own[key] = make()
@@ -181,16 +179,10 @@ class GraphResources:
         return self.cache_dir / f"{self.graph.name}-{self.graph.content_hash()}" / name
 
     def bm25(self) -> DescriptorBM25:
-        with self._lock("bm25"):
-            if self._bm25 is None:
-                self._bm25 = DescriptorBM25(self.graph)
-            return self._bm25
+        return self.own("bm25", lambda: DescriptorBM25(self.graph))
 
     def relevance(self) -> QueryRelevance:
-        with self._lock("relevance"):
-            if self._relevance is None:
-                self._relevance = QueryRelevance(self.graph, self.models.embedder())
-            return self._relevance
+        return self.own("relevance", lambda: QueryRelevance(self.graph, self.models.embedder()))
 
     def descriptors(self) -> list[str]:
         # short on purpose: embedding cost grows with length, and 43k entities must embed in minutes on 2 cores
@@ -207,50 +199,46 @@ class GraphResources:
         """MiniLM vectors of every entity descriptor, by the embedder's bulk backend (the int8 ONNX model when
         installed, 1.3–1.6× the torch model's entities/s; cached on disk; 43k entities: ~3–4 min int8 on the shared
         2 cores at moderate load, much longer when it is busy)."""
-        with self._lock("dense"):
-            if self._dense is None:
-                if not build and not self.cache_path(self.dense_file()).is_file():
-                    raise IndexNotBuilt(
-                        f"the dense entity index of KG {self.graph.name!r} is not built yet; call build_index "
-                        "(or tot-search with the method) first"
-                    )
-                emb = self.models.embedder()
-                path = self.cache_path(self.dense_file())  # the loaded embedder's backend names it
 
-                def compute() -> np.ndarray:
-                    texts = self.descriptors()
-                    out = np.empty((len(texts), emb.dim), np.float32)
-                    with _progress(len(texts), f"embedding {self.graph.name} entities", progress) as bar:
-                        for s in range(0, len(texts), 512):
-                            chunk = texts[s: s + 512]
-                            out[s: s + len(chunk)] = _encode_many(emb, chunk)  # uncached: 43k one-offs
-                            bar.update(len(chunk))
-                            if on_progress is not None:
-                                on_progress(s + len(chunk), len(texts))
-                    return out
+        def make() -> DenseIndex:
+            if not build and not self.cache_path(self.dense_file()).is_file():
+                name = self.graph.name
+                raise IndexNotBuilt(f"the dense entity index of KG {name!r} is not built yet; call "
+                                    "build_index (or tot-search with the method) first")
+            emb = self.models.embedder()
+            path = self.cache_path(self.dense_file())  # the loaded embedder's backend names it
 
-                self._dense = DenseIndex(_cached_matrix(path, compute, self.graph.n))
-            return self._dense
+            def compute() -> np.ndarray:
+                texts = self.descriptors()
+                out = np.empty((len(texts), emb.dim), np.float32)
+                desc = f"embedding {self.graph.name} entities"
+                with _progress(len(texts), desc, progress) as bar:
+                    for s in range(0, len(texts), 512):
+                        chunk = texts[s: s + 512]
+                        out[s: s + len(chunk)] = _encode_many(emb, chunk)  # uncached: 43k one-offs
+                        bar.update(len(chunk))
+                        if on_progress is not None:
+                            on_progress(s + len(chunk), len(texts))
+                return out
+
+            return DenseIndex(_cached_matrix(path, compute, self.graph.n))
+
+        return self.own("dense", make)
 
     def static_dense(self) -> DenseIndex:
-        with self._lock("static"):
-            if self._static is None:
-                model = self.models.static_model()
-                path = self.cache_path("static-descriptors.npy")
-                self._static = DenseIndex(_cached_matrix(path, lambda: model.encode(self.descriptors()), self.graph.n))
-            return self._static
+        def make() -> DenseIndex:
+            model = self.models.static_model()
+            path = self.cache_path(STATIC_FILE)
+            vectors = _cached_matrix(path, lambda: model.encode(self.descriptors()), self.graph.n)
+            return DenseIndex(vectors)
 
-    def bm25_ready(self) -> bool:
-        return self._bm25 is not None
-
-    def relevance_ready(self) -> bool:
-        return self._relevance is not None
+        return self.own("static", make)
 
     def dense_ready(self) -> bool:
-        return self._dense is not None or self.cache_path(self.dense_file()).is_file()
+        return self.has_own("dense") or self.cache_path(self.dense_file()).is_file()
 
     def static_ready(self) -> bool:
-        return self._static is not None or self.cache_path("static-descriptors.npy").is_file()
+        return self.has_own("static") or self.cache_path(STATIC_FILE).is_file()
 
 
 class Models:
@@ -322,8 +310,9 @@ def _build_static(res: GraphResources, job: Any) -> None:
     res.static_dense()
 
 
-BM25 = IndexKind("bm25", GraphResources.bm25_ready, GraphResources.bm25, cheap=True)
-RELEVANCE = IndexKind("relevance", GraphResources.relevance_ready, GraphResources.relevance, cheap=True)
+BM25 = IndexKind("bm25", lambda res: res.has_own("bm25"), GraphResources.bm25, cheap=True)
+RELEVANCE = IndexKind("relevance", lambda res: res.has_own("relevance"), GraphResources.relevance,
+                      cheap=True)
 DENSE = IndexKind("dense", GraphResources.dense_ready, lambda res: res.dense(build=False), _build_dense)
 STATIC = IndexKind("static", GraphResources.static_ready, GraphResources.static_dense, _build_static)
 

@@ -3,8 +3,8 @@ strategy of :mod:`strategies.registry`, adapted to the benchmark runner.
 
 A method is built once per run (:func:`make_method`) and then called per question:
 ``await method(question, kg) -> MethodResult``. The question it receives is :meth:`BenchmarkQuestion.public` —
-gold answers stripped — so no method can peek. Strategies whose job is a ranking or a context fill ``retrieved``
-(and ``context``) so the runner reports their job's figure next to Hits@1.
+gold answers stripped — so no method can peek. Strategies whose job is a ranking or a context fill
+``retrieved_labels`` (and ``context``) so the runner reports their job's figure next to Hits@1.
 """
 
 from __future__ import annotations
@@ -48,8 +48,7 @@ class MethodResult(BaseModel):
     expansions: int = 0
     usage: LLMUsage = Field(default_factory=LLMUsage)
     latency_s: float = 0.0
-    retrieved: list[str] = Field(default_factory=list, description="Ranked retrieved entity IDs (retrievers).")
-    retrieved_labels: list[str] = Field(default_factory=list)
+    retrieved_labels: list[str] = Field(default_factory=list, description="Ranked (retrievers).")
     context: str | None = Field(default=None, description="The context returned for a client to read (ARK).")
     trace: dict[str, Any] | None = None
     error: str | None = None
@@ -99,7 +98,6 @@ def make_method(name: str, options: MethodOptions, services: Services) -> Method
             reason=out.reason, links=out.links,
             expansions=int(trace.get("expansions", 0) or 0), usage=out.usage or call.usage(),
             latency_s=time.perf_counter() - started,
-            retrieved=[r.id for r in ranked] if retriever else [],
             retrieved_labels=[r.label for r in ranked] if retriever else [],
             context=out.context, trace=trace, error=out.error,
             partial=out.partial, partial_reason=out.partial_reason,

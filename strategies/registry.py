@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -114,7 +114,6 @@ class Strategy:
     #: the options a client model sets on the default tool list (None: all); the rest are the server's
     #: ``[strategy.NAME]`` settings (algorithm knobs a model cannot judge)
     model_options: tuple[str, ...] | None = None
-    tags: tuple[str, ...] = field(default_factory=tuple)
 
     def parse_options(self, given: dict[str, Any] | None) -> BaseModel:
         """Validated options; an unknown or ill-typed one is an :class:`InvalidInput` naming it and the valid

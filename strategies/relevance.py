@@ -91,15 +91,11 @@ class QueryRelevance:
         sc = self.scorer(query, topic_labels, spans)
         used: set[int] = set()
         hops = 0
-        while True:
-            best = sc.best_span(used)
-            if best is None or best[1] < threshold:
-                return hops
+        while hops < 6 and (best := sc.best_span(used)) is not None and best[1] >= threshold:
             hops += 1
             span = sc.spans[best[0]]
             used.update(range(span.start, span.end))
-            if hops >= 6:
-                return hops
+        return hops
 
 
 class PathScorer:

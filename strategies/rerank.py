@@ -55,18 +55,29 @@ DeepenBackend = Literal["cross-encoder", "llm", "features"]
 MODELS = ("lexical", "minilm", "static")
 
 
-class RerankConfig(BaseModel):
+class RerankOptions(BaseModel):  # the registered strategy's options: what a client may set
     model_config = ConfigDict(extra="forbid")
+
+    top_k: int = Field(default=10, ge=1, le=200)
+    max_iterations: int = Field(default=3, ge=0, le=20)
+    quality_threshold: float = Field(
+        default=0.85, description="Stop when the best candidate's score reaches this")
+    exploration: float = Field(
+        default=0.5, ge=0, le=1, description="Initial probability of broadening")
+    sigma: float = Field(default=0.05, ge=0, le=1, description="Noise added to the query embedding")
+    deepen: Literal["auto", "llm", "features"] = Field(
+        default="auto", description="The second stage. auto: a local cross-encoder if [retrieval] "
+        "cross_encoder_path is set, else the feature scorer; llm: the configured LLM")
+
+
+class RerankConfig(RerankOptions):
+    """Every knob of :func:`adaptive_rerank`: the options, and those only code sets (``deepen`` is
+    read by the strategy, which hands :func:`adaptive_rerank` the LLM)."""
 
     k: int = Field(default=30, ge=1, le=1000, description="Candidates per model per search")
     span_results: int = Field(default=5, ge=1, le=50, description="Label matches looked up per question span")
-    top_k: int = Field(default=10, ge=1, le=500, description="Results returned")
     weights: dict[str, float] = Field(default_factory=lambda: {"lexical": 1.0, "minilm": 0.5, "static": 0.25})
-    quality_threshold: float = Field(default=0.85, description="Stop once the best second-stage score reaches it")
-    max_iterations: int = Field(default=3, ge=0, le=50)
-    exploration: float = Field(default=0.5, ge=0.0, le=1.0, description="ε₀: probability of broadening first")
     decay: float = Field(default=0.5, ge=0.0, le=1.0, description="ε is multiplied by this each iteration")
-    sigma: float = Field(default=0.05, ge=0.0, le=1.0, description="Std-dev of the query-embedding noise")
     deepen_k: int = Field(default=20, ge=1, le=200, description="Candidates the second stage scores per deepening")
     rrf_k: int = Field(default=60, ge=1)
     seed: int = 0
@@ -328,25 +339,11 @@ async def llm_candidate_scores(llm: LLM, query: str, candidates: Sequence[tuple[
 
 
 # -- as a registered strategy -----------------------------------------------------------------------------------
-class RerankOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    top_k: int = Field(default=10, ge=1, le=200)
-    max_iterations: int = Field(default=3, ge=0, le=20)
-    quality_threshold: float = Field(default=0.85, description="Stop when the best candidate's score reaches this")
-    exploration: float = Field(default=0.5, ge=0, le=1, description="Initial probability of broadening")
-    sigma: float = Field(default=0.05, ge=0, le=1, description="Noise added to the query embedding")
-    deepen: Literal["auto", "llm", "features"] = Field(
-        default="auto", description="The second stage. auto: a local cross-encoder if [retrieval] cross_encoder_path "
-                                    "is set, else the feature scorer; llm: the configured LLM")
-
-
 async def _run_rerank(call: Call) -> RerankResult:
     o: RerankOptions = call.options  # type: ignore[assignment]
     res = await call.resources()
-    cfg = RerankConfig(top_k=o.top_k, max_iterations=o.max_iterations, quality_threshold=o.quality_threshold,
-                       exploration=o.exploration, sigma=o.sigma,
-                       cross_encoder_path=call.services.cross_encoder_path if o.deepen == "auto" else None)
+    crosser = call.services.cross_encoder_path if o.deepen == "auto" else None
+    cfg = RerankConfig(**o.model_dump(), cross_encoder_path=crosser)
     return await adaptive_rerank(call.kg, call.query, res, cfg, llm=call.llm() if o.deepen == "llm" else None,
                                  progress=call.progress)
 

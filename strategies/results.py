@@ -7,20 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tot_mcp.kg_adapters.errors import InvalidInput
+from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.models import Direction, backward
 from tot_mcp.strategies.llm.base import LLMUsage
 
-DEFAULT_MAX_QUERY_CHARS = 2000
 
-
-def check_query(query: object, max_chars: int = DEFAULT_MAX_QUERY_CHARS) -> str:
+def check_query(query: object, max_chars: int = Limits.max_query_chars) -> str:
     """Strip and validate a natural-language query: empty or huge queries are clear errors, never a crash."""
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query is empty")
-    if len(query) > max_chars:
-        raise InvalidInput(f"query is {len(query)} characters; at most {max_chars}")
-    return query.strip()
+    return Limits(max_query_chars=max_chars).check_query(query)  # type: ignore[arg-type]
 
 
 # -- results --------------------------------------------------------------------------------------------------

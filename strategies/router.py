@@ -72,8 +72,6 @@ class RuleQueryAnalyser:
     query mentions — estimated from the KG's own relation vocabulary when a :class:`QueryRelevance` is given, else
     from relational cue words — plus cues for comparison/reasoning and the number of entities."""
 
-    name = "rules"
-
     def __init__(self, relevance: QueryRelevance | None = None) -> None:
         self.relevance = relevance
 
@@ -119,8 +117,6 @@ class RuleQueryAnalyser:
 
 class LLMQueryAnalyser:
     """Asks the LLM (``prompts/router_analyse.txt``) for JSON; falls back to the rules on error or bad JSON."""
-
-    name = "llm"
 
     def __init__(self, llm: LLM, fallback: RuleQueryAnalyser) -> None:
         self.llm = llm

@@ -97,17 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _bare_spec_name(spec: str) -> str:
-    stem = Path(spec).name.split(".")[0]
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", stem).strip("_") or "kg"
-    if not name[0].isalpha():
-        name = "kg" + name
-    return name[:32]
-
-
 def _bare_spec(arg: str) -> KGSpec:
     """A bare ``--kg SPEC``, named after its file; an error quotes the flag as the user typed it."""
-    name = _bare_spec_name(arg)
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(arg).name.split(".")[0]).strip("_") or "kg"
+    name = (stem if stem[0].isalpha() else "kg" + stem)[:32]
     try:
         return make_spec(name, arg)
     except InvalidInput as e:
@@ -134,8 +127,7 @@ def open_system(ns: argparse.Namespace, config) -> System:
 
 
 def _guess_format(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith(".jsonl") or name.endswith(".json"):
+    if path.name.lower().endswith((".jsonl", ".json")):
         return "jsonl"
     text = path.read_text(encoding="utf-8", errors="replace")[:4000]
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
@@ -152,7 +144,8 @@ def _validate(ns: argparse.Namespace) -> None:
     if ns.question is not None and ns.questions is not None:
         raise UsageError("give either a question or --questions FILE, not both")
     for flag, low, high in (("-k", 1, 10), ("--max-hops", 1, 10), ("--max-depth", 1, 50), ("--tau", 0, 1),
-                            ("--max-expansions", 1, 500), ("--workers", 1, 64)):
+                            ("--max-expansions", 1, 500), ("--workers", 1, 64),
+                            ("--llm-retries", 0, 20)):
         value = getattr(ns, flag.lstrip("-").replace("-", "_"))
         if value is not None and not low <= value <= high:
             raise UsageError(f"{flag} must be between {low} and {high}")
@@ -168,8 +161,6 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("--base-url, --llm-timeout and --llm-retries need --llm anthropic or --llm openai")
     if ns.llm_timeout is not None and not 0 < ns.llm_timeout <= 3600:
         raise UsageError("--llm-timeout must be between 0 and 3600 seconds")
-    if ns.llm_retries is not None and not 0 <= ns.llm_retries <= 20:
-        raise UsageError("--llm-retries must be between 0 and 20")
     if ns.prices is not None:
         _prices(ns)  # a bad price file is a usage error before anything loads
 
@@ -187,7 +178,8 @@ def _prices(ns: argparse.Namespace):
 
 
 def _llm_options(ns: argparse.Namespace) -> dict:
-    """The LLM backend's options from the flags (handed to ``make_llm`` through ``MethodOptions.extra``)."""
+    """The LLM backend's options from the flags (handed to ``make_llm`` through
+    ``MethodOptions.llm_options``)."""
     if ns.llm == "offline":
         return {}
     options = {"base_url": ns.base_url, "timeout": ns.llm_timeout, "max_retries": ns.llm_retries}
@@ -260,10 +252,7 @@ def _method(ns: argparse.Namespace, system: System):
     from tot_mcp.strategies.methods import MethodOptions, make_method
 
     options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
-    try:
-        return make_method(ns.method, options, system.services)
-    except KGError as e:
-        raise UsageError(str(e)) from None
+    return make_method(ns.method, options, system.services)  # checked by _check_method already
 
 
 async def _one_question(ns: argparse.Namespace, system: System) -> int:
@@ -340,7 +329,6 @@ def _write_html(ns: argparse.Namespace, records, summary, title: str) -> None:
 
 async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     kgs = list(system.kgs.values())
-    linked = system.graph if len(kgs) > 1 else None
     from tot_mcp.strategies.benchmarks.formats import BadLine, read_questions
     from tot_mcp.strategies.benchmarks.runner import load_done, run_questions, summarize
 
@@ -380,28 +368,19 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
         print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)
     method = _method(ns, system)
 
-    bar = None
-    if not ns.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(questions), initial=len(done), file=sys.stderr, unit="q", dynamic_ncols=True)
+    from tqdm import tqdm
 
     correct = [sum(r.correct for r in done)]
+    with tqdm(total=len(questions), initial=len(done), file=sys.stderr, unit="q",
+              dynamic_ncols=True, disable=ns.quiet) as bar:
 
-    def tick(record) -> None:
-        correct[0] += record.correct
-        if bar is not None:
+        def tick(record) -> None:
+            correct[0] += record.correct
             bar.update(1)
             bar.set_postfix(hits1=f"{correct[0] / max(1, bar.n):.3f}")
 
-    try:
-        new = await run_questions(
-            todo, method, ns.method, kgs, out=ns.out, workers=ns.workers, keep_trace=not ns.no_trace, on_done=tick,
-            prices=prices,
-        )
-    finally:
-        if bar is not None:
-            bar.close()
+        new = await run_questions(todo, method, ns.method, kgs, out=ns.out, workers=ns.workers,
+                                  keep_trace=not ns.no_trace, on_done=tick, prices=prices)
     order = {q.id: i for i, q in enumerate(questions)}
     records = sorted(done + new, key=lambda r: order.get(r.id, 0))
     if ns.resume and ns.prices is not None:  # re-price the resumed records with the table of this run
@@ -409,17 +388,16 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
         from tot_mcp.strategies.llm.prices import cost_usd
 
         for r in done:
-            r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, input_tokens=r.input_tokens,
-                                           output_tokens=r.output_tokens, cache_read_tokens=r.cache_read_tokens,
-                                           cache_write_tokens=r.cache_write_tokens, model=r.model), prices)
+            tokens = r.model_dump(include=set(LLMUsage.model_fields) - {"calls"})
+            r.cost_usd = cost_usd(LLMUsage(calls=r.llm_calls, **tokens), prices)
     summary = summarize(records, ns.task)
     if ns.html is not None:
         _write_html(ns, records, summary, f"tot-search · {ns.method} · {ns.questions.name}")
     print(f"method: {ns.method}  task: {ns.task}  llm: {ns.llm}  file: {ns.questions}  format: {fmt}"
           + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
     print(summary.table())
-    if linked is not None:
-        st = linked.linker.stats()
+    if len(kgs) > 1:  # linked
+        st = system.linker.stats()
         print(f"{'link cache':<23}{st.lookups} lookups, hit rate {st.hit_rate:.3f}, {st.entries} entries, "
               f"{st.capped} capped")
     for line in summary.job_lines():
@@ -445,10 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             config = load_cli_config(ns)
             _check_method(ns, config)
             kg_specs(ns.kg)  # a missing file or unknown kind: before the LLM check and any load
-        except KGError as e:
-            raise UsageError(str(e)) from None
-        asyncio.run(_check_llm(ns))
-        try:
+            asyncio.run(_check_llm(ns))
             system = open_system(ns, config)
         except KGError as e:
             raise UsageError(str(e)) from None

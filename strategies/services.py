@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.environment import Environment
 from tot_mcp.kg_adapters.errors import KGError
-from tot_mcp.strategies.indexes import INDEXES, GraphResources, Models
+from tot_mcp.strategies.indexes import INDEXES, GraphResources, IndexNotBuilt, Models
 from tot_mcp.strategies.global_view import local_graph
 from tot_mcp.strategies.route_stats import RouteStats
 from tot_mcp.strategies.settings import RetrievalConfig
@@ -178,8 +178,6 @@ class Services:
         if missing:
             inline = build is True or self.wait_for_builds or (build is None and res.graph.n <= self.build_limit)
             if build is False:
-                from tot_mcp.strategies.indexes import IndexNotBuilt
-
                 raise IndexNotBuilt(f"the {' and '.join(missing)} index of KG {kg.name!r} is not built; call "
                                     "build_index first")
             if inline:

@@ -184,18 +184,11 @@ class Config(GraphConfig):
 # -- errors in words ---------------------------------------------------------------------------
 _EXPECTED = {  # pydantic error type -> what the key should hold, in words
     "string_type": "a string in quotes",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "dict_type": "a table",
-    "model_type": "a table",
-    "model_attributes_type": "a table",
-    "list_type": "a list [...]",
-    "tuple_type": "a list [...]",
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "a whole number"),
+    **dict.fromkeys(("float_type", "float_parsing"), "a number"),
+    **dict.fromkeys(("bool_type", "bool_parsing"), "true or false"),
+    **dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), "a table"),
+    **dict.fromkeys(("list_type", "tuple_type"), "a list [...]"),
     "finite_number": "a finite number",
 }
 

@@ -70,7 +70,6 @@ class System:
     limits: Limits
     environment: Environment = field(default_factory=Environment)
     load_seconds: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def linker(self) -> Linker:

@@ -103,7 +103,7 @@ async def test_resources_builds_the_index_in_a_worker_thread_while_the_loop_keep
     assert len(builders) == 1 and ticker.off_loop(builders[0]), "not built, or built in the event loop's thread"
     assert ticker.during(builders[0]) >= 5, f"the loop ticked {ticker.during(builders[0])} times during the build"
     assert len(ticker.times) >= 5
-    assert getattr(res, f"{built}_ready")()
+    assert indexes.INDEXES.get(built).ready(res)
     held = getattr(res, built)()
     out = await get("ark").run(ark_call(svc, kg))  # ARK reads the index built above: no second build
     assert out.results and len(builders) == 1 and getattr(res, built)() is held

@@ -55,11 +55,8 @@ def answer_key(label: str) -> str:
 def ranking_metrics(ranked_labels: Sequence[str], gold: Iterable[str], k: int = 10) -> dict[str, float]:
     """Hits@1, Recall@k (gold found in the top k / min(|gold|, k)), nDCG@k (binary gains) and MRR."""
     gold_keys = {answer_key(g) for g in gold if g}
-    keys: list[str] = []
-    for lab in ranked_labels:  # a label listed twice (merged same-name nodes) counts once
-        kk = answer_key(lab)
-        if kk not in keys:
-            keys.append(kk)
+    # a label listed twice (merged same-name nodes) counts once
+    keys = list(dict.fromkeys(answer_key(lab) for lab in ranked_labels))
     if not gold_keys:
         return {"hits@1": 0.0, f"recall@{k}": 0.0, f"ndcg@{k}": 0.0, "mrr": 0.0}
     rel = [1.0 if x in gold_keys else 0.0 for x in keys]

@@ -57,17 +57,17 @@ def _action_text(node: dict, labels: dict[str, str]) -> tuple[str, str]:
     if not a:
         return "root", "start: linked topic entities"
     kind = a.get("kind", "?")
+    who = ", ".join(f"{labels[i]} ({i})" if i in labels else i for i in a.get("entity_ids") or [])
     if kind == "think":
         return kind, a.get("text", "")
     if kind == "answer":
         ids = ", ".join(a.get("entity_ids") or [])
         return kind, a.get("text", "") + (f"  [{ids}]" if ids else "")
     if kind == "select_entities":
-        return kind, ", ".join(f"{labels[i]} ({i})" if i in labels else i for i in a.get("entity_ids") or [])
+        return kind, who
     if kind == "select_relation":
         return kind, f"{a.get('relation_id')} ({a.get('direction')})"
     if kind == "expand_kg" and a.get("relation_id"):  # the whole expansion, decided in one reply
-        who = ", ".join(f"{labels[i]} ({i})" if i in labels else i for i in a.get("entity_ids") or [])
         return kind, f"{who} -> {a.get('relation_id')} ({a.get('direction')})"
     return kind, ""
 

@@ -123,7 +123,6 @@ def score(
         gold=gold,
         prediction=result.answer_labels,
         prediction_ids=result.answer_ids,
-        answer_text=result.answer_text,
         correct=hits == 1.0,
         hits1=hits,
         f1=metrics.answer_f1(result.answer_labels, gold),
@@ -131,21 +130,17 @@ def score(
         recall10=metrics.recall_at(result.retrieved_labels, gold, 10) if result.retrieved_labels else None,
         context_recall=metrics.context_recall(result.context, gold) if result.context is not None else None,
         context_tokens=metrics.estimated_tokens(result.context) if result.context is not None else None,
-        value=result.value,
-        status=result.status,
-        reason=result.reason,
-        links=[link.model_dump() for link in result.links],
-        partial=result.partial,
-        partial_reason=result.partial_reason,
-        latency_s=result.latency_s,
+        **result.model_dump(include=_SAME_NAMED),  # what the method said, under its own names
         llm_calls=result.usage.calls,
         **result.usage.model_dump(exclude={"calls"}),  # the token counts and the model, under their own names
         cost_usd=cost_usd(result.usage, prices),
-        expansions=result.expansions,
         method=method,
-        error=result.error,
-        trace=result.trace,
     )
+
+
+#: the fields a record takes from the method's result as they are
+_SAME_NAMED = {"answer_text", "value", "status", "reason", "links", "partial", "partial_reason",
+               "latency_s", "expansions", "error", "trace"}
 
 
 def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
@@ -160,9 +155,7 @@ def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
     unpriced = len(costs) - len(known)
     return Summary(
         n=n,
-        hits1=sum(r.hits1 for r in records) / n,
-        f1=sum(r.f1 for r in records) / n,
-        em_in=sum(r.em_in for r in records) / n,
+        **{name: sum(getattr(r, name) for r in records) / n for name in ("hits1", "f1", "em_in")},
         recall10=(sum(recalls) / len(recalls)) if recalls else None,
         context_recall=sum(r.context_recall for r in ctx) / len(ctx) if ctx else None,
         context_tokens_median=statistics.median(r.context_tokens or 0 for r in ctx) if ctx else None,
@@ -170,11 +163,9 @@ def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
         errors=sum(1 for r in records if r.error),
         mean_latency_s=sum(lat) / n,
         median_latency_s=statistics.median(lat),
-        llm_calls=sum(r.llm_calls for r in records),
+        **{name: sum(getattr(r, name) for r in records)
+           for name in ("llm_calls", "input_tokens", "cache_read_tokens", "output_tokens")},
         tokens=sum(r.input_tokens + r.output_tokens for r in records),
-        input_tokens=sum(r.input_tokens for r in records),
-        cache_read_tokens=sum(r.cache_read_tokens for r in records),
-        output_tokens=sum(r.output_tokens for r in records),
         cost_median_usd=None if unpriced else statistics.median(known),
         cost_total_usd=None if unpriced else sum(known),
         unpriced=unpriced,

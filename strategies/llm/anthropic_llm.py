@@ -10,14 +10,7 @@ and returns a bare ``str`` for a non-JSON content type; both are caught here.)
 from __future__ import annotations
 
 from .base import HttpLLMOptions, LLMBackend, LLMError
-from .retry import (
-    HttpLLM,
-    Retryable,
-    one_line,
-    parse_retry_after,
-    retryable_status,
-    with_retries,
-)
+from .retry import HttpLLM, Retryable, one_line, status_failure, token_count, with_retries
 
 #: A current model ID: one of the installed SDK's known models (``anthropic.types.ModelParam``) and not in its
 #: ``DEPRECATED_MODELS`` (which lists claude-sonnet-4-5, end of life 2026-11-30; tests/test_llm_faults.py checks
@@ -85,12 +78,12 @@ class AnthropicLLM(HttpLLM):
         if usage is not None:
             # The Messages API's ``input_tokens`` are the uncached ones; cache writes and reads come separately.
             # ``LLMUsage.input_tokens`` counts all three.
-            write = _count(getattr(usage, "cache_creation_input_tokens", 0))
-            read = _count(getattr(usage, "cache_read_input_tokens", 0))
-            self.usage.input_tokens += _count(getattr(usage, "input_tokens", 0)) + write + read
+            write = token_count(getattr(usage, "cache_creation_input_tokens", 0))
+            read = token_count(getattr(usage, "cache_read_input_tokens", 0))
+            self.usage.input_tokens += token_count(getattr(usage, "input_tokens", 0)) + write + read
             self.usage.cache_write_tokens += write
             self.usage.cache_read_tokens += read
-            self.usage.output_tokens += _count(getattr(usage, "output_tokens", 0))
+            self.usage.output_tokens += token_count(getattr(usage, "output_tokens", 0))
         return "".join(getattr(block, "text", "") for block in response.content if getattr(block, "type", "") == "text")
 
     async def _attempt(self, kwargs: dict):
@@ -106,9 +99,7 @@ class AnthropicLLM(HttpLLM):
                     "choose another with --model or TOT_ANTHROPIC_MODEL"
                 ) from None
             text = f"Anthropic API error {status}: {msg}"
-            if retryable_status(status):
-                raise Retryable(text, parse_retry_after(e.response.headers)) from None
-            raise LLMError(text) from None
+            raise status_failure(status, text, e.response.headers) from None
         except a.APITimeoutError:
             raise Retryable(f"Anthropic API timed out after {self.timeout:g}s (model {self.model!r})") from None
         except a.APIConnectionError as e:
@@ -130,13 +121,6 @@ class AnthropicLLM(HttpLLM):
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _count(v) -> int:
-    try:
-        return max(0, int(v or 0))
-    except (TypeError, ValueError):
-        return 0
 
 
 def _message(e: Exception) -> str:

@@ -71,13 +71,8 @@ def make_policy(
 
     graph = kg if isinstance(kg, Graph) else LinkedKG.of(list(kg))
     if kind == "offline":
-        try:
-            from tot_mcp.strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
-        except ImportError as e:
-            raise LLMError(
-                "the offline policy (strategies.offline.OfflinePolicy) is not available in this build; "
-                "use --llm anthropic (with ANTHROPIC_API_KEY) instead"
-            ) from e
+        from tot_mcp.strategies.offline import OfflinePolicy
+
         params = inspect.signature(OfflinePolicy).parameters  # passed only what its constructor takes
         extras = {"embedder": embedder, "options": options, "shared": shared}
         return OfflinePolicy(graph, **{k: v for k, v in extras.items() if k in params and v is not None})
@@ -96,8 +91,6 @@ def needs_embedder(kind: str) -> bool:
     """Whether :func:`make_policy` of this kind wants the (slow to load) sentence embedder."""
     if kind != "offline":
         return False
-    try:
-        from tot_mcp.strategies.offline import OfflinePolicy  # type: ignore[attr-defined]
-    except ImportError:
-        return False
+    from tot_mcp.strategies.offline import OfflinePolicy
+
     return "embedder" in inspect.signature(OfflinePolicy).parameters

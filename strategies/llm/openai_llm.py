@@ -22,14 +22,7 @@ import httpx
 from pydantic import Field
 
 from .base import HttpLLMOptions, LLMBackend, LLMError
-from .retry import (
-    HttpLLM,
-    Retryable,
-    one_line,
-    parse_retry_after,
-    retryable_status,
-    with_retries,
-)
+from .retry import HttpLLM, Retryable, one_line, status_failure, token_count, with_retries
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -70,10 +63,6 @@ class OpenAICompatibleLLM(HttpLLM):
             headers["authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout))
 
-    @property
-    def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
-
     async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
         system_message = [{"role": "system", "content": system}] if system else []
         body: dict = {
@@ -95,7 +84,7 @@ class OpenAICompatibleLLM(HttpLLM):
     async def _attempt(self, body: dict) -> tuple[str, tuple[int, int, int]]:
         where = f"OpenAI-compatible server {self.base_url}"
         try:
-            response = await self._client.post(self.url, json=body)
+            response = await self._client.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.TimeoutException:
             raise Retryable(f"{where} timed out after {self.timeout:g}s (model {self.model!r})") from None
         except httpx.HTTPError as e:  # connect errors, resets, a body cut off mid-way (RemoteProtocolError)
@@ -111,10 +100,7 @@ class OpenAICompatibleLLM(HttpLLM):
                 )
             if status in (401, 403):
                 raise LLMError(f"{where} rejected the request ({status}, check OPENAI_API_KEY): {msg}")
-            text = f"{where} error {status}: {msg}"
-            if retryable_status(status):
-                raise Retryable(text, parse_retry_after(response.headers))
-            raise LLMError(text)
+            raise status_failure(status, f"{where} error {status}: {msg}", response.headers)
         try:
             payload = response.json()
         except (ValueError, UnicodeDecodeError):
@@ -141,19 +127,13 @@ class OpenAICompatibleLLM(HttpLLM):
             # ``prompt_tokens`` includes the cached ones (``prompt_tokens_details.cached_tokens``, when the server
             # reports them); OpenAI-style caching is automatic and has no separate write count.
             details = usage.get("prompt_tokens_details")
-            cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
-            counts = (_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), cached)
+            cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            counts = (token_count(prompt), token_count(completion), cached)
         return content, counts
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-
-def _int(v) -> int:
-    try:
-        return int(v or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _error_message(response: httpx.Response) -> str:

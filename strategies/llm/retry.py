@@ -28,8 +28,12 @@ def one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def retryable_status(status: int) -> bool:
-    return status in RETRYABLE_STATUS or status >= 500
+def token_count(v) -> int:
+    """A token count as a server reported it; 0 for a missing or malformed one."""
+    try:
+        return max(0, int(v or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -51,10 +55,8 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(value)  # a bad date: ValueError, never None
     except (TypeError, ValueError):
-        return None
-    if when is None:
         return None
     return max(0.0, when.timestamp() - time.time())
 
@@ -96,6 +98,14 @@ class Retryable(Exception):
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
+
+
+def status_failure(status: int, text: str, headers: Mapping[str, str] | None) -> Exception:
+    """What an HTTP failure ``status`` raises: :class:`Retryable` (with the server's Retry-After)
+    when the status means "try again", else :class:`LLMError`."""
+    if status in RETRYABLE_STATUS or status >= 500:
+        return Retryable(text, parse_retry_after(headers))
+    return LLMError(text)
 
 
 async def with_retries(policy: RetryPolicy, attempt: Callable[[], Awaitable[T]]) -> T:

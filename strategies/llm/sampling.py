@@ -47,12 +47,11 @@ class SamplingLLM(LLM):
 
     name = "sampling"
 
-    def __init__(self, ctx: Any, *, check: bool = True) -> None:
+    def __init__(self, ctx: Any) -> None:
         super().__init__()
-        if check:
-            reason = sampling_unavailable_reason(ctx)
-            if reason:
-                raise LLMError(f"cannot sample the client's model: {reason}")
+        reason = sampling_unavailable_reason(ctx)
+        if reason:
+            raise LLMError(f"cannot sample the client's model: {reason}")
         self.ctx = ctx
         self.model_seen: str | None = None
 

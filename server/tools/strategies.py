@@ -101,13 +101,8 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
             if search is not None:
                 extras.full_text += ["Search tree (* = chosen path):", search.tree_text(),
                                      "Final local subgraph:", search.subgraph_text]
-        args = {"query": query, "kg": kg_name, **kwargs}  # the call's answers: its handle
-
-        def remember(ids: list[str]) -> str:
-            given = {a: v for a, v in args.items() if v is not None}
-            return runtime.handles.put(strategy.tool or strategy.name, given, ids).handle
-
-        return compact_result(out, extras, detail, remember)
+        return compact_result(out, extras, detail, lambda ids: runtime.handles.remember(
+            strategy.tool or strategy.name, ids, query=query, kg=kg_name, **kwargs))
 
     params = [inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY, annotation=Query),
               inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg),

@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+from mcp.server.apps import Apps
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
@@ -32,7 +33,7 @@ from tot_mcp.kg_adapters.errors import (
 from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
-from .tree_view import apps_extension, register_apps
+from .tree_view import register_apps
 from .prompts import register_prompts
 from .render import one_line
 from .resources import register_resources
@@ -184,7 +185,7 @@ def build_server(runtime: Runtime) -> MCPServer:
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
-        extensions=[apps_extension()],  # MCP Apps in the capabilities; register_apps serves them
+        extensions=[Apps()],  # MCP Apps in the capabilities; register_apps serves them
     )
     server.max_calls_per_client = runtime.config.server.max_calls_per_client
     server.shown = PROFILES[runtime.config.server.tools]

@@ -92,14 +92,11 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         result = getattr(out, "_search", None)  # None: refused before the search ran
         meta = None
         if result is not None:
-            view = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
-            extras.view, meta = view.uri, view.meta
+            extras.view, meta = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
             if result.answer.dropped:
                 dropped = one_line("; ".join(result.answer.dropped), 200)
                 extras.head.append(f"dropped (not in the subgraph): {dropped}")
             if detail == "full":
-                extras.full_text = ["Search tree (* = chosen path):", result.tree_text(),
-                                    "Final local subgraph:", result.subgraph_text]
                 extras.full = result.model_dump(mode="json", exclude={"subgraph_text", "question"})
         answer = compact_result(out, extras, detail, lambda ids: runtime.handles.remember(
             "tree_of_traversals", ids, query=query, llm=llm, kg=kg, k=k))

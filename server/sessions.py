@@ -39,6 +39,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
+from .asgi import header, respond
+
 log = logging.getLogger("tot_mcp.sessions")
 
 HANDSHAKE_SECONDS = 30.0  # a session with nothing after its initialize is ended after this, when others arrive
@@ -67,7 +69,7 @@ class SessionJanitor:
         if scope["type"] != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
-        session = _header(scope, _SESSION)
+        session = header(scope, _SESSION)
         if session is not None:
             await self._in_session(session, scope, receive, send)
         elif scope.get("method") == "POST" and _opens_session(scope):
@@ -113,8 +115,11 @@ class SessionJanitor:
         if own is None:
             log.warning("client %s holds %d sessions, all busy: refused a new one", client,
                         self.max_per_client)
-            await _refuse(send, "Too many open sessions from this client; "
-                                "close one or wait for one to finish")
+            # a JSON-RPC error, as the SDK answers at its own session limit
+            error = {"code": -32603, "message": "Too many open sessions from this client; "
+                                                "close one or wait for one to finish"}
+            await respond(send, 503, json.dumps({"jsonrpc": "2.0", "id": None,
+                                                 "error": error}).encode())
             return
         self.opening[client] += 1  # reserved until the answer starts: the session is noted then
         reserved = True
@@ -183,7 +188,7 @@ class SessionJanitor:
         return noted
 
     def _note_opened(self, start: Message, client: str) -> None:
-        session = _header(start, _SESSION)
+        session = header(start, _SESSION)
         if session is None or start["status"] >= 400:
             return
         now = time.monotonic()
@@ -293,7 +298,7 @@ def network_key(client: str) -> str:
 def _opens_session(scope: Scope) -> bool:
     """A session-less POST opens a 2025-era session unless it names a later protocol version (the
     SDK routes those to its stateless 2026-era path, which never opens one)."""
-    version = _header(scope, _VERSION)
+    version = header(scope, _VERSION)
     return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
@@ -301,21 +306,6 @@ def _peer(scope: Scope) -> str:
     """The peer address of a request (a proxy in front makes every client one)."""
     peer = scope.get("client")
     return str(peer[0]) if peer else "?"
-
-
-async def _refuse(send: Send, message: str) -> None:
-    """A 503 with a JSON-RPC error body, as the SDK answers at its own session limit."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": -32603, "message": message}}).encode()
-    await send({"type": "http.response.start", "status": 503,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope: Scope | Message, name: bytes) -> str | None:
-    """The value of header ``name`` in a request's scope or a response's start message."""
-    return next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == name), None)
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:

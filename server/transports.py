@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
+from .asgi import header, respond
 from .auth import BearerTokenMiddleware
 from .sessions import IDLE_SECONDS, MAX_PER_CLIENT, SessionJanitor
 from .stdio_pipes import pipe_stdio
@@ -205,14 +206,11 @@ class MisdirectedHint:
             nonlocal replaced
             if message["type"] == "http.response.start" and message["status"] == 421:
                 replaced = True
-                host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")[:200]
+                host = (header(scope, b"host") or "")[:200]
                 body = (f"Misdirected request: Host {host!r} is not allowed here (DNS-rebinding protection). "
                         f"If this server is meant to answer to that name (e.g. behind a reverse proxy), start it "
                         f"with --allowed-host {host or 'NAME'}\n").encode()
-                await send({"type": "http.response.start", "status": 421,
-                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await respond(send, 421, body, b"text/plain; charset=utf-8")
                 return
             if replaced:  # the SDK's own body of that response
                 return

@@ -71,7 +71,7 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
         except KGError as exc:
             raise ResourceError(one_line(f"error describing {entity_id}: {exc}")) from exc
         details = EntityDetails.model_validate(desc, from_attributes=True)
-        return render.render_description(details, details.types, details.statements)
+        return render.render_description(details)
 
     @server.completion()
     async def complete(

@@ -82,7 +82,7 @@ async def serve_stdio(server: MCPServer) -> None:
             async def aclose(self) -> None:
                 await read_stream.aclose()
 
-        class Replying:
+        class Replying(anyio.abc.ObjectSendStream):
             """The SDK's write stream, noting which requests have their answer."""
 
             async def send(self, item: SessionMessage) -> None:
@@ -95,12 +95,6 @@ async def serve_stdio(server: MCPServer) -> None:
 
             async def aclose(self) -> None:
                 await write_stream.aclose()
-
-            async def __aenter__(self) -> Replying:
-                return self
-
-            async def __aexit__(self, *exc) -> None:
-                await self.aclose()
 
         await lowlevel.run(Answering(), Replying(), lowlevel.create_initialization_options())
 
@@ -174,8 +168,6 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
 def _own_addresses() -> list[str]:
     """This machine's host name and the addresses it resolves to: what a client on the network may put in
     ``Host`` when the server listens on every interface."""
-    import socket
-
     name = socket.gethostname()
     out = [name]
     try:

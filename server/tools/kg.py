@@ -349,7 +349,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             raise InvalidInput("no entity given: pass entity_id, or from_result (and position)")
         desc = await graph.describe_entity(entity_id)
         details = EntityDetails.model_validate(desc, from_attributes=True)  # + statement count and types, if known
-        return tool_result(details, render.render_description(details, details.types, details.statements))
+        return tool_result(details, render.render_description(details))
 
     @server.tool(title="List the configured KGs", annotations=read_only)
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:
@@ -361,6 +361,5 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         result = KGList(kgs=infos, links=links, warnings=warnings, examples=await runtime.relation_examples())
         followed = "get_relations, get_edges and follow_path follow them"
         linked = [f"links: {'; '.join(links)} ({followed})"] if links else []
-        text = "\n".join([render.render_kg_infos(result.kgs, result.examples), *linked,
-                          *(f"warning: {w}" for w in warnings)])
-        return tool_result(result, text)
+        kgs = [render.render_kg_info(k, result.examples) for k in infos] or ["no KGs configured"]
+        return tool_result(result, "\n".join([*kgs, *linked, *(f"warning: {w}" for w in warnings)]))

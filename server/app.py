@@ -93,9 +93,6 @@ def _named(tool: str, message: str) -> str:
         else f"{tool}: {message}"
 
 
-MAX_CALLS_PER_CLIENT = SERVER_DEFAULTS.max_calls_per_client
-
-
 class TotServer(MCPServer):
     """MCPServer with the project's error mapping applied to every tool call, and output schemas that are cheap
     for clients to validate (see :mod:`server.schema`). Each call runs with its client in
@@ -107,7 +104,7 @@ class TotServer(MCPServer):
     calls overlap and are counted, and a cancelled call stops."""
 
     _arguments: dict[str, set[str]] | None = None
-    max_calls_per_client: int = MAX_CALLS_PER_CLIENT
+    max_calls_per_client: int = SERVER_DEFAULTS.max_calls_per_client
     shown: frozenset[str] | None = None  # the tools clients see (--tools); None: every one
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -281,6 +281,8 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     if args.handle_ttl is not None and not 0 < args.handle_ttl < float("inf"):  # nan and inf fail both
         raise UsageError("--handle-ttl must be a number of seconds > 0")
     flags = {k: getattr(args, k) for k in SERVER_FLAGS if getattr(args, k) is not None}
+    hosts = flags.get("allowed_hosts", config.server.allowed_hosts)  # checked like the flag's
+    flags["allowed_hosts"] = [_checked_host(h) for h in hosts]
     settings = config.server.model_copy(update=flags)
     linking = with_flags(config.linking, args.no_link, args.link)
     config = config.model_copy(update={"server": settings, "linking": linking})
@@ -294,7 +296,6 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     transport, host, port = settings.transport, settings.host, settings.port
     environment = Environment.read()  # once: everything below takes its values from here
     token = resolve_token(args, config, environment)
-    allowed_hosts = [_checked_host(h) for h in settings.allowed_hosts]
 
     from .runtime import Runtime
 
@@ -331,12 +332,8 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     try:
-        anyio.run(partial(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
-                          stateless=bool(settings.stateless), allowed_hosts=allowed_hosts,
-                          max_sessions=settings.max_sessions,
-                          max_sessions_per_client=settings.max_sessions_per_client,
-                          header_seconds=settings.header_timeout,
-                          body_seconds=settings.body_timeout),
+        anyio.run(partial(serve_http, server, sock, token, settings,
+                          logging.getLevelName(logging.getLogger().level)),
                   backend_options=_event_loop_options())
     finally:
         anyio.run(runtime.aclose)

@@ -37,14 +37,11 @@ from collections.abc import Callable
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
-
 from .asgi import header, respond
 
 log = logging.getLogger("tot_mcp.sessions")
 
 HANDSHAKE_SECONDS = 30.0  # a session with nothing after its initialize is ended after this, when others arrive
-MAX_PER_CLIENT = SERVER_DEFAULTS.max_sessions_per_client
 IDLE_SECONDS = 600.0  # the SDK's idle timeout (server/transports.py): a quiet session is gone then
 MAX_OPENING_BYTES = 1 << 20  # an initialize body larger than this is passed on unbuffered (and cannot be retried)
 _SESSION = b"mcp-session-id"
@@ -52,8 +49,9 @@ _VERSION = b"mcp-protocol-version"
 
 
 class SessionJanitor:
-    def __init__(self, app: ASGIApp, path: str, handshake_seconds: float = HANDSHAKE_SECONDS,
-                 max_per_client: int = MAX_PER_CLIENT, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(self, app: ASGIApp, path: str, max_per_client: int,
+                 handshake_seconds: float = HANDSHAKE_SECONDS,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
         self.app, self.path, self.handshake_seconds = app, path, handshake_seconds
         self.max_per_client = max(1, max_per_client)
         self.idle_seconds = idle_seconds

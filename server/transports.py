@@ -11,18 +11,17 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
+from tot_mcp.strategies.settings import ServerConfig
 
 from .asgi import header, respond
 from .auth import BearerTokenMiddleware
-from .sessions import IDLE_SECONDS, MAX_PER_CLIENT, SessionJanitor
+from .sessions import IDLE_SECONDS, SessionJanitor
 from .stdio_pipes import pipe_stdio
-from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_class
+from .slow_clients import BodyDeadline, protocol_class
 
 log = logging.getLogger("tot_mcp.transports")
 
 MCP_PATH = "/mcp"
-MAX_SESSIONS = SERVER_DEFAULTS.max_sessions
 STDIN_CLOSED_GRACE = 60.0  # seconds the stdio server waits, once stdin is closed, for requests it read to finish
 
 
@@ -211,41 +210,33 @@ class MisdirectedHint:
         await self.app(scope, receive, send_hinted)
 
 
-async def serve_http(
-    server: MCPServer,
-    sock: socket.socket,
-    token: str | None,
-    log_level: str = "warning",
-    *,
-    stateless: bool = False,
-    allowed_hosts: Sequence[str] = (),
-    max_sessions: int = MAX_SESSIONS,
-    max_sessions_per_client: int = MAX_PER_CLIENT,
-    header_seconds: float = HEADER_SECONDS,
-    body_seconds: float = BODY_SECONDS,
-) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket.
+async def serve_http(server: MCPServer, sock: socket.socket, token: str | None,
+                     settings: ServerConfig, log_level: str = "warning") -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket, with the
+    ``[server]`` settings (``allowed_hosts`` checked already; see :func:`transport_security`).
 
     ``stateless``: no ``Mcp-Session-Id``: every 2025-era request is served on its own (2026-era requests always
     are), so any process behind a load balancer can answer any request; the price is the server-to-client request
-    channel (sampling) for 2025-era clients. ``allowed_hosts``: see :func:`transport_security`."""
+    channel (sampling) for 2025-era clients."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
+    stateless, allowed_hosts = settings.stateless, settings.allowed_hosts
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, max_sessions=max_sessions, session_idle_timeout=IDLE_SECONDS,
-        stateless_http=stateless, transport_security=transport_security(host, allowed_hosts),
+        streamable_http_path=MCP_PATH, host=host, max_sessions=settings.max_sessions,
+        session_idle_timeout=IDLE_SECONDS, stateless_http=stateless,
+        transport_security=transport_security(host, allowed_hosts),
     )
     # at the session limit, an abandoned or idle session makes room for a new client (server/sessions.py)
     asgi: ASGIApp = MisdirectedHint(app if stateless else SessionJanitor(
-        app, MCP_PATH, max_per_client=max_sessions_per_client))
-    asgi = BodyDeadline(asgi, body_seconds)  # a slow client: body_seconds for a body, header_seconds for headers
+        app, MCP_PATH, max_per_client=settings.max_sessions_per_client))
+    asgi = BodyDeadline(asgi, settings.body_timeout)  # a slow body: cut (slow headers: below)
     if token:
         asgi = BearerTokenMiddleware(asgi, token)
     # proxy_headers=False: uvicorn would take X-Forwarded-For from any loopback peer as the client's address, and
     # every per-client share (sessions, calls in flight, the LLM budget) is keyed by it
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False,
-                            http=protocol_class(header_seconds), proxy_headers=False)
+                            http=protocol_class(settings.header_timeout), proxy_headers=False)
     url_host = f"[{host}]" if ":" in host else host
     notes = [n for n, on in (("bearer token required", token), ("stateless", stateless)) if on]
     if allowed_hosts:

@@ -268,12 +268,6 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _event_loop_options() -> dict[str, Any]:
-    """uvloop when it is installed: the HTTP transport's per-call cost is mostly event-loop and stream plumbing
-    (measured with 10 clients on MetaQA: server CPU per call 3.0 → see docs/scale.md)."""
-    return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
-
-
 def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     """Returns (exit code, whether a server ran). ``own_logging``: set up stderr logging (not when embedded)."""
     args = build_parser().parse_args(argv)
@@ -331,10 +325,12 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
         sock = bind_socket(host, port)
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    # uvloop when installed: HTTP's per-call cost is mostly event loop and stream plumbing (measured
+    # with 10 clients on MetaQA: docs/scale.md)
+    uvloop = {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
     try:
         anyio.run(partial(serve_http, server, sock, token, settings,
-                          logging.getLevelName(logging.getLogger().level)),
-                  backend_options=_event_loop_options())
+                          logging.getLevelName(logging.getLogger().level)), backend_options=uvloop)
     finally:
         anyio.run(runtime.aclose)
     return 0, True

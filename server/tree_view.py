@@ -33,7 +33,6 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resources import FunctionResource
 
 from tot_mcp.kg_adapters.lru import LRU
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
 
@@ -148,8 +147,7 @@ class TreeView:
 class TreeViews:
     """Drawn search trees by run ID (``t`` + 12 hex of the drawing's hash): bounded LRU with an age limit."""
 
-    def __init__(self, max_entries: int = 200,
-                 ttl_seconds: float = SERVER_DEFAULTS.handle_ttl) -> None:
+    def __init__(self, ttl_seconds: float, max_entries: int = 200) -> None:
         self.ttl = ttl_seconds
         self._views: LRU[TreeView] = LRU(max_entries, ttl=ttl_seconds)
 

@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from typing import Any
 
+from mcp.server.apps import Apps
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
@@ -32,7 +33,7 @@ from tot_mcp.kg_adapters.errors import (
 from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
-from .tree_view import apps_extension, register_apps
+from .tree_view import register_apps
 from .prompts import register_prompts
 from .render import one_line
 from .resources import register_resources
@@ -92,9 +93,6 @@ def _named(tool: str, message: str) -> str:
         else f"{tool}: {message}"
 
 
-MAX_CALLS_PER_CLIENT = SERVER_DEFAULTS.max_calls_per_client
-
-
 class TotServer(MCPServer):
     """MCPServer with the project's error mapping applied to every tool call, and output schemas that are cheap
     for clients to validate (see :mod:`server.schema`). Each call runs with its client in
@@ -106,7 +104,8 @@ class TotServer(MCPServer):
     calls overlap and are counted, and a cancelled call stops."""
 
     _arguments: dict[str, set[str]] | None = None
-    max_calls_per_client: int = MAX_CALLS_PER_CLIENT
+    max_calls_per_client: int = SERVER_DEFAULTS.max_calls_per_client
+    shown: frozenset[str] | None = None  # the tools clients see (--tools); None: every one
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,6 +114,13 @@ class TotServer(MCPServer):
         self._lean_tools: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self._in_flight: Counter[str] = Counter()  # calls running, per client
         self.pools = Pools()  # worker threads for CPU-bound work, shared fairly among clients
+
+    def tool(self, name: str | None = None, **kwargs: Any) -> Any:
+        """Register a tool only if the profile shows it (its ``name=`` or its function's name): the
+        rest stays reachable with --tools all."""
+        register = super().tool(name=name, **kwargs)
+        shown = self.shown
+        return lambda fn: register(fn) if shown is None or (name or fn.__name__) in shown else fn
 
     async def list_tools(self) -> list[Any]:
         return [t.model_copy(update=self._lean_fields(t)) for t in await super().list_tools()]
@@ -168,25 +174,6 @@ class TotServer(MCPServer):
                 del self._in_flight[client]
 
 
-class _Profiled:
-    """The server as registrars see it under a profile: ``tool(...)`` registers only the tools the profile shows
-    (a tool's name is its ``name=`` or its function's name); everything else is the server's own."""
-
-    def __init__(self, server: MCPServer, shown: frozenset[str]) -> None:
-        self._server, self._shown = server, shown
-
-    def tool(self, name: str | None = None, **kwargs: Any) -> Any:
-        register = self._server.tool(name=name, **kwargs)
-
-        def decorator(fn: Any) -> Any:
-            return register(fn) if (name or fn.__name__) in self._shown else fn
-
-        return decorator
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._server, attr)
-
-
 def build_server(runtime: Runtime) -> MCPServer:
     """A ready-to-run server over ``runtime``'s KGs. Tools come from every registrar in ``server.tools.REGISTRARS``."""
     server = TotServer(
@@ -195,12 +182,12 @@ def build_server(runtime: Runtime) -> MCPServer:
         instructions=INSTRUCTIONS,
         version=__version__,
         log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
-        extensions=[apps_extension()],  # MCP Apps in the capabilities; register_apps serves them
+        extensions=[Apps()],  # MCP Apps in the capabilities; register_apps serves them
     )
     server.max_calls_per_client = runtime.config.server.max_calls_per_client
-    shown = PROFILES[runtime.config.server.tools]
-    for register in REGISTRARS:  # the model's list: the rest stays reachable with --tools all
-        register(server if shown is None else _Profiled(server, shown), runtime)
+    server.shown = PROFILES[runtime.config.server.tools]
+    for register in REGISTRARS:
+        register(server, runtime)
     register_resources(server, runtime)
     register_prompts(server, runtime)
     register_apps(server, runtime)  # MCP Apps: tree_of_traversals' search tree, drawn where the user is

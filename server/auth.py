@@ -12,6 +12,8 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .asgi import respond
+
 
 class BearerTokenMiddleware:
     """Reject HTTP requests without ``Authorization: Bearer <token>`` with 401; pass lifespan events through."""
@@ -27,18 +29,8 @@ class BearerTokenMiddleware:
             await self.app(scope, receive, send)
             return
         body = json.dumps({"error": "unauthorized", "error_description": "missing or wrong bearer token"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="tot-mcp"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, 401, body, b"application/json",
+                      (b"www-authenticate", b'Bearer realm="tot-mcp"'))
 
     def _authorized(self, scope: Scope) -> bool:
         """The auth scheme is case-insensitive (RFC 9110 §11.1: ``bearer``, ``BEARER``); the token is compared in

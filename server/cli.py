@@ -37,6 +37,9 @@ EXIT_USAGE = 2
 # an exit code.
 SUBCOMMANDS: dict[str, str] = {"load": "tot_mcp.kg_adapters.bulk_load:main"}  # tot-mcp load FILES --into STORE
 
+#: flags that stand for the ``[server]`` setting of the same name (given: over the config's value)
+SERVER_FLAGS = ("handles", "handle_ttl", "tools", "transport", "host", "port", "stateless",
+                "allowed_hosts", "log_level")
 LIMIT_FLAGS = {  # flag -> (Limits field, help)
     "--max-ids": ("max_ids", "entity IDs per call"),
     "--max-relations": ("max_relations", "relations per get_relations result"),
@@ -173,12 +176,6 @@ def resolve_limits(args: argparse.Namespace, config: Config) -> Limits:
     return Limits(**values)
 
 
-def _setting(args: argparse.Namespace, config: Config, key: str) -> Any:
-    """A ``[server]`` setting: its flag if given, else the config's (which holds the default)."""
-    value = getattr(args, key)
-    return getattr(config.server, key) if value is None else value
-
-
 def resolve_token(args: argparse.Namespace, config: Config, environment: Environment | None = None) \
         -> str | None:
     """``--token``, else ``$TOT_MCP_TOKEN``, else the variable named by the config's ``[server] token_env``."""
@@ -211,49 +208,39 @@ def _unfinished_load(kg) -> str | None:
     return unfinished_load(Path(store)) if store else None
 
 
-# -- commands -------------------------------------------------------------------------------------------------
-def run_check(runtime) -> int:
-    """Print one block per KG (size, load time, relation sample) and the limits; non-zero if a KG fails."""
-    import anyio
+_EMPTY = ("the KG is empty (0 triples), so every call would find nothing; if it is a store, "
+          "load it again (tot-mcp load FILES --into STORE)")
 
+
+# -- commands -------------------------------------------------------------------------------------------------
+async def run_check(runtime) -> int:
+    """Print one block per KG (size, load time, relation sample) and the limits; non-zero if a KG fails."""
     from .render import render_kg_info
 
-    async def infos():
-        out = []
-        for name, kg in runtime.kgs.items():
-            try:
-                out.append((name, await kg.info(), None))
-            except KGError as e:
-                out.append((name, None, e))
-        return out
-
-    async def probes():
-        linker = getattr(runtime.graph, "linker", None)
-        return [await linker.probe(rule) for rule in linker.rules] if linker is not None and len(runtime.kgs) > 1 \
-            else []
-
     failed = 0
-    for name, info, err in anyio.run(infos):
-        if err is not None or info.unreachable:
+    for name, kg in runtime.kgs.items():
+        try:
+            info = await kg.info()
+        except KGError as e:
+            problem = e
+        else:  # unreachable, a store holding part of its data, or empty (after a failed load)
+            empty = _EMPTY if info.triples == 0 else None
+            problem = info.unreachable or _unfinished_load(kg) or empty
+        if problem:
             failed += 1
-            print(f"{name}: FAILED: {err if err is not None else info.unreachable}")
-        elif unfinished := _unfinished_load(runtime.kgs[name]):  # a store holding part of its data
-            failed += 1
-            print(f"{name}: FAILED: {unfinished}")
-        elif info.triples == 0:  # e.g. the store a failed `tot-mcp load` left: every call would come back empty
-            failed += 1
-            print(f"{name}: FAILED: the KG is empty (0 triples), so every call would find nothing; if it is a store, "
-                  "load it again (tot-mcp load FILES --into STORE)")
+            print(f"{name}: FAILED: {problem}")
         else:
             print(render_kg_info(info))
-    for probe in anyio.run(probes):  # every link rule tried on a sample: one that links nothing is an error
+    linker = runtime.graph.linker
+    for rule in linker.rules if len(runtime.kgs) > 1 else ():  # on a sample: linking none fails
+        probe = await linker.probe(rule)
         print(probe.line())
         failed += probe.failed
     if runtime.load_seconds is not None and not failed:
         print(f"opened {len(runtime.kgs)} KG(s) in {runtime.load_seconds:.2f}s")
     print("limits: " + " ".join(f"{field}={getattr(runtime.limits, field)}" for field, _ in LIMIT_FLAGS.values()))
     print("OK" if not failed else f"{failed} KG(s) or link rule(s) failed")
-    anyio.run(runtime.aclose)
+    await runtime.aclose()
     return 0 if not failed else 1
 
 
@@ -281,45 +268,38 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _event_loop_options() -> dict[str, Any]:
-    """uvloop when it is installed: the HTTP transport's per-call cost is mostly event-loop and stream plumbing
-    (measured with 10 clients on MetaQA: server CPU per call 3.0 → see docs/scale.md)."""
-    return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
-
-
 def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     """Returns (exit code, whether a server ran). ``own_logging``: set up stderr logging (not when embedded)."""
     args = build_parser().parse_args(argv)
     config = read_config(args.config)
-    config = config.model_copy(update={"linking": with_flags(config.linking, args.no_link, args.link)})
     if args.handle_ttl is not None and not 0 < args.handle_ttl < float("inf"):  # nan and inf fail both
         raise UsageError("--handle-ttl must be a number of seconds > 0")
-    handle_flags = {k: getattr(args, k) for k in ("handles", "handle_ttl", "tools") if getattr(args, k) is not None}
-    if handle_flags:
-        config = config.model_copy(update={"server": config.server.model_copy(update=handle_flags)})
-    level = str(_setting(args, config, "log_level")).upper()
+    flags = {k: getattr(args, k) for k in SERVER_FLAGS if getattr(args, k) is not None}
+    hosts = flags.get("allowed_hosts", config.server.allowed_hosts)  # checked like the flag's
+    flags["allowed_hosts"] = [_checked_host(h) for h in hosts]
+    settings = config.server.model_copy(update=flags)
+    linking = with_flags(config.linking, args.no_link, args.link)
+    config = config.model_copy(update={"server": settings, "linking": linking})
+    level = str(settings.log_level).upper()
     if level not in LOG_LEVELS:
         raise UsageError(f"log level {level!r}: use DEBUG, INFO, WARNING, ERROR or CRITICAL")
     if own_logging:
         _configure_logging(level)
     limits = resolve_limits(args, config)
     specs = [parse_kg_arg(a) for a in args.kg]
-    transport = _setting(args, config, "transport")
-    host = _setting(args, config, "host")
-    port = _setting(args, config, "port")
+    transport, host, port = settings.transport, settings.host, settings.port
     environment = Environment.read()  # once: everything below takes its values from here
     token = resolve_token(args, config, environment)
-    stateless = bool(_setting(args, config, "stateless"))
-    allowed_hosts = [_checked_host(h) for h in _setting(args, config, "allowed_hosts")]
 
     from .runtime import Runtime
 
     runtime = Runtime.open(specs, limits, config, cache_weight=args.cache_size, cache_ttl=args.cache_ttl,
                            environment=environment)
-    if args.check:
-        return run_check(runtime), False
 
     import anyio
+
+    if args.check:
+        return anyio.run(run_check, runtime), False
 
     from .app import build_server
     from .transports import LOOPBACK, bind_socket, serve_http, serve_stdio
@@ -345,14 +325,12 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
         sock = bind_socket(host, port)
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    # uvloop when installed: HTTP's per-call cost is mostly event loop and stream plumbing (measured
+    # with 10 clients on MetaQA: docs/scale.md)
+    uvloop = {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
     try:
-        anyio.run(partial(serve_http, server, sock, token, logging.getLevelName(logging.getLogger().level),
-                          stateless=stateless, allowed_hosts=allowed_hosts,
-                          max_sessions=config.server.max_sessions,
-                          max_sessions_per_client=config.server.max_sessions_per_client,
-                          header_seconds=config.server.header_timeout,
-                          body_seconds=config.server.body_timeout),
-                  backend_options=_event_loop_options())
+        anyio.run(partial(serve_http, server, sock, token, settings,
+                          logging.getLevelName(logging.getLogger().level)), backend_options=uvloop)
     finally:
         anyio.run(runtime.aclose)
     return 0, True

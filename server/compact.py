@@ -127,7 +127,8 @@ class Extras:
     warnings: list[str] = field(default_factory=list)
     view: str | None = None
     context: str | None = None  # a text the strategy made for the client to read (ARK), cut
-    full_text: list[str] = field(default_factory=list)  # detail=full sections: title, body, ...
+    # detail=full sections (title, body, ...); the search tree and subgraph follow when a search ran
+    full_text: list[str] = field(default_factory=list)
     full: dict[str, Any] | None = None
     more: str = "the strategy's whole result"  # what detail=full adds, in words
 
@@ -138,6 +139,9 @@ def compact_result(out: StrategyResult, extras: Extras, detail: Detail,
     answers' entity IDs into a result handle. ``out`` may be a plain :class:`StrategyResult` (a
     refusal before the strategy ran) or any strategy's own result."""
     search = _search_of(out)
+    if search is not None and detail == "full":  # after the tool's own sections
+        extras.full_text += ["Search tree (* = chosen path):", search.tree_text(),
+                             "Final local subgraph:", search.subgraph_text]
     paths: list[list[Hop]] = []
     items = [_item(r, paths) for r in out.results]
     if search is not None and not paths:  # tot's answers: the chosen trajectory's relations

@@ -80,6 +80,13 @@ class HandleStore:
             self._disk.put(rs)
         return rs
 
+    def remember(self, tool: str, entity_ids: Sequence[str], /, **args: Any) -> str | None:
+        """The handle of the entities a call reached, derived from the arguments given (those not
+        None); None when it reached none."""
+        if not entity_ids:
+            return None
+        return self.put(tool, {k: v for k, v in args.items() if v is not None}, entity_ids).handle
+
     def close(self) -> None:
         """Write what is queued for the disk (also done at exit)."""
         if self._disk is not None:

@@ -7,7 +7,7 @@ its label and groups edges by source and relation instead of repeating them per 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tot_mcp.kg_adapters.models import (
@@ -16,14 +16,13 @@ from tot_mcp.kg_adapters.models import (
     Edge,
     EdgePage,
     Entity,
-    EntityDescription,
     EntityMatch,
     KGInfo,
     Literal,
     Relation,
     RelationList,
 )
-from tot_mcp.kg_adapters.sparql.values import WKT, coordinate_value
+from tot_mcp.kg_adapters.sparql.values import WKT, EntityDetails, coordinate_value
 from tot_mcp.kg_adapters.link_grade import grade
 from tot_mcp.kg_adapters.text import humanize, key
 
@@ -194,10 +193,10 @@ def render_edges(page: EdgePage) -> str:
     return "\n".join(lines + _footer(page.truncated, page.partial, page.warnings, more))
 
 
-def render_description(desc: EntityDescription, types: Sequence[Entity] = (), statements: int | None = None) -> str:
+def render_description(desc: EntityDetails) -> str:
     """The entity line, then — when the KG says (Wikidata) — its classes and statement count, which tell two
     look-alikes apart; aliases, IRI, links and relations."""
-    lines = [entity_line(desc.entity)]
+    lines, types, statements = [entity_line(desc.entity)], desc.types, desc.statements
     if types or statements is not None:
         kinds = "instance of: " + ", ".join(f"{t.id} {t.label}" for t in types[:10]) if types else ""
         count = f"{statements:,} statement{'s' if statements != 1 else ''}" if statements is not None else ""
@@ -235,10 +234,6 @@ def render_kg_info(info: KGInfo, examples: dict[str, str] | None = None) -> str:
             " (forward: subject → object, e.g.)" if examples else ""
         lines.append(f"  relations{how}: {sample}")
     return "\n".join(lines)
-
-
-def render_kg_infos(infos: Iterable[KGInfo], examples: dict[str, str] | None = None) -> str:
-    return "\n".join(render_kg_info(i, examples) for i in infos) or "no KGs configured"
 
 
 def render_edges_result(result) -> str:

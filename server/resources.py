@@ -44,7 +44,19 @@ def _reader(kg: Graph):
     return read
 
 
-def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
+def register_resources(server: MCPServer, runtime: Runtime) -> None:
+    for name, kg in runtime.kgs.items():
+        server.add_resource(
+            FunctionResource.from_function(
+                fn=_reader(kg),
+                uri=f"kg://{name}",
+                name=name,
+                title=f"KG {name}",
+                description=f"The {name!r} knowledge graph ({kg.backend}): size, "
+                "description and a sample of its relations.",
+                mime_type="application/json",
+            )
+        )
     graph = runtime.graph
 
     @server.resource(
@@ -71,7 +83,7 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
         except KGError as exc:
             raise ResourceError(one_line(f"error describing {entity_id}: {exc}")) from exc
         details = EntityDetails.model_validate(desc, from_attributes=True)
-        return render.render_description(details, details.types, details.statements)
+        return render.render_description(details)
 
     @server.completion()
     async def complete(
@@ -107,19 +119,3 @@ def register_entity_template(server: MCPServer, runtime: Runtime) -> None:
 def _values(values: list[str]) -> Completion:
     values = list(dict.fromkeys(values))
     return Completion(values=values[:_MAX_COMPLETIONS], total=len(values), has_more=len(values) > _MAX_COMPLETIONS)
-
-
-def register_resources(server: MCPServer, runtime: Runtime) -> None:
-    for name, kg in runtime.kgs.items():
-        server.add_resource(
-            FunctionResource.from_function(
-                fn=_reader(kg),
-                uri=f"kg://{name}",
-                name=name,
-                title=f"KG {name}",
-                description=f"The {name!r} knowledge graph ({kg.backend}): size, "
-                "description and a sample of its relations.",
-                mime_type="application/json",
-            )
-        )
-    register_entity_template(server, runtime)

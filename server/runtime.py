@@ -20,7 +20,7 @@ from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.environment import Environment
-from tot_mcp.kg_adapters.errors import KGError, ServiceUnavailable, UnknownKG  # noqa: F401 - ServiceUnavailable: re-exported
+from tot_mcp.kg_adapters.errors import ServiceUnavailable, UnknownKG
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.spec import KGSpec
 
@@ -163,14 +163,6 @@ class Runtime:
         return (await self.relation_names()).resolve(relation)
 
     # -- shared services ------------------------------------------------------------------------------------
-    def embedder(self) -> "Embedder":
-        """The shared sentence embedder, loaded on first use (blocking, ~6 s): call from a worker thread or use
-        :meth:`aembedder` in async code."""
-        return self.services.models.embedder()
-
-    async def aembedder(self) -> "Embedder":
-        return await self.services.aembedder()
-
     def _llm_options(self) -> dict[str, Any]:
         """The ``[llm]`` table as a backend's options (the client share is the server's, not the
         backend's)."""

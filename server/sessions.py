@@ -37,12 +37,11 @@ from collections.abc import Callable
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
+from .asgi import header, respond
 
 log = logging.getLogger("tot_mcp.sessions")
 
 HANDSHAKE_SECONDS = 30.0  # a session with nothing after its initialize is ended after this, when others arrive
-MAX_PER_CLIENT = SERVER_DEFAULTS.max_sessions_per_client
 IDLE_SECONDS = 600.0  # the SDK's idle timeout (server/transports.py): a quiet session is gone then
 MAX_OPENING_BYTES = 1 << 20  # an initialize body larger than this is passed on unbuffered (and cannot be retried)
 _SESSION = b"mcp-session-id"
@@ -50,8 +49,9 @@ _VERSION = b"mcp-protocol-version"
 
 
 class SessionJanitor:
-    def __init__(self, app: ASGIApp, path: str, handshake_seconds: float = HANDSHAKE_SECONDS,
-                 max_per_client: int = MAX_PER_CLIENT, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(self, app: ASGIApp, path: str, max_per_client: int,
+                 handshake_seconds: float = HANDSHAKE_SECONDS,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
         self.app, self.path, self.handshake_seconds = app, path, handshake_seconds
         self.max_per_client = max(1, max_per_client)
         self.idle_seconds = idle_seconds
@@ -67,7 +67,7 @@ class SessionJanitor:
         if scope["type"] != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
-        session = _header(scope, _SESSION)
+        session = header(scope, _SESSION)
         if session is not None:
             await self._in_session(session, scope, receive, send)
         elif scope.get("method") == "POST" and _opens_session(scope):
@@ -113,8 +113,11 @@ class SessionJanitor:
         if own is None:
             log.warning("client %s holds %d sessions, all busy: refused a new one", client,
                         self.max_per_client)
-            await _refuse(send, "Too many open sessions from this client; "
-                                "close one or wait for one to finish")
+            # a JSON-RPC error, as the SDK answers at its own session limit
+            error = {"code": -32603, "message": "Too many open sessions from this client; "
+                                                "close one or wait for one to finish"}
+            await respond(send, 503, json.dumps({"jsonrpc": "2.0", "id": None,
+                                                 "error": error}).encode())
             return
         self.opening[client] += 1  # reserved until the answer starts: the session is noted then
         reserved = True
@@ -183,7 +186,7 @@ class SessionJanitor:
         return noted
 
     def _note_opened(self, start: Message, client: str) -> None:
-        session = _header(start, _SESSION)
+        session = header(start, _SESSION)
         if session is None or start["status"] >= 400:
             return
         now = time.monotonic()
@@ -293,7 +296,7 @@ def network_key(client: str) -> str:
 def _opens_session(scope: Scope) -> bool:
     """A session-less POST opens a 2025-era session unless it names a later protocol version (the
     SDK routes those to its stateless 2026-era path, which never opens one)."""
-    version = _header(scope, _VERSION)
+    version = header(scope, _VERSION)
     return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
@@ -301,21 +304,6 @@ def _peer(scope: Scope) -> str:
     """The peer address of a request (a proxy in front makes every client one)."""
     peer = scope.get("client")
     return str(peer[0]) if peer else "?"
-
-
-async def _refuse(send: Send, message: str) -> None:
-    """A 503 with a JSON-RPC error body, as the SDK answers at its own session limit."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": -32603, "message": message}}).encode()
-    await send({"type": "http.response.start", "status": 503,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope: Scope | Message, name: bytes) -> str | None:
-    """The value of header ``name`` in a request's scope or a response's start message."""
-    return next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == name), None)
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:

@@ -1,12 +1,12 @@
 """Slow HTTP clients cannot hold connections open. uvicorn closes a connection idle *between* requests after ``timeout_keep_alive`` (5 s), but not one that
 sends a request's headers or body a byte at a time.
 
-* :func:`protocol_class`: uvicorn's own HTTP protocol (httptools when installed, else h11) with a deadline for a
-  request's headers: a connection that has not completed a request's headers ``HEADER_SECONDS`` after it opened,
-  or after its previous response, is closed.
-* :class:`BodyDeadline`: ASGI middleware giving a request ``BODY_SECONDS`` to deliver its whole body; past it the
-  app sees the client disconnect. Only the body is timed: a response stream (SSE) that waits for the client to go
-  away waits as long as it likes.
+* :func:`protocol_class`: uvicorn's own HTTP protocol (httptools when installed, else h11) with a
+  deadline for a request's headers: a connection that has not completed a request's headers
+  ``[server] header_timeout`` seconds after it opened, or after its previous response, is closed.
+* :class:`BodyDeadline`: ASGI middleware giving a request ``[server] body_timeout`` seconds to
+  deliver its whole body; past it the app sees the client disconnect. Only the body is timed: a
+  response stream (SSE) that waits for the client to go away waits as long as it likes.
 """
 
 from __future__ import annotations
@@ -17,19 +17,15 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
-
 log = logging.getLogger("tot_mcp.http")
 
-HEADER_SECONDS = SERVER_DEFAULTS.header_timeout
-BODY_SECONDS = SERVER_DEFAULTS.body_timeout
 
 
 class _HeaderDeadline:
     """Mixed into a uvicorn HTTP protocol: arms a timer when the connection opens and after each response; if no
     new request has started when it fires, the connection is closed."""
 
-    header_seconds = HEADER_SECONDS
+    header_seconds: float  # set by protocol_class
     _deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
@@ -60,7 +56,7 @@ class _HeaderDeadline:
             transport.close()
 
 
-def protocol_class(header_seconds: float = HEADER_SECONDS) -> type:
+def protocol_class(header_seconds: float) -> type:
     """The HTTP protocol uvicorn would pick (``http="auto"``), with the header deadline."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
@@ -70,7 +66,7 @@ def protocol_class(header_seconds: float = HEADER_SECONDS) -> type:
 
 
 class BodyDeadline:
-    def __init__(self, app: ASGIApp, seconds: float = BODY_SECONDS) -> None:
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
         self.app, self.seconds = app, seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

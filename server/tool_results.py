@@ -34,33 +34,32 @@ def progress_to(ctx: Context | None, suffix: str = "") -> Any:
     return report
 
 
+def _request(context: Context | None) -> Any:
+    """The HTTP request a call came in (None over stdio or in-process)."""
+    try:
+        return context.request_context.request if context is not None else None
+    except ValueError:  # no request context: called in-process
+        return None
+
+
 def payer_of(context: Context | None) -> str:
     """Who pays for a call on the operator's LLM key: the peer's address (its IPv6 /64), not its session —
     a client opens as many sessions as it likes, and each would bring a fresh share. Behind a proxy every
     client is one, and shares one budget."""
     from .sessions import client_key
 
-    try:
-        request = context.request_context.request if context is not None else None
-    except ValueError:
-        return "local"
-    peer = getattr(request, "client", None)
-    host = getattr(peer, "host", None)
+    host = getattr(getattr(_request(context), "client", None), "host", None)
     return f"peer:{client_key(host)}" if host else "local"
 
 
 def client_of(context: Context | None) -> str:
     """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address (stateless
     HTTP: a shared bearer token would make every client one), else the one local client (stdio, in-process)."""
-    try:
-        request = context.request_context.request if context is not None else None
-    except ValueError:  # no request context: called in-process
-        return "local"
+    request = _request(context)
     headers = getattr(request, "headers", None)
     if headers is None:
         return "local"
     session = headers.get("mcp-session-id")
     if session:
         return f"session:{session[:100]}"
-    peer = getattr(request, "client", None)
-    return f"peer:{getattr(peer, 'host', None) or '?'}"
+    return f"peer:{getattr(request.client, 'host', None) or '?'}"

@@ -11,17 +11,17 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
+from tot_mcp.strategies.settings import ServerConfig
 
+from .asgi import header, respond
 from .auth import BearerTokenMiddleware
-from .sessions import IDLE_SECONDS, MAX_PER_CLIENT, SessionJanitor
+from .sessions import IDLE_SECONDS, SessionJanitor
 from .stdio_pipes import pipe_stdio
-from .slow_clients import BODY_SECONDS, HEADER_SECONDS, BodyDeadline, protocol_class
+from .slow_clients import BodyDeadline, protocol_class
 
 log = logging.getLogger("tot_mcp.transports")
 
 MCP_PATH = "/mcp"
-MAX_SESSIONS = SERVER_DEFAULTS.max_sessions
 STDIN_CLOSED_GRACE = 60.0  # seconds the stdio server waits, once stdin is closed, for requests it read to finish
 
 
@@ -81,7 +81,7 @@ async def serve_stdio(server: MCPServer) -> None:
             async def aclose(self) -> None:
                 await read_stream.aclose()
 
-        class Replying:
+        class Replying(anyio.abc.ObjectSendStream):
             """The SDK's write stream, noting which requests have their answer."""
 
             async def send(self, item: SessionMessage) -> None:
@@ -94,12 +94,6 @@ async def serve_stdio(server: MCPServer) -> None:
 
             async def aclose(self) -> None:
                 await write_stream.aclose()
-
-            async def __aenter__(self) -> Replying:
-                return self
-
-            async def __aexit__(self, *exc) -> None:
-                await self.aclose()
 
         await lowlevel.run(Answering(), Replying(), lowlevel.create_initialization_options())
 
@@ -173,8 +167,6 @@ def transport_security(bind_host: str, allowed_hosts: Sequence[str] = ()) -> Tra
 def _own_addresses() -> list[str]:
     """This machine's host name and the addresses it resolves to: what a client on the network may put in
     ``Host`` when the server listens on every interface."""
-    import socket
-
     name = socket.gethostname()
     out = [name]
     try:
@@ -205,14 +197,11 @@ class MisdirectedHint:
             nonlocal replaced
             if message["type"] == "http.response.start" and message["status"] == 421:
                 replaced = True
-                host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")[:200]
+                host = (header(scope, b"host") or "")[:200]
                 body = (f"Misdirected request: Host {host!r} is not allowed here (DNS-rebinding protection). "
                         f"If this server is meant to answer to that name (e.g. behind a reverse proxy), start it "
                         f"with --allowed-host {host or 'NAME'}\n").encode()
-                await send({"type": "http.response.start", "status": 421,
-                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+                await respond(send, 421, body, b"text/plain; charset=utf-8")
                 return
             if replaced:  # the SDK's own body of that response
                 return
@@ -221,41 +210,33 @@ class MisdirectedHint:
         await self.app(scope, receive, send_hinted)
 
 
-async def serve_http(
-    server: MCPServer,
-    sock: socket.socket,
-    token: str | None,
-    log_level: str = "warning",
-    *,
-    stateless: bool = False,
-    allowed_hosts: Sequence[str] = (),
-    max_sessions: int = MAX_SESSIONS,
-    max_sessions_per_client: int = MAX_PER_CLIENT,
-    header_seconds: float = HEADER_SECONDS,
-    body_seconds: float = BODY_SECONDS,
-) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket.
+async def serve_http(server: MCPServer, sock: socket.socket, token: str | None,
+                     settings: ServerConfig, log_level: str = "warning") -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on an already-bound socket, with the
+    ``[server]`` settings (``allowed_hosts`` checked already; see :func:`transport_security`).
 
     ``stateless``: no ``Mcp-Session-Id``: every 2025-era request is served on its own (2026-era requests always
     are), so any process behind a load balancer can answer any request; the price is the server-to-client request
-    channel (sampling) for 2025-era clients. ``allowed_hosts``: see :func:`transport_security`."""
+    channel (sampling) for 2025-era clients."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
+    stateless, allowed_hosts = settings.stateless, settings.allowed_hosts
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, max_sessions=max_sessions, session_idle_timeout=IDLE_SECONDS,
-        stateless_http=stateless, transport_security=transport_security(host, allowed_hosts),
+        streamable_http_path=MCP_PATH, host=host, max_sessions=settings.max_sessions,
+        session_idle_timeout=IDLE_SECONDS, stateless_http=stateless,
+        transport_security=transport_security(host, allowed_hosts),
     )
     # at the session limit, an abandoned or idle session makes room for a new client (server/sessions.py)
     asgi: ASGIApp = MisdirectedHint(app if stateless else SessionJanitor(
-        app, MCP_PATH, max_per_client=max_sessions_per_client))
-    asgi = BodyDeadline(asgi, body_seconds)  # a slow client: body_seconds for a body, header_seconds for headers
+        app, MCP_PATH, max_per_client=settings.max_sessions_per_client))
+    asgi = BodyDeadline(asgi, settings.body_timeout)  # a slow body: cut (slow headers: below)
     if token:
         asgi = BearerTokenMiddleware(asgi, token)
     # proxy_headers=False: uvicorn would take X-Forwarded-For from any loopback peer as the client's address, and
     # every per-client share (sessions, calls in flight, the LLM budget) is keyed by it
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", access_log=False,
-                            http=protocol_class(header_seconds), proxy_headers=False)
+                            http=protocol_class(settings.header_timeout), proxy_headers=False)
     url_host = f"[{host}]" if ":" in host else host
     notes = [n for n, on in (("bearer token required", token), ("stateless", stateless)) if on]
     if allowed_hosts:

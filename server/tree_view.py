@@ -24,17 +24,15 @@ import hashlib
 import html
 import logging
 import re
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.apps import APP_MIME_TYPE, Apps, client_supports_apps
+from mcp.server.apps import APP_MIME_TYPE, client_supports_apps
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.resources import FunctionResource
 
 from tot_mcp.kg_adapters.lru import LRU
-from tot_mcp.strategies.settings import SERVER_DEFAULTS
 
 from . import __version__
 
@@ -140,7 +138,6 @@ class TreeView:
     run: str
     question: str
     fragment: str
-    created: float = field(default_factory=time.monotonic)
 
     @property
     def uri(self) -> str:
@@ -150,15 +147,14 @@ class TreeView:
 class TreeViews:
     """Drawn search trees by run ID (``t`` + 12 hex of the drawing's hash): bounded LRU with an age limit."""
 
-    def __init__(self, max_entries: int = 200,
-                 ttl_seconds: float = SERVER_DEFAULTS.handle_ttl) -> None:
+    def __init__(self, ttl_seconds: float, max_entries: int = 200) -> None:
         self.ttl = ttl_seconds
         self._views: LRU[TreeView] = LRU(max_entries, ttl=ttl_seconds)
 
     def put(self, question: str, fragment: str) -> TreeView:
         run = "t" + hashlib.blake2b(f"{question}\n{fragment}".encode(), digest_size=6).hexdigest()
         view = TreeView(run, question, fragment)
-        self._views.put(run, view, born=view.created)
+        self._views.put(run, view)
         return view
 
     def get(self, run: str) -> TreeView:
@@ -172,28 +168,22 @@ class TreeViews:
         return view
 
 
-@dataclass(frozen=True)
-class Published:
-    uri: str | None
-    meta: dict[str, Any] | None
-
-
 def publish_tree(runtime: Runtime, result: SearchResult, ctx: Any, *, policy: str,
-                 warnings: Sequence[str] = ()) -> Published:
+                 warnings: Sequence[str] = ()) -> tuple[str | None, dict[str, Any] | None]:
     """Draw ``result``'s tree, keep it for ``resources/read`` and say where it is: the run's ``ui://`` URI (for the
     structured result) and the result's ``_meta`` (with the drawing when the client renders MCP Apps)."""
     views: TreeViews | None = runtime.tree_views
     if views is None:  # build_server did not register the apps (e.g. a test server without them)
-        return Published(None, None)
+        return None, None
     try:
         view = views.put(result.question, render_tree(result, policy=policy, warnings=warnings))
     except Exception:  # the picture is an extra: a drawing that fails must not cost the answer
         log.exception("drawing the search tree of %r failed", result.question)
-        return Published(None, None)
+        return None, None
     entry: dict[str, Any] = {"uri": view.uri}
     if ctx is not None and _supports_apps(ctx):
         entry["html"] = view.fragment
-    return Published(view.uri, {META_KEY: entry})
+    return view.uri, {META_KEY: entry}
 
 
 def _supports_apps(ctx: Any) -> bool:
@@ -205,9 +195,9 @@ def _supports_apps(ctx: Any) -> bool:
 
 # -- registration ----------------------------------------------------------------------------------------------------
 def register_apps(server: MCPServer, runtime: Runtime) -> None:
-    """Serve the search-tree app and the drawn trees. Called
-    once by :func:`server.app.build_server` (which advertises them with :func:`apps_extension`); the
-    ``tree_of_traversals`` tool points at :data:`APP_URI`."""
+    """Serve the search-tree app and the drawn trees. Called once by :func:`server.app.build_server`
+    (which advertises MCP Apps with the SDK's ``Apps`` extension); the ``tree_of_traversals`` tool
+    points at :data:`APP_URI`."""
     views = runtime.tree_views = TreeViews(ttl_seconds=runtime.config.server.handle_ttl)
 
     @server.resource(
@@ -230,10 +220,3 @@ def register_apps(server: MCPServer, runtime: Runtime) -> None:
         fn=render_page, uri=APP_URI, name="search-tree-app", title="Tree-of-Traversals search tree (app)",
         description="The MCP Apps view that draws the search tree of a tree_of_traversals result.",
         mime_type=APP_MIME_TYPE, meta={"ui": {"prefersBorder": True}}))
-
-
-def apps_extension() -> Apps:
-    """What advertises MCP Apps (``capabilities.extensions["io.modelcontextprotocol/ui"]``): the SDK's extension,
-    passed to the server's constructor (``MCPServer(extensions=[...])``, the SDK's public way), empty since
-    :func:`register_apps` registers the resources itself."""
-    return Apps()

@@ -45,8 +45,9 @@ async def test_the_embedder_is_created_on_first_use_only_and_shared(embedded_kg)
     runtime = Runtime({"movies": embedded_kg}, embedder_factory=factory)
     build_server(runtime)
     assert made == []  # building the server does not load the model
-    first, second = await asyncio.gather(runtime.aembedder(), runtime.aembedder())
-    assert first is second and runtime.embedder() is first and made == [1]
+    services = runtime.services
+    first, second = await asyncio.gather(services.aembedder(), services.aembedder())
+    assert first is second and services.models.embedder() is first and made == [1]
 
 
 def test_the_llm_comes_from_the_config_and_is_built_once(embedded_kg):

@@ -140,19 +140,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
                                "use a whole earlier result)")
         return ids
 
-    def remember(tool: str, reached: list[str], **call: Any) -> str | None:
-        """The handle of the entities a call reached, derived from the call (None when it reached none)."""
-        if not reached:
-            return None
-        args = {k: (v.value if isinstance(v, Direction) else v) for k, v in call.items() if v is not None}
-        return handles.put(tool, args, reached).handle
-
     async def _link(query: str, kg: str | None, limit: int, ctx: Context | None, how: str) -> EntityMatches:
         query = limits.check_query(query)
         limit = limits.clamp(limit, limits.max_search)
         # each entity once
         found = await runtime.select(kg).find_matches(query, limit, how, progress_to(ctx, " answered"))
-        handle = remember(how, [m.entity.id for m in found.entities], query=query, kg=kg, limit=limit)
+        handle = handles.remember(how, [m.entity.id for m in found.entities], query=query, kg=kg,
+                                  limit=limit)
         return EntityMatches(query=query, kgs=found.kgs, entities=found.entities, result_id=handle,
                              omitted=found.omitted, partial=bool(found.warnings), warnings=found.warnings)
 
@@ -207,7 +201,8 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         ids = await owner.find_by_value(relation, value, limit=limit)
         described = await asyncio.gather(*(graph.describe_entity(i) for i in ids[:limit]))
         found = [EntityMatch(entity=d.entity, score=1.0, match="identifier") for d in described]
-        handle = remember("search", [m.entity.id for m in found], relation=relation, text=value)
+        handle = handles.remember("search", [m.entity.id for m in found], relation=relation,
+                                  text=value)
         result = EntityMatches(query=value, kgs=[owner.name], entities=found, result_id=handle)
         if not found:
             return tool_result(result, f"no entity in KG {owner.name!r} has {relation} = {value!r}")
@@ -268,8 +263,9 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         had = {e.via or e.source for e in page.edges}
         quiet = [i for i in ids if i not in had] if offset == 0 and not page.truncated else []
         hint = await why_empty(graph, ids, relation_id, direction) if not page.edges and offset == 0 else None
-        handle = remember("get_edges", reached, entity_ids=None if from_result else ids, from_result=from_result,
-                          relation_id=relation_id, direction=direction, limit=limit, offset=offset)
+        handle = handles.remember("get_edges", reached, entity_ids=None if from_result else ids,
+                                  from_result=from_result, relation_id=relation_id,
+                                  direction=direction, limit=limit, offset=offset)
         result = EdgesResult.model_construct(**dict(page), targets=len(reached) + len(values), result_id=handle,
                                              sources_without_edges=quiet if page.edges else [], hint=hint)
         return tool_result(result, render.render_edges_result(result))
@@ -304,9 +300,10 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         limit = 0 if limit == 0 else limits.clamp(limit, limits.max_edges)  # 0: a handle for the next step only
         res = await follow_path_in(graph, ids, hops, exclude_start=exclude_start, through_start=through_start,
                                    limit=limit, offset=offset)
-        handle = remember("follow_path", res.target_ids, entity_ids=None if from_result else ids,
-                          from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],
-                          exclude_start=exclude_start, through_start=None if through_start else False)
+        handle = handles.remember(
+            "follow_path", res.target_ids, entity_ids=None if from_result else ids,
+            from_result=from_result, hops=[h.model_dump(mode="json") for h in hops],
+            exclude_start=exclude_start, through_start=None if through_start else False)
         result = PathsResult(**res.model_dump(), result_id=handle, linked=linked)
         result.entities = labels_only(result.entities)
         if not res.total and res.reached and not res.reached[0]:  # the first hop found nothing
@@ -352,7 +349,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             raise InvalidInput("no entity given: pass entity_id, or from_result (and position)")
         desc = await graph.describe_entity(entity_id)
         details = EntityDetails.model_validate(desc, from_attributes=True)  # + statement count and types, if known
-        return tool_result(details, render.render_description(details, details.types, details.statements))
+        return tool_result(details, render.render_description(details))
 
     @server.tool(title="List the configured KGs", annotations=read_only)
     async def list_kgs(ctx: Context | None = None) -> Annotated[CallToolResult, KGList]:
@@ -364,6 +361,5 @@ def register(server: MCPServer, runtime: Runtime) -> None:
         result = KGList(kgs=infos, links=links, warnings=warnings, examples=await runtime.relation_examples())
         followed = "get_relations, get_edges and follow_path follow them"
         linked = [f"links: {'; '.join(links)} ({followed})"] if links else []
-        text = "\n".join([render.render_kg_infos(result.kgs, result.examples), *linked,
-                          *(f"warning: {w}" for w in warnings)])
-        return tool_result(result, text)
+        kgs = [render.render_kg_info(k, result.examples) for k in infos] or ["no KGs configured"]
+        return tool_result(result, "\n".join([*kgs, *linked, *(f"warning: {w}" for w in warnings)]))

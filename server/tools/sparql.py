@@ -10,6 +10,7 @@ entities by an external identifier (``search_entities(relation=...)``) are KG to
 
 
 import json
+import re
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
@@ -33,6 +34,7 @@ MAX_CELL_CHARS = 200  # one value in the table
 MAX_VALUE_CHARS = 2000  # one value in the structured result
 _NUMERIC = {f"http://www.w3.org/2001/XMLSchema#{t}" for t in ("integer", "decimal", "double", "float", "int",
                                                                "long", "nonNegativeInteger")}
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _SIMPLE_LOCAL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -53,8 +55,7 @@ def term_text(t: SparqlTerm, prefixes: dict[str, str]) -> str:
     elif t.type == "bnode":
         out = f"_:{t.value}"
     elif t.type == "literal":
-        if t.datatype in _NUMERIC and t.value.lstrip("+-").replace(".", "", 1).replace("E", "").replace(
-                "e", "").replace("-", "").replace("+", "").isdigit():
+        if t.datatype in _NUMERIC and _NUMBER.fullmatch(t.value):  # as written: 1952, -0.5, 1.2E3
             out = t.value
         else:
             out = json.dumps(t.value, ensure_ascii=False)

@@ -90,24 +90,15 @@ def strategy_tool(strategy: Strategy, runtime: Runtime, exposed: tuple[str, ...]
         if out.usage is None and not call.offline:
             out.usage = call.usage()
         extras = Extras(strategy=_what_ran(strategy, out), context=out.context)
-        search = getattr(getattr(out, "_ran", None), "_search", None)  # the tree search a route ran
-        if search is not None:
+        if getattr(getattr(out, "_ran", None), "_search", None) is not None:  # a route ran tot
             extras.more = "the whole result, the search tree and subgraph"
         if detail == "full":
             whole = (strategy.render(out) if strategy.render
                      else render_ranked(f"{strategy.name} results", out.results))
             extras.full_text = ["Whole result:", whole]
             extras.full = out.model_dump(mode="json", exclude={"query", "context"})
-            if search is not None:
-                extras.full_text += ["Search tree (* = chosen path):", search.tree_text(),
-                                     "Final local subgraph:", search.subgraph_text]
-        args = {"query": query, "kg": kg_name, **kwargs}  # the call's answers: its handle
-
-        def remember(ids: list[str]) -> str:
-            given = {a: v for a, v in args.items() if v is not None}
-            return runtime.handles.put(strategy.tool or strategy.name, given, ids).handle
-
-        return compact_result(out, extras, detail, remember)
+        return compact_result(out, extras, detail, lambda ids: runtime.handles.remember(
+            strategy.tool or strategy.name, ids, query=query, kg=kg_name, **kwargs))
 
     params = [inspect.Parameter("query", inspect.Parameter.KEYWORD_ONLY, annotation=Query),
               inspect.Parameter("kg", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kg_arg),

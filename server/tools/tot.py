@@ -92,21 +92,13 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         result = getattr(out, "_search", None)  # None: refused before the search ran
         meta = None
         if result is not None:
-            view = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
-            extras.view, meta = view.uri, view.meta
+            extras.view, meta = publish_tree(runtime, result, ctx, policy=kind, warnings=warnings)
             if result.answer.dropped:
                 dropped = one_line("; ".join(result.answer.dropped), 200)
                 extras.head.append(f"dropped (not in the subgraph): {dropped}")
             if detail == "full":
-                extras.full_text = ["Search tree (* = chosen path):", result.tree_text(),
-                                    "Final local subgraph:", result.subgraph_text]
                 extras.full = result.model_dump(mode="json", exclude={"subgraph_text", "question"})
-        args = {"query": query, "llm": llm, "kg": kg, "k": k}  # the call's answers: its handle
-
-        def remember(ids: list[str]) -> str:
-            given = {a: v for a, v in args.items() if v is not None}
-            return runtime.handles.put("tree_of_traversals", given, ids).handle
-
-        answer = compact_result(out, extras, detail, remember)
+        answer = compact_result(out, extras, detail, lambda ids: runtime.handles.remember(
+            "tree_of_traversals", ids, query=query, llm=llm, kg=kg, k=k))
         answer.meta = meta
         return answer

@@ -27,9 +27,7 @@ import argparse
 import itertools
 import json
 import os
-import queue
 import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -393,19 +391,21 @@ class BulkLoader:
         conv = _TripleLineConverter(path) if prog.kind == "triples" else None
         bar = self._bar(path, prog)
         chunks = lines = 0
-        with open_binary(path) as fh:
+        # While a chunk is bulk-loaded, one thread reads and converts the next and another puts the
+        # chunk's names into the label index: pyoxigraph and SQLite release the GIL, so the three
+        # overlap on a multi-core machine. Progress is recorded only when triples and names are in.
+        with open_binary(path) as fh, ThreadPoolExecutor(2, thread_name_prefix="tot-load") as pool:
             if prog.offset:
                 fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
                 self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
-            # The next chunk is read and converted (and its names indexed) in a thread while this one is
-            # bulk-loaded: pyoxigraph releases the GIL in bulk_load, so the two overlap on a multi-core machine.
-            prepared = _Prefetch(_chunks(fh, conv, prog.lines + 1, self.chunk_lines))
-            # a chunk's names go into the label index while its triples go into the store (SQLite releases the
-            # GIL too); progress is recorded only when both are in
-            indexer = ThreadPoolExecutor(1, thread_name_prefix="tot-load-labels") if labels_index is not None else None
+            prepared = _chunks(fh, conv, prog.lines + 1, self.chunk_lines)
+            ahead = pool.submit(next, prepared, None)
             try:
-                for chunk in prepared:
-                    indexed = indexer.submit(labels_index.add, chunk.names) if indexer and chunk.names else None
+                while (chunk := ahead.result()) is not None:
+                    ahead = pool.submit(next, prepared, None)
+                    indexed = None
+                    if labels_index is not None and chunk.names:
+                        indexed = pool.submit(labels_index.add, chunk.names)
                     try:
                         if conv is not None:  # IRIs we percent-encoded ourselves: skip re-validating them
                             store.bulk_load(input=chunk.data, format=fmt, lenient=True)
@@ -432,10 +432,7 @@ class BulkLoader:
                         bar.set_postfix(lines=f"{prog.lines:,}", refresh=False)
                     if self.on_chunk is not None:
                         self.on_chunk(prog)
-            finally:
-                prepared.close()  # stops and joins the thread before the file is closed
-                if indexer is not None:
-                    indexer.shutdown()
+            finally:  # the pool's exit waits for the chunk being read, then the file closes
                 if bar is not None:
                     bar.close()
         prog.done = True
@@ -465,60 +462,6 @@ class _Chunk:
     lines: int  # input lines (blank ones included): what the byte offset and line numbers count
     nbytes: int  # input bytes (decompressed)
     names: list[tuple[str, str, str]]  # label index rows for the names first seen in this chunk
-
-
-class _Prefetch:
-    """Run a generator one item ahead in a daemon thread; its exceptions surface in the consumer, in order.
-
-    ``close()`` stops the producer at its next item and joins it, so the caller may then close what the
-    generator reads from.
-    """
-
-    _END = object()
-
-    def __init__(self, items, depth: int = 1) -> None:
-        self._items = items
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tot-load-prepare", daemon=True)
-        self._thread.start()
-
-    def _put(self, item) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self) -> None:
-        try:
-            for item in self._items:
-                if not self._put((item, None)):
-                    return
-            self._put((self._END, None))
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
-            self._put((None, e))
-        finally:
-            self._items.close()
-
-    def __iter__(self):
-        while True:
-            item, error = self._queue.get()
-            if error is not None:
-                raise error
-            if item is self._END:
-                return
-            yield item
-
-    def close(self) -> None:
-        self._stop.set()
-        while self._thread.is_alive():
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                self._thread.join(0.05)
 
 
 def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:

@@ -52,6 +52,21 @@ class StoreSource:
         return {"file": self.file, "format": self.media_type, "gz": self.gz, "base_iri": self.base_iri}
 
 
+def answer_rows(kg: str, checked: CheckedQuery, answer: dict) -> SparqlRows:
+    """The rows of an answer of :func:`~kg_adapters.sparql.store_worker.answer`, or its error raised."""
+    if "error" in answer:
+        kind, what = answer.get("kind"), answer["error"]
+        if kind == "too_large":
+            raise BackendRefused(f"KG {kg!r}: {what}")
+        if kind == "timeout":
+            raise BackendTimeout(what)
+        if kind == "syntax":  # the guard parsed it; the engine's own parser disagreed
+            raise BackendError(f"the store rejected the query: {what}")
+        raise BackendError(f"store query failed: {what}")
+    rows = [{k: SparqlTerm(**v) for k, v in row.items()} for row in answer["rows"]]
+    return finish_rows(kg, checked, answer["columns"], rows, boolean=answer["boolean"])
+
+
 class _Worker:
     """One child process and its pipes. Blocking methods: called in worker threads."""
 
@@ -156,18 +171,7 @@ class StoreQueryWorkers:
             self._give_back(worker)
         finally:
             sem.release()
-        return self._rows(checked, answer)
-
-    def _rows(self, checked: CheckedQuery, answer: dict) -> SparqlRows:
-        if "error" in answer:
-            kind, what = answer.get("kind"), answer["error"]
-            if kind == "too_large":
-                raise BackendRefused(f"KG {self.kg!r}: {what}")
-            if kind == "syntax":  # the guard parsed it; the engine's own parser disagreed
-                raise BackendError(f"the store rejected the query: {what}")
-            raise BackendError(f"store query failed: {what}")
-        rows = [{k: SparqlTerm(**v) for k, v in row.items()} for row in answer["rows"]]
-        return finish_rows(self.kg, checked, answer["columns"], rows, boolean=answer["boolean"])
+        return answer_rows(self.kg, checked, answer)
 
     async def _take(self) -> _Worker:
         with self._lock:

@@ -386,14 +386,15 @@ def _syntax_error(e: Exception) -> str:
 
 
 def _walk(node: Any) -> Iterable[Any]:
+    """Every node of a parse tree, the terms at its leaves included."""
     from pyparsing import ParseResults
     from rdflib.plugins.sparql.parserutils import CompValue
 
     stack = [node]
     while stack:
         x = stack.pop()
+        yield x
         if isinstance(x, CompValue):
-            yield x
             stack.extend(x.values())
         elif isinstance(x, (list, tuple, ParseResults)):
             stack.extend(x)
@@ -419,11 +420,13 @@ def _service_iri(term: Any, prefixes: Mapping[str, str]) -> str | None:
 
 def _check_parsed(parsed: Any, policy: GuardPolicy, services_seen: int, has_base: bool) -> str:
     """The query form; QueryRefused for a SERVICE that is not allowed."""
+    from rdflib.plugins.sparql.parserutils import CompValue
+
     form = READ_FORMS.get(getattr(parsed[1], "name", ""))
     if form is None:
         raise _refuse("only SELECT, ASK, CONSTRUCT and DESCRIBE queries are allowed")
     declared = _declared(parsed)
-    services = [n for n in _walk(parsed) if n.name == "ServiceGraphPattern"]
+    services = [n for n in _walk(parsed) if isinstance(n, CompValue) and n.name == "ServiceGraphPattern"]
     if len(services) != services_seen:
         raise _refuse("SERVICE clauses could not be verified")
     for s in services:
@@ -533,20 +536,12 @@ def _same_reading(text: str, parsed: Any) -> None:
     carriage return for one, at the next newline for another), some text is a string or an IRI to one and code
     to the other, and that is where a SERVICE hides. Sent text has no comments left, so when every IRI and
     string agrees, the engine reads it as the checked parse does."""
-    from pyparsing import ParseResults
-    from rdflib.plugins.sparql.parserutils import CompValue
     from rdflib.term import Literal, URIRef
 
     iris: Counter[str] = Counter()
     literals: set[str] = set()
-    stack = [parsed]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, CompValue):
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple, ParseResults)):
-            stack.extend(x)
-        elif isinstance(x, URIRef):
+    for x in _walk(parsed):
+        if isinstance(x, URIRef):
             iris[str(x)] += 1
         elif isinstance(x, Literal):
             literals.add(str(x))

@@ -82,6 +82,8 @@ class SparqlOptions(BaseModel):
 
 
 _GENERIC_ONLY = ("prefixes", "label_predicates", "description_predicates", "alias_predicates")
+_POLICY_OPTIONS = ("timeout", "deadline", "retries", "backoff", "max_retry_after", "breaker_failures",
+                   "breaker_cooldown")
 
 
 def open_sparql_kg(
@@ -119,17 +121,12 @@ def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None,
             opts.description_predicates if opts.description_predicates is not None else DEFAULT_DESCRIPTIONS,
             opts.alias_predicates if opts.alias_predicates is not None else DEFAULT_ALIASES,
         )
+    timeout_param, _, timeout_unit = (opts.timeout_param or "").partition(":")
     policy = Policy(
-        timeout=opts.timeout,
-        deadline=opts.deadline,
-        retries=opts.retries,
-        backoff=opts.backoff,
-        max_retry_after=opts.max_retry_after,
+        **{k: getattr(opts, k) for k in _POLICY_OPTIONS},
         max_concurrent=opts.max_concurrent or (1 if public else 4),
-        breaker_failures=opts.breaker_failures,
-        breaker_cooldown=opts.breaker_cooldown,
-        timeout_param=(opts.timeout_param or "").split(":")[0] or None,
-        timeout_unit=(opts.timeout_param or "").partition(":")[2] or "s",
+        timeout_param=timeout_param or None,
+        timeout_unit=timeout_unit or "s",
         # Wikidata's traffic is remote and small next to its latency: it keeps the form WDQS documents
         direct_post=kind != "wikidata",
     )

@@ -192,7 +192,7 @@ class _TripleLineConverter:
         names, self._new_names = self._new_names, []
         return names
 
-    def convert(self, lines: list[bytes], first_lineno: int) -> tuple[bytes, int]:
+    def convert(self, lines: list[bytes], first_lineno: int) -> bytes:
         """Convert a chunk: one decode and one split for the whole chunk; a line that is not a plain
         ``head|relation|tail`` (tabs, blank, malformed, a bad byte) goes through :meth:`_convert_line`, which
         also names the offending line."""
@@ -200,22 +200,18 @@ class _TripleLineConverter:
             text = b"".join(lines).decode("utf-8")
         except UnicodeDecodeError:
             text = None
+        out: list[str] = []
         if text is None or "\t" in text:
-            out: list[str] = []
-            n = sum(self._convert_line(raw, first_lineno + k, out) for k, raw in enumerate(lines))
-            return "".join(out).encode("utf-8"), n
-        out = []
+            for k, raw in enumerate(lines):
+                self._convert_line(raw, first_lineno + k, out)
+            return "".join(out).encode("utf-8")
         iris, relations, new_entity = self._iris, self._relations, self._new_entity
-        n = 0
         for k, line in enumerate(text.split("\n")):
             parts = line.split("|")
-            if len(parts) != 3:
-                if line.strip():
-                    n += self._convert_line(line.encode("utf-8"), first_lineno + k, out)
-                continue
-            h, r, t = parts[0].strip(), parts[1].strip(), parts[2].strip()
+            h, r, t = (parts[0].strip(), parts[1].strip(), parts[2].strip()) if len(parts) == 3 else ("",) * 3
             if not (h and r and t):
-                n += self._convert_line(line.encode("utf-8"), first_lineno + k, out)
+                if line.strip():
+                    self._convert_line(line.encode("utf-8"), first_lineno + k, out)
                 continue
             rel = relations.get(r)
             if rel is None:
@@ -227,23 +223,22 @@ class _TripleLineConverter:
             if ti is None:
                 ti = new_entity(t, out)
             out.append(f"{hi} {rel} {ti} .\n")
-            n += 1
-        return "".join(out).encode("utf-8"), n
+        return "".join(out).encode("utf-8")
 
     def _new_relation(self, r: str, out: list[str]) -> str:
         rel = self._relations[r] = f"<{name_iri(r, RELATION_NS)}>"
         out.append(f"{rel} {self._label} {_nt_literal(humanize(r))} .\n")
         return rel
 
-    def _convert_line(self, raw: bytes, lineno: int, out: list[str]) -> int:
-        """One line, general path (tab- or pipe-separated, validated); 1 if it held a triple, 0 if blank."""
+    def _convert_line(self, raw: bytes, lineno: int, out: list[str]) -> None:
+        """One line, general path (tab- or pipe-separated, validated; blank ones skipped)."""
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError:
             raise InvalidInput(f"{self._source}:{lineno}: not UTF-8 (save the file as UTF-8)"
                                ) from None
         if not line.strip():
-            return 0
+            return
         parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
         if len(parts) != 3 or not all(p.strip() for p in parts):
             raise InvalidInput(
@@ -254,7 +249,6 @@ class _TripleLineConverter:
         if rel is None:
             rel = self._new_relation(r, out)
         out.append(f"{self._entity(h, out)} {rel} {self._entity(t, out)} .\n")
-        return 1
 
 
 class BulkLoader:
@@ -448,7 +442,7 @@ def _chunks(fh, conv: _TripleLineConverter | None, first_lineno: int, chunk_line
     while batch := list(itertools.islice(fh, chunk_lines)):
         nbytes = sum(map(len, batch))
         if conv is not None:
-            data, _ = conv.convert(batch, lineno)
+            data = conv.convert(batch, lineno)
             names = conv.take_names()
         else:
             data, names = b"".join(batch), []

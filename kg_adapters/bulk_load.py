@@ -331,15 +331,7 @@ class BulkLoader:
                 bases = (meta["entityBase"], meta.get("relationBase", ""))
             else:
                 bases = _guess_bases(store)
-            write_meta(
-                store,
-                source="; ".join(state.files),  # one file: its path alone
-                entityBase=bases[0],
-                relationBase=bases[1],
-                loaded="true",
-                **({"description": self.description} if self.description else {}),
-            )
-            store.flush()
+            _mark_loaded(store, "; ".join(state.files), bases, self.description)  # one file: its path alone
             labels = 0
             if labels_index is not None:
                 if state.label_scan_needed:
@@ -512,10 +504,15 @@ def load_into_store(source: str | Path, store_path: str | Path | None, *, format
         raise
     except OSError as e:
         raise BackendError(f"loading {source} into the store failed: {e}") from e
-    write_meta(store, source=str(source.resolve()), entityBase=bases[0], relationBase=bases[1],
-               loaded="true", **({"description": description} if description else {}))
-    store.flush()
+    _mark_loaded(store, str(source.resolve()), bases, description)
     return store
+
+
+def _mark_loaded(store: ox.Store, source: str, bases: tuple[str, str], description: str | None) -> None:
+    """Record in the store's metadata what it holds and the namespaces its IDs are made from."""
+    write_meta(store, source=source, entityBase=bases[0], relationBase=bases[1], loaded="true",
+               **({"description": description} if description else {}))
+    store.flush()
 
 
 def bulk_load_file(store: ox.Store, source: Path, fmt: str) -> None:

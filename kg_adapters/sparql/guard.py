@@ -119,8 +119,7 @@ class CheckedQuery:
     text: str  # exactly what may be sent (it is what rdflib parsed)
     form: str  # SELECT | ASK | CONSTRUCT | DESCRIBE
     limit: int | None  # the top-level LIMIT in text (None for ASK)
-    capped: bool  # the guard set the LIMIT (cap + 1): receiving cap + 1 rows means "more exist"
-    max_rows: int
+    max_rows: int  # a LIMIT the guard set is max_rows + 1: receiving that many rows means "more exist"
     prefixes: dict[str, str]  # declarations the guard added
     notes: tuple[str, ...] = ()
     namespaces: Mapping[str, str] = field(default_factory=dict)  # every prefix in effect: the KG's, the query's
@@ -604,19 +603,18 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
     cap = max(1, min(policy.max_rows, HARD_MAX_ROWS))
     notes: list[str] = []
     want: int | None = None
-    capped = False
     if shape.form == "ASK":
         pass  # one boolean: nothing to bound
     elif shape.limit_at is not None:
         user = int(tokens[shape.limit_at].text)
         if user > cap:
-            want, capped = cap + 1, True
+            want = cap + 1
             body[shape.limit_at] = str(want)
             notes.append(f"LIMIT {user} lowered to the cap of {cap} rows")
         else:
             want = user
     else:
-        want, capped = cap + 1, True
+        want = cap + 1
         if shape.values_at is not None:
             body.insert(shape.values_at, f"LIMIT {want} ")
         else:
@@ -640,10 +638,10 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
         raise _refuse("the query form could not be verified; start the query with SELECT, ASK, CONSTRUCT or "
                       "DESCRIBE (after PREFIX/BASE declarations)")
     if form == "ASK":
-        return CheckedQuery(text, form, None, False, cap, added, (), namespaces)
+        return CheckedQuery(text, form, None, cap, added, (), namespaces)
     if _top_limit(parsed) != want:
         raise _refuse(f"could not bound the result size; add LIMIT {cap} (or less) at the end of the query")
-    return CheckedQuery(text, form, want, capped, cap, added, tuple(notes), namespaces)
+    return CheckedQuery(text, form, want, cap, added, tuple(notes), namespaces)
 
 
 async def check_query_async(query: str, policy: GuardPolicy) -> CheckedQuery:

@@ -591,12 +591,8 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
     added = {p: policy.prefixes[p] for p in dict.fromkeys(shape.used) if p not in shape.declared}
     if shape.services > MAX_SERVICES:
         raise _refuse(f"{shape.services} SERVICE clauses; at most {MAX_SERVICES}")
-    if shape.services:
-        tokens = _service_on_new_line(tokens)
-        shape = _shape(tokens)  # token positions moved
-    taken = shape.declared | set(policy.prefixes)
-    tokens = _plain_iris(tokens, added, taken)
-    shape = _shape(tokens)  # token positions may have moved
+    tokens = _plain_iris(_service_on_new_line(tokens), added, shape.declared | set(policy.prefixes))
+    shape = _shape(tokens)  # token positions moved
     prologue = "".join(f"PREFIX {p}: <{ns}> " for p, ns in added.items())
     body = [t.text for t in tokens]
 

@@ -168,7 +168,8 @@ class StoreQueryWorkers:
                     raise BackendError(f"KG {self.kg!r}: the query process ended without an answer "
                                        f"(exit {worker.proc.poll()})") from None
                 raise
-            self._give_back(worker)
+            with self._lock:
+                self._idle.append(worker)
         finally:
             sem.release()
         return answer_rows(self.kg, checked, answer)
@@ -205,10 +206,6 @@ class StoreQueryWorkers:
             log.info("KG %r: its query process could not leave the network (no user namespaces here): only the "
                      "guard keeps SERVICE from fetching", self.kg)
         return worker
-
-    def _give_back(self, worker: _Worker) -> None:
-        with self._lock:
-            self._idle.append(worker)
 
     async def _discard(self, worker: _Worker) -> None:
         """Kill and reap a child; shielded, so a cancelled call still leaves no process behind."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..backends import Backend
 from ..base import Limits
 from ..errors import InvalidInput
+from ..plugins import parse_options
 from .endpoint import SHARED_ENDPOINTS, EndpointRegistry, JsonEndpoint, Policy, user_agent
 from .escape import LANG_TAG, is_safe_iri, sparql_literal
 from .guard import WIKIBASE_LABEL_SERVICE, GuardPolicy, QueryRefused, SparqlRows, SparqlTerm, check_query
@@ -90,12 +91,7 @@ def open_sparql_kg(
     name: str, kind: str, target: str | None, limits: Limits | None = None, **options
 ) -> SparqlKG:
     """Configure (but do not contact) a SPARQL-backed KG. Raises InvalidInput for bad options."""
-    try:
-        opts = SparqlOptions(**options)
-    except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
-        raise InvalidInput(f"KG {name!r}: invalid SPARQL option(s): {problems}") from None
-    return open_sparql(name, kind, target, limits, opts)
+    return open_sparql(name, kind, target, limits, parse_options(SparqlOptions, options, f"KG {name!r}"))
 
 
 def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None, opts: SparqlOptions) -> SparqlKG:

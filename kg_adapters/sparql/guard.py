@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInput
+from .escape import ECHAR
 
 READ_FORMS = {"SelectQuery": "SELECT", "AskQuery": "ASK", "ConstructQuery": "CONSTRUCT", "DescribeQuery": "DESCRIBE"}
 UPDATE_KEYWORDS = frozenset(
@@ -338,14 +339,10 @@ def _service_on_new_line(tokens: list[Token]) -> list[Token]:
     return out
 
 
-_SEND_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
-                 "\f": "\\f"}
-
-
 def _canonical_string(token: str) -> str:
     """A string literal as one short double-quoted literal of the same value: no line break, quote or comment
     sign of the text sent can then end a string for one parser and not another."""
-    return '"' + "".join(_SEND_ESCAPES.get(c, c) for c in _string_content(token)) + '"'
+    return '"' + "".join(ECHAR.get(c, c) for c in _string_content(token)) + '"'
 
 
 def _normalise(tokens: list[Token]) -> list[Token]:
@@ -510,12 +507,12 @@ def _names_as_iris(tokens: list[Token], words: list[Token], declaring: set[int],
 
 
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"  # what rdflib makes of the keyword ``a``
-_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 
 
 def _string_content(token: str) -> str:
     q = 3 if token[:3] in ("'''", '"""') else 1
-    return re.sub(r"\\(.)", lambda m: _ECHAR.get(m.group(1), m.group(0)), token[q:-q], flags=re.S)
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(0)), token[q:-q], flags=re.S)
 
 
 def _number_or_boolean(text: str) -> bool:

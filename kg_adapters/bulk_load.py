@@ -208,10 +208,13 @@ class _TripleLineConverter:
         iris, relations, new_entity = self._iris, self._relations, self._new_entity
         for k, line in enumerate(text.split("\n")):
             parts = line.split("|")
-            h, r, t = (parts[0].strip(), parts[1].strip(), parts[2].strip()) if len(parts) == 3 else ("",) * 3
-            if not (h and r and t):
+            if len(parts) != 3:
                 if line.strip():
                     self._convert_line(line.encode("utf-8"), first_lineno + k, out)
+                continue
+            h, r, t = parts[0].strip(), parts[1].strip(), parts[2].strip()
+            if not (h and r and t):
+                self._convert_line(line.encode("utf-8"), first_lineno + k, out)
                 continue
             rel = relations.get(r)
             if rel is None:
@@ -331,7 +334,8 @@ class BulkLoader:
                 bases = (meta["entityBase"], meta.get("relationBase", ""))
             else:
                 bases = _guess_bases(store)
-            _mark_loaded(store, "; ".join(state.files), bases, self.description)  # one file: its path alone
+            # one file: its path alone
+            _mark_loaded(store, "; ".join(state.files), bases, self.description)
             labels = 0
             if labels_index is not None:
                 if state.label_scan_needed:
@@ -508,7 +512,8 @@ def load_into_store(source: str | Path, store_path: str | Path | None, *, format
     return store
 
 
-def _mark_loaded(store: ox.Store, source: str, bases: tuple[str, str], description: str | None) -> None:
+def _mark_loaded(store: ox.Store, source: str, bases: tuple[str, str],
+                 description: str | None) -> None:
     """Record in the store's metadata what it holds and the namespaces its IDs are made from."""
     write_meta(store, source=source, entityBase=bases[0], relationBase=bases[1], loaded="true",
                **({"description": description} if description else {}))

@@ -187,9 +187,10 @@ class FtsLabelIndex:
         return self._rows("SELECT count(*) FROM names", ())[0][0]
 
     def named_many(self, labels: Iterable[str], limit: int = 20) -> dict[str, list[KeyHit]]:
-        """Names equal to each label once case, accents, spacing and punctuation are set aside (the indexed
-        ``norm`` column): what a label link needs, without :meth:`search`'s full-text stages. A query per
-        500 distinct normalised names; a label named nowhere is left out."""
+        """Names equal to each label once case, accents, spacing and punctuation are set aside
+        (the indexed ``norm`` column): what a label link needs, without :meth:`search`'s
+        full-text stages. A query per 500 distinct normalised names; a label named nowhere is
+        left out."""
         by_norm: dict[str, list[str]] = {}
         for label in dict.fromkeys(labels):
             if (norm := key(label)):

@@ -83,15 +83,16 @@ class SparqlOptions(BaseModel):
 
 
 _GENERIC_ONLY = ("prefixes", "label_predicates", "description_predicates", "alias_predicates")
-_POLICY_OPTIONS = ("timeout", "deadline", "retries", "backoff", "max_retry_after", "breaker_failures",
-                   "breaker_cooldown")
+_POLICY_OPTIONS = ("timeout", "deadline", "retries", "backoff", "max_retry_after",
+                   "breaker_failures", "breaker_cooldown")
 
 
 def open_sparql_kg(
     name: str, kind: str, target: str | None, limits: Limits | None = None, **options
 ) -> SparqlKG:
     """Configure (but do not contact) a SPARQL-backed KG. Raises InvalidInput for bad options."""
-    return open_sparql(name, kind, target, limits, parse_options(SparqlOptions, options, f"KG {name!r}"))
+    opts = parse_options(SparqlOptions, options, f"KG {name!r}")
+    return open_sparql(name, kind, target, limits, opts)
 
 
 def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None, opts: SparqlOptions) -> SparqlKG:

@@ -120,7 +120,7 @@ class CheckedQuery:
     text: str  # exactly what may be sent (it is what rdflib parsed)
     form: str  # SELECT | ASK | CONSTRUCT | DESCRIBE
     limit: int | None  # the top-level LIMIT in text (None for ASK)
-    max_rows: int  # a LIMIT the guard set is max_rows + 1: receiving that many rows means "more exist"
+    max_rows: int  # a LIMIT the guard sets is max_rows + 1: that many rows means "more exist"
     prefixes: dict[str, str]  # declarations the guard added
     notes: tuple[str, ...] = ()
     namespaces: Mapping[str, str] = field(default_factory=dict)  # every prefix in effect: the KG's, the query's
@@ -422,7 +422,8 @@ def _check_parsed(parsed: Any, policy: GuardPolicy, services_seen: int, has_base
     if form is None:
         raise _refuse("only SELECT, ASK, CONSTRUCT and DESCRIBE queries are allowed")
     declared = _declared(parsed)
-    services = [n for n in _walk(parsed) if isinstance(n, CompValue) and n.name == "ServiceGraphPattern"]
+    services = [n for n in _walk(parsed)
+                if isinstance(n, CompValue) and n.name == "ServiceGraphPattern"]
     if len(services) != services_seen:
         raise _refuse("SERVICE clauses could not be verified")
     for s in services:
@@ -512,7 +513,8 @@ _UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'
 
 def _string_content(token: str) -> str:
     q = 3 if token[:3] in ("'''", '"""') else 1
-    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(0)), token[q:-q], flags=re.S)
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(0)), token[q:-q],
+                  flags=re.S)
 
 
 def _number_or_boolean(text: str) -> bool:

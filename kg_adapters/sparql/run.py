@@ -8,10 +8,10 @@
 * :func:`query_store` evaluates it on a local pyoxigraph store: in a child process that is killed at the deadline
   when the KG knows where its data lives (:mod:`kg_adapters.sparql.workers`: the only way found to stop the
   engine), else — a store built in memory by the embedder — in a worker thread (the same
-  :func:`~kg_adapters.sparql.store_worker.answer`), which stops reading after the cap or the deadline
-  but cannot interrupt the engine inside one step. Such a thread runs on after its caller's timeout, so
-  at most :data:`MAX_THREAD_RUNS` of them run per store at once (:class:`ThreadRuns`); further queries are
-  refused with one line until they end.
+  :func:`~kg_adapters.sparql.store_worker.answer`), which stops reading after the cap or the
+  deadline but cannot interrupt the engine inside one step. Such a thread runs on after its
+  caller's timeout, so at most :data:`MAX_THREAD_RUNS` of them run per store at once
+  (:class:`ThreadRuns`); further queries are refused with one line until they end.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ class ThreadRuns:
             self.running -= 1
 
 
-def _in_thread(store: Any, request: dict, deadline: float, runs: ThreadRuns | None, kg: str) -> dict:
+def _in_thread(store: Any, request: dict, deadline: float, runs: ThreadRuns | None,
+               kg: str) -> dict:
     if runs is not None:  # counted in the thread: a run that never starts never holds a place
         runs.enter(kg)
     try:
@@ -150,9 +151,9 @@ async def query_store(store: Any, kg: str, query: str, max_rows: int, timeout: f
     limit = timeout or DEFAULT_TIMEOUT
     try:
         with anyio.fail_after(limit):
-            got = await anyio.to_thread.run_sync(
-                partial(_in_thread, store, request, time.monotonic() + limit, runs, kg), abandon_on_cancel=True
-            )
+            run = partial(_in_thread, store, request, time.monotonic() + limit, runs, kg)
+            got = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
         return answer_rows(kg, checked, got)
     except (TimeoutError, BackendTimeout):  # the wait ran out, or the thread's own deadline did
-        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
+        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; "
+                             "narrow it") from None

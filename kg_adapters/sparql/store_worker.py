@@ -80,14 +80,15 @@ def _open(spec: dict):
 
 
 def triple_rows(triples) -> Iterator[dict]:
-    return ({"subject": _term(t.subject), "predicate": _term(t.predicate), "object": _term(t.object)}
-            for t in triples)
+    return ({"subject": _term(t.subject), "predicate": _term(t.predicate),
+             "object": _term(t.object)} for t in triples)
 
 
 def answer(store, request: dict, deadline: float | None = None) -> dict:
-    """One query's answer as JSON: ``columns``, ``rows`` (one more than ``max_rows`` says more exist) and
-    ``boolean``, or an ``error`` and its ``kind``. The server also runs it in a thread on a store it has no
-    file for a worker to open; rows then stop at ``deadline`` (``time.monotonic``)."""
+    """One query's answer as JSON: ``columns``, ``rows`` (one more than ``max_rows`` says more
+    exist) and ``boolean``, or an ``error`` and its ``kind``. The server also runs it in a thread
+    on a store it has no file for a worker to open; rows then stop at ``deadline``
+    (``time.monotonic``)."""
     import pyoxigraph as ox
 
     hidden = set(request.get("hidden", ()))

@@ -52,7 +52,8 @@ WIKIDATA_PREFIXES = "".join(f"PREFIX {p}: <{WIKIDATA_PREFIX_MAP[p]}>\n" for p in
 WDT = WIKIDATA_PREFIX_MAP["wdt"]
 
 DEFAULT_PREFIXES = {
-    **{p: WIKIDATA_PREFIX_MAP[p] for p in ("rdf", "rdfs", "owl", "xsd", "skos", "schema", "wd", "wdt")},
+    **{p: WIKIDATA_PREFIX_MAP[p]
+       for p in ("rdf", "rdfs", "owl", "xsd", "skos", "schema", "wd", "wdt")},
     "foaf": "http://xmlns.com/foaf/0.1/",
     "dc": "http://purl.org/dc/elements/1.1/",
     "dcterms": "http://purl.org/dc/terms/",

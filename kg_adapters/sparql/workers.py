@@ -53,7 +53,7 @@ class StoreSource:
 
 
 def answer_rows(kg: str, checked: CheckedQuery, answer: dict) -> SparqlRows:
-    """The rows of an answer of :func:`~kg_adapters.sparql.store_worker.answer`, or its error raised."""
+    """The rows of a :func:`~kg_adapters.sparql.store_worker.answer`, or its error raised."""
     if "error" in answer:
         kind, what = answer.get("kind"), answer["error"]
         if kind == "too_large":

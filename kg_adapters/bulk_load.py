@@ -27,9 +27,7 @@ import argparse
 import itertools
 import json
 import os
-import queue
 import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -194,7 +192,7 @@ class _TripleLineConverter:
         names, self._new_names = self._new_names, []
         return names
 
-    def convert(self, lines: list[bytes], first_lineno: int) -> tuple[bytes, int]:
+    def convert(self, lines: list[bytes], first_lineno: int) -> bytes:
         """Convert a chunk: one decode and one split for the whole chunk; a line that is not a plain
         ``head|relation|tail`` (tabs, blank, malformed, a bad byte) goes through :meth:`_convert_line`, which
         also names the offending line."""
@@ -202,22 +200,21 @@ class _TripleLineConverter:
             text = b"".join(lines).decode("utf-8")
         except UnicodeDecodeError:
             text = None
+        out: list[str] = []
         if text is None or "\t" in text:
-            out: list[str] = []
-            n = sum(self._convert_line(raw, first_lineno + k, out) for k, raw in enumerate(lines))
-            return "".join(out).encode("utf-8"), n
-        out = []
+            for k, raw in enumerate(lines):
+                self._convert_line(raw, first_lineno + k, out)
+            return "".join(out).encode("utf-8")
         iris, relations, new_entity = self._iris, self._relations, self._new_entity
-        n = 0
         for k, line in enumerate(text.split("\n")):
             parts = line.split("|")
             if len(parts) != 3:
                 if line.strip():
-                    n += self._convert_line(line.encode("utf-8"), first_lineno + k, out)
+                    self._convert_line(line.encode("utf-8"), first_lineno + k, out)
                 continue
             h, r, t = parts[0].strip(), parts[1].strip(), parts[2].strip()
             if not (h and r and t):
-                n += self._convert_line(line.encode("utf-8"), first_lineno + k, out)
+                self._convert_line(line.encode("utf-8"), first_lineno + k, out)
                 continue
             rel = relations.get(r)
             if rel is None:
@@ -229,23 +226,22 @@ class _TripleLineConverter:
             if ti is None:
                 ti = new_entity(t, out)
             out.append(f"{hi} {rel} {ti} .\n")
-            n += 1
-        return "".join(out).encode("utf-8"), n
+        return "".join(out).encode("utf-8")
 
     def _new_relation(self, r: str, out: list[str]) -> str:
         rel = self._relations[r] = f"<{name_iri(r, RELATION_NS)}>"
         out.append(f"{rel} {self._label} {_nt_literal(humanize(r))} .\n")
         return rel
 
-    def _convert_line(self, raw: bytes, lineno: int, out: list[str]) -> int:
-        """One line, general path (tab- or pipe-separated, validated); 1 if it held a triple, 0 if blank."""
+    def _convert_line(self, raw: bytes, lineno: int, out: list[str]) -> None:
+        """One line, general path (tab- or pipe-separated, validated; blank ones skipped)."""
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError:
             raise InvalidInput(f"{self._source}:{lineno}: not UTF-8 (save the file as UTF-8)"
                                ) from None
         if not line.strip():
-            return 0
+            return
         parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
         if len(parts) != 3 or not all(p.strip() for p in parts):
             raise InvalidInput(
@@ -256,7 +252,6 @@ class _TripleLineConverter:
         if rel is None:
             rel = self._new_relation(r, out)
         out.append(f"{self._entity(h, out)} {rel} {self._entity(t, out)} .\n")
-        return 1
 
 
 class BulkLoader:
@@ -339,15 +334,8 @@ class BulkLoader:
                 bases = (meta["entityBase"], meta.get("relationBase", ""))
             else:
                 bases = _guess_bases(store)
-            write_meta(
-                store,
-                source="; ".join(state.files),  # one file: its path alone
-                entityBase=bases[0],
-                relationBase=bases[1],
-                loaded="true",
-                **({"description": self.description} if self.description else {}),
-            )
-            store.flush()
+            # one file: its path alone
+            _mark_loaded(store, "; ".join(state.files), bases, self.description)
             labels = 0
             if labels_index is not None:
                 if state.label_scan_needed:
@@ -393,19 +381,21 @@ class BulkLoader:
         conv = _TripleLineConverter(path) if prog.kind == "triples" else None
         bar = self._bar(path, prog)
         chunks = lines = 0
-        with open_binary(path) as fh:
+        # While a chunk is bulk-loaded, one thread reads and converts the next and another puts the
+        # chunk's names into the label index: pyoxigraph and SQLite release the GIL, so the three
+        # overlap on a multi-core machine. Progress is recorded only when triples and names are in.
+        with open_binary(path) as fh, ThreadPoolExecutor(2, thread_name_prefix="tot-load") as pool:
             if prog.offset:
                 fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
                 self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
-            # The next chunk is read and converted (and its names indexed) in a thread while this one is
-            # bulk-loaded: pyoxigraph releases the GIL in bulk_load, so the two overlap on a multi-core machine.
-            prepared = _Prefetch(_chunks(fh, conv, prog.lines + 1, self.chunk_lines))
-            # a chunk's names go into the label index while its triples go into the store (SQLite releases the
-            # GIL too); progress is recorded only when both are in
-            indexer = ThreadPoolExecutor(1, thread_name_prefix="tot-load-labels") if labels_index is not None else None
+            prepared = _chunks(fh, conv, prog.lines + 1, self.chunk_lines)
+            ahead = pool.submit(next, prepared, None)
             try:
-                for chunk in prepared:
-                    indexed = indexer.submit(labels_index.add, chunk.names) if indexer and chunk.names else None
+                while (chunk := ahead.result()) is not None:
+                    ahead = pool.submit(next, prepared, None)
+                    indexed = None
+                    if labels_index is not None and chunk.names:
+                        indexed = pool.submit(labels_index.add, chunk.names)
                     try:
                         if conv is not None:  # IRIs we percent-encoded ourselves: skip re-validating them
                             store.bulk_load(input=chunk.data, format=fmt, lenient=True)
@@ -432,10 +422,7 @@ class BulkLoader:
                         bar.set_postfix(lines=f"{prog.lines:,}", refresh=False)
                     if self.on_chunk is not None:
                         self.on_chunk(prog)
-            finally:
-                prepared.close()  # stops and joins the thread before the file is closed
-                if indexer is not None:
-                    indexer.shutdown()
+            finally:  # the pool's exit waits for the chunk being read, then the file closes
                 if bar is not None:
                     bar.close()
         prog.done = True
@@ -451,7 +438,7 @@ def _chunks(fh, conv: _TripleLineConverter | None, first_lineno: int, chunk_line
     while batch := list(itertools.islice(fh, chunk_lines)):
         nbytes = sum(map(len, batch))
         if conv is not None:
-            data, _ = conv.convert(batch, lineno)
+            data = conv.convert(batch, lineno)
             names = conv.take_names()
         else:
             data, names = b"".join(batch), []
@@ -465,60 +452,6 @@ class _Chunk:
     lines: int  # input lines (blank ones included): what the byte offset and line numbers count
     nbytes: int  # input bytes (decompressed)
     names: list[tuple[str, str, str]]  # label index rows for the names first seen in this chunk
-
-
-class _Prefetch:
-    """Run a generator one item ahead in a daemon thread; its exceptions surface in the consumer, in order.
-
-    ``close()`` stops the producer at its next item and joins it, so the caller may then close what the
-    generator reads from.
-    """
-
-    _END = object()
-
-    def __init__(self, items, depth: int = 1) -> None:
-        self._items = items
-        self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tot-load-prepare", daemon=True)
-        self._thread.start()
-
-    def _put(self, item) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self) -> None:
-        try:
-            for item in self._items:
-                if not self._put((item, None)):
-                    return
-            self._put((self._END, None))
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which re-raises it
-            self._put((None, e))
-        finally:
-            self._items.close()
-
-    def __iter__(self):
-        while True:
-            item, error = self._queue.get()
-            if error is not None:
-                raise error
-            if item is self._END:
-                return
-            yield item
-
-    def close(self) -> None:
-        self._stop.set()
-        while self._thread.is_alive():
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                self._thread.join(0.05)
 
 
 def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:
@@ -575,10 +508,16 @@ def load_into_store(source: str | Path, store_path: str | Path | None, *, format
         raise
     except OSError as e:
         raise BackendError(f"loading {source} into the store failed: {e}") from e
-    write_meta(store, source=str(source.resolve()), entityBase=bases[0], relationBase=bases[1],
-               loaded="true", **({"description": description} if description else {}))
-    store.flush()
+    _mark_loaded(store, str(source.resolve()), bases, description)
     return store
+
+
+def _mark_loaded(store: ox.Store, source: str, bases: tuple[str, str],
+                 description: str | None) -> None:
+    """Record in the store's metadata what it holds and the namespaces its IDs are made from."""
+    write_meta(store, source=source, entityBase=bases[0], relationBase=bases[1], loaded="true",
+               **({"description": description} if description else {}))
+    store.flush()
 
 
 def bulk_load_file(store: ox.Store, source: Path, fmt: str) -> None:

@@ -49,10 +49,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS names_fts USING fts5(
 INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
 
-# kinds, best first: a real label beats an alias beats a name guessed from an IRI
-_KIND_RANK = {"label": 0, "alias": 1, "iri": 2}
-
-
 @dataclass(frozen=True)
 class KeyHit:
     """A name that matched, by the key of the node it names: what an entity search over keys (this index, and the
@@ -190,34 +186,10 @@ class FtsLabelIndex:
     def count(self) -> int:
         return self._rows("SELECT count(*) FROM names", ())[0][0]
 
-    def labels(self, keys: Iterable[str]) -> dict[str, str]:
-        """Preferred name of each key that has one (label over alias over IRI-derived name)."""
-        keys = list(dict.fromkeys(keys))
-        out: dict[str, tuple[int, str]] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            q = f"SELECT key, label, kind FROM names WHERE key IN ({','.join('?' * len(part))})"
-            for k, label, kind in self._rows(q, part):
-                rank = _KIND_RANK.get(kind, 3)
-                if k not in out or (rank, len(label)) < (out[k][0], len(out[k][1])):
-                    out[k] = (rank, label)
-        return {k: v[1] for k, v in out.items()}
-
-    def aliases(self, k: str) -> list[str]:
-        return [r[0] for r in self._rows("SELECT label FROM names WHERE key=? AND kind='alias' ORDER BY id", (k,))]
-
-    def named(self, label: str, limit: int = 20) -> list[KeyHit]:
-        """Names equal to ``label`` once case, accents, spacing and punctuation are set aside (the indexed ``norm``
-        column): the first stage of :meth:`search` alone, what a label link needs, without its full-text stages
-        (a label link asks this for every entity of a frontier, most of them named nowhere here)."""
-        norm = key(label)
-        if not norm or limit < 1:
-            return []
-        return _named_hits(label, self._rows("SELECT key, label FROM names WHERE norm = ? LIMIT ?",
-                                             (norm, limit * 4)), limit)
-
     def named_many(self, labels: Iterable[str], limit: int = 20) -> dict[str, list[KeyHit]]:
-        """:meth:`named` of many labels, a query per 500 distinct normalised names; a label named nowhere is
+        """Names equal to each label once case, accents, spacing and punctuation are set aside
+        (the indexed ``norm`` column): what a label link needs, without :meth:`search`'s
+        full-text stages. A query per 500 distinct normalised names; a label named nowhere is
         left out."""
         by_norm: dict[str, list[str]] = {}
         for label in dict.fromkeys(labels):

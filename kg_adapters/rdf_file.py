@@ -223,18 +223,16 @@ def load_rdf_file(
             continue
         edges.append((s, pred, o))
 
+    def label_of(k: str) -> str:
+        best = labels.get(k)
+        return best[2] if best else (k if k.startswith("_:") else local_name(k))
+
     def node(t) -> int:
         if isinstance(t, RDFLiteral):
-            return index.node(
-                str(t),
-                is_literal=True,
-                datatype=str(t.datatype) if t.datatype is not None else None,
-                lang=t.language,
-            )
+            datatype = str(t.datatype) if t.datatype is not None else None
+            return index.node(str(t), is_literal=True, datatype=datatype, lang=t.language)
         k = term_key(t)
-        best = labels.get(k)
-        label = best[2] if best else (k if k.startswith("_:") else local_name(k))
-        return index.node(k, label)
+        return index.node(k, label_of(k))
 
     for s, pred, o in edges:
         best = labels.get(pred)
@@ -245,8 +243,7 @@ def load_rdf_file(
     # own labels were used as relation labels above and do not make them entities
     for subject in labels.keys() | descriptions.keys():
         if index.find_node(subject) is None and index.relation_by_key(subject) is None:
-            best = labels.get(subject)
-            index.node(subject, best[2] if best else (subject if subject.startswith("_:") else local_name(subject)))
+            index.node(subject, label_of(subject))
     for subject, (_, _, text) in descriptions.items():
         i = index.find_node(subject)
         if i is not None:

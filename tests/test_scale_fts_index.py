@@ -69,8 +69,6 @@ def test_bm25_finds_names_sharing_some_words_ranked_by_relevance(index):
 def test_one_hit_per_entity_and_aliases_match(index):
     hits = index.search("Almodóvar")
     assert keys(hits).count("urn:e:8") == 1 and hits[0].key == "urn:e:8"
-    assert index.labels(["urn:e:8", "urn:e:7", "urn:e:404"]) == {"urn:e:8": "Pedro Almodóvar", "urn:e:7": "Drama"}
-    assert index.aliases("urn:e:8") == ["Almodóvar"]
 
 
 def test_nothing_matching_and_fts_syntax_in_queries_are_safe(index):

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..backends import Backend
 from ..base import Limits
 from ..errors import InvalidInput
+from ..plugins import parse_options
 from .endpoint import SHARED_ENDPOINTS, EndpointRegistry, JsonEndpoint, Policy, user_agent
 from .escape import LANG_TAG, is_safe_iri, sparql_literal
 from .guard import WIKIBASE_LABEL_SERVICE, GuardPolicy, QueryRefused, SparqlRows, SparqlTerm, check_query
@@ -82,17 +83,15 @@ class SparqlOptions(BaseModel):
 
 
 _GENERIC_ONLY = ("prefixes", "label_predicates", "description_predicates", "alias_predicates")
+_POLICY_OPTIONS = ("timeout", "deadline", "retries", "backoff", "max_retry_after",
+                   "breaker_failures", "breaker_cooldown")
 
 
 def open_sparql_kg(
     name: str, kind: str, target: str | None, limits: Limits | None = None, **options
 ) -> SparqlKG:
     """Configure (but do not contact) a SPARQL-backed KG. Raises InvalidInput for bad options."""
-    try:
-        opts = SparqlOptions(**options)
-    except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
-        raise InvalidInput(f"KG {name!r}: invalid SPARQL option(s): {problems}") from None
+    opts = parse_options(SparqlOptions, options, f"KG {name!r}")
     return open_sparql(name, kind, target, limits, opts)
 
 
@@ -119,17 +118,12 @@ def open_sparql(name: str, kind: str, target: str | None, limits: Limits | None,
             opts.description_predicates if opts.description_predicates is not None else DEFAULT_DESCRIPTIONS,
             opts.alias_predicates if opts.alias_predicates is not None else DEFAULT_ALIASES,
         )
+    timeout_param, _, timeout_unit = (opts.timeout_param or "").partition(":")
     policy = Policy(
-        timeout=opts.timeout,
-        deadline=opts.deadline,
-        retries=opts.retries,
-        backoff=opts.backoff,
-        max_retry_after=opts.max_retry_after,
+        **{k: getattr(opts, k) for k in _POLICY_OPTIONS},
         max_concurrent=opts.max_concurrent or (1 if public else 4),
-        breaker_failures=opts.breaker_failures,
-        breaker_cooldown=opts.breaker_cooldown,
-        timeout_param=(opts.timeout_param or "").split(":")[0] or None,
-        timeout_unit=(opts.timeout_param or "").partition(":")[2] or "s",
+        timeout_param=timeout_param or None,
+        timeout_unit=timeout_unit or "s",
         # Wikidata's traffic is remote and small next to its latency: it keeps the form WDQS documents
         direct_post=kind != "wikidata",
     )

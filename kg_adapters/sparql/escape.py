@@ -13,7 +13,7 @@ import unicodedata
 
 from ..errors import InvalidInput
 
-_ECHAR = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+ECHAR = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 _NEEDS_ECHAR = re.compile(r'["\\\n\r\t\b\f]')
 _FORBIDDEN_IN_LITERAL = re.compile(r"[\x00-\x07\x0b\x0e-\x1f\x7f\ud800-\udfff]|\\[uU]")
 _IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|^`\\\x7f-\x9f\ud800-\udfff]*\Z")
@@ -30,7 +30,7 @@ def sparql_literal(text: str, lang: str | None = None) -> str:
         raise InvalidInput(f"expected text, got {type(text).__name__}")
     if _FORBIDDEN_IN_LITERAL.search(text):
         raise InvalidInput("text contains control characters or a '\\u' escape sequence")
-    body = _NEEDS_ECHAR.sub(lambda m: _ECHAR[m.group(0)], text)
+    body = _NEEDS_ECHAR.sub(lambda m: ECHAR[m.group(0)], text)
     if lang is None:
         return f'"{body}"'
     if not LANG_TAG.match(lang):

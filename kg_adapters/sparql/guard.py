@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidInput
+from .escape import ECHAR
 
 READ_FORMS = {"SelectQuery": "SELECT", "AskQuery": "ASK", "ConstructQuery": "CONSTRUCT", "DescribeQuery": "DESCRIBE"}
 UPDATE_KEYWORDS = frozenset(
@@ -119,8 +120,7 @@ class CheckedQuery:
     text: str  # exactly what may be sent (it is what rdflib parsed)
     form: str  # SELECT | ASK | CONSTRUCT | DESCRIBE
     limit: int | None  # the top-level LIMIT in text (None for ASK)
-    capped: bool  # the guard set the LIMIT (cap + 1): receiving cap + 1 rows means "more exist"
-    max_rows: int
+    max_rows: int  # a LIMIT the guard sets is max_rows + 1: that many rows means "more exist"
     prefixes: dict[str, str]  # declarations the guard added
     notes: tuple[str, ...] = ()
     namespaces: Mapping[str, str] = field(default_factory=dict)  # every prefix in effect: the KG's, the query's
@@ -339,14 +339,10 @@ def _service_on_new_line(tokens: list[Token]) -> list[Token]:
     return out
 
 
-_SEND_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
-                 "\f": "\\f"}
-
-
 def _canonical_string(token: str) -> str:
     """A string literal as one short double-quoted literal of the same value: no line break, quote or comment
     sign of the text sent can then end a string for one parser and not another."""
-    return '"' + "".join(_SEND_ESCAPES.get(c, c) for c in _string_content(token)) + '"'
+    return '"' + "".join(ECHAR.get(c, c) for c in _string_content(token)) + '"'
 
 
 def _normalise(tokens: list[Token]) -> list[Token]:
@@ -386,14 +382,15 @@ def _syntax_error(e: Exception) -> str:
 
 
 def _walk(node: Any) -> Iterable[Any]:
+    """Every node of a parse tree, the terms at its leaves included."""
     from pyparsing import ParseResults
     from rdflib.plugins.sparql.parserutils import CompValue
 
     stack = [node]
     while stack:
         x = stack.pop()
+        yield x
         if isinstance(x, CompValue):
-            yield x
             stack.extend(x.values())
         elif isinstance(x, (list, tuple, ParseResults)):
             stack.extend(x)
@@ -419,11 +416,14 @@ def _service_iri(term: Any, prefixes: Mapping[str, str]) -> str | None:
 
 def _check_parsed(parsed: Any, policy: GuardPolicy, services_seen: int, has_base: bool) -> str:
     """The query form; QueryRefused for a SERVICE that is not allowed."""
+    from rdflib.plugins.sparql.parserutils import CompValue
+
     form = READ_FORMS.get(getattr(parsed[1], "name", ""))
     if form is None:
         raise _refuse("only SELECT, ASK, CONSTRUCT and DESCRIBE queries are allowed")
     declared = _declared(parsed)
-    services = [n for n in _walk(parsed) if n.name == "ServiceGraphPattern"]
+    services = [n for n in _walk(parsed)
+                if isinstance(n, CompValue) and n.name == "ServiceGraphPattern"]
     if len(services) != services_seen:
         raise _refuse("SERVICE clauses could not be verified")
     for s in services:
@@ -508,12 +508,13 @@ def _names_as_iris(tokens: list[Token], words: list[Token], declaring: set[int],
 
 
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"  # what rdflib makes of the keyword ``a``
-_ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
+_UNESCAPE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 
 
 def _string_content(token: str) -> str:
     q = 3 if token[:3] in ("'''", '"""') else 1
-    return re.sub(r"\\(.)", lambda m: _ECHAR.get(m.group(1), m.group(0)), token[q:-q], flags=re.S)
+    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), m.group(0)), token[q:-q],
+                  flags=re.S)
 
 
 def _number_or_boolean(text: str) -> bool:
@@ -533,20 +534,12 @@ def _same_reading(text: str, parsed: Any) -> None:
     carriage return for one, at the next newline for another), some text is a string or an IRI to one and code
     to the other, and that is where a SERVICE hides. Sent text has no comments left, so when every IRI and
     string agrees, the engine reads it as the checked parse does."""
-    from pyparsing import ParseResults
-    from rdflib.plugins.sparql.parserutils import CompValue
     from rdflib.term import Literal, URIRef
 
     iris: Counter[str] = Counter()
     literals: set[str] = set()
-    stack = [parsed]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, CompValue):
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple, ParseResults)):
-            stack.extend(x)
-        elif isinstance(x, URIRef):
+    for x in _walk(parsed):
+        if isinstance(x, URIRef):
             iris[str(x)] += 1
         elif isinstance(x, Literal):
             literals.add(str(x))
@@ -597,31 +590,26 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
     added = {p: policy.prefixes[p] for p in dict.fromkeys(shape.used) if p not in shape.declared}
     if shape.services > MAX_SERVICES:
         raise _refuse(f"{shape.services} SERVICE clauses; at most {MAX_SERVICES}")
-    if shape.services:
-        tokens = _service_on_new_line(tokens)
-        shape = _shape(tokens)  # token positions moved
-    taken = shape.declared | set(policy.prefixes)
-    tokens = _plain_iris(tokens, added, taken)
-    shape = _shape(tokens)  # token positions may have moved
+    tokens = _plain_iris(_service_on_new_line(tokens), added, shape.declared | set(policy.prefixes))
+    shape = _shape(tokens)  # token positions moved
     prologue = "".join(f"PREFIX {p}: <{ns}> " for p, ns in added.items())
     body = [t.text for t in tokens]
 
     cap = max(1, min(policy.max_rows, HARD_MAX_ROWS))
     notes: list[str] = []
     want: int | None = None
-    capped = False
     if shape.form == "ASK":
         pass  # one boolean: nothing to bound
     elif shape.limit_at is not None:
         user = int(tokens[shape.limit_at].text)
         if user > cap:
-            want, capped = cap + 1, True
+            want = cap + 1
             body[shape.limit_at] = str(want)
             notes.append(f"LIMIT {user} lowered to the cap of {cap} rows")
         else:
             want = user
     else:
-        want, capped = cap + 1, True
+        want = cap + 1
         if shape.values_at is not None:
             body.insert(shape.values_at, f"LIMIT {want} ")
         else:
@@ -645,10 +633,10 @@ def check_query(query: str, policy: GuardPolicy) -> CheckedQuery:
         raise _refuse("the query form could not be verified; start the query with SELECT, ASK, CONSTRUCT or "
                       "DESCRIBE (after PREFIX/BASE declarations)")
     if form == "ASK":
-        return CheckedQuery(text, form, None, False, cap, added, (), namespaces)
+        return CheckedQuery(text, form, None, cap, added, (), namespaces)
     if _top_limit(parsed) != want:
         raise _refuse(f"could not bound the result size; add LIMIT {cap} (or less) at the end of the query")
-    return CheckedQuery(text, form, want, capped, cap, added, tuple(notes), namespaces)
+    return CheckedQuery(text, form, want, cap, added, tuple(notes), namespaces)
 
 
 async def check_query_async(query: str, policy: GuardPolicy) -> CheckedQuery:

@@ -7,9 +7,10 @@
   N-Triples (or Turtle).
 * :func:`query_store` evaluates it on a local pyoxigraph store: in a child process that is killed at the deadline
   when the KG knows where its data lives (:mod:`kg_adapters.sparql.workers`: the only way found to stop the
-  engine), else — a store built in memory by the embedder — in a worker thread (:func:`run_local`), which
-  stops reading after the cap or the deadline but cannot interrupt the engine inside one step. Such a thread
-  runs on after its caller's timeout, so at most :data:`MAX_THREAD_RUNS` of them run per store at once
+  engine), else — a store built in memory by the embedder — in a worker thread (the same
+  :func:`~kg_adapters.sparql.store_worker.answer`), which stops reading after the cap or the
+  deadline but cannot interrupt the engine inside one step. Such a thread runs on after its
+  caller's timeout, so at most :data:`MAX_THREAD_RUNS` of them run per store at once
   (:class:`ThreadRuns`); further queries are refused with one line until they end.
 """
 
@@ -18,8 +19,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable
 from functools import partial
+from itertools import islice
 from typing import Any
 
 import anyio
@@ -27,10 +28,9 @@ import anyio
 from ..errors import BackendError, BackendTimeout
 from .endpoint import JsonEndpoint, Raw
 from .guard import DEFAULT_TIMEOUT, CheckedQuery, SparqlRows, SparqlTerm, finish_rows
-from .workers import StoreQueryWorkers
+from .store_worker import _XSD_STRING, MAX_ANSWER_BYTES, answer, triple_rows
+from .workers import StoreQueryWorkers, answer_rows
 
-MAX_ANSWER_BYTES = 4 * 1024 * 1024
-_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 _TRIPLES_ACCEPT = "application/n-triples, text/turtle;q=0.9"
 _RESULTS_ACCEPT = "application/sparql-results+json"
@@ -53,33 +53,6 @@ def _term_from_json(t: Any) -> SparqlTerm | None:
     return None
 
 
-def _term_from_ox(t: Any) -> SparqlTerm:
-    import pyoxigraph as ox
-
-    if isinstance(t, ox.NamedNode):
-        return SparqlTerm(type="uri", value=t.value)
-    if isinstance(t, ox.BlankNode):
-        return SparqlTerm(type="bnode", value=t.value)
-    if isinstance(t, ox.Literal):
-        dt = t.datatype.value if t.datatype is not None else None
-        return SparqlTerm(type="literal", value=t.value, lang=t.language or None,
-                          datatype=None if t.language or dt == _XSD_STRING else dt)
-    return SparqlTerm(type="triple", value=str(t))
-
-
-def _triple_rows(triples: Iterable[Any], cap: int) -> list[dict[str, SparqlTerm]]:
-    rows = []
-    for t in triples:
-        rows.append({"subject": _term_from_ox(t.subject), "predicate": _term_from_ox(t.predicate),
-                     "object": _term_from_ox(t.object)})
-        if len(rows) > cap:
-            break
-    return rows
-
-
-TRIPLE_COLUMNS = ["subject", "predicate", "object"]
-
-
 async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, timeout: float | None) -> SparqlRows:
     """Send ``checked.text`` (exactly) to the endpoint and read a bounded answer."""
     graph = checked.form in ("CONSTRUCT", "DESCRIBE")
@@ -96,10 +69,11 @@ async def run_remote(endpoint: JsonEndpoint, kg: str, checked: CheckedQuery, tim
         if fmt is None:
             raise BackendError(f"{url}: answered {checked.form} with {media!r}, not N-Triples or Turtle")
         try:
-            rows = _triple_rows(ox.parse(body, fmt), checked.max_rows)
+            triples = islice(triple_rows(ox.parse(body, fmt)), checked.max_rows + 1)
+            rows = [{k: SparqlTerm(**term) for k, term in row.items()} for row in triples]
         except SyntaxError as e:
             raise BackendError(f"{url}: malformed {media} answer ({str(e).splitlines()[0][:200]})") from None
-        return finish_rows(kg, checked, TRIPLE_COLUMNS, rows)
+        return finish_rows(kg, checked, ["subject", "predicate", "object"], rows)
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -148,55 +122,15 @@ class ThreadRuns:
             self.running -= 1
 
 
-def _collect(store: Any, checked: CheckedQuery, deadline: float, graphs: dict, runs: ThreadRuns | None = None,
-             kg: str = "") -> tuple[list[str], list, bool | None]:
-    import pyoxigraph as ox
-
+def _in_thread(store: Any, request: dict, deadline: float, runs: ThreadRuns | None,
+               kg: str) -> dict:
     if runs is not None:  # counted in the thread: a run that never starts never holds a place
         runs.enter(kg)
     try:
-        result = store.query(checked.text, **graphs)
-        if isinstance(result, ox.QueryBoolean):
-            return [], [], bool(result)
-        if isinstance(result, ox.QueryTriples):
-            return TRIPLE_COLUMNS, _triple_rows(_until(result, deadline), checked.max_rows), None
-        columns = [v.value for v in result.variables]
-        rows = []
-        for solution in _until(result, deadline):
-            rows.append({c: _term_from_ox(solution[c]) for c in columns if solution[c] is not None})
-            if len(rows) > checked.max_rows:
-                break
-        return columns, rows, None
-    except SyntaxError as e:  # the guard parsed it; the engine's own parser disagreed
-        raise BackendError(f"the store rejected the query: {str(e).splitlines()[0][:200]}") from None
-    except (OSError, RuntimeError) as e:
-        raise BackendError(f"store query failed: {str(e)[:200]}") from None
+        return answer(store, request, deadline)
     finally:
         if runs is not None:
             runs.leave()  # in the thread: an abandoned evaluation keeps its place until it really ends
-
-
-def _until(items: Iterable[Any], deadline: float) -> Iterable[Any]:
-    for x in items:
-        if time.monotonic() > deadline:
-            raise BackendTimeout("the query ran out of time")
-        yield x
-
-
-async def run_local(store: Any, kg: str, checked: CheckedQuery, timeout: float | None,
-                    runs: ThreadRuns | None = None, **graphs: Any) -> SparqlRows:
-    """Evaluate ``checked.text`` on a pyoxigraph store in a worker thread (``graphs``: its ``default_graph`` /
-    ``named_graphs``); with ``runs``, refused while that many evaluations of the store are still running."""
-    limit = timeout or DEFAULT_TIMEOUT
-    deadline = time.monotonic() + limit
-    try:
-        with anyio.fail_after(limit):
-            columns, rows, boolean = await anyio.to_thread.run_sync(
-                partial(_collect, store, checked, deadline, graphs, runs, kg), abandon_on_cancel=True
-            )
-    except (TimeoutError, BackendTimeout):  # the wait ran out, or the thread's own deadline did
-        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; narrow it") from None
-    return finish_rows(kg, checked, columns, rows, boolean=boolean)
 
 
 async def query_store(store: Any, kg: str, query: str, max_rows: int, timeout: float | None,
@@ -206,14 +140,20 @@ async def query_store(store: Any, kg: str, query: str, max_rows: int, timeout: f
     it on a pyoxigraph store over all its graphs but ``hidden`` ones (a store's own metadata graph): in one of
     ``workers``' processes when given (killed at the timeout), else in a thread of this process (``runs``: the
     cap on such threads; ``store`` may be None when ``workers`` is given)."""
-    import pyoxigraph as ox
-
     from .guard import GuardPolicy, check_query_async
     from .vocab import DEFAULT_PREFIXES
 
     checked = await check_query_async(query, GuardPolicy(prefixes=DEFAULT_PREFIXES, max_rows=max_rows))
+    hidden_iris = tuple(g.value for g in hidden)
     if workers is not None:
-        return await workers.query(checked, timeout, hidden=tuple(g.value for g in hidden))
-    graphs = [g for g in store.named_graphs() if g not in hidden]
-    return await run_local(store, kg, checked, timeout, runs, default_graph=[ox.DefaultGraph(), *graphs],
-                           named_graphs=graphs)
+        return await workers.query(checked, timeout, hidden=hidden_iris)
+    request = {"query": checked.text, "max_rows": checked.max_rows, "hidden": hidden_iris}
+    limit = timeout or DEFAULT_TIMEOUT
+    try:
+        with anyio.fail_after(limit):
+            run = partial(_in_thread, store, request, time.monotonic() + limit, runs, kg)
+            got = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        return answer_rows(kg, checked, got)
+    except (TimeoutError, BackendTimeout):  # the wait ran out, or the thread's own deadline did
+        raise BackendTimeout(f"KG {kg!r}: the query did not finish within {limit:g} s; "
+                             "narrow it") from None

@@ -17,6 +17,8 @@ from __future__ import annotations
 import gzip
 import json
 import sys
+import time
+from collections.abc import Iterator
 
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 #: the most answer text sent back (the same cap as a remote endpoint's answer to ``sparql_query``)
@@ -77,7 +79,16 @@ def _open(spec: dict):
     return store
 
 
-def _answer(store, request: dict) -> dict:
+def triple_rows(triples) -> Iterator[dict]:
+    return ({"subject": _term(t.subject), "predicate": _term(t.predicate),
+             "object": _term(t.object)} for t in triples)
+
+
+def answer(store, request: dict, deadline: float | None = None) -> dict:
+    """One query's answer as JSON: ``columns``, ``rows`` (one more than ``max_rows`` says more
+    exist) and ``boolean``, or an ``error`` and its ``kind``. The server also runs it in a thread
+    on a store it has no file for a worker to open; rows then stop at ``deadline``
+    (``time.monotonic``)."""
     import pyoxigraph as ox
 
     hidden = set(request.get("hidden", ()))
@@ -88,14 +99,14 @@ def _answer(store, request: dict) -> dict:
         if isinstance(result, ox.QueryBoolean):
             return {"columns": [], "rows": [], "boolean": bool(result)}
         if isinstance(result, ox.QueryTriples):
-            columns = ["subject", "predicate", "object"]
-            items = ({"subject": _term(t.subject), "predicate": _term(t.predicate), "object": _term(t.object)}
-                     for t in result)
+            columns, items = ["subject", "predicate", "object"], triple_rows(result)
         else:
             columns = [v.value for v in result.variables]
             items = ({c: _term(s[c]) for c in columns if s[c] is not None} for s in result)
         rows = []
         for row in items:
+            if deadline is not None and time.monotonic() > deadline:
+                return {"error": "the query ran out of time", "kind": "timeout"}
             size += sum(len(x["value"]) + 64 for x in row.values())
             if size > MAX_ANSWER_BYTES:
                 return {"error": f"the answer is larger than {MAX_ANSWER_BYTES:,} bytes; select fewer or shorter "
@@ -123,7 +134,7 @@ def main() -> int:
     out.write(json.dumps({"ready": True, "offline": offline}) + "\n")
     out.flush()
     for line in sys.stdin:
-        out.write(json.dumps(_answer(store, json.loads(line))) + "\n")
+        out.write(json.dumps(answer(store, json.loads(line))) + "\n")
         out.flush()
     return 0
 

@@ -52,17 +52,11 @@ WIKIDATA_PREFIXES = "".join(f"PREFIX {p}: <{WIKIDATA_PREFIX_MAP[p]}>\n" for p in
 WDT = WIKIDATA_PREFIX_MAP["wdt"]
 
 DEFAULT_PREFIXES = {
-    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
-    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
-    "owl": "http://www.w3.org/2002/07/owl#",
-    "xsd": "http://www.w3.org/2001/XMLSchema#",
-    "skos": "http://www.w3.org/2004/02/skos/core#",
-    "schema": "http://schema.org/",
+    **{p: WIKIDATA_PREFIX_MAP[p]
+       for p in ("rdf", "rdfs", "owl", "xsd", "skos", "schema", "wd", "wdt")},
     "foaf": "http://xmlns.com/foaf/0.1/",
     "dc": "http://purl.org/dc/elements/1.1/",
     "dcterms": "http://purl.org/dc/terms/",
-    "wd": "http://www.wikidata.org/entity/",
-    "wdt": "http://www.wikidata.org/prop/direct/",
     "dbr": "http://dbpedia.org/resource/",
     "dbo": "http://dbpedia.org/ontology/",
 }
@@ -73,7 +67,7 @@ _CURIE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):([A-Za-z0-9_.~-]+)\Z")
 
 
 def check_languages(langs: Sequence[str]) -> list[str]:
-    out = [lang for lang in langs]
+    out = list(langs)
     if not out:
         raise InvalidInput("languages: give at least one language code, e.g. ['en', 'mul']")
     for lang in out:

@@ -52,6 +52,21 @@ class StoreSource:
         return {"file": self.file, "format": self.media_type, "gz": self.gz, "base_iri": self.base_iri}
 
 
+def answer_rows(kg: str, checked: CheckedQuery, answer: dict) -> SparqlRows:
+    """The rows of a :func:`~kg_adapters.sparql.store_worker.answer`, or its error raised."""
+    if "error" in answer:
+        kind, what = answer.get("kind"), answer["error"]
+        if kind == "too_large":
+            raise BackendRefused(f"KG {kg!r}: {what}")
+        if kind == "timeout":
+            raise BackendTimeout(what)
+        if kind == "syntax":  # the guard parsed it; the engine's own parser disagreed
+            raise BackendError(f"the store rejected the query: {what}")
+        raise BackendError(f"store query failed: {what}")
+    rows = [{k: SparqlTerm(**v) for k, v in row.items()} for row in answer["rows"]]
+    return finish_rows(kg, checked, answer["columns"], rows, boolean=answer["boolean"])
+
+
 class _Worker:
     """One child process and its pipes. Blocking methods: called in worker threads."""
 
@@ -153,21 +168,11 @@ class StoreQueryWorkers:
                     raise BackendError(f"KG {self.kg!r}: the query process ended without an answer "
                                        f"(exit {worker.proc.poll()})") from None
                 raise
-            self._give_back(worker)
+            with self._lock:
+                self._idle.append(worker)
         finally:
             sem.release()
-        return self._rows(checked, answer)
-
-    def _rows(self, checked: CheckedQuery, answer: dict) -> SparqlRows:
-        if "error" in answer:
-            kind, what = answer.get("kind"), answer["error"]
-            if kind == "too_large":
-                raise BackendRefused(f"KG {self.kg!r}: {what}")
-            if kind == "syntax":  # the guard parsed it; the engine's own parser disagreed
-                raise BackendError(f"the store rejected the query: {what}")
-            raise BackendError(f"store query failed: {what}")
-        rows = [{k: SparqlTerm(**v) for k, v in row.items()} for row in answer["rows"]]
-        return finish_rows(self.kg, checked, answer["columns"], rows, boolean=answer["boolean"])
+        return answer_rows(self.kg, checked, answer)
 
     async def _take(self) -> _Worker:
         with self._lock:
@@ -201,10 +206,6 @@ class StoreQueryWorkers:
             log.info("KG %r: its query process could not leave the network (no user namespaces here): only the "
                      "guard keeps SERVICE from fetching", self.kg)
         return worker
-
-    def _give_back(self, worker: _Worker) -> None:
-        with self._lock:
-            self._idle.append(worker)
 
     async def _discard(self, worker: _Worker) -> None:
         """Kill and reap a child; shielded, so a cancelled call still leaves no process behind."""

@@ -33,7 +33,6 @@ from tot_mcp import prompts
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
-from tot_mcp.kg_adapters.link_grade import best_per_mention
 from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation, inverse_of
 from tot_mcp.kg_adapters.text import humanize, key
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
@@ -41,11 +40,9 @@ from tot_mcp.strategies.llm.replies import Refusal, find_refusal, read_refusal
 from tot_mcp.strategies.registry import Call, Strategy, get
 from tot_mcp.strategies.relevance import STOPWORDS
 from tot_mcp.strategies.results import PathStep, RetrievedEntity, StrategyResult, check_query, render_ranked
-from tot_mcp.strategies.tot.asm import LINK_LIMIT
+from tot_mcp.strategies.tot.asm import link_topics
 from tot_mcp.strategies.tot.method import TotOptions
 
-TOPIC_LIMIT = 5  # linked entities kept (as the tree search's start state)
-LINK_MIN_SCORE = 0.99  # further matches of one mention kept only when (near-)exact
 LINES_PER_LEVEL = 40  # relation lines shown per level of the vocabulary
 LINES_PER_GROUP = 15  # ... and per "after <relation>" group
 GROUPS_PER_LEVEL = 12  # hops whose reached entities are sampled, per level
@@ -104,15 +101,6 @@ class Group:
     @property
     def path(self) -> tuple[Hop, ...]:
         return () if self.after is None else (*self.via, self.after)
-
-
-# -- 1. linking ------------------------------------------------------------------------------------------------------
-async def link(kg: Graph, query: str) -> list[EntityMatch]:
-    """The best match per mention (and other near-exact ones), best first, so a fuzzy namesake never starts a path."""
-    matches = await kg.initialize(query, limit=LINK_LIMIT)
-    keep = {m.entity.id for m in best_per_mention(matches).values()} | {m.entity.id for m in matches if m.score >= LINK_MIN_SCORE}
-    chosen = sorted((m for m in matches if m.entity.id in keep), key=lambda m: -m.score)
-    return list({m.entity.id: m for m in chosen}.values())[:TOPIC_LIMIT]
 
 
 # -- 2. the relation vocabulary --------------------------------------------------------------------------------------
@@ -400,7 +388,7 @@ async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None =
     t0 = time.perf_counter()
     graph = scope(call)
     query = check_query(call.query, call.kg.limits.max_query_chars)
-    matches = await link(graph, query)
+    matches = await link_topics(graph, query)  # as the tree search's start state
     topics = [m.entity.id for m in matches]
     labels = {m.entity.id: m.entity.label for m in matches}
     result = PlanResult(query=query, kg=call.kg.name, results=[], status="no_answer",

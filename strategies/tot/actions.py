@@ -18,8 +18,8 @@ class _Action(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def key(self) -> tuple:
-        """Identity for de-duplication: two proposals with the same key are the same action (by default: the
-        same fields)."""
+        """Identity for de-duplication: two proposals with the same key are the same action (by
+        default: the same fields)."""
         return tuple(self.model_dump(mode="json").values())
 
 

@@ -11,7 +11,7 @@ the state with the rejection appended to ``invalid_actions`` and everything else
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tot_mcp.kg_adapters.graph import Graph
@@ -65,17 +65,28 @@ def _shares(have: dict[str, int], sources: list[str], cap: int) -> dict[str, int
     return taken
 
 
+async def link_topics(kg: Graph, question: str, limit: int = AsmConfig.topic_limit,
+                      min_score: float = AsmConfig.link_min_score) -> list[EntityMatch]:
+    """The question's entities, best first: per mention only the best match, plus other matches
+    of score ≥ ``min_score``, so a fuzzy near-namesake never stands beside the exact one."""
+    matches = await kg.initialize(question, limit=LINK_LIMIT)
+    keep = {m.entity.id for m in best_per_mention(matches).values()}
+    keep |= {m.entity.id for m in matches if m.score >= min_score}
+    chosen = sorted((m for m in matches if m.entity.id in keep), key=lambda m: -m.score)
+    return list({m.entity.id: m for m in chosen}.values())[:limit]
+
+
+#: the ASM state each action is valid in (a refusing ANSWER: any)
+VALID_IN = {Answer: AsmState.DEFAULT, Think: AsmState.DEFAULT, ExpandKG: AsmState.DEFAULT,
+            SelectEntities: AsmState.SELECTING_ENTITIES,
+            SelectRelation: AsmState.SELECTING_RELATION}
+
+
 class TraversalASM:
     """Applies actions to states against a KG — typically several linked KGs answered as one
     (:class:`~kg_adapters.routing.LinkedKG`), which routes IDs by namespace and follows links across KGs."""
 
-    def __init__(
-        self,
-        kg: Graph | Sequence[Graph] | Mapping[str, Graph],
-        config: AsmConfig | None = None,
-    ) -> None:
-        if isinstance(kg, Mapping):
-            kg = list(kg.values())
+    def __init__(self, kg: Graph | Sequence[Graph], config: AsmConfig | None = None) -> None:
         if not isinstance(kg, Graph):
             if not kg:
                 raise ValueError("TraversalASM needs at least one knowledge graph")
@@ -87,19 +98,11 @@ class TraversalASM:
     # -- the start state ---------------------------------------------------------------------------------------
     async def initial_state(self, question: str, max_depth: int | None = None,
                             max_hops: int | None = DEFAULT_MAX_HOPS) -> TraversalState:
-        """Link the question's entities (in every KG; an entity's equivalents come with it); they form the initial
-        local subgraph.
-
-        Per mention only the best match is kept (plus other matches of score ≥ ``link_min_score``), so a fuzzy
-        near-namesake never becomes a topic entity next to the exact one. KG errors propagate (KGError): a question
-        whose entities cannot be linked at all is the caller's to report."""
-        chosen: list[EntityMatch] = []
-        for matches in [await self.kg.initialize(question, limit=LINK_LIMIT)]:
-            keep = {m.entity.id for m in best_per_mention(matches).values()}
-            keep |= {m.entity.id for m in matches if m.score >= self.config.link_min_score}
-            chosen.extend(m for m in matches if m.entity.id in keep)
-        chosen.sort(key=lambda m: -m.score)
-        chosen = chosen[: self.config.topic_limit]
+        """The question's entities (:func:`link_topics`, in every KG; an entity's equivalents come
+        with it) as the initial local subgraph. KG errors propagate (KGError): a question whose
+        entities cannot be linked at all is the caller's to report."""
+        cfg = self.config
+        chosen = await link_topics(self.kg, question, cfg.topic_limit, cfg.link_min_score)
         state = TraversalState(question=question, max_depth=max_depth, max_hops=max_hops)
         state.topic_matches = chosen
         state.topic_entities = [m.entity.id for m in chosen]
@@ -120,24 +123,21 @@ class TraversalASM:
             return self._reject(state, None, action.reason, raw=action.raw)
         if state.must_answer and not isinstance(action, Answer):
             return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
-        if isinstance(action, Answer):
-            return self._answer(state, action)
-        if isinstance(action, Think):
-            return self._think(state, action)
-        if isinstance(action, ExpandKG):
-            return self._expand(state, action)
-        if isinstance(action, SelectEntities):
-            return await self._select_entities(state, action)
-        if isinstance(action, SelectRelation):
-            return await self._select_relation(state, action)
-        return self._reject(state, None, f"unknown action {action!r}")
+        step = {Answer: self._answer, Think: self._think, ExpandKG: self._expand,
+                SelectEntities: self._select_entities,
+                SelectRelation: self._select_relation}.get(type(action))
+        if step is None:
+            return self._reject(state, None, f"unknown action {action!r}")
+        refuses = isinstance(action, Answer) and action.refuses  # "the graph lacks this": any time
+        if state.asm_state is not VALID_IN[type(action)] and not refuses:
+            why = f"{action.kind.upper()} is not allowed while {state.asm_state.value}"
+            return self._reject(state, action, why)
+        return await step(state, action)
 
-    def _answer(self, state: TraversalState, action: Answer) -> TraversalState:
+    async def _answer(self, state: TraversalState, action: Answer) -> TraversalState:
         """An answer is what the model said, kept only as far as the subgraph shows it: each claimed item is
         grounded (an entity by ID or name, a value on an edge or in a summary); items the subgraph does not show are
         dropped and listed in ``ungrounded``. An answer none of whose items is shown is turned down."""
-        if state.asm_state is not AsmState.DEFAULT and not action.refuses:  # "the graph lacks this": any time
-            return self._reject(state, action, f"ANSWER is not allowed while {state.asm_state.value}")
         sub = state.subgraph
         unknown = [i for i in action.entity_ids if i not in sub.entities]
         if unknown and not action.claims:
@@ -179,18 +179,14 @@ class TraversalASM:
         new.candidate_relations = []
         return self._refresh(new)
 
-    def _think(self, state: TraversalState, action: Think) -> TraversalState:
-        if state.asm_state is not AsmState.DEFAULT:
-            return self._reject(state, action, f"THINK is not allowed while {state.asm_state.value}")
+    async def _think(self, state: TraversalState, action: Think) -> TraversalState:
         if not action.text.strip():
             return self._reject(state, action, "empty thought")
         if state.max_depth is None and state.actions and isinstance(state.actions[-1], Think):
             return self._reject(state, action, "two THINKs in a row: act now (EXPAND_KG or ANSWER)")
         return self._refresh(self._step(state, action))
 
-    def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
-        if state.asm_state is not AsmState.DEFAULT:
-            return self._reject(state, action, f"EXPAND_KG is not allowed while {state.asm_state.value}")
+    async def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
         if not state.subgraph.entities:
             return self._reject(state, action, "the local subgraph has no entities to expand")
         if state.expansions_left() <= 0:
@@ -200,8 +196,6 @@ class TraversalASM:
         return self._refresh(new)
 
     async def _select_entities(self, state: TraversalState, action: SelectEntities) -> TraversalState:
-        if state.asm_state is not AsmState.SELECTING_ENTITIES:
-            return self._reject(state, action, f"SELECT_ENTITIES is not allowed while {state.asm_state.value}")
         ids = list(dict.fromkeys(action.entity_ids))
         if not ids:
             return self._reject(state, action, "no entities selected")
@@ -228,8 +222,6 @@ class TraversalASM:
         return self._refresh(new)
 
     async def _select_relation(self, state: TraversalState, action: SelectRelation) -> TraversalState:
-        if state.asm_state is not AsmState.SELECTING_RELATION:
-            return self._reject(state, action, f"SELECT_RELATION is not allowed while {state.asm_state.value}")
         relation = next(
             (r for r in state.candidate_relations if r.id == action.relation_id and r.direction == action.direction),
             None,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 
 from tot_mcp import prompts
-from tot_mcp.kg_adapters.models import Direction, inverse_of
+from tot_mcp.kg_adapters.models import Direction, Entity, Relation, inverse_of
 from tot_mcp.kg_adapters.text import key as norm
 from tot_mcp.strategies.llm.base import LLM, LLMError
 from tot_mcp.strategies.llm.replies import read_refusal
@@ -259,9 +260,9 @@ def unfollowed(state: TraversalState) -> TraversalState:
     return state.model_copy(update={"candidate_relations": keep})
 
 
-def merged_names(state: TraversalState) -> bool:
-    return any(e.description and "things named" in e.description
-               for e in [*state.subgraph.entities.values(), *state.subgraph.twins.values()])
+def merged_names(entities: Iterable[Entity]) -> bool:
+    """Whether an entity shown is a merged same-name node (its summary says "things named")."""
+    return any(e.description and "things named" in e.description for e in entities)
 
 
 def notes_text(state: TraversalState) -> str:
@@ -271,7 +272,7 @@ def notes_text(state: TraversalState) -> str:
     notes = [prompts.load("tot_walk_rules").strip()]
     if state.subgraph.same_as:
         notes.append(prompts.load("tot_same_as").strip())
-    if merged_names(state):
+    if merged_names([*state.subgraph.entities.values(), *state.subgraph.twins.values()]):
         notes.append(prompts.load("merged_names").strip())
     return "\n".join(notes)
 
@@ -389,12 +390,16 @@ def feedback_text(state: TraversalState) -> str:
     return f"\nYour previous reply was rejected: {last.reason}. Follow the reply format exactly.\n"
 
 
+def meaning(r: Relation) -> str:
+    """What following ``r`` in its direction means: its label, or its inverse's."""
+    return r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
+
+
 def candidates_text(state: TraversalState) -> str:
     lines = []
     for n, r in enumerate(state.candidate_relations, 1):
-        meaning = r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
         count = f" [{r.count}]" if r.count is not None else ""
-        lines.append(f"{n}. {r.id} {r.direction.value}: {meaning}{count}")
+        lines.append(f"{n}. {r.id} {r.direction.value}: {meaning(r)}{count}")
     if state.relations_truncated:
         lines.append("(more relations exist; only these are shown)")
     return "\n".join(lines)

@@ -111,7 +111,7 @@ class TraversalASM:
             for other in m.same_as:
                 state.subgraph.link(m.entity.id, other)
         await self._describe_twins(state)
-        return self._refresh(state)
+        return state
 
     # -- transitions -------------------------------------------------------------------------------------------
     async def apply(self, state: TraversalState, action: Action) -> TraversalState:
@@ -177,14 +177,14 @@ class TraversalASM:
         new.answer = answer
         new.selected_entities = []
         new.candidate_relations = []
-        return self._refresh(new)
+        return new
 
     async def _think(self, state: TraversalState, action: Think) -> TraversalState:
         if not action.text.strip():
             return self._reject(state, action, "empty thought")
         if state.max_depth is None and state.actions and isinstance(state.actions[-1], Think):
             return self._reject(state, action, "two THINKs in a row: act now (EXPAND_KG or ANSWER)")
-        return self._refresh(self._step(state, action))
+        return self._step(state, action)
 
     async def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
         if not state.subgraph.entities:
@@ -193,7 +193,7 @@ class TraversalASM:
             return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
         new = self._step(state, action)
         new.asm_state = AsmState.SELECTING_ENTITIES
-        return self._refresh(new)
+        return new
 
     async def _select_entities(self, state: TraversalState, action: SelectEntities) -> TraversalState:
         ids = list(dict.fromkeys(action.entity_ids))
@@ -219,7 +219,7 @@ class TraversalASM:
         new.selected_entities = ids
         new.candidate_relations = relations
         new.relations_truncated = truncated
-        return self._refresh(new)
+        return new
 
     async def _select_relation(self, state: TraversalState, action: SelectRelation) -> TraversalState:
         relation = next(
@@ -250,7 +250,12 @@ class TraversalASM:
             if edge.via:
                 sub.link(edge.via, edge.source)
         if self.config.link_new_entities and self.linked and new_entities:
-            await self._link(new_entities, new)
+            # the paper's "entity linking when adding new entities": each new entity's equivalents
+            # in the other KGs (the KG's link rules decide), so the subgraph shows where a walk may
+            # cross
+            for eid, others in (await self.kg.same_as_many([e.id for e in new_entities])).items():
+                for other in others:
+                    sub.link(eid, other)
         await self._describe_twins(new)
         note = "" if added_edges else "expansion added nothing new"
         if page.truncated:
@@ -274,7 +279,7 @@ class TraversalASM:
         new.selected_entities = []
         new.candidate_relations = []
         new.relations_truncated = False
-        return self._refresh(new)
+        return new
 
     # -- helpers -----------------------------------------------------------------------------------------------
     async def _fair_edges(self, sources: list[str], relation_id: str, direction) -> tuple:
@@ -363,13 +368,6 @@ class TraversalASM:
             if ent is not None:
                 sub.twins[twin] = ent
 
-    async def _link(self, entities: list[Entity], state: TraversalState) -> None:
-        """The paper's "entity linking when adding new entities": record each new entity's equivalents in the other
-        KGs (the KG's link rules decide; answers are cached there), so the subgraph shows where a walk may cross."""
-        for eid, others in (await self.kg.same_as_many([e.id for e in entities])).items():
-            for other in others:
-                state.subgraph.link(eid, other)
-
     def _step(self, state: TraversalState, action: Action) -> TraversalState:
         new = state.fork()
         new.actions.append(action)
@@ -380,11 +378,6 @@ class TraversalASM:
         new = state.fork()
         new.invalid_actions.append(InvalidAction(asm_state=state.asm_state, action=action, raw=raw, reason=reason))
         return new
-
-    @staticmethod
-    def _refresh(state: TraversalState) -> TraversalState:
-        state.must_answer = state.asm_state is AsmState.DEFAULT and state.expansions_left() <= 0
-        return state
 
 
 def was_rejected(before: TraversalState, after: TraversalState) -> bool:

@@ -151,14 +151,6 @@ class Hierarchy:
                        z["l1_rep_start"], texts["l0"], texts["l1"], z["hubs"], texts.get("seconds", 0.0))
 
 
-def find_hubs(graph: LocalGraph, p: HierarchyParams) -> np.ndarray:
-    """Boolean mask of hub nodes: degree above both ``hub_min_degree`` and the ``hub_quantile`` of all degrees.
-    In a movie KB these are genres, years, languages, popular tags: attribute values that every community touches
-    and that would otherwise glue unrelated films into a few giant communities. (The graph's own definition, which
-    ARK's context uses too.)"""
-    return graph.hubs(p.hub_min_degree, p.hub_quantile)
-
-
 def weighted_graph(graph: LocalGraph, hubs: np.ndarray):
     """Undirected graph of the non-hub nodes; weight = Σ triples / log2(2 + the larger degree)."""
     import networkx as nx
@@ -285,7 +277,9 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
     say("entity vectors")
     ent = res.dense(build=True, progress=progress).vectors
     say("weighted graph")
-    hubs = find_hubs(graph, p)
+    # hubs (the graph's own definition, which ARK's context uses too): in a movie KB genres, years,
+    # languages, popular tags, which every community touches and would glue into a few giant ones
+    hubs = graph.hubs(p.hub_min_degree, p.hub_quantile)
     g = weighted_graph(graph, hubs)
     nbrs = neighbour_lists(graph)
     deg = graph.degrees()
@@ -326,10 +320,11 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
                      l1_text, np.flatnonzero(hubs).astype(np.int64), round(time.perf_counter() - t0, 2))
 
 
-def _cache_key(p: HierarchyParams, vectors: str = "minilm") -> str:
+def _cache_key(res: GraphResources, p: HierarchyParams) -> str:
     """Version, the entity vectors' backend (``minilm`` / ``minilm-int8``: the representatives are made of them)
     and every build parameter."""
-    return (f"v{HIERARCHY_VERSION}-{vectors}-r{p.resolution}-s{p.seed}-l{p.leaf_size}-t{p.describe_top}"
+    return (f"v{HIERARCHY_VERSION}-{_bulk_name(res.models)}"
+            f"-r{p.resolution}-s{p.seed}-l{p.leaf_size}-t{p.describe_top}"
             f"-h{p.hub_min_degree}q{p.hub_quantile}-m{p.min_community}-v{p.members_per_vector}x{p.max_vectors}"
             f"l0x{p.l0_max_vectors}")
 
@@ -338,7 +333,7 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
                   progress: bool = False) -> Hierarchy:
     """The KG's hierarchy: in memory, else from the on-disk cache, else built (unless ``build`` is False)."""
     p = params or HierarchyParams()
-    key = _cache_key(p, _bulk_name(res.models))
+    key = _cache_key(res, p)
     path = res.cache_path(f"hierarchy-{key}.npz")
 
     def load_or_build() -> Hierarchy:
@@ -363,7 +358,7 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
 
 def hierarchy_ready(res: GraphResources, params: HierarchyParams | None = None) -> bool:
     """In memory or on disk: a call can use it without building."""
-    key = _cache_key(params or HierarchyParams(), _bulk_name(res.models))
+    key = _cache_key(res, params or HierarchyParams())
     return res.has_own(f"hierarchy-{key}") or (res.cache_path(f"hierarchy-{key}.npz").is_file() and res.dense_ready())
 
 

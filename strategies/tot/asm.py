@@ -53,16 +53,20 @@ def _shares(have: dict[str, int], sources: list[str], cap: int) -> dict[str, int
     applies page by page)."""
     taken = {s: min(have[s], max(1, cap // len(sources))) for s in sources}
     for _ in range(3):
-        used = sum(taken.values())
-        hungry = [s for s in sources if taken[s] < have[s]]
-        if not hungry or used >= cap:
-            break
-        extra = (cap - used) // len(hungry)
-        if extra < 1:
-            hungry, extra = hungry[: cap - used], 1
+        want = [s for s in sources if taken[s] < have[s]]
+        hungry, extra = _top_up(sum(taken.values()), want, cap)
         for s in hungry:
             taken[s] = min(have[s], taken[s] + extra)
     return taken
+
+
+def _top_up(used: int, hungry: list[str], cap: int) -> tuple[list[str], int]:
+    """One round of sharing what ``used`` leaves of ``cap``: ``extra`` more each for ``hungry`` (one
+    each for the first few when less is left than they are); none when nothing is left or wanted."""
+    if not hungry or used >= cap:
+        return [], 0
+    extra = (cap - used) // len(hungry)
+    return (hungry, extra) if extra >= 1 else (hungry[: cap - used], 1)
 
 
 async def link_topics(kg: Graph, question: str, limit: int = AsmConfig.topic_limit,
@@ -326,12 +330,7 @@ class TraversalASM:
         pages = dict(zip(sources, await asyncio.gather(*(fetch(s, quota) for s in sources))))
         for _ in range(3):  # what the small ones left goes to the ones that were cut, in a few rounds
             used = sum(len(p.edges) for p in pages.values())
-            hungry = [s for s in sources if pages[s].truncated]
-            if not hungry or used >= cap:
-                break
-            extra = (cap - used) // len(hungry)
-            if extra < 1:
-                hungry, extra = hungry[: cap - used], 1
+            hungry, extra = _top_up(used, [s for s in sources if pages[s].truncated], cap)
             more = await asyncio.gather(*(fetch(s, extra, offset=len(pages[s].edges)) for s in hungry))
             for s, p in zip(hungry, more):
                 pages[s] = pages[s].model_copy(update={"edges": pages[s].edges + p.edges,

@@ -82,14 +82,12 @@ class PromptedPolicy(Policy):
         state = unfollowed(state)
         prompt = self.prompt_for(state)
         texts = await asyncio.gather(*(self._complete(prompt) for _ in range(k)), return_exceptions=True)
-        actions: list[Action] = []
-        for t in texts:
-            if isinstance(t, LLMError):
-                raise t
-            if isinstance(t, BaseException):
-                raise LLMError(str(t)) from t
-            actions.append(parse_action_text(t, state))
-        return distinct(actions)
+        failed = next((t for t in texts if isinstance(t, BaseException)), None)
+        if isinstance(failed, LLMError):
+            raise failed
+        if failed is not None:
+            raise LLMError(str(failed)) from failed
+        return distinct([parse_action_text(t, state) for t in texts])
 
     async def _frontier_relations(self, state: TraversalState) -> str | None:
         """For the one-call protocol: the newest entities (:func:`newest_entities`) and their

@@ -248,17 +248,10 @@ class TraversalState(BaseModel):
 
     def fork(self) -> "TraversalState":
         """A copy whose containers can be changed without touching this state."""
-        return self.model_copy(
-            update={
-                "subgraph": self.subgraph.copy_containers(),
-                "selected_entities": list(self.selected_entities),
-                "candidate_relations": list(self.candidate_relations),
-                "actions": list(self.actions),
-                "invalid_actions": list(self.invalid_actions),
-                "topic_entities": list(self.topic_entities),
-                "topic_matches": list(self.topic_matches),
-            }
-        )
+        lists = ("selected_entities", "candidate_relations", "actions", "invalid_actions",
+                 "topic_entities", "topic_matches")
+        return self.model_copy(update={"subgraph": self.subgraph.copy_containers(),
+                                       **{k: list(getattr(self, k)) for k in lists}})
 
     @property
     def must_answer(self) -> bool:

@@ -32,7 +32,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -267,23 +267,19 @@ def representatives(vecs: np.ndarray, description: np.ndarray, p: HierarchyParam
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
-def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, progress: bool = False,
-                    on_stage: Callable[[str], None] | None = None) -> Hierarchy:
+def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None,
+                    progress: bool = False) -> Hierarchy:
     """Hubs out, Louvain twice, attach, describe, embed. Uses (and builds) the dense entity index."""
     p = params or HierarchyParams()
     t0 = time.perf_counter()
     graph = res.graph
-    say = on_stage or (lambda s: None)
-    say("entity vectors")
     ent = res.dense(build=True, progress=progress).vectors
-    say("weighted graph")
     # hubs (the graph's own definition, which ARK's context uses too): in a movie KB genres, years,
     # languages, popular tags, which every community touches and would glue into a few giant ones
     hubs = graph.hubs(p.hub_min_degree, p.hub_quantile)
     g = weighted_graph(graph, hubs)
     nbrs = neighbour_lists(graph)
     deg = graph.degrees()
-    say("louvain L0")
     top = partition(g, list(range(graph.n)), hubs, nbrs, deg, p, chunk=max(p.leaf_size, 1))
     top.sort(key=lambda c: (-len(c), min(c)))
     leaf_of = np.full(graph.n, -1, dtype=np.int64)
@@ -299,14 +295,11 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
                 leaves.append(sorted(s))
                 parent.append(c)
             bar.update(1)
-    say("describing communities")
     l0_text = [describe(graph, m, g, p.describe_top) for m in top]
     l1_text = [describe(graph, m, g, p.describe_top) for m in leaves]
-    say("embedding communities")
     emb = res.models.embedder()
     d0 = _encode_many(emb, l0_text)  # the entity vectors' backend: representatives and members in one space
     d1 = _encode_many(emb, l1_text)
-    say("representative vectors")
 
     def stack(groups, descs, cap=None):
         reps = [representatives(ent[np.asarray(m)], descs[c], p, p.seed + c, cap) for c, m in enumerate(groups)]

@@ -27,12 +27,14 @@ from .state import DEFAULT_MAX_EDGES, DEFAULT_MAX_SELECTED, ID_RE, AsmState, Tra
 class PromptedPolicy(Policy):
     """:class:`Policy` backed by any :class:`LLM`. ``usage`` is the LLM's own counter (calls and tokens)."""
 
+    #: the proposal calls' sampling temperature, and their reply budget per alternative
+    temperature = 0.7
+    max_tokens = 400
+
     def __init__(
         self,
         llm: LLM,
         *,
-        temperature: float = 0.7,
-        max_tokens: int = 400,
         max_entities: int = DEFAULT_MAX_SELECTED,
         max_edges: int = DEFAULT_MAX_EDGES,
         batch: bool = True,
@@ -52,8 +54,6 @@ class PromptedPolicy(Policy):
         super().__init__()
         self.llm = llm
         self.usage = llm.usage
-        self.temperature = temperature
-        self.max_tokens = max_tokens
         self.max_entities = max_entities
         self.max_edges = max_edges
         self.batch = batch

@@ -7,6 +7,7 @@ are frozen models, so forks share them and only copy the containers.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections import defaultdict
@@ -77,16 +78,11 @@ class LocalSubgraph(BaseModel):
     _keys: set | None = PrivateAttr(default=None)  # the triple keys of ``edges`` (see add_edge)
 
     def copy_containers(self) -> "LocalSubgraph":
-        copy = LocalSubgraph(
-            entities=dict(self.entities),
-            edges=list(self.edges),
-            relations=dict(self.relations),
-            expansions=list(self.expansions),
-            same_as={k: list(v) for k, v in self.same_as.items()},
-            twins=dict(self.twins),
-        )
-        copy._keys = None if self._keys is None else set(self._keys)
-        return copy
+        flat = ("entities", "edges", "relations", "expansions", "twins")
+        new = self.model_copy(update={k: copy.copy(getattr(self, k)) for k in flat})
+        new.same_as = {k: list(v) for k, v in self.same_as.items()}
+        new._keys = None if self._keys is None else set(self._keys)
+        return new
 
     def add_entity(self, entity: Entity) -> None:
         self.entities.setdefault(entity.id, entity)

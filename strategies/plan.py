@@ -301,9 +301,8 @@ async def walk(kg: Graph, p: Proposal) -> PathResult | None:
 
 def answers(res: PathResult, labels: dict[str, str], value: float) -> list[RetrievedEntity]:
     start = set(res.start)
-    targets = [t for t in res.targets if t.id not in start] + [t for t in res.targets if t.id in start]
     out = []
-    for t in targets:
+    for t in sorted(res.targets, key=lambda t: t.id in start):  # the question's own entities last
         steps = [PathStep(relation=h.relation_id, label=labels.get(h.relation_id) or humanize(h.relation_id.split(
             ":", 1)[-1]), direction=h.direction, target=node) for h, node in zip(res.hops, t.example[1:])]
         out.append(RetrievedEntity(id=t.id or f"literal:{t.label}", label=t.label, score=value, source="plan",

@@ -107,9 +107,8 @@ class TraversalASM:
         entities cannot be linked at all is the caller's to report."""
         cfg = self.config
         chosen = await link_topics(self.kg, question, cfg.topic_limit, cfg.link_min_score)
-        state = TraversalState(question=question, max_depth=max_depth, max_hops=max_hops)
-        state.topic_matches = chosen
-        state.topic_entities = [m.entity.id for m in chosen]
+        state = TraversalState(question=question, max_depth=max_depth, max_hops=max_hops,
+                               topic_matches=chosen, topic_entities=[m.entity.id for m in chosen])
         for m in chosen:
             state.subgraph.add_entity(m.entity)
             for other in m.same_as:

@@ -278,10 +278,8 @@ class TraversalState(BaseModel):
 
     def think_costs_expansion(self) -> bool:
         """With an action budget, whether one THINK now leaves one expansion fewer."""
-        if self.max_depth is None:
-            return False
-        after = math.ceil(max(0, self.max_depth - self.depth - 1) / EXPANSION_STEPS)
-        return after < self.expansions_left()
+        after = self.model_copy(update={"depth": self.depth + 1})
+        return after.expansions_left() < self.expansions_left()
 
     @property
     def last_invalid(self) -> InvalidAction | None:

@@ -175,12 +175,8 @@ class TraversalASM:
                 "entity_ids": [it.entity_id for it in items if it.entity_id],
                 "text": " ; ".join(it.text for it in items) or action.text.strip(),
             })
-        new = self._step(state, answer)
-        new.asm_state = AsmState.DONE
-        new.answer = answer
-        new.selected_entities = []
-        new.candidate_relations = []
-        return new
+        return self._step(state, answer, asm_state=AsmState.DONE, answer=answer,
+                          selected_entities=[], candidate_relations=[])
 
     async def _think(self, state: TraversalState, action: Think) -> TraversalState:
         if not action.text.strip():
@@ -194,9 +190,7 @@ class TraversalASM:
             return self._reject(state, action, "the local subgraph has no entities to expand")
         if state.expansions_left() <= 0:
             return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
-        new = self._step(state, action)
-        new.asm_state = AsmState.SELECTING_ENTITIES
-        return new
+        return self._step(state, action, asm_state=AsmState.SELECTING_ENTITIES)
 
     async def _select_entities(self, state: TraversalState, action: SelectEntities) -> TraversalState:
         ids = list(dict.fromkeys(action.entity_ids))
@@ -214,15 +208,12 @@ class TraversalASM:
                             else self.kg.relation_counts(ids))
         except KGError as e:
             return self._reject(state, action, f"get_relations failed: {e}")
-        relations, truncated = result.relations, result.truncated
-        if not relations:
+        if not result.relations:
             return self._reject(state, action, "the selected entities have no relations; select others")
-        new = self._step(state, action.model_copy(update={"entity_ids": ids}))
-        new.asm_state = AsmState.SELECTING_RELATION
-        new.selected_entities = ids
-        new.candidate_relations = relations
-        new.relations_truncated = truncated
-        return new
+        return self._step(state, action.model_copy(update={"entity_ids": ids}),
+                          asm_state=AsmState.SELECTING_RELATION, selected_entities=ids,
+                          candidate_relations=result.relations,
+                          relations_truncated=result.truncated)
 
     async def _select_relation(self, state: TraversalState, action: SelectRelation) -> TraversalState:
         relation = next(
@@ -238,7 +229,8 @@ class TraversalASM:
             page, cut = await self._fair_edges(sources, action.relation_id, action.direction)
         except KGError as e:
             return self._reject(state, action, f"get_edges failed: {e}")
-        new = self._step(state, action)
+        new = self._step(state, action, asm_state=AsmState.DEFAULT, selected_entities=[],
+                         candidate_relations=[], relations_truncated=False)
         sub = new.subgraph
         sub.relations.setdefault(relation.id, relation)
         added_edges = 0
@@ -278,10 +270,6 @@ class TraversalASM:
                 note=note,
             )
         )
-        new.asm_state = AsmState.DEFAULT
-        new.selected_entities = []
-        new.candidate_relations = []
-        new.relations_truncated = False
         return new
 
     # -- helpers -----------------------------------------------------------------------------------------------
@@ -366,10 +354,13 @@ class TraversalASM:
             if ent is not None:
                 sub.twins[twin] = ent
 
-    def _step(self, state: TraversalState, action: Action) -> TraversalState:
+    def _step(self, state: TraversalState, action: Action, **fields) -> TraversalState:
+        """A fork of ``state`` with ``action`` taken and ``fields`` (the next ASM state's) set."""
         new = state.fork()
         new.actions.append(action)
         new.depth = state.depth + 1
+        for name, value in fields.items():
+            setattr(new, name, value)
         return new
 
     def _reject(self, state: TraversalState, action: Action | None, reason: str, raw: str | None = None) -> TraversalState:

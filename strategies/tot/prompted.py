@@ -492,21 +492,19 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
     if refusal is not None:
         return Answer(status=refusal.status, text=refusal.reason)
     head = body.split(None, 1)[0].strip(" :.,|-").upper() if body else ""
-    status = "answer"
     if head == "NONE" and len(body.strip(" |")) <= 6:
         return Answer(status="none", text="NONE")
-    if head in _NOT_REACHED:  # "INCOMPLETE: …", or the older prompts' "Unknown - the subgraph has no … |"
-        status = "incomplete"
-        if head != "INCOMPLETE":  # the sentence is the text; only IDs after "|" are claims
-            text, _, id_part = body.partition("|")
-            ids = [i for i in ID_RE.findall(id_part) if i in state.subgraph.entities]
-            return Answer(claims=ids, status=status, text=text.strip())
+    # "INCOMPLETE: …", or the older prompts' "Unknown - the subgraph has no … |"
+    status = "incomplete" if head in _NOT_REACHED else "answer"
+    if head == "INCOMPLETE":
         body = body[len(head):].lstrip(" :-|")
     sub = state.subgraph
-    if "|" in body:
-        text, _, id_part = body.partition("|")
-        ids = [i for i in ID_RE.findall(id_part) if i in sub.entities]
-        claims = _split_items(text, state)
+    text, bar, id_part = body.partition("|")
+    ids = [i for i in ID_RE.findall(id_part) if i in sub.entities]
+    if head == "UNKNOWN":  # the sentence is the text; only IDs after "|" are claims
+        return Answer(claims=ids, status=status, text=text.strip())
+    claims = _split_items(text, state)
+    if bar:
         grounded = [g for g in (sub.ground(c) for c in claims) if g is not None]
         values = [g for g in grounded if g.entity_id is None]
         others = [g for g in grounded if g.entity_id and g.entity_id not in ids]
@@ -515,9 +513,6 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
         elif ids and not values:
             claims = ids + [g.entity_id for g in others]
         claims = claims or ids
-    else:
-        text = body
-        claims = _split_items(body, state)
     if not claims and status == "answer":
         return Invalid(raw=raw[:500], reason="ANSWER without an answer")
     return Answer(claims=claims, status=status, text=text.strip())

@@ -339,8 +339,6 @@ class TraversalASM:
         sub = state.subgraph
         wanted = [t for ts in sub.same_as.values() for t in ts if t not in sub.entities and t not in sub.twins]
         wanted = list(dict.fromkeys(wanted))[:60]
-        if not wanted:
-            return
         sem = asyncio.Semaphore(8)
 
         async def one(twin: str):

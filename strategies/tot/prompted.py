@@ -446,17 +446,16 @@ def parse_action_text(text: str, state: TraversalState, newest: list[str] | None
     m = next((m for m in (_ACTION_LINE.match(line.strip()) for line in raw.splitlines()) if m), None)
     if m is None:
         return Invalid(raw=raw[:500], reason="no action line (THINK / EXPAND_KG / ANSWER / SELECT_ENTITIES / SELECT_RELATION)")
-    verb, rest = m.group(1).upper().replace(" ", "_"), m.group(2).strip()
-    verb = {"EXPANDKG": "EXPAND_KG", "SELECTENTITIES": "SELECT_ENTITIES", "SELECTRELATION": "SELECT_RELATION"}.get(verb, verb)
+    verb, rest = re.sub(r"[_ -]", "", m.group(1).upper()), m.group(2).strip()  # EXPAND KG: EXPANDKG
     if verb == "THINK":
         return Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
-    if verb == "EXPAND_KG":
+    if verb == "EXPANDKG":
         return _parse_expand(rest, state, newest)
     if verb == "ANSWER":
         return _parse_answer(rest, state, raw)
     if verb.startswith("NOT"):  # the refusal without its "ANSWER:": what else could it mean
         return _parse_answer(f"NOT_IN_GRAPH: {rest}", state, raw)
-    if verb == "SELECT_ENTITIES":
+    if verb == "SELECTENTITIES":
         ids = _entity_refs(rest, state)
         if not ids:
             return Invalid(raw=raw[:500], reason="SELECT_ENTITIES names no entity of the local subgraph")

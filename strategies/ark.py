@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,14 +55,6 @@ class ArkDecision(BaseModel):
     reason: str = ""
     valid: bool = Field(default=True, description="False when the judge's answer was unusable and 'stop' was forced")
     raw: str | None = Field(default=None, description="The judge's raw answer when it was not usable")
-
-
-class ArkJudge(Protocol):
-    name: str
-
-    async def judge(
-        self, query: str, depth: int, results: Sequence[RetrievedEntity], relations: Sequence[str]
-    ) -> ArkDecision: ...
 
 
 def parse_ark_decision(text: str) -> ArkDecision:
@@ -254,7 +246,7 @@ async def ark_search(
     kg: Graph,
     query: str,
     res: GraphResources,
-    judge: ArkJudge | None = None,
+    judge: LLMArkJudge | OfflineArkJudge | None = None,
     config: ArkConfig | None = None,
     progress: Progress | None = None,
 ) -> ArkResult:
@@ -293,8 +285,8 @@ async def ark_search(
             dec = ArkDecision(decision="stop", reason="nothing to expand" if not frontier else "max depth reached",
                               valid=dec.valid)
             judged = False
-        history.append(ArkStep(depth=depth, decision=dec.decision, result_count=n, judged=judged, valid=dec.valid,
-                               reason=dec.reason, relations=dec.relations, raw=dec.raw, frontier=len(frontier)))
+        history.append(ArkStep(depth=depth, result_count=n, judged=judged, frontier=len(frontier),
+                               **dec.model_dump()))
         if progress is not None:
             await progress(depth + 1, cfg.max_depth + 1, f"depth {depth}: {dec.decision} ({n} results)")
         if dec.decision != "expand":
@@ -317,7 +309,7 @@ async def ark_search(
     return ArkResult(
         query=query,
         kg=kg.name,
-        judge=getattr(judge, "name", type(judge).__name__),
+        judge=judge.name,
         results=rank_answers(final, seed_ids)[: cfg.top_k],
         history=history,
         seeds=[graph.entity_id(r.node) for r in roots],
@@ -335,11 +327,18 @@ class FixedTraversalResult(StrategyResult):
     visited: int
 
 
-async def fixed_bfs(
-    kg: Graph, query: str, res: GraphResources, depth: int = 2, initial_k: int = 20,
-    relevance_margin: float = 0.15, max_frontier: int = 30, top_k: int = 20,
+#: a fixed traversal's default depth
+FIXED_DEPTH = {"bfs": 2, "dfs": 5}
+
+
+async def fixed_traversal(
+    kg: Graph, query: str, res: GraphResources, method: Literal["bfs", "dfs"],
+    depth: int | None = None, initial_k: int = 20, relevance_margin: float = 0.15,
+    max_frontier: int = 30, budget: int = 2000, top_k: int = 20,
 ) -> FixedTraversalResult:
-    """Breadth-first to a fixed depth from the same roots as ARK, no judge."""
+    """Breadth- or depth-first to a fixed depth (default :data:`FIXED_DEPTH`) from the same roots
+    as ARK, no judge. Depth-first follows the best-scoring relation first from each root, visiting
+    at most ``budget`` nodes overall."""
     t0 = time.perf_counter()
     query = check_query(query, kg.limits.max_query_chars)
     graph = res.graph
@@ -348,35 +347,30 @@ async def fixed_bfs(
     reached = {r.node: r for r in roots}
     frontier = _frontier(roots, relevance_margin, max_frontier)
     seeds = {f.node for f in frontier}
-    for _ in range(depth):
-        if not frontier:
-            break
-        nxt = expand_frontier(graph, frontier, scorer, reached, cache=res.neighbour_cache, avoid=seeds)
-        frontier = nxt[: max_frontier * 20]
+    depth = FIXED_DEPTH[method] if depth is None else depth
+    if method == "dfs":
+        visited = _depth_first(graph, frontier, scorer, reached, seeds, res.neighbour_cache, depth,
+                               budget)
+    else:
+        for _ in range(depth):
+            if not frontier:
+                break
+            frontier = expand_frontier(graph, frontier, scorer, reached, cache=res.neighbour_cache,
+                                       avoid=seeds)[: max_frontier * 20]
+        visited = len(reached)
     final = [to_retrieved(graph, r) for r in reached.values()]
     return FixedTraversalResult(
-        query=query, kg=kg.name, method=f"bfs-{depth}",
+        query=query, kg=kg.name, method=f"{method}-{depth}",
         results=rank_answers(final, {graph.entity_id(s) for s in seeds})[:top_k],
-        seeds=[graph.entity_id(r.node) for r in roots], visited=len(reached),
+        seeds=[graph.entity_id(r.node) for r in roots], visited=visited,
         seconds=round(time.perf_counter() - t0, 4),
     )
 
 
-async def fixed_dfs(
-    kg: Graph, query: str, res: GraphResources, depth: int = 5, initial_k: int = 20,
-    relevance_margin: float = 0.15, max_frontier: int = 30, budget: int = 2000, top_k: int = 20,
-) -> FixedTraversalResult:
-    """Depth-first to a fixed depth: from each root, follow the best-scoring relation first, down to ``depth``,
-    visiting at most ``budget`` nodes overall."""
-    t0 = time.perf_counter()
-    query = check_query(query, kg.limits.max_query_chars)
-    graph = res.graph
-    roots, topic = lexical_roots(res, query, initial_k)
-    scorer = res.relevance().scorer(query, topic)
-    cache = res.neighbour_cache
-    reached = {r.node: r for r in roots}
-    starts = _frontier(roots, relevance_margin, max_frontier)
-    seeds = {f.node for f in starts}
+def _depth_first(graph: LocalGraph, starts: list[Reached], scorer, reached: dict[int, Reached],
+                 seeds: set[int], cache: NeighbourCache, depth: int, budget: int) -> int:
+    """Depth-first from ``starts`` (filling ``reached``), best-scoring relation first: the number
+    of nodes visited."""
     visited = 0
     stack: list[Reached] = list(reversed(starts))
     while stack and visited < budget:
@@ -396,13 +390,7 @@ async def fixed_dfs(
                 children.append(rec)
         children.sort(key=lambda c: c.score)  # best popped first
         stack.extend(children)
-    final = [to_retrieved(graph, r) for r in reached.values()]
-    return FixedTraversalResult(
-        query=query, kg=kg.name, method=f"dfs-{depth}",
-        results=rank_answers(final, {graph.entity_id(s) for s in seeds})[:top_k],
-        seeds=[graph.entity_id(r.node) for r in roots], visited=visited,
-        seconds=round(time.perf_counter() - t0, 4),
-    )
+    return visited
 
 
 # -- as registered strategies -----------------------------------------------------------------------------------
@@ -415,8 +403,7 @@ async def _run_ark(call: Call) -> ArkResult:
     o: ArkOptions = call.options  # type: ignore[assignment]
     res = await call.resources()
     judge = LLMArkJudge(call.llm()) if o.judge == "llm" else None
-    return await ark_search(call.kg, call.query, res, judge=judge, config=ArkConfig(**o.model_dump(exclude={"judge"})),
-                            progress=call.progress)
+    return await ark_search(call.kg, call.query, res, judge=judge, config=o, progress=call.progress)
 
 
 def _render_ark(out: ArkResult) -> str:
@@ -449,9 +436,8 @@ class FixedOptions(BaseModel):
 
 async def _run_fixed(call: Call) -> FixedTraversalResult:
     o: FixedOptions = call.options  # type: ignore[assignment]
-    res = await call.resources()
-    search, default_depth = (fixed_dfs, 5) if call.method == "dfs" else (fixed_bfs, 2)
-    return await search(call.kg, call.query, res, depth=default_depth if o.depth is None else o.depth, top_k=o.top_k)
+    return await fixed_traversal(call.kg, call.query, await call.resources(), call.method,
+                                 depth=o.depth, top_k=o.top_k)
 
 
 def _baseline(name: str, order: str) -> Strategy:

@@ -32,7 +32,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,14 +151,6 @@ class Hierarchy:
                        z["l1_rep_start"], texts["l0"], texts["l1"], z["hubs"], texts.get("seconds", 0.0))
 
 
-def find_hubs(graph: LocalGraph, p: HierarchyParams) -> np.ndarray:
-    """Boolean mask of hub nodes: degree above both ``hub_min_degree`` and the ``hub_quantile`` of all degrees.
-    In a movie KB these are genres, years, languages, popular tags: attribute values that every community touches
-    and that would otherwise glue unrelated films into a few giant communities. (The graph's own definition, which
-    ARK's context uses too.)"""
-    return graph.hubs(p.hub_min_degree, p.hub_quantile)
-
-
 def weighted_graph(graph: LocalGraph, hubs: np.ndarray):
     """Undirected graph of the non-hub nodes; weight = Σ triples / log2(2 + the larger degree)."""
     import networkx as nx
@@ -275,21 +267,19 @@ def representatives(vecs: np.ndarray, description: np.ndarray, p: HierarchyParam
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
 
-def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, progress: bool = False,
-                    on_stage: Callable[[str], None] | None = None) -> Hierarchy:
+def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None,
+                    progress: bool = False) -> Hierarchy:
     """Hubs out, Louvain twice, attach, describe, embed. Uses (and builds) the dense entity index."""
     p = params or HierarchyParams()
     t0 = time.perf_counter()
     graph = res.graph
-    say = on_stage or (lambda s: None)
-    say("entity vectors")
     ent = res.dense(build=True, progress=progress).vectors
-    say("weighted graph")
-    hubs = find_hubs(graph, p)
+    # hubs (the graph's own definition, which ARK's context uses too): in a movie KB genres, years,
+    # languages, popular tags, which every community touches and would glue into a few giant ones
+    hubs = graph.hubs(p.hub_min_degree, p.hub_quantile)
     g = weighted_graph(graph, hubs)
     nbrs = neighbour_lists(graph)
     deg = graph.degrees()
-    say("louvain L0")
     top = partition(g, list(range(graph.n)), hubs, nbrs, deg, p, chunk=max(p.leaf_size, 1))
     top.sort(key=lambda c: (-len(c), min(c)))
     leaf_of = np.full(graph.n, -1, dtype=np.int64)
@@ -305,14 +295,11 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
                 leaves.append(sorted(s))
                 parent.append(c)
             bar.update(1)
-    say("describing communities")
     l0_text = [describe(graph, m, g, p.describe_top) for m in top]
     l1_text = [describe(graph, m, g, p.describe_top) for m in leaves]
-    say("embedding communities")
     emb = res.models.embedder()
     d0 = _encode_many(emb, l0_text)  # the entity vectors' backend: representatives and members in one space
     d1 = _encode_many(emb, l1_text)
-    say("representative vectors")
 
     def stack(groups, descs, cap=None):
         reps = [representatives(ent[np.asarray(m)], descs[c], p, p.seed + c, cap) for c, m in enumerate(groups)]
@@ -326,10 +313,11 @@ def build_hierarchy(res: GraphResources, params: HierarchyParams | None = None, 
                      l1_text, np.flatnonzero(hubs).astype(np.int64), round(time.perf_counter() - t0, 2))
 
 
-def _cache_key(p: HierarchyParams, vectors: str = "minilm") -> str:
+def _cache_key(res: GraphResources, p: HierarchyParams) -> str:
     """Version, the entity vectors' backend (``minilm`` / ``minilm-int8``: the representatives are made of them)
     and every build parameter."""
-    return (f"v{HIERARCHY_VERSION}-{vectors}-r{p.resolution}-s{p.seed}-l{p.leaf_size}-t{p.describe_top}"
+    return (f"v{HIERARCHY_VERSION}-{_bulk_name(res.models)}"
+            f"-r{p.resolution}-s{p.seed}-l{p.leaf_size}-t{p.describe_top}"
             f"-h{p.hub_min_degree}q{p.hub_quantile}-m{p.min_community}-v{p.members_per_vector}x{p.max_vectors}"
             f"l0x{p.l0_max_vectors}")
 
@@ -338,7 +326,7 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
                   progress: bool = False) -> Hierarchy:
     """The KG's hierarchy: in memory, else from the on-disk cache, else built (unless ``build`` is False)."""
     p = params or HierarchyParams()
-    key = _cache_key(p, _bulk_name(res.models))
+    key = _cache_key(res, p)
     path = res.cache_path(f"hierarchy-{key}.npz")
 
     def load_or_build() -> Hierarchy:
@@ -363,7 +351,7 @@ def hierarchy_for(res: GraphResources, params: HierarchyParams | None = None, bu
 
 def hierarchy_ready(res: GraphResources, params: HierarchyParams | None = None) -> bool:
     """In memory or on disk: a call can use it without building."""
-    key = _cache_key(params or HierarchyParams(), _bulk_name(res.models))
+    key = _cache_key(res, params or HierarchyParams())
     return res.has_own(f"hierarchy-{key}") or (res.cache_path(f"hierarchy-{key}.npz").is_file() and res.dense_ready())
 
 

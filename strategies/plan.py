@@ -33,19 +33,18 @@ from tot_mcp import prompts
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult, follow_path
-from tot_mcp.kg_adapters.link_grade import best_per_mention
-from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation, inverse_of
+from tot_mcp.kg_adapters.models import Direction, EntityMatch, Relation
 from tot_mcp.kg_adapters.text import humanize, key
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
-from tot_mcp.strategies.llm.replies import Refusal, find_refusal, read_refusal
+from tot_mcp.strategies.llm.replies import find_refusal, read_refusal
 from tot_mcp.strategies.registry import Call, Strategy, get
 from tot_mcp.strategies.relevance import STOPWORDS
 from tot_mcp.strategies.results import PathStep, RetrievedEntity, StrategyResult, check_query, render_ranked
-from tot_mcp.strategies.tot.asm import LINK_LIMIT
+from tot_mcp.strategies.tot.asm import link_topics
 from tot_mcp.strategies.tot.method import TotOptions
+from tot_mcp.strategies.tot.prompted import meaning, merged_names
+from tot_mcp.strategies.tot.state import ID_RE
 
-TOPIC_LIMIT = 5  # linked entities kept (as the tree search's start state)
-LINK_MIN_SCORE = 0.99  # further matches of one mention kept only when (near-)exact
 LINES_PER_LEVEL = 40  # relation lines shown per level of the vocabulary
 LINES_PER_GROUP = 15  # ... and per "after <relation>" group
 GROUPS_PER_LEVEL = 12  # hops whose reached entities are sampled, per level
@@ -104,15 +103,6 @@ class Group:
     @property
     def path(self) -> tuple[Hop, ...]:
         return () if self.after is None else (*self.via, self.after)
-
-
-# -- 1. linking ------------------------------------------------------------------------------------------------------
-async def link(kg: Graph, query: str) -> list[EntityMatch]:
-    """The best match per mention (and other near-exact ones), best first, so a fuzzy namesake never starts a path."""
-    matches = await kg.initialize(query, limit=LINK_LIMIT)
-    keep = {m.entity.id for m in best_per_mention(matches).values()} | {m.entity.id for m in matches if m.score >= LINK_MIN_SCORE}
-    chosen = sorted((m for m in matches if m.entity.id in keep), key=lambda m: -m.score)
-    return list({m.entity.id: m for m in chosen}.values())[:TOPIC_LIMIT]
 
 
 # -- 2. the relation vocabulary --------------------------------------------------------------------------------------
@@ -180,10 +170,6 @@ def legend(groups: list[Group], entities: list[EntityMatch]) -> str:
             f"Y -{rel.id} backward-> what is {rel.label} Y")
 
 
-def _meaning(r: Relation) -> str:
-    return r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
-
-
 def render_vocabulary(groups: list[Group]) -> str:
     out = []
     for g in groups:
@@ -194,7 +180,7 @@ def render_vocabulary(groups: list[Group]) -> str:
             out.append(f"After {hops} (hop {g.level - 1}; {len(g.sample)} entities sampled):")
         for r in g.relations:
             count = f" [{r.count}]" if r.count is not None else ""
-            out.append(f"  {r.id} {r.direction.value}{count}: {_meaning(r)}")
+            out.append(f"  {r.id} {r.direction.value}{count}: {meaning(r)}")
     return "\n".join(out) if any(g.relations for g in groups) else "(no relations found)"
 
 
@@ -202,7 +188,6 @@ def render_vocabulary(groups: list[Group]) -> str:
 _LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,2}[.):]|[-*\u2022#>]+)\s+")
 _PATH_LINE = re.compile(r"^[\W_]*path\b\s*\d*\s*[:=.)-]?\s*(.+)$", re.I)
 _ARROW = re.compile(r"\s*(?:-+>|→|⟶|=>|»|\s>\s)\s*")
-_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+")
 _BACKWARD = re.compile(r"\b(?:backwards?|reversed?|inverse|incoming)\b|⁻¹|\^-1|<-", re.I)
 _FORWARD = re.compile(r"\b(?:forwards?|outgoing)\b", re.I)
 
@@ -212,13 +197,13 @@ def _words(text: str) -> str:
 
 
 def _ids(text: str) -> list[str]:
-    return [i.rstrip(".,:;!?'\"") for i in _ID.findall(text)]
+    return [i.rstrip(".,:;!?'\"") for i in ID_RE.findall(text)]
 
 
 class PlanReader:
     """Reads a model's reply into :class:`Proposal` s, forgivingly: IDs or labels, entity numbers, any case, list
     markers and prose around the lines; a hop's missing direction is the one the vocabulary shows after the
-    previous hop. A line that does not read is dropped, and so is a refusal line (:meth:`refusal`
+    previous hop. A line that does not read is dropped, and so is a refusal line (``find_refusal``
     reads it)."""
 
     def __init__(self, entities: list[EntityMatch], groups: list[Group], kg_names: set[str]) -> None:
@@ -246,11 +231,6 @@ class PlanReader:
             if p is not None and len(p.hops) <= max_hops:
                 out.setdefault((tuple(p.start), tuple(p.hops)), p)
         return list(out.values())[:k]
-
-    @staticmethod
-    def refusal(text: str) -> Refusal | None:
-        """The reply's ``NOT_IN_GRAPH: <entity|relation> — <reason>`` line, if any."""
-        return find_refusal(text)
 
     def _proposal(self, parts: list[str]) -> Proposal | None:
         start = self._entities(parts[0])
@@ -321,9 +301,8 @@ async def walk(kg: Graph, p: Proposal) -> PathResult | None:
 
 def answers(res: PathResult, labels: dict[str, str], value: float) -> list[RetrievedEntity]:
     start = set(res.start)
-    targets = [t for t in res.targets if t.id not in start] + [t for t in res.targets if t.id in start]
     out = []
-    for t in targets:
+    for t in sorted(res.targets, key=lambda t: t.id in start):  # the question's own entities last
         steps = [PathStep(relation=h.relation_id, label=labels.get(h.relation_id) or humanize(h.relation_id.split(
             ":", 1)[-1]), direction=h.direction, target=node) for h, node in zip(res.hops, t.example[1:])]
         out.append(RetrievedEntity(id=t.id or f"literal:{t.label}", label=t.label, score=value, source="plan",
@@ -391,24 +370,28 @@ def scope(call: Call):
     return call.scope or call.services.graph
 
 
-async def _run(call: Call) -> PlanResult:
-    return await plan_first(call, call.options)  # type: ignore[arg-type]
-
-
-async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None = None) -> PlanResult:
-    """Plan once, walk the paths in the model's order, fall back to the tree search (with ``tot_options``)."""
+async def plan_first(call: Call, o: PlanOptions | None = None,
+                     tot_options: BaseModel | None = None) -> PlanResult:
+    """Plan once (``o``: the call's options unless given), walk the paths in the model's order, fall
+    back to the tree search (with ``tot_options``)."""
     t0 = time.perf_counter()
+    result = await _plan_first(call, o or call.options, tot_options)  # type: ignore[arg-type]
+    result.seconds = round(time.perf_counter() - t0, 4)
+    return result
+
+
+async def _plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None) -> PlanResult:
     graph = scope(call)
     query = check_query(call.query, call.kg.limits.max_query_chars)
-    matches = await link(graph, query)
+    matches = await link_topics(graph, query)  # as the tree search's start state
     topics = [m.entity.id for m in matches]
     labels = {m.entity.id: m.entity.label for m in matches}
     result = PlanResult(query=query, kg=call.kg.name, results=[], status="no_answer",
                         planner="offline" if call.offline else "llm", linked=topics)
     usage = LLMUsage()
     if not topics:
-        return _finish(await _fallback(call, result, "no entity of the question was found in the KG", usage,
-                                       tot_options), t0)
+        return await _fallback(call, result, "no entity of the question was found in the KG", usage,
+                               tot_options)
     if call.offline:
         proposals = await _offline_plans(call, topics, o.k, o.max_hops)
         refusal = None
@@ -418,7 +401,7 @@ async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None =
         entities = "\n".join(f"{n}. {m.entity.id}: {m.entity.label}"
                              + (f" - {m.entity.description}" if m.entity.description else "")
                              for n, m in enumerate(matches, 1))
-        if any(m.entity.description and "things named" in m.entity.description for m in matches):
+        if merged_names(m.entity for m in matches):
             entities += "\n" + prompts.load("merged_names").strip()
         prompt = prompts.render("plan", question=query, entities=entities, vocabulary=render_vocabulary(groups),
                                 k=o.k, max_hops=o.max_hops, legend=legend(groups, matches), sample=SAMPLE)
@@ -426,14 +409,14 @@ async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None =
             reply = await call.llm().complete(prompt, system=prompts.load("plan_system").strip(),
                                               max_tokens=80 * o.k + 120, temperature=0.0)
         except LLMError as e:  # as the tree search does: the failure is the result, not a reason to search
-            return _finish(result.model_copy(update={"error": f"LLM failed: {e}", "usage": call.usage()}), t0)
+            return result.model_copy(update={"error": f"LLM failed: {e}", "usage": call.usage()})
         usage = call.usage()
         result.reply = reply[:4000]
         for g in groups:
             labels.update((r.id, r.label) for r in g.relations)
         reader = PlanReader(matches, groups, set(graph.members()))
         proposals = reader.read(reply, o.k, o.max_hops)
-        refusal = reader.refusal(reply)
+        refusal = find_refusal(reply)  # a NOT_IN_GRAPH line
         reason = "the model's reply held no usable path"
     result.usage = usage
     result.paths = [p.text(labels) for p in proposals]
@@ -445,15 +428,15 @@ async def plan_first(call: Call, o: PlanOptions, tot_options: BaseModel | None =
         if p.confidence is None and not _beyond_start(res) and p is not proposals[-1]:  # a model's path
             fallback_walk = fallback_walk or (p, res)  # only the question's own entities: try the next path
             continue
-        return _finish(await _answered(call, result, p, res, labels, topics, o.max_hops), t0)
+        return await _answered(call, result, p, res, labels, topics, o.max_hops)
     if fallback_walk is not None:
-        return _finish(await _answered(call, result, *fallback_walk, labels, topics, o.max_hops), t0)
+        return await _answered(call, result, *fallback_walk, labels, topics, o.max_hops)
     if refusal is not None:  # paths given beside it reached nothing: the refusal stands
-        return _finish(result.model_copy(update={"status": refusal.status, "reason": refusal.reason,
-                                                 "value": 0.0}), t0)
+        return result.model_copy(update={"status": refusal.status, "reason": refusal.reason,
+                                         "value": 0.0})
     if proposals:
         reason = f"none of the {len(proposals)} planned path(s) reached anything"
-    return _finish(await _fallback(call, result, reason, usage, tot_options), t0)
+    return await _fallback(call, result, reason, usage, tot_options)
 
 
 def _beyond_start(res: PathResult) -> bool:
@@ -483,11 +466,6 @@ async def _answered(call: Call, result: PlanResult, p: Proposal, res: PathResult
     })
 
 
-def _finish(result: PlanResult, t0: float) -> PlanResult:
-    result.seconds = round(time.perf_counter() - t0, 4)
-    return result
-
-
 def _render_plan(out: PlanResult) -> str:
     head = [f"planner: {out.planner}; status: {out.status}"]
     if out.fell_back:
@@ -506,8 +484,8 @@ def _render_plan(out: PlanResult) -> str:
 
 
 PLAN = Strategy(
-    name="plan", job="answer", options=PlanOptions, run=_run, render=_render_plan, result=PlanResult,
-    local_only=False, title="Plan relation paths once, then walk the graph",
+    name="plan", job="answer", options=PlanOptions, run=plan_first, render=_render_plan,
+    result=PlanResult, local_only=False, title="Plan relation paths once, then walk the graph",
     summary="Answer a question that follows a chain of relations from a named entity (\"who directed the films "
             "starring [X]\") in one planning step: the question's entities are found in the graph, the relations "
             "around them are read, the best relation paths to the answer are planned at once, and the graph is "

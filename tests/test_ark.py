@@ -6,7 +6,7 @@ import pytest
 
 from tot_mcp.kg_adapters.errors import InvalidInput
 from retrieval_fixtures import ScriptedLLM, make_kg, make_service, node
-from tot_mcp.strategies.ark import ArkConfig, ark_search, fixed_bfs, fixed_dfs
+from tot_mcp.strategies.ark import ArkConfig, ark_search, fixed_traversal
 from tot_mcp.strategies.ark import LLMArkJudge, OfflineArkJudge, parse_ark_decision
 from tot_mcp.strategies.llm.base import LLMError
 
@@ -153,9 +153,9 @@ async def test_bad_queries_are_clear_errors(setup):
 async def test_fixed_bfs_and_dfs_baselines(setup):
     kg, res = setup
     q = "what genres are the films directed by [Eli Park]"
-    bfs = await fixed_bfs(kg, q, res, depth=2)
+    bfs = await fixed_traversal(kg, q, res, "bfs", depth=2)
     assert bfs.method == "bfs-2" and {"Thriller", "Drama"} <= set(labels(bfs)[:3])
-    dfs = await fixed_dfs(kg, q, res, depth=5)
+    dfs = await fixed_traversal(kg, q, res, "dfs", depth=5)
     assert dfs.method == "dfs-5" and {"Thriller", "Drama"} <= set(labels(dfs))
     assert max(r.depth for r in dfs.results) > 2  # it really goes deep
     assert node(kg, "Eli Park") in bfs.seeds

@@ -16,7 +16,6 @@ from tot_mcp.strategies.deep_graphrag import (
     anchored_neighbourhood,
     beam_search,
     exhaustive_search,
-    find_hubs,
     hierarchy_for,
     neighbour_lists,
     topic_anchors,
@@ -148,7 +147,7 @@ def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
     kg = _hub_kg(tmp_path)
     res = make_service(tmp_path / "cache").resources_now(kg)
     params = HierarchyParams(hub_min_degree=8, hub_quantile=0.9, leaf_size=8, min_community=3)
-    hubs = find_hubs(res.graph, params)
+    hubs = res.graph.hubs(params.hub_min_degree, params.hub_quantile)
     assert {kg.store.index.nodes[i].label for i in np.flatnonzero(hubs)} == {"Drama", "2001"}
     h = hierarchy_for(res, params)
     assert sorted(h.hubs.tolist()) == sorted(np.flatnonzero(hubs).tolist())

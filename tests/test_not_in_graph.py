@@ -178,7 +178,7 @@ async def test_tot_prompts_offer_the_refusal_including_the_forced_answer():
     asm = TraversalASM(make_kg())
     s = await asm.initial_state(Q)
     policy = PromptedPolicy(ScriptedLLM([]))
-    forced = asm._refresh(s.model_copy(update={"max_hops": 0}))
+    forced = s.model_copy(update={"max_hops": 0})
     for state in (s, forced):
         formats = policy.prompt_for(state).rsplit("one of:", 1)[1]
         assert "ANSWER: NOT_IN_GRAPH: entity — <why>" in formats

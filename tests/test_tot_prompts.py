@@ -33,7 +33,6 @@ async def test_the_budget_is_stated_in_expansions_and_the_forced_answer_offers_o
     prompt = policy().prompt_for(s)
     assert "Expansions left: 4 (an expansion follows one relation one hop" in prompt and "EXPAND_KG" in prompt
     forced = s.model_copy(update={"max_hops": 0})
-    forced = asm._refresh(forced)
     last = policy().prompt_for(forced)
     formats = last.rsplit("one of:", 1)[1]
     assert "Expansions left: 0. You must answer now." in last

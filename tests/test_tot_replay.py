@@ -97,7 +97,7 @@ def state_from_prompt(prompt: str, kind: str) -> TraversalState:
     question = re.search(r"^Question: (.*)$", prompt, re.M)
     assert question, "no 'Question:' line"
     state = TraversalState(question=question.group(1), asm_state=ASM_STATE.get(kind, AsmState.DEFAULT),
-                           must_answer=bool(MUST_ANSWER.search(prompt)))
+                           max_hops=0 if MUST_ANSWER.search(prompt) else None)
     block = re.search(r"^ENTITIES:\n(.*?)^EDGES:", prompt, re.M | re.S)
     assert block, "no ENTITIES block"
     sub = state.subgraph

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from tot_mcp.kg_adapters.models import Direction
 
@@ -18,8 +18,9 @@ class _Action(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def key(self) -> tuple:
-        """Identity for de-duplication: two proposals with the same key are the same action."""
-        return (self.kind,)  # type: ignore[attr-defined]
+        """Identity for de-duplication: two proposals with the same key are the same action (by
+        default: the same fields)."""
+        return tuple(self.model_dump(mode="json").values())
 
 
 class Think(_Action):
@@ -133,9 +134,6 @@ class SelectRelation(_Action):
     relation_id: str
     direction: Direction = Direction.forward
 
-    def key(self) -> tuple:
-        return (self.kind, self.relation_id, self.direction.value)
-
     def describe(self) -> str:
         return f"SELECT_RELATION: {self.relation_id} ({self.direction.value})"
 
@@ -150,20 +148,11 @@ class Invalid(_Action):
     raw: str = ""
     reason: str
 
-    def key(self) -> tuple:
-        return (self.kind, self.raw, self.reason)
-
     def describe(self) -> str:
         return f"INVALID: {self.reason}"
 
 
 Action = Annotated[Union[Think, Answer, ExpandKG, SelectEntities, SelectRelation, Invalid], Field(discriminator="kind")]
-ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
-
-
-def parse_action(data: dict) -> Action:
-    """A JSON-decoded action (``{"kind": ...}``) → its model; raises pydantic.ValidationError."""
-    return ACTION_ADAPTER.validate_python(data)
 
 
 def distinct(actions: list[Action]) -> list[Action]:

@@ -11,7 +11,7 @@ the state with the rejection appended to ``invalid_actions`` and everything else
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tot_mcp.kg_adapters.graph import Graph
@@ -53,29 +53,44 @@ def _shares(have: dict[str, int], sources: list[str], cap: int) -> dict[str, int
     applies page by page)."""
     taken = {s: min(have[s], max(1, cap // len(sources))) for s in sources}
     for _ in range(3):
-        used = sum(taken.values())
-        hungry = [s for s in sources if taken[s] < have[s]]
-        if not hungry or used >= cap:
-            break
-        extra = (cap - used) // len(hungry)
-        if extra < 1:
-            hungry, extra = hungry[: cap - used], 1
+        want = [s for s in sources if taken[s] < have[s]]
+        hungry, extra = _top_up(sum(taken.values()), want, cap)
         for s in hungry:
             taken[s] = min(have[s], taken[s] + extra)
     return taken
+
+
+def _top_up(used: int, hungry: list[str], cap: int) -> tuple[list[str], int]:
+    """One round of sharing what ``used`` leaves of ``cap``: ``extra`` more each for ``hungry`` (one
+    each for the first few when less is left than they are); none when nothing is left or wanted."""
+    if not hungry or used >= cap:
+        return [], 0
+    extra = (cap - used) // len(hungry)
+    return (hungry, extra) if extra >= 1 else (hungry[: cap - used], 1)
+
+
+async def link_topics(kg: Graph, question: str, limit: int = AsmConfig.topic_limit,
+                      min_score: float = AsmConfig.link_min_score) -> list[EntityMatch]:
+    """The question's entities, best first: per mention only the best match, plus other matches
+    of score ≥ ``min_score``, so a fuzzy near-namesake never stands beside the exact one."""
+    matches = await kg.initialize(question, limit=LINK_LIMIT)
+    keep = {m.entity.id for m in best_per_mention(matches).values()}
+    keep |= {m.entity.id for m in matches if m.score >= min_score}
+    chosen = sorted((m for m in matches if m.entity.id in keep), key=lambda m: -m.score)
+    return list({m.entity.id: m for m in chosen}.values())[:limit]
+
+
+#: the ASM state each action is valid in (a refusing ANSWER: any)
+VALID_IN = {Answer: AsmState.DEFAULT, Think: AsmState.DEFAULT, ExpandKG: AsmState.DEFAULT,
+            SelectEntities: AsmState.SELECTING_ENTITIES,
+            SelectRelation: AsmState.SELECTING_RELATION}
 
 
 class TraversalASM:
     """Applies actions to states against a KG — typically several linked KGs answered as one
     (:class:`~kg_adapters.routing.LinkedKG`), which routes IDs by namespace and follows links across KGs."""
 
-    def __init__(
-        self,
-        kg: Graph | Sequence[Graph] | Mapping[str, Graph],
-        config: AsmConfig | None = None,
-    ) -> None:
-        if isinstance(kg, Mapping):
-            kg = list(kg.values())
+    def __init__(self, kg: Graph | Sequence[Graph], config: AsmConfig | None = None) -> None:
         if not isinstance(kg, Graph):
             if not kg:
                 raise ValueError("TraversalASM needs at least one knowledge graph")
@@ -87,28 +102,19 @@ class TraversalASM:
     # -- the start state ---------------------------------------------------------------------------------------
     async def initial_state(self, question: str, max_depth: int | None = None,
                             max_hops: int | None = DEFAULT_MAX_HOPS) -> TraversalState:
-        """Link the question's entities (in every KG; an entity's equivalents come with it); they form the initial
-        local subgraph.
-
-        Per mention only the best match is kept (plus other matches of score ≥ ``link_min_score``), so a fuzzy
-        near-namesake never becomes a topic entity next to the exact one. KG errors propagate (KGError): a question
-        whose entities cannot be linked at all is the caller's to report."""
-        chosen: list[EntityMatch] = []
-        for matches in [await self.kg.initialize(question, limit=LINK_LIMIT)]:
-            keep = {m.entity.id for m in best_per_mention(matches).values()}
-            keep |= {m.entity.id for m in matches if m.score >= self.config.link_min_score}
-            chosen.extend(m for m in matches if m.entity.id in keep)
-        chosen.sort(key=lambda m: -m.score)
-        chosen = chosen[: self.config.topic_limit]
-        state = TraversalState(question=question, max_depth=max_depth, max_hops=max_hops)
-        state.topic_matches = chosen
-        state.topic_entities = [m.entity.id for m in chosen]
+        """The question's entities (:func:`link_topics`, in every KG; an entity's equivalents come
+        with it) as the initial local subgraph. KG errors propagate (KGError): a question whose
+        entities cannot be linked at all is the caller's to report."""
+        cfg = self.config
+        chosen = await link_topics(self.kg, question, cfg.topic_limit, cfg.link_min_score)
+        state = TraversalState(question=question, max_depth=max_depth, max_hops=max_hops,
+                               topic_matches=chosen, topic_entities=[m.entity.id for m in chosen])
         for m in chosen:
             state.subgraph.add_entity(m.entity)
             for other in m.same_as:
                 state.subgraph.link(m.entity.id, other)
         await self._describe_twins(state)
-        return self._refresh(state)
+        return state
 
     # -- transitions -------------------------------------------------------------------------------------------
     async def apply(self, state: TraversalState, action: Action) -> TraversalState:
@@ -120,24 +126,21 @@ class TraversalASM:
             return self._reject(state, None, action.reason, raw=action.raw)
         if state.must_answer and not isinstance(action, Answer):
             return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
-        if isinstance(action, Answer):
-            return self._answer(state, action)
-        if isinstance(action, Think):
-            return self._think(state, action)
-        if isinstance(action, ExpandKG):
-            return self._expand(state, action)
-        if isinstance(action, SelectEntities):
-            return await self._select_entities(state, action)
-        if isinstance(action, SelectRelation):
-            return await self._select_relation(state, action)
-        return self._reject(state, None, f"unknown action {action!r}")
+        step = {Answer: self._answer, Think: self._think, ExpandKG: self._expand,
+                SelectEntities: self._select_entities,
+                SelectRelation: self._select_relation}.get(type(action))
+        if step is None:
+            return self._reject(state, None, f"unknown action {action!r}")
+        refuses = isinstance(action, Answer) and action.refuses  # "the graph lacks this": any time
+        if state.asm_state is not VALID_IN[type(action)] and not refuses:
+            why = f"{action.kind.upper()} is not allowed while {state.asm_state.value}"
+            return self._reject(state, action, why)
+        return await step(state, action)
 
-    def _answer(self, state: TraversalState, action: Answer) -> TraversalState:
+    async def _answer(self, state: TraversalState, action: Answer) -> TraversalState:
         """An answer is what the model said, kept only as far as the subgraph shows it: each claimed item is
         grounded (an entity by ID or name, a value on an edge or in a summary); items the subgraph does not show are
         dropped and listed in ``ungrounded``. An answer none of whose items is shown is turned down."""
-        if state.asm_state is not AsmState.DEFAULT and not action.refuses:  # "the graph lacks this": any time
-            return self._reject(state, action, f"ANSWER is not allowed while {state.asm_state.value}")
         sub = state.subgraph
         unknown = [i for i in action.entity_ids if i not in sub.entities]
         if unknown and not action.claims:
@@ -172,36 +175,24 @@ class TraversalASM:
                 "entity_ids": [it.entity_id for it in items if it.entity_id],
                 "text": " ; ".join(it.text for it in items) or action.text.strip(),
             })
-        new = self._step(state, answer)
-        new.asm_state = AsmState.DONE
-        new.answer = answer
-        new.selected_entities = []
-        new.candidate_relations = []
-        return self._refresh(new)
+        return self._step(state, answer, asm_state=AsmState.DONE, answer=answer,
+                          selected_entities=[], candidate_relations=[])
 
-    def _think(self, state: TraversalState, action: Think) -> TraversalState:
-        if state.asm_state is not AsmState.DEFAULT:
-            return self._reject(state, action, f"THINK is not allowed while {state.asm_state.value}")
+    async def _think(self, state: TraversalState, action: Think) -> TraversalState:
         if not action.text.strip():
             return self._reject(state, action, "empty thought")
         if state.max_depth is None and state.actions and isinstance(state.actions[-1], Think):
             return self._reject(state, action, "two THINKs in a row: act now (EXPAND_KG or ANSWER)")
-        return self._refresh(self._step(state, action))
+        return self._step(state, action)
 
-    def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
-        if state.asm_state is not AsmState.DEFAULT:
-            return self._reject(state, action, f"EXPAND_KG is not allowed while {state.asm_state.value}")
+    async def _expand(self, state: TraversalState, action: ExpandKG) -> TraversalState:
         if not state.subgraph.entities:
             return self._reject(state, action, "the local subgraph has no entities to expand")
         if state.expansions_left() <= 0:
             return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
-        new = self._step(state, action)
-        new.asm_state = AsmState.SELECTING_ENTITIES
-        return self._refresh(new)
+        return self._step(state, action, asm_state=AsmState.SELECTING_ENTITIES)
 
     async def _select_entities(self, state: TraversalState, action: SelectEntities) -> TraversalState:
-        if state.asm_state is not AsmState.SELECTING_ENTITIES:
-            return self._reject(state, action, f"SELECT_ENTITIES is not allowed while {state.asm_state.value}")
         ids = list(dict.fromkeys(action.entity_ids))
         if not ids:
             return self._reject(state, action, "no entities selected")
@@ -217,19 +208,14 @@ class TraversalASM:
                             else self.kg.relation_counts(ids))
         except KGError as e:
             return self._reject(state, action, f"get_relations failed: {e}")
-        relations, truncated = result.relations, result.truncated
-        if not relations:
+        if not result.relations:
             return self._reject(state, action, "the selected entities have no relations; select others")
-        new = self._step(state, action.model_copy(update={"entity_ids": ids}))
-        new.asm_state = AsmState.SELECTING_RELATION
-        new.selected_entities = ids
-        new.candidate_relations = relations
-        new.relations_truncated = truncated
-        return self._refresh(new)
+        return self._step(state, action.model_copy(update={"entity_ids": ids}),
+                          asm_state=AsmState.SELECTING_RELATION, selected_entities=ids,
+                          candidate_relations=result.relations,
+                          relations_truncated=result.truncated)
 
     async def _select_relation(self, state: TraversalState, action: SelectRelation) -> TraversalState:
-        if state.asm_state is not AsmState.SELECTING_RELATION:
-            return self._reject(state, action, f"SELECT_RELATION is not allowed while {state.asm_state.value}")
         relation = next(
             (r for r in state.candidate_relations if r.id == action.relation_id and r.direction == action.direction),
             None,
@@ -243,7 +229,8 @@ class TraversalASM:
             page, cut = await self._fair_edges(sources, action.relation_id, action.direction)
         except KGError as e:
             return self._reject(state, action, f"get_edges failed: {e}")
-        new = self._step(state, action)
+        new = self._step(state, action, asm_state=AsmState.DEFAULT, selected_entities=[],
+                         candidate_relations=[], relations_truncated=False)
         sub = new.subgraph
         sub.relations.setdefault(relation.id, relation)
         added_edges = 0
@@ -258,7 +245,12 @@ class TraversalASM:
             if edge.via:
                 sub.link(edge.via, edge.source)
         if self.config.link_new_entities and self.linked and new_entities:
-            await self._link(new_entities, new)
+            # the paper's "entity linking when adding new entities": each new entity's equivalents
+            # in the other KGs (the KG's link rules decide), so the subgraph shows where a walk may
+            # cross
+            for eid, others in (await self.kg.same_as_many([e.id for e in new_entities])).items():
+                for other in others:
+                    sub.link(eid, other)
         await self._describe_twins(new)
         note = "" if added_edges else "expansion added nothing new"
         if page.truncated:
@@ -278,11 +270,7 @@ class TraversalASM:
                 note=note,
             )
         )
-        new.asm_state = AsmState.DEFAULT
-        new.selected_entities = []
-        new.candidate_relations = []
-        new.relations_truncated = False
-        return self._refresh(new)
+        return new
 
     # -- helpers -----------------------------------------------------------------------------------------------
     async def _fair_edges(self, sources: list[str], relation_id: str, direction) -> tuple:
@@ -329,12 +317,7 @@ class TraversalASM:
         pages = dict(zip(sources, await asyncio.gather(*(fetch(s, quota) for s in sources))))
         for _ in range(3):  # what the small ones left goes to the ones that were cut, in a few rounds
             used = sum(len(p.edges) for p in pages.values())
-            hungry = [s for s in sources if pages[s].truncated]
-            if not hungry or used >= cap:
-                break
-            extra = (cap - used) // len(hungry)
-            if extra < 1:
-                hungry, extra = hungry[: cap - used], 1
+            hungry, extra = _top_up(used, [s for s in sources if pages[s].truncated], cap)
             more = await asyncio.gather(*(fetch(s, extra, offset=len(pages[s].edges)) for s in hungry))
             for s, p in zip(hungry, more):
                 pages[s] = pages[s].model_copy(update={"edges": pages[s].edges + p.edges,
@@ -356,8 +339,6 @@ class TraversalASM:
         sub = state.subgraph
         wanted = [t for ts in sub.same_as.values() for t in ts if t not in sub.entities and t not in sub.twins]
         wanted = list(dict.fromkeys(wanted))[:60]
-        if not wanted:
-            return
         sem = asyncio.Semaphore(8)
 
         async def one(twin: str):
@@ -371,28 +352,19 @@ class TraversalASM:
             if ent is not None:
                 sub.twins[twin] = ent
 
-    async def _link(self, entities: list[Entity], state: TraversalState) -> None:
-        """The paper's "entity linking when adding new entities": record each new entity's equivalents in the other
-        KGs (the KG's link rules decide; answers are cached there), so the subgraph shows where a walk may cross."""
-        for eid, others in (await self.kg.same_as_many([e.id for e in entities])).items():
-            for other in others:
-                state.subgraph.link(eid, other)
-
-    def _step(self, state: TraversalState, action: Action) -> TraversalState:
+    def _step(self, state: TraversalState, action: Action, **fields) -> TraversalState:
+        """A fork of ``state`` with ``action`` taken and ``fields`` (the next ASM state's) set."""
         new = state.fork()
         new.actions.append(action)
         new.depth = state.depth + 1
+        for name, value in fields.items():
+            setattr(new, name, value)
         return new
 
     def _reject(self, state: TraversalState, action: Action | None, reason: str, raw: str | None = None) -> TraversalState:
         new = state.fork()
         new.invalid_actions.append(InvalidAction(asm_state=state.asm_state, action=action, raw=raw, reason=reason))
         return new
-
-    @staticmethod
-    def _refresh(state: TraversalState) -> TraversalState:
-        state.must_answer = state.asm_state is AsmState.DEFAULT and state.expansions_left() <= 0
-        return state
 
 
 def was_rejected(before: TraversalState, after: TraversalState) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterable
 
 from tot_mcp import prompts
-from tot_mcp.kg_adapters.models import Direction, inverse_of
+from tot_mcp.kg_adapters.models import Direction, Entity, Relation, inverse_of
 from tot_mcp.kg_adapters.text import key as norm
 from tot_mcp.strategies.llm.base import LLM, LLMError
 from tot_mcp.strategies.llm.replies import read_refusal
@@ -26,12 +27,14 @@ from .state import DEFAULT_MAX_EDGES, DEFAULT_MAX_SELECTED, ID_RE, AsmState, Tra
 class PromptedPolicy(Policy):
     """:class:`Policy` backed by any :class:`LLM`. ``usage`` is the LLM's own counter (calls and tokens)."""
 
+    #: the proposal calls' sampling temperature, and their reply budget per alternative
+    temperature = 0.7
+    max_tokens = 400
+
     def __init__(
         self,
         llm: LLM,
         *,
-        temperature: float = 0.7,
-        max_tokens: int = 400,
         max_entities: int = DEFAULT_MAX_SELECTED,
         max_edges: int = DEFAULT_MAX_EDGES,
         batch: bool = True,
@@ -51,8 +54,6 @@ class PromptedPolicy(Policy):
         super().__init__()
         self.llm = llm
         self.usage = llm.usage
-        self.temperature = temperature
-        self.max_tokens = max_tokens
         self.max_entities = max_entities
         self.max_edges = max_edges
         self.batch = batch
@@ -81,14 +82,12 @@ class PromptedPolicy(Policy):
         state = unfollowed(state)
         prompt = self.prompt_for(state)
         texts = await asyncio.gather(*(self._complete(prompt) for _ in range(k)), return_exceptions=True)
-        actions: list[Action] = []
-        for t in texts:
-            if isinstance(t, LLMError):
-                raise t
-            if isinstance(t, BaseException):
-                raise LLMError(str(t)) from t
-            actions.append(parse_action_text(t, state))
-        return distinct(actions)
+        failed = next((t for t in texts if isinstance(t, BaseException)), None)
+        if isinstance(failed, LLMError):
+            raise failed
+        if failed is not None:
+            raise LLMError(str(failed)) from failed
+        return distinct([parse_action_text(t, state) for t in texts])
 
     async def _frontier_relations(self, state: TraversalState) -> str | None:
         """For the one-call protocol: the newest entities (:func:`newest_entities`) and their
@@ -259,9 +258,9 @@ def unfollowed(state: TraversalState) -> TraversalState:
     return state.model_copy(update={"candidate_relations": keep})
 
 
-def merged_names(state: TraversalState) -> bool:
-    return any(e.description and "things named" in e.description
-               for e in [*state.subgraph.entities.values(), *state.subgraph.twins.values()])
+def merged_names(entities: Iterable[Entity]) -> bool:
+    """Whether an entity shown is a merged same-name node (its summary says "things named")."""
+    return any(e.description and "things named" in e.description for e in entities)
 
 
 def notes_text(state: TraversalState) -> str:
@@ -271,7 +270,7 @@ def notes_text(state: TraversalState) -> str:
     notes = [prompts.load("tot_walk_rules").strip()]
     if state.subgraph.same_as:
         notes.append(prompts.load("tot_same_as").strip())
-    if merged_names(state):
+    if merged_names([*state.subgraph.entities.values(), *state.subgraph.twins.values()]):
         notes.append(prompts.load("merged_names").strip())
     return "\n".join(notes)
 
@@ -389,12 +388,16 @@ def feedback_text(state: TraversalState) -> str:
     return f"\nYour previous reply was rejected: {last.reason}. Follow the reply format exactly.\n"
 
 
+def meaning(r: Relation) -> str:
+    """What following ``r`` in its direction means: its label, or its inverse's."""
+    return r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
+
+
 def candidates_text(state: TraversalState) -> str:
     lines = []
     for n, r in enumerate(state.candidate_relations, 1):
-        meaning = r.label if r.direction is Direction.forward else (r.inverse_label or inverse_of(r.label))
         count = f" [{r.count}]" if r.count is not None else ""
-        lines.append(f"{n}. {r.id} {r.direction.value}: {meaning}{count}")
+        lines.append(f"{n}. {r.id} {r.direction.value}: {meaning(r)}{count}")
     if state.relations_truncated:
         lines.append("(more relations exist; only these are shown)")
     return "\n".join(lines)
@@ -443,17 +446,16 @@ def parse_action_text(text: str, state: TraversalState, newest: list[str] | None
     m = next((m for m in (_ACTION_LINE.match(line.strip()) for line in raw.splitlines()) if m), None)
     if m is None:
         return Invalid(raw=raw[:500], reason="no action line (THINK / EXPAND_KG / ANSWER / SELECT_ENTITIES / SELECT_RELATION)")
-    verb, rest = m.group(1).upper().replace(" ", "_"), m.group(2).strip()
-    verb = {"EXPANDKG": "EXPAND_KG", "SELECTENTITIES": "SELECT_ENTITIES", "SELECTRELATION": "SELECT_RELATION"}.get(verb, verb)
+    verb, rest = re.sub(r"[_ -]", "", m.group(1).upper()), m.group(2).strip()  # EXPAND KG: EXPANDKG
     if verb == "THINK":
         return Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
-    if verb == "EXPAND_KG":
+    if verb == "EXPANDKG":
         return _parse_expand(rest, state, newest)
     if verb == "ANSWER":
         return _parse_answer(rest, state, raw)
     if verb.startswith("NOT"):  # the refusal without its "ANSWER:": what else could it mean
         return _parse_answer(f"NOT_IN_GRAPH: {rest}", state, raw)
-    if verb == "SELECT_ENTITIES":
+    if verb == "SELECTENTITIES":
         ids = _entity_refs(rest, state)
         if not ids:
             return Invalid(raw=raw[:500], reason="SELECT_ENTITIES names no entity of the local subgraph")
@@ -489,21 +491,19 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
     if refusal is not None:
         return Answer(status=refusal.status, text=refusal.reason)
     head = body.split(None, 1)[0].strip(" :.,|-").upper() if body else ""
-    status = "answer"
     if head == "NONE" and len(body.strip(" |")) <= 6:
         return Answer(status="none", text="NONE")
-    if head in _NOT_REACHED:  # "INCOMPLETE: …", or the older prompts' "Unknown - the subgraph has no … |"
-        status = "incomplete"
-        if head != "INCOMPLETE":  # the sentence is the text; only IDs after "|" are claims
-            text, _, id_part = body.partition("|")
-            ids = [i for i in ID_RE.findall(id_part) if i in state.subgraph.entities]
-            return Answer(claims=ids, status=status, text=text.strip())
+    # "INCOMPLETE: …", or the older prompts' "Unknown - the subgraph has no … |"
+    status = "incomplete" if head in _NOT_REACHED else "answer"
+    if head == "INCOMPLETE":
         body = body[len(head):].lstrip(" :-|")
     sub = state.subgraph
-    if "|" in body:
-        text, _, id_part = body.partition("|")
-        ids = [i for i in ID_RE.findall(id_part) if i in sub.entities]
-        claims = _split_items(text, state)
+    text, bar, id_part = body.partition("|")
+    ids = [i for i in ID_RE.findall(id_part) if i in sub.entities]
+    if head == "UNKNOWN":  # the sentence is the text; only IDs after "|" are claims
+        return Answer(claims=ids, status=status, text=text.strip())
+    claims = _split_items(text, state)
+    if bar:
         grounded = [g for g in (sub.ground(c) for c in claims) if g is not None]
         values = [g for g in grounded if g.entity_id is None]
         others = [g for g in grounded if g.entity_id and g.entity_id not in ids]
@@ -512,9 +512,6 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
         elif ids and not values:
             claims = ids + [g.entity_id for g in others]
         claims = claims or ids
-    else:
-        text = body
-        claims = _split_items(body, state)
     if not claims and status == "answer":
         return Invalid(raw=raw[:500], reason="ANSWER without an answer")
     return Answer(claims=claims, status=status, text=text.strip())

@@ -7,6 +7,7 @@ are frozen models, so forks share them and only copy the containers.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections import defaultdict
@@ -77,22 +78,14 @@ class LocalSubgraph(BaseModel):
     _keys: set | None = PrivateAttr(default=None)  # the triple keys of ``edges`` (see add_edge)
 
     def copy_containers(self) -> "LocalSubgraph":
-        copy = LocalSubgraph(
-            entities=dict(self.entities),
-            edges=list(self.edges),
-            relations=dict(self.relations),
-            expansions=list(self.expansions),
-            same_as={k: list(v) for k, v in self.same_as.items()},
-            twins=dict(self.twins),
-        )
-        copy._keys = None if self._keys is None else set(self._keys)
-        return copy
+        flat = ("entities", "edges", "relations", "expansions", "twins")
+        new = self.model_copy(update={k: copy.copy(getattr(self, k)) for k in flat})
+        new.same_as = {k: list(v) for k, v in self.same_as.items()}
+        new._keys = None if self._keys is None else set(self._keys)
+        return new
 
-    def add_entity(self, entity: Entity) -> bool:
-        if entity.id in self.entities:
-            return False
-        self.entities[entity.id] = entity
-        return True
+    def add_entity(self, entity: Entity) -> None:
+        self.entities.setdefault(entity.id, entity)
 
     def add_edge(self, edge: Edge) -> bool:
         """Add unless the same KG triple is already there (an edge seen from either end counts once). The keys of
@@ -116,12 +109,6 @@ class LocalSubgraph(BaseModel):
         e = self.entities.get(entity_id)
         return e.label if e else entity_id
 
-    def _qualifier_text(self, edge: Edge) -> str:
-        """A statement's qualifiers, or a structured (blank-node) value's own properties, which say what the bare
-        value cannot: `` {start time: '1999'; end time: '2004'}``."""
-        return edge.qualifier_text(
-            lambda q: self.label(q.target) if q.target else repr(q.value.value) if q.value else "?", shown=5)
-
     def render(self, max_edges_per_group: int = DEFAULT_MAX_EDGES) -> str:
         """The paper's token-efficient form: ``id: label - description`` lines, then edges grouped
         by source entity and relation with counts (a group longer than one expansion keeps is
@@ -142,7 +129,11 @@ class LocalSubgraph(BaseModel):
                 other = f"{edge.target} ({self.label(edge.target)})"
             else:
                 other = repr(edge.value.value) if edge.value else "?"
-            groups[edge.source][(edge.relation, edge.direction)].append(other + self._qualifier_text(edge))
+            # a statement's qualifiers, or a structured (blank-node) value's own properties, which
+            # say what the bare value cannot: `` {start time: '1999'; end time: '2004'}``
+            quals = edge.qualifier_text(lambda q: self.label(q.target) if q.target
+                                        else repr(q.value.value) if q.value else "?", shown=5)
+            groups[edge.source][(edge.relation, edge.direction)].append(other + quals)
         lines.append("EDGES:")
         if not groups:
             lines.append("  (none)")
@@ -206,15 +197,10 @@ class LocalSubgraph(BaseModel):
             if edge.value is not None and text_key(str(edge.value.value)) == want:
                 return AnswerItem(text=str(edge.value.value), source="edge value")
         pattern = re.compile(rf"(?<!\w){re.escape(want)}(?!\w)")
-        for owner, desc in self._summaries():
-            if pattern.search(text_key(desc)):
+        for owner, e in [*self.entities.items(), *self.twins.items()]:
+            if e.description and pattern.search(text_key(e.description)):
                 return AnswerItem(text=claim, source=f"summary of {owner}")
         return None
-
-    def _summaries(self):
-        for i, e in [*self.entities.items(), *self.twins.items()]:
-            if e.description:
-                yield i, e.description
 
 
 def _triple_key(edge: Edge) -> tuple:
@@ -253,25 +239,20 @@ class TraversalState(BaseModel):
     max_hops: int | None = Field(default=DEFAULT_MAX_HOPS, description="Expansions a trajectory may begin.")
     max_depth: int | None = Field(default=None, description="The paper's budget: actions before an answer is "
                                   "forced (an expansion takes 3, THINK 1). None: only max_hops counts.")
-    must_answer: bool = Field(
-        default=False, description="In DEFAULT with no expansion left (expansions_left() == 0): only ANSWER now."
-    )
     answer: Answer | None = None
     invalid_actions: list[InvalidAction] = Field(default_factory=list)
 
     def fork(self) -> "TraversalState":
         """A copy whose containers can be changed without touching this state."""
-        return self.model_copy(
-            update={
-                "subgraph": self.subgraph.copy_containers(),
-                "selected_entities": list(self.selected_entities),
-                "candidate_relations": list(self.candidate_relations),
-                "actions": list(self.actions),
-                "invalid_actions": list(self.invalid_actions),
-                "topic_entities": list(self.topic_entities),
-                "topic_matches": list(self.topic_matches),
-            }
-        )
+        lists = ("selected_entities", "candidate_relations", "actions", "invalid_actions",
+                 "topic_entities", "topic_matches")
+        return self.model_copy(update={"subgraph": self.subgraph.copy_containers(),
+                                       **{k: list(getattr(self, k)) for k in lists}})
+
+    @property
+    def must_answer(self) -> bool:
+        """In DEFAULT with no expansion left (:meth:`expansions_left` == 0): only ANSWER now."""
+        return self.asm_state is AsmState.DEFAULT and self.expansions_left() <= 0
 
     @property
     def hops(self) -> int:
@@ -297,10 +278,8 @@ class TraversalState(BaseModel):
 
     def think_costs_expansion(self) -> bool:
         """With an action budget, whether one THINK now leaves one expansion fewer."""
-        if self.max_depth is None:
-            return False
-        after = math.ceil(max(0, self.max_depth - self.depth - 1) / EXPANSION_STEPS)
-        return after < self.expansions_left()
+        after = self.model_copy(update={"depth": self.depth + 1})
+        return after.expansions_left() < self.expansions_left()
 
     @property
     def last_invalid(self) -> InvalidAction | None:

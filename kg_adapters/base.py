@@ -8,7 +8,7 @@ Everything is async because most backends do I/O; the in-memory backend runs its
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidInput, UnknownKG
@@ -68,6 +68,9 @@ class Capabilities:
     relation_search: bool = False  # searches relations by meaning itself (``search_relations``); else ranked here
 
 
+#: one step of a walk: a relation ID and the direction it is followed in
+Hop = tuple[str, Direction]
+
 #: ``find(names, LABEL)``: entities by exact name (no relation ID has this form: they are ``kg:local``)
 LABEL = "label"
 
@@ -124,12 +127,16 @@ class KnowledgeGraph(abc.ABC):
         :class:`~kg_adapters.errors.NotFound`."""
 
     @abc.abstractmethod
-    async def adjacent_ids(self, entity_ids: list[str], relation_id: str,
+    async def adjacent_ids(self, entity_ids: list[str], relation_id: str | Sequence[Hop],
                            direction: Direction = Direction.forward, limit: int = 2000, labelled: bool = False
-                           ) -> AdjacentIds:
+                           ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """Up to ``limit`` edges of one relation from any number of entities, as IDs, in no promised order;
         ``truncated`` when more exist. No IDs: a sample of the relation's edges anywhere in the KG. ``labelled``:
         the caller will ask :meth:`labels` of the targets next (a backend that can read them with the edges does).
+        ``relation_id`` a sequence of hops (relation ID, direction): each hop's read as above, keyed
+        by hop, in as few queries as the backend can (a walk expands a frontier along several
+        relations at once); a backend that reads one relation at a time answers through
+        :func:`hop_by_hop`.
         """
 
     @abc.abstractmethod
@@ -175,6 +182,32 @@ class KnowledgeGraph(abc.ABC):
         if kg != self.name:
             raise UnknownKG(f"relation {relation_id!r} belongs to KG {kg!r}, not {self.name!r}")
         return local
+
+
+def hops_of(relation_id: object) -> list[Hop]:
+    """The distinct hops of an ``adjacent_ids`` call given a sequence, validated."""
+    if isinstance(relation_id, (str, bytes)) or not isinstance(relation_id, Sequence):
+        raise InvalidInput("relation_id must be a relation ID or a sequence of "
+                           "(relation ID, direction)")
+    hops: dict[Hop, None] = {}
+    for hop in relation_id:
+        if not (isinstance(hop, Sequence) and len(hop) == 2 and isinstance(hop[0], str)):
+            raise InvalidInput(f"a hop is (relation ID, direction), not {hop!r}")
+        try:
+            hops[(hop[0], Direction(hop[1]))] = None
+        except ValueError as e:
+            raise InvalidInput(f"direction must be forward or backward, not {hop[1]!r}") from e
+    return list(hops)
+
+
+def hop_by_hop(read: Callable[..., AdjacentIds], entity_ids: list[str],
+               relation_id: str | Sequence[Hop], direction: Direction, limit: int, labelled: bool
+               ) -> AdjacentIds | dict[Hop, AdjacentIds]:
+    """``adjacent_ids`` of a backend that reads one relation at a time (``read``), for one relation
+    or a sequence of hops (read in turn: a local backend pays no round trip a read)."""
+    if isinstance(relation_id, str):
+        return read(entity_ids, relation_id, direction, limit, labelled)
+    return {hop: read(entity_ids, hop[0], hop[1], limit, labelled) for hop in hops_of(relation_id)}
 
 
 def merge_relation_lists(lists: Sequence[RelationList]) -> RelationList:

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .base import LABEL, Capabilities, KnowledgeGraph, Limits, merge_relation_lists
+from .base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hops_of, merge_relation_lists
 from .cache import ResultCache
 from .cpu import run_cpu
 from .errors import InvalidInput, NotFound
@@ -167,16 +167,72 @@ class Graph:
         ``truncated`` when more exist. A walk reads thousands of edges to name a few answers at its end
         (:meth:`labels_of`). A read with a larger limit answers a smaller one (its first ``limit`` edges are an
         answer): a link rule's 20-edge read of an entity a reasoner has read in full costs nothing."""
-        if not isinstance(entity_ids, (list, tuple)):
+        if not isinstance(entity_ids, (list, tuple)) or not isinstance(relation_id, str):
             return await self.store.adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
-        key = ("adjacent", tuple(dict.fromkeys(entity_ids)), relation_id, direction)
-        wide = self._peek(*key)
-        if wide is not ResultCache._MISSING and wide[0] >= limit and (wide[2] or not labelled):
-            return _first_pairs(wide[1], limit)
-        value = await self.store.adjacent_ids(list(key[1]), relation_id, direction, limit, labelled)
-        if self.cache is not None and (wide is ResultCache._MISSING or wide[0] < limit):
-            self.cache.put((self._identity, *key), (limit, value, labelled))
-        return value
+        hop = (relation_id, Direction(direction))
+        return (await self.adjacent_along(entity_ids, [hop], limit, labelled))[hop]
+
+    async def adjacent_along(self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000,
+                             labelled: bool = False) -> dict[Hop, AdjacentIds]:
+        """:meth:`adjacent_ids` of the same entities along several hops (relation, direction), each
+        with its own ``limit``: the hops the cache does not answer in one backend read (a walk
+        expands a frontier along several relations at once). A read that left nothing out is
+        kept for each of its entities too, so any read of some of them is answered from it (a
+        link lookup or a page source among a frontier read)."""
+        hops = hops_of(hops)
+        ids = tuple(dict.fromkeys(entity_ids))
+        out: dict[Hop, AdjacentIds] = {}
+        todo: list[tuple[Hop, Any]] = []
+        for hop in hops:
+            wide = self._peek("adjacent", ids, *hop)
+            known = self._known(ids, hop, limit, labelled) if wide is ResultCache._MISSING else None
+            if known is not None:
+                out[hop] = known
+            elif _serves(wide, limit, labelled):
+                out[hop] = _first_pairs(wide[1], limit)
+            else:
+                todo.append((hop, wide))
+        if len(todo) == 1:  # one relation: the backend's read of one
+            ((hop, _),) = todo
+            got = {hop: await self.store.adjacent_ids(list(ids), hop[0], hop[1], limit, labelled)}
+        elif todo:
+            got = await self.store.adjacent_ids(list(ids), [h for h, _ in todo], Direction.forward,
+                                                limit, labelled)
+        for hop, wide in todo:
+            out[hop] = got[hop]
+            if self.cache is not None and (wide is ResultCache._MISSING or wide[0] < limit):
+                self.cache.put((self._identity, "adjacent", ids, *hop), (limit, got[hop], labelled))
+                if len(ids) > 1 and not got[hop].truncated:
+                    self._keep_each(ids, hop, got[hop], limit, labelled)
+        return {h: out[h] for h in hops}
+
+    def _known(self, ids: tuple[str, ...], hop: Hop, limit: int, labelled: bool
+               ) -> AdjacentIds | None:
+        """The read of ``ids`` along ``hop`` from complete reads of each, if all are kept."""
+        if self.cache is None or len(ids) < 2:
+            return None
+        pairs: list[tuple[str, str]] = []
+        values: list[tuple[str, str]] = []
+        for eid in ids:
+            one = self._peek("adjacent", (eid,), *hop)
+            if one is ResultCache._MISSING or one[1].truncated or (labelled and not one[2]):
+                return None
+            pairs += one[1].pairs
+            values += one[1].values
+        whole = AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
+        return _first_pairs(whole, limit)
+
+    def _keep_each(self, ids: tuple[str, ...], hop: Hop, read: AdjacentIds, limit: int,
+                   labelled: bool) -> None:
+        pairs: dict[str, list[tuple[str, str]]] = {eid: [] for eid in ids}
+        values: dict[str, list[tuple[str, str]]] = {eid: [] for eid in ids}
+        for s, t in read.pairs:
+            pairs.setdefault(s, []).append((s, t))
+        for s, v in read.values:
+            values.setdefault(s, []).append((s, v))
+        for eid in ids:
+            one = AdjacentIds.model_construct(pairs=pairs[eid], values=values[eid], truncated=False)
+            self.cache.put((self._identity, "adjacent", (eid,), *hop), (limit, one, labelled))
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
         """Each entity's label; an ID malformed, of another KG or naming nothing is left out."""
@@ -334,6 +390,13 @@ def _labelled_page(read: AdjacentIds, ids: list[str], labels: Mapping[str, str],
     return EdgePage.model_construct(edges=edges, entities={e: entity(e) for e in ids},
                                     truncated=read.truncated, next_offset=None, partial=False,
                                     warnings=[], relation=None)
+
+
+def _serves(wide: Any, limit: int, labelled: bool) -> bool:
+    """Whether a kept read (its limit, the read, labelled) answers a read of ``limit``: one of a
+    larger limit, or one that left nothing out."""
+    return (wide is not ResultCache._MISSING and (wide[0] >= limit or not wide[1].truncated)
+            and (wide[2] or not labelled))
 
 
 def _first_pairs(read: AdjacentIds, limit: int) -> AdjacentIds:

@@ -7,9 +7,9 @@ safe token (``movies:directed_by``), else ``<kg>:R<n>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from .base import LABEL, Capabilities, KnowledgeGraph, Limits
+from .base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hop_by_hop
 from .cpu import cpu_bound
 from .describe import Describer
 from .errors import InvalidInput, NotFound
@@ -234,8 +234,13 @@ class MemoryKG(KnowledgeGraph):
         )
 
     @cpu_bound  # a unit of CPU work: off the event loop in a server (kg_adapters.cpu)
-    def adjacent_ids(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
-                     limit: int = 2000, labelled: bool = False) -> AdjacentIds:
+    def adjacent_ids(self, entity_ids: list[str], relation_id: str | Sequence[Hop],
+                     direction: Direction = Direction.forward, limit: int = 2000,
+                     labelled: bool = False) -> AdjacentIds | dict[Hop, AdjacentIds]:
+        return hop_by_hop(self._adjacent, entity_ids, relation_id, direction, limit, labelled)
+
+    def _adjacent(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int,
+                  labelled: bool) -> AdjacentIds:
         r = self._relation_index(relation_id)
         table = self.index.out if Direction(direction) is Direction.forward else self.index.inc
         nid = self.node_id

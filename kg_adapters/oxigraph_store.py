@@ -17,7 +17,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .backends import Backend
-from .base import LABEL, Capabilities, KnowledgeGraph, Limits
+from .base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hop_by_hop
 from .bulk_load import load_into_store  # noqa: F401 - callers make a store and open it from here
 from .cpu import cpu_bound
 from .errors import BackendError, InvalidInput, NotFound
@@ -351,11 +351,16 @@ class OxigraphKG(KnowledgeGraph):
             relation=self._relation_model(pred.value, direction))
 
     @cpu_bound
-    def adjacent_ids(self, entity_ids: list[str], relation_id: str,
+    def adjacent_ids(self, entity_ids: list[str], relation_id: str | Sequence[Hop],
                      direction: Direction = Direction.forward, limit: int = 2000,
-                     labelled: bool = False) -> AdjacentIds:
-        """One walk of the store's index, no check that each source exists (one that does not has
-        no edges). ``labelled`` changes nothing: a label costs index lookups here either way."""
+                     labelled: bool = False) -> AdjacentIds | dict[Hop, AdjacentIds]:
+        """One walk of the store's index a hop, no check that each source exists (one that does
+        not has no edges). ``labelled`` changes nothing: a label costs index lookups here either
+        way."""
+        return hop_by_hop(self._adjacent, entity_ids, relation_id, direction, limit, labelled)
+
+    def _adjacent(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int,
+                  labelled: bool) -> AdjacentIds:
         pred = self._relation_node(relation_id)
         direction = Direction(direction)
         if entity_ids:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, Field
 
-from .base import Capabilities, Limits, merge_relation_lists
+from .base import Capabilities, Hop, Limits, hops_of, merge_relation_lists
 from .describe import describe_relations
 from .eager import gather_eager
 from .graph import Graph
@@ -562,12 +562,29 @@ class LinkedKG(Graph):
         routed, via, _ = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
         if not routed:
             return AdjacentIds()
-        read = await kg.adjacent_ids(routed, relation_id, direction, limit, labelled)
-        if not via:
-            return read
-        return AdjacentIds.model_construct(pairs=[(via.get(s, s), t) for s, t in read.pairs],
-                                           values=[(via.get(s, s), v) for s, v in read.values],
-                                           truncated=read.truncated)
+        return _via(await kg.adjacent_ids(routed, relation_id, direction, limit, labelled), via)
+
+    async def adjacent_along(self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000,
+                             labelled: bool = False) -> dict[Hop, AdjacentIds]:
+        """:meth:`adjacent_ids` along several hops: each KG's hops in one read of that KG, from the
+        entities or their equivalents there (the KGs at once)."""
+        hops = hops_of(hops)
+        by_kg: dict[str, list[Hop]] = {}
+        for hop in hops:
+            by_kg.setdefault(self.owner(hop[0]).name, []).append(hop)
+
+        async def read(kg: Graph, kg_hops: list[Hop]) -> dict[Hop, AdjacentIds]:
+            routed, via = list(dict.fromkeys(entity_ids)), {}
+            if routed:
+                routed, via, _ = await self._route(routed, kg, kg_hops[0][0])
+                if not routed:
+                    return {h: AdjacentIds() for h in kg_hops}
+            got = await kg.adjacent_along(routed, kg_hops, limit, labelled)
+            return {h: _via(r, via) for h, r in got.items()}
+
+        parts = await gather_eager(read(self.kgs[name], kg_hops) for name, kg_hops in by_kg.items())
+        out = {h: r for part in parts for h, r in part.items()}
+        return {h: out[h] for h in hops}
 
     async def _read_member(self, kg: Graph, ids: list[str], relation_id: str, direction: Direction,
                            via: dict[str, str], report: Report,
@@ -715,3 +732,12 @@ class LinkedKG(Graph):
                 await kg.aclose()
             except Exception:  # closing one must not keep the others open
                 log.exception("closing KG %s failed", kg.name)
+
+
+def _via(read: AdjacentIds, via: Mapping[str, str]) -> AdjacentIds:
+    """A read from equivalents with the entity asked as each edge's source."""
+    if not via:
+        return read
+    return AdjacentIds.model_construct(pairs=[(via.get(s, s), t) for s, t in read.pairs],
+                                       values=[(via.get(s, s), v) for s, v in read.values],
+                                       truncated=read.truncated)

@@ -382,6 +382,44 @@ async def test_the_unlabelled_bulk_read_is_the_bulk_read_as_ids(make_kg):
                 "1994", "1999", "2014"]
 
 
+async def test_a_read_along_several_hops_is_each_hops_read_with_its_own_limit(make_kg):
+    """A walk expands a frontier along several relations at once: ``adjacent_ids`` given hops
+    (relation, direction) — ``adjacent_along`` of every wrapper — answers each hop as its own read
+    does, each cut at its own limit and marked cut exactly when it left an edge out (a hop with many
+    edges never takes another's share)."""
+    films = [await entity_id(make_kg, t) for t in ("The Matrix", "John Wick", "Speed")]
+    people = [await entity_id(make_kg, n)
+              for n in ("Keanu Reeves", "Sandra Bullock", "Chad Stahelski")]
+    rels = {(r.label, r.direction): r.id for r in (await make_kg.get_relations(films)).relations}
+    fwd, back = Direction.forward, Direction.backward
+    starring, year = rels[("starring", fwd)], rels[("release year", fwd)]
+    hops = [(starring, fwd), (starring, back), (year, fwd)]
+    ids = films + people
+    if over_sparql(make_kg):
+        make_kg.store.batch_size = 2  # a query a batch of sources: the limits hold across batches
+    alone = {h: await make_kg.store.adjacent_ids(ids, *h, limit=1000) for h in hops}
+    totals = {h: len(r.pairs) + len(r.values) for h, r in alone.items()}
+    assert sorted(totals.values()) == [3, 4, 5]
+    for limit in range(0, 7):
+        wrappers = (make_kg, Graph(make_kg.store, ResultCache()), LinkedKG({"mv": make_kg}))
+        for kg in wrappers:
+            got = await kg.adjacent_along(ids, [*hops, hops[0]], limit=limit)
+            assert list(got) == hops
+            for h, read in got.items():
+                assert (len(read.pairs) + len(read.values), read.truncated) == (
+                    min(limit, totals[h]), limit < totals[h]), (type(kg), h, limit)
+                assert set(read.pairs) <= set(alone[h].pairs)
+                assert set(read.values) <= set(alone[h].values)
+        direct = await make_kg.store.adjacent_ids(ids, hops, limit=limit)
+        assert direct == await wrappers[0].adjacent_along(ids, hops, limit=limit)
+    whole = await make_kg.adjacent_along(ids, hops, limit=1000)
+    assert {h: (sorted(r.pairs), sorted(r.values)) for h, r in whole.items()} == {
+        h: (sorted(r.pairs), sorted(r.values)) for h, r in alone.items()}
+    for bad in ([(starring,)], [(starring, "sideways")], starring.encode()):
+        with pytest.raises(InvalidInput):
+            await make_kg.store.adjacent_ids(ids, bad)
+
+
 async def test_labels_of_names_many_entities_as_label_of_names_each(make_kg):
     names = ("The Matrix", "Keanu Reeves", "Lana Wachowski")
     ids = [await entity_id(make_kg, n) for n in names]

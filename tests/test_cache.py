@@ -45,6 +45,10 @@ class CountingKG(MemoryKG):
         self.calls += 1
         return await super().relations(*a, **kw)
 
+    async def adjacent_ids(self, *a, **kw):
+        self.calls += 1
+        return await super().adjacent_ids(*a, **kw)
+
 
 def counting(name="m", triples=TRIPLES, limits=None) -> CountingKG:
     base = make_kg(name, triples, limits)
@@ -75,6 +79,29 @@ async def test_repeated_calls_hit_the_cache_and_return_identical_results():
     assert inner.calls == 2  # one real get_edges, one real get_relations
     stats = kg.cache.stats()
     assert (stats.hits, stats.misses) == (2, 2) and stats.hit_rate == 0.5
+
+
+async def test_a_read_that_left_nothing_out_answers_reads_of_some_of_its_entities():
+    """A frontier read along several hops is one backend read; a later read of some of its
+    entities (a link lookup, a page's sources) along one of them is answered from it, at any
+    limit, cut exactly when it leaves an edge out. A read that was cut answers nothing but
+    itself (and smaller reads)."""
+    inner = counting()
+    kg = Graph(inner, ResultCache())
+    films = [f"m:E{inner.index.find_node(t)}" for t in ("Heat", "Collateral")]
+    hops = [("m:directed_by", Direction.forward), ("m:starred_actors", Direction.forward)]
+    whole = await kg.adjacent_along(films, hops)
+    assert inner.calls == 1 and len(whole[hops[1]].pairs) == 2
+    for limit in (1, 2, 5):
+        one = await kg.adjacent_ids(films[:1], *hops[1], limit=limit)
+        assert (len(one.pairs), one.truncated) == (min(limit, 2), limit < 2)
+        assert set(one.pairs) <= set(whole[hops[1]].pairs)
+    assert set((await kg.adjacent_ids(films[::-1], *hops[0])).pairs) == set(whole[hops[0]].pairs)
+    assert inner.calls == 1
+    kg = Graph(inner, ResultCache())
+    assert (await kg.adjacent_ids(films, *hops[0], limit=1)).truncated
+    assert len((await kg.adjacent_ids(films[1:], *hops[0])).pairs) == 1
+    assert inner.calls == 3
 
 
 async def test_different_arguments_are_different_entries():

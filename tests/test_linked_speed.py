@@ -42,7 +42,7 @@ def _hub_kg(name: str = "films") -> Graph:
 
 class CountingKG(DelegatingKG):
     """A MemoryKG seen only through the public interface, counting the bulk reads it is asked for:
-    (relation local name, direction, limit)."""
+    (relation local name, direction, limit) of each hop read (several may be one read)."""
 
     def __init__(self, inner: Graph) -> None:
         super().__init__(inner.store)
@@ -50,7 +50,8 @@ class CountingKG(DelegatingKG):
 
     async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
                            labelled=False):
-        self.reads.append((relation_id.split(":", 1)[1], Direction(direction), limit))
+        hops = [(relation_id, direction)] if isinstance(relation_id, str) else relation_id
+        self.reads.extend((r.split(":", 1)[1], Direction(d), limit) for r, d in hops)
         return await super().adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
 
 
@@ -441,10 +442,9 @@ def _hops(rl) -> frozenset:
     return frozenset((r.id, Direction(r.direction)) for r in rl.relations)
 
 
-async def test_the_small_frontiers_of_a_depth_are_one_relations_query_together(hub_catalog_url):
-    """A depth's frontiers of a few nodes (a genre, two films) are one query for all of them, a
-    larger one a query of its own; each frontier's relations are what ``relation_counts`` gives it
-    alone, counts included."""
+async def test_the_frontiers_of_a_depth_are_one_relations_query_together(hub_catalog_url):
+    """A depth's frontiers (a genre, two films, two, thirty) are one query for all of them; each
+    frontier's relations are what ``relation_counts`` gives it alone, counts included."""
     catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     nodes = await _every_node(catalog)
     frontiers = [nodes[-1:], nodes[:2], nodes[2:4], nodes[:30]]  # a genre, two films, two, thirty
@@ -452,7 +452,7 @@ async def test_the_small_frontiers_of_a_depth_are_one_relations_query_together(h
               for r in (await catalog.relation_counts(f)).relations} for f in frontiers]
     sent = _spy_queries(catalog)
     assert await KGReader(catalog).relations(frontiers) == alone
-    assert len(sent) == 2, sent
+    assert len(sent) == 1, sent
 
 
 async def test_frontiers_taking_the_same_hop_are_one_read_and_each_gets_its_own_targets():
@@ -469,6 +469,21 @@ async def test_frontiers_taking_the_same_hop_are_one_read_and_each_gets_its_own_
     assert await KGReader(together).follow(asks, within=2) == expected
     assert [r[:2] for r in backend.reads] == [("has_genre", Direction.forward),
                                               ("has_genre", Direction.backward)]
+
+
+async def test_a_depths_hops_are_one_read_and_over_sparql_one_query(hub_catalog_url):
+    """The hops a depth keeps from its frontiers (three films' genre and year, a genre's films)
+    are one read of the KG, and over SPARQL one query; each ask gets what it would alone."""
+    catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    films = [(await catalog.find_by_label(f"Film {i}"))[0].id for i in (1, 2, 3)]
+    rels = {r.label: r.id for r in (await catalog.get_relations(films)).relations}
+    drama = (await catalog.find_by_label("Drama"))[0].id
+    asks = [(films, (rels["genre"], Direction.forward)), (films, (rels["year"], Direction.forward)),
+            ([drama], (rels["genre"], Direction.backward))]
+    expected = [(await KGReader(catalog).follow([ask], within=2))[0] for ask in asks]
+    sent = _spy_queries(catalog)
+    assert await KGReader(catalog).follow(asks, within=2) == expected
+    assert len(sent) == 1, sent
 
 
 # -- a walk across linked KGs: one read per hop -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from ..base import LABEL, Capabilities, KnowledgeGraph, Limits
+from ..base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hops_of
 from ..eager import gather_eager
 from ..errors import BackendError, InvalidInput, KGError, NotFound
 from ..lru import LRU
@@ -342,13 +342,16 @@ class SparqlKG(KnowledgeGraph):
             await self._check_used(rel[1], relation_id)
         return await self._edge_page(grouped, rel[0], direction, truncated, offset)
 
-    async def adjacent_ids(self, entity_ids: list[str], relation_id: str,
+    async def adjacent_ids(self, entity_ids: list[str], relation_id: str | Sequence[Hop],
                            direction: Direction = Direction.forward, limit: int = 2000,
-                           labelled: bool = False) -> AdjacentIds:
+                           labelled: bool = False) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
         sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
         and quantities come with their value nodes) and structured values (blank nodes, with their
-        properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch."""
+        properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch.
+        Several hops: :meth:`_along`."""
+        if not isinstance(relation_id, str):
+            return await self._along(entity_ids, hops_of(relation_id), limit, labelled)
         rel_local, rel_term = self._relation(relation_id)
         direction = _direction(direction)
         if not isinstance(limit, int) or limit < 0:
@@ -380,6 +383,68 @@ class SparqlKG(KnowledgeGraph):
             elif value is not None:
                 values.append((self._qid(src), value.value))
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=read[1])
+
+    async def _along(self, entity_ids: list[str], hops: list[Hop], limit: int, labelled: bool
+                     ) -> dict[Hop, AdjacentIds]:
+        """Several hops in one query per batch of sources (:func:`queries.hop_rows`), each hop with
+        its own ``limit``: the query asks each open hop's room + 1 edges in all, and when that many
+        came back a hop with fewer than its room + 1 may have lost some to another, so those are
+        asked again together (each round settles a hop that had more: this ends). A hop a single
+        read serves better — labels asked, Wikidata's values, a blank node reached — is read as
+        one relation is."""
+        if not isinstance(limit, int) or limit < 0:
+            raise InvalidInput("limit must be an integer ≥ 0")
+        rels = {hop: self._relation(hop[0]) for hop in hops}
+        sources = [t for _, t in self._terms(list(dict.fromkeys(entity_ids)), bulk=True)]
+        single = labelled or self.profile.qualifiers or not sources or len(hops) == 1
+        alone = list(hops) if single else []
+        got: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in hops if h not in alone}
+        cut: set[Hop] = set()
+        for batch in _chunks(sources, self.batch_size):
+            ask = [h for h in got if h not in cut]
+            while ask:
+                room = {h: limit - len(got[h]) for h in ask}
+                of = {(rels[h][0], h[1] is Direction.forward): h for h in ask}
+                query = queries.hop_rows(
+                    self.profile, batch, [rels[h][1] for h in ask if h[1] == "forward"],
+                    [rels[h][1] for h in ask if h[1] == "backward"], sum(room.values()) + len(ask))
+                rows = await self._select(query)
+                per: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in ask}
+                for r in rows:
+                    if not ("src" in r and "tgt" in r and "r" in r and "dir" in r):
+                        continue
+                    src = self.profile.entity_local(r["src"])
+                    h = of.get((self.profile.relation_local(r["r"].value), r["dir"].value == "f"))
+                    if src is not None and h is not None:
+                        per[h].append((src, r["tgt"]))
+                full, ask = len(rows) >= sum(room.values()) + len(ask), []
+                for h, edges in per.items():
+                    if self.structured_bnodes and any(t.kind == "bnode" for _, t in edges):
+                        alone.append(h)  # only a page reads a blank node's properties
+                        del got[h]
+                    elif full and len(edges) <= room[h]:
+                        ask.append(h)
+                    else:
+                        got[h] += edges[: room[h]]
+                        if len(edges) > room[h]:
+                            cut.add(h)
+        out = {h: self._adjacent(edges, h in cut) for h, edges in got.items()}
+        if alone:
+            reads = await asyncio.gather(*(self.adjacent_ids(entity_ids, r, d, limit, labelled)
+                                           for r, d in alone))
+            out.update(zip(alone, reads))
+        return {h: out[h] for h in hops}
+
+    def _adjacent(self, edges: list[tuple[str, Term]], truncated: bool) -> AdjacentIds:
+        pairs: list[tuple[str, str]] = []
+        values: list[tuple[str, str]] = []
+        for src, t in edges:
+            local, value = self._value(t)
+            if local is not None:
+                pairs.append((self._qid(src), self._qid(local)))
+            elif value is not None:
+                values.append((self._qid(src), value.value))
+        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
 
     async def _unsorted(self, sources: list[tuple[str, str]], rel_term: str, forward: bool,
                         limit: int, labels: bool) -> tuple[list[Group], bool] | None:

@@ -158,6 +158,18 @@ def edge_rows(p: Profile, sources: Sequence[str], relation: str, forward: bool, 
 }}"""
 
 
+def hop_rows(p: Profile, sources: Sequence[str], forward: Sequence[str], backward: Sequence[str],
+             limit: int) -> str:
+    """Up to ``limit`` distinct ``?src ?r ?tgt`` edges along any of several relations (``?dir`` "f":
+    ``?src ?r ?tgt``, "b": reversed), unsorted and unlabelled: :func:`edge_rows` of several
+    relations in one round trip."""
+    sides = (("f", forward, "?src ?r ?tgt ."), ("b", backward, "?tgt ?r ?src ."))
+    branches = [f'{{ {_values("?r", rels)} {edge} BIND("{d}" AS ?dir) }}'
+                for d, rels, edge in sides if rels]
+    return (f"{p.prefixes}SELECT DISTINCT ?src ?r ?dir ?tgt WHERE {{ {_values('?src', sources)} "
+            f"{' UNION '.join(branches)} }} LIMIT {_int(limit)}")
+
+
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:
     """A Wikidata value node's time precision or quantity unit, tied to the very value it describes."""
     return (f"{{ {node} wikibase:timeValue {value} ; wikibase:timePrecision {precision} }} UNION "

@@ -58,7 +58,7 @@ class KGReader:
         self._cache_size = cache_size
         self._labels: dict[str, str] = {}
         self._links: dict[str, list[str]] = {}  # node → its equivalents in the other KGs
-        self._rels: dict[str, dict[Hop, int]] = {}  # ID → its relations in its own KG
+        self._rels: dict[str, dict[Hop, int | None]] = {}  # ID → its relations in its own KG
         self._rel_labels: dict[str, str] = {}
         self._vocab: list[str] | None = None
         self._samples: dict[tuple[str, Direction, int], list[str]] = {}
@@ -129,40 +129,37 @@ class KGReader:
 
     async def _own_then_linked(self, groups: list[list[str]],
                                read: Callable[[list[ByKG]], Awaitable[None]]) -> None:
-        """``read`` of each group's nodes by KG, and, once their links are looked up (meanwhile),
-        of their equivalents: a KG's answer about its own nodes does not wait for links."""
-        own = [self._by_kg(g) for g in groups]
-
-        async def linked() -> None:
-            if self.linked:
-                eqs = await self.equivalents(n for g in groups for n in g)
-                await read([self._by_kg((e for n in g for e in eqs.get(n, ())), mine)
-                            for g, mine in zip(groups, own)])
-
-        await gather_eager([read(own), linked()])
+        """``read`` of each group's nodes by KG, then of their equivalents, once their links are
+        looked up and every relation they need is read in one read a KG (:meth:`_each`): a
+        remote KG asked about its own nodes meanwhile would be asked again for the equivalents."""
+        layers = [[self._by_kg(g) for g in groups]]
+        if self.linked:
+            eqs = await self.equivalents(n for g in groups for n in g)
+            layers.append([self._by_kg((e for n in g for e in eqs.get(n, ())), mine)
+                           for g, mine in zip(groups, layers[0])])
+        await self._each({name: [m for layer in layers for ids in layer for m in ids.get(name, ())]
+                          for name in self.members})
+        for layer in layers:
+            await read(layer)
 
     # -- relations ---------------------------------------------------------------------------
     async def relations(self, frontiers: list[list[str]]) -> list[dict[Hop, int]]:
         """Every (relation, direction) each frontier has, its equivalents' included, with edge
-        counts: one ``relation_counts`` per frontier and KG, except that the IDs of frontiers of
-        at most ``SMALL`` are read together, each apart (:meth:`_each`)."""
+        counts as ``relation_counts`` gives them (a frontier of at most ``SMALL`` IDs: each ID's
+        counted apart, as a hub's sampled backward relations count once each): one read of every
+        frontier's IDs a KG, each ID's relations apart (:meth:`_each`)."""
         out: list[dict[Hop, int]] = [{} for _ in frontiers]
 
         async def read(local: list[ByKG]) -> None:
-            small = [sum(map(len, ids.values())) <= SMALL for ids in local]
-            few = {name: [m for ids, s in zip(local, small) if s for m in ids.get(name, ())]
-                   for name in self.members}
-            big = [(i, name, ms) for i, ids in enumerate(local) if not small[i]
-                   for name, ms in ids.items()]
-            each, counts = await gather_eager([
-                self._each(few),
-                gather_eager(self._counts(self.members[name], ms) for _, name, ms in big)])
+            each = await self._each({name: [m for ids in local for m in ids.get(name, ())]
+                                     for name in self.members})
             for i, ids in enumerate(local):
-                if small[i]:
-                    for m in (m for ms in ids.values() for m in ms):
-                        _add(out[i], each.get(m, {}))
-            for (i, _, _), c in zip(big, counts):
-                _add(out[i], c)
+                ms = [m for ms in ids.values() for m in ms]
+                if len(ms) <= SMALL:
+                    for m in ms:
+                        _add(out[i], _merged([each.get(m, {})]))
+                else:
+                    _add(out[i], _merged([each[m] for m in ms if m in each]))
 
         await self._own_then_linked(frontiers, read)
         return out
@@ -181,19 +178,13 @@ class KGReader:
         await self._own_then_linked([[n] for n in nodes], read)
         return {n: frozenset(s) for n, s in sets.items()}
 
-    async def _counts(self, kg: Graph, ids: list[str]) -> dict[Hop, int]:
-        try:
-            return self._hops((await kg.relation_counts(ids)).relations)
-        except KGError:
-            return {}  # a failed read: no relations to walk
-
-    async def _each(self, ids: ByKG) -> dict[str, dict[Hop, int]]:
+    async def _each(self, ids: ByKG) -> dict[str, dict[Hop, int | None]]:
         """Each ID's relations apart, kept between questions: one ``relations_by_entity`` per KG
         for those not known yet (an ID it leaves out, refused, has none)."""
         known = {m: self._rels[m] for ms in ids.values() for m in ms if m in self._rels}
         todo = {name: [m for m in dict.fromkeys(ms) if m not in known] for name, ms in ids.items()}
 
-        async def read(name: str, ms: list[str]) -> dict[str, dict[Hop, int]]:
+        async def read(name: str, ms: list[str]) -> dict[str, dict[Hop, int | None]]:
             try:
                 got = await self.members[name].relations_by_entity(ms)
             except KGError:
@@ -207,46 +198,93 @@ class KGReader:
             known.update(got)
         return known
 
-    def _hops(self, relations: Iterable[Relation]) -> dict[Hop, int]:
-        counts: dict[Hop, int] = {}
+    def _hops(self, relations: Iterable[Relation]) -> dict[Hop, int | None]:
+        """Each (relation, direction) and its edge count (None: uncounted, a hub's sample)."""
+        counts: dict[Hop, int | None] = {}
         for rel in relations:
             self._rel_labels.setdefault(rel.id, rel.label)
-            k = (rel.id, Direction(rel.direction))
-            counts[k] = counts.get(k, 0) + (rel.count if rel.count is not None else 1)
+            counts[(rel.id, Direction(rel.direction))] = rel.count
         return counts
 
     # -- edges -------------------------------------------------------------------------------
     async def follow(self, asks: list[tuple[list[str], Hop]], within: int | None = None
                      ) -> list[tuple[dict[str, list[str]], bool]]:
         """For each ``(nodes, hop)``: ``{node: [targets]}``, and whether the targets are more than
-        ``within`` (a read cut at ``max_edges`` counts as more). The asks along one hop are one
-        read, split by source; each is read alone when that read is cut, or when two of its nodes
-        answer through one node of the relation's KG (its edges would name only one of them)."""
+        ``within`` (a read cut at ``max_edges`` counts as more). A remote KG's hops are one read,
+        from every node asked of it there — its own, and the others' equivalents there, split back
+        by the node each stands for (a round trip costs more than edges no ask needed). A local
+        KG's hop, or one whose read was cut, is read from the nodes asked of it (unless two answer
+        through one node of the relation's KG: its edges would name only one), and then each ask
+        alone."""
         by_hop: dict[Hop, list[int]] = {}
         for i, (_, hop) in enumerate(asks):
             by_hop.setdefault(hop, []).append(i)
+        groups = {hop: [tuple(n for n in dict.fromkeys(asks[i][0]) if not is_literal(n))
+                        for i in idx] for hop, idx in by_hop.items()}
         out: list[tuple[dict[str, list[str]], bool]] = [({}, False)] * len(asks)
+        # looked up already where a depth read the nodes' relations: then no I/O
+        await self.equivalents(n for gs in groups.values() for g in gs for n in g)
 
-        async def along(hop: Hop, idx: list[int]) -> None:
-            groups = [tuple(n for n in dict.fromkeys(asks[i][0])
-                            if not n.startswith(LITERAL_PREFIX)) for i in idx]
-            union = list(dict.fromkeys(n for g in groups for n in g))
-            if len(set(groups)) > 1 and not self._shared(union, hop[0]):
-                nb, cut = await self._read(union, hop, self.max_edges)
-                if not cut:
-                    for i, g in zip(idx, groups):
-                        mine = {n: nb[n] for n in g if n in nb}
-                        out[i] = mine, within is not None and _more_than(mine, within)
-                    return
-            alone = list(dict.fromkeys(groups))  # the same nodes along the same hop: one read
-            reads = dict(zip(alone, await gather_eager(
-                self._read(list(g), hop, self.max_edges) for g in alone)))
-            for i, g in zip(idx, groups):
-                nb, cut = reads[g]
+        def there(node: str, kg: str) -> list[str]:
+            if (self._only or split_id(node)[0]) == kg:
+                return [node]
+            return [e for e in self._links.get(node, ()) if split_id(e)[0] == kg]
+
+        remote: dict[str, list[Hop]] = {}
+        todo = []
+        for hop in groups:
+            kg = self._only or split_id(hop[0])[0]
+            if kg in self.members and self.members[kg].capabilities.remote:
+                remote.setdefault(kg, []).append(hop)
+            else:
+                todo.append(hop)
+        joint = [(tuple(dict.fromkeys(e for h in hops for g in groups[h] for n in g
+                                      for e in there(n, kg))), hop)
+                 for kg, hops in remote.items() for hop in hops]
+        memo: dict = {}
+        reads = await self._reads(joint, memo)
+        for nodes, hop in joint:
+            nb, cut = reads[(nodes, hop)]
+            if cut:
+                todo.append(hop)
+                continue
+            kg = self._only or split_id(hop[0])[0]
+            for i, g in zip(by_hop[hop], groups[hop]):
+                mine = {n: ts for n in g
+                        if (ts := [t for e in there(n, kg) for t in nb.get(e, ())])}
+                out[i] = mine, within is not None and _more_than(mine, within)
+        unions = {h: tuple(dict.fromkeys(n for g in groups[h] for n in g)) for h in todo}
+        union = [(unions[h], h) for h in todo
+                 if len(set(groups[h])) > 1 and not self._shared(list(unions[h]), h[0])]
+        reads = await self._reads(union, memo)
+        for nodes, hop in union:
+            nb, cut = reads[(nodes, hop)]
+            if not cut:
+                for i, g in zip(by_hop[hop], groups[hop]):
+                    mine = {n: nb[n] for n in g if n in nb}
+                    out[i] = mine, within is not None and _more_than(mine, within)
+                todo.remove(hop)
+        reads = await self._reads([(g, hop) for hop in todo for g in dict.fromkeys(groups[hop])],
+                                  memo)
+        for hop in todo:
+            for i, g in zip(by_hop[hop], groups[hop]):
+                nb, cut = reads[(g, hop)]
                 out[i] = nb, within is not None and (cut or _more_than(nb, within))
-
-        await gather_eager(along(hop, idx) for hop, idx in by_hop.items())
         return out
+
+    async def _reads(self, asks: list[tuple[tuple[str, ...], Hop]], memo: dict
+                     ) -> dict[tuple[tuple[str, ...], Hop], tuple[dict[str, list[str]], bool]]:
+        """:meth:`_read` of each ``(nodes, hop)`` not in ``memo`` (this call's reads, kept there),
+        a KG's hops from the same nodes in one read, the reads at once."""
+        buckets: dict[tuple[tuple[str, ...], str], dict[Hop, None]] = {}
+        for nodes, hop in asks:
+            if (nodes, hop) not in memo:  # one read a KG: a KG that fails fails its own hops
+                buckets.setdefault((nodes, split_id(hop[0])[0]), {})[hop] = None
+        got = await gather_eager(self._read(list(nodes), list(hops), self.max_edges)
+                                 for (nodes, _), hops in buckets.items())
+        for (nodes, _), found in zip(buckets, got):
+            memo.update(((nodes, hop), res) for hop, res in found.items())
+        return memo
 
     def _shared(self, nodes: list[str], relation_id: str) -> bool:
         """Whether two of the nodes are read through one node of the relation's KG (or may be:
@@ -267,23 +305,26 @@ class KGReader:
             seen.update(reads)
         return False
 
-    async def _read(self, nodes: list[str], hop: Hop, limit: int
-                    ) -> tuple[dict[str, list[str]], bool]:
-        """``{node: [targets]}`` from one ``adjacent_ids`` of at most ``limit`` edges, and whether
-        it was cut."""
-        res: dict[str, list[str]] = {}
+    async def _read(self, nodes: list[str], hops: list[Hop], limit: int
+                    ) -> dict[Hop, tuple[dict[str, list[str]], bool]]:
+        """Each hop's ``{node: [targets]}`` from one read of at most ``limit`` edges a hop, and
+        whether it was cut."""
         if not nodes:
-            return res, False
+            return {hop: ({}, False) for hop in hops}
         try:
-            got = await self.kg.adjacent_ids(nodes, hop[0], hop[1], limit=limit)
+            got = await self.kg.adjacent_along(nodes, hops, limit=limit)
         except KGError:
-            return res, False  # a failed read reaches nothing
-        last, targets = None, []
-        for src, tgt in _id_pairs(got):  # a source's edges come together: a lookup a source
-            if src != last:
-                last, targets = src, res.setdefault(src, [])
-            targets.append(tgt)
-        return res, bool(got.truncated)
+            return {hop: ({}, False) for hop in hops}  # a failed read reaches nothing
+        out = {}
+        for hop, read in got.items():
+            res: dict[str, list[str]] = {}
+            last, targets = None, []
+            for src, tgt in _id_pairs(read):  # a source's edges come together: a lookup a source
+                if src != last:
+                    last, targets = src, res.setdefault(src, [])
+                targets.append(tgt)
+            out[hop] = res, bool(read.truncated)
+        return out
 
     async def reaches_more_than(self, nodes: list[str], hop: Hop, n: int) -> bool:
         """Whether ``hop`` from ``nodes`` reaches more than ``n`` nodes, read first with only
@@ -291,10 +332,10 @@ class KGReader:
         does not otherwise need."""
         nodes = [x for x in dict.fromkeys(nodes) if not is_literal(x)]
         if n + 1 < self.max_edges:  # settled unless cut with n targets or fewer
-            nb, cut = await self._read(nodes, hop, n + 1)
+            nb, cut = (await self._read(nodes, [hop], n + 1))[hop]
             if _more_than(nb, n) or not cut:
                 return _more_than(nb, n)
-        nb, cut = await self._read(nodes, hop, self.max_edges)
+        nb, cut = (await self._read(nodes, [hop], self.max_edges))[hop]
         return cut or _more_than(nb, n)
 
     # -- the KG at large ---------------------------------------------------------------------
@@ -364,6 +405,19 @@ class KGReader:
         except KGError:
             pass  # no sample, and none asked for again
         self._samples.update(((rid, d, limit), got.get(d, [])) for d in {*directions, *got})
+
+
+def _merged(per_id: list[dict[Hop, int | None]]) -> dict[Hop, int]:
+    """IDs' relations as ``relation_counts`` merges them: counts added up, a relation none of them
+    counted as 1."""
+    total: dict[Hop, int | None] = {}
+    for counts in per_id:
+        for hop, c in counts.items():
+            if hop not in total:
+                total[hop] = c
+            elif total[hop] is not None or c is not None:
+                total[hop] = (total[hop] or 0) + (c or 0)
+    return {hop: 1 if c is None else c for hop, c in total.items()}
 
 
 def _add(counts: dict[Hop, int], more: dict[Hop, int]) -> None:

@@ -60,7 +60,7 @@ async def measure(methods: list[str], key: str, limit: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="+", default=["plan", "tot"])
     ap.add_argument("--set", default="mqa2")
     ap.add_argument("--limit", type=int, default=60)

@@ -89,7 +89,7 @@ async def run(data: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=LINKED,
                     help="folder with films.txt and catalog.ttl")
     args = ap.parse_args(argv)

@@ -568,7 +568,7 @@ def tot_search_command(data: Data, url: str, question_file: Path) -> str:
 def main(argv: Iterable[str] | None = None) -> int:
     from tot_mcp.kg_adapters.environment import Environment
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=None,
                     help="where the data, stores, config and records go (default: <tot-mcp cache>/bench/linked3)")
     ap.add_argument("--kb", type=Path, default=KB, help="the MetaQA KB (head|relation|tail)")

@@ -69,7 +69,7 @@ async def main_async(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "benchmarks"))
     p.add_argument("--limit", type=int, default=30)
     p.add_argument("--k", type=int, default=3)

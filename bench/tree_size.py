@@ -65,7 +65,7 @@ def measure(rev: str) -> tuple[int, int, dict[str, int]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revs", nargs="+", help="git revisions (e.g. a974028^ HEAD)")
     ap.add_argument("--top", type=int, default=0, help="also list the N biggest modules of the last revision")
     a = ap.parse_args(argv)

@@ -498,7 +498,7 @@ def reasons_seen(pairs_by_method: dict[str, list[tuple[dict, dict]]], per: int =
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     ap.add_argument("--kbs", nargs="+", choices=list(KBS), default=list(KBS))

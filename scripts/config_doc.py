@@ -274,13 +274,11 @@ def _variables() -> list[tuple[str, str]]:
     out = []
     for i, line in enumerate(source):
         name, sep, value = line.partition(" = ")
-        if (
-            sep
-            and name.isupper()
-            and value.startswith('"TOT_MCP_')
-            and source[i - 1].startswith("#:")
-        ):
-            out.append((value.strip('"'), source[i - 1][2:].strip()))
+        comment: list[str] = []  # the `#:` block right above, however many lines it wraps to
+        while source[i - 1 - len(comment)].startswith("#:"):
+            comment.insert(0, source[i - 1 - len(comment)][2:].strip())
+        if sep and name.isupper() and value.startswith('"TOT_MCP_') and comment:
+            out.append((value.strip('"'), " ".join(comment)))
     return out
 
 

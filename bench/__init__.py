@@ -1,1 +1,2 @@
-"""Benchmarks and load generators (not installed; run from the repo root as ``python -m bench.<name>``)."""
+"""Benchmarks and load generators (not installed; run from the repo root as ``python -m
+bench.<name>``)."""

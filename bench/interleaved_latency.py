@@ -1,9 +1,10 @@
-"""Median latency of answer methods measured question by question, in rotating order, so every method sees the
-same machine load (``side_by_side.py`` runs one method after another, which a shared machine's drift can tilt).
+"""Median latency of answer methods measured question by question, in rotating order, so every
+method sees the same machine load (``side_by_side.py`` runs one method after another, which a shared
+machine's drift can tilt).
 
-Each method gets its own KG instance and services object (no method answers from another's caches); each question
-is run by every method, the first method changing from question to question. Prints one table: Hits@1 and median
-latency per method, and each method's median against the first's.
+Each method gets its own KG instance and services object (no method answers from another's caches);
+each question is run by every method, the first method changing from question to question. Prints
+one table: Hits@1 and median latency per method, and each method's median against the first's.
 
     python bench/interleaved_latency.py --methods router chain tot --sets mqa1 mqa2 mqa3 --skip 100 --limit 100
 """
@@ -37,7 +38,9 @@ async def run(args) -> list[tuple[str, int, float, float]]:
     lat: dict[str, list[float]] = {m: [] for m in args.methods}
     hits: dict[str, list[float]] = {m: [] for m in args.methods}
     for kb, names in by_kb.items():
-        kgs = {m: open_kg(make_spec(sets[names[0]].kg_name, str(args.data / kb))) for m in args.methods}
+        kgs = {
+            m: open_kg(make_spec(sets[names[0]].kg_name, str(args.data / kb))) for m in args.methods
+        }
         runs = {}
         for m in args.methods:
             services = Services([kgs[m]], wait_for_builds=True)
@@ -45,8 +48,12 @@ async def run(args) -> list[tuple[str, int, float, float]]:
             runs[m] = make_method(m, MethodOptions(), services)
         questions = []
         for s in names:
-            qs = [q for q in read_questions(args.data / sets[s].questions, sets[s].fmt) if not isinstance(q, BadLine)]
-            questions += qs[args.skip:][: args.limit]
+            qs = [
+                q
+                for q in read_questions(args.data / sets[s].questions, sets[s].fmt)
+                if not isinstance(q, BadLine)
+            ]
+            questions += qs[args.skip :][: args.limit]
         for i, q in enumerate(questions):
             k = i % len(args.methods)
             for m in args.methods[k:] + args.methods[:k]:
@@ -54,15 +61,21 @@ async def run(args) -> list[tuple[str, int, float, float]]:
                 result = await runs[m](q.public(), kgs[m])
                 lat[m].append(time.perf_counter() - t0)
                 hits[m].append(score(q, result, m).hits1)
-    return [(m, len(lat[m]), statistics.fmean(hits[m]), statistics.median(lat[m])) for m in args.methods]
+    return [
+        (m, len(lat[m]), statistics.fmean(hits[m]), statistics.median(lat[m])) for m in args.methods
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=BENCHMARKS)
-    p.add_argument("--sets", nargs="+", default=["mqa1", "mqa2", "mqa3"], choices=list(by_benchmark_name()))
+    p.add_argument(
+        "--sets", nargs="+", default=["mqa1", "mqa2", "mqa3"], choices=list(by_benchmark_name())
+    )
     p.add_argument("--methods", nargs="+", default=["router", "chain", "tot"], choices=available())
-    p.add_argument("--skip", type=int, default=0, help="leave out the first N questions of each set")
+    p.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N questions of each set"
+    )
     p.add_argument("--limit", type=int, default=100, help="questions per set (after --skip)")
     args = p.parse_args(argv)
     if args.limit < 1 or args.skip < 0:
@@ -72,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = asyncio.run(run(args))
     first = rows[0][3]
-    print(f"sets: {', '.join(args.sets)} (questions {args.skip + 1}–{args.skip + args.limit} of each), methods "
-          "interleaved per question\n")
+    print(
+        f"sets: {', '.join(args.sets)} (questions {args.skip + 1}–{args.skip + args.limit} of "
+        "each), methods interleaved per question\n"
+    )
     print(f"| method | n | Hits@1 | median latency ms | vs {rows[0][0]} |\n|---|---|---|---|---|")
     for m, n, h, t in rows:
         print(f"| {m} | {n} | {h:.3f} | {1000 * t:.1f} | {t / first:.2f}× |")

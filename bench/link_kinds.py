@@ -42,8 +42,10 @@ async def run(data: Path) -> None:
     from tot_mcp.kg_adapters.sameness import Linker, rules_for
     from tot_mcp.kg_adapters.spec import make_spec, open_kg
 
-    kgs = {"films": open_kg(make_spec("films", str(data / "films.txt"))),
-           "catalog": open_kg(make_spec("catalog", str(data / "catalog.ttl")))}
+    kgs = {
+        "films": open_kg(make_spec("films", str(data / "films.txt"))),
+        "catalog": open_kg(make_spec("catalog", str(data / "catalog.ttl"))),
+    }
     linker = Linker(kgs, rules_for(kgs, []))
     films, persons = classes(data)
 
@@ -63,7 +65,7 @@ async def run(data: Path) -> None:
         this, other = kgs[here], kgs[into]
         ids = [this.node_id(i) for i in range(len(this.index.nodes))]
         for i in range(0, len(ids), 1000):
-            await linker.prefetch(ids[i:i + 1000], into)
+            await linker.prefetch(ids[i : i + 1000], into)
         labels = await this.labels_of(ids)
         names = list(dict.fromkeys(labels.values()))
         matches = await other.find_by_labels(names, limit=linker.max_label_matches)
@@ -77,25 +79,35 @@ async def run(data: Path) -> None:
                 elif len(examples[key]) < 4:
                     examples[key].append(labels[eid])
     st = linker.stats()
-    print(f"label links on {data}: {st.label_links:,} made, {st.refused:,} refused as another "
-          f"kind ({time.perf_counter() - started:.0f} s)")
-    print("| linked from | kind → kind | same kind | matches (linked before) | linked now "
-          "| refused | e.g. refused |")
+    print(
+        f"label links on {data}: {st.label_links:,} made, {st.refused:,} refused as another "
+        f"kind ({time.perf_counter() - started:.0f} s)"
+    )
+    print(
+        "| linked from | kind → kind | same kind | matches (linked before) | linked now "
+        "| refused | e.g. refused |"
+    )
     print("|---|---|---|---|---|---|---|")
     for key in sorted(before):
         here, a, b = key
-        print(f"| {here} | {a} → {b} | {'yes' if a == b else 'no'} | {before[key]:,} | "
-              f"{after[key]:,} | {before[key] - after[key]:,} | {', '.join(examples[key])} |")
+        print(
+            f"| {here} | {a} → {b} | {'yes' if a == b else 'no'} | {before[key]:,} | "
+            f"{after[key]:,} | {before[key] - after[key]:,} | {', '.join(examples[key])} |"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=LINKED,
-                    help="folder with films.txt and catalog.ttl")
+    ap.add_argument(
+        "--data", type=Path, default=LINKED, help="folder with films.txt and catalog.ttl"
+    )
     args = ap.parse_args(argv)
     if not (args.data / "films.txt").is_file() or not (args.data / "catalog.ttl").is_file():
-        print(f"bench.link_kinds: {args.data}/films.txt or catalog.ttl not found (the benchmark "
-              "data sits beside the repository)", file=sys.stderr)
+        print(
+            f"bench.link_kinds: {args.data}/films.txt or catalog.ttl not found (the benchmark "
+            "data sits beside the repository)",
+            file=sys.stderr,
+        )
         return 2
     asyncio.run(run(args.data))
     return 0

@@ -1,37 +1,43 @@
-"""Many MCP clients at once over streamable HTTP: latency, throughput, errors, server memory, result identity.
+"""Many MCP clients at once over streamable HTTP: latency, throughput, errors, server memory, result
+identity.
 
     python -m bench.load_test                       # 50 sessions x 200 calls, as fast as they can go
     python -m bench.load_test --rate 2              # each session paced at 2 calls/s (an agent's think time)
     python -m bench.load_test --rate 1,2,4,8 --rounds 1 --calls 60   # a sweep: one round per rate
 
-Starts ``python -m server.cli --transport http --port 0 --kg movies=embedded`` on 127.0.0.1 (the MetaQA KB;
-loopback only; started by :mod:`server.http_child`, as the end-to-end tests start it), builds a deterministic
-pool of mixed calls (initialize, search_entities, get_relations, get_edges) from the same KB, runs every pool
-call once serially as the reference, then runs ``--clients`` concurrent sessions that each make ``--calls``
-calls drawn from the pool, and checks every concurrent result is identical to the serial one. It does this ``--rounds`` times and reports the server's RSS before and
-after each round, so per-session state that is never freed would show as growth.
+Starts ``python -m server.cli --transport http --port 0 --kg movies=embedded`` on 127.0.0.1 (the
+MetaQA KB; loopback only; started by :mod:`server.http_child`, as the end-to-end tests start it),
+builds a deterministic pool of mixed calls (initialize, search_entities, get_relations, get_edges)
+from the same KB, runs every pool call once serially as the reference, then runs ``--clients``
+concurrent sessions that each make ``--calls`` calls drawn from the pool, and checks every
+concurrent result is identical to the serial one. It does this ``--rounds`` times and reports the
+server's RSS before and after each round, so per-session state that is never freed would show as
+growth.
 
-With unpaced clients the run is closed-loop: 50 clients each waiting for their previous answer keep the server
-saturated, so latency ≈ clients / throughput; ``--rate`` measures latency at a given offered load instead. A
-paced client behaves like an agent that thinks between calls: it starts its next call an exponentially
-distributed time (mean 1/R) after starting the previous one, or at once if the previous one took longer.
+With unpaced clients the run is closed-loop: 50 clients each waiting for their previous answer keep
+the server saturated, so latency ≈ clients / throughput; ``--rate`` measures latency at a given
+offered load instead. A paced client behaves like an agent that thinks between calls: it starts its
+next call an exponentially distributed time (mean 1/R) after starting the previous one, or at once
+if the previous one took longer.
 
-The concurrent clients speak streamable HTTP directly (``--client raw``, the default: the same POSTs the SDK
-client makes — initialize, notifications/initialized, tools/call, DELETE at the end — minus the SDK client's
-JSON-schema validation of every result and its standalone GET stream), because on a 2-core machine 50 SDK
-clients cost more CPU than the server they measure. ``--client sdk`` uses the SDK's ``ClientSession`` instead.
-The serial reference always uses the SDK client, so the raw results are also checked against the SDK's reading.
+The concurrent clients speak streamable HTTP directly (``--client raw``, the default: the same POSTs
+the SDK client makes — initialize, notifications/initialized, tools/call, DELETE at the end — minus
+the SDK client's JSON-schema validation of every result and its standalone GET stream), because on a
+2-core machine 50 SDK clients cost more CPU than the server they measure. ``--client sdk`` uses the
+SDK's ``ClientSession`` instead. The serial reference always uses the SDK client, so the raw results
+are also checked against the SDK's reading.
 
-Scale-out (``--processes 1,2``): start that many ``tot-mcp --transport http --stateless`` processes behind a small
-round-robin HTTP proxy on loopback (:class:`RoundRobinProxy`, here in this file, run in its own process: every
-request goes to the next backend in turn, no stickiness, JSON and SSE answers relayed as they arrive; it serves a
-bounded number of requests for a bounded time and then stops by itself), run ``--clients`` clients through the
-proxy for each process count, and print one table with throughput, p50 / p99, errors and the CPU per call of
-servers, proxy and clients side by side. Every result is again compared with the SDK client's serial reading.
-The clients are lean (:class:`LeanSession`: plain asyncio HTTP/1.1, ~0.3 ms of CPU per call instead of the httpx
-raw client's ~2 ms, so that on a small machine the CPU goes to the servers being compared) and session-less:
-``--era legacy`` (2025-era requests without ``Mcp-Session-Id``, which ``--stateless`` serves) or ``--era modern``
-(2026-07-28 requests, each carrying its protocol version in ``_meta``).
+Scale-out (``--processes 1,2``): start that many ``tot-mcp --transport http --stateless`` processes
+behind a small round-robin HTTP proxy on loopback (:class:`RoundRobinProxy`, here in this file, run
+in its own process: every request goes to the next backend in turn, no stickiness, JSON and SSE
+answers relayed as they arrive; it serves a bounded number of requests for a bounded time and then
+stops by itself), run ``--clients`` clients through the proxy for each process count, and print one
+table with throughput, p50 / p99, errors and the CPU per call of servers, proxy and clients side by
+side. Every result is again compared with the SDK client's serial reading. The clients are lean
+(:class:`LeanSession`: plain asyncio HTTP/1.1, ~0.3 ms of CPU per call instead of the httpx raw
+client's ~2 ms, so that on a small machine the CPU goes to the servers being compared) and
+session-less: ``--era legacy`` (2025-era requests without ``Mcp-Session-Id``, which ``--stateless``
+serves) or ``--era modern`` (2026-07-28 requests, each carrying its protocol version in ``_meta``).
 
     python -m bench.load_test --processes 1,2 --clients 50 --calls 100 --rounds 1
 """
@@ -54,7 +60,9 @@ from urllib.parse import urlsplit
 
 from tot_mcp.server.http_child import REPO, http_child, server_env
 
-_PROTOCOL_VERSION = "2025-06-18"  # what the raw clients ask for; the server's answer is what they then send
+_PROTOCOL_VERSION = (
+    "2025-06-18"  # what the raw clients ask for; the server's answer is what they then send
+)
 _MODERN_VERSION = "2026-07-28"  # the session-less protocol revision (--era modern)
 
 
@@ -72,20 +80,26 @@ async def session(url: str):
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    async with (httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, read=120.0)) as client,
-                streamable_http_client(url, http_client=client) as streams,
-                ClientSession(streams[0], streams[1]) as s):
+    async with (
+        httpx2.AsyncClient(timeout=httpx2.Timeout(60.0, read=120.0)) as client,
+        streamable_http_client(url, http_client=client) as streams,
+        ClientSession(streams[0], streams[1]) as s,
+    ):
         await s.initialize()
         yield s
 
 
 class RawSession:
-    """A minimal streamable-HTTP MCP client session: initialize, then ``tools/call`` POSTs whose answer (JSON or
-    an SSE stream) is read for the response with the request's id; DELETE on exit ends the server session."""
+    """A minimal streamable-HTTP MCP client session: initialize, then ``tools/call`` POSTs whose
+    answer (JSON or an SSE stream) is read for the response with the request's id; DELETE on exit
+    ends the server session."""
 
     def __init__(self, client, url: str) -> None:
         self._client, self._url = client, url
-        self._headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        self._headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+        }
         self._next_id = 0
 
     async def _post(self, method: str, params: dict, notify: bool = False) -> dict | None:
@@ -110,8 +124,14 @@ class RawSession:
         raise RuntimeError(f"{method}: no response in the SSE stream")
 
     async def initialize(self) -> None:
-        resp = await self._post("initialize", {"protocolVersion": _PROTOCOL_VERSION, "capabilities": {},
-                                               "clientInfo": {"name": "tot-load-test", "version": "1"}})
+        resp = await self._post(
+            "initialize",
+            {
+                "protocolVersion": _PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "tot-load-test", "version": "1"},
+            },
+        )
         if "error" in resp:
             raise RuntimeError(f"initialize: {resp['error']}")
         self._headers["mcp-protocol-version"] = resp["result"]["protocolVersion"]
@@ -149,29 +169,38 @@ async def raw_session(url: str):
             await s.close()
 
 
-# -- scale-out: a round-robin reverse proxy -------------------------------------------------------------------
+# -- scale-out: a round-robin reverse proxy --------------------------------------------------------
 class RoundRobinProxy:
-    """A small HTTP/1.1 reverse proxy on 127.0.0.1 that sends each request to the next backend in turn.
+    """A small HTTP/1.1 reverse proxy on 127.0.0.1 that sends each request to the next backend in
+    turn.
 
-    No stickiness of any kind: two requests of one client connection, or one MCP session, go to different backends
-    — what a load balancer without sticky sessions does, and what ``tot-mcp --stateless`` must survive. Request and
-    response heads are relayed unchanged (the backends see the proxy's ``Host``); bodies are relayed as they arrive
-    (``Content-Length``, chunked — the SSE answers of streamable HTTP — or until the backend closes). Backend
-    connections are kept alive and reused. Bounded: after ``max_requests`` requests or ``max_seconds`` it answers
-    503 and :meth:`wait_done` returns; :meth:`aclose` stops it."""
+    No stickiness of any kind: two requests of one client connection, or one MCP session, go to
+    different backends — what a load balancer without sticky sessions does, and what ``tot-mcp
+    --stateless`` must survive. Request and response heads are relayed unchanged (the backends see
+    the proxy's ``Host``); bodies are relayed as they arrive (``Content-Length``, chunked — the SSE
+    answers of streamable HTTP — or until the backend closes). Backend connections are kept alive
+    and reused. Bounded: after ``max_requests`` requests or ``max_seconds`` it answers 503 and
+    :meth:`wait_done` returns; :meth:`aclose` stops it."""
 
-    IDLE_REUSE_S = 2.0  # a pooled backend connection idle longer is dropped (uvicorn closes idle ones after 5 s)
+    # a pooled backend connection idle longer is dropped (uvicorn closes idle ones after 5 s)
+    IDLE_REUSE_S = 2.0
 
-    def __init__(self, backends: Sequence[str], *, max_requests: int = 1_000_000, max_seconds: float = 3600.0) -> None:
+    def __init__(
+        self, backends: Sequence[str], *, max_requests: int = 1_000_000, max_seconds: float = 3600.0
+    ) -> None:
         if not backends:
             raise ValueError("the proxy needs at least one backend")
-        self._backends = [(u.hostname or "127.0.0.1", u.port or 80) for u in map(urlsplit, backends)]
+        self._backends = [
+            (u.hostname or "127.0.0.1", u.port or 80) for u in map(urlsplit, backends)
+        ]
         self._path = urlsplit(backends[0]).path
         self.max_requests, self.max_seconds = max_requests, max_seconds
         self.counts = [0] * len(backends)  # requests sent to each backend
         self.requests = self.failures = 0
         self._next = 0
-        self._pool: list[list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]]] = [[] for _ in backends]
+        self._pool: list[list[tuple[asyncio.StreamReader, asyncio.StreamWriter, float]]] = [
+            [] for _ in backends
+        ]
         self._server: asyncio.base_events.Server | None = None
         self._done = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
@@ -206,7 +235,9 @@ class RoundRobinProxy:
             self._done.set()
         return self._done.is_set()
 
-    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
@@ -231,7 +262,12 @@ class RoundRobinProxy:
                     break
                 if (_header(head, b"connection") or b"").lower() == b"close":
                     break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ValueError,
+        ):
             pass
         finally:
             self._tasks.discard(task)
@@ -248,8 +284,11 @@ class RoundRobinProxy:
         host, port = self._backends[backend]
         return await asyncio.open_connection(host, port, limit=1 << 20)
 
-    async def _forward(self, backend: int, head: bytes, body: bytes, client: asyncio.StreamWriter) -> bool:
-        """Relay one request and its response; False when the client connection must close afterwards."""
+    async def _forward(
+        self, backend: int, head: bytes, body: bytes, client: asyncio.StreamWriter
+    ) -> bool:
+        """Relay one request and its response; False when the client connection must close
+        afterwards."""
         reader, writer = await self._connection(backend)
         try:
             writer.write(head + body)
@@ -289,7 +328,8 @@ class RoundRobinProxy:
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
-    """One HTTP message head (start line + headers + blank line), or None at a clean end of the stream."""
+    """One HTTP message head (start line + headers + blank line), or None at a clean end of the
+    stream."""
     try:
         return await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as e:
@@ -307,16 +347,19 @@ def _header(head: bytes, name: bytes) -> bytes | None:
 
 
 async def _send_plain(writer: asyncio.StreamWriter, status: int, text: bytes) -> None:
-    writer.write(b"HTTP/1.1 %d Proxy\r\ncontent-type: text/plain\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
-                 % (status, len(text), text))
+    writer.write(
+        b"HTTP/1.1 %d Proxy\r\ncontent-type: text/plain\r\ncontent-length: %d\r\nconnection: "
+        b"close\r\n\r\n%s" % (status, len(text), text)
+    )
     with contextlib.suppress(ConnectionError):
         await writer.drain()
 
 
 def proxy_main(argv: Sequence[str] | None = None) -> int:
-    """``python -c 'from bench.load_test import proxy_main; proxy_main()' URL...``: run a :class:`RoundRobinProxy`
-    in its own process (so its CPU is not the clients'), print ``proxy at URL``, serve until the budget or the
-    time is used up or SIGTERM, then print ``proxy served N requests: a/b/...``."""
+    """``python -c 'from bench.load_test import proxy_main; proxy_main()' URL...``: run a
+    :class:`RoundRobinProxy` in its own process (so its CPU is not the clients'), print ``proxy at
+    URL``, serve until the budget or the time is used up or SIGTERM, then print ``proxy served N
+    requests: a/b/...``."""
     import signal
 
     ap = argparse.ArgumentParser(prog="round-robin proxy")
@@ -326,26 +369,47 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
 
     async def serve() -> None:
-        proxy = RoundRobinProxy(args.backends, max_requests=args.max_requests, max_seconds=args.max_seconds)
+        proxy = RoundRobinProxy(
+            args.backends, max_requests=args.max_requests, max_seconds=args.max_seconds
+        )
         url = await proxy.start()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, proxy._done.set)
         print(f"proxy at {url}", flush=True)
         await proxy.wait_done()
         await proxy.aclose()
-        print(f"proxy served {proxy.requests} requests: {'/'.join(map(str, proxy.counts))}; "
-              f"{proxy.failures} backend failures", flush=True)
+        print(
+            f"proxy served {proxy.requests} requests: {'/'.join(map(str, proxy.counts))}; "
+            f"{proxy.failures} backend failures",
+            flush=True,
+        )
 
     _run_loop(serve())
     return 0
 
 
 @contextlib.contextmanager
-def proxy_process(backends: Sequence[str], *, max_requests: int, max_seconds: float) -> Iterator[tuple[str, int, list]]:
-    """A :func:`proxy_main` child process; yields (its URL, its pid, the lines it printed when it stopped)."""
+def proxy_process(
+    backends: Sequence[str], *, max_requests: int, max_seconds: float
+) -> Iterator[tuple[str, int, list]]:
+    """A :func:`proxy_main` child process; yields (its URL, its pid, the lines it printed when it
+    stopped)."""
     code = "import sys; from bench.load_test import proxy_main; sys.exit(proxy_main())"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *backends, "--max-requests", str(max_requests), "--max-seconds", str(max_seconds)],
-        cwd=str(REPO), env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            code,
+            *backends,
+            "--max-requests",
+            str(max_requests),
+            "--max-seconds",
+            str(max_seconds),
+        ],
+        cwd=str(REPO),
+        env=server_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     report: list[str] = []
     try:
@@ -365,20 +429,29 @@ def proxy_process(backends: Sequence[str], *, max_requests: int, max_seconds: fl
 
 
 class LeanSession:
-    """The scale-out mode's client: one keep-alive HTTP/1.1 connection, each ``tools/call`` written as prepared bytes
-    and its answer (JSON or SSE; ``Content-Length`` or chunked) read by hand. No HTTP library: about a tenth of the
-    httpx client's CPU per call, so 50 clients leave the cores they share with the servers to the servers.
+    """The scale-out mode's client: one keep-alive HTTP/1.1 connection, each ``tools/call`` written
+    as prepared bytes and its answer (JSON or SSE; ``Content-Length`` or chunked) read by hand. No
+    HTTP library: about a tenth of the httpx client's CPU per call, so 50 clients leave the cores
+    they share with the servers to the servers.
 
-    Session-less in both eras: ``legacy`` sends ``initialize`` once (the stateless server gives no session ID) and
-    then 2025-era requests with only ``Mcp-Protocol-Version``; ``modern`` sends 2026-07-28 requests, each with the
-    ``_meta`` envelope (protocol version, client info, capabilities) and the ``Mcp-Method`` / ``Mcp-Name`` headers."""
+    Session-less in both eras: ``legacy`` sends ``initialize`` once (the stateless server gives no
+    session ID) and then 2025-era requests with only ``Mcp-Protocol-Version``; ``modern`` sends
+    2026-07-28 requests, each with the ``_meta`` envelope (protocol version, client info,
+    capabilities) and the ``Mcp-Method`` / ``Mcp-Name`` headers."""
 
     def __init__(self, url: str, era: str = "legacy") -> None:
         u = urlsplit(url)
-        self._host, self._port, self._path, self._era = u.hostname or "127.0.0.1", u.port or 80, u.path, era
+        self._host, self._port, self._path, self._era = (
+            u.hostname or "127.0.0.1",
+            u.port or 80,
+            u.path,
+            era,
+        )
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._prepared: dict[int, tuple[bytes, tuple]] = {}  # id(arguments) -> (request, arguments kept alive)
+        self._prepared: dict[
+            int, tuple[bytes, tuple]
+        ] = {}  # id(arguments) -> (request, arguments kept alive)
         version = _MODERN_VERSION if era == "modern" else _PROTOCOL_VERSION
         self._envelope = None
         if era == "modern":
@@ -388,8 +461,11 @@ class LeanSession:
                 PROTOCOL_VERSION_META_KEY,
             )
 
-            self._envelope = {PROTOCOL_VERSION_META_KEY: version, CLIENT_CAPABILITIES_META_KEY: {},
-                              CLIENT_INFO_META_KEY: {"name": "tot-load-test", "version": "1"}}
+            self._envelope = {
+                PROTOCOL_VERSION_META_KEY: version,
+                CLIENT_CAPABILITIES_META_KEY: {},
+                CLIENT_INFO_META_KEY: {"name": "tot-load-test", "version": "1"},
+            }
         self._version = version
 
     def _request(self, method: str, params: dict, *, notify: bool = False) -> bytes:
@@ -397,13 +473,17 @@ class LeanSession:
         extra = f"mcp-protocol-version: {self._version}\r\n"
         if self._envelope is not None:
             msg["params"] = {**params, "_meta": self._envelope}
-            extra += f"mcp-method: {method}\r\n" + (f"mcp-name: {params['name']}\r\n" if "name" in params else "")
+            extra += f"mcp-method: {method}\r\n" + (
+                f"mcp-name: {params['name']}\r\n" if "name" in params else ""
+            )
         if not notify:
             msg["id"] = 1  # one request at a time on this connection
         body = json.dumps(msg, separators=(",", ":")).encode()
-        head = (f"POST {self._path} HTTP/1.1\r\nhost: {self._host}:{self._port}\r\n"
-                "accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(body)}\r\n{extra}\r\n")
+        head = (
+            f"POST {self._path} HTTP/1.1\r\nhost: {self._host}:{self._port}\r\n"
+            "accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n{extra}\r\n"
+        )
         return head.encode() + body
 
     async def _exchange(self, request: bytes) -> dict | None:
@@ -433,11 +513,20 @@ class LeanSession:
         raise RuntimeError("no response in the SSE stream")
 
     async def initialize(self) -> None:
-        self._reader, self._writer = await asyncio.open_connection(self._host, self._port, limit=1 << 22)
+        self._reader, self._writer = await asyncio.open_connection(
+            self._host, self._port, limit=1 << 22
+        )
         if self._era == "legacy":
-            resp = await self._exchange(self._request("initialize", {
-                "protocolVersion": _PROTOCOL_VERSION, "capabilities": {},
-                "clientInfo": {"name": "tot-load-test", "version": "1"}}))
+            resp = await self._exchange(
+                self._request(
+                    "initialize",
+                    {
+                        "protocolVersion": _PROTOCOL_VERSION,
+                        "capabilities": {},
+                        "clientInfo": {"name": "tot-load-test", "version": "1"},
+                    },
+                )
+            )
             if not resp or "error" in resp:
                 raise RuntimeError(f"initialize: {resp}")
             await self._exchange(self._request("notifications/initialized", {}, notify=True))
@@ -446,7 +535,9 @@ class LeanSession:
         prepared = self._prepared.get(id(arguments))
         if prepared is None:
             prepared = self._prepared[id(arguments)] = (
-                self._request("tools/call", {"name": name, "arguments": arguments}), (name, arguments))
+                self._request("tools/call", {"name": name, "arguments": arguments}),
+                (name, arguments),
+            )
         resp = await self._exchange(prepared[0])
         if resp is None or "error" in resp:
             raise RuntimeError(f"JSON-RPC error {resp and resp['error']}")
@@ -468,14 +559,16 @@ async def lean_session(url: str, era: str = "legacy"):
         await s.close()
 
 
-#: ``--mix``: which tools the pool draws. ``steps``: the step tools alone (a client model walking the graph
-#: itself; each call is a fraction of a millisecond of server work). ``agent``: the same, with one call in five a
-#: whole ``tree_of_traversals`` search (offline policy, k = 1) on a one-relation question about a pool entity.
+#: ``--mix``: which tools the pool draws. ``steps``: the step tools alone (a client model walking
+#: the graph itself; each call is a fraction of a millisecond of server work). ``agent``: the same,
+#: with one call in five a whole ``tree_of_traversals`` search (offline policy, k = 1) on a
+#: one-relation question about a pool entity.
 MIXES = ("steps", "agent")
 
 
 def call_pool(size: int, seed: int, mix: str = "steps") -> list[tuple[str, dict]]:
-    """Deterministic mixed calls over the embedded movie KB (built in-process from the same data)."""
+    """Deterministic mixed calls over the embedded movie KB (built in-process from the same
+    data)."""
     from tot_mcp.kg_adapters.embedded import load_embedded
 
     kg = load_embedded()
@@ -492,7 +585,12 @@ def call_pool(size: int, seed: int, mix: str = "steps") -> list[tuple[str, dict]
             if not rels:
                 continue
             phrase = ix.rel_labels[rng.choice(rels)].replace("_", " ")
-            pool.append(("tree_of_traversals", {"query": f"what is the {phrase} of [{node.label}]?", "k": 1}))
+            pool.append(
+                (
+                    "tree_of_traversals",
+                    {"query": f"what is the {phrase} of [{node.label}]?", "k": 1},
+                )
+            )
             continue
         if kind < 0.15:
             pool.append(("initialize", {"query": f"what is related to [{node.label}]?"}))
@@ -505,12 +603,22 @@ def call_pool(size: int, seed: int, mix: str = "steps") -> list[tuple[str, dict]
             if not dirs:
                 continue
             d, r = rng.choice(dirs)
-            pool.append(("get_edges", {"entity_ids": [eid], "relation_id": f"movies:{ix.rel_local_ids[r]}",
-                                       "direction": d, "limit": 20}))
+            pool.append(
+                (
+                    "get_edges",
+                    {
+                        "entity_ids": [eid],
+                        "relation_id": f"movies:{ix.rel_local_ids[r]}",
+                        "direction": d,
+                        "limit": 20,
+                    },
+                )
+            )
     return pool
 
 
-#: result fields that differ between two runs of the same call by design: the tree viewer's per-call resource URI
+#: result fields that differ between two runs of the same call by design: the tree viewer's per-call
+#: resource URI
 _PER_CALL = ("view",)
 
 
@@ -532,15 +640,27 @@ async def serial_reference(url: str, pool: list[tuple[str, dict]]) -> tuple[list
     return out, times
 
 
-async def one_client(url: str, pool, reference, k: int, calls: int, rate: float | None, seed: int, stats: dict,
-                     ready: asyncio.Barrier, open_session=raw_session):
+async def one_client(
+    url: str,
+    pool,
+    reference,
+    k: int,
+    calls: int,
+    rate: float | None,
+    seed: int,
+    stats: dict,
+    ready: asyncio.Barrier,
+    open_session=raw_session,
+):
     rng = random.Random(seed * 1000 + k)
     picks = [rng.randrange(len(pool)) for _ in range(calls)]
     try:
         t0 = time.perf_counter()
         async with open_session(url) as s:
             stats["setup"].append(time.perf_counter() - t0)
-            await ready.wait()  # every session is open before the first call: setup is not call latency
+            await (
+                ready.wait()
+            )  # every session is open before the first call: setup is not call latency
             if rate:
                 await asyncio.sleep(rng.uniform(0, 1 / rate))  # paced clients start out of phase
             for j in picks:
@@ -570,7 +690,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (from /proc, so it works for the server child too)."""
+    """User + system CPU time of a process so far (from /proc, so it works for the server child
+    too)."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -582,8 +703,9 @@ async def run(args) -> dict:
     with http_child(["--kg", "movies=embedded"], startup_timeout=90.0) as child:
         url, pid = child.url, child.pid
         reference, serial_times = await serial_reference(url, pool)
-        # The clients share one process: a full collection over everything loaded so far (the SDK, httpx, the
-        # pool) stalled all 50 at once for 15-60 ms, which the run then counted as server latency. Freeze it.
+        # The clients share one process: a full collection over everything loaded so far (the SDK,
+        # httpx, the pool) stalled all 50 at once for 15-60 ms, which the run then counted as server
+        # latency. Freeze it.
         gc.collect()
         gc.freeze()
         rss = [("after serial reference", rss_mib(pid))]
@@ -592,9 +714,23 @@ async def run(args) -> dict:
         for i, (rate, rnd) in enumerate(plan):
             stats = {"latency": [], "errors": [], "mismatches": 0, "by_tool": {}, "setup": []}
             ready = asyncio.Barrier(args.clients + 1)
-            tasks = [asyncio.create_task(
-                one_client(url, pool, reference, k, args.calls, rate, args.seed + i, stats, ready, open_session)
-            ) for k in range(args.clients)]
+            tasks = [
+                asyncio.create_task(
+                    one_client(
+                        url,
+                        pool,
+                        reference,
+                        k,
+                        args.calls,
+                        rate,
+                        args.seed + i,
+                        stats,
+                        ready,
+                        open_session,
+                    )
+                )
+                for k in range(args.clients)
+            ]
             try:
                 await ready.wait()
             except asyncio.BrokenBarrierError:
@@ -611,7 +747,8 @@ async def run(args) -> dict:
 
 
 async def run_scaled(args) -> dict:
-    """``--processes``: for each process count, that many ``--stateless`` servers behind a round-robin proxy."""
+    """``--processes``: for each process count, that many ``--stateless`` servers behind a
+    round-robin proxy."""
     from functools import partial
 
     pool = call_pool(args.pool, args.seed, args.mix)
@@ -619,34 +756,69 @@ async def run_scaled(args) -> dict:
     calls_per_round = args.clients * args.calls
     rows = []
     with contextlib.ExitStack() as stack:
-        children = [stack.enter_context(http_child(["--kg", "movies=embedded", "--stateless"], startup_timeout=120.0))
-                    for _ in range(max(args.processes))]
-        reference, _ = await serial_reference(children[0].url, pool)  # the SDK client, straight to one server
-        for child in children[1:]:  # the others serve the same pool once (warm-up, and the same answers)
+        children = [
+            stack.enter_context(
+                http_child(["--kg", "movies=embedded", "--stateless"], startup_timeout=120.0)
+            )
+            for _ in range(max(args.processes))
+        ]
+        reference, _ = await serial_reference(
+            children[0].url, pool
+        )  # the SDK client, straight to one server
+        for child in children[
+            1:
+        ]:  # the others serve the same pool once (warm-up, and the same answers)
             other, _ = await serial_reference(child.url, pool)
             if other != reference:
-                raise RuntimeError(f"server {child.url} answers the pool differently from {children[0].url}")
+                raise RuntimeError(
+                    f"server {child.url} answers the pool differently from {children[0].url}"
+                )
         gc.collect()
         gc.freeze()
         load_before = os.getloadavg()
         for n in args.processes:
             backends = children[:n]
             budget = (calls_per_round + 4 * args.clients) * args.rounds + 2 * len(pool)
-            with proxy_process([c.url for c in backends], max_requests=budget,
-                               max_seconds=args.proxy_max_seconds) as (url, proxy_pid, report):
+            with proxy_process(
+                [c.url for c in backends], max_requests=budget, max_seconds=args.proxy_max_seconds
+            ) as (url, proxy_pid, report):
                 async with open_session(url) as warm:  # through the proxy once, unmeasured
                     for name, call_args in pool[: 4 * n]:
                         await warm.call_tool(name, call_args)
                 for rnd in range(args.rounds):
-                    stats = {"latency": [], "errors": [], "mismatches": 0, "by_tool": {}, "setup": []}
+                    stats = {
+                        "latency": [],
+                        "errors": [],
+                        "mismatches": 0,
+                        "by_tool": {},
+                        "setup": [],
+                    }
                     ready = asyncio.Barrier(args.clients + 1)
-                    tasks = [asyncio.create_task(one_client(url, pool, reference, k, args.calls, None,
-                                                            args.seed + rnd, stats, ready, open_session))
-                             for k in range(args.clients)]
+                    tasks = [
+                        asyncio.create_task(
+                            one_client(
+                                url,
+                                pool,
+                                reference,
+                                k,
+                                args.calls,
+                                None,
+                                args.seed + rnd,
+                                stats,
+                                ready,
+                                open_session,
+                            )
+                        )
+                        for k in range(args.clients)
+                    ]
                     with contextlib.suppress(asyncio.BrokenBarrierError):
                         await ready.wait()
                     pids = [c.pid for c in backends]
-                    cpu0 = [cpu_seconds(p) for p in pids], cpu_seconds(proxy_pid), time.process_time()
+                    cpu0 = (
+                        [cpu_seconds(p) for p in pids],
+                        cpu_seconds(proxy_pid),
+                        time.process_time(),
+                    )
                     t0 = time.perf_counter()
                     await asyncio.gather(*tasks)
                     wall = time.perf_counter() - t0
@@ -661,38 +833,55 @@ async def run_scaled(args) -> dict:
 def print_scaled(res: dict, args) -> bool:
     rows = res["rows"]
     base = {rnd: len(st["latency"]) / wall for n, rnd, wall, st in rows if n == min(args.processes)}
-    print(f"\n{args.clients} raw {args.era}-era clients x {args.calls} calls per round ({args.mix} mix), unpaced "
-          f"(closed loop), "
-          f"through a round-robin proxy to N `tot-mcp --transport http --stateless` processes "
-          f"({os.cpu_count()} CPUs; load average before / after: "
-          f"{'/'.join(f'{x:.1f}' for x in res['load'][0])} / {'/'.join(f'{x:.1f}' for x in res['load'][1])})\n")
-    print("| server processes | round | calls / errors / differing from serial | throughput (calls/s) | vs 1 process "
-          "| p50 / p99 / max latency (ms) | CPU per call: servers / proxy / clients (ms) | CPU-bound ceiling vs 1 process "
-          "| requests per backend |")
+    print(
+        f"\n{args.clients} raw {args.era}-era clients x {args.calls} calls per round ({args.mix} "
+        "mix), unpaced (closed loop), "
+        f"through a round-robin proxy to N `tot-mcp --transport http --stateless` processes "
+        f"({os.cpu_count()} CPUs; load average before / after: "
+        f"{'/'.join(f'{x:.1f}' for x in res['load'][0])} / "
+        f"{'/'.join(f'{x:.1f}' for x in res['load'][1])})\n"
+    )
+    print(
+        "| server processes | round | calls / errors / differing from serial | throughput "
+        "(calls/s) | vs 1 process | p50 / p99 / max latency (ms) | CPU per call: servers / proxy / "
+        "clients (ms) | CPU-bound ceiling vs 1 process | requests per backend |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     ok = True
     for n, rnd, wall, st in rows:
         lat, calls = st["latency"], max(1, len(st["latency"]))
         rate = len(lat) / wall
-        counts = next((line.split(": ", 1)[1].split(";")[0] for line in st.get("proxy_report", [])
-                       if line.startswith("proxy served")), "(see below)")
-        print(f"| {n} | {rnd} | {len(lat):,} / {len(st['errors'])} / {st['mismatches']} | {rate:.0f} | "
-              f"{rate / base[rnd]:.2f}x | {pct(lat, .5) * 1e3:.1f} / {pct(lat, .99) * 1e3:.1f} / "
-              f"{max(lat, default=float('nan')) * 1e3:.1f} | {st['server_cpu'] / calls * 1e3:.2f} / "
-              f"{st['proxy_cpu'] / calls * 1e3:.2f} / {st['client_cpu'] / calls * 1e3:.2f} | "
-              f"{ceiling(st, calls) / base[rnd]:.2f}x | {counts} |")
+        counts = next(
+            (
+                line.split(": ", 1)[1].split(";")[0]
+                for line in st.get("proxy_report", [])
+                if line.startswith("proxy served")
+            ),
+            "(see below)",
+        )
+        print(
+            f"| {n} | {rnd} | {len(lat):,} / {len(st['errors'])} / {st['mismatches']} | {rate:.0f} "
+            f"| {rate / base[rnd]:.2f}x | {pct(lat, 0.5) * 1e3:.1f} / {pct(lat, 0.99) * 1e3:.1f} / "
+            f"{max(lat, default=float('nan')) * 1e3:.1f} | {st['server_cpu'] / calls * 1e3:.2f} / "
+            f"{st['proxy_cpu'] / calls * 1e3:.2f} / {st['client_cpu'] / calls * 1e3:.2f} | "
+            f"{ceiling(st, calls) / base[rnd]:.2f}x | {counts} |"
+        )
         ok = ok and not st["errors"] and not st["mismatches"]
         for e in st["errors"][:5]:
             print(f"| error | {e} |")
-    print("\nThe ceiling: calls/s with every core busy at the CPU per call measured in that row, over one process's "
-          "throughput (servers, proxy and clients share the cores, so cheap calls cannot double).")
+    print(
+        "\nThe ceiling: calls/s with every core busy at the CPU per call measured in that row, "
+        "over one process's throughput (servers, proxy and clients share the cores, so cheap calls "
+        "cannot double)."
+    )
     print(f"\nerrors_total: {sum(len(st['errors']) for _, _, _, st in rows)}")
     return ok
 
 
 def ceiling(st: dict, calls: int) -> float:
-    """Calls/s this run could reach with every core busy at the CPU per call it measured (servers, proxy and clients
-    share the machine's cores): the most N processes can show against one on this machine."""
+    """Calls/s this run could reach with every core busy at the CPU per call it measured (servers,
+    proxy and clients share the machine's cores): the most N processes can show against one on this
+    machine."""
     per_call = (st["server_cpu"] + st["proxy_cpu"] + st["client_cpu"]) / calls
     return (os.cpu_count() or 1) / per_call if per_call > 0 else float("nan")
 
@@ -701,7 +890,9 @@ def _rates(text: str) -> list[float | None]:
     try:
         rates = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected calls/s per client, e.g. 2 or 0.5,1,2,4") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected calls/s per client, e.g. 2 or 0.5,1,2,4"
+        ) from None
     if not rates or any(r <= 0 for r in rates):
         raise argparse.ArgumentTypeError(f"{text!r}: rates must be > 0")
     return rates
@@ -718,7 +909,8 @@ def _process_counts(text: str) -> list[int]:
 
 
 def _run_loop(coro):
-    """uvloop when installed (the clients' own event-loop overhead shares the cores with the server)."""
+    """uvloop when installed (the clients' own event-loop overhead shares the cores with the
+    server)."""
     try:
         import uvloop
     except ImportError:
@@ -728,28 +920,61 @@ def _run_loop(coro):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.load_test", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.load_test", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--calls", type=int, default=200, help="calls per client session")
-    ap.add_argument("--rate", type=_rates, default=None, metavar="R[,R...]",
-                    help="calls/s per client (an agent's think time between calls); several = a sweep, "
-                         "--rounds rounds each; default unpaced (closed loop)")
-    ap.add_argument("--rounds", type=int, default=2, help="repeat to check the server's memory stays flat")
+    ap.add_argument(
+        "--rate",
+        type=_rates,
+        default=None,
+        metavar="R[,R...]",
+        help="calls/s per client (an agent's think time between calls); several = a sweep, "
+        "--rounds rounds each; default unpaced (closed loop)",
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="repeat to check the server's memory stays flat"
+    )
     ap.add_argument("--pool", type=int, default=400, help="distinct calls the clients draw from")
-    ap.add_argument("--client", choices=("raw", "sdk"), default="raw",
-                    help="concurrent clients: raw streamable-HTTP requests (cheap) or the SDK ClientSession")
+    ap.add_argument(
+        "--client",
+        choices=("raw", "sdk"),
+        default="raw",
+        help="concurrent clients: raw streamable-HTTP requests (cheap) or the SDK ClientSession",
+    )
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--mix", choices=MIXES, default="steps",
-                    help="the calls: the step tools alone (steps) or with one whole offline tree search in five "
-                         "(agent)")
-    ap.add_argument("--processes", type=_process_counts, default=None, metavar="N[,N...]",
-                    help="scale-out mode: N `--stateless` server processes behind a round-robin proxy, for each N "
-                         "(e.g. 1,2), side by side in one table")
-    ap.add_argument("--era", choices=("legacy", "modern"), default="legacy",
-                    help="scale-out mode: session-less 2025-era requests (legacy) or 2026-07-28 requests (modern)")
-    ap.add_argument("--proxy-max-seconds", type=float, default=900.0,
-                    help="scale-out mode: the proxy stops by itself after this long (it also stops after the "
-                         "requests the run needs)")
+    ap.add_argument(
+        "--mix",
+        choices=MIXES,
+        default="steps",
+        help="the calls: the step tools alone (steps) or with one whole offline tree search in "
+        "five (agent)",
+    )
+    ap.add_argument(
+        "--processes",
+        type=_process_counts,
+        default=None,
+        metavar="N[,N...]",
+        help="scale-out mode: N `--stateless` server processes behind a round-robin proxy, for "
+        "each N (e.g. 1,2), side by side in one table",
+    )
+    ap.add_argument(
+        "--era",
+        choices=("legacy", "modern"),
+        default="legacy",
+        help=(
+            "scale-out mode: session-less 2025-era requests (legacy) or 2026-07-28 requests "
+            "(modern)"
+        ),
+    )
+    ap.add_argument(
+        "--proxy-max-seconds",
+        type=float,
+        default=900.0,
+        help="scale-out mode: the proxy stops by itself after this long (it also stops after the "
+        "requests the run needs)",
+    )
     args = ap.parse_args(argv)
     if min(args.clients, args.calls, args.rounds, args.pool) < 1:
         ap.error("--clients, --calls, --rounds, --pool must be ≥ 1")
@@ -762,25 +987,46 @@ def main(argv: list[str] | None = None) -> int:
     args.rates = args.rate or [None]
     res = _run_loop(run(args))
     ser = res["serial"]
-    pacing = "unpaced (closed loop)" if args.rate is None else "paced at " + ", ".join(f"{r:g}" for r in args.rate) + "/s per client"
-    print(f"\n| measure ({args.clients} {args.client} clients x {args.calls} calls, {pacing}) | value |\n|---|---|")
-    print(f"| serial reference p50 / p99 (ms), 1 SDK client, {len(ser)} calls | "
-          f"{pct(ser, .5)*1e3:.1f} / {pct(ser, .99)*1e3:.1f} |")
+    pacing = (
+        "unpaced (closed loop)"
+        if args.rate is None
+        else "paced at " + ", ".join(f"{r:g}" for r in args.rate) + "/s per client"
+    )
+    print(
+        f"\n| measure ({args.clients} {args.client} clients x {args.calls} calls, {pacing}) | "
+        "value |\n|---|---|"
+    )
+    print(
+        f"| serial reference p50 / p99 (ms), 1 SDK client, {len(ser)} calls | "
+        f"{pct(ser, 0.5) * 1e3:.1f} / {pct(ser, 0.99) * 1e3:.1f} |"
+    )
     ok = True
     for label, wall, st in res["rounds"]:
         lat = st["latency"]
         n = max(1, len(lat))
-        print(f"| {label}: calls / errors / results differing from serial | {len(lat):,} / {len(st['errors'])} / "
-              f"{st['mismatches']} |")
-        print(f"| {label}: p50 / p99 / max latency (ms) | {pct(lat, .5)*1e3:.1f} / {pct(lat, .99)*1e3:.1f} / "
-              f"{max(lat, default=float('nan'))*1e3:.1f} |")
+        print(
+            f"| {label}: calls / errors / results differing from serial | {len(lat):,} / "
+            f"{len(st['errors'])} / {st['mismatches']} |"
+        )
+        print(
+            f"| {label}: p50 / p99 / max latency (ms) | {pct(lat, 0.5) * 1e3:.1f} / "
+            f"{pct(lat, 0.99) * 1e3:.1f} / {max(lat, default=float('nan')) * 1e3:.1f} |"
+        )
         print(f"| {label}: throughput (calls/s) | {len(lat) / wall:.0f} |")
-        print(f"| {label}: CPU per call, server / all clients (ms) | {st['server_cpu'] / n * 1e3:.2f} / "
-              f"{st['client_cpu'] / n * 1e3:.2f} |")
-        print(f"| {label}: session setup p50 / max (ms), all {len(st['setup'])} opened before the calls | "
-              f"{pct(st['setup'], .5)*1e3:.0f} / {max(st['setup'], default=float('nan'))*1e3:.0f} |")
+        print(
+            f"| {label}: CPU per call, server / all clients (ms) | "
+            f"{st['server_cpu'] / n * 1e3:.2f} / {st['client_cpu'] / n * 1e3:.2f} |"
+        )
+        print(
+            f"| {label}: session setup p50 / max (ms), all {len(st['setup'])} opened before the "
+            f"calls | {pct(st['setup'], 0.5) * 1e3:.0f} / "
+            f"{max(st['setup'], default=float('nan')) * 1e3:.0f} |"
+        )
         for tool, ts in sorted(st["by_tool"].items()):
-            print(f"| {label}: {tool} p50 / p99 (ms) | {pct(ts, .5)*1e3:.1f} / {pct(ts, .99)*1e3:.1f} |")
+            print(
+                f"| {label}: {tool} p50 / p99 (ms) | {pct(ts, 0.5) * 1e3:.1f} / "
+                f"{pct(ts, 0.99) * 1e3:.1f} |"
+            )
         ok = ok and not st["errors"] and not st["mismatches"]
         for e in st["errors"][:5]:
             print(f"| error | {e} |")

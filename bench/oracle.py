@@ -1,12 +1,13 @@
 """An oracle LLM for benchmarks: answers every Tree-of-Traversals prompt as a perfect model would.
 
-It knows each question's gold relation path (e.g. MetaQA's qtype ``movie_to_director_to_movie_to_genre`` =
-directed_by forward, directed_by backward, has_genre forward) and reads the prompt the driver sends (question,
-trajectory, subgraph entities, candidate relations, the requested reply format) to reply in that format:
-EXPAND_KG until the path is walked, then ANSWER with the entities reached; SELECT_ENTITIES: the entities the
-previous gold hop reached; SELECT_RELATION: the next gold hop; scores: high on the gold path, low off it. It
-measures how many calls the driver spends when the model never errs; it is no model of answer quality.
-Usage is counted like :class:`~strategies.llm.scripted.ScriptedLLM` (tokens ≈ whitespace-separated words).
+It knows each question's gold relation path (e.g. MetaQA's qtype
+``movie_to_director_to_movie_to_genre`` = directed_by forward, directed_by backward, has_genre
+forward) and reads the prompt the driver sends (question, trajectory, subgraph entities, candidate
+relations, the requested reply format) to reply in that format: EXPAND_KG until the path is walked,
+then ANSWER with the entities reached; SELECT_ENTITIES: the entities the previous gold hop reached;
+SELECT_RELATION: the next gold hop; scores: high on the gold path, low off it. It measures how many
+calls the driver spends when the model never errs; it is no model of answer quality. Usage is
+counted like :class:`~strategies.llm.scripted.ScriptedLLM` (tokens ≈ whitespace-separated words).
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ _ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}:[^\s,;|\[\]()]+")
 _REL_LINE = re.compile(r"SELECT_RELATION:\s*(\S+)\s*\((forward|backward)\)")
 # MetaQA: every relation runs movie -> person/value, named by the non-movie end.
 METAQA_RELATIONS = {
-    "director": "directed_by", "writer": "written_by", "actor": "starred_actors", "genre": "has_genre",
-    "language": "in_language", "year": "release_year", "tags": "has_tags", "imdbrating": "has_imdb_rating",
+    "director": "directed_by",
+    "writer": "written_by",
+    "actor": "starred_actors",
+    "genre": "has_genre",
+    "language": "in_language",
+    "year": "release_year",
+    "tags": "has_tags",
+    "imdbrating": "has_imdb_rating",
     "imdbvotes": "has_imdb_votes",
 }
 
@@ -48,19 +55,26 @@ def _bare(relation_id: str) -> str:
 
 
 class OracleLLM(LLM):
-    """A perfect model for questions whose gold paths are given (``paths``: question text → hops)."""
+    """A perfect model for questions whose gold paths are given (``paths``: question text →
+    hops)."""
 
     name = "oracle"
 
-    def __init__(self, kg: Graph, paths: dict[str, list[Hop]], *, alternatives: bool = False) -> None:
+    def __init__(
+        self, kg: Graph, paths: dict[str, list[Hop]], *, alternatives: bool = False
+    ) -> None:
         super().__init__()
         self.kg = kg
         self.paths = paths
-        self.alternatives = alternatives  # also list off-path relations after the gold one (exercises ranking)
+        self.alternatives = (
+            alternatives  # also list off-path relations after the gold one (exercises ranking)
+        )
         self.prompts: list[str] = []
         self._reached: dict[tuple, list[str]] = {}
 
-    async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
+    async def complete(
+        self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None
+    ) -> str:
         self.prompts.append(prompt)
         text = await self._reply(prompt)
         self.usage.calls += 1
@@ -68,7 +82,7 @@ class OracleLLM(LLM):
         self.usage.output_tokens += len(text.split())
         return text
 
-    # -- reading the prompt ------------------------------------------------------------------------------------
+    # -- reading the prompt ------------------------------------------------------------------------
     @staticmethod
     def _section(prompt: str, head: str) -> str:
         if head not in prompt:
@@ -76,7 +90,9 @@ class OracleLLM(LLM):
         return prompt.split(head, 1)[1].split("\n\n", 1)[0]
 
     def _entities(self, prompt: str) -> list[str]:
-        part = prompt.split("ENTITIES:", 1)[1].split("EDGES:", 1)[0] if "ENTITIES:" in prompt else ""
+        part = (
+            prompt.split("ENTITIES:", 1)[1].split("EDGES:", 1)[0] if "ENTITIES:" in prompt else ""
+        )
         return [m.group(1) for m in re.finditer(r"^  (\S+): ", part, re.M)]
 
     @staticmethod
@@ -105,19 +121,27 @@ class OracleLLM(LLM):
             sources = await self._reach(question, taken[:-1])
             rel, d = taken[-1]
             out = []
-            for i in range(0, len(sources), 50):  # the KG's per-call ID limit; every page of each chunk
+            for i in range(
+                0, len(sources), 50
+            ):  # the KG's per-call ID limit; every page of each chunk
                 offset: int | None = 0
                 while offset is not None:
-                    page = await self.kg.get_edges(sources[i:i + 50], rel, d, limit=500, offset=offset)
+                    page = await self.kg.get_edges(
+                        sources[i : i + 50], rel, d, limit=500, offset=offset
+                    )
                     out.extend(e.target for e in page.edges if e.target)
                     offset = page.next_offset if page.truncated else None
             out = list(dict.fromkeys(out))
         self._reached[key] = out
         return out
 
-    # -- replying ----------------------------------------------------------------------------------------------
+    # -- replying ----------------------------------------------------------------------------------
     async def _reply(self, prompt: str) -> str:
-        question = prompt.split("Question: ", 1)[1].split("\n", 1)[0].strip() if "Question: " in prompt else ""
+        question = (
+            prompt.split("Question: ", 1)[1].split("\n", 1)[0].strip()
+            if "Question: " in prompt
+            else ""
+        )
         gold = self.paths.get(question, [])
         trajectory = self._section(prompt, "Actions so far:\n")
         taken = self._hops_taken(trajectory)
@@ -137,8 +161,12 @@ class OracleLLM(LLM):
         if "SELECT_RELATION" in asked:
             return self._select_relation(prompt, gold, taken)
         if "SELECT_ENTITIES" in asked:
-            reached = set(await self._reach(question, taken)) if self._on_path(gold, taken) else set()
-            if taken:  # a perfect reader of "the films of X's director" does not walk back through X
+            reached = (
+                set(await self._reach(question, taken)) if self._on_path(gold, taken) else set()
+            )
+            if (
+                taken
+            ):  # a perfect reader of "the films of X's director" does not walk back through X
                 reached -= set(await self._topic(question))
             ids = [i for i in entities if i in reached][:50] or entities[:1]
             return "SELECT_ENTITIES: " + ", ".join(ids)
@@ -152,20 +180,31 @@ class OracleLLM(LLM):
             return "ANSWER: Unknown - the subgraph does not hold it |"
         return "EXPAND_KG"
 
-    def _select_relation(self, prompt: str, gold: list[Hop], taken: list[tuple[str, Direction]]) -> str:
+    def _select_relation(
+        self, prompt: str, gold: list[Hop], taken: list[tuple[str, Direction]]
+    ) -> str:
         cands = re.findall(r"^(\d+)\. (\S+) (forward|backward):", prompt, re.M)
         want = gold[len(taken)] if self._on_path(gold, taken) and len(taken) < len(gold) else None
         k = int(m.group(1)) if (m := re.search(r"Reply with up to (\d+) lines", prompt)) else 1
-        lines = [f"SELECT_RELATION: {rid} {d}" for _, rid, d in cands if want and (_bare(rid), Direction(d)) == want]
+        lines = [
+            f"SELECT_RELATION: {rid} {d}"
+            for _, rid, d in cands
+            if want and (_bare(rid), Direction(d)) == want
+        ]
         if self.alternatives or not lines:
-            lines += [f"SELECT_RELATION: {rid} {d}" for _, rid, d in cands
-                      if f"SELECT_RELATION: {rid} {d}" not in lines]
+            lines += [
+                f"SELECT_RELATION: {rid} {d}"
+                for _, rid, d in cands
+                if f"SELECT_RELATION: {rid} {d}" not in lines
+            ]
         return "\n".join(lines[:k])
 
     async def _score_steps(self, prompt: str, question: str, gold: list[Hop], taken) -> str:
         base_on = self._on_path(gold, taken)
         out = []
-        for line in self._section(prompt, "Candidate next steps (each one continues from the state above):\n").splitlines():
+        for line in self._section(
+            prompt, "Candidate next steps (each one continues from the state above):\n"
+        ).splitlines():
             m = re.match(r"^(\d+)\. (.*)$", line)
             if not m:
                 continue
@@ -184,7 +223,9 @@ class OracleLLM(LLM):
         ids = set(_ID.findall(line))
         if not ids or not gold:
             return 0.0
-        right = set(await self._reach(question, list_hops(gold, self.kg.name))) - set(await self._topic(question))
+        right = set(await self._reach(question, list_hops(gold, self.kg.name))) - set(
+            await self._topic(question)
+        )
         return 1.0 if ids & right else 0.0
 
 

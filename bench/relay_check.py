@@ -17,10 +17,10 @@ CLI's.
     python -m bench.relay_check --out runs/relay-check --table-only                          # the table again
     python -m bench.relay_check --list                                                       # the questions
 
-Prompt characters are ``len(system) + len(prompt)`` of the relay's request files, matched to a question by the
-prompt's first line (``Question: ...``); without ``--relay-dir`` the runner's token estimate × 4 stands in.
-The three-KG set of ``bench.linked3`` (a SPARQL endpoint and a store) is not among the sets: it needs that
-script's setup; linked-MetaQA (two KGs, files) is.
+Prompt characters are ``len(system) + len(prompt)`` of the relay's request files, matched to a
+question by the prompt's first line (``Question: ...``); without ``--relay-dir`` the runner's token
+estimate × 4 stands in. The three-KG set of ``bench.linked3`` (a SPARQL endpoint and a store) is not
+among the sets: it needs that script's setup; linked-MetaQA (two KGs, files) is.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def _question_text(line: str, fmt: str) -> str:
 
 
 def choose(data: Path, seed: int) -> dict[str, list[str]]:
-    """Per set, the chosen lines of its question file (in file order), by ``random.Random(seed)``."""
+    """Per set, the chosen lines of its question file (in file order), by
+    ``random.Random(seed)``."""
     used = used_questions()
     rng = random.Random(seed)
     out: dict[str, list[str]] = {}
@@ -181,8 +182,8 @@ def _ranges(out: Path) -> dict[str, list[list[int]]]:
 
 
 def prompt_chars(relay_dir: Path | None, spans: list[list[int]]) -> dict[str, int]:
-    """Characters sent per question (system + prompt) in the relay's requests numbered within ``spans``, by the
-    prompt's first line."""
+    """Characters sent per question (system + prompt) in the relay's requests numbered within
+    ``spans``, by the prompt's first line."""
     per: dict[str, int] = defaultdict(int)
     if relay_dir is None:
         return per
@@ -204,7 +205,8 @@ def exact(record: dict) -> bool:
 
 def table(ns: argparse.Namespace) -> str:
     lines = [
-        "| method | set | n | exact answer sets | Hits@1 | LLM calls median | max | prompt chars (all) |",
+        "| method | set | n | exact answer sets | Hits@1 | LLM calls median | max | prompt chars "
+        "(all) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for method in METHODS:
@@ -232,16 +234,17 @@ def table(ns: argparse.Namespace) -> str:
             calls = [r["llm_calls"] for r in recs]
             lines.append(
                 f"| {method} | {label} | {len(recs)} | {sum(map(exact, recs))}/{len(recs)} | "
-                f"{statistics.fmean(r['hits1'] for r in recs):.2f} | {statistics.median(calls):g} | "
-                f"{max(calls)} | {chars:,} |"
+                f"{statistics.fmean(r['hits1'] for r in recs):.2f} | {statistics.median(calls):g} "
+                f"| {max(calls)} | {chars:,} |"
             )
     return "\n".join(lines)
 
 
 def export(ns: argparse.Namespace, path: Path) -> int:
-    """The check's requests and the model's replies as a transcript for the replay tests: one JSON object a line
-    (``set`` = the run, ``n`` from 1 in each, ``question``, ``system``, ``prompt``, ``max_tokens``, ``reply``),
-    gzipped; returns how many. A request never answered has ``reply`` null."""
+    """The check's requests and the model's replies as a transcript for the replay tests: one JSON
+    object a line (``set`` = the run, ``n`` from 1 in each, ``question``, ``system``, ``prompt``,
+    ``max_tokens``, ``reply``), gzipped; returns how many. A request never answered has ``reply``
+    null."""
     rows = []
     for run, spans in _ranges(ns.out).items():
         n = 0
@@ -280,8 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", type=Path, default=REPO / "runs" / "relay-check")
     p.add_argument("--data", type=Path, default=BENCHMARKS)
-    p.add_argument("--seed", type=int, default=39, help="the draw (38: the 2026-11-28 check, "
-                   "now in the fixtures and so left out of every later draw)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=39,
+        help="the draw (38: the 2026-11-28 check, "
+        "now in the fixtures and so left out of every later draw)",
+    )
     p.add_argument("--methods", nargs="+", choices=METHODS, default=["auto", "tot"])
     p.add_argument("--list", action="store_true", help="print the chosen questions and stop")
     p.add_argument("--table-only", action="store_true")

@@ -1,16 +1,17 @@
 """Round trips to a remote KG: requests and latency per question when the SPARQL KG is 50 ms away.
 
-Why. A loopback endpoint answers in about a millisecond and hides how many requests a question costs; a public
-endpoint (Wikidata: 100-300 ms a request) turns each into user-visible latency. This benchmark puts
-``../shared/tools/sparql_proxy.py`` (a fixed delay per request and one log line per request) in front of the
-catalog endpoint of ``bench.linked3``'s three linked KGs and counts.
+Why. A loopback endpoint answers in about a millisecond and hides how many requests a question
+costs; a public endpoint (Wikidata: 100-300 ms a request) turns each into user-visible latency. This
+benchmark puts ``../shared/tools/sparql_proxy.py`` (a fixed delay per request and one log line per
+request) in front of the catalog endpoint of ``bench.linked3``'s three linked KGs and counts.
 
-How. ``bench.linked3``'s data (films in memory, catalog behind ``oxigraph serve-read-only`` + the proxy, cast in an
-on-disk store, identifier and label links) built as ``tot-mcp --config`` builds it; the offline method answers
-MetaQA dev questions of the slices that touch the catalog, one at a time, in one process, as a server answers
-them in turn (caches warm across questions, as they would). Per question: the proxy's log lines (= catalog
-requests) and the wall time. Then, on a freshly built system, one cold ``follow_path`` of three hops across the
-three KGs (an actor's films, their genres, the other films of those genres).
+How. ``bench.linked3``'s data (films in memory, catalog behind ``oxigraph serve-read-only`` + the
+proxy, cast in an on-disk store, identifier and label links) built as ``tot-mcp --config`` builds
+it; the offline method answers MetaQA dev questions of the slices that touch the catalog, one at a
+time, in one process, as a server answers them in turn (caches warm across questions, as they
+would). Per question: the proxy's log lines (= catalog requests) and the wall time. Then, on a
+freshly built system, one cold ``follow_path`` of three hops across the three KGs (an actor's films,
+their genres, the other films of those genres).
 
     python -m bench.round_trips                       # 10 questions per hop count, 50 ms per request
     python -m bench.round_trips --limit 20 --delay 200
@@ -33,7 +34,8 @@ SLICES = ("films→catalog", "cast→films→catalog")
 
 
 class Proxy:
-    """``sparql_proxy.py`` on a free loopback port in front of ``upstream``; ``count()`` reads its log."""
+    """``sparql_proxy.py`` on a free loopback port in front of ``upstream``; ``count()`` reads its
+    log."""
 
     def __init__(self, upstream: str, delay_ms: float, log: Path) -> None:
         self.port, self.log = free_port(), log
@@ -92,8 +94,8 @@ async def questions(args, data, proxy: Proxy) -> list[str]:
             requests.append(proxy.count() - before)
             hits.append(rec.hits1)
         lines.append(
-            f"| {hops}-hop questions ({len(qs)}) | {statistics.median(requests):g} | {max(requests)} | "
-            f"{statistics.median(seconds):.2f} | {statistics.mean(hits):.3f} |"
+            f"| {hops}-hop questions ({len(qs)}) | {statistics.median(requests):g} | "
+            f"{max(requests)} | {statistics.median(seconds):.2f} | {statistics.mean(hits):.3f} |"
         )
     await system.aclose()
     return lines
@@ -155,10 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             proxy.stop()
     print(
-        f"method {args.method} (offline), catalog behind a {args.delay:g} ms proxy, {time.strftime('%Y-%m-%d')}"
+        f"method {args.method} (offline), catalog behind a {args.delay:g} ms proxy, "
+        f"{time.strftime('%Y-%m-%d')}"
     )
     print(
-        "| what | requests (median) | requests (max) | seconds (median) | Hits@1 |\n|---|---|---|---|---|"
+        "| what | requests (median) | requests (max) | seconds (median) | Hits@1 "
+        "|\n|---|---|---|---|---|"
     )
     print("\n".join(rows))
     return 0

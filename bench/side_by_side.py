@@ -1,16 +1,17 @@
-"""Side-by-side table of every registered strategy on the MetaQA and PathQuestion dev samples: each method a row,
-each job's figure a column, run through the same runner ``tot-search --questions`` uses, so the numbers are the
-CLI's. Offline policy and judges by default.
+"""Side-by-side table of every registered strategy on the MetaQA and PathQuestion dev samples: each
+method a row, each job's figure a column, run through the same runner ``tot-search --questions``
+uses, so the numbers are the CLI's. Offline policy and judges by default.
 
 * Hits@1 — the answer (every method; the job of tot, chain and the router);
-* context recall / median context tokens — the share of gold answers named in the context a method returns for a
-  client to read, and its size (characters / 4): ARK's job;
+* context recall / median context tokens — the share of gold answers named in the context a method
+  returns for a client to read, and its size (characters / 4): ARK's job;
 * Recall@10 — gold answers among the first 10 entities: the job of beam (and bfs/dfs);
 * linking acc@1 — on the same questions with the brackets removed and one typo in the mention
-  (:mod:`strategies.benchmarks.linking`, fixed seed): rerank's job, next to ``initialize`` (the KG's own linker).
+  (:mod:`strategies.benchmarks.linking`, fixed seed): rerank's job, next to ``initialize`` (the KG's
+  own linker).
 
-One JSONL per set × method × task lands in ``--out`` (resumable), and the table is printed from every JSONL found
-there, so methods can run in separate invocations:
+One JSONL per set × method × task lands in ``--out`` (resumable), and the table is printed from
+every JSONL found there, so methods can run in separate invocations:
 
     python bench/side_by_side.py --limit 100                                   # every method, every set
     python bench/side_by_side.py --methods router tot chain --sets mqa1 mqa2 mqa3 PQ-2H --limit 100
@@ -60,9 +61,15 @@ def _mean(xs: list[float]) -> str:
 
 
 def table(out: Path, sets: list[str], methods: list[str], limit: int) -> str:
-    lines = [f"sets: {', '.join(sets)} (first {limit} questions each)", "",
-             ("| method | n | Hits@1 | context recall | context tokens (median) | Recall@10 | linking acc@1 | "
-              "median latency s | LLM calls |"), "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"sets: {', '.join(sets)} (first {limit} questions each)",
+        "",
+        (
+            "| method | n | Hits@1 | context recall | context tokens (median) | Recall@10 | "
+            "linking acc@1 | median latency s | LLM calls |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for m in methods:
         recs = _records(out, sets, m, "answer", limit)
         if not recs:
@@ -71,11 +78,20 @@ def table(out: Path, sets: list[str], methods: list[str], limit: int) -> str:
         ctx = [r for r in recs if r.context_recall is not None]
         rec10 = [r.recall10 for r in recs if r.recall10 is not None]
         lines.append(
-            f"| {m} | {len(recs)} | {_mean([r.hits1 for r in recs])} | {_mean([r.context_recall for r in ctx])} | "
+            f"| {m} | {len(recs)} | {_mean([r.hits1 for r in recs])} | "
+            f"{_mean([r.context_recall for r in ctx])} | "
             + (f"{statistics.median(r.context_tokens or 0 for r in ctx):.0f}" if ctx else "—")
             + f" | {_mean(rec10)} | {_mean([r.hits1 for r in link])} | "
-            f"{statistics.median(r.latency_s for r in recs):.3f} | {sum(r.llm_calls for r in recs)} |")
-    lines += ["", "Hits@1 per set:", "", "| method | " + " | ".join(sets) + " |", "|---|" + "---|" * len(sets)]
+            f"{statistics.median(r.latency_s for r in recs):.3f} | "
+            f"{sum(r.llm_calls for r in recs)} |"
+        )
+    lines += [
+        "",
+        "Hits@1 per set:",
+        "",
+        "| method | " + " | ".join(sets) + " |",
+        "|---|" + "---|" * len(sets),
+    ]
     for m in methods:
         cells = []
         for s in sets:
@@ -99,29 +115,48 @@ async def run(args) -> None:
             embedder = Embedder()
         warm = embedder.cache_snapshot()
         for m in args.methods:
-            # each method starts from a just-opened KG (its label searches not remembered from another method's
-            # run) and the embedder's cache as it was before any method ran: no method is timed on work another did
+            # each method starts from a just-opened KG (its label searches not remembered from
+            # another method's run) and the embedder's cache as it was before any method ran: no
+            # method is timed on work another did
             t0 = time.perf_counter()
             kg = open_kg(make_spec(name, str(args.data / kb)))
-            print(f"[{name}] opened in {time.perf_counter() - t0:.1f}s for {m}", file=sys.stderr, flush=True)
+            print(
+                f"[{name}] opened in {time.perf_counter() - t0:.1f}s for {m}",
+                file=sys.stderr,
+                flush=True,
+            )
             embedder.restore_cache(warm)
-            services = Services([kg], embedder_factory=lambda e=embedder: e, cache_dir=args.cache_dir,
-                                wait_for_builds=True)
+            services = Services(
+                [kg],
+                embedder_factory=lambda e=embedder: e,
+                cache_dir=args.cache_dir,
+                wait_for_builds=True,
+            )
             method = make_method(m, MethodOptions(llm=args.llm), services)
             for s in set_names:
                 qfile, fmt = SETS[s][0], SETS[s][1]
-                qs = [q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)]
-                qs = qs[args.skip:][: args.limit]
+                qs = [
+                    q for q in read_questions(args.data / qfile, fmt) if not isinstance(q, BadLine)
+                ]
+                qs = qs[args.skip :][: args.limit]
                 for task in _tasks(m):
-                    todo_qs = [linking_question(q) for q in qs if q.topic] if task == "linking" else qs
+                    todo_qs = (
+                        [linking_question(q) for q in qs if q.topic] if task == "linking" else qs
+                    )
                     out = args.out / f"{s}-{m}-{task}.jsonl"
                     done = {r.id for r in load_done(out)} if out.exists() else set()
                     todo = [q for q in todo_qs if q.id not in done]
                     t0 = time.perf_counter()
-                    new = await run_questions(todo, method, m, [kg], out=out, workers=1, keep_trace=False)
+                    new = await run_questions(
+                        todo, method, m, [kg], out=out, workers=1, keep_trace=False
+                    )
                     recs = load_done(out)[: args.limit]
-                    print(f"{s:7s} {m:10s} {task:7s} n={len(recs)} (+{len(new)} in {time.perf_counter() - t0:.0f}s) "
-                          f"hits@1={_mean([r.hits1 for r in recs])}", file=sys.stderr, flush=True)
+                    print(
+                        f"{s:7s} {m:10s} {task:7s} n={len(recs)} (+{len(new)} in "
+                        f"{time.perf_counter() - t0:.0f}s) hits@1={_mean([r.hits1 for r in recs])}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,11 +164,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=BENCHMARKS)
     p.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     p.add_argument("--methods", nargs="+", default=available(), choices=available())
-    p.add_argument("--limit", type=int, default=100, help="questions per set (the first N of each dev sample)")
-    p.add_argument("--skip", type=int, default=0, help="leave out the first N of each set (the ones tuned on; give it its own --out)")
+    p.add_argument(
+        "--limit", type=int, default=100, help="questions per set (the first N of each dev sample)"
+    )
+    p.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N of each set (the ones tuned on; give it its own --out)",
+    )
     p.add_argument("--llm", default="offline")
     p.add_argument("--out", type=Path, default=REPO / "runs" / "side_by_side")
-    p.add_argument("--cache-dir", type=Path, default=None, help="index cache (default: the user cache dir)")
+    p.add_argument(
+        "--cache-dir", type=Path, default=None, help="index cache (default: the user cache dir)"
+    )
     p.add_argument("--table-only", action="store_true")
     args = p.parse_args(argv)
     if args.skip < 0:

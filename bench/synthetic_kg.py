@@ -1,14 +1,16 @@
 """A deterministic synthetic KG with the shape of a real one, for load and latency benchmarks.
 
-Real KGs are not uniform: a few nodes (genres, countries, years, popular people) have 100k+ incoming edges while
-most have a handful. A uniform random graph would make every ``get_edges`` look cheap and hide the hub problem,
-so this generator draws each edge's tail from a power law over the tail type's entities (rank ``k`` picked with
-probability ∝ k^-0.7, via ``floor(T · u^3)``). Heads are walked in order and each gets a small random number of
-edges per relation of its type, with tails de-duplicated per head, so every triple is distinct without a global
-``seen`` set: the file streams out in constant memory.
+Real KGs are not uniform: a few nodes (genres, countries, years, popular people) have 100k+ incoming
+edges while most have a handful. A uniform random graph would make every ``get_edges`` look cheap
+and hide the hub problem, so this generator draws each edge's tail from a power law over the tail
+type's entities (rank ``k`` picked with probability ∝ k^-0.7, via ``floor(T · u^3)``). Heads are
+walked in order and each gets a small random number of edges per relation of its type, with tails
+de-duplicated per head, so every triple is distinct without a global ``seen`` set: the file streams
+out in constant memory.
 
-Labels are human readable ("Maria Okafor", "The Silent Harbour", "Port Lenby"), unique (a suffix "II", "III"…
-once a name pattern is exhausted), and the same for a given seed on every machine (numpy's PCG64).
+Labels are human readable ("Maria Okafor", "The Silent Harbour", "Port Lenby"), unique (a suffix
+"II", "III"… once a name pattern is exhausted), and the same for a given seed on every machine
+(numpy's PCG64).
 
     python -m bench.synthetic_kg --triples 1000000 --out /tmp/kg1m.txt
 """
@@ -25,37 +27,44 @@ from pathlib import Path
 import numpy as np
 
 _FIRST = (
-    "Maria Juan Wei Aisha Olga Kenji Amara Lucas Sofia Omar Ingrid Ravi Chloe Mateo Yara Tomas Leila Hugo Mina Felix "
-    "Nadia Pablo Hana Igor Zara Emil Ana Kofi Lena Arjun Elena Diego Mei Samir Clara Jonas Priya Noah Rosa Ivan Alma "
-    "Theo Selin Marco Dina Oskar Lucia Yusuf Greta Tariq Nora Bruno Aiko Karim Vera Rafael Esme Dmitri Alba Kwame "
-    "Ines Lars Farah Milan Irene Hamid Julia Arne Luz Malik Freya Andrei Cleo Ismael Wanda Enzo Nia Stefan Paz Jamal"
+    "Maria Juan Wei Aisha Olga Kenji Amara Lucas Sofia Omar Ingrid Ravi Chloe Mateo Yara Tomas "
+    "Leila Hugo Mina Felix Nadia Pablo Hana Igor Zara Emil Ana Kofi Lena Arjun Elena Diego Mei "
+    "Samir Clara Jonas Priya Noah Rosa Ivan Alma Theo Selin Marco Dina Oskar Lucia Yusuf Greta "
+    "Tariq Nora Bruno Aiko Karim Vera Rafael Esme Dmitri Alba Kwame Ines Lars Farah Milan Irene "
+    "Hamid Julia Arne Luz Malik Freya Andrei Cleo Ismael Wanda Enzo Nia Stefan Paz Jamal"
 ).split()
 _LAST = (
-    "Okafor Lindqvist Tanaka Moreau Petrov Castillo Nguyen Haddad Kowalski Silva Brennan Mehta Schultz Varga Ortiz "
-    "Nakamura Dubois Osei Romano Fischer Novak Hansen Costa Yilmaz Bauer Reyes Ivanova Adeyemi Marsh Kim Farouk Rossi "
-    "Lund Duarte Sato Horvat Mendes Quinn Abara Weiss Jensen Blanco Okoro Hartmann Leblanc Popescu Sorensen Vidal Zhou "
-    "Kaplan Morales Eriksen Achebe Lombardi Kruger Navarro Holm Mwangi Ferreira Berg Aziz Delgado Strand Oyelaran"
+    "Okafor Lindqvist Tanaka Moreau Petrov Castillo Nguyen Haddad Kowalski Silva Brennan Mehta "
+    "Schultz Varga Ortiz Nakamura Dubois Osei Romano Fischer Novak Hansen Costa Yilmaz Bauer Reyes "
+    "Ivanova Adeyemi Marsh Kim Farouk Rossi Lund Duarte Sato Horvat Mendes Quinn Abara Weiss "
+    "Jensen Blanco Okoro Hartmann Leblanc Popescu Sorensen Vidal Zhou Kaplan Morales Eriksen "
+    "Achebe Lombardi Kruger Navarro Holm Mwangi Ferreira Berg Aziz Delgado Strand Oyelaran"
 ).split()
 _ADJ = (
-    "Silent Crimson Hidden Broken Golden Last Distant Burning Frozen Hollow Wild Quiet Bitter Electric Velvet Iron "
-    "Lonely Endless Secret Pale Restless Sacred Savage Shining Crooked Midnight Northern Forgotten Scarlet Gentle"
+    "Silent Crimson Hidden Broken Golden Last Distant Burning Frozen Hollow Wild Quiet Bitter "
+    "Electric Velvet Iron Lonely Endless Secret Pale Restless Sacred Savage Shining Crooked "
+    "Midnight Northern Forgotten Scarlet Gentle"
 ).split()
 _NOUN = (
-    "Harbour River Garden Mirror Horizon Kingdom Letter Orchard Signal Winter Summer Shadow Voyage Promise Machine "
-    "Island Frontier Lantern Station Empire Witness Tide Canyon Ballad Circus Compass Fortress Meadow Storm Archive"
+    "Harbour River Garden Mirror Horizon Kingdom Letter Orchard Signal Winter Summer Shadow Voyage "
+    "Promise Machine Island Frontier Lantern Station Empire Witness Tide Canyon Ballad Circus "
+    "Compass Fortress Meadow Storm Archive"
 ).split()
 _PLACE_A = "Port North East West New Old Upper Lower Saint Fort Lake Mount Glen Bay".split()
 _PLACE_B = (
-    "lenby vara moor haven brook ford field stead wick ton mere crest vale holm dale burg mouth ridge gate"
+    "lenby vara moor haven brook ford field stead wick ton mere crest vale holm dale burg mouth "
+    "ridge gate"
 ).split()
 _GENRES = (
-    "Drama Comedy Thriller Horror Romance Documentary Animation Western Musical Mystery Fantasy Crime Adventure "
-    "War Biography Sport Family Noir History Satire Science_Fiction Action Melodrama Short Experimental Thriller_Comedy "
-    "Road_Movie Heist Disaster Period_Piece Coming_of_Age Psychological Slasher Mockumentary Anthology Epic"
+    "Drama Comedy Thriller Horror Romance Documentary Animation Western Musical Mystery Fantasy "
+    "Crime Adventure War Biography Sport Family Noir History Satire Science_Fiction Action "
+    "Melodrama Short Experimental Thriller_Comedy Road_Movie Heist Disaster Period_Piece "
+    "Coming_of_Age Psychological Slasher Mockumentary Anthology Epic"
 ).split()
 _LANGS = (
-    "English French Spanish German Italian Japanese Mandarin Hindi Arabic Russian Portuguese Korean Swedish Turkish "
-    "Polish Dutch Greek Hebrew Persian Thai Yoruba Swahili Danish Finnish Czech Hungarian Romanian Tagalog Bengali Urdu"
+    "English French Spanish German Italian Japanese Mandarin Hindi Arabic Russian Portuguese "
+    "Korean Swedish Turkish Polish Dutch Greek Hebrew Persian Thai Yoruba Swahili Danish Finnish "
+    "Czech Hungarian Romanian Tagalog Bengali Urdu"
 ).split()
 _ROMAN = ["", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X"]
 
@@ -80,12 +89,17 @@ def _work(i: int) -> str:
 def _place(i: int) -> str:
     n = len(_PLACE_A) * len(_PLACE_B)
     k, r = divmod(i, n)
-    return f"{_PLACE_A[r % len(_PLACE_A)]} {_PLACE_B[(r // len(_PLACE_A) + r) % len(_PLACE_B)].capitalize()}{_suffix(k)}"
+    return (
+        f"{_PLACE_A[r % len(_PLACE_A)]} "
+        f"{_PLACE_B[(r // len(_PLACE_A) + r) % len(_PLACE_B)].capitalize()}{_suffix(k)}"
+    )
 
 
 def _company(i: int) -> str:
-    return f"{_LAST[i % len(_LAST)]} {('Pictures', 'Studios', 'Films', 'Media', 'Records')[(i // len(_LAST)) % 5]}" + _suffix(
-        i // (len(_LAST) * 5)
+    return (
+        f"{_LAST[i % len(_LAST)]} "
+        f"{('Pictures', 'Studios', 'Films', 'Media', 'Records')[(i // len(_LAST)) % 5]}"
+        + _suffix(i // (len(_LAST) * 5))
     )
 
 
@@ -120,12 +134,18 @@ TYPES: dict[str, EntityType] = {
         EntityType("genre", 0, len(_GENRES), _fixed(_GENRES, "Genre")),
         EntityType("language", 0, len(_LANGS), _fixed(_LANGS, "Language")),
         EntityType("year", 0, 125, lambda i: str(1900 + i)),
-        EntityType("award", 0, 400, lambda i: f"{_ADJ[i % len(_ADJ)]} {_NOUN[i // len(_ADJ) % len(_NOUN)]} Award"),
+        EntityType(
+            "award",
+            0,
+            400,
+            lambda i: f"{_ADJ[i % len(_ADJ)]} {_NOUN[i // len(_ADJ) % len(_NOUN)]} Award",
+        ),
         EntityType("university", 0, 2000, lambda i: f"University of {_place(i)}"),
     )
 }
 
-# (relation, head type, tail type, mean edges per head). About three dozen relation types, as in Freebase slices.
+# (relation, head type, tail type, mean edges per head). About three dozen relation types, as in
+# Freebase slices.
 RELATIONS: list[tuple[str, str, str, float]] = [
     ("directed_by", "film", "person", 1.2),
     ("written_by", "film", "person", 1.5),
@@ -166,12 +186,14 @@ RELATIONS: list[tuple[str, str, str, float]] = [
     ("borders", "country", "country", 2.5),
 ]
 
-_ALPHA = 3.0  # tail rank = floor(T * u**ALPHA): a power law with the head of the ranking heavily reused
+_ALPHA = (
+    3.0  # tail rank = floor(T * u**ALPHA): a power law with the head of the ranking heavily reused
+)
 
 
 def _type_sizes(n_triples: int) -> dict[str, int]:
-    """Pool sizes scaled so that the expected number of triples is a little over ``n_triples`` (the stream stops
-    at exactly N)."""
+    """Pool sizes scaled so that the expected number of triples is a little over ``n_triples`` (the
+    stream stops at exactly N)."""
     sizes = {t.name: t.size(n_triples) for t in TYPES.values()}
     expected = sum(sizes[h] * mean for _, h, _, mean in RELATIONS)
     scale = n_triples / expected * 1.02
@@ -179,7 +201,8 @@ def _type_sizes(n_triples: int) -> dict[str, int]:
 
 
 def generate(n_triples: int, seed: int = 7) -> Iterator[tuple[str, str, str]]:
-    """Yield exactly ``n_triples`` distinct ``(head, relation, tail)`` label triples, deterministically."""
+    """Yield exactly ``n_triples`` distinct ``(head, relation, tail)`` label triples,
+    deterministically."""
     if n_triples < 1:
         raise ValueError("n_triples must be ≥ 1")
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -194,7 +217,9 @@ def generate(n_triples: int, seed: int = 7) -> Iterator[tuple[str, str, str]]:
     while emitted < n_triples:
         progressed = False
         for h, rels in by_head.items():
-            step = max(8, min(block, sizes[h] // 64))  # ~64 rounds: every prefix of the file mixes all types
+            step = max(
+                8, min(block, sizes[h] // 64)
+            )  # ~64 rounds: every prefix of the file mixes all types
             start, end = cursors[h], min(cursors[h] + step, sizes[h])
             if start >= end:
                 continue
@@ -229,7 +254,9 @@ def generate(n_triples: int, seed: int = 7) -> Iterator[tuple[str, str, str]]:
                         emitted += 1
                         if emitted >= n_triples:
                             return
-        if not progressed:  # all pools exhausted before N (only for tiny N): grow by reusing a new seed stream
+        if (
+            not progressed
+        ):  # all pools exhausted before N (only for tiny N): grow by reusing a new seed stream
             sizes = {k: v * 2 for k, v in sizes.items()}
             # heads already emitted keep their edges; new heads continue from the cursors
             for name, t in TYPES.items():
@@ -237,16 +264,20 @@ def generate(n_triples: int, seed: int = 7) -> Iterator[tuple[str, str, str]]:
                     sizes[name] = t.fixed
 
 
-def write_triples(path: str | Path, n_triples: int, seed: int = 7, *, progress: bool = True) -> Path:
-    """Stream the triples to a ``head|rel|tail`` file; write to a temp name and rename, so a half file never
-    looks finished."""
+def write_triples(
+    path: str | Path, n_triples: int, seed: int = 7, *, progress: bool = True
+) -> Path:
+    """Stream the triples to a ``head|rel|tail`` file; write to a temp name and rename, so a half
+    file never looks finished."""
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n_triples, unit="triple", unit_scale=True, file=sys.stderr, desc="generate")
+        bar = tqdm(
+            total=n_triples, unit="triple", unit_scale=True, file=sys.stderr, desc="generate"
+        )
     with open(tmp, "w", encoding="utf-8", buffering=1 << 20) as fh:
         buf: list[str] = []
         for h, r, t in generate(n_triples, seed):
@@ -265,8 +296,12 @@ def write_triples(path: str | Path, n_triples: int, seed: int = 7, *, progress: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.synthetic_kg", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--triples", type=int, required=True, help="number of distinct triples to write")
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.synthetic_kg", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument(
+        "--triples", type=int, required=True, help="number of distinct triples to write"
+    )
     ap.add_argument("--out", required=True, help="output head|rel|tail file")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)

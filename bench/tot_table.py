@@ -1,10 +1,12 @@
-"""Run ``tot-search`` over every dev sample in ``../shared/benchmarks`` and print the README's results table.
+"""Run ``tot-search`` over every dev sample in ``../shared/benchmarks`` and print the README's
+results table.
 
     python -m bench.tot_table                          # all sets, all questions, offline policy, paper defaults
     python -m bench.tot_table --limit 50 --sets mqa1 pq2 --method chain
 
-Each set is one real ``tot-search`` run (same settings everywhere) writing ``runs/<method>-<set>.jsonl``; the table
-is computed from those files, so it shows exactly what the CLI measured.
+Each set is one real ``tot-search`` run (same settings everywhere) writing
+``runs/<method>-<set>.jsonl``; the table is computed from those files, so it shows exactly what the
+CLI measured.
 """
 
 from __future__ import annotations
@@ -18,14 +20,29 @@ from pathlib import Path
 
 from bench.datasets import BENCHMARKS as SHARED, DEV_SETS
 
-# MetaQA runs on the embedded KG (the same triples as metaqa/kb.txt); PathQuestion sets name their own KB.
-SETS = {key: (d.title, d.questions, d.fmt, None if d.fmt == "metaqa" else d.kb) for key, d in DEV_SETS.items()}
+# MetaQA runs on the embedded KG (the same triples as metaqa/kb.txt); PathQuestion sets name their
+# own KB.
+SETS = {
+    key: (d.title, d.questions, d.fmt, None if d.fmt == "metaqa" else d.kb)
+    for key, d in DEV_SETS.items()
+}
 
 
 def run_set(key: str, args: argparse.Namespace, out: Path) -> None:
     _, questions, fmt, kb = SETS[key]
-    cmd = ["tot-search", "--questions", str(SHARED / questions), "--format", fmt, "--method", args.method,
-           "--out", str(out), "--quiet", "--no-trace"]
+    cmd = [
+        "tot-search",
+        "--questions",
+        str(SHARED / questions),
+        "--format",
+        fmt,
+        "--method",
+        args.method,
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-trace",
+    ]
     if kb:
         cmd += ["--kg", str(SHARED / kb)]
     if args.limit:
@@ -36,7 +53,9 @@ def run_set(key: str, args: argparse.Namespace, out: Path) -> None:
 
 
 def summarize(path: Path) -> dict:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     lat = [r["latency_s"] for r in rows]
     return {
         "n": len(rows),
@@ -56,17 +75,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, default=Path("runs"))
     args = ap.parse_args(argv)
     if not SHARED.is_dir():
-        print(f"bench.tot_table: {SHARED} not found (the benchmark data sits beside the repository)", file=sys.stderr)
+        print(
+            f"bench.tot_table: {SHARED} not found (the benchmark data sits beside the repository)",
+            file=sys.stderr,
+        )
         return 2
     args.runs.mkdir(parents=True, exist_ok=True)
-    print("| set | n | Hits@1 | answer F1 | median latency | median expansions | LLM calls / question |")
+    print(
+        "| set | n | Hits@1 | answer F1 | median latency | median expansions | LLM calls / "
+        "question |"
+    )
     print("|---|---|---|---|---|---|---|")
     for key in args.sets:
         out = args.runs / f"{args.method}-{key}.jsonl"
         run_set(key, args, out)
         s = summarize(out)
-        print(f"| {SETS[key][0]} | {s['n']} | {s['hits1']:.3f} | {s['f1']:.3f} | {s['median_ms']:.0f} ms | "
-              f"{s['expansions']:g} | {s['calls']:.1f} |", flush=True)
+        print(
+            f"| {SETS[key][0]} | {s['n']} | {s['hits1']:.3f} | {s['f1']:.3f} | "
+            f"{s['median_ms']:.0f} ms | {s['expansions']:g} | {s['calls']:.1f} |",
+            flush=True,
+        )
     return 0
 
 

@@ -1,9 +1,10 @@
 """How big the library is at one or more git revisions: all lines, and code lines alone.
 
-Why: issue #22 asks that one composition root and one kind of extension point leave "the tree smaller, not
-bigger". Raw line counts move with docstrings and comments; code lines (not blank, not a comment, not a docstring)
-say whether the code itself shrank. Counts what installs as ``tot_mcp`` — ``server/``, ``kg_adapters/``,
-``strategies/`` and ``prompts/`` — as committed, so a dirty work tree does not count::
+Why: issue #22 asks that one composition root and one kind of extension point leave "the tree
+smaller, not bigger". Raw line counts move with docstrings and comments; code lines (not blank, not
+a comment, not a docstring) say whether the code itself shrank. Counts what installs as ``tot_mcp``
+— ``server/``, ``kg_adapters/``, ``strategies/`` and ``prompts/`` — as committed, so a dirty work
+tree does not count::
 
     python -m bench.tree_size a974028^ HEAD          # before the first #22 commit, and now
     python -m bench.tree_size HEAD --top 20          # the biggest modules by code lines
@@ -20,7 +21,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PARTS = ("server", "kg_adapters", "strategies", "prompts")
-_NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+_NOT_CODE = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENDMARKER,
+}
 
 
 def _git(*args: str) -> bytes:
@@ -31,9 +39,16 @@ def docstring_lines(tree: ast.AST) -> set[int]:
     """Line numbers of every module, class and function docstring."""
     lines: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+        ):
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     return lines
 
@@ -67,7 +82,9 @@ def measure(rev: str) -> tuple[int, int, dict[str, int]]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("revs", nargs="+", help="git revisions (e.g. a974028^ HEAD)")
-    ap.add_argument("--top", type=int, default=0, help="also list the N biggest modules of the last revision")
+    ap.add_argument(
+        "--top", type=int, default=0, help="also list the N biggest modules of the last revision"
+    )
     a = ap.parse_args(argv)
     print("| revision | all lines | code lines |\n|---|---|---|")
     per: dict[str, int] = {}

@@ -67,15 +67,20 @@ def _pq_kb(key: str) -> KB:
 
 
 KBS: dict[str, KB] = {
-    "metaqa": KB("metaqa", (("movies", "embedded"),),
-                 tuple((str(BENCHMARKS / DEV_SETS[k].questions), "metaqa")
-                       for k in ("mqa1", "mqa2", "mqa3")),
-                 embedded=True),
+    "metaqa": KB(
+        "metaqa",
+        (("movies", "embedded"),),
+        tuple(
+            (str(BENCHMARKS / DEV_SETS[k].questions), "metaqa") for k in ("mqa1", "mqa2", "mqa3")
+        ),
+        embedded=True,
+    ),
     **{k: _pq_kb(k) for k in ("pq2", "pq3", "pql2", "pql3")},
-    "linked": KB("linked",
-                 (("films", str(LINKED / "films.txt")), ("catalog", str(LINKED / "catalog.ttl"))),
-                 ((str(LINKED / "dev_2hop.txt"), "metaqa"),
-                  (str(LINKED / "dev_3hop.txt"), "metaqa"))),
+    "linked": KB(
+        "linked",
+        (("films", str(LINKED / "films.txt")), ("catalog", str(LINKED / "catalog.ttl"))),
+        ((str(LINKED / "dev_2hop.txt"), "metaqa"), (str(LINKED / "dev_3hop.txt"), "metaqa")),
+    ),
 }
 
 
@@ -92,12 +97,18 @@ class Phrasing:
 PHRASINGS: tuple[Phrasing, ...] = (
     Phrasing("where was {} born", "person", ("birth", "born")),
     Phrasing("when did {} die", "person", ("death", "die", "dead")),
-    Phrasing("which university did {} attend", "person",
-             ("educat", "universit", "school", "college", "alma", "institution", "study")),
+    Phrasing(
+        "which university did {} attend",
+        "person",
+        ("educat", "universit", "school", "college", "alma", "institution", "study"),
+    ),
     Phrasing("how tall is {}", "person", ("height", "tall")),
     Phrasing("what awards has {} won", "person", ("award", "prize", "honor", "honour", "won")),
-    Phrasing("who is {} married to", "person",
-             ("spouse", "married", "marriage", "wife", "husband", "partner")),
+    Phrasing(
+        "who is {} married to",
+        "person",
+        ("spouse", "married", "marriage", "wife", "husband", "partner"),
+    ),
     Phrasing("what religion does {} follow", "person", ("religio", "faith")),
     Phrasing("what languages does {} speak", "person", ("language", "speak", "spoken")),
     Phrasing("which political party does {} belong to", "person", ("party", "politic")),
@@ -113,8 +124,9 @@ PHRASINGS: tuple[Phrasing, ...] = (
     Phrasing("which studio made {}", "work", ("studio", "company", "distribut", "production")),
     Phrasing("who edited {}", "work", ("edit",)),
     Phrasing("where was {} filmed", "work", ("filming", "location", "shot")),
-    Phrasing("who was the cinematographer of {}", "work",
-             ("cinematograph", "photograph", "camera")),
+    Phrasing(
+        "who was the cinematographer of {}", "work", ("cinematograph", "photograph", "camera")
+    ),
     Phrasing("what is the population of {}", "place", ("population", "inhabitant")),
     Phrasing("what is the capital of {}", "place", ("capital",)),
     Phrasing("what currency is used in {}", "place", ("currency",)),
@@ -126,11 +138,42 @@ PHRASINGS: tuple[Phrasing, ...] = (
 
 #: words of an entity's own relations that say what it is: (forward cues, backward cues)
 TYPE_CUES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "person": (frozenset({"people", "person", "gender", "parents", "spouse", "children",
-                          "profession", "nationality", "religion", "ethnicity", "deceased"}),
-               frozenset({"directed", "written", "starred", "actors", "author", "composer"})),
-    "work": (frozenset({"film", "recording", "album", "release", "composition", "book", "directed",
-                        "written", "starred", "genre", "track"}), frozenset()),
+    "person": (
+        frozenset(
+            {
+                "people",
+                "person",
+                "gender",
+                "parents",
+                "spouse",
+                "children",
+                "profession",
+                "nationality",
+                "religion",
+                "ethnicity",
+                "deceased",
+            }
+        ),
+        frozenset({"directed", "written", "starred", "actors", "author", "composer"}),
+    ),
+    "work": (
+        frozenset(
+            {
+                "film",
+                "recording",
+                "album",
+                "release",
+                "composition",
+                "book",
+                "directed",
+                "written",
+                "starred",
+                "genre",
+                "track",
+            }
+        ),
+        frozenset(),
+    ),
     "place": (frozenset({"location", "containedby", "geography"}), frozenset()),
     "org": (frozenset({"organization", "company", "business"}), frozenset()),
 }
@@ -158,9 +201,10 @@ def missing_phrasings(vocab: set[str]) -> list[Phrasing]:
 
 
 def type_words(relation_id: str, forward: bool) -> set[str]:
-    """The words of a relation that say what its subject (``forward``) or object is. A Freebase-style
-    ID ``__domain__type__property`` names the subject's type in its middle part and what the object
-    is to it in its last; a plain ID (``directed_by``) says both with all its words."""
+    """The words of a relation that say what its subject (``forward``) or object is. A
+    Freebase-style ID ``__domain__type__property`` names the subject's type in its middle part and
+    what the object is to it in its last; a plain ID (``directed_by``) says both with all its
+    words."""
     parts = [p for p in relation_id.rsplit(":", 1)[-1].split("__") if p]
     if len(parts) >= 3:
         return set(words(parts[-2] if forward else parts[-1]))
@@ -182,8 +226,9 @@ async def entity_type(kg, label: str) -> str | None:
 
 # -- names that are not in the KG ------------------------------------------------------------------
 CONSONANTS, VOWELS, ENDS = "bdfgklmnprstvz", "aeiou", ("", "", "n", "r", "s", "x", "th")
-STOPWORDS = frozenset({"the", "of", "and", "a", "an", "de", "la", "le", "in", "on", "to", "for",
-                       "von", "van"})
+STOPWORDS = frozenset(
+    {"the", "of", "and", "a", "an", "de", "la", "le", "in", "on", "to", "for", "von", "van"}
+)
 
 
 def invented_word(rng: random.Random) -> str:
@@ -223,8 +268,9 @@ async def made_up_name(kgs, mention: str, share_word: bool, rng: random.Random) 
     """A name for ``mention``'s slot that is no label of ``kgs``: one of its words kept and the rest
     invented (``share_word``; None if it has no word to keep), or wholly invented, as many words."""
     ws, sep = split_mention(mention)
-    keep = [i for i, w in enumerate(ws)
-            if len(re.sub(r"\W", "", w)) >= 3 and w.lower() not in STOPWORDS]
+    keep = [
+        i for i, w in enumerate(ws) if len(re.sub(r"\W", "", w)) >= 3 and w.lower() not in STOPWORDS
+    ]
     if share_word and (len(ws) < 2 or not keep):
         return None
     for _ in range(20):
@@ -247,16 +293,16 @@ def one_typo(word: str, rng: random.Random) -> str:
     i = rng.randrange(1, len(word))
     kind = rng.choice(("delete", "insert", "substitute", "swap"))
     if kind == "delete":
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     if kind == "insert":
         return word[:i] + rng.choice(LETTERS) + word[i:]
     if kind == "substitute":
-        return word[:i] + rng.choice([c for c in LETTERS if c != word[i].lower()]) + word[i + 1:]
+        return word[:i] + rng.choice([c for c in LETTERS if c != word[i].lower()]) + word[i + 1 :]
     j = i + 1 if i + 1 < len(word) else i - 1
     a, b = sorted((i, j))
     if word[a] == word[b]:  # swapping two equal letters changes nothing: delete one instead
-        return word[:i] + word[i + 1:]
-    return word[:a] + word[b] + word[a] + word[b + 1:]
+        return word[:i] + word[i + 1 :]
+    return word[:a] + word[b] + word[a] + word[b + 1 :]
 
 
 # -- building the question files -------------------------------------------------------------------
@@ -292,7 +338,7 @@ def swap_mention(text: str, new: str | None) -> str:
     """The question with its ``[mention]`` replaced by ``[new]``; unbracketed if ``new`` is None."""
     m = re.search(r"\[([^\[\]]+)\]", text)
     inner = m.group(1) if new is None else f"[{new}]"
-    return text[: m.start()] + inner + text[m.end():]
+    return text[: m.start()] + inner + text[m.end() :]
 
 
 def quotas(per_kind: int, kbs: list[str]) -> dict[str, int]:
@@ -311,8 +357,14 @@ async def build_kb(kb: KB, kgs: list, quota: dict[str, int], seed: int) -> Built
         return items
 
     def row(kind: str, question: str, answers: list[str], src: Source, **extra) -> dict:
-        return {"question": question, "answers": answers, "kind": kind, "kb": kb.key,
-                "from": src.id, **extra}
+        return {
+            "question": question,
+            "answers": answers,
+            "kind": kind,
+            "kb": kb.key,
+            "from": src.id,
+            **extra,
+        }
 
     if quota.get("made_up"):
         rng, rows = random.Random(f"{seed}:{kb.key}:made_up:names"), []
@@ -323,8 +375,16 @@ async def build_kb(kb: KB, kgs: list, quota: dict[str, int], seed: int) -> Built
                 src = items.pop()
                 name = await made_up_name(kgs, src.mention, share, rng)
                 if name:
-                    rows.append(row("made_up", swap_mention(src.text, name), [], src, name=name,
-                                    shares_word=share))
+                    rows.append(
+                        row(
+                            "made_up",
+                            swap_mention(src.text, name),
+                            [],
+                            src,
+                            name=name,
+                            shares_word=share,
+                        )
+                    )
                     break
         built.rows["made_up"] = rows
     if quota.get("missing_relation"):
@@ -345,8 +405,16 @@ async def build_kb(kb: KB, kgs: list, quota: dict[str, int], seed: int) -> Built
         for i in range(quota["missing_relation"] if order else 0):
             p = order[i % len(order)]
             src = rng.choice(typed[p.type])
-            rows.append(row("missing_relation", p.template.format(f"[{src.mention}]"), [], src,
-                            phrasing=p.template, type=p.type))
+            rows.append(
+                row(
+                    "missing_relation",
+                    p.template.format(f"[{src.mention}]"),
+                    [],
+                    src,
+                    phrasing=p.template,
+                    type=p.type,
+                )
+            )
         built.rows["missing_relation"] = rows
     if quota.get("typo"):
         rng, rows = random.Random(f"{seed}:{kb.key}:typo:edits"), []
@@ -361,12 +429,22 @@ async def build_kb(kb: KB, kgs: list, quota: dict[str, int], seed: int) -> Built
             typo = sep.join(one_typo(w, rng) if i == k else w for i, w in enumerate(ws))
             if typo == src.mention or await is_label(kgs, typo):  # names another entity: skip
                 continue
-            rows.append(row("typo", swap_mention(src.text, typo), src.answers, src, name=typo,
-                            true_topic=src.mention))
+            rows.append(
+                row(
+                    "typo",
+                    swap_mention(src.text, typo),
+                    src.answers,
+                    src,
+                    name=typo,
+                    true_topic=src.mention,
+                )
+            )
         built.rows["typo"] = rows
     if quota.get("bare"):
-        rows = [row("bare", swap_mention(src.text, None), src.answers, src, true_topic=src.mention)
-                for src in pool("bare")[: quota["bare"]]]
+        rows = [
+            row("bare", swap_mention(src.text, None), src.answers, src, true_topic=src.mention)
+            for src in pool("bare")[: quota["bare"]]
+        ]
         built.rows["bare"] = rows
     return built
 
@@ -386,8 +464,13 @@ def open_kgs(kb: KB) -> list:
     return [open_kg(make_spec(name, spec)) for name, spec in kb.kgs]
 
 
-async def build(kbs: list[str], kinds: list[str], per_kind: int, seed: int = DEFAULT_SEED,
-                opened: dict[str, list] | None = None) -> dict[str, list[dict]]:
+async def build(
+    kbs: list[str],
+    kinds: list[str],
+    per_kind: int,
+    seed: int = DEFAULT_SEED,
+    opened: dict[str, list] | None = None,
+) -> dict[str, list[dict]]:
     """The question objects per KB; ``opened`` (KB key → its KGs) saves loading a KG twice."""
     shares = quotas(per_kind, kbs)
     out = {}
@@ -404,8 +487,19 @@ def tot_search() -> str:
 
 
 def run_one(kb: KB, method: str, questions: Path, out: Path, limit: int | None) -> float:
-    cmd = [tot_search(), "--questions", str(questions), "--format", "jsonl", "--method", method,
-           "--out", str(out), "--quiet", "--no-trace"]
+    cmd = [
+        tot_search(),
+        "--questions",
+        str(questions),
+        "--format",
+        "jsonl",
+        "--method",
+        method,
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-trace",
+    ]
     if not kb.embedded:
         for name, spec in kb.kgs:
             cmd += ["--kg", f"{name}={spec}"]
@@ -441,7 +535,8 @@ def right(kind: str, r: dict) -> bool:
 
 
 def linked_right(q: dict, r: dict) -> bool:
-    """The run linked the question's real topic, confidently, as its best link (typo and bare questions)."""
+    """The run linked the question's real topic, confidently, as its best link (typo and bare
+    questions)."""
     from tot_mcp.kg_adapters.text import key
 
     links = [li for li in r.get("links") or [] if li.get("confident")]
@@ -449,25 +544,36 @@ def linked_right(q: dict, r: dict) -> bool:
 
 
 def table(pairs_by_method: dict[str, list[tuple[dict, dict]]], kinds: list[str]) -> str:
-    lines = ["| kind | method | n | right | median expansions | mean LLM calls | Hits@1 | linked@1 | "
-             "0 expansions and 0 calls | statuses |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| kind | method | n | right | median expansions | mean LLM calls | Hits@1 | linked@1 | "
+        "0 expansions and 0 calls | statuses |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for kind in kinds:
         for method, pairs in pairs_by_method.items():
             rs = [r for q, r in pairs if q["kind"] == kind]
             if not rs:
                 continue
-            linked = ("–" if kind in UNANSWERABLE else
-                      f"{statistics.fmean(linked_right(q, r) for q, r in pairs if q['kind'] == kind):.3f}")
+            linked = (
+                "–"
+                if kind in UNANSWERABLE
+                else f"{statistics.fmean(linked_right(q, r) for q, r in pairs if q['kind'] == kind):.3f}"
+            )
             n = len(rs)
             mean_hits = statistics.fmean(r["hits1"] for r in rs)
             hits = "–" if kind in UNANSWERABLE else f"{mean_hits:.3f}"
-            zero = (f"{sum(r['expansions'] == 0 and r['llm_calls'] == 0 for r in rs) / n:.3f}"
-                    if kind == "made_up" else "–")
+            zero = (
+                f"{sum(r['expansions'] == 0 and r['llm_calls'] == 0 for r in rs) / n:.3f}"
+                if kind == "made_up"
+                else "–"
+            )
             statuses = Counter(r.get("status") or "?" for r in rs)
-            lines.append(f"| {kind} | {method} | {n} | {sum(right(kind, r) for r in rs) / n:.3f} | "
-                         f"{statistics.median(r['expansions'] for r in rs):g} | "
-                         f"{statistics.fmean(r['llm_calls'] for r in rs):.1f} | {hits} | {linked} | {zero} | "
-                         + ", ".join(f"{s} {c}" for s, c in statuses.most_common()) + " |")
+            lines.append(
+                f"| {kind} | {method} | {n} | {sum(right(kind, r) for r in rs) / n:.3f} | "
+                f"{statistics.median(r['expansions'] for r in rs):g} | "
+                f"{statistics.fmean(r['llm_calls'] for r in rs):.1f} | {hits} | {linked} | {zero} "
+                "| " + ", ".join(f"{s} {c}" for s, c in statuses.most_common()) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -490,8 +596,11 @@ def reasons_seen(pairs_by_method: dict[str, list[tuple[dict, dict]]], per: int =
     """The commonest (status, reason) pairs per method on the unanswerable kinds, to read them."""
     out = []
     for method, pairs in pairs_by_method.items():
-        seen = Counter((q["kind"], r.get("status"), (r.get("reason") or "")[:120])
-                       for q, r in pairs if q["kind"] in UNANSWERABLE)
+        seen = Counter(
+            (q["kind"], r.get("status"), (r.get("reason") or "")[:120])
+            for q, r in pairs
+            if q["kind"] in UNANSWERABLE
+        )
         for (kind, status, reason), c in seen.most_common(per):
             out.append(f"- {method} · {kind} · {status} ×{c}: {reason or '(no reason)'}")
     return "\n".join(out)
@@ -502,19 +611,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     ap.add_argument("--kbs", nargs="+", choices=list(KBS), default=list(KBS))
-    ap.add_argument("--per-kind", type=int, default=40,
-                    help="questions of each kind, across the KBs (default 40)")
+    ap.add_argument(
+        "--per-kind",
+        type=int,
+        default=40,
+        help="questions of each kind, across the KBs (default 40)",
+    )
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--limit", type=int, default=None,
-                    help="only the first N questions of each KB's file (the kinds interleaved)")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="only the first N questions of each KB's file (the kinds interleaved)",
+    )
     ap.add_argument("--runs", type=Path, default=Path("runs/trust"))
     ap.add_argument("--only-build", action="store_true", help="write the question files and stop")
-    ap.add_argument("--from-files", action="store_true",
-                    help="re-score the JSONL already in --runs")
+    ap.add_argument(
+        "--from-files", action="store_true", help="re-score the JSONL already in --runs"
+    )
     args = ap.parse_args(argv)
     if not BENCHMARKS.is_dir():
-        print(f"bench.trust: {BENCHMARKS} not found (the data sits beside the repository)",
-              file=sys.stderr)
+        print(
+            f"bench.trust: {BENCHMARKS} not found (the data sits beside the repository)",
+            file=sys.stderr,
+        )
         return 2
     args.runs.mkdir(parents=True, exist_ok=True)
     if not args.from_files:
@@ -531,12 +651,19 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         for method in args.methods:
             for kb in args.kbs:
-                secs = run_one(KBS[kb], method, args.runs / f"questions-{kb}.jsonl",
-                               args.runs / f"{method}-{kb}.jsonl", args.limit)
+                secs = run_one(
+                    KBS[kb],
+                    method,
+                    args.runs / f"questions-{kb}.jsonl",
+                    args.runs / f"{method}-{kb}.jsonl",
+                    args.limit,
+                )
                 print(f"  {method} {kb}: {secs:.0f} s", file=sys.stderr, flush=True)
     pairs = {m: [p for kb in args.kbs for p in joined(args.runs, m, kb)] for m in args.methods}
-    print(f"trust benchmark, seed {args.seed}, offline policy; right = refused with a one-line "
-          "reason (made_up, missing_relation) or Hits@1 (typo, bare)\n")
+    print(
+        f"trust benchmark, seed {args.seed}, offline policy; right = refused with a one-line "
+        "reason (made_up, missing_relation) or Hits@1 (typo, bare)\n"
+    )
     print(table(pairs, args.kinds))
     print("\nright per KB\n")
     print(by_kb_table(args.runs, args.methods, args.kbs, args.kinds))

@@ -1,15 +1,17 @@
-"""The one registry of KG backends: a spec's kind → the :class:`Backend` that opens it, with its typed options.
+"""The one registry of KG backends: a spec's kind → the :class:`Backend` that opens it, with its
+typed options.
 
-A ``--kg NAME=SPEC`` (or a config's ``spec = …``) is ``KIND`` (``embedded``, ``wikidata``), ``KIND:TARGET``
-(``sparql:URL``, ``wikidata:URL``, ``store:PATH``, or a third party's kind) or a file path (kind ``file``). The
-backend says what its target is (nothing, an optional URL, a URL, a path), which options it takes (a pydantic model
-with ``extra="forbid"``: a misspelt option is an error naming the valid ones) and how it opens.
+A ``--kg NAME=SPEC`` (or a config's ``spec = …``) is ``KIND`` (``embedded``, ``wikidata``),
+``KIND:TARGET`` (``sparql:URL``, ``wikidata:URL``, ``store:PATH``, or a third party's kind) or a
+file path (kind ``file``). The backend says what its target is (nothing, an optional URL, a URL, a
+path), which options it takes (a pydantic model with ``extra="forbid"``: a misspelt option is an
+error naming the valid ones) and how it opens.
 
-Modelled on rdflib's ``plugin.register`` (a name bound to ``"module:attribute"``, imported on first use, so an
-unused backend's imports cost nothing) and simonw/llm's plugins: a third party adds a backend with
-:func:`register`, or from its own distribution through the entry-point group ``tot_mcp.kg_backends``
-(``neo4j = "my_pkg.backend:BACKEND"``). A new backend is one module defining a ``Backend`` plus one line in
-:data:`_BUILTINS`.
+Modelled on rdflib's ``plugin.register`` (a name bound to ``"module:attribute"``, imported on first
+use, so an unused backend's imports cost nothing) and simonw/llm's plugins: a third party adds a
+backend with :func:`register`, or from its own distribution through the entry-point group
+``tot_mcp.kg_backends`` (``neo4j = "my_pkg.backend:BACKEND"``). A new backend is one module defining
+a ``Backend`` plus one line in :data:`_BUILTINS`.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from .plugins import LazyRegistry, parse_options
 if TYPE_CHECKING:
     from .base import KnowledgeGraph, Limits
 
-#: what follows ``KIND:`` in a spec: nothing, an http(s) URL (``url?``: optional), or a path (resolved against the
-#: config file's directory)
+#: what follows ``KIND:`` in a spec: nothing, an http(s) URL (``url?``: optional), or a path
+#: (resolved against the config file's directory)
 Target = Literal["none", "url", "url?", "path"]
 ENTRY_POINT_GROUP = "tot_mcp.kg_backends"
 
@@ -61,11 +63,16 @@ _BUILTINS: dict[str, str] = {
 
 
 class Backends(LazyRegistry[Backend]):
-    """Backends by kind, and how a spec names one. One per process (:data:`BACKENDS`); tests may make their own."""
+    """Backends by kind, and how a spec names one. One per process (:data:`BACKENDS`); tests may
+    make their own."""
 
     def __init__(self, builtins: dict[str, str] | None = None) -> None:
-        super().__init__("KG kind", _BUILTINS if builtins is None else builtins, ENTRY_POINT_GROUP,
-                         name_of=lambda backend: backend.kind)
+        super().__init__(
+            "KG kind",
+            _BUILTINS if builtins is None else builtins,
+            ENTRY_POINT_GROUP,
+            name_of=lambda backend: backend.kind,
+        )
 
     def forms(self) -> list[str]:
         """How each kind but ``file`` is written: ``embedded``, ``sparql:URL``, ``store:PATH``, …"""
@@ -73,16 +80,18 @@ class Backends(LazyRegistry[Backend]):
         return [shapes[self.get(k).target].format(k=k) for k in self.names() if k != "file"]
 
     def split(self, spec: str) -> tuple[str, str | None]:
-        """``"sparql:http://x"`` → ``("sparql", "http://x")``; ``"embedded"`` → ``("embedded", None)``; a spec
-        naming no registered kind is a file path. Only the kind's name is read here: nothing is imported."""
+        """``"sparql:http://x"`` → ``("sparql", "http://x")``; ``"embedded"`` → ``("embedded",
+        None)``; a spec naming no registered kind is a file path. Only the kind's name is read here:
+        nothing is imported."""
         head, sep, rest = spec.partition(":")  # no ":": head is the whole spec
         if head in self.names() and head != "file":
             return head, rest if sep else None
         return "file", spec
 
     def resolve(self, name: str, spec: str, base_dir: Path | None = None) -> tuple[str, str | None]:
-        """(kind, target) for ``NAME=SPEC``, the target checked as the backend expects it: a URL, or a path made
-        absolute against ``base_dir`` (a config file's directory). Raises InvalidInput fit for a CLI user."""
+        """(kind, target) for ``NAME=SPEC``, the target checked as the backend expects it: a URL, or
+        a path made absolute against ``base_dir`` (a config file's directory). Raises InvalidInput
+        fit for a CLI user."""
         kind, target = self.split(spec)
         backend = self.get(kind)
         where = f"--kg {name}={spec}"
@@ -100,9 +109,15 @@ class Backends(LazyRegistry[Backend]):
             if base_dir is not None and not path.is_absolute():
                 path = base_dir / path
             if kind == "file" and not path.exists():
-                raise InvalidInput(f"{where}: no such file, nor a KG kind ({', '.join(self.forms())})")
+                raise InvalidInput(
+                    f"{where}: no such file, nor a KG kind ({', '.join(self.forms())})"
+                )
             if kind == "file" and not path.is_file():
-                what = "a directory (an on-disk store? use store:PATH)" if path.is_dir() else "not a regular file"
+                what = (
+                    "a directory (an on-disk store? use store:PATH)"
+                    if path.is_dir()
+                    else "not a regular file"
+                )
                 raise InvalidInput(f"{where}: {what}")
             target = str(path)
         return kind, target

@@ -1,19 +1,21 @@
 """Files into a pyoxigraph store: one in one go (:func:`load_into_store`), or big ones with
 ``tot-mcp load``: into an on-disk store, resumably, with a label index.
 
-Line-based files (``head|relation|tail`` triples, N-Triples, N-Quads; gzipped or not) are loaded in chunks of
-whole lines. After each chunk is in the store, the byte offset reached is written to a small JSON state file
-beside the store (with the file's size and mtime), so an interrupted load — Ctrl-C, a crash, a killed machine —
-resumes from the last committed chunk instead of the beginning. Re-loading a chunk is harmless because an RDF
-store is a set; the state file only makes resuming *cheap*. Other RDF syntaxes (Turtle, RDF/XML, JSON-LD, TriG)
-cannot be split safely at line boundaries and are loaded as one unit (skipped on re-runs once done).
+Line-based files (``head|relation|tail`` triples, N-Triples, N-Quads; gzipped or not) are loaded in
+chunks of whole lines. After each chunk is in the store, the byte offset reached is written to a
+small JSON state file beside the store (with the file's size and mtime), so an interrupted load —
+Ctrl-C, a crash, a killed machine — resumes from the last committed chunk instead of the beginning.
+Re-loading a chunk is harmless because an RDF store is a set; the state file only makes resuming
+*cheap*. Other RDF syntaxes (Turtle, RDF/XML, JSON-LD, TriG) cannot be split safely at line
+boundaries and are loaded as one unit (skipped on re-runs once done).
 
 ``head|relation|tail`` names become IRIs (``urn:tot:e:`` / ``urn:tot:r:`` + percent-encoded name,
 with the name as ``rdfs:label``: :func:`~kg_adapters.store_names.name_iri`) in one converter,
 :class:`_TripleLineConverter`, whichever way a file goes in.
 
 When the triples are in, every label and alias in the store is copied into a SQLite FTS5 index
-(:mod:`kg_adapters.fts_index`) beside the store, so entity search works without reading all labels into memory.
+(:mod:`kg_adapters.fts_index`) beside the store, so entity search works without reading all labels
+into memory.
 
 Files beside a store ``STORE`` (a directory): ``STORE.load-state.json`` and ``STORE.labels.sqlite``.
 
@@ -74,9 +76,11 @@ def unfinished_load(path: Path) -> str | None:
     left = [Path(f.path).name for f in state.files.values() if not f.done]
     if not left:
         return None
-    return (f"the load into {path} stopped before the end of {', '.join(left[:3])}"
-            + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-            + f"; resume it (tot-mcp load FILES --into {path}) or load again with --restart")
+    return (
+        f"the load into {path} stopped before the end of {', '.join(left[:3])}"
+        + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+        + f"; resume it (tot-mcp load FILES --into {path}) or load again with --restart"
+    )
 
 
 @dataclass
@@ -95,7 +99,9 @@ class FileProgress:
 class LoadState:
     files: dict[str, FileProgress] = field(default_factory=dict)
     labels_built: bool = False  # the label index is complete for everything loaded
-    label_scan_needed: bool = False  # some labels were not fed chunk by chunk: rebuild from the store
+    label_scan_needed: bool = (
+        False  # some labels were not fed chunk by chunk: rebuild from the store
+    )
 
     @classmethod
     def read(cls, path: Path) -> "LoadState":
@@ -111,14 +117,20 @@ class LoadState:
                 label_scan_needed=bool(raw.get("label_scan_needed", True)),
             )
         except (ValueError, KeyError, TypeError) as e:
-            raise InvalidInput(f"{path}: unreadable load state ({e}); delete it or pass --restart") from None
+            raise InvalidInput(
+                f"{path}: unreadable load state ({e}); delete it or pass --restart"
+            ) from None
 
     def write(self, path: Path) -> None:
-        """Atomically (write + rename), so a crash leaves the old state or the new one, never half a file."""
+        """Atomically (write + rename), so a crash leaves the old state or the new one, never half a
+        file."""
         tmp = path.with_name(path.name + ".tmp")
-        data = {"version": STATE_VERSION, "labels_built": self.labels_built,
-                "label_scan_needed": self.label_scan_needed,
-                "files": {k: vars(v) for k, v in self.files.items()}}
+        data = {
+            "version": STATE_VERSION,
+            "labels_built": self.labels_built,
+            "label_scan_needed": self.label_scan_needed,
+            "files": {k: vars(v) for k, v in self.files.items()},
+        }
         tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
         os.replace(tmp, path)
 
@@ -139,30 +151,35 @@ def _kind(path: Path, fmt: str | None) -> str:
     rdf = rdf_format_for(path, fmt)
     if rdf is None:
         raise InvalidInput(
-            f"{path}: unknown file type; use .txt/.tsv (head|relation|tail), .nt, .nq, .ttl, .rdf, .jsonld, .trig "
-            "(optionally .gz) or pass --format"
+            f"{path}: unknown file type; use .txt/.tsv (head|relation|tail), .nt, .nq, .ttl, .rdf, "
+            ".jsonld, .trig (optionally .gz) or pass --format"
         )
     return rdf if rdf in _LINE_FORMATS else f"rdf:{rdf}"
 
 
 def _ascii_quote_table(safe: str) -> dict[int, str]:
-    """``str.translate`` table equal to ``urllib.parse.quote(s, safe=safe)`` for ASCII ``s`` (5x faster)."""
+    """``str.translate`` table equal to ``urllib.parse.quote(s, safe=safe)`` for ASCII ``s`` (5x
+    faster)."""
     keep = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~") | set(safe)
     return {c: f"%{c:02X}" for c in range(128) if chr(c) not in keep}
 
 
 def _nt_literal(text: str) -> str:
-    """An N-Triples plain literal (same parsed value as ``str(pyoxigraph.Literal(text))``, without the object)."""
+    """An N-Triples plain literal (same parsed value as ``str(pyoxigraph.Literal(text))``, without
+    the object)."""
     if "\\" in text or '"' in text or "\n" in text or "\r" in text:
-        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+        text = (
+            text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+        )
     return f'"{text}"'
 
 
 class _TripleLineConverter:
     """``head|relation|tail`` lines → N-Triples: each name an IRI (:func:`name_iri`), labelled.
 
-    Names already converted are remembered (up to ``max_names``, then forgotten in one go): each then costs a
-    dict lookup instead of percent-encoding, and its ``rdfs:label`` triple is written once, not once per edge.
+    Names already converted are remembered (up to ``max_names``, then forgotten in one go): each
+    then costs a dict lookup instead of percent-encoding, and its ``rdfs:label`` triple is written
+    once, not once per edge.
     """
 
     def __init__(self, source: Path, max_names: int = 4_000_000) -> None:
@@ -188,14 +205,15 @@ class _TripleLineConverter:
         return iri
 
     def take_names(self) -> list[tuple[str, str, str]]:
-        """``(iri, name, "label")`` rows for the label index, for the names first seen since the last call."""
+        """``(iri, name, "label")`` rows for the label index, for the names first seen since the
+        last call."""
         names, self._new_names = self._new_names, []
         return names
 
     def convert(self, lines: list[bytes], first_lineno: int) -> bytes:
         """Convert a chunk: one decode and one split for the whole chunk; a line that is not a plain
-        ``head|relation|tail`` (tabs, blank, malformed, a bad byte) goes through :meth:`_convert_line`, which
-        also names the offending line."""
+        ``head|relation|tail`` (tabs, blank, malformed, a bad byte) goes through
+        :meth:`_convert_line`, which also names the offending line."""
         try:
             text = b"".join(lines).decode("utf-8")
         except UnicodeDecodeError:
@@ -238,14 +256,16 @@ class _TripleLineConverter:
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError:
-            raise InvalidInput(f"{self._source}:{lineno}: not UTF-8 (save the file as UTF-8)"
-                               ) from None
+            raise InvalidInput(
+                f"{self._source}:{lineno}: not UTF-8 (save the file as UTF-8)"
+            ) from None
         if not line.strip():
             return
         parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
         if len(parts) != 3 or not all(p.strip() for p in parts):
             raise InvalidInput(
-                f"{self._source}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}"
+                f"{self._source}:{lineno}: expected 'head|relation|tail' (or tab-separated), got "
+                f"{line[:120]!r}"
             )
         h, r, t = (p.strip() for p in parts)
         rel = self._relations.get(r)
@@ -255,8 +275,8 @@ class _TripleLineConverter:
 
 
 class BulkLoader:
-    """Load files into the store at ``store_dir``; see the module docstring. Not safe to run twice at once on
-    one store (RocksDB's lock makes the second fail with a clear error)."""
+    """Load files into the store at ``store_dir``; see the module docstring. Not safe to run twice
+    at once on one store (RocksDB's lock makes the second fail with a clear error)."""
 
     def __init__(
         self,
@@ -275,7 +295,9 @@ class BulkLoader:
         self.progress = progress
         self.build_labels = build_labels
         self.description = description
-        self.on_chunk = on_chunk  # called after each committed chunk (tests interrupt the load here)
+        self.on_chunk = (
+            on_chunk  # called after each committed chunk (tests interrupt the load here)
+        )
         self.state_file = state_path(self.store_dir)
         self.labels_file = label_index_path(self.store_dir)
 
@@ -291,7 +313,10 @@ class BulkLoader:
         try:
             return ox.Store(str(self.store_dir))
         except OSError as e:
-            raise BackendError(f"cannot open store {self.store_dir} for writing (is a server or load using it?): {e}") from None
+            raise BackendError(
+                f"cannot open store {self.store_dir} for writing (is a server or load using it?): "
+                f"{e}"
+            ) from None
 
     def load(self, sources: list[str | Path], fmt: str | None = None) -> LoadReport:
         if not sources:
@@ -301,8 +326,10 @@ class BulkLoader:
             if not p.exists():
                 raise InvalidInput(f"file to load not found: {p}")
             if not p.is_file():  # "not found" would mislead
-                raise InvalidInput(f"{p} is not a regular file (a directory, FIFO or device); "
-                                   "give the files to load")
+                raise InvalidInput(
+                    f"{p} is not a regular file (a directory, FIFO or device); "
+                    "give the files to load"
+                )
         kinds = [_kind(p, fmt) for p in paths]
         t0 = time.perf_counter()
         state = LoadState.read(self.state_file)
@@ -314,9 +341,15 @@ class BulkLoader:
                 key = str(path.resolve())
                 st = path.stat()
                 prog = state.files.get(key)
-                if prog is None or (prog.size, prog.mtime_ns, prog.kind) != (st.st_size, st.st_mtime_ns, kind):
+                if prog is None or (prog.size, prog.mtime_ns, prog.kind) != (
+                    st.st_size,
+                    st.st_mtime_ns,
+                    kind,
+                ):
                     if prog is not None:
-                        self._say(f"{path}: changed since the last load; loading it again from the start")
+                        self._say(
+                            f"{path}: changed since the last load; loading it again from the start"
+                        )
                     prog = state.files[key] = FileProgress(key, st.st_size, st.st_mtime_ns, kind)
                 if prog.done:
                     self._say(f"{path}: already loaded ({prog.lines:,} lines); skipping")
@@ -328,7 +361,10 @@ class BulkLoader:
                 chunks += c
                 lines += n
             meta = read_meta(store)
-            if all(k == "triples" for k in kinds) and meta.get("entityBase", ENTITY_NS) == ENTITY_NS:
+            if (
+                all(k == "triples" for k in kinds)
+                and meta.get("entityBase", ENTITY_NS) == ENTITY_NS
+            ):
                 bases = (ENTITY_NS, RELATION_NS)
             elif meta.get("entityBase") is not None:
                 bases = (meta["entityBase"], meta.get("relationBase", ""))
@@ -354,8 +390,14 @@ class BulkLoader:
             if labels_index is not None:
                 labels_index.close()
             del store  # releases the RocksDB lock
-        return LoadReport(str(self.store_dir), list(state.files.values()), chunks, lines, labels,
-                          time.perf_counter() - t0)
+        return LoadReport(
+            str(self.store_dir),
+            list(state.files.values()),
+            chunks,
+            lines,
+            labels,
+            time.perf_counter() - t0,
+        )
 
     def _say(self, msg: str) -> None:
         if self.progress:
@@ -367,10 +409,19 @@ class BulkLoader:
         from tqdm import tqdm
 
         total = None if is_gzipped(path) else prog.size
-        return tqdm(total=total, initial=prog.offset if total else 0, unit="B", unit_scale=True,
-                    file=sys.stderr, desc=f"load {path.name}", mininterval=1.0)
+        return tqdm(
+            total=total,
+            initial=prog.offset if total else 0,
+            unit="B",
+            unit_scale=True,
+            file=sys.stderr,
+            desc=f"load {path.name}",
+            mininterval=1.0,
+        )
 
-    def _load_file(self, store, path: Path, prog: FileProgress, state: LoadState, labels_index) -> tuple[int, int]:
+    def _load_file(
+        self, store, path: Path, prog: FileProgress, state: LoadState, labels_index
+    ) -> tuple[int, int]:
         if prog.kind.startswith("rdf:"):
             self._say(f"{path}: {prog.kind[4:]} is loaded in one piece (not resumable mid-file)")
             bulk_load_file(store, path, prog.kind[4:])
@@ -386,7 +437,9 @@ class BulkLoader:
         # overlap on a multi-core machine. Progress is recorded only when triples and names are in.
         with open_binary(path) as fh, ThreadPoolExecutor(2, thread_name_prefix="tot-load") as pool:
             if prog.offset:
-                fh.seek(prog.offset)  # gzip: decompresses up to there, still far cheaper than loading
+                fh.seek(
+                    prog.offset
+                )  # gzip: decompresses up to there, still far cheaper than loading
                 self._say(f"{path}: resuming at line {prog.lines + 1:,} (byte {prog.offset:,})")
             prepared = _chunks(fh, conv, prog.lines + 1, self.chunk_lines)
             ahead = pool.submit(next, prepared, None)
@@ -397,15 +450,21 @@ class BulkLoader:
                     if labels_index is not None and chunk.names:
                         indexed = pool.submit(labels_index.add, chunk.names)
                     try:
-                        if conv is not None:  # IRIs we percent-encoded ourselves: skip re-validating them
+                        if (
+                            conv is not None
+                        ):  # IRIs we percent-encoded ourselves: skip re-validating them
                             store.bulk_load(input=chunk.data, format=fmt, lenient=True)
                         else:
-                            # keep blank-node labels as written (bulk_load would rename them per call): a node
-                            # split across chunks stays one node, and a replayed chunk adds nothing
-                            store.bulk_extend(ox.parse(input=chunk.data, format=fmt, rename_blank_nodes=False))
+                            # keep blank-node labels as written (bulk_load would rename them per
+                            # call): a node split across chunks stays one node, and a replayed chunk
+                            # adds nothing
+                            store.bulk_extend(
+                                ox.parse(input=chunk.data, format=fmt, rename_blank_nodes=False)
+                            )
                     except SyntaxError as e:
                         raise InvalidInput(
-                            f"{path}: could not parse lines {prog.lines + 1:,}-{prog.lines + chunk.lines:,}: "
+                            f"{path}: could not parse lines "
+                            f"{prog.lines + 1:,}-{prog.lines + chunk.lines:,}: "
                             f"{str(e).splitlines()[0][:300]}"
                         ) from None
                     finally:
@@ -428,7 +487,6 @@ class BulkLoader:
         prog.done = True
         state.write(self.state_file)
         return chunks, lines
-
 
 
 def _chunks(fh, conv: _TripleLineConverter | None, first_lineno: int, chunk_lines: int):
@@ -455,14 +513,17 @@ class _Chunk:
 
 
 def build_label_index(store, path: Path, *, progress: bool = False, batch: int = 100_000) -> int:
-    """Copy every label and alias literal in the store into the FTS index at ``path`` (idempotent)."""
+    """Copy every label and alias literal in the store into the FTS index at ``path``
+    (idempotent)."""
     index = FtsLabelIndex.create(path)
     try:
         bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(unit="label", unit_scale=True, file=sys.stderr, desc="label index", mininterval=1.0)
+            bar = tqdm(
+                unit="label", unit_scale=True, file=sys.stderr, desc="label index", mininterval=1.0
+            )
         # names of head|rel|tail relations are not entities to link
         entities = (row for row in label_rows(store) if not row[0].startswith(RELATION_NS))
         while rows := list(itertools.islice(entities, batch)):
@@ -478,8 +539,13 @@ def build_label_index(store, path: Path, *, progress: bool = False, batch: int =
 
 
 # -- in one go ------------------------------------------------------------------------------------
-def load_into_store(source: str | Path, store_path: str | Path | None, *, format: str | None = None,
-                    description: str | None = None) -> ox.Store:
+def load_into_store(
+    source: str | Path,
+    store_path: str | Path | None,
+    *,
+    format: str | None = None,
+    description: str | None = None,
+) -> ox.Store:
     """Load an RDF file or a ``head|relation|tail`` file into a pyoxigraph store (created if
     missing; ``store_path=None``: in memory) and return it open. Quads keep their named graphs
     (merged at query time). A file that does not parse leaves the store empty."""
@@ -499,8 +565,9 @@ def load_into_store(source: str | Path, store_path: str | Path | None, *, format
         else:
             fmt = rdf_format_for(source, format)
             if fmt is None:
-                raise InvalidInput(f"{source}: unknown file type; pass format= or use .txt/.tsv "
-                                   "for triple files")
+                raise InvalidInput(
+                    f"{source}: unknown file type; pass format= or use .txt/.tsv for triple files"
+                )
             bulk_load_file(store, source, fmt)
             bases = _guess_bases(store)
     except InvalidInput:  # a bad line or a parse error: nothing half-loaded is taken for the file
@@ -512,11 +579,18 @@ def load_into_store(source: str | Path, store_path: str | Path | None, *, format
     return store
 
 
-def _mark_loaded(store: ox.Store, source: str, bases: tuple[str, str],
-                 description: str | None) -> None:
+def _mark_loaded(
+    store: ox.Store, source: str, bases: tuple[str, str], description: str | None
+) -> None:
     """Record in the store's metadata what it holds and the namespaces its IDs are made from."""
-    write_meta(store, source=source, entityBase=bases[0], relationBase=bases[1], loaded="true",
-               **({"description": description} if description else {}))
+    write_meta(
+        store,
+        source=source,
+        entityBase=bases[0],
+        relationBase=bases[1],
+        loaded="true",
+        **({"description": description} if description else {}),
+    )
     store.flush()
 
 
@@ -545,8 +619,9 @@ def _guess_bases(store: ox.Store, sample: int = 5000) -> tuple[str, str]:
     vocabularies that only carry labels). Recorded once at load so IDs stay stable afterwards."""
     subj: dict[str, int] = {}
     pred: dict[str, int] = {}
-    quads = (q for q in store.quads_for_pattern(None, None, None, None)
-             if q.graph_name != META_GRAPH)
+    quads = (
+        q for q in store.quads_for_pattern(None, None, None, None) if q.graph_name != META_GRAPH
+    )
     for q in itertools.islice(quads, sample):
         if isinstance(q.subject, ox.NamedNode):
             ns = _namespace(q.subject.value)
@@ -558,18 +633,37 @@ def _guess_bases(store: ox.Store, sample: int = 5000) -> tuple[str, str]:
     return best(subj), best(pred)
 
 
-# -- CLI ----------------------------------------------------------------------------------------------------
+# -- CLI -------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="tot-mcp load",
-        description="Bulk-load triple or RDF files into an on-disk store (resumable) and build its label index.",
+        description=(
+            "Bulk-load triple or RDF files into an on-disk store (resumable) and build its label "
+            "index."
+        ),
     )
-    ap.add_argument("files", nargs="+", metavar="PATH", help="head|rel|tail (.txt/.tsv) or RDF files, optionally .gz")
-    ap.add_argument("--into", required=True, metavar="STORE", help="store directory (created if missing)")
-    ap.add_argument("--format", help="RDF format for files whose extension does not say (nt, nquads, turtle, ...)")
-    ap.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
-                    help=f"lines per committed chunk of a line-based file (default {DEFAULT_CHUNK_LINES:,})")
-    ap.add_argument("--restart", action="store_true", help="ignore saved progress and re-read every file")
+    ap.add_argument(
+        "files",
+        nargs="+",
+        metavar="PATH",
+        help="head|rel|tail (.txt/.tsv) or RDF files, optionally .gz",
+    )
+    ap.add_argument(
+        "--into", required=True, metavar="STORE", help="store directory (created if missing)"
+    )
+    ap.add_argument(
+        "--format",
+        help="RDF format for files whose extension does not say (nt, nquads, turtle, ...)",
+    )
+    ap.add_argument(
+        "--chunk-lines",
+        type=int,
+        default=DEFAULT_CHUNK_LINES,
+        help=f"lines per committed chunk of a line-based file (default {DEFAULT_CHUNK_LINES:,})",
+    )
+    ap.add_argument(
+        "--restart", action="store_true", help="ignore saved progress and re-read every file"
+    )
     ap.add_argument("--no-labels", action="store_true", help="skip building the label index")
     ap.add_argument("--description", help="description shown by the KG's info tool")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -583,10 +677,17 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--chunk-lines must be ≥ 1")
     into = Path(args.into).expanduser()
     if into.exists() and not into.is_dir():
-        ap.error(f"--into {args.into}: exists and is not a directory (a store is a directory; give a new or "
-                 "existing store directory)")
-    loader = BulkLoader(args.into, chunk_lines=args.chunk_lines, progress=not args.quiet,
-                        build_labels=not args.no_labels, description=args.description)
+        ap.error(
+            f"--into {args.into}: exists and is not a directory (a store is a directory; give a "
+            "new or existing store directory)"
+        )
+    loader = BulkLoader(
+        args.into,
+        chunk_lines=args.chunk_lines,
+        progress=not args.quiet,
+        build_labels=not args.no_labels,
+        description=args.description,
+    )
     if args.restart:
         loader.restart()
     try:
@@ -598,8 +699,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\ntot-mcp load: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
     whole = sum(1 for f in report.files if f.kind.startswith("rdf:"))
-    parts = [f"{report.lines_loaded:,} lines in {report.chunks_loaded} chunks"] if report.lines_loaded or not whole \
+    parts = (
+        [f"{report.lines_loaded:,} lines in {report.chunks_loaded} chunks"]
+        if report.lines_loaded or not whole
         else []
+    )
     if whole:  # Turtle, RDF/XML, JSON-LD: parsed in one piece, so there are no lines to count
         parts.append(f"{whole} RDF file{'s' if whole > 1 else ''} whole")
     print(

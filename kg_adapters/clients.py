@@ -1,9 +1,10 @@
 """Who a call is for, and fair shares of a scarce resource among those callers.
 
-The server layer knows the client (an MCP session, a stateless HTTP peer, the one stdio client); the adapters hold
-the scarce things (an endpoint's few connection slots). :data:`CLIENT` carries the one to the other without
-threading an argument through every KG method: the server sets it where a tool call is dispatched, asyncio copies
-it into every task the call starts, and :class:`FairSlots` reads it when a slot is wanted.
+The server layer knows the client (an MCP session, a stateless HTTP peer, the one stdio client); the
+adapters hold the scarce things (an endpoint's few connection slots). :data:`CLIENT` carries the one
+to the other without threading an argument through every KG method: the server sets it where a tool
+call is dispatched, asyncio copies it into every task the call starts, and :class:`FairSlots` reads
+it when a slot is wanted.
 """
 
 from __future__ import annotations
@@ -22,18 +23,21 @@ CLIENT: ContextVar[str] = ContextVar("tot_mcp_client", default="local")
 class FairSlots:
     """``n`` slots, handed out least-recently-served client first when several clients wait.
 
-    A plain semaphore serves waiters in arrival order, so a client that queued 50 slow calls makes every other
-    client wait behind all 50. Here each client has its own queue, and a freed slot goes to the waiting client
-    that was served longest ago (one that has not been served yet goes first): a client with one call waits for
-    at most one call of each other client, however many those queued. Within one client, calls keep their order.
-    Bookkeeping is only kept for clients that hold or wait for a slot. One event loop (like asyncio.Semaphore).
+    A plain semaphore serves waiters in arrival order, so a client that queued 50 slow calls makes
+    every other client wait behind all 50. Here each client has its own queue, and a freed slot goes
+    to the waiting client that was served longest ago (one that has not been served yet goes first):
+    a client with one call waits for at most one call of each other client, however many those
+    queued. Within one client, calls keep their order. Bookkeeping is only kept for clients that
+    hold or wait for a slot. One event loop (like asyncio.Semaphore).
     """
 
     def __init__(self, n: int) -> None:
         self.free = max(1, n)
         self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
         self._holding: dict[str, int] = {}
-        self._served: dict[str, int] = {}  # client → tick of its last grant (only for clients holding/waiting)
+        self._served: dict[
+            str, int
+        ] = {}  # client → tick of its last grant (only for clients holding/waiting)
         self._tick = count(1)
 
     def waiting(self, client: str | None = None) -> int:
@@ -61,7 +65,9 @@ class FairSlots:
         try:
             await fut
         except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():  # granted, then cancelled before running: pass the slot on
+            if (
+                fut.done() and not fut.cancelled()
+            ):  # granted, then cancelled before running: pass the slot on
                 self._release(client)
             else:
                 queue = self._waiting.get(client)

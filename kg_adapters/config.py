@@ -3,8 +3,9 @@ backend options), how they link (``[[link]]``, ``[linking]``) and the limits of 
 (``[limits]``); and opening them. The whole file (server, LLM, retrieval settings too) is read by
 :mod:`strategies.settings`; every key is in docs/configuration.md.
 
-Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. When several KGs are
-served they are linked (:mod:`kg_adapters.sameness`): by the ``[[link]]`` rules if there are any, else by label.
+Relative paths in ``spec`` and ``store`` are resolved against the config file's directory. When
+several KGs are served they are linked (:mod:`kg_adapters.sameness`): by the ``[[link]]`` rules if
+there are any, else by label.
 """
 
 from __future__ import annotations
@@ -38,12 +39,16 @@ class KGConfig(_Strict):
     """One ``[kg.NAME]`` table: ``spec`` plus backend options passed through to the opener."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
-    spec: str = Field(description="What to open: a path to an RDF or triples file, 'embedded', "
-                      "'wikidata', 'wikidata:URL', 'sparql:URL' or 'store:PATH' "
-                      "(docs/local-and-linked-kgs.md).")
+    spec: str = Field(
+        description="What to open: a path to an RDF or triples file, 'embedded', "
+        "'wikidata', 'wikidata:URL', 'sparql:URL' or 'store:PATH' "
+        "(docs/local-and-linked-kgs.md)."
+    )
     sparql_query: StrictBool = Field(
-        default=True, description="false: no caller-written SPARQL on this KG (the guarded "
-        "sparql_query tool is on wherever the backend answers SPARQL).")
+        default=True,
+        description="false: no caller-written SPARQL on this KG (the guarded "
+        "sparql_query tool is on wherever the backend answers SPARQL).",
+    )
 
     @property
     def options(self) -> dict[str, Any]:
@@ -54,13 +59,18 @@ class LimitsConfig(_Strict):
     """``[limits]``: caps that keep every tool result bounded (``--max-*`` flags win over them)."""
 
     max_ids: int = Field(default=Limits.max_ids, ge=1, description="Entity IDs per call.")
-    max_relations: int = Field(default=Limits.max_relations, ge=1,
-                               description="Relations per get_relations result.")
+    max_relations: int = Field(
+        default=Limits.max_relations, ge=1, description="Relations per get_relations result."
+    )
     max_edges: int = Field(default=Limits.max_edges, ge=1, description="Edges per get_edges page.")
-    max_search: int = Field(default=Limits.max_search, ge=1,
-                            description="Entities per initialize / search_entities result.")
-    max_query_chars: int = Field(default=Limits.max_query_chars, ge=1,
-                                 description="Characters in a query or question.")
+    max_search: int = Field(
+        default=Limits.max_search,
+        ge=1,
+        description="Entities per initialize / search_entities result.",
+    )
+    max_query_chars: int = Field(
+        default=Limits.max_query_chars, ge=1, description="Characters in a query or question."
+    )
 
     def to_limits(self) -> Limits:
         return Limits(**self.model_dump())
@@ -70,11 +80,14 @@ class GraphConfig(_Strict):
     """The tables about graphs; :class:`strategies.settings.Config` adds the rest of the file."""
 
     kg: dict[str, KGConfig] = Field(
-        default_factory=dict, description="[kg.NAME]: one KG, its spec and backend options.")
+        default_factory=dict, description="[kg.NAME]: one KG, its spec and backend options."
+    )
     kgs: dict[str, str] = Field(
-        default_factory=dict, description='Shorthand: NAME = "SPEC", one KG per line, no options.')
+        default_factory=dict, description='Shorthand: NAME = "SPEC", one KG per line, no options.'
+    )
     link: list[LinkRule] = Field(
-        default_factory=list, description="[[link]]: how entities of one KG are found in another.")
+        default_factory=list, description="[[link]]: how entities of one KG are found in another."
+    )
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     linking: LinkingConfig = Field(default_factory=LinkingConfig)
     base_dir: Path | None = Field(default=None, exclude=True)
@@ -84,7 +97,9 @@ class GraphConfig(_Strict):
     def _names(cls, v: dict) -> dict:
         for name in v:
             if not KG_NAME_RE.match(name):
-                raise ValueError(f"KG name {name!r}: use a letter then letters, digits, '_' or '-' (max 32)")
+                raise ValueError(
+                    f"KG name {name!r}: use a letter then letters, digits, '_' or '-' (max 32)"
+                )
         return v
 
     def specs(self) -> list[tuple[KGSpec, dict[str, Any]]]:
@@ -112,9 +127,10 @@ class GraphConfig(_Strict):
 def served_kgs(
     specs: Sequence[KGSpec] = (), config: GraphConfig | None = None
 ) -> dict[str, tuple[KGSpec, dict[str, Any]]]:
-    """The KGs a system serves, by name, with their options: the config's, then ``specs`` (``--kg``), each
-    replacing the config's KG of its name, options and all; with neither, the embedded movie KG. Opening the KGs
-    and stamping their content both start here, so the two never disagree on which KGs those are."""
+    """The KGs a system serves, by name, with their options: the config's, then ``specs``
+    (``--kg``), each replacing the config's KG of its name, options and all; with neither, the
+    embedded movie KG. Opening the KGs and stamping their content both start here, so the two never
+    disagree on which KGs those are."""
     names = [s.name for s in specs]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
@@ -128,12 +144,16 @@ def served_kgs(
 
 
 def open_kgs(
-    specs: Sequence[KGSpec] | None = None, config: GraphConfig | None = None,
-    limits: Limits | None = None, *,
-    cache_weight: int = 0, cache_ttl: float = DEFAULT_CACHE_TTL,
+    specs: Sequence[KGSpec] | None = None,
+    config: GraphConfig | None = None,
+    limits: Limits | None = None,
+    *,
+    cache_weight: int = 0,
+    cache_ttl: float = DEFAULT_CACHE_TTL,
 ) -> dict[str, Graph]:
-    """Open the KGs :func:`served_kgs` names, with a result cache of ``cache_weight`` in front of those that do
-    I/O (0: none). Opened in order; if one fails, the error propagates and nothing after it is opened."""
+    """Open the KGs :func:`served_kgs` names, with a result cache of ``cache_weight`` in front of
+    those that do I/O (0: none). Opened in order; if one fails, the error propagates and nothing
+    after it is opened."""
     config = config or GraphConfig()
     limits = limits or config.limits.to_limits()
     kgs: dict[str, KnowledgeGraph] = {}
@@ -144,4 +164,3 @@ def open_kgs(
         if not sparql_on and kgs[name].capabilities.sparql:  # the backend could; the config says no
             kgs[name].capabilities = replace(kgs[name].capabilities, sparql=False)
     return graphs(kgs, ResultCache(cache_weight, cache_ttl) if cache_weight > 0 else None)
-

@@ -56,8 +56,9 @@ class CpuPool:
     store's query processes are driven from anyio's default pool), and that work never takes these.
     One event loop (like :class:`FairSlots`)."""
 
-    def __init__(self, workers: int, what: str = "CPU-bound calls",
-                 max_waiting: int | None = None) -> None:
+    def __init__(
+        self, workers: int, what: str = "CPU-bound calls", max_waiting: int | None = None
+    ) -> None:
         self.workers = max(1, workers)
         self.what = what
         self.max_waiting = max_waiting
@@ -77,8 +78,10 @@ class CpuPool:
         client = CLIENT.get()
         full = self.max_waiting is not None and self.waiting >= self.max_waiting
         if full and self._slots.free == 0 and self._slots.waiting(client):
-            raise Busy(f"the server is busy: {self.waiting} {self.what} are waiting for its "
-                       f"{self.workers} worker(s); retry in a few seconds")
+            raise Busy(
+                f"the server is busy: {self.waiting} {self.what} are waiting for its "
+                f"{self.workers} worker(s); retry in a few seconds"
+            )
         async with self._slots.slot(client):
             yield
 

@@ -1,14 +1,16 @@
 """``gather_eager``: ``asyncio.gather`` for calls that mostly answer from a cache.
 
-Why: linking a frontier asks the link cache about each of its thousands of entities, and after a bulk prefetch
-nearly every answer is a cache hit that never waits. ``asyncio.gather`` still makes a task per call — scheduled,
-run on a later turn of the loop, its result collected — ~10 µs each, 100k of them over 15 three-KG questions (a
-tenth of their time). Here each call first runs in place until it completes or first waits; only a call that
-waits becomes a task, and those run concurrently as with ``gather``. This is what Python 3.12's eager task
-factory does for every task; the package supports 3.11.
+Why: linking a frontier asks the link cache about each of its thousands of entities, and after a
+bulk prefetch nearly every answer is a cache hit that never waits. ``asyncio.gather`` still makes a
+task per call — scheduled, run on a later turn of the loop, its result collected — ~10 µs each, 100k
+of them over 15 three-KG questions (a tenth of their time). Here each call first runs in place until
+it completes or first waits; only a call that waits becomes a task, and those run concurrently as
+with ``gather``. This is what Python 3.12's eager task factory does for every task; the package
+supports 3.11.
 
-Each call runs in a copy of the caller's context, as a task would, so a context variable it sets does not leak
-out. A call that raises makes ``gather_eager`` raise it, after cancelling the calls still waiting.
+Each call runs in a copy of the caller's context, as a task would, so a context variable it sets
+does not leak out. A call that raises makes ``gather_eager`` raise it, after cancelling the calls
+still waiting.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ async def gather_eager(calls: Iterable[Coroutine[Any, Any, T]]) -> list[T]:
 
 
 async def _finish(coro: Coroutine[Any, Any, T], step: Any) -> T:
-    """Run ``coro`` on from where it first waited (on ``step``, the future it yielded, or None for a bare yield),
-    as its task would have: wait for the future, resume the coroutine, which reads the future's outcome."""
+    """Run ``coro`` on from where it first waited (on ``step``, the future it yielded, or None for a
+    bare yield), as its task would have: wait for the future, resume the coroutine, which reads the
+    future's outcome."""
     while True:
         try:
             if step is None:

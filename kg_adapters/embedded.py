@@ -14,9 +14,10 @@ from .triples_file import load_triples_file
 
 DEFAULT_KG_NAME = "movies"
 DESCRIPTION = (
-    "MetaQA movie KB (CC BY 3.0, Zhang et al. 2018; modified: deduplicated). Movies with directed_by, written_by, "
-    "starred_actors, release_year, in_language, has_genre, has_tags, has_imdb_rating, has_imdb_votes. Relations "
-    "run movie→attribute: walk them backward to go from a person to their films."
+    "MetaQA movie KB (CC BY 3.0, Zhang et al. 2018; modified: deduplicated). Movies with "
+    "directed_by, written_by, starred_actors, release_year, in_language, has_genre, has_tags, "
+    "has_imdb_rating, has_imdb_votes. Relations run movie→attribute: walk them backward to go from "
+    "a person to their films."
 )
 
 

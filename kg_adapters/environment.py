@@ -1,12 +1,14 @@
 """The environment variables tot-mcp reads — read in this module and nowhere else.
 
-Precedence, for every setting that has a variable: command-line flags > the ``--config`` TOML > the variable >
-the built-in default. So the environment is consulted last, by the composition root
-(:mod:`strategies.system`, ``tot-mcp``'s and ``tot-search``'s command lines, the LLM factory), which hands the
-values down; the parts themselves take explicit arguments. A part built by hand (a test, a benchmark) that is not
-given a value falls back to :meth:`Environment.read`, so a variable means the same wherever it is set.
+Precedence, for every setting that has a variable: command-line flags > the ``--config`` TOML > the
+variable > the built-in default. So the environment is consulted last, by the composition root
+(:mod:`strategies.system`, ``tot-mcp``'s and ``tot-search``'s command lines, the LLM factory), which
+hands the values down; the parts themselves take explicit arguments. A part built by hand (a test, a
+benchmark) that is not given a value falls back to :meth:`Environment.read`, so a variable means the
+same wherever it is set.
 
-An empty variable counts as unset: an MCP bundle's manifest passes every setting the user left blank as "".
+An empty variable counts as unset: an MCP bundle's manifest passes every setting the user left blank
+as "".
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from pathlib import Path
 EMBEDDER = "TOT_MCP_EMBEDDER"
 #: the torch embedder's bulk backend, ``minilm`` or ``minilm-int8``
 BULK_EMBEDDER = "TOT_MCP_BULK_EMBEDDER"
-#: the on-disk cache: retrieval indexes, result handles, stores of large files (``[retrieval] cache_dir`` wins)
+#: the on-disk cache: retrieval indexes, result handles, stores of large files (``[retrieval]
+#: cache_dir`` wins)
 CACHE_DIR = "TOT_MCP_CACHE_DIR"
-#: a local CrossEncoder directory for rerank's second stage (``[retrieval] cross_encoder_path`` wins)
+#: a local CrossEncoder directory for rerank's second stage (``[retrieval] cross_encoder_path``
+#: wins)
 CROSS_ENCODER = "TOT_MCP_CROSS_ENCODER"
 #: the HTTP bearer token (``--token`` wins; ``[server] token_env`` names a variable tried after it)
 TOKEN = "TOT_MCP_TOKEN"
@@ -30,7 +34,8 @@ TOKEN = "TOT_MCP_TOKEN"
 
 @dataclass(frozen=True)
 class Environment:
-    """A snapshot of the variables, interpreted. Tests build one from a dict instead of patching ``os.environ``."""
+    """A snapshot of the variables, interpreted. Tests build one from a dict instead of patching
+    ``os.environ``."""
 
     variables: Mapping[str, str] = field(default_factory=dict)
 
@@ -59,8 +64,9 @@ class Environment:
 
     @property
     def cache_dir(self) -> Path:
-        """``$TOT_MCP_CACHE_DIR``, else ``$XDG_CACHE_HOME/tot-mcp``, else ``~/.cache/tot-mcp``: the one cache
-        directory (indexes, handles, and under ``stores/`` the stores of files too large for memory)."""
+        """``$TOT_MCP_CACHE_DIR``, else ``$XDG_CACHE_HOME/tot-mcp``, else ``~/.cache/tot-mcp``: the
+        one cache directory (indexes, handles, and under ``stores/`` the stores of files too large
+        for memory)."""
         explicit = self.get(CACHE_DIR)
         if explicit:
             return Path(explicit).expanduser()
@@ -71,5 +77,10 @@ class Environment:
         return self.get(TOKEN) or self.get(named)
 
     def options(self, variables: Mapping[str, str]) -> dict[str, str]:
-        """``{option: value}`` for each ``{option: variable}`` that is set (an LLM backend's key, model, URL)."""
-        return {option: value for option, name in variables.items() if (value := self.get(name)) is not None}
+        """``{option: value}`` for each ``{option: variable}`` that is set (an LLM backend's key,
+        model, URL)."""
+        return {
+            option: value
+            for option, name in variables.items()
+            if (value := self.get(name)) is not None
+        }

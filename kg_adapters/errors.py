@@ -1,4 +1,5 @@
-"""Errors every adapter raises, so callers (the MCP server, the driver) can map them without knowing the backend.
+"""Errors every adapter raises, so callers (the MCP server, the driver) can map them without knowing
+the backend.
 
 Modelled on httpx's hierarchy: one base class, specific subclasses that say *what* went wrong.
 """
@@ -27,14 +28,15 @@ class BackendError(KGError):
 
 
 class EndpointFailed(BackendError):
-    """The endpoint failed (an HTTP 5xx) and said why. Engines answer 500 both for their own trouble and for a
-    query they cannot run (an unsupported function, an internal limit), so callers are shown the message and left
-    to tell which."""
+    """The endpoint failed (an HTTP 5xx) and said why. Engines answer 500 both for their own trouble
+    and for a query they cannot run (an unsupported function, an internal limit), so callers are
+    shown the message and left to tell which."""
 
 
 class BackendRefused(BackendError):
-    """The backend answered and refused this very request (an HTTP 4xx, a redirect, an answer over the size cap):
-    asking again the same way gets the same answer, so callers are told to change the request, not to retry."""
+    """The backend answered and refused this very request (an HTTP 4xx, a redirect, an answer over
+    the size cap): asking again the same way gets the same answer, so callers are told to change the
+    request, not to retry."""
 
 
 class BackendTimeout(BackendError):
@@ -54,7 +56,8 @@ class CircuitOpen(BackendError):
 
 
 class ServiceUnavailable(KGError):
-    """A shared service (the embedder, an LLM) is not installed or not configured; the message says how to fix it."""
+    """A shared service (the embedder, an LLM) is not installed or not configured; the message says
+    how to fix it."""
 
 
 class Busy(BackendError):

@@ -1,17 +1,18 @@
-"""Open a local file as a KG: ``head|relation|tail`` triple files and RDF files, in memory or — when the file is
-too large, or when asked — in a pyoxigraph store.
+"""Open a local file as a KG: ``head|relation|tail`` triple files and RDF files, in memory or — when
+the file is too large, or when asked — in a pyoxigraph store.
 
 Options (from ``--kg`` or a ``[kg.NAME]`` table in the config):
 
 * ``format``: RDF format overriding the extension (turtle, nt, nquads, xml, json-ld, trig, n3);
-* ``languages``: label language preference, a list or comma-separated string (default ``en``; untagged labels
-  come next, then any language);
+* ``languages``: label language preference, a list or comma-separated string (default ``en``;
+  untagged labels come next, then any language);
 * ``backend``: ``auto`` (default), ``memory`` or ``oxigraph``;
-* ``store``: where the oxigraph store lives (a directory, or ``memory``); setting it implies ``backend=oxigraph``.
-  Default for ``auto``: a cache directory keyed by the file (see :func:`oxigraph_store.default_store_dir`);
-* ``max_memory_mb`` (default 512) and ``max_memory_triples`` (default 5,000,000): above either, ``auto`` uses the
-  store. The triple count is only measured for line-based files (N-Triples, N-Quads, triple files), by counting
-  lines; gzipped sizes count 8× (a typical compression ratio);
+* ``store``: where the oxigraph store lives (a directory, or ``memory``); setting it implies
+  ``backend=oxigraph``. Default for ``auto``: a cache directory keyed by the file (see
+  :func:`oxigraph_store.default_store_dir`);
+* ``max_memory_mb`` (default 512) and ``max_memory_triples`` (default 5,000,000): above either,
+  ``auto`` uses the store. The triple count is only measured for line-based files (N-Triples,
+  N-Quads, triple files), by counting lines; gzipped sizes count 8× (a typical compression ratio);
 * ``description``: shown by ``info``.
 """
 
@@ -25,7 +26,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .backends import Backend
 from .base import KnowledgeGraph, Limits
 from .errors import InvalidInput
-from .rdf_file import DEFAULT_LANGUAGES, file_query_source, load_rdf_file, parse_languages, rdf_format_for
+from .rdf_file import (
+    DEFAULT_LANGUAGES,
+    file_query_source,
+    load_rdf_file,
+    parse_languages,
+    rdf_format_for,
+)
 from .triples_file import is_gzipped, is_triples_file, load_triples_file, open_binary
 
 _GZ_RATIO = 8
@@ -62,18 +69,24 @@ def too_large_for_memory(path: Path, max_mb: float, max_triples: int) -> bool:
     if size > max_mb * (1 << 20):
         return True
     line_based = is_triples_file(path) or rdf_format_for(path) in ("nt", "nquads")
-    # below ~40 bytes per triple no file gets near the threshold, so only count lines when it could matter
+    # below ~40 bytes per triple no file gets near the threshold, so only count lines when it could
+    # matter
     if line_based and size > max_triples * 40:
         return _count_lines(path, max_triples) > max_triples
     return False
 
 
-def open_file_kg(name: str, path: str | Path, limits: Limits | None = None, **options) -> KnowledgeGraph:
-    """A KG over one local file: MemoryKG when it fits in memory, OxigraphKG otherwise (see module docstring)."""
+def open_file_kg(
+    name: str, path: str | Path, limits: Limits | None = None, **options
+) -> KnowledgeGraph:
+    """A KG over one local file: MemoryKG when it fits in memory, OxigraphKG otherwise (see module
+    docstring)."""
     return open_file(name, path, limits, BACKEND.parse_options(options, f"--kg {name}={path}"))
 
 
-def open_file(name: str, path: str | Path | None, limits: Limits | None, opts: FileOptions) -> KnowledgeGraph:
+def open_file(
+    name: str, path: str | Path | None, limits: Limits | None, opts: FileOptions
+) -> KnowledgeGraph:
     """:func:`open_file_kg` with its options already validated (what the backend registry calls)."""
     where = f"--kg {name}={path}"
     path = Path(path or "").expanduser()
@@ -83,8 +96,8 @@ def open_file(name: str, path: str | Path | None, limits: Limits | None, opts: F
     fmt = opts.format
     if not triples_file and rdf_format_for(path, fmt) is None:
         raise InvalidInput(
-            f"{where}: unknown file type; use .ttl .nt .nq .rdf .xml .owl .jsonld .trig (optionally .gz), "
-            ".txt/.tsv for head|relation|tail triples, or pass format="
+            f"{where}: unknown file type; use .ttl .nt .nq .rdf .xml .owl .jsonld .trig "
+            "(optionally .gz), .txt/.tsv for head|relation|tail triples, or pass format="
         )
     backend, store = opts.backend, opts.store
     if store is not None and backend == "memory":
@@ -103,7 +116,9 @@ def open_file(name: str, path: str | Path | None, limits: Limits | None, opts: F
         from .rdf_file import RdfFileKG
 
         index = load_rdf_file(path, format=fmt, languages=languages)
-        return RdfFileKG(name, index, source=path, format=fmt, description=description, limits=limits)
+        return RdfFileKG(
+            name, index, source=path, format=fmt, description=description, limits=limits
+        )
     return _open_as_store(name, path, store, fmt, languages, description, limits)
 
 
@@ -127,24 +142,38 @@ def _open_as_store(name, path: Path, store, fmt, languages, description, limits)
             raise InvalidInput(f"--kg {name}: cannot open store {store_dir}: {e}") from None
         meta = read_meta(existing)
         if meta.get("loaded") == "true" and meta.get("source") == str(path.resolve()):
-            return OxigraphKG(name, existing, limits=limits, languages=languages,
-                              query_source=StoreSource(store=str(store_dir)))
+            return OxigraphKG(
+                name,
+                existing,
+                limits=limits,
+                languages=languages,
+                query_source=StoreSource(store=str(store_dir)),
+            )
         if meta:
             raise InvalidInput(
-                f"--kg {name}: store {store_dir} holds {meta.get('source', 'another load')!r}, not {path}; "
+                f"--kg {name}: store {store_dir} holds {meta.get('source', 'another load')!r}, not "
+                f"{path}; "
                 "choose another store= directory or delete that one"
             )
         if next(iter(existing), None) is not None:
-            raise InvalidInput(f"--kg {name}: store {store_dir} already holds other data; choose an empty directory")
+            raise InvalidInput(
+                f"--kg {name}: store {store_dir} already holds other data; choose an empty "
+                "directory"
+            )
         del existing
     store_dir.parent.mkdir(parents=True, exist_ok=True)
     st = load_into_store(path, store_dir, format=fmt, description=description)
-    return OxigraphKG(name, st, limits=limits, languages=languages, query_source=StoreSource(store=str(store_dir)))
+    return OxigraphKG(
+        name, st, limits=limits, languages=languages, query_source=StoreSource(store=str(store_dir))
+    )
 
 
 BACKEND = Backend(
     kind="file",
-    summary="a local RDF file or head|relation|tail triples file, in memory or (large) in an oxigraph store",
+    summary=(
+        "a local RDF file or head|relation|tail triples file, in memory or (large) in an oxigraph "
+        "store"
+    ),
     target="path",
     options=FileOptions,
     open=open_file,

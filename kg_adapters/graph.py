@@ -1,11 +1,13 @@
-"""The façade every caller uses: the Tree-of-Traversals interface and everything else, built once over the
-ten reads of :class:`~kg_adapters.base.KnowledgeGraph` (as rdflib's ``Graph`` builds on ``Store``).
+"""The façade every caller uses: the Tree-of-Traversals interface and everything else, built once
+over the ten reads of :class:`~kg_adapters.base.KnowledgeGraph` (as rdflib's ``Graph`` builds on
+``Store``).
 
-A :class:`Graph` wraps one backend. Its methods fall in two layers: the *reads*, each one backend read answered
-through the result cache (``relations_by_entity``, ``get_edges``/``get_labelled_edges``, ``adjacent_ids``,
-``labels_of``, ``describe_entity``, ``find_by_values``, ``entity_key``, ``resolve_key``, linking, search and
-info), and everything *derived*, which asks only those reads. :class:`~kg_adapters.routing.LinkedKG` is a Graph
-over several Graphs: it answers the reads by routing them across its members, and inherits the rest.
+A :class:`Graph` wraps one backend. Its methods fall in two layers: the *reads*, each one backend
+read answered through the result cache (``relations_by_entity``,
+``get_edges``/``get_labelled_edges``, ``adjacent_ids``, ``labels_of``, ``describe_entity``,
+``find_by_values``, ``entity_key``, ``resolve_key``, linking, search and info), and everything
+*derived*, which asks only those reads. :class:`~kg_adapters.routing.LinkedKG` is a Graph over
+several Graphs: it answers the reads by routing them across its members, and inherits the rest.
 """
 
 from __future__ import annotations
@@ -43,16 +45,21 @@ _tokens = itertools.count(1)
 
 
 class Graph:
-    """One KG as callers see it. ``cache``: repeated reads answered from a shared :class:`ResultCache` (worth it
-    for backends that do I/O; None: every read goes to the backend)."""
+    """One KG as callers see it. ``cache``: repeated reads answered from a shared
+    :class:`ResultCache` (worth it for backends that do I/O; None: every read goes to the
+    backend)."""
 
     def __init__(self, backend: KnowledgeGraph | None, cache: ResultCache | None = None) -> None:
         self.store = backend
         self.cache = cache
         if backend is not None:
-            self.name, self.limits, self.capabilities = backend.name, backend.limits, backend.capabilities
-        # keys carry this wrapper's identity: one cache serves every KG of a process, never one KG's answer
-        # to another (two KGs may share a name across reconfigurations)
+            self.name, self.limits, self.capabilities = (
+                backend.name,
+                backend.limits,
+                backend.capabilities,
+            )
+        # keys carry this wrapper's identity: one cache serves every KG of a process, never one KG's
+        # answer to another (two KGs may share a name across reconfigurations)
         self._identity = (self.name if backend is not None else None, next(_tokens))
 
     name: str
@@ -80,9 +87,10 @@ class Graph:
         if self.store is not None:
             await self.store.aclose()
 
-    # -- the cache --------------------------------------------------------------------------------------------
+    # -- the cache ---------------------------------------------------------------------------------
     async def _cached(self, key: tuple, compute: Callable[[], Awaitable[T]]) -> T:
-        """``compute()``, kept under ``key`` unless partial (a backend failed: asked again next time)."""
+        """``compute()``, kept under ``key`` unless partial (a backend failed: asked again next
+        time)."""
         if self.cache is None:
             return await compute()
         full = (self._identity, *key)
@@ -97,8 +105,8 @@ class Graph:
         return value
 
     def _peek(self, *key: Any, counted: bool = False) -> Any:
-        """The value kept under ``key``; ``counted``: as the answer to this call (a miss and an expiry count),
-        else as another call's answer that may serve this one."""
+        """The value kept under ``key``; ``counted``: as the answer to this call (a miss and an
+        expiry count), else as another call's answer that may serve this one."""
         if self.cache is None:
             return ResultCache._MISSING
         try:
@@ -107,21 +115,32 @@ class Graph:
         except TypeError:
             return ResultCache._MISSING
 
-    # -- reads: one backend read each, through the cache -----------------------------------------------------------
-    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
-                               ) -> list[EntityMatch]:
-        """:meth:`initialize`, told which ``[bracketed]`` mentions another KG already matched by name (a
-        backend whose fuzzy fallback is a scan may skip it for those)."""
-        return list(await self._cached(("initialize", query, limit, frozenset(named)),
-                                       lambda: self.store.initialize(query, limit, frozenset(named))))
+    # -- reads: one backend read each, through the cache -------------------------------------------
+    async def initialize_named(
+        self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+    ) -> list[EntityMatch]:
+        """:meth:`initialize`, told which ``[bracketed]`` mentions another KG already matched by
+        name (a backend whose fuzzy fallback is a scan may skip it for those)."""
+        return list(
+            await self._cached(
+                ("initialize", query, limit, frozenset(named)),
+                lambda: self.store.initialize(query, limit, frozenset(named)),
+            )
+        )
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
-        """Entities whose label matches ``text`` (exact, case-insensitive, fuzzy, BM25 — best first)."""
-        return list(await self._cached(("search", text, limit), lambda: self.store.search_entities(text, limit)))
+        """Entities whose label matches ``text`` (exact, case-insensitive, fuzzy, BM25 — best
+        first)."""
+        return list(
+            await self._cached(
+                ("search", text, limit), lambda: self.store.search_entities(text, limit)
+            )
+        )
 
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
-        """Each entity's relations, any number of IDs at once: ``{id: its relations}``; an ID naming nothing is
-        left out. Cached per entity, so a frontier read and a tool call on one of its entities share the answer."""
+        """Each entity's relations, any number of IDs at once: ``{id: its relations}``; an ID naming
+        nothing is left out. Cached per entity, so a frontier read and a tool call on one of its
+        entities share the answer."""
         ids = list(dict.fromkeys(entity_ids))
         out: dict[str, RelationList] = {}
         missing = []
@@ -139,41 +158,74 @@ class Graph:
             out.update(got)
         return {e: out[e] for e in ids if e in out}
 
-    async def get_edges(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
-                        limit: int | None = None, offset: int = 0) -> EdgePage:
-        """Edges from the entities along one relation, plus every entity they reach, with descriptions."""
+    async def get_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        """Edges from the entities along one relation, plus every entity they reach, with
+        descriptions."""
         return await self._page(entity_ids, relation_id, direction, limit, offset, labelled=False)
 
-    async def get_labelled_edges(self, entity_ids: list[str], relation_id: str,
-                                 direction: Direction = Direction.forward, limit: int | None = None,
-                                 offset: int = 0) -> EdgePage:
-        """:meth:`get_edges` with the entities by label only: what a page shown to a model carries (a page of 200
-        targets would otherwise carry 200 descriptions no one asked for; they are describe_entity's job)."""
+    async def get_labelled_edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> EdgePage:
+        """:meth:`get_edges` with the entities by label only: what a page shown to a model carries
+        (a page of 200 targets would otherwise carry 200 descriptions no one asked for; they are
+        describe_entity's job)."""
         return await self._page(entity_ids, relation_id, direction, limit, offset, labelled=True)
 
-    async def _page(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                    offset: int, labelled: bool) -> EdgePage:
+    async def _page(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction,
+        limit: int | None,
+        offset: int,
+        labelled: bool,
+    ) -> EdgePage:
         def read() -> Awaitable[EdgePage]:
-            return self.store.edges(list(entity_ids), relation_id, direction, limit, offset, labelled)
+            return self.store.edges(
+                list(entity_ids), relation_id, direction, limit, offset, labelled
+            )
 
         if not isinstance(entity_ids, (list, tuple)):
             return await read()  # the backend refuses it
-        return await self._cached(("edges", tuple(entity_ids), relation_id, direction, limit, offset, labelled),
-                                  read)
+        return await self._cached(
+            ("edges", tuple(entity_ids), relation_id, direction, limit, offset, labelled), read
+        )
 
-    async def adjacent_ids(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
-                           limit: int = 2000, labelled: bool = False) -> AdjacentIds:
-        """Up to ``limit`` edges of one relation from any number of entities, as IDs, in no promised order;
-        ``truncated`` when more exist. A walk reads thousands of edges to name a few answers at its end
-        (:meth:`labels_of`). A read with a larger limit answers a smaller one (its first ``limit`` edges are an
-        answer): a link rule's 20-edge read of an entity a reasoner has read in full costs nothing."""
+    async def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int = 2000,
+        labelled: bool = False,
+    ) -> AdjacentIds:
+        """Up to ``limit`` edges of one relation from any number of entities, as IDs, in no promised
+        order; ``truncated`` when more exist. A walk reads thousands of edges to name a few answers
+        at its end (:meth:`labels_of`). A read with a larger limit answers a smaller one (its first
+        ``limit`` edges are an answer): a link rule's 20-edge read of an entity a reasoner has read
+        in full costs nothing."""
         if not isinstance(entity_ids, (list, tuple)) or not isinstance(relation_id, str):
-            return await self.store.adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
+            return await self.store.adjacent_ids(
+                entity_ids, relation_id, direction, limit, labelled
+            )
         hop = (relation_id, Direction(direction))
         return (await self.adjacent_along(entity_ids, [hop], limit, labelled))[hop]
 
-    async def adjacent_along(self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000,
-                             labelled: bool = False) -> dict[Hop, AdjacentIds]:
+    async def adjacent_along(
+        self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000, labelled: bool = False
+    ) -> dict[Hop, AdjacentIds]:
         """:meth:`adjacent_ids` of the same entities along several hops (relation, direction), each
         with its own ``limit``: the hops the cache does not answer in one backend read (a walk
         expands a frontier along several relations at once). A read that left nothing out is
@@ -196,8 +248,9 @@ class Graph:
             ((hop, _),) = todo
             got = {hop: await self.store.adjacent_ids(list(ids), hop[0], hop[1], limit, labelled)}
         elif todo:
-            got = await self.store.adjacent_ids(list(ids), [h for h, _ in todo], Direction.forward,
-                                                limit, labelled)
+            got = await self.store.adjacent_ids(
+                list(ids), [h for h, _ in todo], Direction.forward, limit, labelled
+            )
         for hop, wide in todo:
             out[hop] = got[hop]
             if self.cache is not None and (wide is ResultCache._MISSING or wide[0] < limit):
@@ -206,8 +259,9 @@ class Graph:
                     self._keep_each(ids, hop, got[hop], limit, labelled)
         return {h: out[h] for h in hops}
 
-    def _known(self, ids: tuple[str, ...], hop: Hop, limit: int, labelled: bool
-               ) -> AdjacentIds | None:
+    def _known(
+        self, ids: tuple[str, ...], hop: Hop, limit: int, labelled: bool
+    ) -> AdjacentIds | None:
         """The read of ``ids`` along ``hop`` from complete reads of each, if all are kept."""
         if self.cache is None or len(ids) < 2:
             return None
@@ -222,8 +276,9 @@ class Graph:
         whole = AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
         return _first_pairs(whole, limit)
 
-    def _keep_each(self, ids: tuple[str, ...], hop: Hop, read: AdjacentIds, limit: int,
-                   labelled: bool) -> None:
+    def _keep_each(
+        self, ids: tuple[str, ...], hop: Hop, read: AdjacentIds, limit: int, labelled: bool
+    ) -> None:
         pairs: dict[str, list[tuple[str, str]]] = {eid: [] for eid in ids}
         values: dict[str, list[tuple[str, str]]] = {eid: [] for eid in ids}
         for s, t in read.pairs:
@@ -244,24 +299,35 @@ class Graph:
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         """Label, description, aliases and relation summary of one entity."""
-        return await self._cached(("describe", entity_id), lambda: self.store.describe_entity(entity_id))
+        return await self._cached(
+            ("describe", entity_id), lambda: self.store.describe_entity(entity_id)
+        )
 
-    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
-        """Entities whose ``relation_id`` has each literal value (external identifiers back to their items)."""
+    async def find_by_values(
+        self, relation_id: str, values: list[str], limit: int = 20
+    ) -> dict[str, list[str]]:
+        """Entities whose ``relation_id`` has each literal value (external identifiers back to their
+        items)."""
         return await self.store.find(list(dict.fromkeys(values)), relation_id, limit)
 
     async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
-        """:meth:`find_by_label` for many names at once (a label link joins a whole frontier by its names):
-        one backend read, then one for the names of what it found."""
+        """:meth:`find_by_label` for many names at once (a label link joins a whole frontier by its
+        names): one backend read, then one for the names of what it found."""
         wanted = [x for x in dict.fromkeys(labels) if isinstance(x, str) and x.strip()]
         found = await self.store.find(wanted, LABEL, limit) if wanted else {}
         names = await self.labels_of([e for ids in found.values() for e in ids])
         kg = self.name
-        return {x: [Entity.model_construct(id=e, label=names.get(e, x), description=None, kg=kg)
-                    for e in found.get(x, [])[:limit]] for x in dict.fromkeys(labels)}
+        return {
+            x: [
+                Entity.model_construct(id=e, label=names.get(e, x), description=None, kg=kg)
+                for e in found.get(x, [])[:limit]
+            ]
+            for x in dict.fromkeys(labels)
+        }
 
     async def resolve_key(self, key: str) -> str | None:
-        """The ID of the entity whose IRI (or triple-file name; a literal's lexical form) is ``key``, or None."""
+        """The ID of the entity whose IRI (or triple-file name; a literal's lexical form) is
+        ``key``, or None."""
         if not isinstance(key, str):
             return None
         return next(iter((await self.store.find([key])).get(key, [])), None)
@@ -271,24 +337,29 @@ class Graph:
         return await self.store.info()
 
     def relation_labels(self) -> Mapping[str, str] | None:
-        """Every relation's label by ID, when the KG knows them without I/O (local backends); else None."""
+        """Every relation's label by ID, when the KG knows them without I/O (local backends); else
+        None."""
         return self.store.vocabulary
 
     def relation_vocabulary(self) -> frozenset[str] | None:
-        """Every relation ID, when known without I/O: a configuration naming one that does not exist is refused."""
+        """Every relation ID, when known without I/O: a configuration naming one that does not exist
+        is refused."""
         labels = self.relation_labels()
         return None if labels is None else frozenset(labels)
 
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
-        """Relations whose label, alias or description matches ``text``, best first: the backend's own search
-        where it has one, else its vocabulary ranked lexically (labels and counts from :meth:`info`'s sample)."""
+        """Relations whose label, alias or description matches ``text``, best first: the backend's
+        own search where it has one, else its vocabulary ranked lexically (labels and counts from
+        :meth:`info`'s sample)."""
         from .sparql.relsearch import rank
 
         if self.capabilities.relation_search:
             return await self.store.search_relations(text, limit)  # type: ignore[union-attr]
         labels = self.relation_labels()
         if labels is None:
-            raise InvalidInput(f"KG {self.name!r} ({self.backend}) cannot list its relations to search them")
+            raise InvalidInput(
+                f"KG {self.name!r} ({self.backend}) cannot list its relations to search them"
+            )
         sample = {r.id: r for r in (await self.info()).relation_sample}
         candidates = []
         for rid in sorted(labels):
@@ -297,16 +368,19 @@ class Graph:
             candidates.append((rid, label, None, [], known.count if known is not None else None))
         return rank(text, candidates, limit)
 
-    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None
-                           ) -> SparqlRows:
-        """A caller-written **read-only** SPARQL query, guarded (:mod:`kg_adapters.sparql.guard`): at most
-        ``limit`` rows, within ``timeout`` seconds. Only KGs whose ``capabilities.sparql`` is True answer."""
+    async def sparql_query(
+        self, query: str, *, limit: int | None = None, timeout: float | None = None
+    ) -> SparqlRows:
+        """A caller-written **read-only** SPARQL query, guarded (:mod:`kg_adapters.sparql.guard`):
+        at most ``limit`` rows, within ``timeout`` seconds. Only KGs whose ``capabilities.sparql``
+        is True answer."""
         if not self.capabilities.sparql:
             raise InvalidInput(f"KG {self.name!r} ({self.backend}) does not answer SPARQL queries")
         return await self.store.sparql_query(query, limit=limit, timeout=timeout)  # type: ignore[union-attr]
 
     async def same_as(self, entity_id: str, into: str | None = None) -> list[str]:
-        """The same entity in the other linked KGs (only in KG ``into``, if given): none for a KG on its own."""
+        """The same entity in the other linked KGs (only in KG ``into``, if given): none for a KG on
+        its own."""
         return []
 
     async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:
@@ -317,13 +391,15 @@ class Graph:
         """:meth:`same_as` into KG ``into`` for many entities (a reasoner links whole frontiers)."""
         return {e: [] for e in dict.fromkeys(entity_ids)}
 
-    # -- derived: only the reads above are asked -------------------------------------------------------------------
+    # -- derived: only the reads above are asked ---------------------------------------------------
     async def initialize(self, query: str, limit: int = 10) -> list[EntityMatch]:
-        """Entities mentioned in ``query`` (entity linking). ``[bracketed]`` spans are taken as explicit mentions."""
+        """Entities mentioned in ``query`` (entity linking). ``[bracketed]`` spans are taken as
+        explicit mentions."""
         return await self.initialize_named(query, limit)
 
     async def get_relations(self, entity_ids: list[str]) -> RelationList:
-        """Relation types the entities have, forward and backward, with edge counts (at most ``max_relations``)."""
+        """Relation types the entities have, forward and backward, with edge counts (at most
+        ``max_relations``)."""
         self.limits.check_ids(entity_ids)
         merged = await self.relation_counts(entity_ids, strict=True)
         cap = self.limits.max_relations
@@ -332,9 +408,10 @@ class Graph:
         return merged.model_copy(update={"relations": merged.relations[:cap], "truncated": True})
 
     async def relation_counts(self, entity_ids: list[str], strict: bool = False) -> RelationList:
-        """:meth:`get_relations` of any number of entities, counts (edges, and entities having the relation)
-        added up, every relation kept. An ID naming nothing is skipped, or with ``strict`` an error (what a
-        caller named is a mistake to say, not "no relations") — unless a KG failed, and so cannot tell."""
+        """:meth:`get_relations` of any number of entities, counts (edges, and entities having the
+        relation) added up, every relation kept. An ID naming nothing is skipped, or with ``strict``
+        an error (what a caller named is a mistake to say, not "no relations") — unless a KG failed,
+        and so cannot tell."""
         ids = list(dict.fromkeys(entity_ids))
         by = await self.relations_by_entity(ids)
         if strict and not any(rl.partial for rl in by.values()):
@@ -343,14 +420,24 @@ class Graph:
                     raise NotFound(f"no entity {eid} in KG {split_id(eid)[0]!r}")
         return merge_relation_lists([by[e] for e in ids if e in by])
 
-    async def adjacent(self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward,
-                       limit: int = 2000) -> EdgePage:
-        """:meth:`adjacent_ids` with the entities by label: edges and the labels of what they reach, no
-        qualifiers; literal targets the KG gives no ID carry their text as the value."""
+    async def adjacent(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int = 2000,
+    ) -> EdgePage:
+        """:meth:`adjacent_ids` with the entities by label: edges and the labels of what they reach,
+        no qualifiers; literal targets the KG gives no ID carry their text as the value."""
         direction = Direction(direction)
         read = await self.adjacent_ids(entity_ids, relation_id, direction, limit, labelled=True)
-        ids = list(dict.fromkeys([s for s, _ in read.pairs] + [t for _, t in read.pairs]
-                                 + [s for s, _ in read.values]))
+        ids = list(
+            dict.fromkeys(
+                [s for s, _ in read.pairs]
+                + [t for _, t in read.pairs]
+                + [s for s, _ in read.values]
+            )
+        )
         labels = await self.labels_of(ids)
         # thousands of models: a unit of CPU work, off the event loop in a server (kg_adapters.cpu)
         return await run_cpu(_labelled_page, read, ids, labels, self.name, relation_id, direction)
@@ -367,49 +454,83 @@ class Graph:
         return (await self.find_by_values(relation_id, [value], limit)).get(value, [])
 
     async def find_by_label(self, label: str, limit: int = 20) -> list[Entity]:
-        """Entities named exactly ``label``, else case-insensitively (how label links are made; never fuzzy)."""
+        """Entities named exactly ``label``, else case-insensitively (how label links are made;
+        never fuzzy)."""
         return (await self.find_by_labels([label], limit)).get(label, [])
 
     async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
-        """A few entities that have ``relation_id`` (forward): a sample to try a link rule on at start-up."""
+        """A few entities that have ``relation_id`` (forward): a sample to try a link rule on at
+        start-up."""
         read = await self.adjacent_ids([], relation_id, Direction.forward, limit)
         return list(dict.fromkeys([s for s, _ in read.pairs] + [s for s, _ in read.values]))[:limit]
 
 
-def _labelled_page(read: AdjacentIds, ids: list[str], labels: Mapping[str, str], kg: str,
-                   relation_id: str, direction: Direction) -> EdgePage:
+def _labelled_page(
+    read: AdjacentIds,
+    ids: list[str],
+    labels: Mapping[str, str],
+    kg: str,
+    relation_id: str,
+    direction: Direction,
+) -> EdgePage:
     """:meth:`Graph.adjacent`'s page: the edges read, and every entity they touch by label."""
+
     def entity(eid: str) -> Entity:
         return Entity.model_construct(id=eid, label=labels.get(eid, eid), description=None, kg=kg)
 
-    edges = [Edge.model_construct(source=s, relation=relation_id, direction=direction, target=t,
-                                  value=None, qualifiers=[]) for s, t in read.pairs]
-    edges += [Edge.model_construct(source=s, relation=relation_id, direction=direction, target=None,
-                                   value=Literal.model_construct(value=v, datatype=None, lang=None),
-                                   qualifiers=[]) for s, v in read.values]
-    return EdgePage.model_construct(edges=edges, entities={e: entity(e) for e in ids},
-                                    truncated=read.truncated, next_offset=None, partial=False,
-                                    warnings=[], relation=None)
+    edges = [
+        Edge.model_construct(
+            source=s, relation=relation_id, direction=direction, target=t, value=None, qualifiers=[]
+        )
+        for s, t in read.pairs
+    ]
+    edges += [
+        Edge.model_construct(
+            source=s,
+            relation=relation_id,
+            direction=direction,
+            target=None,
+            value=Literal.model_construct(value=v, datatype=None, lang=None),
+            qualifiers=[],
+        )
+        for s, v in read.values
+    ]
+    return EdgePage.model_construct(
+        edges=edges,
+        entities={e: entity(e) for e in ids},
+        truncated=read.truncated,
+        next_offset=None,
+        partial=False,
+        warnings=[],
+        relation=None,
+    )
 
 
 def _serves(wide: Any, limit: int, labelled: bool) -> bool:
     """Whether a kept read (its limit, the read, labelled) answers a read of ``limit``: one of a
     larger limit, or one that left nothing out."""
-    return (wide is not ResultCache._MISSING and (wide[0] >= limit or not wide[1].truncated)
-            and (wide[2] or not labelled))
+    return (
+        wide is not ResultCache._MISSING
+        and (wide[0] >= limit or not wide[1].truncated)
+        and (wide[2] or not labelled)
+    )
 
 
 def _first_pairs(read: AdjacentIds, limit: int) -> AdjacentIds:
-    """A bulk read with a limit of at least ``limit``, cut to ``limit`` (pairs and values together)."""
+    """A bulk read with a limit of at least ``limit``, cut to ``limit`` (pairs and values
+    together)."""
     if len(read.pairs) + len(read.values) <= limit:
         return read
     pairs = read.pairs[:limit]
-    return AdjacentIds.model_construct(pairs=pairs, values=read.values[: limit - len(pairs)], truncated=True)
+    return AdjacentIds.model_construct(
+        pairs=pairs, values=read.values[: limit - len(pairs)], truncated=True
+    )
 
 
-def graphs(kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph], cache: ResultCache | None = None
-           ) -> dict[str, Graph]:
-    """Each backend as a :class:`Graph`, those that do I/O sharing ``cache`` (one bound for the process);
-    in-memory ones read without it (a lookup there is as fast as a cache hit)."""
+def graphs(
+    kgs: Mapping[str, KnowledgeGraph] | Sequence[KnowledgeGraph], cache: ResultCache | None = None
+) -> dict[str, Graph]:
+    """Each backend as a :class:`Graph`, those that do I/O sharing ``cache`` (one bound for the
+    process); in-memory ones read without it (a lookup there is as fast as a cache hit)."""
     items = kgs.values() if isinstance(kgs, Mapping) else kgs
     return {kg.name: Graph(kg, None if kg.capabilities.local_index else cache) for kg in items}

@@ -1,25 +1,27 @@
-"""Entity search over labels without an LLM: exact, case-insensitive, fuzzy and word-overlap matching.
+"""Entity search over labels without an LLM: exact, case-insensitive, fuzzy and word-overlap
+matching.
 
-Built once per KG. ``link`` does entity linking for ``initialize``: explicit ``[mentions]`` first, otherwise the
-longest token n-grams of the query that are some entity's label.
+Built once per KG. ``link`` does entity linking for ``initialize``: explicit ``[mentions]`` first,
+otherwise the longest token n-grams of the query that are some entity's label.
 
 Ranking (``search``), best first:
 
-* ``exact`` 1.0 — the label, case-sensitively (MetaQA has ``Ginger Rogers`` the actor and ``ginger rogers`` the
-  tag: ``[ginger rogers]`` must give the tag first);
+* ``exact`` 1.0 — the label, case-sensitively (MetaQA has ``Ginger Rogers`` the actor and ``ginger
+  rogers`` the tag: ``[ginger rogers]`` must give the tag first);
 * ``casefold`` 0.95 — the same words ignoring case and punctuation spacing;
-* ``fuzzy`` / ``bm25`` ≤ 0.9 — candidates from a character-trigram index (typos: ``keanu reevs``) and an
-  IDF-weighted word index (extra words: ``matrix reloaded movie``), each scored by the better of
-  *whole-string similarity* of the content words (stopwords and 'movie'/'film' dropped; Indel ratio, word order
-  ignored; it penalises length differences) and an *IDF-weighted word-overlap F-score* (β = 0.5) between query
-  and label, where words that differ by a typo count partly (``hank``/``hanks``). Whole-string similarity with
-  no shared word counts only 60% (``Phantom`` is not ``tom hank``); labels under a fifth of the query's length,
-  or over five times it, are skipped (the label ``O`` never matches ``tom hank``). The name says which of the two won; ``bm25`` stands
-  for the word-overlap score. Candidates below 0.45 are dropped. Ties go to the better-connected entity
-  (``priors``), then the shorter label.
+* ``fuzzy`` / ``bm25`` ≤ 0.9 — candidates from a character-trigram index (typos: ``keanu reevs``)
+  and an IDF-weighted word index (extra words: ``matrix reloaded movie``), each scored by the better
+  of *whole-string similarity* of the content words (stopwords and 'movie'/'film' dropped; Indel
+  ratio, word order ignored; it penalises length differences) and an *IDF-weighted word-overlap
+  F-score* (β = 0.5) between query and label, where words that differ by a typo count partly
+  (``hank``/``hanks``). Whole-string similarity with no shared word counts only 60% (``Phantom`` is
+  not ``tom hank``); labels under a fifth of the query's length, or over five times it, are skipped
+  (the label ``O`` never matches ``tom hank``). The name says which of the two won; ``bm25`` stands
+  for the word-overlap score. Candidates below 0.45 are dropped. Ties go to the better-connected
+  entity (``priors``), then the shorter label.
 
-Both candidate indexes are numpy posting lists built lazily on the first fuzzy search, so a search costs a few
-bincounts plus ~100 rapidfuzz calls: about a millisecond on MetaQA's 43k labels.
+Both candidate indexes are numpy posting lists built lazily on the first fuzzy search, so a search
+costs a few bincounts plus ~100 rapidfuzz calls: about a millisecond on MetaQA's 43k labels.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from .text import bracketed_mentions, key, longest_spans, tokens
 
 _MAX_NGRAM = 12
 _STOP = frozenset(
-    "a an the of in on at to for by with from and or is are was were be been what which who whom whose when where "
-    "how why did does do that this these those it its as 's ? , . ! film films movie movies".split()
+    "a an the of in on at to for by with from and or is are was were be been what which who whom "
+    "whose when where how why did does do that this these those it its as 's ? , . ! film films "
+    "movie movies".split()
 )
 _CANDIDATES = 64  # per candidate generator
 _MIN_SCORE = 0.45
@@ -56,8 +59,8 @@ class Hit:
 
 
 def ngram_spans(toks: Sequence[str]) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each run of at most ``_MAX_NGRAM`` tokens that is not all stopwords, longest first, then
-    leftmost: where a name may be mentioned in a question."""
+    """``(start, end)`` of each run of at most ``_MAX_NGRAM`` tokens that is not all stopwords,
+    longest first, then leftmost: where a name may be mentioned in a question."""
     for n in range(min(_MAX_NGRAM, len(toks)), 0, -1):
         for start in range(len(toks) - n + 1):
             if not all(t in _STOP for t in toks[start : start + n]):
@@ -78,9 +81,10 @@ def _content(toks: list[str]) -> list[str]:
 class _FuzzyIndex:
     """Trigram and word posting lists over the distinct label keys.
 
-    Built after the server has frozen its long-lived objects out of the garbage collector's view (``gc.freeze``),
-    so it is made of objects the collector does not track: numpy arrays, strings, floats and tuples of them
-    (a list per label added ~43k objects to every full collection on MetaQA: 13.5 → 1.2 ms per full collection).
+    Built after the server has frozen its long-lived objects out of the garbage collector's view
+    (``gc.freeze``), so it is made of objects the collector does not track: numpy arrays, strings,
+    floats and tuples of them (a list per label added ~43k objects to every full collection on
+    MetaQA: 13.5 → 1.2 ms per full collection).
     """
 
     def __init__(self, keys: list[str]) -> None:
@@ -109,8 +113,8 @@ class _FuzzyIndex:
         return self._idf.get(word, self.max_idf)
 
     def _top(self, scores: np.ndarray, keep: np.ndarray, k: int) -> list[int]:
-        """The (at most) ``k`` best-scoring positions among those ``keep`` marks (a boolean mask: its nonzero is
-        several times cheaper than one over the float scores)."""
+        """The (at most) ``k`` best-scoring positions among those ``keep`` marks (a boolean mask:
+        its nonzero is several times cheaper than one over the float scores)."""
         nz = np.flatnonzero(keep)
         if len(nz) > k:
             nz = nz[np.argpartition(-scores[nz], k - 1)[:k]]
@@ -119,7 +123,11 @@ class _FuzzyIndex:
     def candidates(self, k: str, words: Sequence[str]) -> set[int]:
         out: set[int] = set()
         q_tris = _trigrams(k)
-        lists = [p for t in q_tris if (p := self.tri_post.get(t)) is not None and len(p) < _COMMON_POSTINGS]
+        lists = [
+            p
+            for t in q_tris
+            if (p := self.tri_post.get(t)) is not None and len(p) < _COMMON_POSTINGS
+        ]
         if lists:
             counts = np.bincount(np.concatenate(lists), minlength=self.n).astype(np.float32)
             dice = 2 * counts / (len(q_tris) + self.tri_len)
@@ -131,14 +139,17 @@ class _FuzzyIndex:
                 posts.append(p)
                 weights.append(np.full(len(p), self.idf(w), dtype=np.float32))
         if posts:
-            scores = np.bincount(np.concatenate(posts), weights=np.concatenate(weights), minlength=self.n)
+            scores = np.bincount(
+                np.concatenate(posts), weights=np.concatenate(weights), minlength=self.n
+            )
             out.update(self._top(scores, scores > 0, _CANDIDATES))  # every idf is > 0
         return out
 
     def word_overlap(self, q_words: Sequence[str], d_words: Sequence[str]) -> float:
-        """IDF-weighted F-score (β = 0.5) of the word overlap, a word within a small edit of one on the other side
-        counting partly. β < 1 weighs "the label's words are in the query" above "the query's words are in the
-        label", so extra words in the query ('matrix reloaded movie') cost less than extra words in the label."""
+        """IDF-weighted F-score (β = 0.5) of the word overlap, a word within a small edit of one on
+        the other side counting partly. β < 1 weighs "the label's words are in the query" above "the
+        query's words are in the label", so extra words in the query ('matrix reloaded movie') cost
+        less than extra words in the label."""
         if not q_words or not d_words:
             return 0.0
         recall = self._coverage(q_words, d_words)
@@ -150,8 +161,9 @@ class _FuzzyIndex:
         return 1.25 * precision * recall / (0.25 * precision + recall)
 
     def _coverage(self, src: Sequence[str], dst: Sequence[str]) -> float:
-        """The IDF share of ``src``'s words found in ``dst`` (a word ≥ 4 letters within fuzz.ratio ≥ 75 of one
-        there counts by that ratio). The hottest loop of a search: called for both sides of ~60 candidates."""
+        """The IDF share of ``src``'s words found in ``dst`` (a word ≥ 4 letters within fuzz.ratio ≥
+        75 of one there counts by that ratio). The hottest loop of a search: called for both sides
+        of ~60 candidates."""
         idf, max_idf, ratio = self._idf.get, self.max_idf, fuzz.ratio
         total = got = 0.0
         long_dst = None
@@ -175,8 +187,8 @@ class _FuzzyIndex:
 class LabelIndex:
     """Lookup structures over a list of labels; ``index`` values are positions in that list.
 
-    ``priors`` (optional, one per label, ≥ 0 — e.g. an entity's degree) only break ties between equally good
-    matches. Descriptions are not searched (they add noise).
+    ``priors`` (optional, one per label, ≥ 0 — e.g. an entity's degree) only break ties between
+    equally good matches. Descriptions are not searched (they add noise).
     """
 
     def __init__(self, labels: Sequence[str], priors: Sequence[float] | None = None) -> None:
@@ -191,18 +203,21 @@ class LabelIndex:
         self._by_key.pop("", None)
         self._keys = list(self._by_key)
         self._priors = priors
-        self._fuzzy: _FuzzyIndex | None = None  # built on first use: most sessions only need exact lookups
-        # the same mention is looked up again and again (an agent's initialize then search, a router and the
-        # strategy it runs); the labels never change, so recent answers are kept
+        self._fuzzy: _FuzzyIndex | None = (
+            None  # built on first use: most sessions only need exact lookups
+        )
+        # the same mention is looked up again and again (an agent's initialize then search, a router
+        # and the strategy it runs); the labels never change, so recent answers are kept
         self._recent: dict[str, tuple[int, list[Hit]]] = {}
 
     def _prior(self, i: int) -> float:
         return float(self._priors[i]) if self._priors is not None else 0.0
 
-    # -- search -----------------------------------------------------------------------------------------------
+    # -- search ------------------------------------------------------------------------------------
     def named(self, label: str) -> list[int]:
-        """Positions whose label is exactly ``label``, else those whose lookup key equals its key (case, spacing
-        and punctuation aside); no fuzzy matches. What cross-KG label links are made of."""
+        """Positions whose label is exactly ``label``, else those whose lookup key equals its key
+        (case, spacing and punctuation aside); no fuzzy matches. What cross-KG label links are made
+        of."""
         exact = self._exact.get(label)
         if exact:
             return list(exact)
@@ -210,11 +225,14 @@ class LabelIndex:
         return list(self._by_key.get(k, ())) if k else []
 
     def search(self, text: str, limit: int = 10) -> list[Hit]:
-        """Best first: exact label, then case-insensitive, then fuzzy and word-overlap candidates."""
+        """Best first: exact label, then case-insensitive, then fuzzy and word-overlap
+        candidates."""
         if limit < 1:
             return []
         known = self._recent.get(text)
-        if known is not None and known[0] >= limit:  # the first ``limit`` of a longer answer are this answer
+        if (
+            known is not None and known[0] >= limit
+        ):  # the first ``limit`` of a longer answer are this answer
             return known[1][:limit]
         got = self._search(text, limit)
         if len(self._recent) >= _RECENT:
@@ -241,7 +259,10 @@ class LabelIndex:
             for cand, score, match in self._fuzzy_search(k):
                 for i in self._by_key[self._keys[cand]]:
                     add(i, score, match)
-        ranked = sorted(hits.values(), key=lambda h: (-h.score, -self._prior(h.index), len(self._labels[h.index]), h.index))
+        ranked = sorted(
+            hits.values(),
+            key=lambda h: (-h.score, -self._prior(h.index), len(self._labels[h.index]), h.index),
+        )
         return ranked[:limit]
 
     def _fuzzy_search(self, k: str) -> list[tuple[int, float, str]]:
@@ -258,18 +279,21 @@ class LabelIndex:
             # compare content words only: 'movie' in the query must not make 'Road, Movie' similar
             c_text = fz.key_text[c]
             if min(len(c_text), len(q_text)) < _MIN_LENGTH_RATIO * max(len(c_text), len(q_text)):
-                continue  # a one-letter label is not a fuzzy match for a name, nor a name for a letter
+                # a one-letter label is not a fuzzy match for a name, nor a name for a letter
+                continue
             sim = fuzz.token_sort_ratio(q_text, c_text) / 100.0
             overlap = fz.word_overlap(q_words, fz.key_words[c])
             if overlap == 0:
-                sim *= 0.6  # similar letters but not one shared word ('Phantom' for 'tom hank') is weak evidence
+                # similar letters but not one shared word ('Phantom' for 'tom hank') is weak
+                # evidence
+                sim *= 0.6
             best = max(sim, overlap)
             if best * _FUZZY_TOP < _MIN_SCORE:
                 continue
             out.append((c, round(_FUZZY_TOP * best, 4), "fuzzy" if sim >= overlap else "bm25"))
         return out
 
-    # -- entity linking -------------------------------------------------------------------------------------
+    # -- entity linking ----------------------------------------------------------------------------
     def link(self, query: str, limit: int = 10) -> list[Hit]:
         mentions = bracketed_mentions(query)
         if mentions:
@@ -283,7 +307,11 @@ class LabelIndex:
 
     def _ngram_link(self, query: str, limit: int) -> list[Hit]:
         toks = tokens(query)
-        spans = [(s, e, ids) for s, e in ngram_spans(toks) if (ids := self._by_key.get(" ".join(toks[s:e])))]
+        spans = [
+            (s, e, ids)
+            for s, e in ngram_spans(toks)
+            if (ids := self._by_key.get(" ".join(toks[s:e])))
+        ]
         hits: list[Hit] = []
         for start, end, ids, weight in longest_spans(spans, len(toks)):
             mention = " ".join(toks[start:end])
@@ -291,6 +319,10 @@ class LabelIndex:
                 exact = 1.0 if self._labels[i] in query else 0.9
                 hits.append(Hit(i, round(weight * exact, 4), "mention", mention))
         if not hits:
-            return [Hit(h.index, round(h.score * 0.8, 4), h.match) for h in self.search(query, limit)]
-        hits.sort(key=lambda h: (-h.score, -self._prior(h.index), len(self._labels[h.index]), h.index))
+            return [
+                Hit(h.index, round(h.score * 0.8, 4), h.match) for h in self.search(query, limit)
+            ]
+        hits.sort(
+            key=lambda h: (-h.score, -self._prior(h.index), len(self._labels[h.index]), h.index)
+        )
         return hits[:limit]

@@ -36,8 +36,8 @@ class LinkGrade:
     words: int  # words of the mention
 
     def note(self, mention: str, label: str) -> str:
-        """One line for a reader: what the mention was linked to and how, empty for an exact match.
-        """
+        """One line for a reader: what the mention was linked to and how, empty for an exact
+        match."""
         if self.kind in ("exact", "normalised"):
             return ""
         if self.kind == "typo" and self.confident:

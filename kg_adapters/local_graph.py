@@ -1,7 +1,8 @@
-"""The integer-indexed view of a KG held in memory: what needs a *global* view of one KG works on — the retrieval
-strategies (every entity, its verbalised neighbourhood, degrees, hubs, a content hash for on-disk caches) and the
-offline reasoner's walks. The KG that holds the index owns it and its ID scheme (:meth:`MemoryKG.local_graph`), so
-nothing outside ``kg_adapters`` reaches into a ``TripleIndex`` or spells an entity ID."""
+"""The integer-indexed view of a KG held in memory: what needs a *global* view of one KG works on —
+the retrieval strategies (every entity, its verbalised neighbourhood, degrees, hubs, a content hash
+for on-disk caches) and the offline reasoner's walks. The KG that holds the index owns it and its ID
+scheme (:meth:`MemoryKG.local_graph`), so nothing outside ``kg_adapters`` reaches into a
+``TripleIndex`` or spells an entity ID."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 
 
 class LocalGraph:
-    """Read-only, integer-indexed view of a KG held in memory (its ``TripleIndex``), with the KG's own ID scheme.
-    Built once per KG by :meth:`MemoryKG.local_graph`."""
+    """Read-only, integer-indexed view of a KG held in memory (its ``TripleIndex``), with the KG's
+    own ID scheme. Built once per KG by :meth:`MemoryKG.local_graph`."""
 
     def __init__(self, kg: MemoryKG) -> None:
         index = kg.index
@@ -64,19 +65,26 @@ class LocalGraph:
     def degrees(self) -> np.ndarray:
         if self._degree is None:
             self._degree = np.array(
-                [sum(map(len, o.values())) + sum(map(len, n.values())) for o, n in zip(self.out, self.inc)],
+                [
+                    sum(map(len, o.values())) + sum(map(len, n.values()))
+                    for o, n in zip(self.out, self.inc)
+                ],
                 dtype=np.int64,
             )
         return self._degree
 
     def hubs(self, min_degree: int = 50, quantile: float = 0.995) -> np.ndarray:
-        """Boolean mask of hub nodes: degree above both ``min_degree`` and the ``quantile`` of all degrees. In a
-        movie KB these are genres, years, languages, popular tags: attribute values that connect everything, so a
-        path through one says little."""
+        """Boolean mask of hub nodes: degree above both ``min_degree`` and the ``quantile`` of all
+        degrees. In a movie KB these are genres, years, languages, popular tags: attribute values
+        that connect everything, so a path through one says little."""
         key = (min_degree, quantile)
         if self._hubs is None or self._hubs[0] != key:
             deg = self.degrees()
-            limit = max(float(min_degree), float(np.quantile(deg, quantile))) if len(deg) else float(min_degree)
+            limit = (
+                max(float(min_degree), float(np.quantile(deg, quantile)))
+                if len(deg)
+                else float(min_degree)
+            )
             self._hubs = (key, deg > limit)
         return self._hubs[1]
 
@@ -102,23 +110,27 @@ class LocalGraph:
 
     # text
     def neighbourhood_lines(self, i: int, limit: int = 8) -> list[str]:
-        """``"directed by Clark Gregg"`` / ``"directed (inverse of directed by) Choke"``: the node's edges as short
-        phrases, at most ``limit``, spread over relations so one huge relation cannot fill them all."""
+        """``"directed by Clark Gregg"`` / ``"directed (inverse of directed by) Choke"``: the node's
+        edges as short phrases, at most ``limit``, spread over relations so one huge relation cannot
+        fill them all."""
         groups = [(self.rel_labels[r], objs) for r, objs in self.out[i].items()]
         groups += [(f"{self.rel_labels[r]} of", subs) for r, subs in self.inc[i].items()]
         per = max(1, limit // max(1, len(groups)))
         lines = [f"{text} {self.label(j)}" for text, targets in groups for j in targets[:per]]
-        more = (f"{text} {self.label(j)}"
-                for text, targets in groups for j in targets[per : per + limit])
+        more = (
+            f"{text} {self.label(j)}"
+            for text, targets in groups
+            for j in targets[per : per + limit]
+        )
         lines.extend(itertools.islice(more, max(0, limit - len(lines))))  # then the rest, in order
         return lines[:limit]
 
     def descriptor(self, i: int, neighbours: int = 8, max_chars: int = 240) -> str:
-        """Label + description + verbalised neighbourhood; what BM25 and the dense indexes see for an entity."""
+        """Label + description + verbalised neighbourhood; what BM25 and the dense indexes see for
+        an entity."""
         parts = [self.label(i)]
         desc = self.description(i)
         if desc:
             parts.append(desc)
         parts.extend(self.neighbourhood_lines(i, neighbours))
         return "; ".join(parts)[:max_chars]
-

@@ -156,8 +156,9 @@ class OxigraphKG(KnowledgeGraph):
     def _relation_node(self, relation_id: str) -> ox.NamedNode:
         node = self.codec.decode_relation(self._local_relation(relation_id))
         if node.value in METADATA_PREDICATES or next(iter(self._quads(p=node)), None) is None:
-            raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; "
-                           "call get_relations to list them")
+            raise NotFound(
+                f"no relation {relation_id!r} in KG {self.name!r}; call get_relations to list them"
+            )
         return node
 
     def _best_text(self, term: Term, preds: list[ox.NamedNode]) -> str | None:
@@ -175,18 +176,23 @@ class OxigraphKG(KnowledgeGraph):
         if cached is not None:
             return cached
         eid = eid or self._term_id(term) or ""
-        desc = None if isinstance(term, ox.Literal) else self._best_text(
-            term, self._used(_DESCRIPTION_NODES))
-        ent = Entity.model_construct(id=eid, label=self._label(term), description=desc,
-                                     kg=self.name)
+        desc = (
+            None
+            if isinstance(term, ox.Literal)
+            else self._best_text(term, self._used(_DESCRIPTION_NODES))
+        )
+        ent = Entity.model_construct(
+            id=eid, label=self._label(term), description=desc, kg=self.name
+        )
         self._entity_cache.put(term, ent)
         return ent
 
     def _labelled_entity(self, term: Term, eid: str | None = None) -> Entity:
         """The entity by label only: never reads its description (:meth:`_entity` does)."""
         eid = eid or self._term_id(term) or ""
-        return Entity.model_construct(id=eid, label=self._label(term), description=None,
-                                      kg=self.name)
+        return Entity.model_construct(
+            id=eid, label=self._label(term), description=None, kg=self.name
+        )
 
     def _label(self, term: Term) -> str:
         """The name shown for a term: a literal's value; else its best label, or its local name."""
@@ -196,21 +202,30 @@ class OxigraphKG(KnowledgeGraph):
         if cached is not None:
             return cached.label
         return self._best_text(term, self._used(LABEL_NODES)) or (
-            "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value))
+            "_:" + term.value if isinstance(term, ox.BlankNode) else local_name(term.value)
+        )
 
-    def _relation_model(self, iri: str, direction: Direction, count: int | None = None,
-                        entities: int | None = None) -> Relation:
+    def _relation_model(
+        self, iri: str, direction: Direction, count: int | None = None, entities: int | None = None
+    ) -> Relation:
         label = self._relation_labels.get(iri)
         if label is None:
             label = self._best_text(ox.NamedNode(iri), self._used(LABEL_NODES)) or humanize(
-                name_of(iri, RELATION_NS) or iri)
+                name_of(iri, RELATION_NS) or iri
+            )
             self._relation_labels[iri] = label
         return Relation.model_construct(
-            id=self._prefix + self.codec.encode_relation(iri), label=label,
-            inverse_label=inverse_of(label), direction=direction, count=count, entities=entities)
+            id=self._prefix + self.codec.encode_relation(iri),
+            label=label,
+            inverse_label=inverse_of(label),
+            direction=direction,
+            count=count,
+            entities=entities,
+        )
 
-    def _matches(self, find: Callable[[str, int], Sequence[KeyHit]], text: str, limit: int,
-                 mention: bool) -> list[EntityMatch]:
+    def _matches(
+        self, find: Callable[[str, int], Sequence[KeyHit]], text: str, limit: int, mention: bool
+    ) -> list[EntityMatch]:
         """The entities the label index ``find`` (its ``link`` or ``search``) names for ``text``,
         but those this KG gives no ID; the hits' mentions kept if ``mention``."""
         limit = self.limits.clamp(limit, self.limits.max_search)
@@ -222,9 +237,14 @@ class OxigraphKG(KnowledgeGraph):
             except ValueError:
                 continue
             if (eid := self._term_id(term)) is not None:
-                out.append(EntityMatch.model_construct(
-                    entity=self._entity(term, eid), score=h.score, match=h.match,
-                    mention=h.mention if mention else None))
+                out.append(
+                    EntityMatch.model_construct(
+                        entity=self._entity(term, eid),
+                        score=h.score,
+                        match=h.match,
+                        mention=h.mention if mention else None,
+                    )
+                )
         return out
 
     def _targets(self, term: Term, pred: ox.NamedNode, direction: Direction) -> Iterator[Term]:
@@ -263,28 +283,36 @@ class OxigraphKG(KnowledgeGraph):
         # SPARQL cannot name a blank node (it would be a variable): count those by walking quads
         for t in (t for t in terms if isinstance(t, ox.BlankNode)):
             counts: dict[str, int] = {}
-            for p, _ in {(q.predicate.value, q.object if forward else q.subject)
-                         for q in (self._quads(s=t) if forward else self._quads(o=t))}:
+            for p, _ in {
+                (q.predicate.value, q.object if forward else q.subject)
+                for q in (self._quads(s=t) if forward else self._quads(o=t))
+            }:
                 counts[p] = counts.get(p, 0) + 1
             yield from ((t, p, n) for p, n in counts.items() if p not in METADATA_PREDICATES)
         values = " ".join(str(t) for t in terms if not isinstance(t, ox.BlankNode))
         if not values:
             return
         var, other = ("s", "o") if forward else ("o", "s")
-        q = (f"SELECT ?{var} ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} "
-             f"WHERE {{ VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?{var} ?p")
+        q = (
+            f"SELECT ?{var} ?p (COUNT(*) AS ?n) WHERE {{ SELECT DISTINCT ?{var} ?p ?{other} "
+            f"WHERE {{ VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?{var} ?p"
+        )
         try:
             rows = list(self.store.query(q, use_default_graph_as_union=True))
         except (OSError, RuntimeError, SyntaxError) as e:
             raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
-        yield from ((r[var], r["p"].value, int(r["n"].value)) for r in rows
-                    if r["p"].value not in METADATA_PREDICATES)
+        yield from (
+            (r[var], r["p"].value, int(r["n"].value))
+            for r in rows
+            if r["p"].value not in METADATA_PREDICATES
+        )
 
     # -- the contract: a read that is a unit of CPU work is @cpu_bound, off the event loop in a
     # server (kg_adapters.cpu) --------------------------------------------------------------------
     @cpu_bound
-    def initialize(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
-                   ) -> list[EntityMatch]:
+    def initialize(
+        self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+    ) -> list[EntityMatch]:
         return self._matches(self.label_search.link, query, limit, mention=True)
 
     @cpu_bound
@@ -305,17 +333,25 @@ class OxigraphKG(KnowledgeGraph):
         for term, eids in by_term.items():
             if term not in rows and not self._exists(term):
                 continue
-            rels = [self._relation_model(iri, d, n, 1)
-                    for *_, d, n, iri in sorted(rows.get(term, []))]
-            rl = RelationList.model_construct(relations=rels, truncated=False, partial=False,
-                                              warnings=[])
+            rels = [
+                self._relation_model(iri, d, n, 1) for *_, d, n, iri in sorted(rows.get(term, []))
+            ]
+            rl = RelationList.model_construct(
+                relations=rels, truncated=False, partial=False, warnings=[]
+            )
             out.update((eid, rl) for eid in eids)
         return out
 
     @cpu_bound
-    def edges(self, entity_ids: list[str], relation_id: str,
-              direction: Direction = Direction.forward, limit: int | None = None, offset: int = 0,
-              labelled: bool = True) -> EdgePage:
+    def edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+        labelled: bool = True,
+    ) -> EdgePage:
         limit = self.limits.clamp(limit, self.limits.max_edges)
         entity = self._labelled_entity if labelled else self._entity
         terms = list(dict.fromkeys(self._entity_term(x) for x in self._local_ids(entity_ids)))
@@ -339,28 +375,53 @@ class OxigraphKG(KnowledgeGraph):
             if isinstance(tgt, ox.Literal):
                 dt = tgt.datatype.value if tgt.datatype is not None and not tgt.language else None
                 value = Literal.model_construct(
-                    value=tgt.value, datatype=None if dt in PLAIN_TYPES else dt, lang=tgt.language)
-            edges.append(Edge.model_construct(source=sid, relation=rel_id, direction=direction,
-                                              target=tid, value=value, qualifiers=[]))
+                    value=tgt.value, datatype=None if dt in PLAIN_TYPES else dt, lang=tgt.language
+                )
+            edges.append(
+                Edge.model_construct(
+                    source=sid,
+                    relation=rel_id,
+                    direction=direction,
+                    target=tid,
+                    value=value,
+                    qualifiers=[],
+                )
+            )
             if tid is not None:
                 entities.setdefault(tid, entity(tgt, tid))
         truncated = len(window) > limit
         return EdgePage.model_construct(
-            edges=edges, entities=entities, truncated=truncated,
-            next_offset=offset + len(edges) if truncated else None, partial=False, warnings=[],
-            relation=self._relation_model(pred.value, direction))
+            edges=edges,
+            entities=entities,
+            truncated=truncated,
+            next_offset=offset + len(edges) if truncated else None,
+            partial=False,
+            warnings=[],
+            relation=self._relation_model(pred.value, direction),
+        )
 
     @cpu_bound
-    def adjacent_ids(self, entity_ids: list[str], relation_id: str | Sequence[Hop],
-                     direction: Direction = Direction.forward, limit: int = 2000,
-                     labelled: bool = False) -> AdjacentIds | dict[Hop, AdjacentIds]:
+    def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: str | Sequence[Hop],
+        direction: Direction = Direction.forward,
+        limit: int = 2000,
+        labelled: bool = False,
+    ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One walk of the store's index a hop, no check that each source exists (one that does
         not has no edges). ``labelled`` changes nothing: a label costs index lookups here either
         way."""
         return hop_by_hop(self._adjacent, entity_ids, relation_id, direction, limit, labelled)
 
-    def _adjacent(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int,
-                  labelled: bool) -> AdjacentIds:
+    def _adjacent(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction,
+        limit: int,
+        labelled: bool,
+    ) -> AdjacentIds:
         pred = self._relation_node(relation_id)
         direction = Direction(direction)
         if entity_ids:
@@ -409,18 +470,24 @@ class OxigraphKG(KnowledgeGraph):
         term = self._entity_term(local)
         ent = self._entity(term, entity_id)
         preds = [] if isinstance(term, ox.Literal) else self._used(ALIAS_NODES + LABEL_NODES)
-        names = [q.object.value for pred in preds for q in self._quads(s=term, p=pred)
-                 if isinstance(q.object, ox.Literal)
-                 and language_rank(q.object.language, self.languages) <= len(self.languages)]
+        names = [
+            q.object.value
+            for pred in preds
+            for q in self._quads(s=term, p=pred)
+            if isinstance(q.object, ox.Literal)
+            and language_rank(q.object.language, self.languages) <= len(self.languages)
+        ]
         aliases = [a for a in dict.fromkeys(names) if a != ent.label]
         rels = (await self.relations([entity_id]))[entity_id].relations
         iri = term.value if isinstance(term, ox.NamedNode) else None
-        return EntityDescription(entity=ent, aliases=aliases,
-                                 relations=rels[: self.limits.max_relations], iri=iri)
+        return EntityDescription(
+            entity=ent, aliases=aliases, relations=rels[: self.limits.max_relations], iri=iri
+        )
 
     @cpu_bound
-    def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
-             ) -> dict[str, list[str]]:
+    def find(
+        self, values: list[str], relation_id: str | None = None, limit: int = 20
+    ) -> dict[str, list[str]]:
         """A value names the term whose key it is — an IRI, a triple-file name, a plain literal —
         if the store holds it; with ``relation_id``, the relation is walked backward from there."""
         limit = self.limits.clamp(limit, self.limits.max_edges)
@@ -442,36 +509,52 @@ class OxigraphKG(KnowledgeGraph):
                 except ValueError:
                     pass
             term = next((t for t in candidates if self._exists(t)), None)
-            found = ([] if term is None else [term] if pred is None
-                     else self._targets(term, pred, Direction.backward))
-            out[value] = [tid for t in islice(found, limit)
-                          if (tid := self._term_id(t)) is not None]
+            found = (
+                []
+                if term is None
+                else [term]
+                if pred is None
+                else self._targets(term, pred, Direction.backward)
+            )
+            out[value] = [
+                tid for t in islice(found, limit) if (tid := self._term_id(t)) is not None
+            ]
         return out
 
     async def info(self) -> KGInfo:
         if self._info is None:
             try:
-                rows = list(self.store.query(
-                    "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE "
-                    "{ ?s ?p ?o } } GROUP BY ?p ORDER BY DESC(?n)",
-                    use_default_graph_as_union=True))
+                rows = list(
+                    self.store.query(
+                        "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE "
+                        "{ ?s ?p ?o } } GROUP BY ?p ORDER BY DESC(?n)",
+                        use_default_graph_as_union=True,
+                    )
+                )
             except (OSError, RuntimeError) as e:
                 raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
             counts = [(r["p"].value, int(r["n"].value)) for r in rows]
-            edges = [(p, n) for p, n in counts
-                     if not p.startswith(META_NS) and p not in METADATA_PREDICATES]
+            edges = [
+                (p, n)
+                for p, n in counts
+                if not p.startswith(META_NS) and p not in METADATA_PREDICATES
+            ]
             self._info = KGInfo(
-                name=self.name, backend=self.capabilities.backend, description=self.description,
+                name=self.name,
+                backend=self.capabilities.backend,
+                description=self.description,
                 entities=None,
                 triples=sum(n for _, n in edges),  # edges, as MemoryKG counts: labels are metadata
                 relations=len(edges),
-                relation_sample=[self._relation_model(p, Direction.forward, n)
-                                 for p, n in edges[:20]],
+                relation_sample=[
+                    self._relation_model(p, Direction.forward, n) for p, n in edges[:20]
+                ],
             )
         return self._info
 
-    async def sparql_query(self, query: str, *, limit: int | None = None,
-                           timeout: float | None = None):
+    async def sparql_query(
+        self, query: str, *, limit: int | None = None, timeout: float | None = None
+    ):
         """A caller's read-only query, checked by the guard (:mod:`kg_adapters.sparql.guard`) and
         evaluated on the store over all its graphs but the metadata one; common prefixes (rdf, rdfs,
         owl, xsd, skos, schema, wd, wdt …) need no declaration."""
@@ -480,16 +563,24 @@ class OxigraphKG(KnowledgeGraph):
         from .sparql.workers import StoreQueryWorkers
 
         if not self.capabilities.sparql:
-            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries "
-                               "(sparql_query = false in its config)")
+            raise InvalidInput(
+                f"KG {self.name!r} does not take SPARQL queries "
+                "(sparql_query = false in its config)"
+            )
         if self._workers is None and self.query_source is not None:
             self._workers = StoreQueryWorkers(self.name, self.query_source)
         if self._thread_runs is None:
             self._thread_runs = ThreadRuns()
-        return await query_store(self.store, self.name, query,
-                                 self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
-                                 hidden=(META_GRAPH,), workers=self._workers,
-                                 runs=self._thread_runs)
+        return await query_store(
+            self.store,
+            self.name,
+            query,
+            self.limits.clamp(limit, DEFAULT_MAX_ROWS),
+            timeout,
+            hidden=(META_GRAPH,),
+            workers=self._workers,
+            runs=self._thread_runs,
+        )
 
     async def aclose(self) -> None:
         if self._workers is not None:
@@ -508,8 +599,9 @@ def default_store_dir(source: Path, cache_dir: Path | None = None) -> Path:
     return (cache_dir or Environment.read().cache_dir) / "stores" / f"{source.stem}-{digest[:16]}"
 
 
-def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **options
-                  ) -> OxigraphKG:
+def open_store_kg(
+    name: str, path: str | Path, limits: Limits | None = None, **options
+) -> OxigraphKG:
     """Open an existing on-disk store (made by :func:`load_into_store`, ``tot-mcp load`` or
     ``oxigraph load --location``).
 
@@ -522,14 +614,17 @@ def open_store_kg(name: str, path: str | Path, limits: Limits | None = None, **o
     return open_store(name, path, limits, BACKEND.parse_options(options, f"store KG {name!r}"))
 
 
-def open_store(name: str, path: str | Path | None, limits: Limits | None, options: StoreOptions
-               ) -> OxigraphKG:
+def open_store(
+    name: str, path: str | Path | None, limits: Limits | None, options: StoreOptions
+) -> OxigraphKG:
     """:func:`open_store_kg` with its options validated (what the backend registry calls)."""
     opts = options.model_dump(exclude_unset=True)  # only what was given: OxigraphKG has defaults
     path = Path(path or "").expanduser()
     if not path.is_dir():
-        raise InvalidInput(f"no oxigraph store at {path}: create one with load_into_store() or "
-                           f"`oxigraph load --location {path} --file F`")
+        raise InvalidInput(
+            f"no oxigraph store at {path}: create one with load_into_store() or "
+            f"`oxigraph load --location {path} --file F`"
+        )
     try:
         read_only = opts.pop("read_only", True)
         store = ox.Store.read_only(str(path)) if read_only else ox.Store(str(path))
@@ -537,8 +632,14 @@ def open_store(name: str, path: str | Path | None, limits: Limits | None, option
         raise InvalidInput(f"cannot open oxigraph store at {path}: {e}") from None
     from .sparql.workers import StoreSource
 
-    return OxigraphKG(name, store, limits=limits, label_search=FtsLabelIndex.for_store(path),
-                      query_source=StoreSource(store=str(path)), **opts)
+    return OxigraphKG(
+        name,
+        store,
+        limits=limits,
+        label_search=FtsLabelIndex.for_store(path),
+        query_source=StoreSource(store=str(path)),
+        **opts,
+    )
 
 
 class StoreOptions(BaseModel):

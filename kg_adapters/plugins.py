@@ -1,9 +1,11 @@
-"""The one kind of extension point: a name bound to ``"module:attribute"``, imported on first use, plus an
-entry-point group through which another distribution adds its own; and one way to validate typed options.
+"""The one kind of extension point: a name bound to ``"module:attribute"``, imported on first use,
+plus an entry-point group through which another distribution adds its own; and one way to validate
+typed options.
 
-KG backends (:mod:`kg_adapters.backends`), LLM backends (:mod:`strategies.llm.factory`) and strategies
-(:mod:`strategies.registry`) are each one :class:`LazyRegistry`. Modelled on rdflib's ``plugin.register`` (a lazy
-``"module:attribute"``, so an unused plugin's imports cost nothing) and simonw/llm's plugins (entry points).
+KG backends (:mod:`kg_adapters.backends`), LLM backends (:mod:`strategies.llm.factory`) and
+strategies (:mod:`strategies.registry`) are each one :class:`LazyRegistry`. Modelled on rdflib's
+``plugin.register`` (a lazy ``"module:attribute"``, so an unused plugin's imports cost nothing) and
+simonw/llm's plugins (entry points).
 """
 
 from __future__ import annotations
@@ -21,11 +23,17 @@ T = TypeVar("T")
 
 
 class LazyRegistry(Generic[T]):
-    """Things by name. ``what`` names them in errors ("KG kind", "method"); ``name_of`` reads an object's own name,
-    which must be the name it is registered under; ``group`` is the entry-point group read on the first miss."""
+    """Things by name. ``what`` names them in errors ("KG kind", "method"); ``name_of`` reads an
+    object's own name, which must be the name it is registered under; ``group`` is the entry-point
+    group read on the first miss."""
 
-    def __init__(self, what: str, builtins: dict[str, str], group: str | None = None,
-                 name_of: Callable[[Any], str] = lambda obj: obj.name) -> None:
+    def __init__(
+        self,
+        what: str,
+        builtins: dict[str, str],
+        group: str | None = None,
+        name_of: Callable[[Any], str] = lambda obj: obj.name,
+    ) -> None:
         self.what = what
         self.group = group
         self._name_of = name_of
@@ -66,11 +74,15 @@ class LazyRegistry(Generic[T]):
             self._read_plugins()
         target = self._targets.get(name)
         if not target:
-            raise InvalidInput(f"unknown {self.what} {name!r}; available: {', '.join(self.names())}")
+            raise InvalidInput(
+                f"unknown {self.what} {name!r}; available: {', '.join(self.names())}"
+            )
         module, _, attr = target.partition(":")
         obj = getattr(importlib.import_module(module), attr)
         if self._name_of(obj) != name:
-            raise ValueError(f"{target} is registered as {name!r} but calls itself {self._name_of(obj)!r}")
+            raise ValueError(
+                f"{target} is registered as {name!r} but calls itself {self._name_of(obj)!r}"
+            )
         self._loaded[name] = obj
         return obj
 
@@ -79,13 +91,19 @@ class LazyRegistry(Generic[T]):
 
 
 def parse_options(model: type[BaseModel], given: dict[str, Any] | None, where: str) -> BaseModel:
-    """``given`` validated by ``model`` (``extra="forbid"``); a misspelt or ill-typed option is an InvalidInput
-    naming it (and, for a misspelt one, the valid ones)."""
+    """``given`` validated by ``model`` (``extra="forbid"``); a misspelt or ill-typed option is an
+    InvalidInput naming it (and, for a misspelt one, the valid ones)."""
     try:
         return model.model_validate(given or {})
     except ValidationError as e:
-        errs = "; ".join(f"unknown option {'.'.join(map(str, err['loc']))!r}" if err["type"] == "extra_forbidden"
-                         else f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}" for err in e.errors())
+        errs = "; ".join(
+            f"unknown option {'.'.join(map(str, err['loc']))!r}"
+            if err["type"] == "extra_forbidden"
+            else f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}"
+            for err in e.errors()
+        )
         unknown = any(err["type"] == "extra_forbidden" for err in e.errors())
         valid = ", ".join(model.model_fields) or "none"
-        raise InvalidInput(f"{where}: {errs}" + (f" (valid options: {valid})" if unknown else "")) from None
+        raise InvalidInput(
+            f"{where}: {errs}" + (f" (valid options: {valid})" if unknown else "")
+        ) from None

@@ -1,9 +1,10 @@
-"""RDF files (Turtle, N-Triples, N-Quads, RDF/XML, JSON-LD, TriG; optionally gzipped) parsed by rdflib into a
-:class:`~kg_adapters.triple_index.TripleIndex`.
+"""RDF files (Turtle, N-Triples, N-Quads, RDF/XML, JSON-LD, TriG; optionally gzipped) parsed by
+rdflib into a :class:`~kg_adapters.triple_index.TripleIndex`.
 
-Label, description and alias triples are *metadata*: they name nodes, they are not edges to walk (nobody wants
-``rdfs:label`` offered as a relation). Everything else is an edge; literal objects become literal nodes so a walk
-can go backward from ``"1999"`` as from any entity. Named graphs are merged (a KG here is one set of triples).
+Label, description and alias triples are *metadata*: they name nodes, they are not edges to walk
+(nobody wants ``rdfs:label`` offered as a relation). Everything else is an edge; literal objects
+become literal nodes so a walk can go backward from ``"1999"`` as from any entity. Named graphs are
+merged (a KG here is one set of triples).
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ _FORMAT_ALIASES = {
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 SKOS = "http://www.w3.org/2004/02/skos/core#"
 SCHEMA = ("http://schema.org/", "https://schema.org/")
-LABEL_PREDICATES: tuple[str, ...] = (RDFS + "label", SKOS + "prefLabel", *(s + "name" for s in SCHEMA))
+LABEL_PREDICATES: tuple[str, ...] = (
+    RDFS + "label",
+    SKOS + "prefLabel",
+    *(s + "name" for s in SCHEMA),
+)
 DESCRIPTION_PREDICATES: tuple[str, ...] = (
     RDFS + "comment",
     *(s + "description" for s in SCHEMA),
@@ -87,12 +92,15 @@ def parse_languages(value) -> tuple[str, ...]:
 
 
 def rdf_format_for(path: Path, override: str | None = None) -> str | None:
-    """The rdflib format name for ``path`` (by extension, ``.gz`` stripped), or the normalised ``override``."""
+    """The rdflib format name for ``path`` (by extension, ``.gz`` stripped), or the normalised
+    ``override``."""
     if override:
         fmt = override.strip().lower()
         fmt = _FORMAT_ALIASES.get(fmt, fmt)
         if fmt not in set(RDF_FORMATS.values()):
-            raise InvalidInput(f"unknown RDF format {override!r}; use one of {sorted(set(RDF_FORMATS.values()))}")
+            raise InvalidInput(
+                f"unknown RDF format {override!r}; use one of {sorted(set(RDF_FORMATS.values()))}"
+            )
         return fmt
     name = path.name.lower()
     if name.endswith(".gz"):
@@ -101,20 +109,26 @@ def rdf_format_for(path: Path, override: str | None = None) -> str | None:
 
 
 def file_query_source(source: str | Path, format: str | None = None) -> StoreSource | None:
-    """How a query process loads an RDF file into its own in-memory store (None for ``head|relation|tail``
-    files, which need a conversion first: their caller queries run in threads of this process)."""
+    """How a query process loads an RDF file into its own in-memory store (None for
+    ``head|relation|tail`` files, which need a conversion first: their caller queries run in threads
+    of this process)."""
     from .sparql.workers import StoreSource
 
     source = Path(source)
     fmt = None if is_triples_file(source) else rdf_format_for(source, format)
     if fmt is None:
         return None
-    return StoreSource(file=str(source.resolve()), media_type=RDF_MEDIA_TYPES[fmt],
-                       gz=is_gzipped(source), base_iri=source.resolve().as_uri())
+    return StoreSource(
+        file=str(source.resolve()),
+        media_type=RDF_MEDIA_TYPES[fmt],
+        gz=is_gzipped(source),
+        base_iri=source.resolve().as_uri(),
+    )
 
 
 def language_rank(lang: str | None, languages: Sequence[str]) -> float:
-    """Lower is better: the preference list in order (exact tag, then its regional variants), untagged, any."""
+    """Lower is better: the preference list in order (exact tag, then its regional variants),
+    untagged, any."""
     if lang:
         lang = lang.lower()
         for i, want in enumerate(languages):
@@ -128,7 +142,8 @@ def language_rank(lang: str | None, languages: Sequence[str]) -> float:
 
 
 def local_name(iri: str) -> str:
-    """``http://ex.org/people/Tom_Hanks`` → ``Tom Hanks``: the readable tail of an IRI with no label."""
+    """``http://ex.org/people/Tom_Hanks`` → ``Tom Hanks``: the readable tail of an IRI with no
+    label."""
     tail = iri.rstrip("/#")
     for sep in ("#", "/", ":"):
         if sep in tail:
@@ -138,15 +153,17 @@ def local_name(iri: str) -> str:
 
 
 def parse_rdf(path: Path, fmt: str) -> list[tuple]:
-    """rdflib (s, p, o) terms of every distinct triple in the file (quads' graph names dropped), in a canonical
-    order: rdflib iterates in hash order and invents random blank-node IDs, so without this the node numbering
-    (and with it ``E<n>`` IDs) would change from one load to the next."""
+    """rdflib (s, p, o) terms of every distinct triple in the file (quads' graph names dropped), in
+    a canonical order: rdflib iterates in hash order and invents random blank-node IDs, so without
+    this the node numbering (and with it ``E<n>`` IDs) would change from one load to the next."""
     import rdflib
     from rdflib.compare import to_canonical_graph
 
     try:
         with open_binary(path) as fh, warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # rdflib's own N-Quads parser uses its deprecated API
+            warnings.simplefilter(
+                "ignore", DeprecationWarning
+            )  # rdflib's own N-Quads parser uses its deprecated API
             if fmt in _QUAD_FORMATS:
                 ds = rdflib.Dataset()
                 ds.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
@@ -156,12 +173,17 @@ def parse_rdf(path: Path, fmt: str) -> list[tuple]:
             else:
                 g = rdflib.Graph()
                 g.parse(file=fh, format=fmt, publicID=path.resolve().as_uri())
-    except Exception as e:  # rdflib raises many unrelated types (SAXParseException, BadSyntax, JSONDecodeError ...)
+    # rdflib raises many unrelated types (SAXParseException, BadSyntax, JSONDecodeError ...)
+    except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InvalidInput(f"{path}: could not parse as {fmt}: {msg[:300]}") from None
     if any(isinstance(t, rdflib.BNode) for triple in g for t in triple[::2]):
-        g = to_canonical_graph(g)  # blank-node IDs from the graph's structure, the same on every load
-    return sorted(g, key=lambda t: (isinstance(t[0], rdflib.BNode), str(t[0]), str(t[1]), str(t[2])))
+        g = to_canonical_graph(
+            g
+        )  # blank-node IDs from the graph's structure, the same on every load
+    return sorted(
+        g, key=lambda t: (isinstance(t[0], rdflib.BNode), str(t[0]), str(t[1]), str(t[2]))
+    )
 
 
 def load_rdf_file(
@@ -180,7 +202,9 @@ def load_rdf_file(
         raise InvalidInput(f"RDF file not found: {path}")
     fmt = rdf_format_for(path, format)
     if fmt is None:
-        raise InvalidInput(f"{path}: unknown RDF extension; pass format= (turtle, nt, nquads, xml, json-ld, trig)")
+        raise InvalidInput(
+            f"{path}: unknown RDF extension; pass format= (turtle, nt, nquads, xml, json-ld, trig)"
+        )
     triples = parse_rdf(path, fmt)
     index = index or TripleIndex()
 
@@ -188,7 +212,8 @@ def load_rdf_file(
 
     def term_key(t) -> str:
         if isinstance(t, BNode):
-            # rdflib invents random bnode IDs per parse; number them by first appearance so keys are stable
+            # rdflib invents random bnode IDs per parse; number them by first appearance so keys are
+            # stable
             k = bnodes.get(str(t))
             if k is None:
                 k = bnodes[str(t)] = f"_:b{len(bnodes)}"
@@ -236,11 +261,13 @@ def load_rdf_file(
 
     for s, pred, o in edges:
         best = labels.get(pred)
-        r = index.relation(pred, best[2] if best else None, local_hint=local_name(pred).replace(" ", "_"))
+        r = index.relation(
+            pred, best[2] if best else None, local_hint=local_name(pred).replace(" ", "_")
+        )
         index.add(node(s), r, node(o))
 
-    # entities that only have metadata (a label but no edge) are still searchable and describable; predicates'
-    # own labels were used as relation labels above and do not make them entities
+    # entities that only have metadata (a label but no edge) are still searchable and describable;
+    # predicates' own labels were used as relation labels above and do not make them entities
     for subject in labels.keys() | descriptions.keys():
         if index.find_node(subject) is None and index.relation_by_key(subject) is None:
             index.node(subject, label_of(subject))
@@ -259,34 +286,56 @@ def load_rdf_file(
 
 class RdfFileKG(MemoryKG):
     """A :class:`MemoryKG` over an RDF file that also answers caller-written read-only SPARQL
-    (``sparql_query``, through :mod:`kg_adapters.sparql.guard`). The traversal index holds no RDF terms, so the
-    queries run in separate processes that each parse the file once more into their own in-memory pyoxigraph
-    store (lazily: most sessions never ask; each costs about the file's size in memory again) and are killed
-    when a query runs out of time (:mod:`kg_adapters.sparql.workers`)."""
+    (``sparql_query``, through :mod:`kg_adapters.sparql.guard`). The traversal index holds no RDF
+    terms, so the queries run in separate processes that each parse the file once more into their
+    own in-memory pyoxigraph store (lazily: most sessions never ask; each costs about the file's
+    size in memory again) and are killed when a query runs out of time
+    (:mod:`kg_adapters.sparql.workers`)."""
 
     capabilities = Capabilities(backend="memory", local_index=True, sparql=True)
 
-    def __init__(self, name: str, index: TripleIndex, *, source: str | Path, format: str | None = None,
-                 description: str = "", limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        index: TripleIndex,
+        *,
+        source: str | Path,
+        format: str | None = None,
+        description: str = "",
+        limits: Limits | None = None,
+    ) -> None:
         super().__init__(name, index, description=description, limits=limits)
         self.source = Path(source)
         self.format = format
         self._workers = None
 
-    async def sparql_query(self, query: str, *, limit: int | None = None, timeout: float | None = None):
+    async def sparql_query(
+        self, query: str, *, limit: int | None = None, timeout: float | None = None
+    ):
         from .sparql.guard import DEFAULT_MAX_ROWS
         from .sparql.run import query_store
         from .sparql.workers import StoreQueryWorkers
 
         if not self.capabilities.sparql:
-            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
+            raise InvalidInput(
+                f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its "
+                "config)"
+            )
         if self._workers is None:
             source = file_query_source(self.source, self.format)
             if source is None:
-                raise InvalidInput(f"KG {self.name!r}: {self.source.name} is not an RDF file pyoxigraph reads")
+                raise InvalidInput(
+                    f"KG {self.name!r}: {self.source.name} is not an RDF file pyoxigraph reads"
+                )
             self._workers = StoreQueryWorkers(self.name, source)
-        return await query_store(None, self.name, query, self.limits.clamp(limit, DEFAULT_MAX_ROWS), timeout,
-                                 workers=self._workers)
+        return await query_store(
+            None,
+            self.name,
+            query,
+            self.limits.clamp(limit, DEFAULT_MAX_ROWS),
+            timeout,
+            workers=self._workers,
+        )
 
     async def aclose(self) -> None:
         if self._workers is not None:

@@ -1,14 +1,15 @@
 """Short names for relations, so a client model can write a path without first collecting IDs.
 
-Why. Over linked KGs a relation ID can be opaque (``catalog:~aHR0cDovL2V4YW1wbGUub3JnL2NhdGFsb2cvZ2VucmU``: a
-SPARQL KG with no configured prefixes), and the relations a later hop needs are not on the start entity, so a model
-had to spend a ``get_relations`` or ``list_kgs`` call per KG before it could write ``follow_path``. When the
-configured KGs have a small vocabulary, ``initialize`` lists it by name and the path tools accept those names:
-``initialize`` then ``follow_path`` answers a question that crosses three KGs.
+Why. Over linked KGs a relation ID can be opaque
+(``catalog:~aHR0cDovL2V4YW1wbGUub3JnL2NhdGFsb2cvZ2VucmU``: a SPARQL KG with no configured prefixes),
+and the relations a later hop needs are not on the start entity, so a model had to spend a
+``get_relations`` or ``list_kgs`` call per KG before it could write ``follow_path``. When the
+configured KGs have a small vocabulary, ``initialize`` lists it by name and the path tools accept
+those names: ``initialize`` then ``follow_path`` answers a question that crosses three KGs.
 
-A name is a relation's local name (``genre`` for ``.../catalog/genre``, ``directed_by``) or its label, matched the
-way a link rule names a relation (:func:`kg_adapters.sameness.names_relation`). A name that fits relations of two KGs
-is refused with both IDs, never guessed.
+A name is a relation's local name (``genre`` for ``.../catalog/genre``, ``directed_by``) or its
+label, matched the way a link rule names a relation (:func:`kg_adapters.sameness.names_relation`). A
+name that fits relations of two KGs is refused with both IDs, never guessed.
 """
 
 from __future__ import annotations
@@ -25,18 +26,28 @@ from .models import Direction, KGInfo, split_id
 
 #: above this many relations in all, ``initialize`` does not list them (a Wikidata-sized vocabulary)
 MAX_LISTED = 60
-#: how many relations a backend's ``info()`` samples (SPARQL: 20); a sample that full may not be all of them
+#: how many relations a backend's ``info()`` samples (SPARQL: 20); a sample that full may not be all
+#: of them
 SAMPLE_SIZE = 20
 
 
 @dataclass
 class RelationNames:
-    """The relations of every member KG that lists its vocabulary in full, with the name each is shown by."""
+    """The relations of every member KG that lists its vocabulary in full, with the name each is
+    shown by."""
 
-    by_kg: dict[str, dict[str, str | None]] = field(default_factory=dict)  # KG → {relation ID: label}
-    complete: bool = True  # False when a KG's vocabulary is larger than it listed, or it could not be asked
-    partial: set[str] = field(default_factory=set)  # KGs with more relations than they listed (a sample)
-    unavailable: set[str] = field(default_factory=set)  # KGs that did not answer (asked again next time)
+    by_kg: dict[str, dict[str, str | None]] = field(
+        default_factory=dict
+    )  # KG → {relation ID: label}
+    complete: bool = (
+        True  # False when a KG's vocabulary is larger than it listed, or it could not be asked
+    )
+    partial: set[str] = field(
+        default_factory=set
+    )  # KGs with more relations than they listed (a sample)
+    unavailable: set[str] = field(
+        default_factory=set
+    )  # KGs that did not answer (asked again next time)
 
     @classmethod
     async def of(cls, kg: Graph) -> RelationNames:
@@ -68,13 +79,18 @@ class RelationNames:
                 out.by_kg[name] = {rid: labels.get(rid) for rid in sorted(vocab)}
                 continue
             info = infos.get(name)
-            if info is None or info.unreachable:  # an endpoint down for a moment is not a KG without relations
+            if (
+                info is None or info.unreachable
+            ):  # an endpoint down for a moment is not a KG without relations
                 out.complete = False
                 out.unavailable.add(name)
                 continue
             out.by_kg[name] = {r.id: r.label for r in info.relation_sample}
-            more = info.relations > len(info.relation_sample) if info.relations is not None \
-                else len(info.relation_sample) >= SAMPLE_SIZE  # a full sample: there may be more
+            more = (
+                info.relations > len(info.relation_sample)
+                if info.relations is not None
+                else len(info.relation_sample) >= SAMPLE_SIZE
+            )  # a full sample: there may be more
             if more:
                 out.partial.add(name)
             if more or info.relations is None:
@@ -85,12 +101,16 @@ class RelationNames:
         return sum(len(v) for v in self.by_kg.values())
 
     def matches(self, name: str) -> list[str]:
-        return [rid for rels in self.by_kg.values() for rid, label in rels.items()
-                if names_relation(name, rid, label)]
+        return [
+            rid
+            for rels in self.by_kg.values()
+            for rid, label in rels.items()
+            if names_relation(name, rid, label)
+        ]
 
     def resolve(self, relation: str) -> str:
-        """The ID ``relation`` stands for: itself when it is an ID of a configured KG, else the one relation with
-        that name. Raises InvalidInput for a name that fits none or several."""
+        """The ID ``relation`` stands for: itself when it is an ID of a configured KG, else the one
+        relation with that name. Raises InvalidInput for a name that fits none or several."""
         kg_name = split_id(relation)[0] if ":" in relation else None
         if kg_name in self.by_kg or (kg_name is not None and not self.complete):
             return relation
@@ -98,16 +118,24 @@ class RelationNames:
         if len(found) == 1:
             return found[0]
         if found:
-            raise InvalidInput(f"relation {relation!r} names {len(found)} relations: {', '.join(found[:5])}; "
-                               "pass one of these IDs")
+            raise InvalidInput(
+                f"relation {relation!r} names {len(found)} relations: {', '.join(found[:5])}; "
+                "pass one of these IDs"
+            )
         if kg_name is not None:
-            return relation  # an ID of a KG whose vocabulary is not listed here: the backend judges it
+            return (
+                relation  # an ID of a KG whose vocabulary is not listed here: the backend judges it
+            )
         listed = self.listing()
-        raise InvalidInput(f"no relation named {relation!r}" + (f"; relations: {listed}" if listed else "")
-                           + "; get_relations lists an entity's relations with their IDs")
+        raise InvalidInput(
+            f"no relation named {relation!r}"
+            + (f"; relations: {listed}" if listed else "")
+            + "; get_relations lists an entity's relations with their IDs"
+        )
 
     def shown(self, rid: str, label: str | None) -> str:
-        """The name a model sees: the local name when it is readable and unique, else the full ID."""
+        """The name a model sees: the local name when it is readable and unique, else the full
+        ID."""
         local = local_relation_name(split_id(rid)[1])
         for name in (local, label):
             if name and not name.startswith("~") and len(self.matches(name)) == 1:
@@ -118,27 +146,38 @@ class RelationNames:
         """``films: directed_by, written_by; catalog: genre, …`` (empty when there are too many to
         list), each with its example edge from ``examples`` if it has one
         (``directed_by (Heat → Michael Mann)``). A KG that
-        listed only a sample of its relations (Wikidata) is named, not listed: a partial list would read as all; so is
-        one that did not answer, so that a model does not read its absence as "no relations"."""
+        listed only a sample of its relations (Wikidata) is named, not listed: a partial list would
+        read as all; so is one that did not answer, so that a model does not read its absence as "no
+        relations"."""
         if not self.by_kg or self.count() > MAX_LISTED:
             return ""
+
         def named(rid: str, label: str | None) -> str:
             example = (examples or {}).get(rid)
             return self.shown(rid, label) + (f" ({example})" if example else "")
 
-        parts = [f"{kg}: {', '.join(named(r, lab) for r, lab in rels.items())}"
-                 for kg, rels in self.by_kg.items() if rels and kg not in self.partial]
-        parts += [f"{kg}: too many to list (get_relations(search=...) finds them)" for kg in self.by_kg if kg in self.partial]
-        parts += [f"{kg}: not listed (the KG did not answer; initialize again later)"
-                  for kg in sorted(self.unavailable)]
+        parts = [
+            f"{kg}: {', '.join(named(r, lab) for r, lab in rels.items())}"
+            for kg, rels in self.by_kg.items()
+            if rels and kg not in self.partial
+        ]
+        parts += [
+            f"{kg}: too many to list (get_relations(search=...) finds them)"
+            for kg in self.by_kg
+            if kg in self.partial
+        ]
+        parts += [
+            f"{kg}: not listed (the KG did not answer; initialize again later)"
+            for kg in sorted(self.unavailable)
+        ]
         return "; ".join(parts) if len(parts) > len(self.partial) + len(self.unavailable) else ""
 
 
 async def relation_examples(kg: Graph, names: RelationNames) -> dict[str, str]:
-    """One edge per listed relation, ``Forrest Gump → Tom Hanks``: a relation's direction in words, which its name
-    alone does not say (is ``starred_actors`` film → actor or actor → film?). Two reads per relation (a subject, then
-    its first target), concurrently; only for vocabularies small enough to list; a relation whose sample fails or is
-    empty is left out."""
+    """One edge per listed relation, ``Forrest Gump → Tom Hanks``: a relation's direction in words,
+    which its name alone does not say (is ``starred_actors`` film → actor or actor → film?). Two
+    reads per relation (a subject, then its first target), concurrently; only for vocabularies small
+    enough to list; a relation whose sample fails or is empty is left out."""
     if not names.listing():
         return {}
     members = kg.members()
@@ -162,7 +201,7 @@ async def relation_examples(kg: Graph, names: RelationNames) -> dict[str, str]:
         except KGError:
             return None
 
-    found = await asyncio.gather(*(one(k, rid) for k, rels in names.by_kg.items() if k not in names.partial
-                                   for rid in rels))
+    found = await asyncio.gather(
+        *(one(k, rid) for k, rels in names.by_kg.items() if k not in names.partial for rid in rels)
+    )
     return dict(x for x in found if x is not None)
-

@@ -1,13 +1,14 @@
-"""Several KGs answered as one: IDs keep the prefix of the KG that owns them, and a :class:`~.linking.Linker`
-maps entities across.
+"""Several KGs answered as one: IDs keep the prefix of the KG that owns them, and a
+:class:`~.linking.Linker` maps entities across.
 
 This is the one place that decides which KG answers a call:
 
-* ``initialize`` / ``search_entities`` ask every KG and list each real-world entity once, its equivalents in the
-  other KGs as ``same_as``;
-* ``get_relations`` lists the relations of the entities *and* of their equivalents, each marked with its KG;
-* ``get_edges`` asks the KG that owns the relation, with the entities' equivalents there; an edge followed from an
-  equivalent names the entity asked about in ``via``;
+* ``initialize`` / ``search_entities`` ask every KG and list each real-world entity once, its
+  equivalents in the other KGs as ``same_as``;
+* ``get_relations`` lists the relations of the entities *and* of their equivalents, each marked with
+  its KG;
+* ``get_edges`` asks the KG that owns the relation, with the entities' equivalents there; an edge
+  followed from an equivalent names the entity asked about in ``via``;
 * ``describe_entity`` adds ``same_as`` in every linked KG.
 
 A KG that fails makes the result ``partial`` with a warning naming it; the call fails only when
@@ -61,7 +62,8 @@ EXACT_ENOUGH = 0.9  # a match this good is kept next to an exact one (near-ident
 
 @dataclass
 class Report:
-    """What a call collects on its way for the caller: warnings to show, and whether some KG failed."""
+    """What a call collects on its way for the caller: warnings to show, and whether some KG
+    failed."""
 
     warnings: list[str] = field(default_factory=list)
     failed: bool = False
@@ -84,7 +86,9 @@ class Matches(BaseModel):
 
     entities: list[EntityMatch]
     kgs: list[str] = Field(description="The KGs that were searched.")
-    omitted: int = Field(default=0, description="Fuzzy look-alikes of mentions that matched exactly, left out.")
+    omitted: int = Field(
+        default=0, description="Fuzzy look-alikes of mentions that matched exactly, left out."
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -92,7 +96,8 @@ class Matches(BaseModel):
 #: before the others are done is used, and clears this); after that, one call waits for it again
 STALL_MEMORY = 30.0
 
-#: IDs of one KG a chain of links carries on into the next KG (a label that names many things stops widening there)
+#: IDs of one KG a chain of links carries on into the next KG (a label that names many things stops
+#: widening there)
 MAX_CHAIN_IDS = 20
 
 
@@ -124,7 +129,9 @@ class LinkedKG(Graph):
         self.linker = linker or Linker(members, [])
         self._selections: dict[tuple[str, ...], LinkedKG] = {}
         self._partners: dict[str, list[str]] = {}
-        self.capabilities = Capabilities(backend="linked", remote=any(k.capabilities.remote for k in members.values()))
+        self.capabilities = Capabilities(
+            backend="linked", remote=any(k.capabilities.remote for k in members.values())
+        )
 
     @classmethod
     def of(
@@ -134,7 +141,8 @@ class LinkedKG(Graph):
         config: LinkingConfig | None = None,
         limits: Limits | None = None,
     ) -> Graph:
-        """The KGs as one: the KG itself when there is one, else linked by ``rules`` (default: label, every pair)."""
+        """The KGs as one: the KG itself when there is one, else linked by ``rules`` (default:
+        label, every pair)."""
         kgs = list(kgs)
         if len(kgs) == 1:
             return kgs[0]
@@ -150,11 +158,15 @@ class LinkedKG(Graph):
         if list(chosen) == list(self.kgs):
             return self
         key = tuple(chosen)
-        if key not in self._selections:  # kept, so what callers learn about a selection (statistics) lasts
-            self._selections[key] = LinkedKG(chosen, self.linker, name=self.name, limits=self.limits)
+        if (
+            key not in self._selections
+        ):  # kept, so what callers learn about a selection (statistics) lasts
+            self._selections[key] = LinkedKG(
+                chosen, self.linker, name=self.name, limits=self.limits
+            )
         return self._selections[key]
 
-    # -- routing --------------------------------------------------------------------------------------------------
+    # -- routing -----------------------------------------------------------------------------------
     def member(self, kg_name: str) -> Graph:
         kg = self.kgs.get(kg_name)
         if kg is None:
@@ -165,14 +177,18 @@ class LinkedKG(Graph):
         name = split_id(qualified_id)[0]
         kg = self.kgs.get(name)
         if kg is None:
-            raise UnknownKG(f"ID {qualified_id!r} names KG {name!r}, which is not configured; configured: "
-                            f"{', '.join(self.kgs)}")
+            raise UnknownKG(
+                f"ID {qualified_id!r} names KG {name!r}, which is not configured; configured: "
+                f"{', '.join(self.kgs)}"
+            )
         return kg
 
     def partners(self, kg_name: str) -> list[str]:
         got = self._partners.get(kg_name)
         if got is None:  # the rules do not change once linked: asked per entity of every frontier
-            got = self._partners[kg_name] = [p for p in self.linker.partners(kg_name) if p in self.kgs]
+            got = self._partners[kg_name] = [
+                p for p in self.linker.partners(kg_name) if p in self.kgs
+            ]
         return got
 
     def _stalled(self, kg_name: str) -> bool:
@@ -187,27 +203,35 @@ class LinkedKG(Graph):
             self.linker.stalled[kg_name] = time.monotonic() + STALL_MEMORY
         report.too_slow(kg_name, self.linker.wait, what, lately)
 
-    # -- linking --------------------------------------------------------------------------------------------------
-    async def equivalents(self, entity_id: str, report: Report | None = None, into: str | None = None
-                          ) -> dict[str, list[str]]:
-        """The entity's equivalents per linked KG — the closure over the pairwise rules, so a cast film linked to
-        the films KG by label, and the films KG to the catalog by an identifier, is one node in all three (at most
-        ``MAX_CHAIN_IDS`` IDs a KG carry the chain on). Only in ``into``, if given (the chain may still pass
-        through other KGs; a direct link is asked first). A KG that failed, or a capped hub label, goes to
-        ``report``."""
-        if into is not None and report is None and (direct := self._known_direct(entity_id, into)) is not None:
+    # -- linking -----------------------------------------------------------------------------------
+    async def equivalents(
+        self, entity_id: str, report: Report | None = None, into: str | None = None
+    ) -> dict[str, list[str]]:
+        """The entity's equivalents per linked KG — the closure over the pairwise rules, so a cast
+        film linked to the films KG by label, and the films KG to the catalog by an identifier, is
+        one node in all three (at most ``MAX_CHAIN_IDS`` IDs a KG carry the chain on). Only in
+        ``into``, if given (the chain may still pass through other KGs; a direct link is asked
+        first). A KG that failed, or a capped hub label, goes to ``report``."""
+        if (
+            into is not None
+            and report is None
+            and (direct := self._known_direct(entity_id, into)) is not None
+        ):
             return {into: direct}
         return await self._chained(entity_id, report, into)
 
     def _known_direct(self, entity_id: str, into: str) -> list[str] | None:
-        """The entity's direct links into ``into`` when the linker already holds some, without a coroutine (a
-        reasoner asks thousands a question); None when they must be asked (unknown, none, or no rule)."""
+        """The entity's direct links into ``into`` when the linker already holds some, without a
+        coroutine (a reasoner asks thousands a question); None when they must be asked (unknown,
+        none, or no rule)."""
         links = self.linker.known(entity_id, into)  # first: a malformed ID is simply not there
         if links is None or not links.ids or into not in self.partners(split_id(entity_id)[0]):
             return None
         return list(links.ids)
 
-    async def _chained(self, entity_id: str, report: Report | None, into: str | None) -> dict[str, list[str]]:
+    async def _chained(
+        self, entity_id: str, report: Report | None, into: str | None
+    ) -> dict[str, list[str]]:
         """:meth:`equivalents` asked of the linker (its cache, else the KGs), rule by rule."""
         report = report if report is not None else Report()
         home = self.owner(entity_id).name
@@ -274,8 +298,12 @@ class LinkedKG(Graph):
                             missing.append(e)
                         else:
                             found.append(links.ids)
-                    if missing:  # rules the linker cannot apply in bulk: one entity at a time, concurrently
-                        found.extend(await gather_eager(self._links(e, other, report) for e in missing))
+                    if (
+                        missing
+                    ):  # rules the linker cannot apply in bulk: one entity at a time, concurrently
+                        found.extend(
+                            await gather_eager(self._links(e, other, report) for e in missing)
+                        )
                     nxt.update(dict.fromkeys(i for f in found for i in f[:MAX_CHAIN_IDS]))
             came_from.update(by_kg)
             frontier = list(nxt)
@@ -303,21 +331,27 @@ class LinkedKG(Graph):
                 return []
             except BackendError as e:
                 report.failed = True
-                report.note(f"linking {entity_id} into KG {other!r} failed ({e}); "
-                            "its equivalents there are missing")
+                report.note(
+                    f"linking {entity_id} into KG {other!r} failed ({e}); "
+                    "its equivalents there are missing"
+                )
                 return []
             self.linker.stalled.pop(other, None)
         if links.note:
             report.note(links.note)
         return list(links.ids)
 
-    async def same_as(self, entity_id: str, into: str | None = None, report: Report | None = None) -> list[str]:
-        return [i for ids in (await self.equivalents(entity_id, report, into)).values() for i in ids]
+    async def same_as(
+        self, entity_id: str, into: str | None = None, report: Report | None = None
+    ) -> list[str]:
+        return [
+            i for ids in (await self.equivalents(entity_id, report, into)).values() for i in ids
+        ]
 
     async def same_as_in(self, entity_ids: list[str], into: str) -> dict[str, list[str]]:
-        """:meth:`same_as` into one KG for many entities (a reasoner links whole frontiers): a direct link the
-        linker knows is read from its cache, the rest asked as ``same_as`` asks, concurrently; an entity whose
-        lookup failed links nowhere."""
+        """:meth:`same_as` into one KG for many entities (a reasoner links whole frontiers): a
+        direct link the linker knows is read from its cache, the rest asked as ``same_as`` asks,
+        concurrently; an entity whose lookup failed links nowhere."""
         out: dict[str, list[str]] = {}
         rest: list[str] = []
         for eid in entity_ids:
@@ -338,8 +372,8 @@ class LinkedKG(Graph):
         return out
 
     async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:
-        """Linked in bulk first (:meth:`prefetch`), then each from the link cache: a page of 30 films linked one
-        identifier query at a time cost 30 round trips."""
+        """Linked in bulk first (:meth:`prefetch`), then each from the link cache: a page of 30
+        films linked one identifier query at a time cost 30 round trips."""
         if len(entity_ids) > 1:
             try:
                 await self.prefetch(entity_ids)
@@ -353,10 +387,14 @@ class LinkedKG(Graph):
                 continue
         return out
 
-    # -- fan-out --------------------------------------------------------------------------------------------------
+    # -- fan-out -----------------------------------------------------------------------------------
     async def _each(
-        self, names: Sequence[str], call: Callable[[Graph], Awaitable[T]], report: Report,
-        progress: Progress | None = None, others_answered: bool = False,
+        self,
+        names: Sequence[str],
+        call: Callable[[Graph], Awaitable[T]],
+        report: Report,
+        progress: Progress | None = None,
+        others_answered: bool = False,
     ) -> list[tuple[str, T]]:
         """``call`` on every KG named, concurrently. Failures become warnings; when all fail, the
         first is raised (a bad query reads as a bad query, not as an empty result). Once one KG has
@@ -414,26 +452,31 @@ class LinkedKG(Graph):
         return ok
 
     async def answering(
-        self, names: Sequence[str], call: Callable[[Graph], Awaitable[T]], report: Report,
+        self,
+        names: Sequence[str],
+        call: Callable[[Graph], Awaitable[T]],
+        report: Report,
         others_answered: bool = False,
     ) -> list[tuple[str, T]]:
         """``call`` on the members named, as the fan-out calls them: the slow and the failed ones
         left out, in ``report``."""
         return await self._each(names, call, report, others_answered=others_answered)
 
-    # -- interface ------------------------------------------------------------------------------------------------
+    # -- interface ---------------------------------------------------------------------------------
     async def find_matches(
         self, text: str, limit: int = 10, how: str = "link", progress: Progress | None = None
     ) -> Matches:
-        """``initialize`` (``how="link"``) or ``search_entities`` over every KG: best first, each real-world entity
-        once, with its equivalents as ``same_as``. ``progress(done, total, kg_name)`` is awaited as each KG answers."""
+        """``initialize`` (``how="link"``) or ``search_entities`` over every KG: best first, each
+        real-world entity once, with its equivalents as ``same_as``. ``progress(done, total,
+        kg_name)`` is awaited as each KG answers."""
         text = self.limits.check_query(text)
         limit = self.limits.clamp(limit, self.limits.max_search)
         report = Report()
         names = list(self.kgs)
 
-        # linking: the KGs without I/O answer first, and the others are told which mentions those matched by name,
-        # so that a remote KG skips its fuzzy scan for them (its look-alikes would be left out below anyway)
+        # linking: the KGs without I/O answer first, and the others are told which mentions those
+        # matched by name, so that a remote KG skips its fuzzy scan for them (its look-alikes would
+        # be left out below anyway)
         remote = {n for n in names if self.kgs[n].capabilities.remote} if how == "link" else set()
         if len(remote) == len(names):
             remote = set()
@@ -450,7 +493,11 @@ class LinkedKG(Graph):
                 return await kg.initialize_named(text, limit, frozenset(named))
             try:
                 got = await kg.initialize(text, limit)
-                named.update(m.mention for m in got if m.mention is not None and m.match in ("exact", "casefold"))
+                named.update(
+                    m.mention
+                    for m in got
+                    if m.mention is not None and m.match in ("exact", "casefold")
+                )
                 return got
             finally:
                 local_left -= 1
@@ -460,10 +507,21 @@ class LinkedKG(Graph):
         found = [m for _, ms in await self._each(names, call, report, progress) for m in ms]
         found.sort(key=lambda m: -m.score)  # stable: KG order breaks ties
         omitted = 0
-        if how == "link":  # a mention matched by name needs no fuzzy look-alikes (search_entities lists them)
-            named = {m.mention for m in found if m.mention is not None and m.match in ("exact", "casefold")}
-            kept = [m for m in found if m.mention not in named or m.match in ("exact", "casefold")
-                    or m.score >= EXACT_ENOUGH]
+        if (
+            how == "link"
+        ):  # a mention matched by name needs no fuzzy look-alikes (search_entities lists them)
+            named = {
+                m.mention
+                for m in found
+                if m.mention is not None and m.match in ("exact", "casefold")
+            }
+            kept = [
+                m
+                for m in found
+                if m.mention not in named
+                or m.match in ("exact", "casefold")
+                or m.score >= EXACT_ENOUGH
+            ]
             omitted, found = len(found) - len(kept), kept
         out: list[EntityMatch] = []
         covered: set[str] = set()
@@ -482,29 +540,39 @@ class LinkedKG(Graph):
                 break
         return Matches(entities=out, kgs=names, omitted=omitted, warnings=report.warnings)
 
-    async def initialize_named(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
-                               ) -> list[EntityMatch]:
+    async def initialize_named(
+        self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+    ) -> list[EntityMatch]:
         return (await self.find_matches(query, limit, "link")).entities
 
     async def search_entities(self, text: str, limit: int = 10) -> list[EntityMatch]:
         return (await self.find_matches(text, limit, "search")).entities
 
-    async def find_relations(self, text: str, limit: int = 10) -> tuple[list[RelationHit], list[str]]:
-        """``search_relations`` on every KG at once, best first; a KG that failed is a warning (all failed: the
-        first error is raised)."""
+    async def find_relations(
+        self, text: str, limit: int = 10
+    ) -> tuple[list[RelationHit], list[str]]:
+        """``search_relations`` on every KG at once, best first; a KG that failed is a warning (all
+        failed: the first error is raised)."""
         report = Report()
-        answered = await self._each(list(self.kgs), lambda kg: kg.search_relations(text, limit), report)
-        hits = sorted((h for _, hs in answered for h in hs), key=lambda h: (-h.score, -(h.count or 0), h.id))
+        answered = await self._each(
+            list(self.kgs), lambda kg: kg.search_relations(text, limit), report
+        )
+        hits = sorted(
+            (h for _, hs in answered for h in hs), key=lambda h: (-h.score, -(h.count or 0), h.id)
+        )
         return hits[:limit], report.warnings
 
-    async def _route(self, entity_ids: list[str], kg: Graph, relation_id: str
-                     ) -> tuple[list[str], dict[str, str], Report]:
-        """Where a read along ``kg``'s relation goes: the entities of ``kg`` themselves, the others' equivalents
-        there (linked in bulk first), and ``{equivalent: the entity it answers for}``; entities linked nowhere
-        in ``kg`` are named in the report."""
+    async def _route(
+        self, entity_ids: list[str], kg: Graph, relation_id: str
+    ) -> tuple[list[str], dict[str, str], Report]:
+        """Where a read along ``kg``'s relation goes: the entities of ``kg`` themselves, the others'
+        equivalents there (linked in bulk first), and ``{equivalent: the entity it answers for}``;
+        entities linked nowhere in ``kg`` are named in the report."""
         report = Report()
         foreign = [eid for eid in entity_ids if self.owner(eid) is not kg]
-        if not foreign:  # the relation's own KG's entities (always, with one KG): nothing to link or report
+        if (
+            not foreign
+        ):  # the relation's own KG's entities (always, with one KG): nothing to link or report
             return entity_ids, {}, report
         if len(foreign) > 1:
             await self.prefetch(foreign, report)
@@ -523,13 +591,24 @@ class LinkedKG(Graph):
                 routed.setdefault(e, None)
                 via.setdefault(e, eid)
         if unlinked:
-            shown = ", ".join(unlinked[:5]) + (f" and {len(unlinked) - 5} more" if len(unlinked) > 5 else "")
-            report.note(f"{shown}: no equivalent in KG {kg.name!r}, so no {relation_id} edges from "
-                        f"{'it' if len(unlinked) == 1 else 'them'}")
+            shown = ", ".join(unlinked[:5]) + (
+                f" and {len(unlinked) - 5} more" if len(unlinked) > 5 else ""
+            )
+            report.note(
+                f"{shown}: no equivalent in KG {kg.name!r}, so no {relation_id} edges from "
+                f"{'it' if len(unlinked) == 1 else 'them'}"
+            )
         return list(routed), via, report
 
-    async def _page(self, entity_ids: list[str], relation_id: str, direction: Direction, limit: int | None,
-                    offset: int, labelled: bool) -> EdgePage:
+    async def _page(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction,
+        limit: int | None,
+        offset: int,
+        labelled: bool,
+    ) -> EdgePage:
         self.limits.check_ids(entity_ids)
         kg = self.owner(relation_id)
         routed, via, report = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
@@ -541,21 +620,37 @@ class LinkedKG(Graph):
         return await self._read_member(kg, routed, relation_id, direction, via, report, read)
 
     async def adjacent(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int = 2000,
     ) -> EdgePage:
-        """The relation's own KG's bulk read (one query per hop on an endpoint), from the entities or their
-        equivalents there; an edge read from an equivalent carries the entity asked as ``via``."""
+        """The relation's own KG's bulk read (one query per hop on an endpoint), from the entities
+        or their equivalents there; an edge read from an equivalent carries the entity asked as
+        ``via``."""
         kg = self.owner(relation_id)
         routed, via, report = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
-        return await self._read_member(kg, routed, relation_id, direction, via, report,
-                                       lambda ids: kg.adjacent(ids, relation_id, direction, limit))
+        return await self._read_member(
+            kg,
+            routed,
+            relation_id,
+            direction,
+            via,
+            report,
+            lambda ids: kg.adjacent(ids, relation_id, direction, limit),
+        )
 
     async def adjacent_ids(
-        self, entity_ids: list[str], relation_id: str, direction: Direction = Direction.forward, limit: int = 2000,
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int = 2000,
         labelled: bool = False,
     ) -> AdjacentIds:
-        """:meth:`adjacent` as IDs, without the labels: a pair read from an equivalent has the entity asked as its
-        source."""
+        """:meth:`adjacent` as IDs, without the labels: a pair read from an equivalent has the
+        entity asked as its source."""
         kg = self.owner(relation_id)
         if not entity_ids:  # a sample from anywhere: the relation's own KG's
             return await kg.adjacent_ids([], relation_id, direction, limit, labelled)
@@ -564,8 +659,9 @@ class LinkedKG(Graph):
             return AdjacentIds()
         return _via(await kg.adjacent_ids(routed, relation_id, direction, limit, labelled), via)
 
-    async def adjacent_along(self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000,
-                             labelled: bool = False) -> dict[Hop, AdjacentIds]:
+    async def adjacent_along(
+        self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000, labelled: bool = False
+    ) -> dict[Hop, AdjacentIds]:
         """:meth:`adjacent_ids` along several hops: each KG's hops in one read of that KG, from the
         entities or their equivalents there (the KGs at once)."""
         hops = hops_of(hops)
@@ -586,31 +682,56 @@ class LinkedKG(Graph):
         out = {h: r for part in parts for h, r in part.items()}
         return {h: out[h] for h in hops}
 
-    async def _read_member(self, kg: Graph, ids: list[str], relation_id: str, direction: Direction,
-                           via: dict[str, str], report: Report,
-                           read: Callable[[list[str]], Awaitable[EdgePage]]) -> EdgePage:
-        """``read`` of the routed IDs, edges marked with ``via`` and the report's warnings added; a failed member
-        is an empty partial page when other KGs are served."""
+    async def _read_member(
+        self,
+        kg: Graph,
+        ids: list[str],
+        relation_id: str,
+        direction: Direction,
+        via: dict[str, str],
+        report: Report,
+        read: Callable[[list[str]], Awaitable[EdgePage]],
+    ) -> EdgePage:
+        """``read`` of the routed IDs, edges marked with ``via`` and the report's warnings added; a
+        failed member is an empty partial page when other KGs are served."""
         if not ids:
-            return EdgePage(edges=[], relation=_asked(relation_id, direction), warnings=report.warnings,
-                            partial=report.failed)
+            return EdgePage(
+                edges=[],
+                relation=_asked(relation_id, direction),
+                warnings=report.warnings,
+                partial=report.failed,
+            )
         try:
             page = await read(ids)
         except BackendError as e:
             if len(self.kgs) == 1:
                 raise
-            return EdgePage(edges=[], relation=_asked(relation_id, direction), partial=True,
-                            warnings=[*report.warnings, f"KG {kg.name!r} failed: {e}"])
+            return EdgePage(
+                edges=[],
+                relation=_asked(relation_id, direction),
+                partial=True,
+                warnings=[*report.warnings, f"KG {kg.name!r} failed: {e}"],
+            )
         if not via and not report.warnings:
             return page
-        edges = [e.model_copy(update={"via": via[e.source]}) if e.source in via else e for e in page.edges]
-        return page.model_copy(update={"edges": edges, "partial": page.partial or report.failed,
-                                       "warnings": [*page.warnings, *report.warnings]})
+        edges = [
+            e.model_copy(update={"via": via[e.source]}) if e.source in via else e
+            for e in page.edges
+        ]
+        return page.model_copy(
+            update={
+                "edges": edges,
+                "partial": page.partial or report.failed,
+                "warnings": [*page.warnings, *report.warnings],
+            }
+        )
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         desc = await self.owner(entity_id).describe_entity(entity_id)
         update: dict = {}
-        if not desc.entity.description and desc.relations:  # a KG without descriptions: say what kind of thing
+        if (
+            not desc.entity.description and desc.relations
+        ):  # a KG without descriptions: say what kind of thing
             derived = describe_relations(desc.relations)
             if derived:
                 update["entity"] = desc.entity.model_copy(update={"description": derived})
@@ -620,8 +741,8 @@ class LinkedKG(Graph):
         return desc.model_copy(update=update) if update else desc
 
     async def _described(self, entity: Entity) -> Entity:
-        """The entity with a description derived from its relations, when its KG has none (one get_relations;
-        in-memory KGs derive richer ones themselves)."""
+        """The entity with a description derived from its relations, when its KG has none (one
+        get_relations; in-memory KGs derive richer ones themselves)."""
         try:
             rels = (await self.owner(entity.id).get_relations([entity.id])).relations
         except KGError:
@@ -656,20 +777,24 @@ class LinkedKG(Graph):
 
     def relation_labels(self) -> Mapping[str, str] | None:
         labels = [kg.relation_labels() for kg in self.kgs.values()]
-        return None if any(v is None for v in labels) else {k: v for m in labels for k, v in m.items()}
+        return (
+            None if any(v is None for v in labels) else {k: v for m in labels for k, v in m.items()}
+        )
 
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
         return (await self.find_relations(text, limit))[0]
 
-    async def find_by_values(self, relation_id: str, values: list[str], limit: int = 20) -> dict[str, list[str]]:
+    async def find_by_values(
+        self, relation_id: str, values: list[str], limit: int = 20
+    ) -> dict[str, list[str]]:
         return await self.owner(relation_id).find_by_values(relation_id, values, limit)
 
     async def subjects_of(self, relation_id: str, limit: int = 20) -> list[str]:
         return await self.owner(relation_id).subjects_of(relation_id, limit)
 
     async def relations_by_entity(self, entity_ids: list[str]) -> dict[str, RelationList]:
-        """Each entity's relations with its equivalents' (as :meth:`get_relations` lists them), one batched
-        read per KG: the links of every entity looked up in bulk first."""
+        """Each entity's relations with its equivalents' (as :meth:`get_relations` lists them), one
+        batched read per KG: the links of every entity looked up in bulk first."""
         ids = list(dict.fromkeys(entity_ids))
         for eid in ids:
             self.owner(eid)  # an ID of no KG served here is a mistake to name, as every read says
@@ -679,15 +804,20 @@ class LinkedKG(Graph):
         several = len(self.kgs) > 1
         if several and len(ids) > 1:
             await self.prefetch(ids, report)
-        eqs = dict(zip(ids, await gather_eager(self.equivalents(e, report) for e in ids))) if several else {}
+        eqs = (
+            dict(zip(ids, await gather_eager(self.equivalents(e, report) for e in ids)))
+            if several
+            else {}
+        )
         groups: dict[str, dict[str, None]] = {}
         for eid in ids:
             groups.setdefault(split_id(eid)[0], {})[eid] = None
             for other, linked in eqs.get(eid, {}).items():
                 groups.setdefault(other, {}).update(dict.fromkeys(linked))
         got: dict[str, RelationList] = {}
-        answered = await self._each(list(groups), lambda kg: kg.relations_by_entity(list(groups[kg.name])),
-                                    report)
+        answered = await self._each(
+            list(groups), lambda kg: kg.relations_by_entity(list(groups[kg.name])), report
+        )
         for _, by in answered:
             got.update(by)
         failed = set(groups) - {name for name, _ in answered}
@@ -695,26 +825,42 @@ class LinkedKG(Graph):
         for eid in ids:
             if eid not in got:
                 if split_id(eid)[0] in failed:  # its own KG did not answer: unknown, not absent
-                    out[eid] = RelationList(relations=[], partial=True, warnings=list(report.warnings))
+                    out[eid] = RelationList(
+                        relations=[], partial=True, warnings=list(report.warnings)
+                    )
                 continue
-            lists = [got[eid], *(got[e] for ids_ in eqs.get(eid, {}).values() for e in ids_ if e in got)]
+            lists = [
+                got[eid],
+                *(got[e] for ids_ in eqs.get(eid, {}).values() for e in ids_ if e in got),
+            ]
             merged = merge_relation_lists(lists)  # two equivalents in one KG: one line per relation
-            rels = [r.model_copy(update={"kg": split_id(r.id)[0]}) if several else r
-                    for r in merged.relations]
+            rels = [
+                r.model_copy(update={"kg": split_id(r.id)[0]}) if several else r
+                for r in merged.relations
+            ]
             out[eid] = RelationList.model_construct(
-                relations=rels, truncated=merged.truncated, partial=report.failed or merged.partial,
-                warnings=list(report.warnings))
+                relations=rels,
+                truncated=merged.truncated,
+                partial=report.failed or merged.partial,
+                warnings=list(report.warnings),
+            )
         return out
 
-    async def member_infos(self, progress: Progress | None = None) -> tuple[list[KGInfo], list[str]]:
+    async def member_infos(
+        self, progress: Progress | None = None
+    ) -> tuple[list[KGInfo], list[str]]:
         """Every KG's own info (``list_kgs``), with a warning for each KG that failed."""
         report = Report()
-        infos = [i for _, i in await self._each(list(self.kgs), lambda k: k.info(), report, progress)]
+        infos = [
+            i for _, i in await self._each(list(self.kgs), lambda k: k.info(), report, progress)
+        ]
         return infos, report.warnings
 
     async def info(self) -> KGInfo:
         infos, _ = await self.member_infos()
-        rules = "; ".join(r.describe() for r in self.linker.rules if {r.from_kg, r.to_kg} <= set(self.kgs))
+        rules = "; ".join(
+            r.describe() for r in self.linker.rules if {r.from_kg, r.to_kg} <= set(self.kgs)
+        )
         return KGInfo(
             name=self.name,
             backend=self.backend,
@@ -738,6 +884,8 @@ def _via(read: AdjacentIds, via: Mapping[str, str]) -> AdjacentIds:
     """A read from equivalents with the entity asked as each edge's source."""
     if not via:
         return read
-    return AdjacentIds.model_construct(pairs=[(via.get(s, s), t) for s, t in read.pairs],
-                                       values=[(via.get(s, s), v) for s, v in read.values],
-                                       truncated=read.truncated)
+    return AdjacentIds.model_construct(
+        pairs=[(via.get(s, s), t) for s, t in read.pairs],
+        values=[(via.get(s, s), v) for s, v in read.values],
+        truncated=read.truncated,
+    )

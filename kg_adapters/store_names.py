@@ -118,8 +118,9 @@ class TermCodec:
                 return ox.NamedNode(self.entity_base + local)
         except ValueError as e:
             raise InvalidInput(f"malformed ID {local!r}: {e}") from None
-        raise InvalidInput(f"malformed ID {local!r}: this store has no entity base namespace; "
-                           "use the full IRI")
+        raise InvalidInput(
+            f"malformed ID {local!r}: this store has no entity base namespace; use the full IRI"
+        )
 
     def encode_relation(self, iri: str) -> str:
         return self._strip(iri, self.relation_base)
@@ -127,8 +128,9 @@ class TermCodec:
     def decode_relation(self, local: str) -> ox.NamedNode:
         iri = local if ":" in local else (self.relation_base or "") + local
         if ":" not in iri:
-            raise InvalidInput(f"malformed relation ID {local!r}: expected a name from "
-                               "get_relations or a full IRI")
+            raise InvalidInput(
+                f"malformed relation ID {local!r}: expected a name from get_relations or a full IRI"
+            )
         try:
             return ox.NamedNode(iri)
         except ValueError as e:
@@ -163,8 +165,8 @@ class LabelSearch(Protocol):
     def link(self, query: str, limit: int = 10) -> Sequence[KeyHit]: ...
 
     def named_many(self, labels: Sequence[str], limit: int = 20) -> Mapping[str, Sequence[KeyHit]]:
-        """Exact names (``exact``) else the same up to case (``casefold``), every label at once; a label
-        named nowhere is left out."""
+        """Exact names (``exact``) else the same up to case (``casefold``), every label at once; a
+        label named nowhere is left out."""
         ...
 
 
@@ -225,8 +227,10 @@ class InMemoryLabelSearch:
         out = {}
         for label in dict.fromkeys(labels):
             text = label.strip()
-            hits = [Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
-                    for i in index.named(label)]
+            hits = [
+                Hit(i, 1.0, "exact") if self._texts[i] == text else Hit(i, 0.95, "casefold")
+                for i in index.named(label)
+            ]
             if hits:
                 out[label] = self._dedupe(hits, limit)
         return out

@@ -13,7 +13,8 @@ T = TypeVar("T")
 
 
 def tokens(text: str) -> list[str]:
-    """Case-folded word and punctuation tokens; ``_`` counts as a space (``anna_of_x`` ≡ ``anna of x``)."""
+    """Case-folded word and punctuation tokens; ``_`` counts as a space (``anna_of_x`` ≡ ``anna of
+    x``)."""
     return _TOKEN_RE.findall(text.replace("_", " ").casefold())
 
 
@@ -23,12 +24,16 @@ def key(text: str) -> str:
 
 
 def humanize(name: str) -> str:
-    """``directed_by`` → ``directed by``; ``__people__person__place_of_birth`` → ``people person place of birth``;
-    ``placeOfBirth`` → ``place of birth``. Used as the label of a relation that has none."""
+    """``directed_by`` → ``directed by``; ``__people__person__place_of_birth`` → ``people person
+    place of birth``; ``placeOfBirth`` → ``place of birth``. Used as the label of a relation that
+    has none."""
     name = name.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
     name = _CAMEL_RE.sub(" ", name)
     words = re.split(r"[_\s]+", name)
-    return " ".join(w.lower() if w[:1].isupper() and w[1:].islower() else w for w in words if w) or name
+    return (
+        " ".join(w.lower() if w[:1].isupper() and w[1:].islower() else w for w in words if w)
+        or name
+    )
 
 
 def bracketed_mentions(query: str) -> list[str]:
@@ -40,11 +45,14 @@ def strip_brackets(query: str) -> str:
     return query.replace("[", "").replace("]", "")
 
 
-def longest_spans(spans: Iterable[tuple[int, int, T]], n_tokens: int) -> Iterator[tuple[int, int, T, float]]:
-    """The spans ``(start, end, item)`` of a query of ``n_tokens`` tokens that a mention links, with the weight of
-    each: longest first, then leftmost, and none inside or across one already taken (a shorter span inside a
-    linked name is part of that name). The weight grows from 0.5 to 1 as the span covers up to a quarter of the
-    query: a name that is most of the question is more surely what it asks about."""
+def longest_spans(
+    spans: Iterable[tuple[int, int, T]], n_tokens: int
+) -> Iterator[tuple[int, int, T, float]]:
+    """The spans ``(start, end, item)`` of a query of ``n_tokens`` tokens that a mention links, with
+    the weight of each: longest first, then leftmost, and none inside or across one already taken (a
+    shorter span inside a linked name is part of that name). The weight grows from 0.5 to 1 as the
+    span covers up to a quarter of the query: a name that is most of the question is more surely
+    what it asks about."""
     taken = [False] * n_tokens
     for start, end, item in sorted(spans, key=lambda s: (s[0] - s[1], s[0])):
         if any(taken[start:end]):

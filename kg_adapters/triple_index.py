@@ -1,8 +1,10 @@
-"""In-memory indexes over a set of triples: by subject, by object and by relation, built once at load.
+"""In-memory indexes over a set of triples: by subject, by object and by relation, built once at
+load.
 
-Nodes and relations are interned to ints; each node keeps ``{relation: [neighbours]}`` in both directions, so a
-``get_edges`` lookup is two dict hits and a slice. Literals are nodes too (flagged, with datatype/lang) so that
-"which films were released in 1999" can walk backward from a literal, exactly as from an entity.
+Nodes and relations are interned to ints; each node keeps ``{relation: [neighbours]}`` in both
+directions, so a ``get_edges`` lookup is two dict hits and a slice. Literals are nodes too (flagged,
+with datatype/lang) so that "which films were released in 1999" can walk backward from a literal,
+exactly as from an entity.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ class TripleIndex:
         self.rel_counts: list[int] = []
         self.triples = 0
         self._seen: set[tuple[int, int, int]] | None = set()
-        self._literals: dict[str, int] | None = None  # lexical form → node, built on first find_literal
+        self._literals: dict[str, int] | None = (
+            None  # lexical form → node, built on first find_literal
+        )
 
-    # -- building ---------------------------------------------------------------------------------------------
+    # -- building ----------------------------------------------------------------------------------
     def node(
         self,
         key: str,
@@ -57,14 +61,16 @@ class TripleIndex:
         if i is None:
             i = len(self.nodes)
             self._node_ids[k] = i
-            self.nodes.append(NodeData(key, label if label is not None else key, None, datatype, lang, is_literal))
+            self.nodes.append(
+                NodeData(key, label if label is not None else key, None, datatype, lang, is_literal)
+            )
             self.out.append({})
             self.inc.append({})
         return i
 
     def relation(self, key: str, label: str | None = None, *, local_hint: str | None = None) -> int:
-        """Intern a relation. Its local ID is ``key`` if that is a safe token, else ``local_hint`` (an IRI's local
-        name) if safe and free, else ``R<n>``."""
+        """Intern a relation. Its local ID is ``key`` if that is a safe token, else ``local_hint``
+        (an IRI's local name) if safe and free, else ``R<n>``."""
         r = self._rel_ids.get(key)
         if r is None:
             r = len(self.rel_keys)
@@ -99,12 +105,13 @@ class TripleIndex:
         """Drop build-only structures (the duplicate filter) once loading is done."""
         self._seen = None
 
-    # -- lookups ----------------------------------------------------------------------------------------------
+    # -- lookups -----------------------------------------------------------------------------------
     def find_node(self, key: str) -> int | None:
         return self._node_ids.get((key, False, None, None))
 
     def find_literal(self, value: str) -> int | None:
-        """A literal node with this lexical form (any datatype or language; the first loaded wins)."""
+        """A literal node with this lexical form (any datatype or language; the first loaded
+        wins)."""
         if self._literals is None:
             self._literals = {}
             for i, n in enumerate(self.nodes):

@@ -1,4 +1,5 @@
-"""Plain ``head|relation|tail`` (or tab-separated) triple files: the MetaQA / PathQuestion format."""
+"""Plain ``head|relation|tail`` (or tab-separated) triple files: the MetaQA / PathQuestion
+format."""
 
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ def open_binary(path: Path) -> io.BufferedIOBase:
 
 
 def iter_triples(path: Path):
-    """``(head, relation, tail)`` per non-blank line. The separator is a tab if the line has exactly two, else ``|``.
+    """``(head, relation, tail)`` per non-blank line. The separator is a tab if the line has exactly
+    two, else ``|``.
 
-    A malformed line raises :class:`InvalidInput` naming the file and line, rather than being silently dropped.
+    A malformed line raises :class:`InvalidInput` naming the file and line, rather than being
+    silently dropped.
     """
     with io.TextIOWrapper(open_binary(path), encoding="utf-8") as fh:
         try:
@@ -40,11 +43,17 @@ def iter_triples(path: Path):
                 parts = line.split("\t") if line.count("\t") == 2 else line.split("|")
                 if len(parts) != 3 or not all(p.strip() for p in parts):
                     raise InvalidInput(
-                        f"{path}:{lineno}: expected 'head|relation|tail' (or tab-separated), got {line[:120]!r}")
+                        f"{path}:{lineno}: expected 'head|relation|tail' (or tab-separated), got "
+                        f"{line[:120]!r}"
+                    )
                 h, r, t = (p.strip() for p in parts)
                 yield h, r, t
-        except UnicodeDecodeError:  # decoded a block at a time: find the line, as `tot-mcp load` names it
-            raise InvalidInput(f"{path}:{_first_undecodable_line(path)}: not UTF-8 (save the file as UTF-8)") from None
+        except (
+            UnicodeDecodeError
+        ):  # decoded a block at a time: find the line, as `tot-mcp load` names it
+            raise InvalidInput(
+                f"{path}:{_first_undecodable_line(path)}: not UTF-8 (save the file as UTF-8)"
+            ) from None
 
 
 def _first_undecodable_line(path: Path) -> int:

@@ -1,4 +1,5 @@
-"""Prompt templates are data: one ``.txt`` file per template, filled with :meth:`str.format`-style fields."""
+"""Prompt templates are data: one ``.txt`` file per template, filled with :meth:`str.format`-style
+fields."""
 
 from __future__ import annotations
 

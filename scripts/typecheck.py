@@ -1,8 +1,9 @@
 """Type-check the package as it installs, ``tot_mcp.*``, from the repository's top-level folders.
 
-``pyproject.toml`` maps ``tot_mcp.server`` onto ``server/`` (and so on) for wheels and editable installs; a static
-checker reads folders, not that mapping. This builds the installed shape in a temporary directory out of symlinks
-to the folders (so errors name files a reader can open through the link) and runs mypy on it:
+``pyproject.toml`` maps ``tot_mcp.server`` onto ``server/`` (and so on) for wheels and editable
+installs; a static checker reads folders, not that mapping. This builds the installed shape in a
+temporary directory out of symlinks to the folders (so errors name files a reader can open through
+the link) and runs mypy on it:
 
     pip install mypy && python -m scripts.typecheck            # extra arguments go to mypy
 """
@@ -20,8 +21,13 @@ PARTS = ("server", "kg_adapters", "strategies", "prompts")
 
 
 def main(argv: list[str]) -> int:
-    if shutil.which("mypy") is None and subprocess.run([sys.executable, "-m", "mypy", "--version"],
-                                                       capture_output=True).returncode != 0:
+    if (
+        shutil.which("mypy") is None
+        and subprocess.run(
+            [sys.executable, "-m", "mypy", "--version"], capture_output=True
+        ).returncode
+        != 0
+    ):
         print("typecheck: mypy is not installed (pip install mypy)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="tot-mcp-types-") as tmp:

@@ -1,6 +1,8 @@
-"""The tot-mcp MCP server: maps MCP tools, resources and prompts onto the KG adapters and strategies.
+"""The tot-mcp MCP server: maps MCP tools, resources and prompts onto the KG adapters and
+strategies.
 
-Public API: ``Runtime`` (KGs + shared services), ``build_server(runtime) -> MCPServer``, ``server.cli.main``.
+Public API: ``Runtime`` (KGs + shared services), ``build_server(runtime) -> MCPServer``,
+``server.cli.main``.
 """
 
 from importlib.metadata import PackageNotFoundError, version

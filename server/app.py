@@ -1,9 +1,11 @@
-"""Assemble the MCP server from a :class:`~server.runtime.Runtime`: tools, one resource per KG, the ToT prompt.
+"""Assemble the MCP server from a :class:`~server.runtime.Runtime`: tools, one resource per KG, the
+ToT prompt.
 
-``build_server(runtime)`` is the only entry point; the CLI and the tests call it, and it holds no state of its own.
-Errors are mapped here once for every tool (including tools other modules register): a ``KGError`` or bad
-arguments become a one-line ``is_error`` result the model can act on; anything else is logged with its traceback on
-stderr and reported as a generic failure, and the server keeps serving.
+``build_server(runtime)`` is the only entry point; the CLI and the tests call it, and it holds no
+state of its own. Errors are mapped here once for every tool (including tools other modules
+register): a ``KGError`` or bad arguments become a one-line ``is_error`` result the model can act
+on; anything else is logged with its traceback on stderr and reported as a generic failure, and the
+server keeps serving.
 """
 
 from __future__ import annotations
@@ -45,15 +47,17 @@ from .tools import PROFILES, REGISTRARS
 log = logging.getLogger("tot_mcp.server")
 
 INSTRUCTIONS = (
-    "Knowledge-graph access in the Tree-of-Traversals style. Start with initialize(query) to link the entities of a "
-    "question, then alternate get_relations(entity_ids) and get_edges(entity_ids, relation_id, direction) to grow a "
-    "subgraph; IDs are namespaced by KG (movies:E12). A relation runs forward from subject to object; list_kgs shows "
-    "each relation of a small schema with an example edge, so you know which way to walk it. When you know the "
-    "relations a question follows, follow_path(start=name, hops=[...]) answers it in one call. With several KGs, an "
-    "entity's equivalents in the others are linked (same_as): its get_relations lists their relations too, and "
-    "get_edges and follow_path follow another KG's relation from it directly. "
-    "A result that reaches several entities names them "
-    "with a handle: pass from_result instead of copying IDs. The prompt 'tree_of_traversals' explains the procedure."
+    "Knowledge-graph access in the Tree-of-Traversals style. Start with initialize(query) to link "
+    "the entities of a question, then alternate get_relations(entity_ids) and "
+    "get_edges(entity_ids, relation_id, direction) to grow a subgraph; IDs are namespaced by KG "
+    "(movies:E12). A relation runs forward from subject to object; list_kgs shows each relation of "
+    "a small schema with an example edge, so you know which way to walk it. When you know the "
+    "relations a question follows, follow_path(start=name, hops=[...]) answers it in one call. "
+    "With several KGs, an entity's equivalents in the others are linked (same_as): its "
+    "get_relations lists their relations too, and get_edges and follow_path follow another KG's "
+    "relation from it directly. A result that reaches several entities names them with a handle: "
+    "pass from_result instead of copying IDs. The prompt 'tree_of_traversals' explains the "
+    "procedure."
 )
 
 
@@ -65,13 +69,17 @@ _KINDS: tuple[tuple[type[KGError], str], ...] = (
     (ServiceUnavailable, "unavailable"),
     (Busy, "busy"),
     (BackendRefused, "backend refused (change the request; retrying will not help)"),
-    (EndpointFailed, "backend error (if the endpoint's message names the request, change it; else retry later)"),
+    (
+        EndpointFailed,
+        "backend error (if the endpoint's message names the request, change it; else retry later)",
+    ),
     (BackendError, "backend error (may be transient, retry later)"),
 )
 
 
 def describe_kg_error(exc: KGError) -> str:
-    """``not found: no entity movies:E99 in KG 'movies'`` — the kind first, so a model can tell retry from fix."""
+    """``not found: no entity movies:E99 in KG 'movies'`` — the kind first, so a model can tell
+    retry from fix."""
     kind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "error")
     return one_line(f"{kind}: {exc}")
 
@@ -89,18 +97,21 @@ def _named(tool: str, message: str) -> str:
     """``TOOL: message``, the tool named once: a tool's own error may already start with its
     name, and the SDK's wrapper says ``Error executing tool TOOL:``."""
     message = message.removeprefix(f"Error executing tool {tool}: ")
-    return message if message.startswith(f"{tool}: ") or message.startswith(f"{tool} ") \
+    return (
+        message
+        if message.startswith(f"{tool}: ") or message.startswith(f"{tool} ")
         else f"{tool}: {message}"
+    )
 
 
 class TotServer(MCPServer):
-    """MCPServer with the project's error mapping applied to every tool call, and output schemas that are cheap
-    for clients to validate (see :mod:`server.schema`). Each call runs with its client in
-    :data:`kg_adapters.clients.CLIENT` (endpoint slots are shared fairly among clients), and one client has at
-    most ``max_calls_per_client`` calls in flight: one more is refused at once with one line, so a client cannot
-    park unbounded work in the server. CPU-bound work (local KGs' pages, the SPARQL guard's
-    parse) runs in the server's worker pools (:mod:`kg_adapters.cpu`, set in
-    :data:`~kg_adapters.cpu.POOLS` for each call), so the event loop keeps serving every client,
+    """MCPServer with the project's error mapping applied to every tool call, and output schemas
+    that are cheap for clients to validate (see :mod:`server.schema`). Each call runs with its
+    client in :data:`kg_adapters.clients.CLIENT` (endpoint slots are shared fairly among clients),
+    and one client has at most ``max_calls_per_client`` calls in flight: one more is refused at once
+    with one line, so a client cannot park unbounded work in the server. CPU-bound work (local KGs'
+    pages, the SPARQL guard's parse) runs in the server's worker pools (:mod:`kg_adapters.cpu`, set
+    in :data:`~kg_adapters.cpu.POOLS` for each call), so the event loop keeps serving every client,
     calls overlap and are counted, and a cancelled call stops."""
 
     _arguments: dict[str, set[str]] | None = None
@@ -109,8 +120,9 @@ class TotServer(MCPServer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # tool name → (its description and schemas as registered, their lean forms): a client may list the tools
-        # before every turn, and rewriting every schema costs more than the SDK's own listing
+        # tool name → (its description and schemas as registered, their lean forms): a client may
+        # list the tools before every turn, and rewriting every schema costs more than the SDK's own
+        # listing
         self._lean_tools: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self._in_flight: Counter[str] = Counter()  # calls running, per client
         self.pools = Pools()  # worker threads for CPU-bound work, shared fairly among clients
@@ -126,32 +138,49 @@ class TotServer(MCPServer):
         return [t.model_copy(update=self._lean_fields(t)) for t in await super().list_tools()]
 
     def _lean_fields(self, tool: Any) -> dict[str, Any]:
-        """The tool's description and schemas as clients get them, computed once per tool (again only if a tool of
-        that name is registered anew with other ones)."""
+        """The tool's description and schemas as clients get them, computed once per tool (again
+        only if a tool of that name is registered anew with other ones)."""
         registered = (tool.description, tool.input_schema, tool.output_schema)
         known = self._lean_tools.get(tool.name)
         if known is None or known[0] != registered:
             lean = {
                 "description": model_text(tool.description),
                 "input_schema": model_schema(tool.input_schema),
-                **({"output_schema": lean_schema(tool.output_schema)} if tool.output_schema else {}),
+                **(
+                    {"output_schema": lean_schema(tool.output_schema)} if tool.output_schema else {}
+                ),
             }
             known = self._lean_tools[tool.name] = (registered, lean)
         return known[1]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
-        if self._arguments is None:  # every tool's argument names, once (the list does not change after build)
-            self._arguments = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        if (
+            self._arguments is None
+        ):  # every tool's argument names, once (the list does not change after build)
+            self._arguments = {
+                t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()
+            }
         known = self._arguments.get(name)
-        if known is not None and arguments:  # the SDK drops unknown arguments: a misspelt one would go unnoticed
+        if (
+            known is not None and arguments
+        ):  # the SDK drops unknown arguments: a misspelt one would go unnoticed
             unknown = sorted(set(arguments) - known)
             if unknown:
-                raise ToolError(one_line(f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
-                                          f"(valid: {', '.join(sorted(known)) or 'none'})"))
+                raise ToolError(
+                    one_line(
+                        f"{name}: invalid arguments: unknown {', '.join(map(repr, unknown))} "
+                        f"(valid: {', '.join(sorted(known)) or 'none'})"
+                    )
+                )
         client = client_of(context)
         if self._in_flight[client] >= self.max_calls_per_client:
-            raise ToolError(f"{name}: too many calls in flight: this client already has {self._in_flight[client]} "
-                            "running (the server's per-client limit); wait for some to finish, then retry")
+            raise ToolError(
+                f"{name}: too many calls in flight: this client already has "
+                f"{self._in_flight[client]} "
+                "running (the server's per-client limit); wait for some to finish, then retry"
+            )
         self._in_flight[client] += 1
         token, pools = CLIENT.set(client), POOLS.set(self.pools)
         try:
@@ -161,7 +190,8 @@ class TotServer(MCPServer):
             if isinstance(cause, KGError):
                 raise ToolError(f"{name}: {describe_kg_error(cause)}") from cause
             if isinstance(exc, UnexpectedToolError):
-                raise  # logged with its traceback by the SDK; the client sees only a generic message
+                # logged with its traceback by the SDK; the client sees only a generic message
+                raise
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{name}: {describe_validation_error(cause)}") from cause
             text = _named(name, str(exc)) if isinstance(cause, ToolError) else str(exc)
@@ -175,13 +205,16 @@ class TotServer(MCPServer):
 
 
 def build_server(runtime: Runtime) -> MCPServer:
-    """A ready-to-run server over ``runtime``'s KGs. Tools come from every registrar in ``server.tools.REGISTRARS``."""
+    """A ready-to-run server over ``runtime``'s KGs. Tools come from every registrar in
+    ``server.tools.REGISTRARS``."""
     server = TotServer(
         name="tot-mcp",
         title="Tree-of-Traversals KG server",
         instructions=INSTRUCTIONS,
         version=__version__,
-        log_level=logging.getLevelName(logging.getLogger().level) if logging.getLogger().level else "WARNING",
+        log_level=logging.getLevelName(logging.getLogger().level)
+        if logging.getLogger().level
+        else "WARNING",
         extensions=[Apps()],  # MCP Apps in the capabilities; register_apps serves them
     )
     server.max_calls_per_client = runtime.config.server.max_calls_per_client
@@ -190,5 +223,7 @@ def build_server(runtime: Runtime) -> MCPServer:
         register(server, runtime)
     register_resources(server, runtime)
     register_prompts(server, runtime)
-    register_apps(server, runtime)  # MCP Apps: tree_of_traversals' search tree, drawn where the user is
+    register_apps(
+        server, runtime
+    )  # MCP Apps: tree_of_traversals' search tree, drawn where the user is
     return server

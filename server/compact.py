@@ -103,17 +103,20 @@ class CompactAnswer(_Compact):
     result_id: str | None = Field(default=None, description="Handle of all items, for from_result")
     answer: str = Field(default="", description="In words, when there are no items")
     links: list[Link] = Field(default_factory=list, description="What the question was linked to")
-    paths: list[list[Hop]] = Field(default_factory=list,
-                                   description="Relation paths from a linked entity")
-    facts: list[Fact] = Field(default_factory=list,
-                              description="Edges from a linked entity to the first answers")
+    paths: list[list[Hop]] = Field(
+        default_factory=list, description="Relation paths from a linked entity"
+    )
+    facts: list[Fact] = Field(
+        default_factory=list, description="Edges from a linked entity to the first answers"
+    )
     value: float | None = None
     llm_calls: int | None = None
     expansions: int | None = None
     partial_reason: str = ""
     warnings: list[str] = Field(default_factory=list)
-    view: str | None = Field(default=None,
-                             description="The search tree drawn: a ui:// resource (MCP Apps)")
+    view: str | None = Field(
+        default=None, description="The search tree drawn: a ui:// resource (MCP Apps)"
+    )
     full: dict[str, Any] | None = Field(default=None, description="detail=full: the whole result")
 
 
@@ -133,15 +136,20 @@ class Extras:
     more: str = "the strategy's whole result"  # what detail=full adds, in words
 
 
-def compact_result(out: StrategyResult, extras: Extras, detail: Detail,
-                   remember: Callable[[list[str]], str | None]) -> CallToolResult:
+def compact_result(
+    out: StrategyResult, extras: Extras, detail: Detail, remember: Callable[[list[str]], str | None]
+) -> CallToolResult:
     """The tool result of ``out``: a :class:`CompactAnswer` and its text. ``remember`` turns the
     answers' entity IDs into a result handle. ``out`` may be a plain :class:`StrategyResult` (a
     refusal before the strategy ran) or any strategy's own result."""
     search = _search_of(out)
     if search is not None and detail == "full":  # after the tool's own sections
-        extras.full_text += ["Search tree (* = chosen path):", search.tree_text(),
-                             "Final local subgraph:", search.subgraph_text]
+        extras.full_text += [
+            "Search tree (* = chosen path):",
+            search.tree_text(),
+            "Final local subgraph:",
+            search.subgraph_text,
+        ]
     paths: list[list[Hop]] = []
     items = [_item(r, paths) for r in out.results]
     if search is not None and not paths:  # tot's answers: the chosen trajectory's relations
@@ -153,16 +161,24 @@ def compact_result(out: StrategyResult, extras: Extras, detail: Detail,
     entity_ids = [r.id for r in out.results if not r.id.startswith(_LITERAL)]
     expansions = getattr(out, "expansions", None) or (search.expansions if search else None)
     model = CompactAnswer(
-        strategy=extras.strategy, kg=out.kg, status=out.status, reason=_reason(out),
-        items=items[:MAX_ITEMS], total=len(items),
+        strategy=extras.strategy,
+        kg=out.kg,
+        status=out.status,
+        reason=_reason(out),
+        items=items[:MAX_ITEMS],
+        total=len(items),
         result_id=remember(entity_ids) if entity_ids else None,
         answer="" if items else one_line(out.answer_text, _LINE),
         links=[Link(**x.model_dump()) for x in out.links] or _ungraded_links(out, search),
-        paths=paths[:MAX_PATHS], facts=facts,
+        paths=paths[:MAX_PATHS],
+        facts=facts,
         value=None if out.value is None else round(out.value, 4),
-        llm_calls=out.usage.calls if out.usage is not None else None, expansions=expansions,
+        llm_calls=out.usage.calls if out.usage is not None else None,
+        expansions=expansions,
         partial_reason=one_line(out.partial_reason, _LINE),
-        warnings=[one_line(w, _LINE) for w in extras.warnings], view=extras.view)
+        warnings=[one_line(w, _LINE) for w in extras.warnings],
+        view=extras.view,
+    )
     _fit_structured(model)
     text = _text(model, extras, out.seconds, edges_seen, detail)
     if detail == "full":
@@ -187,20 +203,31 @@ def _reason(out: StrategyResult) -> str:
 def _item(r: RetrievedEntity, paths: list[list[Hop]]) -> Item:
     index = None
     if r.path:
-        hops = [Hop(relation=s.relation, label=s.label, direction=s.direction.value)
-                for s in r.path]
+        hops = [
+            Hop(relation=s.relation, label=s.label, direction=s.direction.value) for s in r.path
+        ]
         if hops not in paths:
             paths.append(hops)
         index = paths.index(hops)
-    return Item(id=r.id, label=one_line(r.label, _LABEL), score=round(r.score, 4),
-                path=index if index is not None and index < MAX_PATHS else None)
+    return Item(
+        id=r.id,
+        label=one_line(r.label, _LABEL),
+        score=round(r.score, 4),
+        path=index if index is not None and index < MAX_PATHS else None,
+    )
 
 
 def _chosen_hops(search: Any) -> list[Hop]:
     """The relations the chosen trajectory expanded along: its final subgraph's expansions."""
     sub = search.subgraph
-    return [Hop(relation=x.relation_id, label=_relation_label(sub, x.relation_id),
-                direction=x.direction.value) for x in sub.expansions]
+    return [
+        Hop(
+            relation=x.relation_id,
+            label=_relation_label(sub, x.relation_id),
+            direction=x.direction.value,
+        )
+        for x in sub.expansions
+    ]
 
 
 def _relation_label(sub: Any, relation_id: str) -> str:
@@ -215,9 +242,18 @@ def _ungraded_links(out: StrategyResult, search: Any) -> list[Link]:
         labels = {**search.labels, **{i: e.label for i, e in search.subgraph.entities.items()}}
     else:
         ids, labels = list(getattr(out, "linked", None) or []), {}
-    return [Link(mention="", id=i, label=one_line(labels.get(i, i), _LABEL), match="ungraded",
-                 score=0.0, confident=False, note="the strategy did not say how it matched")
-            for i in ids[:5]]
+    return [
+        Link(
+            mention="",
+            id=i,
+            label=one_line(labels.get(i, i), _LABEL),
+            match="ungraded",
+            score=0.0,
+            confident=False,
+            note="the strategy did not say how it matched",
+        )
+        for i in ids[:5]
+    ]
 
 
 Triple = tuple[str, str, str]
@@ -232,8 +268,9 @@ def _facts(search: Any, answers: Sequence[str]) -> tuple[list[Fact], int]:
         other = e.target or (_LITERAL + e.value.value if e.value is not None else None)
         if other is not None:
             forward = e.direction is Direction.forward
-            triples.append((e.source, e.relation, other) if forward
-                           else (other, e.relation, e.source))
+            triples.append(
+                (e.source, e.relation, other) if forward else (other, e.relation, e.source)
+            )
     around: dict[str, list[tuple[str, Triple]]] = {}
     for t in triples:
         around.setdefault(t[0], []).append((t[2], t))
@@ -261,17 +298,26 @@ def _facts(search: Any, answers: Sequence[str]) -> tuple[list[Fact], int]:
     labels = {**search.labels, **{i: e.label for i, e in sub.entities.items()}}
 
     def name(i: str) -> str:
-        return one_line(i[len(_LITERAL):] if i.startswith(_LITERAL) else labels.get(i, i), _LABEL)
+        return one_line(i[len(_LITERAL) :] if i.startswith(_LITERAL) else labels.get(i, i), _LABEL)
 
-    facts = [Fact(subject=s, subject_label=name(s), relation=r, object=o, object_label=name(o),
-                  relation_label="same as" if r == "same_as" else _relation_label(sub, r))
-             for s, r, o in chosen[:MAX_FACTS]]
+    facts = [
+        Fact(
+            subject=s,
+            subject_label=name(s),
+            relation=r,
+            object=o,
+            object_label=name(o),
+            relation_label="same as" if r == "same_as" else _relation_label(sub, r),
+        )
+        for s, r, o in chosen[:MAX_FACTS]
+    ]
     return facts, len(triples)
 
 
 def _fit_structured(model: CompactAnswer) -> None:
     """Drop facts, then answer items, from the end until the structured result fits its budget (long
     labels and values could otherwise pass it)."""
+
     def size() -> int:
         return len(json.dumps(model.model_dump(mode="json", exclude_none=True), ensure_ascii=False))
 
@@ -296,8 +342,7 @@ def _link_text(link: LinkInfo) -> str:
     return f"{said}{link.label} [{link.id}] ({link.match} {link.score:.2f}{loose}){note}"
 
 
-def _text(m: CompactAnswer, extras: Extras, seconds: float, edges_seen: int,
-          detail: Detail) -> str:
+def _text(m: CompactAnswer, extras: Extras, seconds: float, edges_seen: int, detail: Detail) -> str:
     """What the model reads; ``seconds`` only here, so that one call's structured result is the
     same in every run and process."""
     head = [f"{m.status}: {m.reason}" if m.reason else m.status]
@@ -327,12 +372,19 @@ def _text(m: CompactAnswer, extras: Extras, seconds: float, edges_seen: int,
             lines.append(f"{k}. {it.label}{where}{score}{via}")
     elif m.answer:
         lines.append(f"Answer: {m.answer}")
-    tail = [" · ".join(x for x in (
-        extras.strategy,
-        f"value {m.value:.2f}" if m.value is not None else "",
-        f"{m.expansions} expansions" if m.expansions else "",
-        f"{m.llm_calls} LLM calls" if m.llm_calls is not None else "",
-        f"{seconds:.2f} s" if seconds else "") if x)]
+    tail = [
+        " · ".join(
+            x
+            for x in (
+                extras.strategy,
+                f"value {m.value:.2f}" if m.value is not None else "",
+                f"{m.expansions} expansions" if m.expansions else "",
+                f"{m.llm_calls} LLM calls" if m.llm_calls is not None else "",
+                f"{seconds:.2f} s" if seconds else "",
+            )
+            if x
+        )
+    ]
     tail += [f"warning: {w}" for w in m.warnings]
     if detail == "answer":
         drawn = f"; drawn: {m.view}" if m.view else ""
@@ -340,8 +392,11 @@ def _text(m: CompactAnswer, extras: Extras, seconds: float, edges_seen: int,
     optional: list[str] = []  # shown while the budget lasts
     if m.facts:
         optional.append(f"Evidence ({len(m.facts)} of the {edges_seen} edges searched):")
-        optional += [f"  {f.subject_label} [{f.subject}] —{f.relation_label}→ {f.object_label}"
-                     + ("" if f.object.startswith(_LITERAL) else f" [{f.object}]") for f in m.facts]
+        optional += [
+            f"  {f.subject_label} [{f.subject}] —{f.relation_label}→ {f.object_label}"
+            + ("" if f.object.startswith(_LITERAL) else f" [{f.object}]")
+            for f in m.facts
+        ]
     if extras.context and detail == "answer":
         optional.append('Context (cut; detail="full" for all of it):')
         optional += [one_line(x, _CONTEXT_LINE) for x in extras.context.splitlines() if x.strip()]

@@ -1,7 +1,7 @@
 """Compact text renderings of tool results, in Tree-of-Traversals' token-efficient YAML-like form.
 
-The structured result (JSON) is for programs; this text is what a model reads, so it names every ID once next to
-its label and groups edges by source and relation instead of repeating them per edge.
+The structured result (JSON) is for programs; this text is what a model reads, so it names every ID
+once next to its label and groups edges by source and relation instead of repeating them per edge.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ _QUALIFIERS_SHOWN = 8  # per edge in the text; a statement with dozens would dro
 
 
 def one_line(text: str, limit: int = 500) -> str:
-    """``text`` with its whitespace folded to single spaces, cut to ``limit`` characters with ``...``."""
+    """``text`` with its whitespace folded to single spaces, cut to ``limit`` characters with
+    ``...``."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -64,9 +65,13 @@ def literal_text(value: Literal) -> str:
 
 
 def relation_line(rel: Relation, of: int | None = None) -> str:
-    """``movies:starred_actors (backward) [32]: inverse of starred actors``; with ``of`` (entities asked about,
-    when several) ``[32; 3 of 5 entities]``."""
-    label = rel.inverse_label if rel.direction is Direction.backward and rel.inverse_label else rel.label
+    """``movies:starred_actors (backward) [32]: inverse of starred actors``; with ``of`` (entities
+    asked about, when several) ``[32; 3 of 5 entities]``."""
+    label = (
+        rel.inverse_label
+        if rel.direction is Direction.backward and rel.inverse_label
+        else rel.label
+    )
     parts = [str(rel.count)] if rel.count is not None else []
     if of is not None and of > 1 and rel.entities is not None:
         parts.append(f"{rel.entities} of {of} entities")
@@ -97,28 +102,44 @@ def _footer(truncated: bool, partial: bool, warnings: Sequence[str], more: str =
 
 
 def loose_note(m: EntityMatch) -> str:
-    """``: loose, shares 1 of 3 words`` when the mention's words do not all find themselves in the label
-    (:mod:`kg_adapters.link_grade`): the match may be another thing than the one meant."""
+    """``: loose, shares 1 of 3 words`` when the mention's words do not all find themselves in the
+    label (:mod:`kg_adapters.link_grade`): the match may be another thing than the one meant."""
     if not m.mention:
         return ""
     g = grade(m.mention, m.entity.label, m.match)
     if g.confident:
         return "" if g.kind != "typo" else ": a spelling difference"
-    return f": loose, shares {g.shared} of {g.words} words" if g.shared else ": loose, no word shared"
+    return (
+        f": loose, shares {g.shared} of {g.words} words" if g.shared else ": loose, no word shared"
+    )
 
 
-def render_matches(heading: str, matches: Sequence[EntityMatch], warnings: Sequence[str] = (),
-                   handle: str | None = None, omitted: int = 0) -> str:
+def render_matches(
+    heading: str,
+    matches: Sequence[EntityMatch],
+    warnings: Sequence[str] = (),
+    handle: str | None = None,
+    omitted: int = 0,
+) -> str:
     if not matches:
         return "\n".join([f"{heading}: no entities found", *_footer(False, False, warnings)])
     lines = [f"{heading}:"]
     for m in matches:
-        score = "" if m.match == "exact" else f" {m.score:.2f}"  # an exact match is 1.00 by definition
+        score = (
+            "" if m.match == "exact" else f" {m.score:.2f}"
+        )  # an exact match is 1.00 by definition
         how = f"{m.match}{score}" + (f' for "{m.mention}"' if m.mention else "") + loose_note(m)
-        same = f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})" if m.same_as else ""
+        same = (
+            f"  (same as {', '.join(m.same_as[:5])}{' …' if len(m.same_as) > 5 else ''})"
+            if m.same_as
+            else ""
+        )
         lines.append(f"{entity_line(m.entity)}  [{how}]{same}")
     if omitted:
-        lines.append(f"({omitted} fuzzy look-alike{'s' if omitted != 1 else ''} left out; search_entities lists them)")
+        lines.append(
+            f"({omitted} fuzzy look-alike{'s' if omitted != 1 else ''} left out; search_entities "
+            "lists them)"
+        )
     return "\n".join(lines + _footer(False, False, warnings) + handle_line(handle, len(matches)))
 
 
@@ -128,14 +149,22 @@ def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
         lines = [f"{shown}: no relations"]
     else:
         several = len(entity_ids) > 1
-        lines = [f"Relations of {shown} (id (direction) [edges{'; entities having it' if several else ''}]: reading):"]
+        lines = [
+            f"Relations of {shown} (id (direction) "
+            f"[edges{'; entities having it' if several else ''}]: reading):"
+        ]
         lines.extend(relation_line(r, len(entity_ids)) for r in result.relations)
     hint = [result.hint] if getattr(result, "hint", None) else []
-    return "\n".join(lines + _footer(result.truncated, result.partial, result.warnings, "more relations exist") + hint)
+    return "\n".join(
+        lines
+        + _footer(result.truncated, result.partial, result.warnings, "more relations exist")
+        + hint
+    )
 
 
 def render_relation_search(text: str, hits: Sequence[Any], warnings: Sequence[str]) -> str:
-    """``get_relations(search=...)``: ``wd:P19 [2,345,678]: place of birth - description (matched "born in")``."""
+    """``get_relations(search=...)``: ``wd:P19 [2,345,678]: place of birth - description (matched
+    "born in")``."""
     lines = [f"Relations matching {text!r}:" if hits else f"No relation matches {text!r}"]
     for h in hits:
         count = f" [{h.count:,}]" if h.count is not None else ""
@@ -154,15 +183,20 @@ def _node_text(target: str | None, value: Literal | None, entities: dict[str, En
 
 
 def _target_text(edge: Edge, entities: dict[str, Entity]) -> str:
-    """The node reached, then its qualifiers in braces — a Wikidata statement's (start time, end time...) or a
-    blank node's own properties over generic SPARQL (``"Note G" {type: g:ex.Program Program; comment: "..."}``)."""
-    quals = edge.qualifier_text(lambda q: _node_text(q.target, q.value, entities), _QUALIFIERS_SHOWN)
-    return _node_text(edge.target, edge.value, entities) + quals  # all qualifiers stay in the structured result
+    """The node reached, then its qualifiers in braces — a Wikidata statement's (start time, end
+    time...) or a blank node's own properties over generic SPARQL (``"Note G" {type: g:ex.Program
+    Program; comment: "..."}``)."""
+    quals = edge.qualifier_text(
+        lambda q: _node_text(q.target, q.value, entities), _QUALIFIERS_SHOWN
+    )
+    return (
+        _node_text(edge.target, edge.value, entities) + quals
+    )  # all qualifiers stay in the structured result
 
 
 def relation_ref(relation_id: str, relation: Relation | None) -> str:
-    """``P57 director``: the relation's local ID (to pass back) and its label, unless the ID already reads as it
-    (``directed_by``)."""
+    """``P57 director``: the relation's local ID (to pass back) and its label, unless the ID already
+    reads as it (``directed_by``)."""
     local = relation_id.split(":", 1)[1] if ":" in relation_id else relation_id
     if relation is None or relation.id != relation_id or not relation.label.strip():
         return local
@@ -171,35 +205,50 @@ def relation_ref(relation_id: str, relation: Relation | None) -> str:
 
 
 def render_edges(page: EdgePage) -> str:
-    """Edges grouped by source, then by relation (named by ID and label) and direction, with a count per group."""
+    """Edges grouped by source, then by relation (named by ID and label) and direction, with a count
+    per group."""
     if not page.edges:
         return "\n".join(["no edges", *_footer(page.truncated, page.partial, page.warnings)])
     groups: dict[str, dict[tuple[str, Direction], list[str]]] = {}
     via: dict[str, str] = {}
     for edge in page.edges:
         by_rel = groups.setdefault(edge.source, {})
-        by_rel.setdefault((edge.relation, edge.direction), []).append(_target_text(edge, page.entities))
+        by_rel.setdefault((edge.relation, edge.direction), []).append(
+            _target_text(edge, page.entities)
+        )
         if edge.via:
             via[edge.source] = edge.via
     lines: list[str] = []
     for source, by_rel in groups.items():
-        linked = f" (same as {via[source]})" if source in via else ""  # followed from the entity asked about
+        linked = (
+            f" (same as {via[source]})" if source in via else ""
+        )  # followed from the entity asked about
         lines.append(f"{entity_ref(source, page.entities)}{linked}:")
         for (relation, direction), targets in by_rel.items():
             name = relation_ref(relation, page.relation)
             name = backward(name) if direction is Direction.backward else name
             lines.append(f"  {name} [{len(targets)}]: {', '.join(targets)}")
-    more = f"call get_edges again with offset={page.next_offset} for more" if page.next_offset is not None else ""
+    more = (
+        f"call get_edges again with offset={page.next_offset} for more"
+        if page.next_offset is not None
+        else ""
+    )
     return "\n".join(lines + _footer(page.truncated, page.partial, page.warnings, more))
 
 
 def render_description(desc: EntityDetails) -> str:
-    """The entity line, then — when the KG says (Wikidata) — its classes and statement count, which tell two
-    look-alikes apart; aliases, IRI, links and relations."""
+    """The entity line, then — when the KG says (Wikidata) — its classes and statement count, which
+    tell two look-alikes apart; aliases, IRI, links and relations."""
     lines, types, statements = [entity_line(desc.entity)], desc.types, desc.statements
     if types or statements is not None:
-        kinds = "instance of: " + ", ".join(f"{t.id} {t.label}" for t in types[:10]) if types else ""
-        count = f"{statements:,} statement{'s' if statements != 1 else ''}" if statements is not None else ""
+        kinds = (
+            "instance of: " + ", ".join(f"{t.id} {t.label}" for t in types[:10]) if types else ""
+        )
+        count = (
+            f"{statements:,} statement{'s' if statements != 1 else ''}"
+            if statements is not None
+            else ""
+        )
         lines.append("; ".join(x for x in (kinds, count) if x))
     if desc.aliases:
         lines.append("aliases: " + ", ".join(desc.aliases[:20]))
@@ -217,32 +266,51 @@ def render_kg_info(info: KGInfo, examples: dict[str, str] | None = None) -> str:
     sizes = ((info.entities, "entities"), (info.triples, "triples"), (info.relations, "relations"))
     counts = [f"{n:,} {what}" for n, what in sizes if n is not None]
     if len(counts) < 3:  # a remote endpoint is not asked to count what would take it long
-        counts.append("size not counted (too costly to ask a remote endpoint)" if not counts
-                      else "the rest not counted")
+        counts.append(
+            "size not counted (too costly to ask a remote endpoint)"
+            if not counts
+            else "the rest not counted"
+        )
     lines = [f"{info.name} ({info.backend}): {', '.join(counts)}"]
     if info.description:
         lines.append(f"  {_short(info.description, 400)}")
     if info.relation_sample:
-        def ref(r: Relation) -> str:  # wd:P161 cast member; movies:directed_by (its ID reads as its label)
+
+        def ref(
+            r: Relation,
+        ) -> str:  # wd:P161 cast member; movies:directed_by (its ID reads as its label)
             kg = r.id.split(":", 1)[0] + ":" if ":" in r.id else ""
             example = f" ({examples[r.id]})" if examples and r.id in examples else ""
-            return kg + relation_ref(r.id, r) + (f" [{r.count:,}]" if r.count is not None else "") + example
+            return (
+                kg
+                + relation_ref(r.id, r)
+                + (f" [{r.count:,}]" if r.count is not None else "")
+                + example
+            )
 
         sample = ", ".join(ref(r) for r in info.relation_sample)
         more = info.relations is None or info.relations > len(info.relation_sample)
-        how = " (a sample; get_relations(search=...) finds others)" if more else \
-            " (forward: subject → object, e.g.)" if examples else ""
+        how = (
+            " (a sample; get_relations(search=...) finds others)"
+            if more
+            else " (forward: subject → object, e.g.)"
+            if examples
+            else ""
+        )
         lines.append(f"  relations{how}: {sample}")
     return "\n".join(lines)
 
 
 def render_edges_result(result) -> str:
-    """:func:`render_edges`, then what a model would otherwise count or guess: the distinct targets, the sources
-    that had no such edge, why an empty page is empty, and the handle of what was reached."""
+    """:func:`render_edges`, then what a model would otherwise count or guess: the distinct targets,
+    the sources that had no such edge, why an empty page is empty, and the handle of what was
+    reached."""
     lines = [render_edges(result)]
     if result.edges:
         on_page = " on this page" if result.truncated else ""
-        lines.append(f"{result.targets} distinct target{'s' if result.targets != 1 else ''}{on_page}")
+        lines.append(
+            f"{result.targets} distinct target{'s' if result.targets != 1 else ''}{on_page}"
+        )
     if result.sources_without_edges:
         lines.append(f"no such edge from: {_first(result.sources_without_edges, 10)}")
     if result.hint:
@@ -256,28 +324,39 @@ def render_paths(result, start_counted: bool = False) -> str:
     one example. ``start_counted``: the start is among the nodes reached (exclude_start=false);
     else a hop that went back to it reads 0 there, while the walk goes on through it, so the line
     says the start is left out."""
+
     def name(x: str) -> str:
         e = result.entities.get(x)
         return e.label if e is not None else x
 
-    home = result.start[0].split(":", 1)[0] + ":" if result.start and ":" in result.start[0] else None
+    home = (
+        result.start[0].split(":", 1)[0] + ":" if result.start and ":" in result.start[0] else None
+    )
 
     def rel(rid: str) -> str:  # the start's own KG goes without saying: written_by, catalog:genre
         return rid.removeprefix(home) if home else rid
 
-    path = " → ".join(backward(rel(h.relation_id)) if h.direction is Direction.backward else rel(h.relation_id)
-                      for h in result.hops)
+    path = " → ".join(
+        backward(rel(h.relation_id)) if h.direction is Direction.backward else rel(h.relation_id)
+        for h in result.hops
+    )
     linked = getattr(result, "linked", None)
     lines = ([linked] if linked else []) + [f"{_first(result.start, 5)} → {path}:"]
     if len(result.hops) > 1:
         left_out = "" if start_counted else " (the start not counted; walks still pass through it)"
         lines.append(f"reached per hop{left_out}: " + ", ".join(str(n) for n in result.reached))
     if result.without_edge:
-        n = result.without_edge  # named when there are one or two (then a check of each is cheap); else counted
-        names = f": {', '.join(f'{x} {name(x)}' for x in result.without_edge_sample)}" if n <= 2 else ""
+        n = (
+            result.without_edge
+        )  # named when there are one or two (then a check of each is cheap); else counted
+        names = (
+            f": {', '.join(f'{x} {name(x)}' for x in result.without_edge_sample)}" if n <= 2 else ""
+        )
         lines.append(f"{n} last-hop source{'s' if n != 1 else ''} without that edge{names}")
     plural = "s" if result.total != 1 else ""
-    counted_only = not result.targets and result.total  # limit=0: counted, not listed (not cut, whatever the page says)
+    counted_only = (
+        not result.targets and result.total
+    )  # limit=0: counted, not listed (not cut, whatever the page says)
     if counted_only:
         lines.append(f"{result.total} target{plural} (not listed: limit=0)")
     elif not result.targets:
@@ -297,16 +376,27 @@ def render_paths(result, start_counted: bool = False) -> str:
             via = " ← ".join(name(x) for x in reversed(t.example[1:-1]))
             paths = f" [{t.paths}]" if len(result.hops) > 1 or t.paths > 1 else ""
             lines.append(f"  {ref}{paths}" + (f" via {via}" if via else ""))
-    more = f"call follow_path again with offset={result.next_offset} for more" if result.next_offset else ""
-    lines.extend(_footer(result.truncated and not counted_only, result.partial, result.warnings, more))
-    lines.extend(handle_line(result.result_id, len(result.targets) if not result.truncated else result.total,
-                             "targets"))
+    more = (
+        f"call follow_path again with offset={result.next_offset} for more"
+        if result.next_offset
+        else ""
+    )
+    lines.extend(
+        _footer(result.truncated and not counted_only, result.partial, result.warnings, more)
+    )
+    lines.extend(
+        handle_line(
+            result.result_id,
+            len(result.targets) if not result.truncated else result.total,
+            "targets",
+        )
+    )
     return "\n".join(lines)
 
 
 def first_parts(description: str, limit: int) -> str:
-    """The leading ``; ``-separated parts of a description that fit in ``limit`` characters (never a part cut in
-    the middle of a name: ``written by John )``), ``…`` when some were left out."""
+    """The leading ``; ``-separated parts of a description that fit in ``limit`` characters (never a
+    part cut in the middle of a name: ``written by John )``), ``…`` when some were left out."""
     text = " ".join(description.split())
     flag = re.search(r"\s*\(may be \d+ things named .*\)$", text)  # a merged title: never cut off
     if flag:
@@ -319,4 +409,6 @@ def first_parts(description: str, limit: int) -> str:
         kept.append(p)
     if not kept and parts:
         kept, parts = [parts[0][: limit - 1] + "…"], parts[:1]
-    return "; ".join(kept) + ("; …" if len(kept) < len(parts) else "") + (flag.group() if flag else "")
+    return (
+        "; ".join(kept) + ("; …" if len(kept) < len(parts) else "") + (flag.group() if flag else "")
+    )

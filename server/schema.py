@@ -1,10 +1,10 @@
 """Equivalent, cheaper output schemas for clients to validate against.
 
-Pydantic emits ``$ref``s into ``$defs`` and ``anyOf: [{X}, {"type": "null"}]`` for optional fields. Clients
-(the Python SDK included) re-validate every structured result against the tool's ``outputSchema`` with jsonschema,
-where resolving references and trying ``anyOf`` branches costs more than the KG lookup itself (~1.1 ms → ~0.65 ms
-for a small ``get_edges`` page). Inlining the (non-recursive) definitions and folding ``null`` into ``type``
-accepts exactly the same documents.
+Pydantic emits ``$ref``s into ``$defs`` and ``anyOf: [{X}, {"type": "null"}]`` for optional fields.
+Clients (the Python SDK included) re-validate every structured result against the tool's
+``outputSchema`` with jsonschema, where resolving references and trying ``anyOf`` branches costs
+more than the KG lookup itself (~1.1 ms → ~0.65 ms for a small ``get_edges`` page). Inlining the
+(non-recursive) definitions and folding ``null`` into ``type`` accepts exactly the same documents.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 _MAX_DEPTH = 32  # deeper means a recursive model: keep its $ref rather than unrolling it
-# Keywords that constrain every instance whatever its type: folding null into "type" would change their meaning.
-_TYPE_INDEPENDENT = frozenset({"const", "not", "allOf", "anyOf", "oneOf", "if", "then", "else", "$ref"})
+# Keywords that constrain every instance whatever its type: folding null into "type" would change
+# their meaning.
+_TYPE_INDEPENDENT = frozenset(
+    {"const", "not", "allOf", "anyOf", "oneOf", "if", "then", "else", "$ref"}
+)
 
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +43,8 @@ def _lean(node: Any, defs: dict[str, Any], depth: int) -> Any:
 
 
 def _fold_nullable(node: dict[str, Any]) -> dict[str, Any]:
-    """``anyOf: [{type: T, ...}, {type: null}]`` → ``{type: [T, null], ...}`` when that means the same thing."""
+    """``anyOf: [{type: T, ...}, {type: null}]`` → ``{type: [T, null], ...}`` when that means the
+    same thing."""
     branches = node.get("anyOf")
     if not (isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches):
         return node
@@ -67,10 +71,10 @@ def _has_ref(node: Any) -> bool:
 
 
 def model_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """An input schema as a client model reads it on every turn: the definitions inlined, no ``title`` (the
-    property name says it), an optional argument typed by what to pass (``"string"``, not ``["string", "null"]``
-    with ``default: null``: leaving it out means the default). Accepts every call the full schema accepts except an
-    explicit ``null``, which the server still takes."""
+    """An input schema as a client model reads it on every turn: the definitions inlined, no
+    ``title`` (the property name says it), an optional argument typed by what to pass (``"string"``,
+    not ``["string", "null"]`` with ``default: null``: leaving it out means the default). Accepts
+    every call the full schema accepts except an explicit ``null``, which the server still takes."""
     return _for_model(lean_schema(schema))
 
 
@@ -99,8 +103,8 @@ def _for_model(node: Any) -> Any:
 
 
 def model_text(description: str | None) -> str | None:
-    """A tool description as one paragraph of plain words: docstring indentation and line breaks folded, RST
-    literals (````x````) unquoted."""
+    """A tool description as one paragraph of plain words: docstring indentation and line breaks
+    folded, RST literals (````x````) unquoted."""
     if description is None:
         return None
     return " ".join(description.replace("``", "").split())

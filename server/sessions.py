@@ -41,17 +41,26 @@ from .asgi import header, respond
 
 log = logging.getLogger("tot_mcp.sessions")
 
-HANDSHAKE_SECONDS = 30.0  # a session with nothing after its initialize is ended after this, when others arrive
+HANDSHAKE_SECONDS = (
+    30.0  # a session with nothing after its initialize is ended after this, when others arrive
+)
 IDLE_SECONDS = 600.0  # the SDK's idle timeout (server/transports.py): a quiet session is gone then
-MAX_OPENING_BYTES = 1 << 20  # an initialize body larger than this is passed on unbuffered (and cannot be retried)
+MAX_OPENING_BYTES = (
+    1 << 20
+)  # an initialize body larger than this is passed on unbuffered (and cannot be retried)
 _SESSION = b"mcp-session-id"
 _VERSION = b"mcp-protocol-version"
 
 
 class SessionJanitor:
-    def __init__(self, app: ASGIApp, path: str, max_per_client: int,
-                 handshake_seconds: float = HANDSHAKE_SECONDS,
-                 idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        path: str,
+        max_per_client: int,
+        handshake_seconds: float = HANDSHAKE_SECONDS,
+        idle_seconds: float = IDLE_SECONDS,
+    ) -> None:
         self.app, self.path, self.handshake_seconds = app, path, handshake_seconds
         self.max_per_client = max(1, max_per_client)
         self.idle_seconds = idle_seconds
@@ -111,13 +120,20 @@ class SessionJanitor:
         client = client_key(_peer(scope))
         own = self._make_room(client)
         if own is None:
-            log.warning("client %s holds %d sessions, all busy: refused a new one", client,
-                        self.max_per_client)
+            log.warning(
+                "client %s holds %d sessions, all busy: refused a new one",
+                client,
+                self.max_per_client,
+            )
             # a JSON-RPC error, as the SDK answers at its own session limit
-            error = {"code": -32603, "message": "Too many open sessions from this client; "
-                                                "close one or wait for one to finish"}
-            await respond(send, 503, json.dumps({"jsonrpc": "2.0", "id": None,
-                                                 "error": error}).encode())
+            error = {
+                "code": -32603,
+                "message": "Too many open sessions from this client; "
+                "close one or wait for one to finish",
+            }
+            await respond(
+                send, 503, json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            )
             return
         self.opening[client] += 1  # reserved until the answer starts: the session is noted then
         reserved = True
@@ -133,15 +149,20 @@ class SessionJanitor:
         try:
             for victim in own:
                 await self._delete(victim, scope)
-                log.warning("client %s holds %d sessions: ended its session %s… (idle or "
-                            "half-open)", client, self.max_per_client, victim[:8])
+                log.warning(
+                    "client %s holds %d sessions: ended its session %s… (idle or half-open)",
+                    client,
+                    self.max_per_client,
+                    victim[:8],
+                )
             noted = self._noting(send, client, release)
             await self._admit(client, body, more, scope, receive, noted)
         finally:
             release()
 
-    async def _admit(self, client: str, body: bytes, more: bool, scope: Scope, receive: Receive,
-                     noted: Send) -> None:
+    async def _admit(
+        self, client: str, body: bytes, more: bool, scope: Scope, receive: Receive, noted: Send
+    ) -> None:
         if more:  # too large to buffer: no retry, but still served
             await self.app(scope, _replay(body, receive, more_body=True), noted)
             return
@@ -168,8 +189,13 @@ class SessionJanitor:
         owner = self.client[victim]
         self._forget(victim)
         await self._delete(victim, scope)
-        log.warning("session limit reached: ended session %s… of client %s (the biggest holder) "
-                    "to admit %s", victim[:8], owner, client)
+        log.warning(
+            "session limit reached: ended session %s… of client %s (the biggest holder) "
+            "to admit %s",
+            victim[:8],
+            owner,
+            client,
+        )
         await self.app(scope, _replay(body, receive), noted)
 
     def _noting(self, send: Send, client: str, release: Callable[[], None]) -> Send:
@@ -215,12 +241,21 @@ class SessionJanitor:
         held = Counter(self.client.values())
         nets = Counter(network_key(c) for c in self.client.values())
         mine = held[client]
-        idle = [s for s, c in self.client.items()
-                if not self.in_flight.get(s) and (c == client or held[c] > mine)]
+        idle = [
+            s
+            for s, c in self.client.items()
+            if not self.in_flight.get(s) and (c == client or held[c] > mine)
+        ]
         if not idle:
             return None
-        return min(idle, key=lambda s: (-held[self.client[s]], -nets[network_key(self.client[s])],
-                                        *self._missed(s)))
+        return min(
+            idle,
+            key=lambda s: (
+                -held[self.client[s]],
+                -nets[network_key(self.client[s])],
+                *self._missed(s),
+            ),
+        )
 
     def _missed(self, session: str) -> tuple[bool, float]:
         """Sorts sessions least likely to be missed first: never used after ``initialize``, then
@@ -232,12 +267,18 @@ class SessionJanitor:
         let expire (quiet past ``idle_seconds``): they no longer count toward a client's share."""
         now = time.monotonic()
         cutoff = now - self.handshake_seconds
-        stale = [s for s, t in self.opened.items()
-                 if s not in self.used and t < cutoff and not self.in_flight.get(s)]
+        stale = [
+            s
+            for s, t in self.opened.items()
+            if s not in self.used and t < cutoff and not self.in_flight.get(s)
+        ]
         for session in stale:
             self._forget(session)
-        expired = [s for s, t in self.last_seen.items() if t < now - self.idle_seconds
-                   and not self.in_flight.get(s) and not self.streams.get(s)]
+        expired = [
+            s
+            for s, t in self.last_seen.items()
+            if t < now - self.idle_seconds and not self.in_flight.get(s) and not self.streams.get(s)
+        ]
         for session in expired:
             self._forget(session)
         for session in stale:
@@ -307,7 +348,8 @@ def _peer(scope: Scope) -> str:
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:
-    """The request body, up to :data:`MAX_OPENING_BYTES`; ``more`` when it is larger (the rest is left unread)."""
+    """The request body, up to :data:`MAX_OPENING_BYTES`; ``more`` when it is larger (the rest is
+    left unread)."""
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -322,8 +364,9 @@ async def _read_body(receive: Receive) -> tuple[bytes, bool]:
 
 
 def _replay(body: bytes, rest: Receive | None, more_body: bool = False) -> Receive:
-    """A ``receive`` that gives ``body`` first, then what the original ``receive`` gives (the rest of the body when
-    ``more_body``, else the client's disconnect, whenever it comes); with no original, a disconnect at once."""
+    """A ``receive`` that gives ``body`` first, then what the original ``receive`` gives (the rest
+    of the body when ``more_body``, else the client's disconnect, whenever it comes); with no
+    original, a disconnect at once."""
     sent = False
 
     async def receive() -> Message:

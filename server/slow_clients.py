@@ -1,5 +1,6 @@
-"""Slow HTTP clients cannot hold connections open. uvicorn closes a connection idle *between* requests after ``timeout_keep_alive`` (5 s), but not one that
-sends a request's headers or body a byte at a time.
+"""Slow HTTP clients cannot hold connections open. uvicorn closes a connection idle *between*
+requests after ``timeout_keep_alive`` (5 s), but not one that sends a request's headers or body a
+byte at a time.
 
 * :func:`protocol_class`: uvicorn's own HTTP protocol (httptools when installed, else h11) with a
   deadline for a request's headers: a connection that has not completed a request's headers
@@ -20,10 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("tot_mcp.http")
 
 
-
 class _HeaderDeadline:
-    """Mixed into a uvicorn HTTP protocol: arms a timer when the connection opens and after each response; if no
-    new request has started when it fires, the connection is closed."""
+    """Mixed into a uvicorn HTTP protocol: arms a timer when the connection opens and after each
+    response; if no new request has started when it fires, the connection is closed."""
 
     header_seconds: float  # set by protocol_class
     _deadline: asyncio.TimerHandle | None = None
@@ -52,7 +52,10 @@ class _HeaderDeadline:
         waiting = cycle is None or (cycle is before and getattr(cycle, "response_complete", False))
         transport = getattr(self, "transport", None)
         if waiting and transport is not None and not transport.is_closing():
-            log.info("closing a connection that sent no complete request headers within %.0f s", self.header_seconds)
+            log.info(
+                "closing a connection that sent no complete request headers within %.0f s",
+                self.header_seconds,
+            )
             transport.close()
 
 
@@ -62,7 +65,9 @@ def protocol_class(header_seconds: float) -> type:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
     except ImportError:  # no httptools: uvicorn's pure-Python h11 protocol
         from uvicorn.protocols.http.h11_impl import H11Protocol as base
-    return type(f"Deadline{base.__name__}", (_HeaderDeadline, base), {"header_seconds": header_seconds})
+    return type(
+        f"Deadline{base.__name__}", (_HeaderDeadline, base), {"header_seconds": header_seconds}
+    )
 
 
 class BodyDeadline:
@@ -79,12 +84,17 @@ class BodyDeadline:
 
         async def timed() -> Message:
             nonlocal complete
-            if complete:  # the body is in: whatever waits now (a stream for the disconnect) is not timed
+            if (
+                complete
+            ):  # the body is in: whatever waits now (a stream for the disconnect) is not timed
                 return await receive()
             try:
                 message = await asyncio.wait_for(receive(), max(0.0, until - loop.time()))
             except asyncio.TimeoutError:
-                log.info("request body not complete within %.0f s: treating the client as gone", self.seconds)
+                log.info(
+                    "request body not complete within %.0f s: treating the client as gone",
+                    self.seconds,
+                )
                 complete = True
                 return {"type": "http.disconnect"}
             if message["type"] != "http.request" or not message.get("more_body"):

@@ -1,14 +1,16 @@
-"""Stdin and stdout as non-blocking pipes on the event loop, for the SDK's ``stdio_server(stdin, stdout)``.
+"""Stdin and stdout as non-blocking pipes on the event loop, for the SDK's ``stdio_server(stdin,
+stdout)``.
 
-Why: the SDK reads each line and writes (and flushes) each message through ``anyio.wrap_file``, a worker-thread
-hop per call — three per request and answer. On a two-core machine those hops were about a fifth of a ``get_edges``
-round trip (``bench.stdio_side_by_side``, docs/architecture.md). When both standard streams are pipes or sockets
-(how every MCP client starts a server), this module serves them from the event loop instead: one read per chunk of
-input, one write per message, no thread. Anything else (a regular file, a terminal, Windows) keeps the SDK's files.
+Why: the SDK reads each line and writes (and flushes) each message through ``anyio.wrap_file``, a
+worker-thread hop per call — three per request and answer. On a two-core machine those hops were
+about a fifth of a ``get_edges`` round trip (``bench.stdio_side_by_side``, docs/architecture.md).
+When both standard streams are pipes or sockets (how every MCP client starts a server), this module
+serves them from the event loop instead: one read per chunk of input, one write per message, no
+thread. Anything else (a regular file, a terminal, Windows) keeps the SDK's files.
 
-As the SDK does for its own files, fd 0 and fd 1 are pointed at the null device and at stderr while serving, so a
-handler's or a child's stray ``print`` cannot corrupt the wire; the wire is served from private duplicates and put
-back, blocking again, on exit.
+As the SDK does for its own files, fd 0 and fd 1 are pointed at the null device and at stderr while
+serving, so a handler's or a child's stray ``print`` cannot corrupt the wire; the wire is served
+from private duplicates and put back, blocking again, on exit.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ _BAD_ID = _invalid_request("id must be a string or an integer")
 
 
 def _bad_id(line: str) -> bool:
-    """A request whose ``id`` is an object, array, boolean or fraction: the SDK drops it unanswered, so
-    the client would wait forever (#36). Only lines the pattern flags are parsed a second time."""
+    """A request whose ``id`` is an object, array, boolean or fraction: the SDK drops it unanswered,
+    so the client would wait forever (#36). Only lines the pattern flags are parsed a second
+    time."""
     if not _ODD_ID.search(line):
         return False
     try:
@@ -72,7 +75,8 @@ def _std_fd(stream, fd: int) -> bool:
 
 
 class _LineReader(asyncio.Protocol):
-    """Bytes from the pipe, handed out as text lines (``async for line in reader``, as ``anyio.AsyncFile``)."""
+    """Bytes from the pipe, handed out as text lines (``async for line in reader``, as
+    ``anyio.AsyncFile``)."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
@@ -166,7 +170,8 @@ class _LineReader(asyncio.Protocol):
 
 
 class _Writer(asyncio.Protocol):
-    """``await write(text)`` / ``await flush()`` over the pipe, waiting only while the client is not reading."""
+    """``await write(text)`` / ``await flush()`` over the pipe, waiting only while the client is not
+    reading."""
 
     def __init__(self) -> None:
         self._transport: asyncio.WriteTransport | None = None
@@ -217,14 +222,18 @@ class _Writer(asyncio.Protocol):
 
 @asynccontextmanager
 async def pipe_stdio() -> AsyncIterator[tuple[_LineReader, _Writer] | tuple[None, None]]:
-    """``(stdin, stdout)`` for ``stdio_server`` when both are pipes or sockets on fd 0 and 1 (POSIX, asyncio);
-    ``(None, None)`` otherwise, which makes the SDK open its own."""
+    """``(stdin, stdout)`` for ``stdio_server`` when both are pipes or sockets on fd 0 and 1 (POSIX,
+    asyncio); ``(None, None)`` otherwise, which makes the SDK open its own."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another async library
         loop = None
-    if (loop is None or sys.platform == "win32" or not (_std_fd(sys.stdin, 0) and _std_fd(sys.stdout, 1))
-            or not (_is_pipe(0) and _is_pipe(1))):
+    if (
+        loop is None
+        or sys.platform == "win32"
+        or not (_std_fd(sys.stdin, 0) and _std_fd(sys.stdout, 1))
+        or not (_is_pipe(0) and _is_pipe(1))
+    ):
         yield None, None
         return
     import fcntl
@@ -240,14 +249,20 @@ async def pipe_stdio() -> AsyncIterator[tuple[_LineReader, _Writer] | tuple[None
     reader.writer = writer
     in_transport = out_transport = None
     try:
-        in_transport, _ = await loop.connect_read_pipe(lambda: reader, os.fdopen(wire_in, "rb", 0, closefd=False))
-        out_transport, _ = await loop.connect_write_pipe(lambda: writer, os.fdopen(wire_out, "wb", 0, closefd=False))
+        in_transport, _ = await loop.connect_read_pipe(
+            lambda: reader, os.fdopen(wire_in, "rb", 0, closefd=False)
+        )
+        out_transport, _ = await loop.connect_write_pipe(
+            lambda: writer, os.fdopen(wire_out, "wb", 0, closefd=False)
+        )
         yield reader, writer
     finally:
         if in_transport is not None:
             in_transport.close()
         if out_transport is not None:
-            for _ in range(100):  # what the client has not read yet, for up to a second, then the wire goes back
+            for _ in range(
+                100
+            ):  # what the client has not read yet, for up to a second, then the wire goes back
                 if not out_transport.get_write_buffer_size() or writer.lost:
                     break
                 await asyncio.sleep(0.01)

@@ -1,9 +1,10 @@
-"""Build tool results that carry both a typed structured result (for programs) and compact text (for models).
+"""Build tool results that carry both a typed structured result (for programs) and compact text (for
+models).
 
 Every tool in ``server/tools/`` returns ``tool_result(model, text)`` and declares
-``-> Annotated[CallToolResult, ThatModel]`` so the SDK publishes ``ThatModel``'s JSON schema as the tool's
-``outputSchema`` while the content block holds the token-efficient rendering instead of a JSON dump. Tools that
-report progress hand the layers below ``progress_to(ctx)``.
+``-> Annotated[CallToolResult, ThatModel]`` so the SDK publishes ``ThatModel``'s JSON schema as the
+tool's ``outputSchema`` while the content block holds the token-efficient rendering instead of a
+JSON dump. Tools that report progress hand the layers below ``progress_to(ctx)``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def tool_result(model: BaseModel, text: str, exclude_none: bool = False) -> Call
 
 
 def progress_to(ctx: Context | None, suffix: str = "") -> Any:
-    """A progress callback ``(done, total, message)`` that reports ``message + suffix`` to the client; None without
-    a request context."""
+    """A progress callback ``(done, total, message)`` that reports ``message + suffix`` to the
+    client; None without a request context."""
     if ctx is None:
         return None
 
@@ -43,9 +44,9 @@ def _request(context: Context | None) -> Any:
 
 
 def payer_of(context: Context | None) -> str:
-    """Who pays for a call on the operator's LLM key: the peer's address (its IPv6 /64), not its session —
-    a client opens as many sessions as it likes, and each would bring a fresh share. Behind a proxy every
-    client is one, and shares one budget."""
+    """Who pays for a call on the operator's LLM key: the peer's address (its IPv6 /64), not its
+    session — a client opens as many sessions as it likes, and each would bring a fresh share.
+    Behind a proxy every client is one, and shares one budget."""
     from .sessions import client_key
 
     host = getattr(getattr(_request(context), "client", None), "host", None)
@@ -53,8 +54,9 @@ def payer_of(context: Context | None) -> str:
 
 
 def client_of(context: Context | None) -> str:
-    """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address (stateless
-    HTTP: a shared bearer token would make every client one), else the one local client (stdio, in-process)."""
+    """Who a call is for, for fair shares: the MCP session (2025-era HTTP), else the peer address
+    (stateless HTTP: a shared bearer token would make every client one), else the one local client
+    (stdio, in-process)."""
     request = _request(context)
     headers = getattr(request, "headers", None)
     if headers is None:

@@ -1,6 +1,7 @@
-"""Where a strategy gets the global view of one KG (:class:`~kg_adapters.local_graph.LocalGraph`), and the error
-it raises when the KG cannot give one: remote endpoints cannot list every entity and triple, so they are refused with
-a clear :class:`RetrievalUnavailable` (the step tools still serve them)."""
+"""Where a strategy gets the global view of one KG (:class:`~kg_adapters.local_graph.LocalGraph`),
+and the error it raises when the KG cannot give one: remote endpoints cannot list every entity and
+triple, so they are refused with a clear :class:`RetrievalUnavailable` (the step tools still serve
+them)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ __all__ = ["LocalGraph", "RetrievalUnavailable", "local_graph"]
 
 
 class RetrievalUnavailable(InvalidInput):
-    """The strategy cannot run on this KG (remote endpoint, no text to index); the message says why."""
+    """The strategy cannot run on this KG (remote endpoint, no text to index); the message says
+    why."""
 
 
 def local_graph(kg: Graph) -> LocalGraph:

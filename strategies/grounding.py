@@ -87,7 +87,8 @@ async def link(graph: Graph, query: str) -> Grounding:
         )
     one = mentions[0] if len(mentions) == 1 else None
     links = [
-        _link_info(m, m.mention or one, _rival(m, matches)) for m in sorted(best_per_mention(matches).values(), key=lambda m: -m.score)
+        _link_info(m, m.mention or one, _rival(m, matches))
+        for m in sorted(best_per_mention(matches).values(), key=lambda m: -m.score)
     ]
     loose = [li for li in links if not li.confident]
     if loose and (

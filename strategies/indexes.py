@@ -1,5 +1,6 @@
-"""The per-KG indexes the strategies read (BM25 over entity descriptors, MiniLM and static dense vectors) and the
-shared models that make them, built on first use, once, and cached on disk keyed by a hash of the KG's content."""
+"""The per-KG indexes the strategies read (BM25 over entity descriptors, MiniLM and static dense
+vectors) and the shared models that make them, built on first use, once, and cached on disk keyed by
+a hash of the KG's content."""
 
 from __future__ import annotations
 
@@ -29,14 +30,14 @@ STATIC_FILE = "static-descriptors.npy"  # the static model's vectors in the on-d
 
 
 class IndexNotBuilt(KGError):
-    """An index was asked for with ``build=False`` and is neither in memory nor in the on-disk cache."""
+    """An index was asked for with ``build=False`` and is neither in memory nor in the on-disk
+    cache."""
 
 
-
-# -- lexical index over descriptors --------------------------------------------------------------------------------
+# -- lexical index over descriptors ----------------------------------------------------------------
 class DescriptorBM25:
-    """BM25 (bm25s) over every entity's descriptor. The label is indexed twice so a name match outweighs a
-    neighbour's name."""
+    """BM25 (bm25s) over every entity's descriptor. The label is indexed twice so a name match
+    outweighs a neighbour's name."""
 
     def __init__(self, graph: LocalGraph, neighbours: int = 10) -> None:
         import bm25s
@@ -45,19 +46,30 @@ class DescriptorBM25:
         has_text = False
         for i in range(graph.n):
             label_toks = [t for t in tokens(graph.label(i)) if t.isalnum()]
-            rest = [t for t in tokens(graph.descriptor(i, neighbours, 600)) if t.isalnum() and t not in STOPWORDS]
+            rest = [
+                t
+                for t in tokens(graph.descriptor(i, neighbours, 600))
+                if t.isalnum() and t not in STOPWORDS
+            ]
             doc = label_toks * 2 + rest
             has_text = has_text or bool(doc)
             corpus.append(doc or ["<empty>"])
         if not has_text:
-            raise RetrievalUnavailable(f"KG {graph.name!r} has no text to index (every label is empty)")
+            raise RetrievalUnavailable(
+                f"KG {graph.name!r} has no text to index (every label is empty)"
+            )
         self.graph = graph
         self._bm25 = bm25s.BM25()
         self._bm25.index(corpus, show_progress=False)
 
     def search(self, query: str, k: int = 20) -> list[tuple[int, float]]:
-        """(node, score normalised so the best is 1.0), best first; [] when no query word is in the index."""
-        q = [t for t in tokens(query.replace("[", " ").replace("]", " ")) if t.isalnum() and t not in STOPWORDS]
+        """(node, score normalised so the best is 1.0), best first; [] when no query word is in the
+        index."""
+        q = [
+            t
+            for t in tokens(query.replace("[", " ").replace("]", " "))
+            if t.isalnum() and t not in STOPWORDS
+        ]
         if not q:
             q = [t for t in tokens(query) if t.isalnum()]
         if not q:
@@ -70,8 +82,7 @@ class DescriptorBM25:
         return [(int(d), float(s) / top) for d, s in zip(docs[0], scores[0]) if s > 0]
 
 
-
-# -- dense indexes (MiniLM, model2vec) with an on-disk cache ------------------------------------------------------
+# -- dense indexes (MiniLM, model2vec) with an on-disk cache ---------------------------------------
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm import tqdm
 
@@ -79,9 +90,9 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 class DenseIndex:
-    """Normalised entity vectors (inner product = cosine), searched exactly for one query on one thread
-    (:func:`~strategies.inner_products.top_k`): a faiss flat index would hold a second copy of the vectors and
-    scan them with its OpenMP pool, slower for one query on a busy machine."""
+    """Normalised entity vectors (inner product = cosine), searched exactly for one query on one
+    thread (:func:`~strategies.inner_products.top_k`): a faiss flat index would hold a second copy
+    of the vectors and scan them with its OpenMP pool, slower for one query on a busy machine."""
 
     def __init__(self, vectors: np.ndarray) -> None:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -107,20 +118,25 @@ def _cached_matrix(path: Path, compute, expected_rows: int) -> np.ndarray:
 
 
 class StaticModel:
-    """The second, independent embedding model for rerank fusion: the model2vec static model shipped by the
-    ``tokenlearn-static-model`` package (64-d). Loaded offline from the package folder."""
+    """The second, independent embedding model for rerank fusion: the model2vec static model shipped
+    by the ``tokenlearn-static-model`` package (64-d). Loaded offline from the package folder."""
 
     def __init__(self) -> None:
         import importlib.util
 
         spec = importlib.util.find_spec("static_model")
         if spec is None or not spec.submodule_search_locations:
-            raise RetrievalUnavailable("the second embedding model is missing: pip install model2vec tokenlearn-static-model")
+            raise RetrievalUnavailable(
+                "the second embedding model is missing: pip install model2vec "
+                "tokenlearn-static-model"
+            )
         path = Path(next(iter(spec.submodule_search_locations))) / "model"
         try:
             from model2vec import StaticModel as _M
         except ImportError as e:
-            raise RetrievalUnavailable("model2vec is not installed: pip install model2vec tokenlearn-static-model") from e
+            raise RetrievalUnavailable(
+                "model2vec is not installed: pip install model2vec tokenlearn-static-model"
+            ) from e
         self._model = _M.from_pretrained(str(path))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -130,7 +146,8 @@ class StaticModel:
 
 
 def _bulk_name(models: Models) -> str:
-    """The name of the vectors the models' embedder makes in bulk; before it is loaded, what it will make."""
+    """The name of the vectors the models' embedder makes in bulk; before it is loaded, what it will
+    make."""
     emb = models._embedder
     if emb is not None:
         return getattr(emb, "bulk_name", "minilm")
@@ -141,15 +158,16 @@ def _bulk_name(models: Models) -> str:
 
 
 def _encode_many(emb: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """Uncached bulk vectors: ``encode_many`` (the bulk backend) when the embedder has it, else ``encode``."""
+    """Uncached bulk vectors: ``encode_many`` (the bulk backend) when the embedder has it, else
+    ``encode``."""
     many = getattr(emb, "encode_many", None)
     return many(texts) if many is not None else emb.encode(texts)
 
 
 class GraphResources:
-    """Every index one KG needs, built on first use, once; thread-safe. Each index has a lock of its own, so a
-    minutes-long build of one (the dense vectors, in the background) never holds up a call that needs another
-    (ARK's BM25, the relevance model)."""
+    """Every index one KG needs, built on first use, once; thread-safe. Each index has a lock of its
+    own, so a minutes-long build of one (the dense vectors, in the background) never holds up a call
+    that needs another (ARK's BM25, the relevance model)."""
 
     def __init__(self, graph: LocalGraph, models: Models, cache_dir: Path) -> None:
         self.graph = graph
@@ -185,26 +203,33 @@ class GraphResources:
         return self.own("relevance", lambda: QueryRelevance(self.graph, self.models.embedder()))
 
     def descriptors(self) -> list[str]:
-        # short on purpose: embedding cost grows with length, and 43k entities must embed in minutes on 2 cores
+        # short on purpose: embedding cost grows with length, and 43k entities must embed in minutes
+        # on 2 cores
         return [self.graph.descriptor(i, neighbours=4, max_chars=120) for i in range(self.graph.n)]
 
     def dense_file(self) -> str:
-        """The dense index's cache file, named by the backend that embeds it (``minilm-descriptors.npy`` for the
-        torch model, ``minilm-int8-descriptors.npy`` for its int8 ONNX export), so one backend's cache is never
-        read as the other's vectors."""
+        """The dense index's cache file, named by the backend that embeds it
+        (``minilm-descriptors.npy`` for the torch model, ``minilm-int8-descriptors.npy`` for its
+        int8 ONNX export), so one backend's cache is never read as the other's vectors."""
         return f"{_bulk_name(self.models)}-descriptors.npy"
 
-    def dense(self, build: bool = True, progress: bool = False,
-              on_progress: Callable[[int, int], None] | None = None) -> DenseIndex:
-        """MiniLM vectors of every entity descriptor, by the embedder's bulk backend (the int8 ONNX model when
-        installed, 1.3–1.6× the torch model's entities/s; cached on disk; 43k entities: ~3–4 min int8 on the shared
-        2 cores at moderate load, much longer when it is busy)."""
+    def dense(
+        self,
+        build: bool = True,
+        progress: bool = False,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> DenseIndex:
+        """MiniLM vectors of every entity descriptor, by the embedder's bulk backend (the int8 ONNX
+        model when installed, 1.3–1.6× the torch model's entities/s; cached on disk; 43k entities:
+        ~3–4 min int8 on the shared 2 cores at moderate load, much longer when it is busy)."""
 
         def make() -> DenseIndex:
             if not build and not self.cache_path(self.dense_file()).is_file():
                 name = self.graph.name
-                raise IndexNotBuilt(f"the dense entity index of KG {name!r} is not built yet; call "
-                                    "build_index (or tot-search with the method) first")
+                raise IndexNotBuilt(
+                    f"the dense entity index of KG {name!r} is not built yet; call "
+                    "build_index (or tot-search with the method) first"
+                )
             emb = self.models.embedder()
             path = self.cache_path(self.dense_file())  # the loaded embedder's backend names it
 
@@ -214,8 +239,8 @@ class GraphResources:
                 desc = f"embedding {self.graph.name} entities"
                 with _progress(len(texts), desc, progress) as bar:
                     for s in range(0, len(texts), 512):
-                        chunk = texts[s: s + 512]
-                        out[s: s + len(chunk)] = _encode_many(emb, chunk)  # uncached: 43k one-offs
+                        chunk = texts[s : s + 512]
+                        out[s : s + len(chunk)] = _encode_many(emb, chunk)  # uncached: 43k one-offs
                         bar.update(len(chunk))
                         if on_progress is not None:
                             on_progress(s + len(chunk), len(texts))
@@ -242,8 +267,9 @@ class GraphResources:
 
 
 class Models:
-    """The models shared by every KG's indexes in one process: the MiniLM embedder (the caller's, so a server loads
-    one copy), the static second model, user-supplied cross-encoders. Each is loaded on first use."""
+    """The models shared by every KG's indexes in one process: the MiniLM embedder (the caller's, so
+    a server loads one copy), the static second model, user-supplied cross-encoders. Each is loaded
+    on first use."""
 
     def __init__(self, embedder_provider: Callable[[], Embedder] | None = None) -> None:
         self._embedder_provider = embedder_provider
@@ -269,7 +295,8 @@ class Models:
         return self._static
 
     def cross_encoder(self, path: str):
-        """A local sentence-transformers ``CrossEncoder`` (no PyPI package ships one; the user supplies it)."""
+        """A local sentence-transformers ``CrossEncoder`` (no PyPI package ships one; the user
+        supplies it)."""
         with self._lock:
             if path not in self._cross:
                 if not Path(path).expanduser().is_dir():
@@ -277,21 +304,26 @@ class Models:
                 try:
                     from sentence_transformers import CrossEncoder
                 except ImportError as e:
-                    raise RetrievalUnavailable("a cross-encoder needs sentence-transformers: pip install "
-                                               "'tot-mcp[torch]', or leave cross_encoder_path unset") from e
+                    raise RetrievalUnavailable(
+                        "a cross-encoder needs sentence-transformers: pip install "
+                        "'tot-mcp[torch]', or leave cross_encoder_path unset"
+                    ) from e
 
-                self._cross[path] = CrossEncoder(str(Path(path).expanduser()), device="cpu", local_files_only=True)
+                self._cross[path] = CrossEncoder(
+                    str(Path(path).expanduser()), device="cpu", local_files_only=True
+                )
             return self._cross[path]
 
 
-# -- the registry: what strategies may name in ``needs`` ------------------------------------------------------------
+# -- the registry: what strategies may name in ``needs`` -------------------------------------------
 @dataclass(frozen=True)
 class IndexKind:
-    """One index a strategy can need (``Strategy.needs``): whether it is ready (in memory or on disk), how to bring
-    it into memory without building what takes minutes, and how to build it (``job`` takes ``stage`` and
-    ``step(done, total)``: :class:`~strategies.services.BuildJob`). A ``cheap`` one (BM25 over the entity
-    descriptors, seconds for 43k entities; the relevance model's relation-phrase embeddings) has no disk cache
-    and is made within any call, whatever the KG's size: never sent to the background, never refused."""
+    """One index a strategy can need (``Strategy.needs``): whether it is ready (in memory or on
+    disk), how to bring it into memory without building what takes minutes, and how to build it
+    (``job`` takes ``stage`` and ``step(done, total)``: :class:`~strategies.services.BuildJob`). A
+    ``cheap`` one (BM25 over the entity descriptors, seconds for 43k entities; the relevance model's
+    relation-phrase embeddings) has no disk cache and is made within any call, whatever the KG's
+    size: never sent to the background, never refused."""
 
     name: str
     ready: Callable[[GraphResources], bool]
@@ -311,15 +343,24 @@ def _build_static(res: GraphResources, job: Any) -> None:
 
 
 BM25 = IndexKind("bm25", lambda res: res.has_own("bm25"), GraphResources.bm25, cheap=True)
-RELEVANCE = IndexKind("relevance", lambda res: res.has_own("relevance"), GraphResources.relevance,
-                      cheap=True)
-DENSE = IndexKind("dense", GraphResources.dense_ready, lambda res: res.dense(build=False), _build_dense)
-STATIC = IndexKind("static", GraphResources.static_ready, GraphResources.static_dense, _build_static)
+RELEVANCE = IndexKind(
+    "relevance", lambda res: res.has_own("relevance"), GraphResources.relevance, cheap=True
+)
+DENSE = IndexKind(
+    "dense", GraphResources.dense_ready, lambda res: res.dense(build=False), _build_dense
+)
+STATIC = IndexKind(
+    "static", GraphResources.static_ready, GraphResources.static_dense, _build_static
+)
 
-INDEXES: LazyRegistry[IndexKind] = LazyRegistry("index", {
-    "bm25": "tot_mcp.strategies.indexes:BM25",
-    "relevance": "tot_mcp.strategies.indexes:RELEVANCE",
-    "dense": "tot_mcp.strategies.indexes:DENSE",
-    "static": "tot_mcp.strategies.indexes:STATIC",
-    "hierarchy": "tot_mcp.strategies.deep_graphrag:HIERARCHY",
-}, group="tot_mcp.indexes")
+INDEXES: LazyRegistry[IndexKind] = LazyRegistry(
+    "index",
+    {
+        "bm25": "tot_mcp.strategies.indexes:BM25",
+        "relevance": "tot_mcp.strategies.indexes:RELEVANCE",
+        "dense": "tot_mcp.strategies.indexes:DENSE",
+        "static": "tot_mcp.strategies.indexes:STATIC",
+        "hierarchy": "tot_mcp.strategies.deep_graphrag:HIERARCHY",
+    },
+    group="tot_mcp.indexes",
+)

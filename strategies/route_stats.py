@@ -1,5 +1,6 @@
-"""What the router keeps about its decisions (the seed design's ``route_stats``): counts and latencies per route,
-query types, analysis sources and rule fallbacks, for one services object. Thread-safe."""
+"""What the router keeps about its decisions (the seed design's ``route_stats``): counts and
+latencies per route, query types, analysis sources and rule fallbacks, for one services object.
+Thread-safe."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ class RouteStatsSnapshot(BaseModel):
     routes: dict[str, int]
     query_types: dict[str, int]
     analysis_sources: dict[str, int]
-    fallbacks: int = Field(description="Analyses where the LLM failed or returned bad JSON and the rules were used")
+    fallbacks: int = Field(
+        description="Analyses where the LLM failed or returned bad JSON and the rules were used"
+    )
     median_seconds: dict[str, float]
 
 
@@ -48,7 +51,7 @@ class RouteStats:
                 query_types=dict(self._types),
                 analysis_sources=dict(self._sources),
                 fallbacks=self._fallbacks,
-                median_seconds={k: round(statistics.median(v), 4) for k, v in self._seconds.items() if v},
+                median_seconds={
+                    k: round(statistics.median(v), 4) for k, v in self._seconds.items() if v
+                },
             )
-
-

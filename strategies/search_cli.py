@@ -1,10 +1,11 @@
-"""``tot-search``: answer one question (printing the answer and its search tree) or run a benchmark file.
+"""``tot-search``: answer one question (printing the answer and its search tree) or run a benchmark
+file.
 
-Usage errors (bad flags, unreadable files, unknown formats, KGs that do not open, an LLM backend that cannot be
-built — no key, no model) print one line and exit 2. A malformed question line is reported and skipped; the rest of
-the run goes on. In a benchmark run a question whose LLM failed (after the backend's bounded retries) is recorded
-with its ``error`` in the JSONL and the run goes on; a single question whose LLM failed prints one line
-``tot-search: error: …`` and exits 1.
+Usage errors (bad flags, unreadable files, unknown formats, KGs that do not open, an LLM backend
+that cannot be built — no key, no model) print one line and exit 2. A malformed question line is
+reported and skipped; the rest of the run goes on. In a benchmark run a question whose LLM failed
+(after the backend's bounded retries) is recorded with its ``error`` in the JSONL and the run goes
+on; a single question whose LLM failed prints one line ``tot-search: error: …`` and exits 1.
 """
 
 from __future__ import annotations
@@ -39,61 +40,166 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="tot-search",
-        description="Tree-of-Traversals over knowledge graphs: answer a question, or evaluate on a benchmark file.",
+        description=(
+            "Tree-of-Traversals over knowledge graphs: answer a question, or evaluate on a "
+            "benchmark file."
+        ),
     )
-    p.add_argument("question", nargs="?", help="a question to answer (mark the topic entity with [brackets])")
-    p.add_argument("--kg", action="append", default=[], metavar="SPEC",
-                   help="NAME=SPEC or a bare SPEC/path (repeatable); default: the embedded movie KG")
-    p.add_argument("--no-link", action="store_true", help="several --kg: do not link them (default: linked by label)")
-    p.add_argument("--link", action="append", default=[], metavar="A=B",
-                   help="label-link only these KG pairs (repeatable; default: every pair)")
-    p.add_argument("--config", type=Path, metavar="FILE",
-                   help="a tot-mcp TOML; its [[link]] rules and [linking] table decide how the --kg KGs link")
+    p.add_argument(
+        "question", nargs="?", help="a question to answer (mark the topic entity with [brackets])"
+    )
+    p.add_argument(
+        "--kg",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="NAME=SPEC or a bare SPEC/path (repeatable); default: the embedded movie KG",
+    )
+    p.add_argument(
+        "--no-link",
+        action="store_true",
+        help="several --kg: do not link them (default: linked by label)",
+    )
+    p.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        metavar="A=B",
+        help="label-link only these KG pairs (repeatable; default: every pair)",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a tot-mcp TOML; its [[link]] rules and [linking] table decide how the --kg KGs link",
+    )
     p.add_argument("--questions", type=Path, metavar="FILE", help="benchmark question file")
-    p.add_argument("--format", choices=FORMATS, default=None, help="question file format (default: from the name)")
-    p.add_argument("--method", default=None, help=f"one of: {', '.join(available())} (default: auto with --llm, "
-                   "planning first and searching the tree only when the plan fails; tot offline)")
-    p.add_argument("--task", choices=["answer", "linking"], default="answer",
-                   help="answer: the questions as given (default); linking: find each question's topic entity with "
-                        "its brackets removed and one typo in the mention (fixed seed), scored as linking accuracy@1")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="an option of the chosen method (repeatable; JSON values), e.g. --option beam=5")
-    p.add_argument("--llm", default="offline", choices=list(LLM_CHOICES),
-                   help="policy backend (default offline): offline (no LLM), anthropic (ANTHROPIC_API_KEY), "
-                        "openai (any OpenAI-compatible server: --base-url, --model; OPENAI_API_KEY if it needs one)")
-    p.add_argument("--model", default=None,
-                   help="model name for --llm anthropic/openai (default: TOT_ANTHROPIC_MODEL or claude-sonnet-5-5; "
-                        "TOT_OPENAI_MODEL)")
-    p.add_argument("--base-url", default=None, metavar="URL",
-                   help="API base URL for --llm openai (e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or "
-                        "https://api.openai.com/v1) or anthropic (a proxy)")
-    p.add_argument("--llm-timeout", type=float, default=None, metavar="S",
-                   help="seconds per LLM request before it is retried (default 60)")
-    p.add_argument("--llm-retries", type=int, default=None, metavar="N",
-                   help="retries of a failed LLM request: timeouts, 429/5xx, malformed bodies (default 2)")
-    p.add_argument("-k", type=int, default=None, help="branching factor (default 3; 1 = Chain-of-Traversals)")
-    p.add_argument("--max-hops", type=int, default=None,
-                   help="expansions (hops) a path may take before it must answer (default 4: a 3-hop question "
-                        "with one to spare)")
-    p.add_argument("--max-depth", type=int, default=None,
-                   help="tot, chain: the paper's budget instead of --max-hops: actions before an answer is forced "
-                        "(an expansion takes 3; the paper used 7); ark: hops (default 3)")
-    p.add_argument("--tau", type=float, default=None, help="accept an answer valued at least this (default 0.8)")
-    p.add_argument("--max-expansions", type=int, default=None,
-                   help="give up after this many search steps, tree nodes expanded (default 25)")
-    p.add_argument("--max-edges", type=int, default=None,
-                   help="edges kept per expansion (default 100)")
-    p.add_argument("--skip", type=int, default=0, help="leave out the first N questions (e.g. the ones tuned on)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N questions (after --skip)")
-    p.add_argument("--workers", type=int, default=1, help="questions answered concurrently (default 1)")
-    p.add_argument("--out", type=Path, default=None, help="write one JSONL record per question here")
-    p.add_argument("--html", type=Path, default=None, help="write a self-contained HTML trace report here")
-    p.add_argument("--resume", action="store_true", help="skip questions already in --out and append the rest")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="question file format (default: from the name)",
+    )
+    p.add_argument(
+        "--method",
+        default=None,
+        help=f"one of: {', '.join(available())} (default: auto with --llm, "
+        "planning first and searching the tree only when the plan fails; tot offline)",
+    )
+    p.add_argument(
+        "--task",
+        choices=["answer", "linking"],
+        default="answer",
+        help="answer: the questions as given (default); linking: find each question's topic entity "
+        "with its brackets removed and one typo in the mention (fixed seed), scored as linking "
+        "accuracy@1",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the chosen method (repeatable; JSON values), e.g. --option beam=5",
+    )
+    p.add_argument(
+        "--llm",
+        default="offline",
+        choices=list(LLM_CHOICES),
+        help="policy backend (default offline): offline (no LLM), anthropic (ANTHROPIC_API_KEY), "
+        "openai (any OpenAI-compatible server: --base-url, --model; OPENAI_API_KEY if it needs "
+        "one)",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model name for --llm anthropic/openai (default: TOT_ANTHROPIC_MODEL or "
+        "claude-sonnet-5-5; TOT_OPENAI_MODEL)",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="API base URL for --llm openai (e.g. http://localhost:8000/v1; default "
+        "OPENAI_BASE_URL or https://api.openai.com/v1) or anthropic (a proxy)",
+    )
+    p.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds per LLM request before it is retried (default 60)",
+    )
+    p.add_argument(
+        "--llm-retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retries of a failed LLM request: timeouts, 429/5xx, malformed bodies (default 2)",
+    )
+    p.add_argument(
+        "-k", type=int, default=None, help="branching factor (default 3; 1 = Chain-of-Traversals)"
+    )
+    p.add_argument(
+        "--max-hops",
+        type=int,
+        default=None,
+        help="expansions (hops) a path may take before it must answer (default 4: a 3-hop question "
+        "with one to spare)",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=int,
+        default=None,
+        help="tot, chain: the paper's budget instead of --max-hops: actions before an answer is "
+        "forced (an expansion takes 3; the paper used 7); ark: hops (default 3)",
+    )
+    p.add_argument(
+        "--tau",
+        type=float,
+        default=None,
+        help="accept an answer valued at least this (default 0.8)",
+    )
+    p.add_argument(
+        "--max-expansions",
+        type=int,
+        default=None,
+        help="give up after this many search steps, tree nodes expanded (default 25)",
+    )
+    p.add_argument(
+        "--max-edges", type=int, default=None, help="edges kept per expansion (default 100)"
+    )
+    p.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N questions (e.g. the ones tuned on)",
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="only the first N questions (after --skip)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="questions answered concurrently (default 1)"
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, help="write one JSONL record per question here"
+    )
+    p.add_argument(
+        "--html", type=Path, default=None, help="write a self-contained HTML trace report here"
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="skip questions already in --out and append the rest"
+    )
     p.add_argument("--no-trace", action="store_true", help="leave search trees out of --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--prices", type=Path, default=None, metavar="FILE",
-                   help='LLM prices for the cost estimate, TOML: [models."MODEL-ID"] input = 3.0 output = 15.0 '
-                        "cache_write = 3.75 cache_read = 0.30 (USD per million tokens; added to the built-in table)")
+    p.add_argument(
+        "--prices",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='LLM prices for the cost estimate, TOML: [models."MODEL-ID"] input = 3.0 output = 15.0 '
+        "cache_write = 3.75 cache_read = 0.30 (USD per million tokens; added to the built-in "
+        "table)",
+    )
     return p
 
 
@@ -109,8 +215,12 @@ def _bare_spec(arg: str) -> KGSpec:
 
 def kg_specs(args: list[str]) -> list[KGSpec]:
     """``--kg`` flags as specs: ``NAME=SPEC``, or a bare SPEC named after its file."""
-    specs = [parse_kg_arg(arg) if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", arg.split("=", 1)[0])
-             else _bare_spec(arg) for arg in args]
+    specs = [
+        parse_kg_arg(arg)
+        if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", arg.split("=", 1)[0])
+        else _bare_spec(arg)
+        for arg in args
+    ]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
@@ -119,9 +229,9 @@ def kg_specs(args: list[str]) -> list[KGSpec]:
 
 def open_system(ns: argparse.Namespace, config) -> System:
     """What ``tot-mcp`` builds from the same ``--kg`` flags and ``--config`` (one composition root,
-    :func:`strategies.system.build_system`): its KGs with their options, limits and result cache, linked by its
-    rules (``--no-link`` / ``--link`` applied), the services with its retrieval settings; a benchmark waits for
-    the indexes it needs."""
+    :func:`strategies.system.build_system`): its KGs with their options, limits and result cache,
+    linked by its rules (``--no-link`` / ``--link`` applied), the services with its retrieval
+    settings; a benchmark waits for the indexes it needs."""
     config = config.model_copy(update={"linking": with_flags(config.linking, ns.no_link, ns.link)})
     return build_system(kg_specs(ns.kg), config, wait_for_builds=True)
 
@@ -131,7 +241,11 @@ def _guess_format(path: Path) -> str:
         return "jsonl"
     text = path.read_text(encoding="utf-8", errors="replace")[:4000]
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    if first.count("\t") == 2 and first.rstrip().endswith(("/)", "#")) or "#" in first.split("\t")[-1]:
+    if (
+        first.count("\t") == 2
+        and first.rstrip().endswith(("/)", "#"))
+        or "#" in first.split("\t")[-1]
+    ):
         return "pathquestion"
     return "metaqa"
 
@@ -143,9 +257,15 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("the question is empty")
     if ns.question is not None and ns.questions is not None:
         raise UsageError("give either a question or --questions FILE, not both")
-    for flag, low, high in (("-k", 1, 10), ("--max-hops", 1, 10), ("--max-depth", 1, 50), ("--tau", 0, 1),
-                            ("--max-expansions", 1, 500), ("--workers", 1, 64),
-                            ("--llm-retries", 0, 20)):
+    for flag, low, high in (
+        ("-k", 1, 10),
+        ("--max-hops", 1, 10),
+        ("--max-depth", 1, 50),
+        ("--tau", 0, 1),
+        ("--max-expansions", 1, 500),
+        ("--workers", 1, 64),
+        ("--llm-retries", 0, 20),
+    ):
         value = getattr(ns, flag.lstrip("-").replace("-", "_"))
         if value is not None and not low <= value <= high:
             raise UsageError(f"{flag} must be between {low} and {high}")
@@ -157,8 +277,12 @@ def _validate(ns: argparse.Namespace) -> None:
         raise UsageError("--resume needs --out (the file to continue)")
     if ns.questions is not None and not ns.questions.is_file():
         raise UsageError(f"--questions {ns.questions}: no such file")
-    if ns.llm == "offline" and (ns.base_url or ns.llm_timeout is not None or ns.llm_retries is not None):
-        raise UsageError("--base-url, --llm-timeout and --llm-retries need --llm anthropic or --llm openai")
+    if ns.llm == "offline" and (
+        ns.base_url or ns.llm_timeout is not None or ns.llm_retries is not None
+    ):
+        raise UsageError(
+            "--base-url, --llm-timeout and --llm-retries need --llm anthropic or --llm openai"
+        )
     if ns.llm_timeout is not None and not 0 < ns.llm_timeout <= 3600:
         raise UsageError("--llm-timeout must be between 0 and 3600 seconds")
     if ns.prices is not None:
@@ -187,8 +311,8 @@ def _llm_options(ns: argparse.Namespace) -> dict:
 
 
 async def _check_llm(ns: argparse.Namespace) -> None:
-    """Build (and close) the LLM backend once before the run (and before the KGs load), so a missing key or model
-    is one usage error, not one error per question."""
+    """Build (and close) the LLM backend once before the run (and before the KGs load), so a missing
+    key or model is one usage error, not one error per question."""
     if ns.llm == "offline":
         return
     from tot_mcp.strategies.llm.base import LLMError
@@ -219,22 +343,31 @@ def _check_method(ns: argparse.Namespace, config) -> None:
 
 
 def strategy_options(ns: argparse.Namespace) -> dict:
-    """The chosen strategy's options: the search flags it has (-k, --tau, ...; the tree search's) and every
-    ``--option KEY=VALUE`` (validated by the strategy's options model, so a misspelt key is a usage error)."""
+    """The chosen strategy's options: the search flags it has (-k, --tau, ...; the tree search's)
+    and every ``--option KEY=VALUE`` (validated by the strategy's options model, so a misspelt key
+    is a usage error)."""
     from tot_mcp.strategies.registry import get
 
     try:
         fields = get(ns.method).options.model_fields
     except KGError as e:
         raise UsageError(str(e)) from None
-    flags = {"k": ns.k, "max_hops": ns.max_hops, "max_depth": ns.max_depth, "tau": ns.tau,
-             "max_expansions": ns.max_expansions, "max_edges_per_expansion": ns.max_edges}
+    flags = {
+        "k": ns.k,
+        "max_hops": ns.max_hops,
+        "max_depth": ns.max_depth,
+        "tau": ns.tau,
+        "max_expansions": ns.max_expansions,
+        "max_edges_per_expansion": ns.max_edges,
+    }
     given = {k: v for k, v in flags.items() if v is not None}
     unused = [f for f in given if f not in fields]
     if unused:
         names = {"k": "-k", "max_edges_per_expansion": "--max-edges"}
-        raise UsageError(f"{', '.join(names.get(f, '--' + f.replace('_', '-')) for f in unused)}: not an option of "
-                         f"--method {ns.method} (its options: {', '.join(fields)})")
+        raise UsageError(
+            f"{', '.join(names.get(f, '--' + f.replace('_', '-')) for f in unused)}: not an option "
+            f"of --method {ns.method} (its options: {', '.join(fields)})"
+        )
     out = dict(given)
     for item in ns.option:
         key, sep, raw = item.partition("=")
@@ -251,7 +384,9 @@ def strategy_options(ns: argparse.Namespace) -> dict:
 def _method(ns: argparse.Namespace, system: System):
     from tot_mcp.strategies.methods import MethodOptions, make_method
 
-    options = MethodOptions(llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns))
+    options = MethodOptions(
+        llm=ns.llm, model=ns.model, llm_options=_llm_options(ns), options=strategy_options(ns)
+    )
     return make_method(ns.method, options, system.services)  # checked by _check_method already
 
 
@@ -284,9 +419,12 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
         print(f"fell back to the tree search: {trace.get('fallback_reason', '')}")
     elif isinstance(trace.get("path"), str) and trace["path"]:
         print(f"path: {trace['path']}")
-    print(f"value: {result.value:.2f}  status: {result.status}  search steps: {result.expansions}  "
-          f"LLM calls: {result.usage.calls}  tokens: {result.usage.input_tokens + result.usage.output_tokens}  "
-          f"cost: {format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s")
+    print(
+        f"value: {result.value:.2f}  status: {result.status}  search steps: {result.expansions}  "
+        f"LLM calls: {result.usage.calls}  tokens: "
+        f"{result.usage.input_tokens + result.usage.output_tokens}  cost: "
+        f"{format_cost(cost_usd(result.usage, prices))}  latency: {result.latency_s:.2f}s"
+    )
     if result.context:
         print(f"\ncontext ({(len(result.context) + 3) // 4} tokens, est.):\n{result.context}")
     if result.trace and result.trace.get("nodes") is not None:
@@ -302,8 +440,8 @@ async def _one_question(ns: argparse.Namespace, system: System) -> int:
 
 
 def _write_one(ns: argparse.Namespace, question, result, prices) -> None:
-    """``--out`` (one JSONL record, appended) and ``--html`` (the trace report) for a single question, as for a
-    questions file."""
+    """``--out`` (one JSONL record, appended) and ``--html`` (the trace report) for a single
+    question, as for a questions file."""
     if ns.out is None and ns.html is None:
         return
     from tot_mcp.strategies.benchmarks.runner import score, summarize
@@ -342,13 +480,17 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     questions = [i for i in items if not isinstance(i, BadLine)]
     if not questions:  # nothing to run: most likely the wrong --format or the wrong file
         first = f"; first: {bad[0]}" if bad else ""
-        raise UsageError(f"--questions {ns.questions}: no question could be read as {fmt} "
-                         f"({len(bad)} malformed line(s){first})")
+        raise UsageError(
+            f"--questions {ns.questions}: no question could be read as {fmt} "
+            f"({len(bad)} malformed line(s){first})"
+        )
     for b in bad[:_BAD_LINES_SHOWN]:
         print(f"skipping malformed line: {b}", file=sys.stderr)
     if len(bad) > _BAD_LINES_SHOWN:
-        print(f"... and {len(bad) - _BAD_LINES_SHOWN} more malformed lines skipped", file=sys.stderr)
-    questions = questions[ns.skip:][: ns.limit]  # limit None: all
+        print(
+            f"... and {len(bad) - _BAD_LINES_SHOWN} more malformed lines skipped", file=sys.stderr
+        )
+    questions = questions[ns.skip :][: ns.limit]  # limit None: all
     if ns.task == "linking":
         from tot_mcp.strategies.benchmarks.linking import linking_question
 
@@ -358,11 +500,15 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
         if ns.resume:
             done = load_done(ns.out)
         elif ns.out.exists() and ns.out.stat().st_size > 0:
-            raise UsageError(f"--out {ns.out} exists; pass --resume to continue it or choose another file")
+            raise UsageError(
+                f"--out {ns.out} exists; pass --resume to continue it or choose another file"
+            )
         ns.out.parent.mkdir(parents=True, exist_ok=True)
     done_ids = {r.id for r in done}
     asked = {q.id for q in questions}
-    done = [r for r in done if r.id in asked]  # (the set made once: a resumed run may hold 10k records)
+    done = [
+        r for r in done if r.id in asked
+    ]  # (the set made once: a resumed run may hold 10k records)
     todo = [q for q in questions if q.id not in done_ids]
     if ns.resume and done:
         print(f"resuming: {len(done)} done, {len(todo)} to go", file=sys.stderr)
@@ -371,19 +517,36 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     from tqdm import tqdm
 
     correct = [sum(r.correct for r in done)]
-    with tqdm(total=len(questions), initial=len(done), file=sys.stderr, unit="q",
-              dynamic_ncols=True, disable=ns.quiet) as bar:
+    with tqdm(
+        total=len(questions),
+        initial=len(done),
+        file=sys.stderr,
+        unit="q",
+        dynamic_ncols=True,
+        disable=ns.quiet,
+    ) as bar:
 
         def tick(record) -> None:
             correct[0] += record.correct
             bar.update(1)
             bar.set_postfix(hits1=f"{correct[0] / max(1, bar.n):.3f}")
 
-        new = await run_questions(todo, method, ns.method, kgs, out=ns.out, workers=ns.workers,
-                                  keep_trace=not ns.no_trace, on_done=tick, prices=prices)
+        new = await run_questions(
+            todo,
+            method,
+            ns.method,
+            kgs,
+            out=ns.out,
+            workers=ns.workers,
+            keep_trace=not ns.no_trace,
+            on_done=tick,
+            prices=prices,
+        )
     order = {q.id: i for i, q in enumerate(questions)}
     records = sorted(done + new, key=lambda r: order.get(r.id, 0))
-    if ns.resume and ns.prices is not None:  # re-price the resumed records with the table of this run
+    if (
+        ns.resume and ns.prices is not None
+    ):  # re-price the resumed records with the table of this run
         from tot_mcp.strategies.llm.base import LLMUsage
         from tot_mcp.strategies.llm.prices import cost_usd
 
@@ -393,13 +556,17 @@ async def _benchmark(ns: argparse.Namespace, system: System) -> int:
     summary = summarize(records, ns.task)
     if ns.html is not None:
         _write_html(ns, records, summary, f"tot-search · {ns.method} · {ns.questions.name}")
-    print(f"method: {ns.method}  task: {ns.task}  llm: {ns.llm}  file: {ns.questions}  format: {fmt}"
-          + (f"  skipped malformed lines: {len(bad)}" if bad else ""))
+    print(
+        f"method: {ns.method}  task: {ns.task}  llm: {ns.llm}  file: {ns.questions}  format: {fmt}"
+        + (f"  skipped malformed lines: {len(bad)}" if bad else "")
+    )
     print(summary.table())
     if len(kgs) > 1:  # linked
         st = system.linker.stats()
-        print(f"{'link cache':<23}{st.lookups} lookups, hit rate {st.hit_rate:.3f}, {st.entries} entries, "
-              f"{st.capped} capped")
+        print(
+            f"{'link cache':<23}{st.lookups} lookups, hit rate {st.hit_rate:.3f}, {st.entries} "
+            f"entries, {st.capped} capped"
+        )
     for line in summary.job_lines():
         print(line)
     print(f"hits@1: {summary.hits1:.3f}")
@@ -427,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
             system = open_system(ns, config)
         except KGError as e:
             raise UsageError(str(e)) from None
-        freeze_loaded_objects()  # the loaded KGs out of the collector's full scans (each ~0.3 s on MetaQA)
+        # the loaded KGs out of the collector's full scans (each ~0.3 s on MetaQA)
+        freeze_loaded_objects()
         runner = _one_question if ns.question is not None else _benchmark
 
         async def run_and_close() -> int:
@@ -440,7 +608,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"tot-search: error: {e}", file=sys.stderr)
         return USAGE_ERROR
-    except BrokenPipeError:  # the reader went away (``tot-search ... | head``): stop quietly, like other CLIs
+    except (
+        BrokenPipeError
+    ):  # the reader went away (``tot-search ... | head``): stop quietly, like other CLIs
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:

@@ -1,14 +1,16 @@
-"""The one services object the strategies run on, shared by the MCP server and ``tot-search``: the KGs (and all of
-them linked as one graph), the shared models, each KG's indexes under one load-or-build policy, the LLM when one
-is configured, and what strategies keep between questions (route statistics, the offline reasoner's KG
-statistics).
+"""The one services object the strategies run on, shared by the MCP server and ``tot-search``: the
+KGs (and all of them linked as one graph), the shared models, each KG's indexes under one
+load-or-build policy, the LLM when one is configured, and what strategies keep between questions
+(route statistics, the offline reasoner's KG statistics).
 
-The load-or-build policy: an index in memory or in the on-disk cache is used at once; a missing one is built within
-the call when the KG is small (``build_limit`` entities) or the caller waits anyway (``tot-search``); otherwise it
-is built in a background thread and the call is refused with :class:`IndexBuilding`, which says how far the build
-is and about how long is left, so no tool call blocks for minutes. The indexes that take seconds at most
-(``cheap`` in :data:`~strategies.indexes.INDEXES`: BM25, the relevance model) are always built within the call, never sent to the background. Whatever is built or loaded within a call is built in a worker thread, never in the event loop, so a server
-keeps answering its other requests meanwhile.
+The load-or-build policy: an index in memory or in the on-disk cache is used at once; a missing one
+is built within the call when the KG is small (``build_limit`` entities) or the caller waits anyway
+(``tot-search``); otherwise it is built in a background thread and the call is refused with
+:class:`IndexBuilding`, which says how far the build is and about how long is left, so no tool call
+blocks for minutes. The indexes that take seconds at most (``cheap`` in
+:data:`~strategies.indexes.INDEXES`: BM25, the relevance model) are always built within the call,
+never sent to the background. Whatever is built or loaded within a call is built in a worker thread,
+never in the event loop, so a server keeps answering its other requests meanwhile.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ if TYPE_CHECKING:
 
 DEFAULT_BUILD_LIMIT = RetrievalConfig.model_fields["build_limit"].default
 
+
 class IndexBuilding(KGError):
-    """An index is being built in the background; the message says how far it is and when to call again."""
+    """An index is being built in the background; the message says how far it is and when to call
+    again."""
 
 
 @dataclass
@@ -53,11 +57,15 @@ class BuildJob:
     total: int = 0
     error: BaseException | None = None
     finished: bool = False
-    cancelled: bool = False  # the call waiting for it was cancelled: the build stops at its next step
+    cancelled: bool = (
+        False  # the call waiting for it was cancelled: the build stops at its next step
+    )
 
     def step(self, done: int, total: int) -> None:
         if self.cancelled:
-            raise BuildCancelled(f"building the {' and '.join(self.needs)} index of {self.kg} was cancelled")
+            raise BuildCancelled(
+                f"building the {' and '.join(self.needs)} index of {self.kg} was cancelled"
+            )
         self.done, self.total = done, total
 
     def status(self) -> str:
@@ -70,7 +78,8 @@ class BuildJob:
 
 
 class BuildCancelled(Exception):
-    """Raised inside a build's thread at its next step once the call that waited for it was cancelled."""
+    """Raised inside a build's thread at its next step once the call that waited for it was
+    cancelled."""
 
 
 PROGRESS_SECONDS = 1.0  # how often a waiting call hears how far a build is
@@ -95,7 +104,9 @@ class Services:
         cross_encoder_path: str | None = None,
         strategy_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        self.kgs: dict[str, Graph] = dict(kgs) if isinstance(kgs, Mapping) else {k.name: k for k in kgs}
+        self.kgs: dict[str, Graph] = (
+            dict(kgs) if isinstance(kgs, Mapping) else {k.name: k for k in kgs}
+        )
         self._graph = graph
         self.models = Models(embedder_factory)
         self._llm_factory = llm_factory
@@ -103,31 +114,36 @@ class Services:
         self.build_limit = build_limit
         self.wait_for_builds = wait_for_builds  # tot-search: a benchmark waits for its indexes
         self.cross_encoder_path = cross_encoder_path
-        #: ``[strategy.NAME]`` tables: each strategy's option defaults on this system (validated by assemble)
+        #: ``[strategy.NAME]`` tables: each strategy's option defaults on this system (validated by
+        #: assemble)
         self.strategy_options = {k: dict(v) for k, v in (strategy_options or {}).items()}
         self.route_stats = RouteStats()
-        #: the offline policy's reasoner per KG set: KG statistics computed once, kept between questions
+        #: the offline policy's reasoner per KG set: KG statistics computed once, kept between
+        #: questions
         self.policy_state: dict[str, Any] = {}
         self._resources: dict[str, GraphResources] = {}
         self._builds: dict[str, BuildJob] = {}
         self._lock = threading.Lock()
 
     def options(self, strategy: Strategy, given: Mapping[str, Any] | None = None) -> Any:
-        """``strategy``'s validated options: its defaults, then this system's ``[strategy.NAME]`` table, then
-        ``given`` (a caller's own choice)."""
-        return strategy.parse_options({**self.strategy_options.get(strategy.name, {}), **(given or {})})
+        """``strategy``'s validated options: its defaults, then this system's ``[strategy.NAME]``
+        table, then ``given`` (a caller's own choice)."""
+        return strategy.parse_options(
+            {**self.strategy_options.get(strategy.name, {}), **(given or {})}
+        )
 
-    # -- the KGs --------------------------------------------------------------------------------------------
+    # -- the KGs -----------------------------------------------------------------------------------
     @property
     def graph(self) -> Graph:
-        """Every KG, linked (one per services object, so its link cache carries over between questions)."""
+        """Every KG, linked (one per services object, so its link cache carries over between
+        questions)."""
         if self._graph is None:
             from tot_mcp.kg_adapters.routing import LinkedKG
 
             self._graph = LinkedKG.of(list(self.kgs.values()))
         return self._graph
 
-    # -- models -----------------------------------------------------------------------------------------------
+    # -- models ------------------------------------------------------------------------------------
     def embedder(self) -> Embedder:
         """Blocking (~6 s on first use): from a worker thread, or :meth:`aembedder`."""
         return self.models.embedder()
@@ -144,7 +160,7 @@ class Services:
             raise LLMError("no LLM is configured for this run")
         return self._llm_factory(ctx)
 
-    # -- indexes ----------------------------------------------------------------------------------------------
+    # -- indexes -----------------------------------------------------------------------------------
     def resources_now(self, kg: Graph) -> GraphResources:
         """The KG's index holder (cheap: nothing is built here). Refuses a KG not held locally."""
         with self._lock:
@@ -154,49 +170,76 @@ class Services:
                 self._resources[kg.name] = res
             return res
 
-    async def resources(self, kg: Graph, needs: Sequence[Index] = (),
-                        progress: Progress | None = None, build: bool | None = None) -> GraphResources:
-        """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background build runs.
-        ``build`` (for the indexes that are not cheap) False: never build (an
-        :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here whatever the size; None: the policy
-        above. Everything slow (the local graph, the content hash, every build and load) runs in a worker thread."""
+    async def resources(
+        self,
+        kg: Graph,
+        needs: Sequence[Index] = (),
+        progress: Progress | None = None,
+        build: bool | None = None,
+    ) -> GraphResources:
+        """The KG's indexes with ``needs`` ready: loaded, built here, or refused while a background
+        build runs. ``build`` (for the indexes that are not cheap) False: never build (an
+        :class:`~strategies.indexes.IndexNotBuilt` if missing); True: build here whatever the size;
+        None: the policy above. Everything slow (the local graph, the content hash, every build and
+        load) runs in a worker thread."""
 
         with self._lock:
             known = self._resources.get(kg.name)
-        if (known is not None and known.graph.kg is kg.store
-                and all(INDEXES.get(n).cheap and _ready(known, n) for n in needs)):
+        if (
+            known is not None
+            and known.graph.kg is kg.store
+            and all(INDEXES.get(n).cheap and _ready(known, n) for n in needs)
+        ):
             return known  # every call after the first: nothing to prepare, no thread hop
 
         def prepare() -> tuple[GraphResources, list[str]]:
             res = self.resources_now(kg)
-            res.graph.degrees()  # the degree table behind its hub mask (ARK's context, beam): once per KG
+            # the degree table behind its hub mask (ARK's context, beam): once per KG
+            res.graph.degrees()
             return res, [n for n in needs if not INDEXES.get(n).cheap and not _ready(res, n)]
 
         res, missing = await _in_daemon_thread(prepare)
         if "relevance" in needs:
             await self.aembedder()
         if missing:
-            inline = build is True or self.wait_for_builds or (build is None and res.graph.n <= self.build_limit)
+            inline = (
+                build is True
+                or self.wait_for_builds
+                or (build is None and res.graph.n <= self.build_limit)
+            )
             if build is False:
-                raise IndexNotBuilt(f"the {' and '.join(missing)} index of KG {kg.name!r} is not built; call "
-                                    "build_index first")
+                raise IndexNotBuilt(
+                    f"the {' and '.join(missing)} index of KG {kg.name!r} is not built; call "
+                    "build_index first"
+                )
             if inline:
                 job = BuildJob(kg.name, tuple(missing), res.graph.n)
                 if progress is not None:
-                    await progress(0, 1, f"building the {' and '.join(missing)} index of {kg.name} "
-                                         f"({res.graph.n} entities)")
-                await _wait_reporting(asyncio.ensure_future(_in_daemon_thread(lambda: _build(res, missing, job))),
-                                      job, progress)
+                    await progress(
+                        0,
+                        1,
+                        f"building the {' and '.join(missing)} index of {kg.name} "
+                        f"({res.graph.n} entities)",
+                    )
+                await _wait_reporting(
+                    asyncio.ensure_future(_in_daemon_thread(lambda: _build(res, missing, job))),
+                    job,
+                    progress,
+                )
             else:
                 job = self.start_build(kg, missing)
                 if job.error is not None:
-                    raise KGError(f"building the {' and '.join(job.needs)} index of KG {kg.name!r} failed: "
-                                  f"{job.error}") from None
+                    raise KGError(
+                        f"building the {' and '.join(job.needs)} index of KG {kg.name!r} failed: "
+                        f"{job.error}"
+                    ) from None
                 if not job.finished:
                     raise IndexBuilding(
-                        f"the {' and '.join(job.needs)} index of KG {kg.name!r} ({job.entities} entities) is being "
-                        f"built in the background ({job.status()}); call again then. The step tools "
-                        "(get_relations, get_edges, follow_path) and tree_of_traversals work meanwhile.")
+                        f"the {' and '.join(job.needs)} index of KG {kg.name!r} ({job.entities} "
+                        f"entities) is being built in the background ({job.status()}); call again "
+                        "then. The step tools (get_relations, get_edges, follow_path) and "
+                        "tree_of_traversals work meanwhile."
+                    )
         if needs:
             await _in_daemon_thread(lambda: _load(res, needs))
         return res
@@ -206,7 +249,9 @@ class Services:
         res = self.resources_now(kg)
         with self._lock:
             job = self._builds.get(kg.name)
-            if job is not None and (not job.finished or job.error is None and all(_ready(res, n) for n in needs)):
+            if job is not None and (
+                not job.finished or job.error is None and all(_ready(res, n) for n in needs)
+            ):
                 return job  # still running, or it ended well and left these indexes ready
             job = BuildJob(kg.name, tuple(needs), res.graph.n)
             self._builds[kg.name] = job
@@ -228,8 +273,9 @@ def _ready(res: GraphResources, need: str) -> bool:
 
 
 async def _wait_reporting(build: asyncio.Future, job: BuildJob, progress: Progress | None) -> None:
-    """Wait for an inline build, telling the caller each stage and how far it is (every PROGRESS_SECONDS, when it
-    moved); if the call is cancelled, the build is told to stop at its next step instead of running on unseen."""
+    """Wait for an inline build, telling the caller each stage and how far it is (every
+    PROGRESS_SECONDS, when it moved); if the call is cancelled, the build is told to stop at its
+    next step instead of running on unseen."""
     said = None
     try:
         while not build.done():
@@ -253,15 +299,16 @@ def _build(res: GraphResources, needs: Sequence[str], job: BuildJob) -> None:
 
 
 def _load(res: GraphResources, needs: Sequence[str]) -> None:
-    """Bring ready indexes from disk into memory (seconds), and make the cheap ones (no disk cache; seconds), so
-    the strategy itself never builds."""
+    """Bring ready indexes from disk into memory (seconds), and make the cheap ones (no disk cache;
+    seconds), so the strategy itself never builds."""
     for need in needs:
         INDEXES.get(need).load(res)
 
 
 async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
-    """``fn()`` in a daemon thread: unlike ``asyncio.to_thread``, whose executor ``asyncio.run`` joins on the way
-    out, a Ctrl-C during a slow load (the embedder) does not wait for the load to finish."""
+    """``fn()`` in a daemon thread: unlike ``asyncio.to_thread``, whose executor ``asyncio.run``
+    joins on the way out, a Ctrl-C during a slow load (the embedder) does not wait for the load to
+    finish."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future = loop.create_future()
 

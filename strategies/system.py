@@ -1,10 +1,12 @@
-"""The composition root: one place turns a configuration into the running system — the KGs (those that do I/O
-behind the result cache), the linked graph over them and the strategies' services — for ``tot-mcp``,
-``tot-search`` and the benchmarks alike, so the same ``--config`` gives the same system in all three.
+"""The composition root: one place turns a configuration into the running system — the KGs (those
+that do I/O behind the result cache), the linked graph over them and the strategies' services — for
+``tot-mcp``, ``tot-search`` and the benchmarks alike, so the same ``--config`` gives the same system
+in all three.
 
-:func:`build_system` opens the KGs of ``--kg`` specs and a config; :func:`assemble` links KGs already open (tests,
-callers holding their own KG objects). Nothing else builds a linker, a :class:`~kg_adapters.routing.LinkedKG` over
-the configured KGs, or a :class:`~strategies.services.Services`.
+:func:`build_system` opens the KGs of ``--kg`` specs and a config; :func:`assemble` links KGs
+already open (tests, callers holding their own KG objects). Nothing else builds a linker, a
+:class:`~kg_adapters.routing.LinkedKG` over the configured KGs, or a
+:class:`~strategies.services.Services`.
 """
 
 from __future__ import annotations
@@ -39,29 +41,35 @@ if TYPE_CHECKING:
 log = logging.getLogger("tot_mcp.system")
 
 
-#: a full collection after this many younger ones (Python's default is 10): see :func:`freeze_loaded_objects`
+#: a full collection after this many younger ones (Python's default is 10): see
+#: :func:`freeze_loaded_objects`
 FULL_COLLECTION_EVERY = 100
 
 
 def freeze_loaded_objects() -> int:
-    """Move everything alive now (the loaded KGs and indexes, the built server) out of the garbage collector's
-    view; returns how many objects that is. A full collection otherwise re-scans all of them — on MetaQA ~425k
-    objects, ~380 ms that land in some request's or question's latency (docs/scale.md). Call once, after loading
-    and before serving or answering; objects created later (sessions, per-call garbage) are collected as usual.
+    """Move everything alive now (the loaded KGs and indexes, the built server) out of the garbage
+    collector's view; returns how many objects that is. A full collection otherwise re-scans all of
+    them — on MetaQA ~425k objects, ~380 ms that land in some request's or question's latency
+    (docs/scale.md). Call once, after loading and before serving or answering; objects created later
+    (sessions, per-call garbage) are collected as usual.
 
-    Full collections are also made ten times rarer (:data:`FULL_COLLECTION_EVERY`): with the loaded objects
-    frozen, Python's rule that a full collection waits until a quarter of the long-lived objects are new no longer
-    holds it back, and one would run every ~70k allocations, each re-scanning the caches (result pages, links,
-    labels) — a seventh of a three-KG question's time (docs/scale.md). Cyclic garbage then waits longer for its collection; acyclic garbage is freed at once as ever."""
+    Full collections are also made ten times rarer (:data:`FULL_COLLECTION_EVERY`): with the loaded
+    objects frozen, Python's rule that a full collection waits until a quarter of the long-lived
+    objects are new no longer holds it back, and one would run every ~70k allocations, each
+    re-scanning the caches (result pages, links, labels) — a seventh of a three-KG question's time
+    (docs/scale.md). Cyclic garbage then waits longer for its collection; acyclic garbage is freed
+    at once as ever."""
     gc.collect()
     gc.freeze()
     gen0, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(gen0, gen1, max(gen2, FULL_COLLECTION_EVERY))
     return gc.get_freeze_count()
 
+
 @dataclass
 class System:
-    """The KGs by name, ``graph`` (all of them answered as one, linked) and the strategies' shared services."""
+    """The KGs by name, ``graph`` (all of them answered as one, linked) and the strategies' shared
+    services."""
 
     kgs: dict[str, Graph]
     graph: LinkedKG
@@ -76,7 +84,8 @@ class System:
         return self.graph.linker
 
     async def aclose(self) -> None:
-        """Close every KG: the linked graph holds them all, and one failing to close does not keep the others open."""
+        """Close every KG: the linked graph holds them all, and one failing to close does not keep
+        the others open."""
         await self.graph.aclose()
 
 
@@ -90,9 +99,10 @@ def assemble(
     wait_for_builds: bool = False,
     environment: Environment | None = None,
 ) -> System:
-    """Link open KGs by the config's rules (a bad rule: InvalidInput) and make the services with the config's
-    retrieval settings, the environment's (None: this process's) where the config leaves one unset.
-    ``wait_for_builds``: a benchmark waits for a missing index instead of being told to retry."""
+    """Link open KGs by the config's rules (a bad rule: InvalidInput) and make the services with the
+    config's retrieval settings, the environment's (None: this process's) where the config leaves
+    one unset. ``wait_for_builds``: a benchmark waits for a missing index instead of being told to
+    retry."""
     if not kgs:
         raise InvalidInput("no KG configured")
     for key, kg in kgs.items():
@@ -108,7 +118,12 @@ def assemble(
         backend, bulk = retrieval.embedder or environment.embedder, environment.bulk_embedder
 
         def embedder_factory() -> Embedder:
-            from .embeddings import Embedder, EmbeddingUnavailable, default_backend, default_bulk_backend
+            from .embeddings import (
+                Embedder,
+                EmbeddingUnavailable,
+                default_backend,
+                default_bulk_backend,
+            )
 
             try:
                 return Embedder(backend=default_backend(backend), bulk=default_bulk_backend(bulk))
@@ -116,24 +131,39 @@ def assemble(
                 raise ServiceUnavailable(str(e)) from e
 
     services = Services(
-        kgs, graph=graph, embedder_factory=embedder_factory, llm_factory=llm_factory,
-        cache_dir=config._path(str(retrieval.cache_dir)) if retrieval.cache_dir else environment.cache_dir,
+        kgs,
+        graph=graph,
+        embedder_factory=embedder_factory,
+        llm_factory=llm_factory,
+        cache_dir=config._path(str(retrieval.cache_dir))
+        if retrieval.cache_dir
+        else environment.cache_dir,
         build_limit=retrieval.build_limit,
         wait_for_builds=wait_for_builds,
         cross_encoder_path=retrieval.cross_encoder_path or environment.cross_encoder_path,
         strategy_options=_checked_strategy_options(config.strategy),
     )
-    return System(kgs=kgs, graph=graph, services=services, config=config, limits=limits, environment=environment)
+    return System(
+        kgs=kgs,
+        graph=graph,
+        services=services,
+        config=config,
+        limits=limits,
+        environment=environment,
+    )
 
 
 def _checked_strategy_options(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``[strategy.NAME]`` tables, each checked against its strategy's options at start-up (a misspelt strategy or
-    option is an InvalidInput naming it, so the server does not start with a setting it ignores)."""
+    """``[strategy.NAME]`` tables, each checked against its strategy's options at start-up (a
+    misspelt strategy or option is an InvalidInput naming it, so the server does not start with a
+    setting it ignores)."""
     from .registry import REGISTRY
 
     for name, options in tables.items():
         if name not in REGISTRY.names():
-            raise InvalidInput(f"[strategy.{name}]: no strategy {name!r} (known: {', '.join(REGISTRY.names())})")
+            raise InvalidInput(
+                f"[strategy.{name}]: no strategy {name!r} (known: {', '.join(REGISTRY.names())})"
+            )
         try:
             REGISTRY.get(name).parse_options(dict(options))
         except InvalidInput as e:
@@ -149,15 +179,18 @@ def open_configured(
     cache_weight: int = DEFAULT_CACHE_WEIGHT,
     cache_ttl: float = DEFAULT_CACHE_TTL,
 ) -> dict[str, Graph]:
-    """The KGs of ``specs`` (``--kg``; they win over the config's KG of the same name) and of ``config``, or the
-    embedded movie KG when neither names one; those that do I/O behind one result cache. Files load here, once;
-    anything a loader prints goes to stderr (the stdio protocol stream stays clean)."""
+    """The KGs of ``specs`` (``--kg``; they win over the config's KG of the same name) and of
+    ``config``, or the embedded movie KG when neither names one; those that do I/O behind one result
+    cache. Files load here, once; anything a loader prints goes to stderr (the stdio protocol stream
+    stays clean)."""
     config = config or Config()
     limits = limits or config.limits.to_limits()
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            kgs = open_kgs(list(specs), config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl)
+            kgs = open_kgs(
+                list(specs), config, limits, cache_weight=cache_weight, cache_ttl=cache_ttl
+            )
         except ImportError as e:
             raise InvalidInput(f"a KG backend is not available here: {e}") from None
     log.info("opened %d KG(s) in %.2fs", len(kgs), time.perf_counter() - started)
@@ -165,9 +198,10 @@ def open_configured(
 
 
 def content_stamp(specs: Sequence[KGSpec] = (), config: Config | None = None) -> str | None:
-    """What identifies the served KGs' content across processes — each KG's kind and its file (path, size, newest
-    modification) or endpoint URL — or None when some KG cannot say (then nothing made from them outlives the
-    process). Result handles kept on disk are keyed by it: a changed file means its IDs may mean other things."""
+    """What identifies the served KGs' content across processes — each KG's kind and its file (path,
+    size, newest modification) or endpoint URL — or None when some KG cannot say (then nothing made
+    from them outlives the process). Result handles kept on disk are keyed by it: a changed file
+    means its IDs may mean other things."""
     from importlib.metadata import PackageNotFoundError, version
 
     served = served_kgs(specs, config)
@@ -185,19 +219,28 @@ def content_stamp(specs: Sequence[KGSpec] = (), config: Config | None = None) ->
         else:
             path = Path(target).expanduser()
             try:
-                stats = [path.stat(), *(c.stat() for c in path.iterdir())] if path.is_dir() else [path.stat()]
+                stats = (
+                    [path.stat(), *(c.stat() for c in path.iterdir())]
+                    if path.is_dir()
+                    else [path.stat()]
+                )
             except OSError:
                 return None
             newest = max(st.st_mtime_ns for st in stats)
-            parts.append(f"{name}={spec.kind}:{path.resolve()}:{sum(st.st_size for st in stats)}:{newest}")
+            parts.append(
+                f"{name}={spec.kind}:{path.resolve()}:{sum(st.st_size for st in stats)}:{newest}"
+            )
     return "|".join(parts)
 
 
 def build_system(
-    specs: Sequence[KGSpec] = (), config: Config | None = None, limits: Limits | None = None, **kwargs: Any
+    specs: Sequence[KGSpec] = (),
+    config: Config | None = None,
+    limits: Limits | None = None,
+    **kwargs: Any,
 ) -> System:
-    """:func:`open_configured` (given ``cache_weight`` and ``cache_ttl``), then :func:`assemble` (every other
-    keyword)."""
+    """:func:`open_configured` (given ``cache_weight`` and ``cache_ttl``), then :func:`assemble`
+    (every other keyword)."""
     started = time.perf_counter()
     opening = {k: kwargs.pop(k) for k in ("cache_weight", "cache_ttl") if k in kwargs}
     kgs = open_configured(specs, config, limits, **opening)

@@ -1,5 +1,5 @@
-"""Relevance-ranked graph traversal shared by ARK, the router's graph route and the fixed BFS/DFS baselines: one
-hop out of a frontier, keeping the best-scoring path to every node reached."""
+"""Relevance-ranked graph traversal shared by ARK, the router's graph route and the fixed BFS/DFS
+baselines: one hop out of a frontier, keeping the best-scoring path to every node reached."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class Reached:
 
 @dataclass
 class NeighbourCache:
-    """Per-node neighbour lists grouped by (relation, direction); bounded so a hub cannot blow memory up."""
+    """Per-node neighbour lists grouped by (relation, direction); bounded so a hub cannot blow
+    memory up."""
 
     max_per_relation: int = 200
     enabled: bool = True
@@ -41,8 +42,14 @@ class NeighbourCache:
             self.hits += 1
             return self._store[i]
         self.misses += 1
-        out = [(r, Direction.forward, objs[: self.max_per_relation]) for r, objs in graph.out[i].items()]
-        out += [(r, Direction.backward, subs[: self.max_per_relation]) for r, subs in graph.inc[i].items()]
+        out = [
+            (r, Direction.forward, objs[: self.max_per_relation])
+            for r, objs in graph.out[i].items()
+        ]
+        out += [
+            (r, Direction.backward, subs[: self.max_per_relation])
+            for r, subs in graph.inc[i].items()
+        ]
         if self.enabled:
             self._store[i] = out
         return out
@@ -60,8 +67,9 @@ def expand_frontier(
     node_kind: str | None = None,
     max_new: int = 5000,
 ) -> list[Reached]:
-    """One hop out of ``frontier``: score every neighbour by its path, keep the best path per node in ``reached``,
-    and return the nodes whose score improved (the next frontier). ``avoid`` (the seeds) is never walked through."""
+    """One hop out of ``frontier``: score every neighbour by its path, keep the best path per node
+    in ``reached``, and return the nodes whose score improved (the next frontier). ``avoid`` (the
+    seeds) is never walked through."""
     improved: dict[int, Reached] = {}
     new_count = 0
     for parent in frontier:
@@ -84,7 +92,9 @@ def expand_frontier(
                     new_count += 1
                     if new_count > max_new:
                         continue
-                reached[j] = improved[j] = Reached(j, score, parent.depth + 1, parent.path + ((r, d, j),), used)
+                reached[j] = improved[j] = Reached(
+                    j, score, parent.depth + 1, parent.path + ((r, d, j),), used
+                )
     return sorted(improved.values(), key=lambda x: -x.score)
 
 
@@ -96,19 +106,28 @@ def to_retrieved(graph: LocalGraph, rec: Reached, source: str | None = None) -> 
         source=source or rec.source,
         depth=rec.depth,
         path=[
-            PathStep(relation=graph.rel_ids[r], label=graph.rel_labels[r], direction=d, target=graph.entity_id(j))
+            PathStep(
+                relation=graph.rel_ids[r],
+                label=graph.rel_labels[r],
+                direction=d,
+                target=graph.entity_id(j),
+            )
             for r, d, j in rec.path
         ],
     )
 
 
 def rank_answers(results: list[RetrievedEntity], seeds: set[str]) -> list[RetrievedEntity]:
-    """Results best first with the seeds moved last (the topic is rarely its own answer, but sometimes is)."""
+    """Results best first with the seeds moved last (the topic is rarely its own answer, but
+    sometimes is)."""
     return sorted(results, key=lambda e: (e.id in seeds, -e.score))
 
 
-async def linked_seeds(kg: Graph, graph: LocalGraph, query: str, limit: int = 5) -> list[tuple[int, float]]:
-    """Entities the query mentions (the KG's own linker), as (node, score); empty when nothing links."""
+async def linked_seeds(
+    kg: Graph, graph: LocalGraph, query: str, limit: int = 5
+) -> list[tuple[int, float]]:
+    """Entities the query mentions (the KG's own linker), as (node, score); empty when nothing
+    links."""
     try:
         matches = await kg.initialize(query, limit=limit)
     except InvalidInput:
@@ -118,4 +137,3 @@ async def linked_seeds(kg: Graph, graph: LocalGraph, query: str, limit: int = 5)
         top = max(s for _, s in out)
         out = [(i, s) for i, s in out if s >= 0.85 * top]
     return out
-

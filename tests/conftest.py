@@ -1,4 +1,5 @@
-"""Shared fixtures, kept minimal: where the benchmark data is, and the embedded KG loaded once per session."""
+"""Shared fixtures, kept minimal: where the benchmark data is, and the embedded KG loaded once per
+session."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ if str(TESTS) not in sys.path:  # so tests can `from mcp_client import stdio_ses
 
 
 def require_benchmarks(*parts: str) -> Path:
-    """The path ``../shared/benchmarks/<parts>``, or skip the test with the reason if it is not there."""
+    """The path ``../shared/benchmarks/<parts>``, or skip the test with the reason if it is not
+    there."""
     path = BENCHMARKS.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"benchmark data not found at {path} (expected ../shared/benchmarks beside the repo)")
+        pytest.skip(
+            f"benchmark data not found at {path} (expected ../shared/benchmarks beside the repo)"
+        )
     return path
 
 
@@ -31,8 +35,8 @@ def benchmarks_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedded_kg():
-    """The shipped MetaQA movie KG as ``movies`` (a MemoryKG behind its Graph; ~3 s to load, so once per
-    session)."""
+    """The shipped MetaQA movie KG as ``movies`` (a MemoryKG behind its Graph; ~3 s to load, so once
+    per session)."""
     from tot_mcp.kg_adapters.embedded import load_embedded
     from tot_mcp.kg_adapters.graph import Graph
 

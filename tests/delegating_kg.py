@@ -24,12 +24,20 @@ class DelegatingKG(KnowledgeGraph):
     async def relations(self, entity_ids):
         return await self.inner.relations(entity_ids)
 
-    async def edges(self, entity_ids, relation_id, direction=Direction.forward, limit=None,
-                    offset=0, labelled=True):
+    async def edges(
+        self,
+        entity_ids,
+        relation_id,
+        direction=Direction.forward,
+        limit=None,
+        offset=0,
+        labelled=True,
+    ):
         return await self.inner.edges(entity_ids, relation_id, direction, limit, offset, labelled)
 
-    async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
-                           labelled=False):
+    async def adjacent_ids(
+        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, labelled=False
+    ):
         return await self.inner.adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
 
     async def labels(self, entity_ids, key=False):

@@ -1,5 +1,6 @@
-"""The LLM APIs' wire formats for the loopback fake servers of the LLM tests: one place that knows what an Anthropic
-Messages reply and an OpenAI Chat Completions reply look like, how a handler sends JSON, and how a fake is served."""
+"""The LLM APIs' wire formats for the loopback fake servers of the LLM tests: one place that knows
+what an Anthropic Messages reply and an OpenAI Chat Completions reply look like, how a handler sends
+JSON, and how a fake is served."""
 
 from __future__ import annotations
 
@@ -12,20 +13,39 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 def anthropic_message(model: str | None, text: str, usage: dict) -> dict:
     """A ``POST /v1/messages`` reply carrying ``text``."""
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": usage}
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
 def openai_completion(model: str | None, text: str, usage: dict) -> dict:
     """A ``POST /v1/chat/completions`` reply carrying ``text``."""
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": usage}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        ],
+        "usage": usage,
+    }
 
 
-def send(handler: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str = "application/json",
-         headers: dict | None = None) -> None:
+def send(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    ctype: str = "application/json",
+    headers: dict | None = None,
+) -> None:
     handler.send_response(status)
     handler.send_header("content-type", ctype)
     handler.send_header("content-length", str(len(data)))
@@ -35,7 +55,9 @@ def send(handler: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str =
     handler.wfile.write(data)
 
 
-def send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict, headers: dict | None = None) -> None:
+def send_json(
+    handler: BaseHTTPRequestHandler, status: int, payload: dict, headers: dict | None = None
+) -> None:
     send(handler, status, json.dumps(payload).encode(), "application/json", headers)
 
 

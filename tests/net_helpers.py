@@ -1,5 +1,6 @@
-"""Loopback helpers shared by the SPARQL-server fixture and the fault-recovery tests (a plain module, not a
-pytest plugin, so tests can import it without pytest warning about assertion rewriting)."""
+"""Loopback helpers shared by the SPARQL-server fixture and the fault-recovery tests (a plain
+module, not a pytest plugin, so tests can import it without pytest warning about assertion
+rewriting)."""
 
 from __future__ import annotations
 

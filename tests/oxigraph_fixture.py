@@ -1,7 +1,7 @@
 """pytest plugin: real SPARQL servers for the SPARQL backend tests (``oxigraph serve`` on loopback).
 
-Use with ``pytest_plugins = ["tests.oxigraph_fixture"]``. Each server loads one Turtle file into a temporary
-store, binds 127.0.0.1 on a free port, and is stopped at the end of the session.
+Use with ``pytest_plugins = ["tests.oxigraph_fixture"]``. Each server loads one Turtle file into a
+temporary store, binds 127.0.0.1 on a free port, and is stopped at the end of the session.
 """
 
 from __future__ import annotations
@@ -16,12 +16,19 @@ import pytest
 from net_helpers import FIXTURES, answers, free_port
 
 
-def start_oxigraph(data: Path, store: Path, extra: Sequence[str] = ()) -> tuple[subprocess.Popen, str]:
-    """``oxigraph serve-read-only`` over ``data`` loaded into ``store``; ``extra``: more options (``--timeout-s``)."""
+def start_oxigraph(
+    data: Path, store: Path, extra: Sequence[str] = ()
+) -> tuple[subprocess.Popen, str]:
+    """``oxigraph serve-read-only`` over ``data`` loaded into ``store``; ``extra``: more options
+    (``--timeout-s``)."""
     exe = shutil.which("oxigraph")
     if exe is None:
         pytest.skip("the oxigraph binary is not installed (pip install oxigraph)")
-    subprocess.run([exe, "load", "--location", str(store), "--file", str(data)], check=True, capture_output=True)
+    subprocess.run(
+        [exe, "load", "--location", str(store), "--file", str(data)],
+        check=True,
+        capture_output=True,
+    )
     port = free_port()
     proc = subprocess.Popen(
         [exe, "serve-read-only", "--location", str(store), "--bind", f"127.0.0.1:{port}", *extra],
@@ -53,8 +60,8 @@ def _serve(data: Path, tmp: Path) -> Iterator[str]:
 
 
 def serve_turtle(tmp: Path, turtle: str) -> Iterator[str]:
-    """``oxigraph serve`` over a test's own Turtle text (written under ``tmp``): for a module-scoped fixture,
-    ``yield from serve_turtle(tmp_path_factory.mktemp("name"), TEXT)``."""
+    """``oxigraph serve`` over a test's own Turtle text (written under ``tmp``): for a module-scoped
+    fixture, ``yield from serve_turtle(tmp_path_factory.mktemp("name"), TEXT)``."""
     (tmp / "data.ttl").write_text(turtle, encoding="utf-8")
     (tmp / "srv").mkdir()
     yield from _serve(tmp / "data.ttl", tmp / "srv")
@@ -74,12 +81,14 @@ def generic_sparql_url(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def movies_sparql_url(tmp_path_factory) -> Iterator[str]:
-    """The shared backend suite's graph (tests/fixtures/local_movies.ttl), for its generic-SPARQL run."""
+    """The shared backend suite's graph (tests/fixtures/local_movies.ttl), for its generic-SPARQL
+    run."""
     yield from _serve(FIXTURES / "local_movies.ttl", tmp_path_factory.mktemp("oxigraph-movies"))
 
 
 @pytest.fixture(scope="session")
 def values_url(tmp_path_factory) -> Iterator[str]:
-    """A Wikidata-shaped endpoint with full statement nodes (precisions, units, coordinates), property labels,
-    aliases and descriptions, and an IMDb ID: tests/fixtures/wikidata_values.ttl."""
+    """A Wikidata-shaped endpoint with full statement nodes (precisions, units, coordinates),
+    property labels, aliases and descriptions, and an IMDb ID:
+    tests/fixtures/wikidata_values.ttl."""
     yield from _serve(FIXTURES / "wikidata_values.ttl", tmp_path_factory.mktemp("oxigraph-values"))

@@ -1,7 +1,9 @@
-"""A small movie KG with known answers, shared by the retrieval-strategy tests (ARK, router, beam, rerank).
+"""A small movie KG with known answers, shared by the retrieval-strategy tests (ARK, router, beam,
+rerank).
 
-Two loosely linked clusters (Ada Stone's and Eli Park's films; Ivo Tan's mountain films) so community detection
-has structure to find, and 1-, 2- and 3-hop questions whose answers are known by construction.
+Two loosely linked clusters (Ada Stone's and Eli Park's films; Ivo Tan's mountain films) so
+community detection has structure to find, and 1-, 2- and 3-hop questions whose answers are known by
+construction.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ def node(kg: Graph, label: str) -> str:
 
 
 class ScriptedLLM(LLM):
-    """Answers from a queue (the last answer repeats); records every prompt. Raising answers are exceptions."""
+    """Answers from a queue (the last answer repeats); records every prompt. Raising answers are
+    exceptions."""
 
     name = "scripted"
 
@@ -76,7 +79,9 @@ class ScriptedLLM(LLM):
         self.answers = list(answers)
         self.prompts: list[str] = []
 
-    async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
+    async def complete(
+        self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None
+    ) -> str:
         self.prompts.append(prompt)
         self.usage.calls += 1
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -104,14 +109,21 @@ def make_service(cache_dir: Path):
 
 
 async def run_strategy(name: str, services, kg, query: str, llm: LLM | None = None, **options):
-    """Run the registered strategy ``name`` as ``tot-search`` and the tools do: its options validated, its indexes
-    declared, a scripted ``llm`` when given (else offline)."""
+    """Run the registered strategy ``name`` as ``tot-search`` and the tools do: its options
+    validated, its indexes declared, a scripted ``llm`` when given (else offline)."""
     from tot_mcp.strategies.registry import Call, get
 
     s = get(name)
-    call = Call(services=services, kg=kg, query=query, options=s.parse_options(options),
-                llm_kind="scripted" if llm else "offline", llm_factory=(lambda: llm) if llm else None,
-                needs=s.needs, method=name)
+    call = Call(
+        services=services,
+        kg=kg,
+        query=query,
+        options=s.parse_options(options),
+        llm_kind="scripted" if llm else "offline",
+        llm_factory=(lambda: llm) if llm else None,
+        needs=s.needs,
+        method=name,
+    )
     return await s.run(call)
 
 
@@ -123,7 +135,15 @@ async def run_checked_strategy(name: str, services, kg, query: str, llm: LLM | N
     from tot_mcp.strategies.registry import Call, get
 
     s = get(name)
-    call = Call(services=services, kg=kg, query=query, options=services.options(s), needs=s.needs,
-                method=name, llm_kind="scripted" if llm else "offline",
-                llm_factory=(lambda: llm) if llm else None, build=False)
+    call = Call(
+        services=services,
+        kg=kg,
+        query=query,
+        options=services.options(s),
+        needs=s.needs,
+        method=name,
+        llm_kind="scripted" if llm else "offline",
+        llm_factory=(lambda: llm) if llm else None,
+        build=False,
+    )
     return await run_checked(s, call)

@@ -1,5 +1,6 @@
-"""A scripted loopback HTTP server for the SPARQL fault tests: each request takes the next scripted answer
-(status, headers, body, delay, or a truncated body) and is recorded with its arrival time and headers."""
+"""A scripted loopback HTTP server for the SPARQL fault tests: each request takes the next scripted
+answer (status, headers, body, delay, or a truncated body) and is recorded with its arrival time and
+headers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-EMPTY_RESULTS = json.dumps({"head": {"vars": ["e"]}, "results": {"bindings": []}, "boolean": True}).encode()
+EMPTY_RESULTS = json.dumps(
+    {"head": {"vars": ["e"]}, "results": {"bindings": []}, "boolean": True}
+).encode()
 
 
 @dataclass
@@ -19,8 +22,11 @@ class Reply:
     body: bytes = EMPTY_RESULTS
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
-    cut: int | None = None  # send only this many bytes of the body, then close (Content-Length stays full)
-    hold: bool = False  # answer nothing; wait (up to 10 s) for the client to close the connection, and note when
+    cut: int | None = (
+        None  # send only this many bytes of the body, then close (Content-Length stays full)
+    )
+    # answer nothing; wait (up to 10 s) for the client to close the connection, and note when
+    hold: bool = False
 
 
 @dataclass
@@ -39,7 +45,9 @@ class FaultServer:
         self.seen: list[Seen] = []
         self.in_flight = 0
         self.max_in_flight = 0
-        self.disconnects: list[float] = []  # when clients closed connections held open by Reply(hold=True)
+        self.disconnects: list[
+            float
+        ] = []  # when clients closed connections held open by Reply(hold=True)
         self._lock = threading.Lock()
         server = self
 
@@ -52,11 +60,18 @@ class FaultServer:
                 raw = self.rfile.read(length).decode() if length else ""
                 parsed = urllib.parse.urlsplit(self.path)
                 if self.headers.get("Content-Type", "").startswith("application/sparql-query"):
-                    params = {**dict(urllib.parse.parse_qsl(parsed.query)), "query": raw}  # a direct POST
+                    params = {
+                        **dict(urllib.parse.parse_qsl(parsed.query)),
+                        "query": raw,
+                    }  # a direct POST
                 else:
                     params = dict(urllib.parse.parse_qsl(parsed.query or raw))
                 with server._lock:
-                    server.seen.append(Seen(time.monotonic(), self.command, parsed.path, params, dict(self.headers)))
+                    server.seen.append(
+                        Seen(
+                            time.monotonic(), self.command, parsed.path, params, dict(self.headers)
+                        )
+                    )
                     reply = server.script.pop(0) if server.script else server.default
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
@@ -98,7 +113,9 @@ class FaultServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/sparql"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def __enter__(self) -> "FaultServer":
         self._thread.start()

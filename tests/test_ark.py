@@ -1,4 +1,5 @@
-"""ARK adaptive BFS/DFS: the decision loop, its variants, safe handling of a bad judge, and the fixed baselines."""
+"""ARK adaptive BFS/DFS: the decision loop, its variants, safe handling of a bad judge, and the
+fixed baselines."""
 
 from __future__ import annotations
 
@@ -37,8 +38,14 @@ async def test_sufficient_at_depth_zero_returns_the_lexical_results_and_asks_onc
 async def test_expand_twice_then_stop_reaches_two_hop_answers(setup):
     kg, res = setup
     llm = ScriptedLLM(['{"decision": "expand"}', '{"decision": "expand"}', '{"decision": "stop"}'])
-    out = await ark_search(kg, "what genres are the movies directed by [Ada Stone]", res, judge=LLMArkJudge(llm))
-    assert [(h.depth, h.decision) for h in out.history] == [(0, "expand"), (1, "expand"), (2, "stop")]
+    out = await ark_search(
+        kg, "what genres are the movies directed by [Ada Stone]", res, judge=LLMArkJudge(llm)
+    )
+    assert [(h.depth, h.decision) for h in out.history] == [
+        (0, "expand"),
+        (1, "expand"),
+        (2, "stop"),
+    ]
     counts = [h.result_count for h in out.history]
     assert counts == sorted(counts) and counts[2] > counts[0]
     assert llm.usage.calls == 3
@@ -51,8 +58,12 @@ async def test_expand_twice_then_stop_reaches_two_hop_answers(setup):
 
 async def test_garbage_judge_answer_stops_and_is_recorded(setup):
     kg, res = setup
-    out = await ark_search(kg, "films directed by [Ada Stone]", res,
-                           judge=LLMArkJudge(ScriptedLLM(["I think maybe we should look around more?"])))
+    out = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=LLMArkJudge(ScriptedLLM(["I think maybe we should look around more?"])),
+    )
     (step,) = out.history
     assert step.decision == "stop" and step.valid is False and "maybe" in step.raw
     assert "unusable" in step.reason
@@ -61,15 +72,21 @@ async def test_garbage_judge_answer_stops_and_is_recorded(setup):
 
 async def test_judge_llm_failure_stops_safely(setup):
     kg, res = setup
-    out = await ark_search(kg, "films directed by [Ada Stone]", res,
-                           judge=LLMArkJudge(ScriptedLLM([LLMError("overloaded")])))
+    out = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=LLMArkJudge(ScriptedLLM([LLMError("overloaded")])),
+    )
     assert out.history[0].decision == "stop" and not out.history[0].valid
     assert "overloaded" in out.history[0].reason
 
 
 async def test_judge_relation_filter_restricts_the_expansion(setup):
     kg, res = setup
-    llm = ScriptedLLM(['{"decision": "expand", "relations": ["release_year"]}', '{"decision": "sufficient"}'])
+    llm = ScriptedLLM(
+        ['{"decision": "expand", "relations": ["release_year"]}', '{"decision": "sufficient"}']
+    )
     out = await ark_search(kg, "movies by [Paper Moons] year", res, judge=LLMArkJudge(llm))
     expanded = [r for r in out.results if r.depth == 1]
     assert expanded and all(r.path[0].label == "release year" for r in expanded)
@@ -78,16 +95,31 @@ async def test_judge_relation_filter_restricts_the_expansion(setup):
 async def test_min_depth_and_early_stopping_skip_the_judge(setup):
     kg, res = setup
     llm = ScriptedLLM(['{"decision": "stop"}'])
-    out = await ark_search(kg, "films directed by [Ada Stone]", res, judge=LLMArkJudge(llm),
-                           config=ArkConfig(min_depth=1))
+    out = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=LLMArkJudge(llm),
+        config=ArkConfig(min_depth=1),
+    )
     assert [(h.decision, h.judged) for h in out.history] == [("expand", False), ("stop", True)]
     assert llm.usage.calls == 1
-    capped = await ark_search(kg, "films directed by [Ada Stone]", res, judge=LLMArkJudge(llm),
-                              config=ArkConfig(max_results=3))
+    capped = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=LLMArkJudge(llm),
+        config=ArkConfig(max_results=3),
+    )
     assert capped.history[0].decision == "stop" and not capped.history[0].judged
     assert "max_results" in capped.history[0].reason
-    starved = await ark_search(kg, "films directed by [Ada Stone]", res, judge=LLMArkJudge(llm),
-                               config=ArkConfig(min_results=1000, max_depth=2))
+    starved = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=LLMArkJudge(llm),
+        config=ArkConfig(min_results=1000, max_depth=2),
+    )
     assert [h.judged for h in starved.history] == [False, False, False]
     assert "max depth" in starved.history[-1].reason
 
@@ -95,11 +127,21 @@ async def test_min_depth_and_early_stopping_skip_the_judge(setup):
 async def test_relevance_margin_limits_the_frontier(setup):
     kg, res = setup
     judge = LLMArkJudge(ScriptedLLM(['{"decision": "expand"}', '{"decision": "stop"}']))
-    tight = await ark_search(kg, "films directed by [Ada Stone]", res, judge=judge,
-                             config=ArkConfig(relevance_margin=0.0))
+    tight = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=judge,
+        config=ArkConfig(relevance_margin=0.0),
+    )
     judge = LLMArkJudge(ScriptedLLM(['{"decision": "expand"}', '{"decision": "stop"}']))
-    loose = await ark_search(kg, "films directed by [Ada Stone]", res, judge=judge,
-                             config=ArkConfig(relevance_margin=5.0))
+    loose = await ark_search(
+        kg,
+        "films directed by [Ada Stone]",
+        res,
+        judge=judge,
+        config=ArkConfig(relevance_margin=5.0),
+    )
     assert tight.history[0].frontier == 1  # only the named topic
     assert loose.history[0].frontier > tight.history[0].frontier
 
@@ -133,9 +175,17 @@ async def test_offline_judge_estimates_hops_from_relation_mentions(setup):
 
 
 def test_parse_ark_decision_accepts_json_or_a_bare_keyword_and_nothing_else():
-    assert parse_ark_decision('```json\n{"decision": "EXPAND", "relations": ["x"]}\n```').relations == ["x"]
+    assert parse_ark_decision(
+        '```json\n{"decision": "EXPAND", "relations": ["x"]}\n```'
+    ).relations == ["x"]
     assert parse_ark_decision("sufficient").decision == "sufficient"
-    for junk in ["", "expand or stop", '{"decision": "maybe"}', "[1, 2]", "lorem ipsum dolor sit amet"]:
+    for junk in [
+        "",
+        "expand or stop",
+        '{"decision": "maybe"}',
+        "[1, 2]",
+        "lorem ipsum dolor sit amet",
+    ]:
         d = parse_ark_decision(junk)
         assert d.decision == "stop" and not d.valid
 
@@ -146,7 +196,9 @@ async def test_bad_queries_are_clear_errors(setup):
         await ark_search(kg, "   ", res)
     with pytest.raises(InvalidInput, match="characters"):
         await ark_search(kg, "x" * 5000, res)
-    out = await ark_search(kg, "zzzz qqqq", res)  # nothing matches lexically: an empty, well-formed result
+    out = await ark_search(
+        kg, "zzzz qqqq", res
+    )  # nothing matches lexically: an empty, well-formed result
     assert out.results == [] and out.history[-1].decision == "stop"
 
 

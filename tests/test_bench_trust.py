@@ -16,8 +16,12 @@ import pytest
 from bench import trust
 from conftest import TESTS
 
-FIXTURE = trust.KB("movies", (("movies", "embedded"),),
-                   ((str(TESTS / "fixtures" / "trust_questions.txt"), "metaqa"),), embedded=True)
+FIXTURE = trust.KB(
+    "movies",
+    (("movies", "embedded"),),
+    ((str(TESTS / "fixtures" / "trust_questions.txt"), "metaqa"),),
+    embedded=True,
+)
 QUOTA = {kind: 6 for kind in trust.KINDS}
 
 
@@ -54,9 +58,11 @@ def test_missing_relations_match_no_relation(built):
         keys = by_template[r["phrasing"]].keys
         assert not [(k, n) for k in keys for n in names if k in n], r["question"]
     assert "where was {} born" in {r["phrasing"] for r in rows.rows["missing_relation"]} | {
-        p.template for p in trust.missing_phrasings(trust.vocabulary_words([kg]))}
+        p.template for p in trust.missing_phrasings(trust.vocabulary_words([kg]))
+    }
     assert "what languages does {} speak" not in {  # movies have in_language: not "missing"
-        p.template for p in trust.missing_phrasings(trust.vocabulary_words([kg]))}
+        p.template for p in trust.missing_phrasings(trust.vocabulary_words([kg]))
+    }
 
 
 def test_typo_and_bare_keep_gold(built):

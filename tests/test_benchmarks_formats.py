@@ -1,4 +1,5 @@
-"""Question-file parsers: MetaQA, PathQuestion (answer-column quirks, no path leakage), JSONL, bad lines."""
+"""Question-file parsers: MetaQA, PathQuestion (answer-column quirks, no path leakage), JSONL, bad
+lines."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 from tot_fixtures import make_kg
 
 from tot_mcp.strategies.benchmarks.formats import (
-    BadLine, FormatError, mark_topic, parse_jsonl, parse_metaqa, parse_pathquestion, parse_pq_answers, read_questions,
+    BadLine,
+    FormatError,
+    mark_topic,
+    parse_jsonl,
+    parse_metaqa,
+    parse_pathquestion,
+    parse_pq_answers,
+    read_questions,
 )
 from tot_mcp.strategies.benchmarks.runner import run_questions
 from tot_mcp.strategies.methods import MethodResult
@@ -35,8 +43,10 @@ def test_malformed_answer_columns_are_format_errors(column):
         parse_pq_answers(column)
 
 
-PQ_LINE = ("who is the parent of anna_of_holstein-gottorp 's son ?\tenno_iii(enno_iii/)\t"
-           "anna_of_holstein-gottorp#children#edzard_ii#parents#enno_iii#<end>#enno_iii")
+PQ_LINE = (
+    "who is the parent of anna_of_holstein-gottorp 's son ?\tenno_iii(enno_iii/)\t"
+    "anna_of_holstein-gottorp#children#edzard_ii#parents#enno_iii#<end>#enno_iii"
+)
 
 
 def test_pathquestion_keeps_only_the_topic_of_the_gold_path_and_brackets_it():
@@ -50,7 +60,10 @@ def test_pathquestion_keeps_only_the_topic_of_the_gold_path_and_brackets_it():
 
 async def test_no_method_ever_sees_the_gold_path_or_the_answers(tmp_path):
     f = tmp_path / "pq.txt"
-    f.write_text(PQ_LINE + "\n" + " what is x 's y ?\tz_(1)(z_(1)/)\tx#r1#mid_node#r2#z_(1)\n", encoding="utf-8")
+    f.write_text(
+        PQ_LINE + "\n" + " what is x 's y ?\tz_(1)(z_(1)/)\tx#r1#mid_node#r2#z_(1)\n",
+        encoding="utf-8",
+    )
     seen = []
 
     async def recording_method(question, kg):
@@ -59,7 +72,9 @@ async def test_no_method_ever_sees_the_gold_path_or_the_answers(tmp_path):
 
     questions = [q for q in read_questions(f, "pathquestion")]
     assert not any(isinstance(q, BadLine) for q in questions)
-    kg = make_kg("pq", [("anna_of_holstein-gottorp", "children", "edzard_ii"), ("x", "r1", "mid_node")])
+    kg = make_kg(
+        "pq", [("anna_of_holstein-gottorp", "children", "edzard_ii"), ("x", "r1", "mid_node")]
+    )
     records = await run_questions(questions, recording_method, "rec", [kg])
     assert all(r.error is None for r in records)
     assert len(seen) == 2
@@ -78,10 +93,19 @@ def test_metaqa_lines():
 
 
 def test_jsonl_lines():
-    q = parse_jsonl('{"question": "who directed the matrix", "answers": "Lana Wachowski", "topic": "The Matrix"}')
+    q = parse_jsonl(
+        '{"question": "who directed the matrix", "answers": "Lana Wachowski", "topic": "The '
+        'Matrix"}'
+    )
     assert q.text == "who directed [the matrix]" and q.answers == ["Lana Wachowski"]
     assert parse_jsonl('{"question": "q [x]", "answers": ["a", "b"]}').answers == ["a", "b"]
-    for bad in ("{", "[1]", '{"answers": []}', '{"question": "q", "answers": 3}', '{"question": "q", "answers": [], "topic": 5}'):
+    for bad in (
+        "{",
+        "[1]",
+        '{"answers": []}',
+        '{"question": "q", "answers": 3}',
+        '{"question": "q", "answers": [], "topic": 5}',
+    ):
         with pytest.raises(FormatError):
             parse_jsonl(bad)
 
@@ -95,7 +119,11 @@ def test_bad_lines_are_reported_with_their_line_number_and_the_rest_is_read(tmp_
     f = tmp_path / "m.txt"
     f.write_text("q1 [a]\tA\nbroken line\n\nq2 [b]\tB|C\n", encoding="utf-8")
     items = list(read_questions(f, "metaqa"))
-    assert [type(i).__name__ for i in items] == ["BenchmarkQuestion", "BadLine", "BenchmarkQuestion"]
+    assert [type(i).__name__ for i in items] == [
+        "BenchmarkQuestion",
+        "BadLine",
+        "BenchmarkQuestion",
+    ]
     assert items[1].lineno == 2 and "expected" in items[1].reason
     assert [i.id for i in items if not isinstance(i, BadLine)] == ["m:1", "m:4"]
 

@@ -1,4 +1,5 @@
-"""Answer metrics on hand-computed examples (labels compared after kg_adapters.text.key normalisation)."""
+"""Answer metrics on hand-computed examples (labels compared after kg_adapters.text.key
+normalisation)."""
 
 from __future__ import annotations
 
@@ -37,11 +38,33 @@ def test_recall_at_10():
 
 def test_summary_averages_over_all_records_including_errors():
     rs = [
-        RunRecord(id="1", question="q", gold=["a"], hits1=1, f1=1, em_in=1, correct=True, latency_s=1.0, llm_calls=3),
-        RunRecord(id="2", question="q", gold=["a"], hits1=0, f1=0.5, em_in=1, latency_s=3.0, llm_calls=1),
-        RunRecord(id="3", question="q", gold=["a"], error="topic entity 'x' is not in the KG", latency_s=2.0),
+        RunRecord(
+            id="1",
+            question="q",
+            gold=["a"],
+            hits1=1,
+            f1=1,
+            em_in=1,
+            correct=True,
+            latency_s=1.0,
+            llm_calls=3,
+        ),
+        RunRecord(
+            id="2", question="q", gold=["a"], hits1=0, f1=0.5, em_in=1, latency_s=3.0, llm_calls=1
+        ),
+        RunRecord(
+            id="3",
+            question="q",
+            gold=["a"],
+            error="topic entity 'x' is not in the KG",
+            latency_s=2.0,
+        ),
     ]
     s = summarize(rs)
     assert (s.n, s.errors, s.llm_calls) == (3, 1, 4)
-    assert s.hits1 == pytest.approx(1 / 3) and s.f1 == pytest.approx(0.5) and s.em_in == pytest.approx(2 / 3)
+    assert (
+        s.hits1 == pytest.approx(1 / 3)
+        and s.f1 == pytest.approx(0.5)
+        and s.em_in == pytest.approx(2 / 3)
+    )
     assert s.median_latency_s == 2.0 and s.mean_latency_s == 2.0 and s.recall10 is None

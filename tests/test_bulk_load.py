@@ -1,4 +1,5 @@
-"""`tot-mcp load`: chunked, resumable bulk loading into an on-disk store, readable by the store backend."""
+"""`tot-mcp load`: chunked, resumable bulk loading into an on-disk store, readable by the store
+backend."""
 
 from __future__ import annotations
 
@@ -56,7 +57,10 @@ def test_a_loaded_triple_file_is_a_working_store_kg(tmp_path, triples):
     assert report.lines_loaded == 11 and report.labels > 0
     kg = Graph(open_store_kg("m", tmp_path / "st"))
     page = _run(kg.get_edges(["m:Heat"], "m:starred_actors"))
-    assert sorted(page.entities[e.target].label for e in page.edges) == ["Al Pacino", "Robert De Niro"]
+    assert sorted(page.entities[e.target].label for e in page.edges) == [
+        "Al Pacino",
+        "Robert De Niro",
+    ]
     back = _run(kg.get_edges(["m:Michael%20Mann"], "m:directed_by", "backward"))
     assert sorted(e.target for e in back.edges) == ["m:Collateral", "m:Heat", "m:The%20Insider"]
     hits = _run(kg.search_entities("michael mann"))
@@ -94,20 +98,26 @@ def test_an_interrupted_load_resumes_where_it_stopped_without_duplicates(tmp_pat
     partial.close()
 
     resumed = []
-    report = BulkLoader(store, chunk_lines=3, progress=False, on_chunk=lambda p: resumed.append(p.lines)).load([triples])
+    report = BulkLoader(
+        store, chunk_lines=3, progress=False, on_chunk=lambda p: resumed.append(p.lines)
+    ).load([triples])
     assert resumed == [9, 11]  # only the remaining chunks were read
     assert report.chunks_loaded == 2 and report.labels > 0
     BulkLoader(tmp_path / "clean", progress=False).load([triples])
     quads = data_quads(store)
     assert len(quads) == len(set(quads)) == len(data_quads(tmp_path / "clean"))
-    assert FtsLabelIndex.open(label_index_path(store)).count() == FtsLabelIndex.open(
-        label_index_path(tmp_path / "clean")
-    ).count() == 10  # 10 distinct names, none twice
+    assert (
+        FtsLabelIndex.open(label_index_path(store)).count()
+        == FtsLabelIndex.open(label_index_path(tmp_path / "clean")).count()
+        == 10
+    )  # 10 distinct names, none twice
     edges = [q for q in quads if q.predicate.value.startswith("urn:tot:r:")]
     assert len(edges) == 10  # 11 lines, one duplicate
 
 
-def test_a_crash_between_loading_and_saving_progress_replays_the_chunk_harmlessly(tmp_path, triples):
+def test_a_crash_between_loading_and_saving_progress_replays_the_chunk_harmlessly(
+    tmp_path, triples
+):
     store = tmp_path / "st"
     BulkLoader(store, chunk_lines=4, progress=False).load([triples])
     before = set(data_quads(store))
@@ -115,11 +125,18 @@ def test_a_crash_between_loading_and_saving_progress_replays_the_chunk_harmlessl
     sp = state_path(store)
     raw = json.loads(sp.read_text())
     (f,) = raw["files"].values()
-    f.update(offset=len("".join(TRIPLES.splitlines(keepends=True)[:4]).encode()), lines=4, chunks=1, done=False)
+    f.update(
+        offset=len("".join(TRIPLES.splitlines(keepends=True)[:4]).encode()),
+        lines=4,
+        chunks=1,
+        done=False,
+    )
     raw["labels_built"] = False
     sp.write_text(json.dumps(raw))
     replayed = []
-    BulkLoader(store, chunk_lines=4, progress=False, on_chunk=lambda p: replayed.append(p.lines)).load([triples])
+    BulkLoader(
+        store, chunk_lines=4, progress=False, on_chunk=lambda p: replayed.append(p.lines)
+    ).load([triples])
     assert replayed == [8, 11]
     after = data_quads(store)
     assert set(after) == before and len(after) == len(before)
@@ -138,7 +155,9 @@ def test_a_finished_file_is_skipped_and_a_changed_file_is_reloaded(tmp_path, tri
     kg = Graph(open_store_kg("m", store))
     back = _run(kg.get_edges(["m:Michael%20Mann"], "m:directed_by", "backward"))
     assert "m:Thief" in {e.target for e in back.edges}
-    assert _run(kg.search_entities("Thief"))[0].entity.id == "m:Thief"  # the label index was rebuilt
+    assert (
+        _run(kg.search_entities("Thief"))[0].entity.id == "m:Thief"
+    )  # the label index was rebuilt
 
 
 def test_ntriples_load_in_chunks_gzipped_or_not_and_keep_blank_nodes(tmp_path):
@@ -158,7 +177,9 @@ def test_ntriples_load_in_chunks_gzipped_or_not_and_keep_blank_nodes(tmp_path):
     with pytest.raises(Interrupt):
         BulkLoader(zipped, chunk_lines=5, progress=False, on_chunk=interrupt_once).load([gz])
     BulkLoader(zipped, chunk_lines=5, progress=False).load([gz])
-    reference = set(ox.parse(path=str(src), format=ox.RdfFormat.N_TRIPLES))  # blank node labels as written
+    reference = set(
+        ox.parse(path=str(src), format=ox.RdfFormat.N_TRIPLES)
+    )  # blank node labels as written
     assert set(data_quads(plain)) == reference == set(data_quads(zipped))
     assert any(isinstance(q.subject, ox.BlankNode) for q in reference)
     kg = open_store_kg("mv", plain)
@@ -193,8 +214,9 @@ def test_a_directory_fifo_or_device_is_named_for_what_it_is_not_called_missing(t
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     for path in (tmp_path, fifo, Path("/dev/zero")):
-        with pytest.raises(InvalidInput,
-                           match=r"is not a regular file \(a directory, FIFO or device\)"):
+        with pytest.raises(
+            InvalidInput, match=r"is not a regular file \(a directory, FIFO or device\)"
+        ):
             BulkLoader(tmp_path / "st", progress=False).load([path])
 
 
@@ -229,8 +251,9 @@ def _run(coro):
 
 
 def test_a_bad_line_in_a_later_chunk_keeps_the_earlier_chunks_and_leaves_no_thread_behind(tmp_path):
-    """Chunks are converted one ahead in a thread: its error must surface with the right line number, after the
-    chunks before it are committed, and the thread must be gone when load() returns."""
+    """Chunks are converted one ahead in a thread: its error must surface with the right line
+    number, after the chunks before it are committed, and the thread must be gone when load()
+    returns."""
     import threading
 
     lines = [f"Film {i}|directed_by|Director {i % 7}\n" for i in range(20)]
@@ -243,13 +266,18 @@ def test_a_bad_line_in_a_later_chunk_keeps_the_earlier_chunks_and_leaves_no_thre
         BulkLoader(store, chunk_lines=5, progress=False).load([bad])
     assert threading.active_count() == before
     (prog,) = LoadState.read(state_path(store)).files.values()
-    assert (prog.lines, prog.chunks, prog.done) == (10, 2, False)  # lines 1-10 are in; 11-15 hold the bad one
+    assert (prog.lines, prog.chunks, prog.done) == (
+        10,
+        2,
+        False,
+    )  # lines 1-10 are in; 11-15 hold the bad one
     assert len([q for q in data_quads(store) if q.predicate.value.startswith("urn:tot:r:")]) == 10
 
 
 def test_odd_lines_convert_like_plain_ones(tmp_path):
-    """Tabs, CRLF, padding, blank lines, quotes and non-ASCII names take the general path inside a chunk of plain
-    lines; the store must hold exactly what the reference loader writes for the same triples."""
+    """Tabs, CRLF, padding, blank lines, quotes and non-ASCII names take the general path inside a
+    chunk of plain lines; the store must hold exactly what the reference loader writes for the same
+    triples."""
     text = (
         "Heat|directed_by|Michael Mann\r\n"
         "  Heat | release_year |1995 \n"
@@ -267,7 +295,9 @@ def test_odd_lines_convert_like_plain_ones(tmp_path):
 
 def test_the_cli_says_a_turtle_file_was_loaded_whole_not_zero_lines(tmp_path, capsys):
     ttl = tmp_path / "c.ttl"
-    ttl.write_text('@prefix c: <http://example.org/c/> .\nc:a c:p "1" .\nc:b c:p "2" .\n', encoding="utf-8")
+    ttl.write_text(
+        '@prefix c: <http://example.org/c/> .\nc:a c:p "1" .\nc:b c:p "2" .\n', encoding="utf-8"
+    )
     assert main([str(ttl), "--into", str(tmp_path / "st"), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "loaded 1 RDF file whole into" in err and "0 lines" not in err

@@ -110,7 +110,9 @@ async def test_different_arguments_are_different_entries():
     a = await kg.get_edges([heat(inner)], "m:starred_actors", limit=1)
     b = await kg.get_edges([heat(inner)], "m:starred_actors", limit=1, offset=1)
     assert a.edges != b.edges and a.truncated and not b.truncated
-    back = await kg.get_edges([f"m:E{inner.index.find_node('Michael Mann')}"], "m:directed_by", "backward")
+    back = await kg.get_edges(
+        [f"m:E{inner.index.find_node('Michael Mann')}"], "m:directed_by", "backward"
+    )
     assert len(back.edges) == 2 and inner.calls == 3
 
 

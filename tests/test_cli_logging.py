@@ -1,5 +1,6 @@
-"""tot-mcp's log level holds for every library: bm25s sets its own logger to DEBUG, which used to reach stderr at the
-default WARNING level (a 'DEBUG bm25s: Building index from tokens' line in a client's server log)."""
+"""tot-mcp's log level holds for every library: bm25s sets its own logger to DEBUG, which used to
+reach stderr at the default WARNING level (a 'DEBUG bm25s: Building index from tokens' line in a
+client's server log)."""
 
 from __future__ import annotations
 

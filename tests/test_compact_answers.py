@@ -25,13 +25,17 @@ def served(tmp_path_factory) -> dict:
     out: dict = {}
 
     async def fetch() -> None:
-        async with stdio_session(["--kg", "movies=embedded", "--tools", "all"], read_timeout=300,
-                                 env={"TOT_MCP_CACHE_DIR": str(cache)}) as s:
+        async with stdio_session(
+            ["--kg", "movies=embedded", "--tools", "all"],
+            read_timeout=300,
+            env={"TOT_MCP_CACHE_DIR": str(cache)},
+        ) as s:
             out["tools"] = {t.name: t for t in (await s.list_tools()).tools}
             out["tot"] = await s.call_tool("tree_of_traversals", {"query": TWO_HOPS})
             out["route"] = await s.call_tool("route_query", {"query": TWO_HOPS})
-            out["full"] = await s.call_tool("tree_of_traversals",
-                                            {"query": TWO_HOPS, "detail": "full"})
+            out["full"] = await s.call_tool(
+                "tree_of_traversals", {"query": TWO_HOPS, "detail": "full"}
+            )
             out["bad"] = await s.call_tool("route_query", {"query": TWO_HOPS, "detail": "all"})
             handle = out["tot"].structured_content["result_id"]
             out["related"] = await s.call_tool("get_relations", {"from_result": handle})
@@ -92,22 +96,43 @@ def test_a_bad_detail_is_a_tool_error(served):
 def test_a_refusal_is_its_status_its_reason_and_what_was_linked():
     """What grounding.run_checked returns when it refuses before the strategy runs: a plain
     StrategyResult, without the strategy's own fields."""
-    link = LinkInfo(mention="Tom Hanx", id="movies:E1407", label="Tom Hanks", match="typo",
-                    score=0.8, confident=False, note="one letter differs")
-    out = StrategyResult(query="who directed [Tom Hanx] films", kg="movies", results=[],
-                         status="no_entity", links=[link], value=0.0,
-                         reason="no entity named 'Tom Hanx'; nearest: Tom Hanks")
+    link = LinkInfo(
+        mention="Tom Hanx",
+        id="movies:E1407",
+        label="Tom Hanks",
+        match="typo",
+        score=0.8,
+        confident=False,
+        note="one letter differs",
+    )
+    out = StrategyResult(
+        query="who directed [Tom Hanx] films",
+        kg="movies",
+        results=[],
+        status="no_entity",
+        links=[link],
+        value=0.0,
+        reason="no entity named 'Tom Hanx'; nearest: Tom Hanks",
+    )
     result = compact_result(out, Extras(strategy="tot"), "answer", lambda ids: None)
     assert result.content[0].text.splitlines() == [
         "no_entity: no entity named 'Tom Hanx'; nearest: Tom Hanks",
-        "Linked: [Tom Hanx] → Tom Hanks [movies:E1407] (typo 0.80, loose) — one letter differs"]
+        "Linked: [Tom Hanx] → Tom Hanks [movies:E1407] (typo 0.80, loose) — one letter differs",
+    ]
     data = result.structured_content
     assert data["items"] == [] and data["total"] == 0 and data["links"][0]["match"] == "typo"
 
 
 def test_many_long_answers_stay_within_the_budgets():
-    results = [RetrievedEntity(id=f"movies:E{k}", label="A film with a long title " * 6,
-                               score=1.0 / (k + 1), source="rank") for k in range(300)]
+    results = [
+        RetrievedEntity(
+            id=f"movies:E{k}",
+            label="A film with a long title " * 6,
+            score=1.0 / (k + 1),
+            source="rank",
+        )
+        for k in range(300)
+    ]
     out = StrategyResult(query="q", kg="movies", results=results, status="answered", value=0.9)
     extras = Extras(strategy="beam", context="x" * 400 + "\n" + "y" * 400)
     result = compact_result(out, extras, "answer", lambda ids: "r0123456789")

@@ -20,7 +20,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 LINKED = f"""
 [kg.wd]
-spec = "{FIXTURES / 'linked_wd.ttl'}"
+spec = "{FIXTURES / "linked_wd.ttl"}"
 languages = ["en"]
 
 [kg.mb]
@@ -28,7 +28,7 @@ spec = "linked_mb.ttl"
 store = "mb.store"
 
 [kgs]
-movies = "{FIXTURES / 'local_movies.nt'}"
+movies = "{FIXTURES / "local_movies.nt"}"
 
 [[link]]
 from_kg = "wd"
@@ -63,24 +63,47 @@ def write(tmp_path: Path, text: str, name: str = "tot.toml") -> Path:
 
 
 def test_a_full_config_opens_every_kg_and_links_them_by_its_rules(tmp_path):
-    (tmp_path / "linked_mb.ttl").write_bytes((FIXTURES / "linked_mb.ttl").read_bytes())  # relative to the config
+    (tmp_path / "linked_mb.ttl").write_bytes(
+        (FIXTURES / "linked_mb.ttl").read_bytes()
+    )  # relative to the config
     config = load_config(write(tmp_path, LINKED))
-    assert config.server.transport == "http" and config.server.port == 8123 and config.server.token_env == "MY_TOKEN"
+    assert (
+        config.server.transport == "http"
+        and config.server.port == 8123
+        and config.server.token_env == "MY_TOKEN"
+    )
     assert config.llm.model == "claude-sonnet-4-5"
     kgs = open_kgs(config=config)
     assert list(kgs) == ["movies", "wd", "mb"]  # no extra KG: the members themselves are linked
     assert isinstance(kgs["wd"].store, MemoryKG) and isinstance(kgs["mb"].store, OxigraphKG)
-    assert (tmp_path / "mb.store").is_dir()  # the store path was resolved against the config's folder
+    assert (
+        tmp_path / "mb.store"
+    ).is_dir()  # the store path was resolved against the config's folder
     assert kgs["wd"].limits.max_edges == 7
     linked = Runtime(kgs, config=config).graph
-    assert [r.kind for r in linked.linker.rules] == ["property", "label"]  # the explicit rules, no default
+    assert [r.kind for r in linked.linker.rules] == [
+        "property",
+        "label",
+    ]  # the explicit rules, no default
     beatles = asyncio.run(linked.initialize("[The Beatles]"))[0].entity.id
     assert beatles.startswith("wd:")
-    assert asyncio.run(linked.describe_entity(beatles)).same_as == ["mb:b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d"]
+    assert asyncio.run(linked.describe_entity(beatles)).same_as == [
+        "mb:b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d"
+    ]
 
 
 def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
-    config = parse_config({"kg": {"movies": {"spec": str(FIXTURES / "local_movies.ttl"), "backend": "oxigraph", "store": "memory"}}})
+    config = parse_config(
+        {
+            "kg": {
+                "movies": {
+                    "spec": str(FIXTURES / "local_movies.ttl"),
+                    "backend": "oxigraph",
+                    "store": "memory",
+                }
+            }
+        }
+    )
     kgs = open_kgs([make_spec("movies", str(FIXTURES / "local_movies.nt"))], config)
     assert isinstance(kgs["movies"].store, MemoryKG)
 
@@ -91,15 +114,19 @@ def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
         ('[kg.x]\nspec = "embedded"\n[limits]\nmax_edgez = 3\n', r"limits.max_edgez: unknown key"),
         ("[limits]\nmax_edges = 0\n", r"limits.max_edges: .*greater than or equal to 1"),
         ('[server]\ntransport = "carrier-pigeon"\n', r"server.transport"),
-        ('[server]\nport = 70000\n', r"server.port"),
-        ('[surprise]\nx = 1\n', r"surprise: unknown key"),
+        ("[server]\nport = 70000\n", r"server.port"),
+        ("[surprise]\nx = 1\n", r"surprise: unknown key"),
         ('[kg.x]\nbackend = "memory"\n', r"kg.x.spec: missing \(required\)"),
         ("[limits]\nmax_edgse = 3\n", r"limits.max_edgse: unknown key; did you mean max_edges\?"),
-        ('[sever]\nport = 1\n', r"sever: unknown key; did you mean server\?"),
-        ('[kg.m]\nspce = "embedded"\n',
-         r"kg.m.spec: missing; kg.m.spce is there — a misspelling of spec\?"),
-        ('[kgs.m]\nspec = "embedded"\n',
-         r"kgs.m: expected a string in quotes, got a table .*\[kg.m\] table"),
+        ("[sever]\nport = 1\n", r"sever: unknown key; did you mean server\?"),
+        (
+            '[kg.m]\nspce = "embedded"\n',
+            r"kg.m.spec: missing; kg.m.spce is there — a misspelling of spec\?",
+        ),
+        (
+            '[kgs.m]\nspec = "embedded"\n',
+            r"kgs.m: expected a string in quotes, got a table .*\[kg.m\] table",
+        ),
         ('[server]\nport = "eighty"\n', r"server.port: expected a whole number, got 'eighty'"),
         ('[server]\nlog_level = "loud"\n', r"server.log_level: .*DEBUG, INFO"),
         ('[[link]]\nfrom_kg = "a"\nto_kg = "b"\nkind = "property"\n', r"link.0: .*relation"),
@@ -115,11 +142,16 @@ def test_bad_configs_name_the_file_and_the_key(tmp_path, toml, message):
 
 
 def test_bad_backend_options_and_links_fail_when_opening(tmp_path):
-    bad_option = parse_config({"kg": {"m": {"spec": str(FIXTURES / "local_movies.ttl"), "colour": "blue"}}})
+    bad_option = parse_config(
+        {"kg": {"m": {"spec": str(FIXTURES / "local_movies.ttl"), "colour": "blue"}}}
+    )
     with pytest.raises(InvalidInput, match="unknown option.*colour"):
         open_kgs(config=bad_option)
     dangling = parse_config(
-        {"kgs": {"m": str(FIXTURES / "local_movies.ttl")}, "link": [{"from_kg": "m", "to_kg": "other", "kind": "label"}]}
+        {
+            "kgs": {"m": str(FIXTURES / "local_movies.ttl")},
+            "link": [{"from_kg": "m", "to_kg": "other", "kind": "label"}],
+        }
     )
     with pytest.raises(InvalidInput, match="names KG 'other', which is not configured"):
         Runtime(open_kgs(config=dangling), config=dangling)
@@ -130,18 +162,26 @@ def test_bad_backend_options_and_links_fail_when_opening(tmp_path):
 
 
 def test_every_backend_refuses_a_misspelt_option_and_names_the_valid_ones(tmp_path):
-    """One kind of option model for every KG backend (kg_adapters/backends.py), the embedded KG included."""
+    """One kind of option model for every KG backend (kg_adapters/backends.py), the embedded KG
+    included."""
     store = tmp_path / "store"
     store.mkdir()
-    for spec in ("embedded", str(FIXTURES / "local_movies.ttl"), "sparql:http://127.0.0.1:9/q", f"store:{store}"):
+    for spec in (
+        "embedded",
+        str(FIXTURES / "local_movies.ttl"),
+        "sparql:http://127.0.0.1:9/q",
+        f"store:{store}",
+    ):
         config = parse_config({"kg": {"m": {"spec": spec, "langauges": ["en"]}}})
-        with pytest.raises(InvalidInput, match=r"\[kg.m\]: unknown option 'langauges' \(valid options: "):
+        with pytest.raises(
+            InvalidInput, match=r"\[kg.m\]: unknown option 'langauges' \(valid options: "
+        ):
             open_kgs(config=config)
 
 
 def test_a_third_party_backend_is_one_registration(tmp_path):
-    """A new KG kind: one Backend object, registered (or named in the entry-point group tot_mcp.kg_backends);
-    specs, options and --config then work as for the built-in ones."""
+    """A new KG kind: one Backend object, registered (or named in the entry-point group
+    tot_mcp.kg_backends); specs, options and --config then work as for the built-in ones."""
     from tot_mcp.kg_adapters.backends import Backend, Backends, NoOptions
     from tot_mcp.kg_adapters.files import open_file_kg
 
@@ -154,7 +194,9 @@ def test_a_third_party_backend_is_one_registration(tmp_path):
         opened.append(target)
         return open_file_kg(name, data, limits)
 
-    backends.register(Backend(kind="echo", summary="test", target="url", options=NoOptions, open=open_echo))
+    backends.register(
+        Backend(kind="echo", summary="test", target="url", options=NoOptions, open=open_echo)
+    )
     assert backends.resolve("e", "echo:https://example.org") == ("echo", "https://example.org")
     assert backends.split("./echo.ttl") == ("file", "./echo.ttl")
     with pytest.raises(InvalidInput, match="endpoint must be an http"):

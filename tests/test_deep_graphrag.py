@@ -1,4 +1,5 @@
-"""Deep GraphRAG: the Louvain community hierarchy, its on-disk cache, and the beam search's widths."""
+"""Deep GraphRAG: the Louvain community hierarchy, its on-disk cache, and the beam search's
+widths."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def test_hierarchy_has_three_levels_and_every_entity_in_exactly_one_leaf(setup):
     assert sorted(members.tolist()) == list(range(n))  # a partition: each entity once
     for leaf, parent in enumerate(h.parent_of_leaf):
         assert leaf in h.children[parent]
+
     # the two clusters of the mini KG do not share an L0 community
     def l0(label):
         i = next(k for k, x in enumerate(kg.store.index.nodes) if x.label == label)
@@ -65,7 +67,9 @@ def test_hierarchy_is_deterministic_and_cached_on_disk(setup, tmp_path):
 
 def test_beam_search_keeps_three_communities_per_level_and_ten_entities(setup):
     kg, res, h = setup
-    out = beam_search(kg, "mountain adventure films by Ivo Tan in Japanese", res, h, beam=3, top_k=10)
+    out = beam_search(
+        kg, "mountain adventure films by Ivo Tan in Japanese", res, h, beam=3, top_k=10
+    )
     assert len(out.l0) == min(3, h.levels["L0"]) and len(out.l1) == min(3, h.levels["L1"])
     assert len(out.results) <= 10 and out.scanned_entities < len(kg.store.index.nodes)
     l1_ids = {c.id for c in out.l1}
@@ -103,13 +107,15 @@ def test_every_community_is_scored_by_its_best_representative_vector(setup):
     q = res.models.embedder().encode_one("films directed by Ivo Tan")
     scores = h.l0_scores(q)
     for c in range(h.levels["L0"]):
-        reps = h.l0_reps[h.l0_rep_start[c]: h.l0_rep_start[c + 1]]
+        reps = h.l0_reps[h.l0_rep_start[c] : h.l0_rep_start[c + 1]]
         assert len(reps) >= 2  # at least one member centroid and the description
         assert scores[c] == pytest.approx(float((reps @ q).max()), abs=1e-5)
     kids, s1 = h.l1_scores(list(range(h.levels["L0"])), q)
     assert kids.tolist() == list(range(h.levels["L1"]))
     for c, s in zip(kids, s1):
-        assert s == pytest.approx(float((h.l1_reps[h.l1_rep_start[c]: h.l1_rep_start[c + 1]] @ q).max()), abs=1e-5)
+        assert s == pytest.approx(
+            float((h.l1_reps[h.l1_rep_start[c] : h.l1_rep_start[c + 1]] @ q).max()), abs=1e-5
+        )
 
 
 async def test_anchored_beam_descends_into_the_named_entitys_communities(setup):
@@ -122,10 +128,20 @@ async def test_anchored_beam_descends_into_the_named_entitys_communities(setup):
     assert [c.id for c in out.l0] == [home[0]] and out.l0[0].anchored
     assert [c.id for c in out.l1] == [home[1]] and out.l1[0].anchored
     films = {"Blue Canyon", "Red Summit", "Green Ridge"}
-    neighbourhood = films | {"Ivo Tan", "Jun Mori", "Kai Sato", "Lea Ford", "Adventure", "Japanese", "Documentary"}
+    neighbourhood = films | {
+        "Ivo Tan",
+        "Jun Mori",
+        "Kai Sato",
+        "Lea Ford",
+        "Adventure",
+        "Japanese",
+        "Documentary",
+    }
     labels = {r.label for r in out.results}
     assert labels <= neighbourhood and labels & films
-    cosine = beam_search(kg, query, res, h, beam=1, top_k=5)  # no anchors: cosine decides, nothing is anchored
+    cosine = beam_search(
+        kg, query, res, h, beam=1, top_k=5
+    )  # no anchors: cosine decides, nothing is anchored
     assert not any(c.anchored for c in cosine.l0 + cosine.l1)
     assert out.scanned_vectors >= out.scanned_entities > 0
 
@@ -133,10 +149,17 @@ async def test_anchored_beam_descends_into_the_named_entitys_communities(setup):
 def _hub_kg(tmp) -> Graph:
     """Two casts that never meet, whose twelve films all share one genre and one year (the hubs)."""
     lines = []
-    for side, cast in (("North", ["Ann Vale", "Bo Reyes", "Cy Moss"]), ("South", ["Dee Holt", "Eve Park", "Fin Roe"])):
+    for side, cast in (
+        ("North", ["Ann Vale", "Bo Reyes", "Cy Moss"]),
+        ("South", ["Dee Holt", "Eve Park", "Fin Roe"]),
+    ):
         for k in range(6):
             film = f"{side} Story {k}"
-            lines += [f"{film}|directed_by|{side} Director", f"{film}|has_genre|Drama", f"{film}|release_year|2001"]
+            lines += [
+                f"{film}|directed_by|{side} Director",
+                f"{film}|has_genre|Drama",
+                f"{film}|release_year|2001",
+            ]
             lines += [f"{film}|starred_actors|{a}" for a in cast[: 2 + k % 2]]
     path = tmp / "hub_kb.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -152,7 +175,9 @@ def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
     h = hierarchy_for(res, params)
     assert sorted(h.hubs.tolist()) == sorted(np.flatnonzero(hubs).tolist())
     members = np.concatenate(h.members)
-    assert sorted(members.tolist()) == list(range(len(kg.store.index.nodes)))  # hubs included, each entity once
+    assert sorted(members.tolist()) == list(
+        range(len(kg.store.index.nodes))
+    )  # hubs included, each entity once
 
     def l0(label):
         return h.community_of(_idx(kg, label))[0]
@@ -167,9 +192,14 @@ def test_hubs_stay_out_of_louvain_and_are_attached_to_one_leaf(tmp_path):
 def test_cache_file_names_the_hierarchy_version_vectors_and_parameters(setup):
     _kg, res, _h = setup
     names = [p.name for p in res.cache_path("x").parent.glob("hierarchy-*.npz")]
-    vectors = res.models.embedder().bulk_name  # the representatives are made of these entity vectors
+    vectors = (
+        res.models.embedder().bulk_name
+    )  # the representatives are made of these entity vectors
     assert any(n.startswith(f"hierarchy-v2-{vectors}-r") and "-l6-" in n for n in names)
-    assert res.cache_path(res.dense_file()).is_file() and res.dense_file() == f"{vectors}-descriptors.npy"
+    assert (
+        res.cache_path(res.dense_file()).is_file()
+        and res.dense_file() == f"{vectors}-descriptors.npy"
+    )
 
 
 async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setup):
@@ -179,7 +209,9 @@ async def test_tot_search_beam_method_anchors_by_default_and_reports_recall(setu
 
     kg, res, h = setup
     cache = str(res.cache_dir)
-    q = BenchmarkQuestion(id="q1", text="which films did [Ivo Tan] direct", answers=["Blue Canyon", "Red Summit"])
+    q = BenchmarkQuestion(
+        id="q1", text="which films did [Ivo Tan] direct", answers=["Blue Canyon", "Red Summit"]
+    )
     records = {}
     for anchor in (True, False):
         services = Services([kg], embedder_factory=shared_embedder, cache_dir=cache)
@@ -200,7 +232,7 @@ def test_adjacency_is_the_undirected_graph_without_repeats(setup):
     indptr, indices = adjacency(res)
     nbrs = neighbour_lists(res.graph)
     for i in range(res.graph.n):
-        assert indices[indptr[i]: indptr[i + 1]].tolist() == sorted(set(nbrs[i]))
+        assert indices[indptr[i] : indptr[i + 1]].tolist() == sorted(set(nbrs[i]))
 
 
 def test_anchored_neighbourhood_two_hops_without_expanding_hubs(setup):
@@ -215,15 +247,27 @@ def test_anchored_neighbourhood_two_hops_without_expanding_hubs(setup):
 
     assert label(n1) == {"Blue Canyon", "Red Summit", "Green Ridge"}
     assert label(n2) == {"Jun Mori", "Kai Sato", "Lea Ford", "Adventure", "Japanese", "Documentary"}
-    assert ivo not in n1 and ivo not in n2  # the anchor is the question's subject, never its own neighbour
+    assert (
+        ivo not in n1 and ivo not in n2
+    )  # the anchor is the question's subject, never its own neighbour
     hubs[_idx(kg, "Red Summit")] = True  # reached, but its other neighbours are not
     n1, n2 = anchored_neighbourhood(indptr, indices, [ivo], hubs)
-    assert "Red Summit" in label(n1) and label(n2) == {"Jun Mori", "Kai Sato", "Lea Ford", "Adventure",
-                                                       "Japanese", "Documentary"}  # all reachable via the others
+    assert "Red Summit" in label(n1) and label(n2) == {
+        "Jun Mori",
+        "Kai Sato",
+        "Lea Ford",
+        "Adventure",
+        "Japanese",
+        "Documentary",
+    }  # all reachable via the others
     one, none = anchored_neighbourhood(indptr, indices, [ivo], hubs, hops=1)
     assert label(one) == {"Blue Canyon", "Red Summit", "Green Ridge"} and len(none) == 0
-    small1, small2 = anchored_neighbourhood(indptr, indices, [ivo], np.zeros(res.graph.n, bool), limit=5)
-    assert len(small1) == 3 and len(small2) == 0  # expanding any film would pass the limit: the second hop stops
+    small1, small2 = anchored_neighbourhood(
+        indptr, indices, [ivo], np.zeros(res.graph.n, bool), limit=5
+    )
+    assert (
+        len(small1) == 3 and len(small2) == 0
+    )  # expanding any film would pass the limit: the second hop stops
     assert [len(x) for x in anchored_neighbourhood(indptr, indices, [], hubs)] == [0, 0]
 
 
@@ -234,15 +278,27 @@ async def test_anchored_beam_ranks_the_anchors_neighbourhood_with_its_hop_distan
     out = beam_search(kg, query, res, h, beam=1, top_k=10, anchors=anchors)
     by_label = {r.label: r for r in out.results}
     assert "Ivo Tan" not in by_label  # the named entity is not an answer to its own question
-    for name in ("Jun Mori", "Kai Sato", "Lea Ford"):  # two hops away: reached even outside the chosen leaf
+    for name in (
+        "Jun Mori",
+        "Kai Sato",
+        "Lea Ford",
+    ):  # two hops away: reached even outside the chosen leaf
         assert by_label[name].depth == 2
-    assert all(r.depth in (1, 2) for r in out.results if r.label in {"Blue Canyon", "Red Summit", "Green Ridge"})
+    assert all(
+        r.depth in (1, 2)
+        for r in out.results
+        if r.label in {"Blue Canyon", "Red Summit", "Green Ridge"}
+    )
     assert out.scanned_entities >= 9
-    leaves = beam_search(kg, query, res, h, beam=1, top_k=10, anchors=anchors, hops=0)  # the leaves only
+    leaves = beam_search(
+        kg, query, res, h, beam=1, top_k=10, anchors=anchors, hops=0
+    )  # the leaves only
     home = h.members[h.community_of(anchors[0])[1]]
     assert {r.label for r in leaves.results} <= {kg.store.index.nodes[i].label for i in home}
     assert all(r.depth is None for r in leaves.results)
-    cosine = beam_search(kg, query, res, h, beam=1, top_k=10)  # no anchors: no neighbourhood, no bonus
+    cosine = beam_search(
+        kg, query, res, h, beam=1, top_k=10
+    )  # no anchors: no neighbourhood, no bonus
     assert all(r.depth is None for r in cosine.results)
 
 
@@ -257,7 +313,9 @@ async def test_skipping_the_leaves_when_the_neighbourhood_fills_the_top_k_change
     n1, n2 = anchored_neighbourhood(*adjacency(res), anchors, h.hub_mask)
     leaves = np.concatenate([h.members[c.id] for c in out.l1])
     ent = res.dense(build=False).vectors
-    scored = {int(i): float(ent[i] @ q) + 1.0 for i in n1} | {int(i): float(ent[i] @ q) + 0.5 for i in n2}
+    scored = {int(i): float(ent[i] @ q) + 1.0 for i in n1} | {
+        int(i): float(ent[i] @ q) + 0.5 for i in n2
+    }
     for i in leaves:
         if int(i) not in scored and int(i) not in anchors:
             scored[int(i)] = float(ent[i] @ q)

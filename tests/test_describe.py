@@ -1,8 +1,9 @@
-"""Derived descriptions: an in-memory KG with no descriptions of its own says what each entity is, from its edges.
+"""Derived descriptions: an in-memory KG with no descriptions of its own says what each entity is,
+from its edges.
 
-Small hand-made film KGs (the shape of MetaQA: ``film|relation|value`` triples, nothing typed) and one check on the
-embedded KG, where look-alike labels (``Mikael Håfström`` the director, ``mikael håfström`` the tag) must read
-differently. See kg_adapters/describe.py for the rule.
+Small hand-made film KGs (the shape of MetaQA: ``film|relation|value`` triples, nothing typed) and
+one check on the embedded KG, where look-alike labels (``Mikael Håfström`` the director, ``mikael
+håfström`` the tag) must read differently. See kg_adapters/describe.py for the rule.
 """
 
 from __future__ import annotations
@@ -17,17 +18,41 @@ from tot_mcp.kg_adapters.triple_index import TripleIndex
 
 FILMS = [
     # title, years, directors, actors, tags
-    ("Forrest Gump", ["1994"], ["Robert Zemeckis"], ["Tom Hanks", "Sally Field", "Gary Sinise"], ["war", "tom hanks"]),
+    (
+        "Forrest Gump",
+        ["1994"],
+        ["Robert Zemeckis"],
+        ["Tom Hanks", "Sally Field", "Gary Sinise"],
+        ["war", "tom hanks"],
+    ),
     ("Cast Away", ["2000"], ["Robert Zemeckis"], ["Tom Hanks"], ["tom hanks"]),
     ("Big", ["1988"], ["Penny Marshall"], ["Tom Hanks", "Elizabeth Perkins"], ["tom hanks"]),
     ("Larry Crowne", ["2011"], ["Tom Hanks"], ["Tom Hanks", "Julia Roberts"], []),
-    ("Fargo", ["1996"], ["Joel Coen", "Ethan Coen"], ["Frances McDormand"], ["crime"]),  # co-directed: one film
-    ("Ransom", ["1956", "1996"], ["Alex Segal", "Ron Howard"], ["Glenn Ford", "Mel Gibson"], []),  # two films
+    (
+        "Fargo",
+        ["1996"],
+        ["Joel Coen", "Ethan Coen"],
+        ["Frances McDormand"],
+        ["crime"],
+    ),  # co-directed: one film
+    (
+        "Ransom",
+        ["1956", "1996"],
+        ["Alex Segal", "Ron Howard"],
+        ["Glenn Ford", "Mel Gibson"],
+        [],
+    ),  # two films
 ]
-# Enough ordinary films (one year, one director each) for the KG's statistics to say both relations are normally
-# single-valued: 24 of 26 films have one director (92%), 25 of 26 one release year.
+# Enough ordinary films (one year, one director each) for the KG's statistics to say both relations
+# are normally single-valued: 24 of 26 films have one director (92%), 25 of 26 one release year.
 FILLER = [
-    (f"Film {n}", [str(1960 + n)], [f"Director {n}"], [f"Actor {n}", f"Actor {n + 1}"], ["drama", f"tag {n}"])
+    (
+        f"Film {n}",
+        [str(1960 + n)],
+        [f"Director {n}"],
+        [f"Actor {n}", f"Actor {n + 1}"],
+        ["drama", f"tag {n}"],
+    )
     for n in range(20)
 ]
 
@@ -61,12 +86,12 @@ async def described(kg: Graph, label: str) -> str | None:
     return (await kg.describe_entity(entity.id)).entity.description
 
 
-# -- what each kind of node reads like ---------------------------------------------------------------------------
+# -- what each kind of node reads like -------------------------------------------------------------
 async def test_a_film_gets_its_year_and_director_first_then_its_short_lists():
     kg = kg_of()
     assert await described(kg, "Forrest Gump") == (
-        "release year 1994; directed by Robert Zemeckis; tags tom hanks, war; starred actors Gary Sinise, Sally Field, "
-        "Tom Hanks"
+        "release year 1994; directed by Robert Zemeckis; tags tom hanks, war; starred actors Gary "
+        "Sinise, Sally Field, Tom Hanks"
     )
 
 
@@ -85,28 +110,40 @@ async def test_a_tag_reads_as_a_tag():
 async def test_a_merged_node_is_flagged_when_a_normally_single_valued_relation_has_several_values():
     kg = kg_of()
     assert await described(kg, "Ransom") == (
-        "release years 1956, 1996; directed by Alex Segal, Ron Howard; starred actors Glenn Ford, Mel Gibson "
+        "release years 1956, 1996; directed by Alex Segal, Ron Howard; starred actors Glenn Ford, "
+        "Mel Gibson "
         '(may be 2 things named "Ransom")'
     )
 
 
 async def test_a_second_director_alone_does_not_flag_a_film_whose_one_release_year_says_it_is_one():
     text = await described(kg_of(), "Fargo")
-    assert text.startswith("release year 1996; directed by Ethan Coen, Joel Coen") and "may be" not in text
+    assert (
+        text.startswith("release year 1996; directed by Ethan Coen, Joel Coen")
+        and "may be" not in text
+    )
 
 
 async def test_nothing_is_flagged_when_the_relation_is_not_normally_single_valued():
-    # Without the filler films, "directed by" and "release year" have too few subjects to call single-valued.
+    # Without the filler films, "directed by" and "release year" have too few subjects to call
+    # single-valued.
     kg = kg_of(film_triples(FILMS))
     assert "may be" not in await described(kg, "Ransom")
 
 
 async def test_readings_come_from_the_shape_of_the_relation_label_not_its_name():
-    kg = kg_of([
-        ("Ada", "member_of", "Club"), ("Bob", "member_of", "Club"), ("Cy", "member_of", "Club"),
-        ("Ada", "born_in", "Paris"), ("Ada", "birthPlace", "London"), ("Bob", "birthPlace", "London"),
-        ("Speed", "starring", "Keanu Reeves"), ("Speed", "starring", "Sandra Bullock"),
-    ])
+    kg = kg_of(
+        [
+            ("Ada", "member_of", "Club"),
+            ("Bob", "member_of", "Club"),
+            ("Cy", "member_of", "Club"),
+            ("Ada", "born_in", "Paris"),
+            ("Ada", "birthPlace", "London"),
+            ("Bob", "birthPlace", "London"),
+            ("Speed", "starring", "Keanu Reeves"),
+            ("Speed", "starring", "Sandra Bullock"),
+        ]
+    )
     assert await described(kg, "Club") == "3 members"
     assert await described(kg, "Paris") == "1 born in it"
     assert await described(kg, "London") == "birth place of 2"
@@ -118,37 +155,73 @@ async def test_readings_come_from_the_shape_of_the_relation_label_not_its_name()
 
 async def test_descriptions_are_short_and_cut_long_values():
     long_name = "Sir " + "Very Long Name " * 10
-    kg = kg_of([("Film", "directed_by", long_name), *(("Film", f"rel_{n}", f"value {n}") for n in range(10))])
+    kg = kg_of(
+        [
+            ("Film", "directed_by", long_name),
+            *(("Film", f"rel_{n}", f"value {n}") for n in range(10)),
+        ]
+    )
     text = await described(kg, "Film")
     assert len(text) <= describe.MAX_CHARS and text.count("; ") <= 3
     assert f"directed by {long_name[:39]}…" in text
 
 
-# -- values, not counts, where a question could need them --------------------------------------------------------
-# One node for seven films that share a title: a question about "the films directed by X" reads their years off it.
-HAMLET = ("Hamlet", ["2009", "1948", "1990", "1964", "1996", "1969", "2000"],
-          ["Laurence Olivier", "Grigori Kozintsev", "Tony Richardson", "Franco Zeffirelli", "Kenneth Branagh",
-           "Michael Almereyda", "Gregory Doran"], ["Actor 1"], ["drama", "shakespeare"])
+# -- values, not counts, where a question could need them ------------------------------------------
+# One node for seven films that share a title: a question about "the films directed by X" reads
+# their years off it.
+HAMLET = (
+    "Hamlet",
+    ["2009", "1948", "1990", "1964", "1996", "1969", "2000"],
+    [
+        "Laurence Olivier",
+        "Grigori Kozintsev",
+        "Tony Richardson",
+        "Franco Zeffirelli",
+        "Kenneth Branagh",
+        "Michael Almereyda",
+        "Gregory Doran",
+    ],
+    ["Actor 1"],
+    ["drama", "shakespeare"],
+)
 
 
 async def test_a_merged_title_lists_its_values_in_order_up_to_a_bound_and_keeps_the_note():
     text = await described(kg_of(film_triples([*FILLER, HAMLET])), "Hamlet")
-    assert text.startswith("release years 1948, 1964, 1969, 1990, 1996 (+2 more); ")  # 5 of 7, by value
+    assert text.startswith(
+        "release years 1948, 1964, 1969, 1990, 1996 (+2 more); "
+    )  # 5 of 7, by value
     assert text.endswith('(may be 7 things named "Hamlet")')
     assert len(text) <= describe.MAX_CHARS and text.count("; ") <= 3
 
 
 async def test_short_values_of_a_merged_title_are_listed_whole():
-    four = ("Cinderella", ["2015", "1950", "1914", "1997"], ["Kenneth Branagh", "Clyde Geronimi"], ["Lily James"], [])
+    four = (
+        "Cinderella",
+        ["2015", "1950", "1914", "1997"],
+        ["Kenneth Branagh", "Clyde Geronimi"],
+        ["Lily James"],
+        [],
+    )
     text = await described(kg_of(film_triples([*FILLER, four])), "Cinderella")
-    assert text.startswith("release years 1914, 1950, 1997, 2015; directed by Clyde Geronimi, Kenneth Branagh; ")
+    assert text.startswith(
+        "release years 1914, 1950, 1997, 2015; directed by Clyde Geronimi, Kenneth Branagh; "
+    )
     assert text.endswith('(may be 4 things named "Cinderella")')
 
 
 def test_numbers_are_listed_by_value_and_words_alphabetically():
-    index = index_of([*film_triples(FILLER), ("Old", "release_year", "999"), ("Old", "release_year", "1948"),
-                      ("Old", "release_year", "85")])
-    assert describe.Describer(index)(index.find_node("Old")).startswith("release years 85, 999, 1948")
+    index = index_of(
+        [
+            *film_triples(FILLER),
+            ("Old", "release_year", "999"),
+            ("Old", "release_year", "1948"),
+            ("Old", "release_year", "85"),
+        ]
+    )
+    assert describe.Describer(index)(index.find_node("Old")).startswith(
+        "release years 85, 999, 1948"
+    )
 
 
 def test_when_room_is_short_lists_shrink_to_counts_before_a_part_is_dropped():
@@ -156,22 +229,42 @@ def test_when_room_is_short_lists_shrink_to_counts_before_a_part_is_dropped():
     hamlet = index.find_node("Hamlet")
     note = ' (may be 7 things named "Hamlet")'
     full = describe.Describer(index)(hamlet)
-    assert full == ("release years 1948, 1964, 1969, 1990, 1996 (+2 more); directed by 7; starred actor Actor 1; "
-                    "tags drama, shakespeare" + note)
+    assert full == (
+        "release years 1948, 1964, 1969, 1990, 1996 (+2 more); directed by 7; starred actor Actor "
+        "1; tags drama, shakespeare" + note
+    )
     for max_chars in range(len(full), 40, -1):
         text = describe.Describer(index, max_chars=max_chars)(hamlet)
         assert len(text) <= max_chars and text.endswith(note)
-        if text.count("; ") < full.count("; "):  # a part is left out only once every list is down to its count
+        if text.count("; ") < full.count(
+            "; "
+        ):  # a part is left out only once every list is down to its count
             assert "release years 1" not in text and "tags drama" not in text
     # A list shrinks a value at a time: "(+n more)" counts what is left out.
-    assert describe.Describer(index, max_chars=141)(hamlet).startswith("release years 1948, 1964, 1969 (+4 more); ")
+    assert describe.Describer(index, max_chars=141)(hamlet).startswith(
+        "release years 1948, 1964, 1969 (+4 more); "
+    )
 
 
 async def test_short_lists_of_a_multi_valued_relation_are_listed_long_ones_counted():
-    films = [*FILLER, ("Amélie", ["2001"], ["Jean-Pierre Jeunet"], ["Audrey Tautou"], ["paris", "romance", "whimsy"]),
-             ("Crowded", ["2001"], ["Someone"], [], [f"tag {n}" for n in range(6)]),
-             ("Wordy", ["2001"], ["Someone Else"], [], ["a very long tag about one thing",
-                                                         "another rather long tag here"])]
+    films = [
+        *FILLER,
+        (
+            "Amélie",
+            ["2001"],
+            ["Jean-Pierre Jeunet"],
+            ["Audrey Tautou"],
+            ["paris", "romance", "whimsy"],
+        ),
+        ("Crowded", ["2001"], ["Someone"], [], [f"tag {n}" for n in range(6)]),
+        (
+            "Wordy",
+            ["2001"],
+            ["Someone Else"],
+            [],
+            ["a very long tag about one thing", "another rather long tag here"],
+        ),
+    ]
     kg = kg_of(film_triples(films))
     assert "tags paris, romance, whimsy" in await described(kg, "Amélie")
     assert "6 tags" in await described(kg, "Crowded")  # more than MAX_LISTED
@@ -179,10 +272,16 @@ async def test_short_lists_of_a_multi_valued_relation_are_listed_long_ones_count
 
 
 async def test_the_object_of_a_passive_label_has_done_it():
-    kg = kg_of([
-        ("Book", "written_by", "Ann"), ("Chair", "made_by", "Ann"), ("Song", "music_by", "Ann"),
-        ("Song", "sung_by", "Bo"), ("Film", "directed_by", "Bo"), ("Film 2", "directed_by", "Bo"),
-    ])
+    kg = kg_of(
+        [
+            ("Book", "written_by", "Ann"),
+            ("Chair", "made_by", "Ann"),
+            ("Song", "music_by", "Ann"),
+            ("Song", "sung_by", "Bo"),
+            ("Film", "directed_by", "Bo"),
+            ("Film 2", "directed_by", "Bo"),
+        ]
+    )
     assert await described(kg, "Ann") == "has written 1; has made 1; 1 with music by them"
     assert await described(kg, "Bo") == "has directed 2; has sung 1"
     assert await described(kg, "Song") == "music by Ann; sung by Bo"  # forward: the label as it is
@@ -197,11 +296,13 @@ def test_literals_and_isolated_nodes_get_none():
     assert kg._entity(lit).description is None and kg._entity(lonely).description is None
 
 
-# -- where descriptions come from, and what they cost --------------------------------------------------------------
+# -- where descriptions come from, and what they cost ----------------------------------------------
 async def test_real_descriptions_are_kept_and_only_missing_ones_are_derived():
     index = index_of(film_triples())
     gump = index.find_node("Forrest Gump")
-    index.nodes[gump].description = "1994 film by Robert Zemeckis"  # as an RDF file's rdfs:comment would set it
+    index.nodes[
+        gump
+    ].description = "1994 film by Robert Zemeckis"  # as an RDF file's rdfs:comment would set it
     kg = Graph(MemoryKG("films", index))
     assert await described(kg, "Forrest Gump") == "1994 film by Robert Zemeckis"
     assert await described(kg, "Cast Away") == (
@@ -242,7 +343,7 @@ async def test_the_switch_turns_derivation_off_but_keeps_real_descriptions():
     assert await described(kg, "Big") == "1988 film"
 
 
-# -- the embedded movie KG ----------------------------------------------------------------------------------------
+# -- the embedded movie KG -------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("label", "expected"),
     [
@@ -261,18 +362,24 @@ async def test_embedded_films_and_look_alikes_read_differently(embedded_kg):
     gump = await described(embedded_kg, "Forrest Gump")
     assert gump.startswith("release year 1994; directed by Robert Zemeckis")
     assert gump != await described(embedded_kg, "Tom Hanks")
-    assert (await described(embedded_kg, "Ransom")).startswith("release year 1996; directed by Ron Howard")
+    assert (await described(embedded_kg, "Ransom")).startswith(
+        "release year 1996; directed by Ron Howard"
+    )
     remade = await described(embedded_kg, "The Man Who Knew Too Much")
     assert remade.startswith("release years 1934, 1956") and remade.endswith(
         '(may be 2 things named "The Man Who Knew Too Much")'
     )
-    for a, b in [("Mikael Håfström", "mikael håfström"), ("Ransom", "ransom"), ("Tom Hanks", "tom hanks")]:
+    for a, b in [
+        ("Mikael Håfström", "mikael håfström"),
+        ("Ransom", "ransom"),
+        ("Tom Hanks", "tom hanks"),
+    ]:
         assert await described(embedded_kg, a) != await described(embedded_kg, b)
 
 
 async def test_a_kg_without_an_index_gets_descriptions_from_its_relation_counts():
-    """An on-disk/oxigraph store (no in-memory index): initialize and describe_entity say what kind of thing each
-    match is from one get_relations, so look-alikes still read differently."""
+    """An on-disk/oxigraph store (no in-memory index): initialize and describe_entity say what kind
+    of thing each match is from one get_relations, so look-alikes still read differently."""
     from pathlib import Path
 
     from tot_mcp.kg_adapters.files import open_file_kg

@@ -1,21 +1,21 @@
-"""Distribution (issue #14): the wheel, the Claude Desktop bundle (``manifest.json``) and the MCP Registry entry
-(``server.json``).
+"""Distribution (issue #14): the wheel, the Claude Desktop bundle (``manifest.json``) and the MCP
+Registry entry (``server.json``).
 
 Specification:
 
-* the wheel built from ``pyproject.toml`` holds every file of the packages it ships, the run-time data included
-  (the embedded KB, the prompt templates), and installed into a fresh environment it runs on its own: ``tot-mcp
-  --check`` opens the embedded KG and one MCP call over stdio answers, with every module loaded from that
-  environment, never from this checkout;
-* ``manifest.json`` is a valid MCP Bundle (checked with the official ``mcpb`` CLI when it is in the npm cache),
-  ``scripts/pack_mcpb.sh`` packs it with what the server needs, and its tool list is exactly the tools the server
-  registers;
-* ``server.json``, ``manifest.json``, the README's ``mcp-name`` line and ``pyproject.toml`` agree on the name,
-  version, entry point and owner, so none of them can drift.
+* the wheel built from ``pyproject.toml`` holds every file of the packages it ships, the run-time
+  data included (the embedded KB, the prompt templates), and installed into a fresh environment it
+  runs on its own: ``tot-mcp --check`` opens the embedded KG and one MCP call over stdio answers,
+  with every module loaded from that environment, never from this checkout;
+* ``manifest.json`` is a valid MCP Bundle (checked with the official ``mcpb`` CLI when it is in the
+  npm cache), ``scripts/pack_mcpb.sh`` packs it with what the server needs, and its tool list is
+  exactly the tools the server registers;
+* ``server.json``, ``manifest.json``, the README's ``mcp-name`` line and ``pyproject.toml`` agree on
+  the name, version, entry point and owner, so none of them can drift.
 
-No network: the wheel is built with ``--no-build-isolation --no-index`` from the installed setuptools, installed
-with ``--no-deps`` into a venv that reuses the running environment's dependencies (a ``.pth`` file), and the ``mcpb``
-CLI runs with ``npx --offline``.
+No network: the wheel is built with ``--no-build-isolation --no-index`` from the installed
+setuptools, installed with ``--no-deps`` into a venv that reuses the running environment's
+dependencies (a ``.pth`` file), and the ``mcpb`` CLI runs with ``npx --offline``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/ser
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "*.egg-info")
 
 
-PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]  # tot_mcp.server → server, …
+PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"][
+    "package-dir"
+]  # tot_mcp.server → server, …
 
 
 def shipped_packages() -> list[Path]:
@@ -72,11 +74,21 @@ def wheel_path(repo_path: str) -> str:
     return f"{package.replace('.', '/')}/{rest}"
 
 
-def run(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
-        timeout: float = 180) -> subprocess.CompletedProcess:
-    """Run a command and capture its output; the caller checks the exit code (and shows the output on failure)."""
-    return subprocess.run(cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+def run(
+    cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 180
+) -> subprocess.CompletedProcess:
+    """Run a command and capture its output; the caller checks the exit code (and shows the output
+    on failure)."""
+    return subprocess.run(
+        cmd,
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def script_target(name: str) -> tuple[str, str]:
@@ -85,7 +97,7 @@ def script_target(name: str) -> tuple[str, str]:
     return module, function
 
 
-# -- the wheel ------------------------------------------------------------------------------------------------------
+# -- the wheel -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def src(tmp_path_factory) -> Path:
     """A copy of what the wheel is built from, so no build/ or egg-info lands in the checkout."""
@@ -101,9 +113,25 @@ def src(tmp_path_factory) -> Path:
 def wheel(src, tmp_path_factory) -> Path:
     """The wheel, built offline (no build isolation, no index) with the installed setuptools."""
     dist = tmp_path_factory.mktemp("dist")
-    built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                 "--disable-pip-version-check", "-w", str(dist), str(src)], cwd=src)
-    assert built.returncode == 0, f"pip wheel failed (setuptools>=77 installed?):\n{built.stdout}\n{built.stderr}"
+    built = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-w",
+            str(dist),
+            str(src),
+        ],
+        cwd=src,
+    )
+    assert built.returncode == 0, (
+        f"pip wheel failed (setuptools>=77 installed?):\n{built.stdout}\n{built.stderr}"
+    )
     wheels = list(dist.glob("tot_mcp-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
@@ -111,28 +139,50 @@ def wheel(src, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
-    """A fresh venv with only the wheel installed in it; the dependencies come from the environment running the
-    tests (its site-packages directories, listed in a ``.pth`` file — not ``--system-site-packages``, which gives
-    the *base* interpreter's packages and misses everything when the tests run in a virtual environment). Listed
-    paths are added after the venv's own, and their ``.pth`` files are not run, so no editable install of the
-    checkout leaks in."""
+    """A fresh venv with only the wheel installed in it; the dependencies come from the environment
+    running the tests (its site-packages directories, listed in a ``.pth`` file — not
+    ``--system-site-packages``, which gives the *base* interpreter's packages and misses everything
+    when the tests run in a virtual environment). Listed paths are added after the venv's own, and
+    their ``.pth`` files are not run, so no editable install of the checkout leaks in."""
     import site
 
     root = tmp_path_factory.mktemp("venv")
     made = run([sys.executable, "-m", "venv", "--without-pip", str(root)], cwd=root)
     assert made.returncode == 0, made.stderr
     python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    own = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root)
+    own = run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=root
+    )
     parents = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if Path(p).is_dir()]
-    Path(own.stdout.strip(), "_tests_parent_env.pth").write_text("\n".join(parents) + "\n", encoding="utf-8")
-    installed = run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index",
-                     "--ignore-installed", "--disable-pip-version-check", str(wheel)], cwd=root)
+    Path(own.stdout.strip(), "_tests_parent_env.pth").write_text(
+        "\n".join(parents) + "\n", encoding="utf-8"
+    )
+    installed = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--ignore-installed",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        cwd=root,
+    )
     assert installed.returncode == 0, f"{installed.stdout}\n{installed.stderr}"
     return root
 
 
 def bin_of(venv: Path, name: str) -> Path:
-    return venv / ("Scripts" if os.name == "nt" else "bin") / (name + (".exe" if os.name == "nt" else ""))
+    return (
+        venv
+        / ("Scripts" if os.name == "nt" else "bin")
+        / (name + (".exe" if os.name == "nt" else ""))
+    )
 
 
 def clean_env() -> dict[str, str]:
@@ -148,15 +198,21 @@ def test_wheel_holds_every_package_file_and_the_runtime_data(src, wheel):
         entry_points = zf.read(dist_info + "entry_points.txt").decode()
         metadata = zf.read(dist_info + "METADATA").decode()
     expected = {wheel_path(f) for f in package_files(src)}
-    assert content == expected, (f"missing from the wheel: {sorted(expected - content)}; "
-                                 f"unexpected: {sorted(content - expected)}")
+    assert content == expected, (
+        f"missing from the wheel: {sorted(expected - content)}; "
+        f"unexpected: {sorted(content - expected)}"
+    )
     # one package of our own: nothing generic (server, prompts, …) at the top of site-packages
     assert {n.split("/")[0] for n in content} == {"tot_mcp"}
-    # What the code opens at run time through importlib.resources (kg_adapters/embedded.py, prompts/__init__.py):
+    # What the code opens at run time through importlib.resources (kg_adapters/embedded.py,
+    # prompts/__init__.py):
     prompts = {wheel_path(p.relative_to(REPO).as_posix()) for p in (REPO / "prompts").glob("*.txt")}
     assert prompts and prompts <= content
-    assert {"tot_mcp/kg_adapters/data/metaqa_kb.txt.gz", "tot_mcp/kg_adapters/data/NOTICE.md",
-            "tot_mcp/prompts/tot_system.txt"} <= content
+    assert {
+        "tot_mcp/kg_adapters/data/metaqa_kb.txt.gz",
+        "tot_mcp/kg_adapters/data/NOTICE.md",
+        "tot_mcp/prompts/tot_system.txt",
+    } <= content
     for name, target in PROJECT["scripts"].items():
         assert f"{name} = {target}" in entry_points
     assert f"Version: {VERSION}" in metadata
@@ -173,11 +229,14 @@ def test_install_md_states_the_wheels_size(wheel):
 
 def test_installed_wheel_runs_from_its_own_environment(venv, tmp_path):
     env = clean_env()
-    probe = ("import importlib.metadata as md, importlib.util as iu, json; "
-             "from tot_mcp import kg_adapters, prompts, server, strategies; import tot_mcp.server.cli as cli; "
-             "print(json.dumps({'modules': [m.__file__ for m in (kg_adapters, prompts, server, cli, strategies)],"
-             " 'generic': [n for n in ('server', 'prompts', 'strategies', 'kg_adapters') if iu.find_spec(n)],"
-             " 'dist': str(md.distribution('tot-mcp').locate_file('')), 'version': md.version('tot-mcp')}))")
+    probe = (
+        "import importlib.metadata as md, importlib.util as iu, json; "
+        "from tot_mcp import kg_adapters, prompts, server, strategies; import tot_mcp.server.cli "
+        "as cli; print(json.dumps({'modules': [m.__file__ for m in (kg_adapters, prompts, server, "
+        "cli, strategies)], 'generic': [n for n in ('server', 'prompts', 'strategies', "
+        "'kg_adapters') if iu.find_spec(n)], 'dist': "
+        "str(md.distribution('tot-mcp').locate_file('')), 'version': md.version('tot-mcp')}))"
+    )
     out = run([str(bin_of(venv, "python")), "-c", probe], cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout)
@@ -198,27 +257,36 @@ def test_installed_wheel_runs_from_its_own_environment(venv, tmp_path):
 
 
 async def test_installed_wheel_answers_an_mcp_call_over_stdio(venv, tmp_path):
-    params = StdioServerParameters(command=str(bin_of(venv, "tot-mcp")), args=["--kg", "movies=embedded"],
-                                   env=clean_env(), cwd=str(tmp_path))
+    params = StdioServerParameters(
+        command=str(bin_of(venv, "tot-mcp")),
+        args=["--kg", "movies=embedded"],
+        env=clean_env(),
+        cwd=str(tmp_path),
+    )
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
         try:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 tools = {t.name for t in (await session.list_tools()).tools}
-                result = await session.call_tool("initialize",
-                                                 {"query": "what movies did [Tom Hanks] star in", "limit": 3})
+                result = await session.call_tool(
+                    "initialize", {"query": "what movies did [Tom Hanks] star in", "limit": 3}
+                )
         except BaseException:
             errlog.seek(0)
             sys.stderr.write("---- installed tot-mcp stderr ----\n" + errlog.read()[-4000:])
             raise
-    # the embedded KG offers every tool but the SPARQL ones (no SPARQL there); the manifest lists those too
+    # the embedded KG offers every tool but the SPARQL ones (no SPARQL there); the manifest lists
+    # those too
     assert tools == {t["name"] for t in MANIFEST["tools"]} - {"sparql_query"}
     assert not result.is_error
     top = result.structured_content["entities"][0]["entity"]
     assert (top["id"], top["label"]) == ("movies:E1407", "Tom Hanks")
 
 
-# -- the Claude Desktop bundle --------------------------------------------------------------------------------------
+# -- the Claude Desktop bundle ---------------------------------------------------------------------
 async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
     from mcp_client import inprocess_client
 
@@ -231,19 +299,24 @@ async def test_manifest_lists_exactly_the_tools_the_server_registers(tmp_path):
 
     path = tmp_path / "mini.txt"
     path.write_text("Ada Lovelace|collaborated_with|Charles Babbage\n", encoding="utf-8")
-    # a bundle user may configure a SPARQL KG (wd=wikidata), which adds the SPARQL tools: the manifest lists those
-    # too (the endpoint is configured, never contacted)
-    wd = Graph(open_sparql_kg("wd", "wikidata", "http://127.0.0.1:9/sparql",
-                              registry=EndpointRegistry()))
+    # a bundle user may configure a SPARQL KG (wd=wikidata), which adds the SPARQL tools: the
+    # manifest lists those too (the endpoint is configured, never contacted)
+    wd = Graph(
+        open_sparql_kg("wd", "wikidata", "http://127.0.0.1:9/sparql", registry=EndpointRegistry())
+    )
     mini = Graph(MemoryKG("mini", load_triples_file(path)))
     async with inprocess_client(Runtime({"mini": mini, "wd": wd})) as client:
         tools = (await client.list_tools()).tools
     registered = [t.name for t in tools]
     listed = [t["name"] for t in MANIFEST["tools"]]
     assert len(listed) == len(set(listed)), "a tool is listed twice in manifest.json"
-    assert set(listed) == set(registered), (f"add to manifest.json: {sorted(set(registered) - set(listed))}; "
-                                            f"remove: {sorted(set(listed) - set(registered))}")
-    titles = {t.name: f"{t.title}." for t in tools}  # each tool described by its title in the server
+    assert set(listed) == set(registered), (
+        f"add to manifest.json: {sorted(set(registered) - set(listed))}; "
+        f"remove: {sorted(set(listed) - set(registered))}"
+    )
+    titles = {
+        t.name: f"{t.title}." for t in tools
+    }  # each tool described by its title in the server
     assert {t["name"]: t["description"] for t in MANIFEST["tools"]} == titles
 
 
@@ -253,9 +326,13 @@ def test_manifest_agrees_with_pyproject():
     assert MANIFEST["manifest_version"] == "0.4"  # the first with server type "uv" (mcpb 2.1.2)
     assert MANIFEST["license"] == PROJECT["license"]
     server = MANIFEST["server"]
-    assert server["type"] == "uv"  # Claude Desktop installs the dependencies from the bundled pyproject.toml
+    assert (
+        server["type"] == "uv"
+    )  # Claude Desktop installs the dependencies from the bundled pyproject.toml
     module, function = script_target("tot-mcp")
-    package, _, name = module.rpartition(".")  # tot_mcp.server.cli → server/cli.py, the bundle's repository layout
+    package, _, name = module.rpartition(
+        "."
+    )  # tot_mcp.server.cli → server/cli.py, the bundle's repository layout
     assert server["entry_point"] == f"{PACKAGE_DIRS[package]}/{name}.py"
     assert (REPO / server["entry_point"]).is_file()
     import importlib
@@ -264,7 +341,9 @@ def test_manifest_agrees_with_pyproject():
     config = server["mcp_config"]
     assert config["command"] == "uv"
     args = config["args"]
-    assert args[:3] == ["run", "--directory", "${__dirname}"] and args[3] == "tot-mcp"  # the [project.scripts] name
+    assert (
+        args[:3] == ["run", "--directory", "${__dirname}"] and args[3] == "tot-mcp"
+    )  # the [project.scripts] name
     assert args[4:] == ["--kg", "${user_config.kg}"]
     assert MANIFEST["compatibility"]["runtimes"]["python"] == PROJECT["requires-python"]
 
@@ -276,30 +355,45 @@ def test_manifest_user_config_maps_into_the_server():
     user = MANIFEST["user_config"]
     config = MANIFEST["server"]["mcp_config"]
     used = set(re.findall(r"\$\{user_config\.(\w+)\}", json.dumps(config)))
-    assert used == set(user), f"user_config keys never used: {set(user) - used}; undefined: {used - set(user)}"
+    assert used == set(user), (
+        f"user_config keys never used: {set(user) - used}; undefined: {used - set(user)}"
+    )
     kg = user["kg"]
     assert kg["type"] == "string" and kg["required"] is True and kg["default"] == "movies=embedded"
     assert parse_kg_arg(kg["default"]).kind == "embedded"
-    assert config["env"][TOKEN_ENV] == "${user_config.token}"  # the variable server/cli.py reads the token from
+    assert (
+        config["env"][TOKEN_ENV] == "${user_config.token}"
+    )  # the variable server/cli.py reads the token from
     assert user["token"]["sensitive"] is True and user["token"].get("required") is False
     assert config["env"]["ANTHROPIC_API_KEY"] == "${user_config.anthropic_api_key}"
     assert user["anthropic_api_key"]["sensitive"] is True
-    # llm=openai reads these three (strategies/llm/openai_llm.py); the key is a secret, the others are not
-    assert {k: config["env"][k] for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TOT_OPENAI_MODEL")} == {
-        "OPENAI_API_KEY": "${user_config.openai_api_key}", "OPENAI_BASE_URL": "${user_config.openai_base_url}",
-        "TOT_OPENAI_MODEL": "${user_config.openai_model}"}
-    assert user["openai_api_key"]["sensitive"] is True and "sensitive" not in user["openai_base_url"]
+    # llm=openai reads these three (strategies/llm/openai_llm.py); the key is a secret, the others
+    # are not
+    assert {
+        k: config["env"][k] for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TOT_OPENAI_MODEL")
+    } == {
+        "OPENAI_API_KEY": "${user_config.openai_api_key}",
+        "OPENAI_BASE_URL": "${user_config.openai_base_url}",
+        "TOT_OPENAI_MODEL": "${user_config.openai_model}",
+    }
+    assert (
+        user["openai_api_key"]["sensitive"] is True and "sensitive" not in user["openai_base_url"]
+    )
 
 
 def _mcpb_command() -> list[str]:
-    """``npx --offline`` running the pinned mcpb CLI from the npm cache, or skip saying how to get it there."""
+    """``npx --offline`` running the pinned mcpb CLI from the npm cache, or skip saying how to get
+    it there."""
     npx = shutil.which("npx")
     if npx is None:
         pytest.skip("npx (Node.js) is not installed: the MCP Bundle CLI cannot run")
     cmd = [npx, "--offline", "-y", MCPB_CLI]
     probe = run([*cmd, "--version"], cwd=REPO, timeout=120)
     if probe.returncode != 0 or probe.stdout.strip() != MCPB_CLI.rsplit("@", 1)[1]:
-        pytest.skip(f"{MCPB_CLI} is not in the npm cache (tests stay offline): run `npx -y {MCPB_CLI} --help` once")
+        pytest.skip(
+            f"{MCPB_CLI} is not in the npm cache (tests stay offline): run `npx -y {MCPB_CLI} "
+            "--help` once"
+        )
     return cmd
 
 
@@ -308,7 +402,9 @@ def test_mcpb_cli_validates_the_manifest(tmp_path):
     ok = run([*cmd, "validate", str(REPO / "manifest.json")], cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "Manifest schema validation passes" in ok.stdout
-    broken = dict(MANIFEST, server=dict(MANIFEST["server"], type="ruby"))  # the validator does reject
+    broken = dict(
+        MANIFEST, server=dict(MANIFEST["server"], type="ruby")
+    )  # the validator does reject
     (tmp_path / "manifest.json").write_text(json.dumps(broken), encoding="utf-8")
     assert run([*cmd, "validate", str(tmp_path / "manifest.json")], cwd=tmp_path).returncode != 0
 
@@ -318,10 +414,15 @@ def test_pack_script_bundles_what_the_server_needs(tmp_path):
     before = (REPO / "server.json").read_bytes()
     out = tmp_path / "tot-mcp.mcpb"
     env = dict(os.environ, MCPB=" ".join(cmd), PYTHON=sys.executable)
-    packed = run(["bash", str(REPO / "scripts" / "pack_mcpb.sh"), "--out", str(out), "--no-record"],
-                 cwd=tmp_path, env=env)
+    packed = run(
+        ["bash", str(REPO / "scripts" / "pack_mcpb.sh"), "--out", str(out), "--no-record"],
+        cwd=tmp_path,
+        env=env,
+    )
     assert packed.returncode == 0, packed.stdout + packed.stderr
-    assert (REPO / "server.json").read_bytes() == before  # --no-record leaves the registry entry alone
+    assert (
+        REPO / "server.json"
+    ).read_bytes() == before  # --no-record leaves the registry entry alone
     with zipfile.ZipFile(out) as zf:
         names = set(zf.namelist())
         assert json.loads(zf.read("manifest.json")) == MANIFEST
@@ -329,7 +430,7 @@ def test_pack_script_bundles_what_the_server_needs(tmp_path):
     assert {"README.md", "pyproject.toml", "manifest.json"} | package_files() == names
 
 
-# -- the MCP Registry entry -----------------------------------------------------------------------------------------
+# -- the MCP Registry entry ------------------------------------------------------------------------
 def test_server_json_agrees_with_pyproject_manifest_and_readme():
     s = SERVER_JSON
     assert s["$schema"] == REGISTRY_SCHEMA
@@ -353,7 +454,9 @@ def test_server_json_agrees_with_pyproject_manifest_and_readme():
     bundle = by_type["mcpb"]
     assert bundle["identifier"] == f"{repo_url}/releases/download/v{VERSION}/tot-mcp.mcpb"
     assert "mcp" in bundle["identifier"]  # the registry's rule for bundle URLs
-    assert re.fullmatch(r"[a-f0-9]{64}", bundle["fileSha256"])  # required for mcpb; scripts/pack_mcpb.sh writes it
+    assert re.fullmatch(
+        r"[a-f0-9]{64}", bundle["fileSha256"]
+    )  # required for mcpb; scripts/pack_mcpb.sh writes it
     assert bundle.get("version", VERSION) == VERSION and bundle["transport"] == {"type": "stdio"}
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")

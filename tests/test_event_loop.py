@@ -24,12 +24,16 @@ from tot_mcp.server.http_child import http_child
 
 # from a genre hub (Drama: 4,176 films) to the genres of its films' actors' other films: ~300 pages
 # of edges
-HEAVY = {"entity_ids": ["movies:E56"], "limit": 5, "hops": [
-    {"relation_id": "has_genre", "direction": "backward"},
-    {"relation_id": "starred_actors", "direction": "forward"},
-    {"relation_id": "starred_actors", "direction": "backward"},
-    {"relation_id": "has_genre", "direction": "forward"},
-]}
+HEAVY = {
+    "entity_ids": ["movies:E56"],
+    "limit": 5,
+    "hops": [
+        {"relation_id": "has_genre", "direction": "backward"},
+        {"relation_id": "starred_actors", "direction": "forward"},
+        {"relation_id": "starred_actors", "direction": "backward"},
+        {"relation_id": "has_genre", "direction": "forward"},
+    ],
+}
 CHEAP = {"entity_ids": ["movies:E1"], "relation_id": "has_genre"}
 
 
@@ -162,6 +166,7 @@ async def test_a_trivial_query_does_not_wait_behind_another_clients_slow_checks(
     pools = Pools()
     token = POOLS.set(pools)
     try:
+
         async def as_client(who: str, query: str) -> float:
             CLIENT.set(who)  # each task has its own context copy
             began = time.perf_counter()

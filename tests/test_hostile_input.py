@@ -1,5 +1,6 @@
-"""Input from outside that must not exhaust or confuse the server (issue #25): a config path that is a device or a
-huge file, a --kg path that is a directory, a NaN handle lifetime, the Bearer scheme in any case."""
+"""Input from outside that must not exhaust or confuse the server (issue #25): a config path that is
+a device or a huge file, a --kg path that is a directory, a NaN handle lifetime, the Bearer scheme
+in any case."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_a_kg_path_that_is_a_directory_says_so(tmp_path):
 
 @pytest.mark.parametrize("name", ["legacy.txt", "legacy.txt.gz"])
 def test_a_triples_file_that_is_not_utf8_names_its_line_and_exits_2(name, tmp_path, capsys):
-    """A Latin-1 file (common for old exports) was a UnicodeDecodeError traceback from --check and tot-search."""
+    """A Latin-1 file (common for old exports) was a UnicodeDecodeError traceback from --check and
+    tot-search."""
     import gzip
 
     data = b"A|directed_by|B\n\nCaf\xe9 Noir|directed_by|C\n"
@@ -54,8 +56,9 @@ def test_handle_ttl_must_be_a_finite_positive_number(value, capsys):
 def test_handle_ttl_in_the_config_must_be_finite_and_positive(value, tmp_path, capsys):
     """#36: ``[server] handle_ttl = inf`` was accepted (handles that never expire)."""
     config = tmp_path / "tot.toml"
-    config.write_text(f'[kgs]\nmovies = "embedded"\n[server]\nhandle_ttl = {value}\n',
-                      encoding="utf-8")
+    config.write_text(
+        f'[kgs]\nmovies = "embedded"\n[server]\nhandle_ttl = {value}\n', encoding="utf-8"
+    )
     assert main(["--config", str(config), "--check"]) == 2
     assert "handle_ttl" in capsys.readouterr().err
 
@@ -101,16 +104,20 @@ def test_a_query_with_too_many_tokens_is_refused_before_it_is_parsed():
     from tot_mcp.kg_adapters.sparql.guard import MAX_TOKENS, GuardPolicy, QueryRefused, check_query
 
     q = "SELECT * WHERE { ?s ?p ?o FILTER(COALESCE(" + ",".join(["1"] * 4920) + ")) }"
-    check_query("SELECT * WHERE { ?s ?p ?o }", GuardPolicy(max_chars=10_000))  # the parser's first use, untimed
+    check_query(
+        "SELECT * WHERE { ?s ?p ?o }", GuardPolicy(max_chars=10_000)
+    )  # the parser's first use, untimed
     started = time.perf_counter()
     with pytest.raises(QueryRefused, match=f"tokens; at most {MAX_TOKENS:,}"):
         check_query(q, GuardPolicy(max_chars=10_000))
-    # milliseconds alone; the bound only has to tell "refused before parsing" from the 8 s parse on a busy 2-core CI
+    # milliseconds alone; the bound only has to tell "refused before parsing" from the 8 s parse on
+    # a busy 2-core CI
     assert time.perf_counter() - started < 2.0
 
 
 async def test_the_guard_checks_a_long_query_off_the_event_loop():
-    """Other calls go on while a query near the token cap is being checked (the parse runs in a worker thread)."""
+    """Other calls go on while a query near the token cap is being checked (the parse runs in a
+    worker thread)."""
     import asyncio
     import time
 
@@ -135,13 +142,16 @@ async def test_the_guard_checks_a_long_query_off_the_event_loop():
 
 
 async def test_queries_checked_at_the_same_time_are_each_judged_on_their_own():
-    """The parser is not thread-safe: checks in worker threads at once must not refuse valid queries."""
+    """The parser is not thread-safe: checks in worker threads at once must not refuse valid
+    queries."""
     import asyncio
 
     from tot_mcp.kg_adapters.sparql.guard import GuardPolicy, check_query_async
 
     queries = [f"SELECT ?s WHERE {{ ?s ?p ?o }} LIMIT {n}" for n in range(1, 13)]
-    checked = await asyncio.gather(*(check_query_async(q, GuardPolicy(max_rows=100)) for q in queries))
+    checked = await asyncio.gather(
+        *(check_query_async(q, GuardPolicy(max_rows=100)) for q in queries)
+    )
     assert [c.form for c in checked] == ["SELECT"] * 12
 
 

@@ -1,5 +1,5 @@
-"""A KG's indexes are built independently: a long build of one (the dense vectors, in the background) never holds
-up a call that needs another."""
+"""A KG's indexes are built independently: a long build of one (the dense vectors, in the
+background) never holds up a call that needs another."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""What the garbage collector has to scan while serving: the loaded KGs and indexes are frozen out of its view
-once, after loading (a full collection over MetaQA's ~430k objects took ~380 ms), and the label index built
-lazily afterwards (the fuzzy index) is made of objects it does not track at all."""
+"""What the garbage collector has to scan while serving: the loaded KGs and indexes are frozen out
+of its view once, after loading (a full collection over MetaQA's ~430k objects took ~380 ms), and
+the label index built lazily afterwards (the fuzzy index) is made of objects it does not track at
+all."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def test_freezing_after_load_takes_the_kg_and_its_indexes_out_of_collections(emb
 
 
 def test_after_freezing_full_collections_come_ten_times_less_often():
-    """With the loaded objects frozen, Python's rule that a full collection waits for a quarter of the long-lived
-    objects to be new no longer holds one back; the threshold does (see strategies.system)."""
+    """With the loaded objects frozen, Python's rule that a full collection waits for a quarter of
+    the long-lived objects to be new no longer holds one back; the threshold does (see
+    strategies.system)."""
     before = gc.get_threshold()
     try:
         freeze_loaded_objects()
@@ -42,7 +44,9 @@ def test_the_lazily_built_fuzzy_index_adds_nothing_for_the_collector_to_scan(emb
     index = LabelIndex([n.label for n in embedded_kg.store.index.nodes])
     gc.collect()
     before = len(gc.get_objects())
-    assert index.search("keanu reevs", 3)  # the first fuzzy search builds the index over ~43k label keys
+    assert index.search(
+        "keanu reevs", 3
+    )  # the first fuzzy search builds the index over ~43k label keys
     gc.collect()  # tuples of strings stop being tracked at the first collection that sees them
     assert index._fuzzy is not None
     assert len(gc.get_objects()) - before < 100

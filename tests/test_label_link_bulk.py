@@ -1,7 +1,8 @@
-"""A whole frontier linked by label at once (``Linker.prefetch`` with a label rule, ``find_by_labels``) links exactly
-as one entity at a time does — an exact name, a name up to case, a name the other KG lacks, a hub name cut at
-``max_label_matches`` with its note — whichever backend holds the other side: a triples file (memory), a store
-searched in memory, a store loaded by ``tot-mcp load`` with its on-disk label index, a SPARQL endpoint."""
+"""A whole frontier linked by label at once (``Linker.prefetch`` with a label rule,
+``find_by_labels``) links exactly as one entity at a time does — an exact name, a name up to case, a
+name the other KG lacks, a hub name cut at ``max_label_matches`` with its note — whichever backend
+holds the other side: a triples file (memory), a store searched in memory, a store loaded by
+``tot-mcp load`` with its on-disk label index, a SPARQL endpoint."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.oxigraph_store import open_store_kg
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 
-FILMS = "Alpha|directed_by|Eli Fox\nbeta|directed_by|Eli Fox\nDelta|directed_by|Ann Lee\nHub|directed_by|Ann Lee\n"
+FILMS = (
+    "Alpha|directed_by|Eli Fox\nbeta|directed_by|Eli Fox\nDelta|directed_by|Ann "
+    "Lee\nHub|directed_by|Ann Lee\n"
+)
 CAST_TTL = """@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix c: <http://example.org/cast/> .
 c:starred rdfs:label "starred" .
@@ -35,7 +39,9 @@ def cast_kgs(tmp_path_factory):
     ttl = root / "cast.ttl"
     ttl.write_text(CAST_TTL, encoding="utf-8")
     nt = root / "cast.txt"
-    nt.write_text("Alpha|starred|Pat Doe\nBeta|starred|Pat Doe\n" + "Hub|starred|Sam Roe\n", encoding="utf-8")
+    nt.write_text(
+        "Alpha|starred|Pat Doe\nBeta|starred|Pat Doe\n" + "Hub|starred|Sam Roe\n", encoding="utf-8"
+    )
     load_into_store(ttl, root / "store")
     BulkLoader(root / "bulk", progress=False).load([ttl])
     (root / "srv").mkdir()
@@ -86,6 +92,9 @@ async def test_a_frontier_linked_by_label_in_bulk_links_as_one_by_one(films, cas
         del cast.find_by_label
     assert got == expected  # the same IDs, and the hub's note where it was cut
     assert bulk.stats().hit_rate == 1.0  # every entity answered from the bulk lookup
-    if backend in ("store", "bulk-loaded store"):  # the index said which names to look up: "Delta" never was
+    if backend in (
+        "store",
+        "bulk-loaded store",
+    ):  # the index said which names to look up: "Delta" never was
         assert ("Delta",) not in [a[:1] for a in asked] and len(asked) <= 3
         assert expected[3].ids and "names more than 2 entities" in (expected[3].note or "")

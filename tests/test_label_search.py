@@ -1,5 +1,6 @@
 """Entity search quality and speed: exact before case-insensitive before fuzzy; no one-letter or
-letters-only junk for names; extra words in the query cost little; a few milliseconds on MetaQA's 43k labels."""
+letters-only junk for names; extra words in the query cost little; a few milliseconds on MetaQA's
+43k labels."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_exact_case_beats_casefold_beats_fuzzy():
 
 def test_short_labels_do_not_match_longer_names():
     idx = LabelIndex(["O", "M", "Tom Hanks", "r", "Hank"])
-    assert labels_of(idx, idx.search("tom hank")) [:1] == ["Tom Hanks"]
+    assert labels_of(idx, idx.search("tom hank"))[:1] == ["Tom Hanks"]
     assert not {"O", "M", "r"} & set(labels_of(idx, idx.search("tom hank")))
 
 
@@ -54,16 +55,21 @@ def test_nothing_similar_gives_nothing():
         ("the matrix", {"The Matrix"}),
     ],
 )
-async def test_search_on_the_embedded_kg_puts_the_intended_entity_first(embedded_kg, query, expected):
+async def test_search_on_the_embedded_kg_puts_the_intended_entity_first(
+    embedded_kg, query, expected
+):
     hits = await embedded_kg.search_entities(query, limit=5)
     top = [h.entity.label for h in hits[: len(expected)]]
     assert set(top) == expected, [(h.entity.label, h.score, h.match) for h in hits]
-    assert all(len(h.entity.label) > 2 for h in hits), "one- or two-letter labels are not fuzzy matches"
+    assert all(len(h.entity.label) > 2 for h in hits), (
+        "one- or two-letter labels are not fuzzy matches"
+    )
 
 
 async def test_initialize_keeps_brackets_exact_first(embedded_kg):
     hits = await embedded_kg.initialize("movies tagged [ginger rogers]")
-    assert [(h.entity.label, h.match) for h in hits[:2]] == [("ginger rogers", "exact"), ("Ginger Rogers", "casefold")]
+    assert [(h.entity.label, h.match) for h in hits[:2]] == [
+        ("ginger rogers", "exact"),
+        ("Ginger Rogers", "casefold"),
+    ]
     assert all(h.mention == "ginger rogers" for h in hits)
-
-

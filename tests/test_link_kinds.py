@@ -36,9 +36,11 @@ def catalogs(tmp_path_factory):
     load_into_store(ttl, root / "store")
     server = serve_turtle(root, CATALOG)
     url = next(server)
-    yield {"rdf file": lambda: open_kg(make_spec("catalog", str(ttl))),
-           "store": lambda: open_kg(make_spec("catalog", f"store:{root / 'store'}")),
-           "sparql": lambda: open_kg(make_spec("catalog", f"sparql:{url}"))}
+    yield {
+        "rdf file": lambda: open_kg(make_spec("catalog", str(ttl))),
+        "store": lambda: open_kg(make_spec("catalog", f"store:{root / 'store'}")),
+        "sparql": lambda: open_kg(make_spec("catalog", f"sparql:{url}")),
+    }
     server.close()
 
 

@@ -1,5 +1,6 @@
-"""Several KGs answered as one (``LinkedKG``): a Wikidata-shaped and a MusicBrainz-shaped fixture linked by owl:sameAs
-(John Lennon), an external-ID property (The Beatles, P434) and label match (Michael Jackson)."""
+"""Several KGs answered as one (``LinkedKG``): a Wikidata-shaped and a MusicBrainz-shaped fixture
+linked by owl:sameAs (John Lennon), an external-ID property (The Beatles, P434) and label match
+(Michael Jackson)."""
 
 from __future__ import annotations
 
@@ -44,17 +45,26 @@ async def wd_id(kg: LinkedKG, label: str) -> str:
 
 @pytest.mark.parametrize(
     ("rule", "label", "expected"),
-    [(SAME_AS, "John Lennon", LENNON_MB), (P434, "The Beatles", BEATLES_MB), (LABEL, "Michael Jackson", JACKSON_MB)],
+    [
+        (SAME_AS, "John Lennon", LENNON_MB),
+        (P434, "The Beatles", BEATLES_MB),
+        (LABEL, "Michael Jackson", JACKSON_MB),
+    ],
 )
 async def test_each_kind_of_link_finds_the_equivalent_and_only_that_one(rule, label, expected):
     kg = linked(rule)
     assert await kg.same_as(await wd_id(kg, label)) == [expected]
-    if rule.kind != "label":  # sameAs and P434 each link exactly one fixture entity; labels link all three
+    if (
+        rule.kind != "label"
+    ):  # sameAs and P434 each link exactly one fixture entity; labels link all three
         for other in {"John Lennon", "The Beatles", "Michael Jackson"} - {label}:
             assert await kg.same_as(await wd_id(kg, other)) == []
 
 
-@pytest.mark.parametrize(("rule", "mb_id", "label"), [(SAME_AS, LENNON_MB, "John Lennon"), (P434, BEATLES_MB, "The Beatles")])
+@pytest.mark.parametrize(
+    ("rule", "mb_id", "label"),
+    [(SAME_AS, LENNON_MB, "John Lennon"), (P434, BEATLES_MB, "The Beatles")],
+)
 async def test_links_work_backward_from_the_other_kg(rule, mb_id, label):
     kg = linked(rule)
     assert await kg.same_as(mb_id) == [await wd_id(kg, label)]
@@ -63,7 +73,9 @@ async def test_links_work_backward_from_the_other_kg(rule, mb_id, label):
 async def test_initialize_links_into_every_member_and_merges_equivalents():
     kg = linked(SAME_AS, P434, LABEL)
     hits = await kg.initialize("albums by [The Beatles]")
-    assert [h.entity.label for h in hits] == ["The Beatles"]  # the MusicBrainz match is its equivalent
+    assert [h.entity.label for h in hits] == [
+        "The Beatles"
+    ]  # the MusicBrainz match is its equivalent
     assert hits[0].entity.kg == "wd" and hits[0].same_as == [BEATLES_MB]
     described = await kg.describe_entity(hits[0].entity.id)
     assert described.same_as == [BEATLES_MB]
@@ -77,11 +89,16 @@ async def test_relations_fan_out_and_edges_route_to_the_member_owning_the_relati
     by_label = {r.label: r for r in rels.relations}
     assert {"genre", "has part", "MusicBrainz artist ID", "released"} <= set(by_label)
     assert by_label["released"].id == "mb:released" and by_label["genre"].id.startswith("wd:")
-    assert (by_label["released"].kg, by_label["genre"].kg) == ("mb", "wd")  # each relation says where it lives
+    assert (by_label["released"].kg, by_label["genre"].kg) == (
+        "mb",
+        "wd",
+    )  # each relation says where it lives
     page = await kg.get_edges([beatles], "mb:released")
     assert sorted(page.entities[e.target].label for e in page.edges) == ["Abbey Road", "Revolver"]
     assert {e.source for e in page.edges} == {BEATLES_MB}
-    assert {e.via for e in page.edges} == {beatles}  # followed from the entity asked about, through its link
+    assert {e.via for e in page.edges} == {
+        beatles
+    }  # followed from the entity asked about, through its link
     own = await kg.get_edges([beatles], by_label["genre"].id)
     assert [own.entities[e.target].label for e in own.edges] == ["rock music"]
 
@@ -91,7 +108,10 @@ async def test_an_entity_linked_nowhere_gets_an_empty_page_with_a_reason():
     rock = await wd_id(kg, "rock music")
     page = await kg.get_edges([rock], "mb:released")
     assert page.edges == [] and "no equivalent in KG 'mb'" in page.warnings[0] and not page.partial
-    assert page.relation is not None and (page.relation.id, page.relation.label) == ("mb:released", "released")
+    assert page.relation is not None and (page.relation.id, page.relation.label) == (
+        "mb:released",
+        "released",
+    )
 
 
 class FailingKG(MemoryKG):
@@ -113,7 +133,9 @@ class FailingKG(MemoryKG):
 async def test_a_failing_member_gives_a_partial_result_naming_it():
     m = members()
     mb = m["mb"].store
-    index = mb.index if hasattr(mb, "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index
+    index = (
+        mb.index if hasattr(mb, "index") else open_file_kg("mb", FIXTURES / "linked_mb.ttl").index
+    )
     broken = Graph(FailingKG("mb", index))
     kgs = {"wd": m["wd"], "mb": broken}
     kg = LinkedKG(kgs, Linker(kgs, [LABEL]))
@@ -167,29 +189,45 @@ async def test_bad_configuration_and_foreign_ids_are_clear_errors():
 def test_with_no_rules_every_pair_is_linked_by_label_unless_linking_is_off_or_restricted():
     names = ["a", "b", "c"]
     assert [(r.from_kg, r.to_kg, r.kind) for r in rules_for(names, [])] == [
-        ("a", "b", "label"), ("a", "c", "label"), ("b", "c", "label")]
+        ("a", "b", "label"),
+        ("a", "c", "label"),
+        ("b", "c", "label"),
+    ]
     assert rules_for(names, [], LinkingConfig(enabled=False)) == []
-    assert [(r.from_kg, r.to_kg) for r in rules_for(names, [], LinkingConfig(pairs=[("a", "c")]))] == [("a", "c")]
+    assert [
+        (r.from_kg, r.to_kg) for r in rules_for(names, [], LinkingConfig(pairs=[("a", "c")]))
+    ] == [("a", "c")]
     assert rules_for(names, [P434]) == [P434]  # explicit rules replace the default
 
 
 def kg_of(name: str, triples, labels: dict[str, str] | None = None) -> Graph:
     index = TripleIndex()
     for h, r, t in triples:
-        index.add(index.node(h, (labels or {}).get(h)), index.relation(r), index.node(t, (labels or {}).get(t)))
+        index.add(
+            index.node(h, (labels or {}).get(h)),
+            index.relation(r),
+            index.node(t, (labels or {}).get(t)),
+        )
     index.freeze()
     return Graph(MemoryKG(name, index))
 
 
 async def test_a_hub_label_is_linked_to_at_most_max_label_matches_and_says_so():
-    """30 people all labelled 'Smith' in one KG: linking the other KG's 'Smith' keeps 20 and the result says so."""
-    people = kg_of("people", [(f"p{i}", "spouse", f"q{i}") for i in range(30)], {f"p{i}": "Smith" for i in range(30)})
+    """30 people all labelled 'Smith' in one KG: linking the other KG's 'Smith' keeps 20 and the
+    result says so."""
+    people = kg_of(
+        "people",
+        [(f"p{i}", "spouse", f"q{i}") for i in range(30)],
+        {f"p{i}": "Smith" for i in range(30)},
+    )
     names = kg_of("names", [("Smith", "origin", "England")])
     kgs = {"names": names, "people": people}
     kg = LinkedKG(kgs, Linker(kgs, rules_for(kgs, []), max_label_matches=20))
     smith = (await names.search_entities("Smith"))[0].entity.id
     assert len(await kg.same_as(smith)) == 20
     rels = await kg.get_relations([smith])
-    assert any("more than 20 entities in KG 'people'; linked to the first 20" in w for w in rels.warnings)
+    assert any(
+        "more than 20 entities in KG 'people'; linked to the first 20" in w for w in rels.warnings
+    )
     assert not rels.partial  # a capped link is a note, not a failure
     assert kg.linker.stats().capped == 1

@@ -1,8 +1,8 @@
-"""Every backend pair linked: films in one KG, their release years (literal values) in another, joined by label, and
-the tree search answers the years whichever backends hold the two halves — a triples file (memory), a Turtle file,
-an on-disk pyoxigraph store, a SPARQL endpoint (a real ``oxigraph serve``). A SPARQL KG cannot address a literal as
-a node; the linked graph must still treat its values as one kind of node (this once crashed with KeyError
-'literal')."""
+"""Every backend pair linked: films in one KG, their release years (literal values) in another,
+joined by label, and the tree search answers the years whichever backends hold the two halves — a
+triples file (memory), a Turtle file, an on-disk pyoxigraph store, a SPARQL endpoint (a real
+``oxigraph serve``). A SPARQL KG cannot address a literal as a node; the linked graph must still
+treat its values as one kind of node (this once crashed with KeyError 'literal')."""
 
 from __future__ import annotations
 
@@ -51,8 +51,12 @@ def specs(tmp_path_factory):
         (root / f"{name}-srv").mkdir()
         server = _serve(root / f"{name}.ttl", root / f"{name}-srv")
         servers.append(server)
-        out[name] = {"triples": str(root / f"{name}.txt"), "turtle": str(root / f"{name}.ttl"),
-                     "store": f"store:{root / f'{name}-store'}", "sparql": f"sparql:{next(server)}"}
+        out[name] = {
+            "triples": str(root / f"{name}.txt"),
+            "turtle": str(root / f"{name}.ttl"),
+            "store": f"store:{root / f'{name}-store'}",
+            "sparql": f"sparql:{next(server)}",
+        }
     yield out
     for server in servers:
         server.close()
@@ -61,14 +65,16 @@ def specs(tmp_path_factory):
 @pytest.mark.parametrize("films_backend", BACKENDS)
 @pytest.mark.parametrize("catalog_backend", BACKENDS)
 async def test_a_walk_crosses_from_any_backend_to_any_other_and_answers_its_values(
-        specs, films_backend, catalog_backend):
+    specs, films_backend, catalog_backend
+):
     films = open_kg(make_spec("films", specs["films"][films_backend]))
     catalog = open_kg(make_spec("catalog", specs["catalog"][catalog_backend]))
     graph = LinkedKG.of([films, catalog])
     try:
         policy = OfflinePolicy(graph, embedder=shared_embedder())
-        result = await TreeSearch(TraversalASM(graph), policy, SearchConfig(k=3, max_expansions=12)).run(
-            "when were the films directed by [Eli Fox] released")
+        result = await TreeSearch(
+            TraversalASM(graph), policy, SearchConfig(k=3, max_expansions=12)
+        ).run("when were the films directed by [Eli Fox] released")
     finally:
         await graph.aclose()
     assert result.error is None

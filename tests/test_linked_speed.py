@@ -1,8 +1,9 @@
-"""What keeps linked KGs close to one in-memory KB in speed and answers (issue #21): the offline reasoner reads a path's
-last hop only when a returned plan needs what it reaches, and asks a hub's size with a bounded read; a frontier whose
-read was cut is too big to walk on from, as one over the node limit is in memory; topic linking skips an
-endpoint's label scan for a mention another KG already named; a link lookup is one query, a label link an index
-lookup. Each test pins the read it saves, and that the answers stay those of the full read."""
+"""What keeps linked KGs close to one in-memory KB in speed and answers (issue #21): the offline
+reasoner reads a path's last hop only when a returned plan needs what it reaches, and asks a hub's
+size with a bounded read; a frontier whose read was cut is too big to walk on from, as one over the
+node limit is in memory; topic linking skips an endpoint's label scan for a mention another KG
+already named; a link lookup is one query, a label link an index lookup. Each test pins the read it
+saves, and that the answers stay those of the full read."""
 
 from __future__ import annotations
 
@@ -24,15 +25,18 @@ from tot_mcp.kg_adapters.triple_index import TripleIndex
 from tot_mcp.strategies.offline import OfflineReasoner, OfflineSettings, topics_from_matches
 from tot_mcp.strategies.offline.graph import KGReader
 
-# -- the offline reasoner: lazy last hops -----------------------------------------------------------------------------
+# -- the offline reasoner: lazy last hops ----------------------------------------------------------
 HUB = 300  # films of one genre
 
 
 def _hub_kg(name: str = "films") -> Graph:
     """Alpha is one of HUB Drama films; only Alpha has a director."""
     index = TripleIndex()
-    triples = [("Alpha", "directed_by", "Dana Reed"), ("Alpha", "has_genre", "Drama"),
-               ("Alpha", "release_year", "1999")]
+    triples = [
+        ("Alpha", "directed_by", "Dana Reed"),
+        ("Alpha", "has_genre", "Drama"),
+        ("Alpha", "release_year", "1999"),
+    ]
     triples += [(f"Film {i}", "has_genre", "Drama") for i in range(HUB - 1)]
     for h, r, t in triples:
         index.add(index.node(h), index.relation(r), index.node(t))
@@ -48,8 +52,9 @@ class CountingKG(DelegatingKG):
         super().__init__(inner.store)
         self.reads: list[tuple[str, Direction, int]] = []
 
-    async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
-                           labelled=False):
+    async def adjacent_ids(
+        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, labelled=False
+    ):
         hops = [(relation_id, direction)] if isinstance(relation_id, str) else relation_id
         self.reads.extend((r.split(":", 1)[1], Direction(d), limit) for r, d in hops)
         return await super().adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
@@ -69,22 +74,30 @@ async def _plans(kg, question: str, settings: OfflineSettings | None = None):
 
 
 def _summary(res) -> list[tuple]:
-    """What a plan walks and reaches (scores differ between backends by their relation samples, not by this)."""
-    return [(tuple((h[0].split(":", 1)[1], h[1]) for h in p.hops), tuple(sorted(p.answer_labels)),
-             tuple(len(f) for f in p.frontiers)) for p in res.plans]
+    """What a plan walks and reaches (scores differ between backends by their relation samples, not
+    by this)."""
+    return [
+        (
+            tuple((h[0].split(":", 1)[1], h[1]) for h in p.hops),
+            tuple(sorted(p.answer_labels)),
+            tuple(len(f) for f in p.frontiers),
+        )
+        for p in res.plans
+    ]
 
 
 async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_plan_ends_there():
-    """"who directed [Alpha]": the beam also tries Alpha → genre → every Drama film (the genre's 300 films, a
-    "same genre" hop). Scoring it needs only to know that the hop multiplies the frontier by more than hub_fanout,
-    which a read of hub_fanout + 1 edges settles; its 300 films are never read. The plans are those of the
-    KG read in memory, which reads everything."""
+    """ "who directed [Alpha]": the beam also tries Alpha → genre → every Drama film (the genre's
+    300 films, a "same genre" hop). Scoring it needs only to know that the hop multiplies the
+    frontier by more than hub_fanout, which a read of hub_fanout + 1 edges settles; its 300 films
+    are never read. The plans are those of the KG read in memory, which reads everything."""
     kg, backend = counting(_hub_kg())
     settings = OfflineSettings(max_hops=2, plans=1)
     res = await _plans(kg, "who directed [Alpha]", settings)
     assert res.best.answer_labels == ["Dana Reed"]
-    hub_reads = [limit for rel, d, limit in backend.reads
-                 if rel == "has_genre" and d is Direction.backward]
+    hub_reads = [
+        limit for rel, d, limit in backend.reads if rel == "has_genre" and d is Direction.backward
+    ]
     # the hop is settled by hub_fanout + 1 edges; the answer-type prior's sample of what reaches a
     # genre is bounded too (4 × type_sample); nothing reads the genre's films in full
     assert settings.hub_fanout + 1 in hub_reads
@@ -95,12 +108,17 @@ async def test_a_hub_at_the_last_hop_is_never_read_in_full_unless_a_returned_pla
 
 async def test_the_plans_are_those_of_a_full_read_whatever_the_backend():
     """Every returned plan's last hop is read (answers, frontiers), as a KG in memory reads them."""
-    for question in ("who directed [Alpha]", "which films have the same genre as [Alpha]",
-                     "when were the films of the genre of [Alpha] released"):
+    for question in (
+        "who directed [Alpha]",
+        "which films have the same genre as [Alpha]",
+        "when were the films of the genre of [Alpha] released",
+    ):
         memory = await _plans(_hub_kg(), question)
         generic = await _plans(counting(_hub_kg())[0], question)
         assert sorted(_summary(memory)) == sorted(_summary(generic)), question
-        assert all(len(p.frontiers[-1]) == len(p.answers) or len(p.answers) == 200 for p in generic.plans)
+        assert all(
+            len(p.frontiers[-1]) == len(p.answers) or len(p.answers) == 200 for p in generic.plans
+        )
 
 
 async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_a_full_read():
@@ -117,15 +135,21 @@ async def test_reaches_more_than_reads_a_little_more_than_asked_and_agrees_with_
     assert not await memory.reaches_more_than([drama], hop, HUB)
 
 
-
-# -- the offline reasoner: a frontier cut at a read cap is too big to walk on from ------------------------------------
+# -- the offline reasoner: a frontier cut at a read cap is too big to walk on from -----------------
 def _cast_hub_kg() -> Graph:
-    """Alpha is one of HUB Drama films, each with an actor of its own (so there is a hop to walk on to)."""
+    """Alpha is one of HUB Drama films, each with an actor of its own (so there is a hop to walk on
+    to)."""
     index = TripleIndex()
-    triples = [("Alpha", "directed_by", "Dana Reed"), ("Alpha", "has_genre", "Drama"),
-               ("Alpha", "starred_actors", "Ann Alpha")]
+    triples = [
+        ("Alpha", "directed_by", "Dana Reed"),
+        ("Alpha", "has_genre", "Drama"),
+        ("Alpha", "starred_actors", "Ann Alpha"),
+    ]
     for i in range(HUB - 1):
-        triples += [(f"Film {i}", "has_genre", "Drama"), (f"Film {i}", "starred_actors", f"Actor {i}")]
+        triples += [
+            (f"Film {i}", "has_genre", "Drama"),
+            (f"Film {i}", "starred_actors", f"Actor {i}"),
+        ]
     for h, r, t in triples:
         index.add(index.node(h), index.relation(r), index.node(t))
     index.freeze()
@@ -133,30 +157,38 @@ def _cast_hub_kg() -> Graph:
 
 
 class CappedKG(CountingKG):
-    """A backend whose bulk read never returns more than ``cap`` edges (it says ``truncated`` when it left some
-    out), as an endpoint with a result-row limit does."""
+    """A backend whose bulk read never returns more than ``cap`` edges (it says ``truncated`` when
+    it left some out), as an endpoint with a result-row limit does."""
 
     def __init__(self, inner: Graph, cap: int) -> None:
         super().__init__(inner)
         self.cap = cap
 
-    async def adjacent_ids(self, entity_ids, relation_id, direction=Direction.forward, limit=2000,
-                           labelled=False):
-        return await super().adjacent_ids(entity_ids, relation_id, direction, min(limit, self.cap),
-                                          labelled)
+    async def adjacent_ids(
+        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, labelled=False
+    ):
+        return await super().adjacent_ids(
+            entity_ids, relation_id, direction, min(limit, self.cap), labelled
+        )
 
 
 def _walked_from_the_genre(res) -> list[tuple]:
-    """Plans that walk on from "every film of the genre" (genre, then back to its films, then further)."""
-    return [p.hops for p in res.plans
-            if len(p.hops) == 3 and [(h[0].split(":", 1)[1], h[1]) for h in p.hops[:2]]
-            == [("has_genre", Direction.forward), ("has_genre", Direction.backward)]]
+    """Plans that walk on from "every film of the genre" (genre, then back to its films, then
+    further)."""
+    return [
+        p.hops
+        for p in res.plans
+        if len(p.hops) == 3
+        and [(h[0].split(":", 1)[1], h[1]) for h in p.hops[:2]]
+        == [("has_genre", Direction.forward), ("has_genre", Direction.backward)]
+    ]
 
 
 async def test_a_frontier_whose_read_was_cut_is_never_walked_on_from_as_over_max_frontier_in_memory():
-    """The genre's HUB films are more than max_frontier. A KG in memory reads them all and does not walk on
-    from them; a KG whose read is cut at fewer edges than max_frontier holds only part of them, under
-    the limit, and must take the same decision rather than walk on from an arbitrary part of the genre."""
+    """The genre's HUB films are more than max_frontier. A KG in memory reads them all and does not
+    walk on from them; a KG whose read is cut at fewer edges than max_frontier holds only part of
+    them, under the limit, and must take the same decision rather than walk on from an arbitrary
+    part of the genre."""
     settings = OfflineSettings(max_hops=3, max_frontier=HUB // 3)
     question = "who acted in the films of the genre of [Alpha]"
     memory = await _plans(_cast_hub_kg(), question, settings)
@@ -187,10 +219,15 @@ async def test_a_hop_is_read_once_up_to_its_cap_and_a_read_cut_there_counts_as_m
     assert await capped.reaches_more_than([drama], hop, HUB)
     alpha = (await kg.find_by_label("Alpha"))[0].id
     assert await capped.follow([([alpha], ("films:has_genre", Direction.forward))], within=5) == [
-        ({alpha: [drama]}, False)]  # a read that was not cut is exact
+        ({alpha: [drama]}, False)
+    ]  # a read that was not cut is exact
 
-# -- linking over a SPARQL endpoint ---------------------------------------------------------------------------------
-FILMS = "Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli Fox\nBeta|imdb_id|tt0002\n"
+
+# -- linking over a SPARQL endpoint ----------------------------------------------------------------
+FILMS = (
+    "Alpha|directed_by|Eli Fox\nAlpha|imdb_id|tt0001\nBeta|directed_by|Eli "
+    "Fox\nBeta|imdb_id|tt0002\n"
+)
 CATALOG = """@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix c: <http://example.org/catalog/> .
 c:imdb rdfs:label "IMDb ID" .
@@ -211,7 +248,9 @@ def catalog_url(tmp_path_factory):
 def kgs(catalog_url, tmp_path):
     films = tmp_path / "films.txt"
     films.write_text(FILMS, encoding="utf-8")
-    return open_kg(make_spec("films", str(films))), open_kg(make_spec("catalog", f"sparql:{catalog_url}"))
+    return open_kg(make_spec("films", str(films))), open_kg(
+        make_spec("catalog", f"sparql:{catalog_url}")
+    )
 
 
 def _spy_queries(kg) -> list[str]:
@@ -230,51 +269,103 @@ def _spy_queries(kg) -> list[str]:
 async def test_a_mention_a_local_kg_names_exactly_costs_the_endpoint_no_label_scan(kgs):
     films, catalog = kgs
     alone = _spy_queries(catalog)
-    hits = await catalog.initialize("what genre is [Alpha]")  # on its own the endpoint scans labels for "Alpha"
+    hits = await catalog.initialize(
+        "what genre is [Alpha]"
+    )  # on its own the endpoint scans labels for "Alpha"
     assert [h.entity.label for h in hits] == ["Alpha (1999)"] and hits[0].match == "contains"
     assert any("CONTAINS(" in q for q in alone)
-    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+    linked = LinkedKG(
         {"films": films, "catalog": catalog},
-        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+        Linker(
+            {"films": films, "catalog": catalog},
+            [
+                LinkRule(
+                    from_kg="catalog",
+                    to_kg="films",
+                    kind="identifier",
+                    relation="imdb",
+                    to_relation="imdb_id",
+                )
+            ],
+        ),
+    )
     alone.clear()
     (alpha,) = await linked.initialize("what genre is [Alpha]")
     assert alpha.entity.label == "Alpha" and alpha.match == "exact"
-    assert [await catalog.label_of(i) for i in alpha.same_as] == ["Alpha (1999)"]  # still linked, by its ID
+    assert [await catalog.label_of(i) for i in alpha.same_as] == [
+        "Alpha (1999)"
+    ]  # still linked, by its ID
     assert not any("CONTAINS(" in q for q in alone)
     # a mention no local KG names is still looked up by substring at the endpoint
     alone.clear()
-    assert [m.entity.label for m in await linked.initialize("what genre is [Alpha (1]")] == ["Alpha (1999)"]
+    assert [m.entity.label for m in await linked.initialize("what genre is [Alpha (1]")] == [
+        "Alpha (1999)"
+    ]
     assert any("CONTAINS(" in q for q in alone)
 
 
 async def test_an_identifier_link_of_one_entity_is_one_query(kgs):
-    """The entity's identifier values are one unsorted read (not a sorted tool page plus, when it has none, an ASK
-    whether the relation exists at all): a genre node, which has no IMDb ID, learns it has no twin in one query."""
+    """The entity's identifier values are one unsorted read (not a sorted tool page plus, when it
+    has none, an ASK whether the relation exists at all): a genre node, which has no IMDb ID, learns
+    it has no twin in one query."""
     films, catalog = kgs
-    linker = Linker({"films": films, "catalog": catalog},
-                    [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb",
-                              to_relation="imdb_id")])
+    linker = Linker(
+        {"films": films, "catalog": catalog},
+        [
+            LinkRule(
+                from_kg="catalog",
+                to_kg="films",
+                kind="identifier",
+                relation="imdb",
+                to_relation="imdb_id",
+            )
+        ],
+    )
     thriller = (await catalog.search_entities("Thriller"))[0].entity.id
     t1 = (await catalog.search_entities("Alpha (1999)"))[0].entity.id
-    await linker.relation_in(catalog, "imdb")  # the rule's relation is resolved once per KG, not per entity
+    await linker.relation_in(
+        catalog, "imdb"
+    )  # the rule's relation is resolved once per KG, not per entity
     sent = _spy_queries(catalog)
     assert (await linker.equivalents(thriller, "films")).ids == ()
     assert len(sent) == 1
     sent.clear()
-    assert [await films.label_of(i) for i in (await linker.equivalents(t1, "films")).ids] == ["Alpha"]
+    assert [await films.label_of(i) for i in (await linker.equivalents(t1, "films")).ids] == [
+        "Alpha"
+    ]
     assert len(sent) == 1
 
 
 async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
-    """same_as_many (the ASM links every entity a step adds): a page of catalog films was one identifier query per
-    film; now one bulk read of their identifiers, one lookup by value, and the same links same_as finds alone."""
+    """same_as_many (the ASM links every entity a step adds): a page of catalog films was one
+    identifier query per film; now one bulk read of their identifiers, one lookup by value, and the
+    same links same_as finds alone."""
     films, catalog = kgs
-    rule = [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]
-    ids = [(await catalog.search_entities(t))[0].entity.id for t in ("Alpha (1999)", "Beta (2003)", "Thriller")]
-    alone = LinkedKG({"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule))
+    rule = [
+        LinkRule(
+            from_kg="catalog",
+            to_kg="films",
+            kind="identifier",
+            relation="imdb",
+            to_relation="imdb_id",
+        )
+    ]
+    ids = [
+        (await catalog.search_entities(t))[0].entity.id
+        for t in ("Alpha (1999)", "Beta (2003)", "Thriller")
+    ]
+    alone = LinkedKG(
+        {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule)
+    )
     expected = {i: await alone.same_as(i) for i in ids}
-    assert [len(v) for v in expected.values()] == [1, 1, 0]  # the films have a twin, the genre has none
-    linked = LinkedKG({"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule))
+    assert [len(v) for v in expected.values()] == [
+        1,
+        1,
+        0,
+    ]  # the films have a twin, the genre has none
+    linked = LinkedKG(
+        {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule)
+    )
     await linked.linker.relation_in(catalog, "imdb")  # resolved once per KG, not per entity
     sent = _spy_queries(catalog)
     assert await linked.same_as_many(ids) == expected
@@ -286,17 +377,21 @@ async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
     assert not sent  # a frontier's links into one KG: from the link cache, nothing asked again
 
 
-# -- label links against an on-disk store -----------------------------------------------------------------------------
+# -- label links against an on-disk store ----------------------------------------------------------
 def test_a_store_finds_a_label_in_its_index_and_names_an_entity_without_describing_it(tmp_path):
     src = tmp_path / "cast.txt"
-    src.write_text("Heat|starred_actors|Al Pacino\nheat wave|starred_actors|Ann Lee\n", encoding="utf-8")
+    src.write_text(
+        "Heat|starred_actors|Al Pacino\nheat wave|starred_actors|Ann Lee\n", encoding="utf-8"
+    )
     load_into_store(src, tmp_path / "st")
     kg = Graph(open_store_kg("cast", tmp_path / "st"))
 
     async def run():
         (heat,) = await kg.find_by_label("Heat")
         assert heat.label == "Heat"
-        assert [e.label for e in await kg.find_by_label("HEAT")] == ["Heat"]  # case aside: the label search's answer
+        assert [e.label for e in await kg.find_by_label("HEAT")] == [
+            "Heat"
+        ]  # case aside: the label search's answer
         assert await kg.find_by_label("Heat Wave") == await kg.find_by_label("heat wave")
         assert await kg.find_by_label("Nothing Like It") == []
 
@@ -310,14 +405,18 @@ def test_a_store_finds_a_label_in_its_index_and_names_an_entity_without_describi
     asyncio.run(run())
 
 
-# -- the tree search's pages of a hub over SPARQL ---------------------------------------------------------------------
+# -- the tree search's pages of a hub over SPARQL --------------------------------------------------
 def _hub_catalog() -> str:
-    """A genre with 40 films whose IRIs sort differently from the order they were written in, one with two labels
-    (a row per label); films with literal years; a film whose award is a blank node."""
-    lines = ["@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .",
-             "@prefix skos: <http://www.w3.org/2004/02/skos/core#> .",
-             "@prefix c: <http://example.org/catalog/> .",
-             'c:drama rdfs:label "Drama" .', 'c:comedy rdfs:label "Comedy" .']
+    """A genre with 40 films whose IRIs sort differently from the order they were written in, one
+    with two labels (a row per label); films with literal years; a film whose award is a blank
+    node."""
+    lines = [
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .",
+        "@prefix skos: <http://www.w3.org/2004/02/skos/core#> .",
+        "@prefix c: <http://example.org/catalog/> .",
+        'c:drama rdfs:label "Drama" .',
+        'c:comedy rdfs:label "Comedy" .',
+    ]
     for i in range(40):
         n = (i * 17) % 40
         lines.append(f'c:film{n} rdfs:label "Film {n}" ; c:genre c:drama ; c:year {1990 + n % 7} .')
@@ -332,16 +431,29 @@ def hub_catalog_url(tmp_path_factory):
 
 
 def _page(p) -> tuple:
-    return ([(e.source, e.target, e.value and e.value.value, [(q.relation, q.value and q.value.value)
-                                                           for q in e.qualifiers]) for e in p.edges],
-            sorted((k, v.label) for k, v in p.entities.items()), p.truncated, p.next_offset)
+    return (
+        [
+            (
+                e.source,
+                e.target,
+                e.value and e.value.value,
+                [(q.relation, q.value and q.value.value) for q in e.qualifiers],
+            )
+            for e in p.edges
+        ],
+        sorted((k, v.label) for k, v in p.entities.items()),
+        p.truncated,
+        p.next_offset,
+    )
 
 
-async def test_a_hub_page_is_the_endpoints_sorted_page_sorted_here_from_one_unsorted_read(hub_catalog_url):
-    """``get_edges`` pages in the endpoint's ``ORDER BY ?src ?tgt`` order. For IRI targets that order is the IRIs'
-    string order, so the page is cut from one unsorted read sorted here (oxigraph sorts a genre's 4,000 films in
-    0.3–0.5 s, and reads them unsorted in ~60 ms): one read per call, never a sort. Every page equals the
-    endpoint's own."""
+async def test_a_hub_page_is_the_endpoints_sorted_page_sorted_here_from_one_unsorted_read(
+    hub_catalog_url,
+):
+    """``get_edges`` pages in the endpoint's ``ORDER BY ?src ?tgt`` order. For IRI targets that
+    order is the IRIs' string order, so the page is cut from one unsorted read sorted here (oxigraph
+    sorts a genre's 4,000 films in 0.3–0.5 s, and reads them unsorted in ~60 ms): one read per call,
+    never a sort. Every page equals the endpoint's own."""
     ours = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     theirs = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     theirs.store.client_sort_max = 0  # every read too big to sort here: the endpoint sorts
@@ -350,46 +462,64 @@ async def test_a_hub_page_is_the_endpoints_sorted_page_sorted_here_from_one_unso
     genre = next(r.id for r in (await ours.get_relations([drama])).relations if r.label == "genre")
     sent = _spy_queries(ours)
     first = await ours.get_edges([drama], genre, Direction.backward, limit=7)
-    assert _page(first) == _page(await theirs.get_edges([drama], genre, Direction.backward, limit=7))
+    assert _page(first) == _page(
+        await theirs.get_edges([drama], genre, Direction.backward, limit=7)
+    )
     assert first.truncated and len(first.edges) == 7
     assert not any("ORDER BY" in q for q in sent)
     sent.clear()
-    for ids, limit, offset in [([drama], 7, 7), ([drama], 30, 14), ([drama], 200, 0), ([drama, comedy], 5, 38),
-                               ([comedy, drama], 200, 0), ([drama, drama], 50, 60)]:
+    for ids, limit, offset in [
+        ([drama], 7, 7),
+        ([drama], 30, 14),
+        ([drama], 200, 0),
+        ([drama, comedy], 5, 38),
+        ([comedy, drama], 200, 0),
+        ([drama, drama], 50, 60),
+    ]:
         mine = await ours.get_edges(ids, genre, Direction.backward, limit=limit, offset=offset)
-        assert _page(mine) == _page(await theirs.get_edges(ids, genre, Direction.backward, limit=limit,
-                                                           offset=offset)), (ids, limit, offset)
+        assert _page(mine) == _page(
+            await theirs.get_edges(ids, genre, Direction.backward, limit=limit, offset=offset)
+        ), (ids, limit, offset)
     assert not any("ORDER BY" in q for q in sent)
     assert len(sent) == 6  # one unsorted read per call (a source given twice is read once)
 
 
 async def test_literal_and_blank_node_targets_and_reads_over_the_bound_are_left_to_the_endpoints_sort(
-        hub_catalog_url):
-    """Literals order by value, type and engine, blank nodes by nothing one can name: the endpoint sorts those
-    (after one unsorted read that found them, once per relation); so it does a source with more rows than
-    ``client_sort_max``. The pages are the endpoint's either way."""
+    hub_catalog_url,
+):
+    """Literals order by value, type and engine, blank nodes by nothing one can name: the endpoint
+    sorts those (after one unsorted read that found them, once per relation); so it does a source
+    with more rows than ``client_sort_max``. The pages are the endpoint's either way."""
     ours = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     theirs = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     theirs.store.client_sort_max = 0
     film5 = (await ours.find_by_label("Film 5"))[0].id
-    films = list(dict.fromkeys([film5, *(m.entity.id for m in await ours.search_entities("Film", limit=30))]))[:20]
+    films = list(
+        dict.fromkeys([film5, *(m.entity.id for m in await ours.search_entities("Film", limit=30))])
+    )[:20]
     rels = {r.label: r.id for r in (await ours.get_relations(films)).relations}
     sent = _spy_queries(ours)
     for rel in (rels["year"], rels["award"]):
         for limit, offset in [(5, 0), (5, 5), (200, 0)]:
-            assert _page(await ours.get_edges(films, rel, Direction.forward, limit=limit, offset=offset)) == \
-                _page(await theirs.get_edges(films, rel, Direction.forward, limit=limit, offset=offset))
+            assert _page(
+                await ours.get_edges(films, rel, Direction.forward, limit=limit, offset=offset)
+            ) == _page(
+                await theirs.get_edges(films, rel, Direction.forward, limit=limit, offset=offset)
+            )
     unsorted = [q for q in sent if "ORDER BY" not in q and "ASK" not in q]
-    assert len(unsorted) == 2  # one read per relation found its literals / blank nodes; then the endpoint sorts
+    assert (
+        len(unsorted) == 2
+    )  # one read per relation found its literals / blank nodes; then the endpoint sorts
     ours.store.client_sort_max = 10
     drama = (await ours.find_by_label("Drama"))[0].id
     sent.clear()
-    assert _page(await ours.get_edges([drama], rels["genre"], Direction.backward, limit=7)) == \
-        _page(await theirs.get_edges([drama], rels["genre"], Direction.backward, limit=7))
+    assert _page(
+        await ours.get_edges([drama], rels["genre"], Direction.backward, limit=7)
+    ) == _page(await theirs.get_edges([drama], rels["genre"], Direction.backward, limit=7))
     assert any("ORDER BY" in q for q in sent)
 
 
-# -- the chain statistics' per-node relations over SPARQL -------------------------------------------------------------
+# -- the chain statistics' per-node relations over SPARQL ------------------------------------------
 async def _every_node(kg) -> list[str]:
     films = [m.entity.id for i in range(40) for m in (await kg.search_entities(f"Film {i}"))[:1]]
     genres = [(await kg.search_entities(g))[0].entity.id for g in ("Drama", "Comedy")]
@@ -397,8 +527,9 @@ async def _every_node(kg) -> list[str]:
 
 
 @pytest.mark.parametrize("backward_scan", [20000, 5])
-async def test_each_nodes_relations_are_one_query_per_batch_and_those_asked_one_by_one(hub_catalog_url,
-                                                                                      backward_scan):
+async def test_each_nodes_relations_are_one_query_per_batch_and_those_asked_one_by_one(
+    hub_catalog_url, backward_scan
+):
     """``KGReader.relation_sets`` (the chain statistics' per-node relations) reads N nodes of a
     SPARQL KG in ``ceil(N / batch)`` queries, and each node's set is what
     ``relation_counts([node])`` says. A node whose backward edges ``get_relations`` would sample
@@ -423,9 +554,21 @@ async def test_a_linked_readers_per_node_relations_are_those_get_relations_gives
     relations and the reverse); the bulk read agrees node by node with the linked KG's own
     ``get_relations([node])``."""
     films, catalog = kgs
-    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+    linked = LinkedKG(
         {"films": films, "catalog": catalog},
-        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+        Linker(
+            {"films": films, "catalog": catalog},
+            [
+                LinkRule(
+                    from_kg="catalog",
+                    to_kg="films",
+                    kind="identifier",
+                    relation="imdb",
+                    to_relation="imdb_id",
+                )
+            ],
+        ),
+    )
     nodes = []
     for kg in (films, catalog):
         for label in ("Alpha", "Beta", "Alpha (1999)", "Beta (2003)", "Thriller", "Horror"):
@@ -448,8 +591,13 @@ async def test_the_frontiers_of_a_depth_are_one_relations_query_together(hub_cat
     catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     nodes = await _every_node(catalog)
     frontiers = [nodes[-1:], nodes[:2], nodes[2:4], nodes[:30]]  # a genre, two films, two, thirty
-    alone = [{(r.id, Direction(r.direction)): r.count or 1
-              for r in (await catalog.relation_counts(f)).relations} for f in frontiers]
+    alone = [
+        {
+            (r.id, Direction(r.direction)): r.count or 1
+            for r in (await catalog.relation_counts(f)).relations
+        }
+        for f in frontiers
+    ]
     sent = _spy_queries(catalog)
     assert await KGReader(catalog).relations(frontiers) == alone
     assert len(sent) == 1, sent
@@ -462,13 +610,19 @@ async def test_frontiers_taking_the_same_hop_are_one_read_and_each_gets_its_own_
     alone, _ = counting(kg)
     hop = ("films:has_genre", Direction.forward)
     films = [(await kg.find_by_label(t))[0].id for t in ("Alpha", "Film 1", "Film 2", "Film 3")]
-    asks = [(films[:1], hop), (films[1:3], hop), (films[2:], hop),
-            ([(await kg.find_by_label("Drama"))[0].id], ("films:has_genre", Direction.backward))]
+    asks = [
+        (films[:1], hop),
+        (films[1:3], hop),
+        (films[2:], hop),
+        ([(await kg.find_by_label("Drama"))[0].id], ("films:has_genre", Direction.backward)),
+    ]
     expected = [(await KGReader(alone).follow([ask], within=2))[0] for ask in asks]
     together, backend = counting(kg)
     assert await KGReader(together).follow(asks, within=2) == expected
-    assert [r[:2] for r in backend.reads] == [("has_genre", Direction.forward),
-                                              ("has_genre", Direction.backward)]
+    assert [r[:2] for r in backend.reads] == [
+        ("has_genre", Direction.forward),
+        ("has_genre", Direction.backward),
+    ]
 
 
 async def test_a_depths_hops_are_one_read_and_over_sparql_one_query(hub_catalog_url):
@@ -478,62 +632,119 @@ async def test_a_depths_hops_are_one_read_and_over_sparql_one_query(hub_catalog_
     films = [(await catalog.find_by_label(f"Film {i}"))[0].id for i in (1, 2, 3)]
     rels = {r.label: r.id for r in (await catalog.get_relations(films)).relations}
     drama = (await catalog.find_by_label("Drama"))[0].id
-    asks = [(films, (rels["genre"], Direction.forward)), (films, (rels["year"], Direction.forward)),
-            ([drama], (rels["genre"], Direction.backward))]
+    asks = [
+        (films, (rels["genre"], Direction.forward)),
+        (films, (rels["year"], Direction.forward)),
+        ([drama], (rels["genre"], Direction.backward)),
+    ]
     expected = [(await KGReader(catalog).follow([ask], within=2))[0] for ask in asks]
     sent = _spy_queries(catalog)
     assert await KGReader(catalog).follow(asks, within=2) == expected
     assert len(sent) == 1, sent
 
 
-# -- a walk across linked KGs: one read per hop -----------------------------------------------------------------------
+# -- a walk across linked KGs: one read per hop ----------------------------------------------------
 WALK_FILMS = 120  # more than a tool call's 50 IDs: a paged walk took a query per batch and per page
 
 
 @pytest.fixture(scope="module")
 def walk_catalog_url(tmp_path_factory):
-    films = "".join(f'c:t{i} rdfs:label "Film {i} (2001)" ; c:imdb "tt{i:04d}" ; c:genre c:noir .\n'
-                    for i in range(WALK_FILMS))
-    turtle = ('@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n'
-              '@prefix c: <http://example.org/catalog/> .\n'
-              'c:imdb rdfs:label "IMDb ID" .\nc:genre rdfs:label "genre" .\nc:noir rdfs:label "Noir" .\n' + films)
+    films = "".join(
+        f'c:t{i} rdfs:label "Film {i} (2001)" ; c:imdb "tt{i:04d}" ; c:genre c:noir .\n'
+        for i in range(WALK_FILMS)
+    )
+    turtle = (
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        "@prefix c: <http://example.org/catalog/> .\n"
+        'c:imdb rdfs:label "IMDb ID" .\nc:genre rdfs:label "genre" .\nc:noir rdfs:label "Noir" .\n'
+        + films
+    )
     yield from serve_turtle(tmp_path_factory.mktemp("walk"), turtle)
 
 
-async def test_a_follow_path_across_linked_kgs_reads_each_hop_in_one_query(walk_catalog_url, tmp_path):
-    """A director's films (memory), their genre and that genre's films (the endpoint, over an identifier link):
-    the frontier of 120 films is linked in one lookup and each endpoint hop is one unsorted read."""
+async def test_a_follow_path_across_linked_kgs_reads_each_hop_in_one_query(
+    walk_catalog_url, tmp_path
+):
+    """A director's films (memory), their genre and that genre's films (the endpoint, over an
+    identifier link): the frontier of 120 films is linked in one lookup and each endpoint hop is one
+    unsorted read."""
     from tot_mcp.kg_adapters.follow import Hop, follow_path
 
     path = tmp_path / "films.txt"
-    path.write_text("".join(f"Film {i}|directed_by|Eli Fox\nFilm {i}|imdb_id|tt{i:04d}\n"
-                            for i in range(WALK_FILMS)), encoding="utf-8")
-    films, catalog = open_kg(make_spec("films", str(path))), open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
-    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+    path.write_text(
+        "".join(
+            f"Film {i}|directed_by|Eli Fox\nFilm {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)
+        ),
+        encoding="utf-8",
+    )
+    films, catalog = (
+        open_kg(make_spec("films", str(path))),
+        open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")),
+    )
+    linked = LinkedKG(
         {"films": films, "catalog": catalog},
-        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+        Linker(
+            {"films": films, "catalog": catalog},
+            [
+                LinkRule(
+                    from_kg="catalog",
+                    to_kg="films",
+                    kind="identifier",
+                    relation="imdb",
+                    to_relation="imdb_id",
+                )
+            ],
+        ),
+    )
     genre = (await catalog.search_relations("genre", 1))[0].id
     await linked.linker.relation_in(catalog, "imdb")  # resolved once per KG, not per walk
     (eli,) = [m.entity.id for m in await films.search_entities("Eli Fox", 1)]
     sent = _spy_queries(catalog)
-    res = await follow_path(linked, [eli], [Hop(relation_id="films:directed_by", direction=Direction.backward),
-                                            Hop(relation_id=genre), Hop(relation_id=genre,
-                                                                        direction=Direction.backward)])
+    res = await follow_path(
+        linked,
+        [eli],
+        [
+            Hop(relation_id="films:directed_by", direction=Direction.backward),
+            Hop(relation_id=genre),
+            Hop(relation_id=genre, direction=Direction.backward),
+        ],
+    )
     assert res.reached == [WALK_FILMS, 1, WALK_FILMS] and not res.warnings
-    assert res.total == WALK_FILMS and all(t.label.endswith(" (2001)") and t.paths == WALK_FILMS for t in res.targets)
+    assert res.total == WALK_FILMS and all(
+        t.label.endswith(" (2001)") and t.paths == WALK_FILMS for t in res.targets
+    )
     assert len(sent) <= 3, sent  # the links in one lookup, then one read per endpoint hop
     await catalog.aclose()
 
 
-async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(walk_catalog_url, tmp_path):
-    """adjacent_ids over linked KGs reads the relation's own KG from the equivalents there, in one query,
-    and gives each pair the entity asked as its source, as adjacent gives it as ``via``."""
+async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(
+    walk_catalog_url, tmp_path
+):
+    """adjacent_ids over linked KGs reads the relation's own KG from the equivalents there, in one
+    query, and gives each pair the entity asked as its source, as adjacent gives it as ``via``."""
     path = tmp_path / "films.txt"
-    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)), encoding="utf-8")
-    films, catalog = open_kg(make_spec("films", str(path))), open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
-    linked = LinkedKG({"films": films, "catalog": catalog}, Linker(
+    path.write_text(
+        "".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)), encoding="utf-8"
+    )
+    films, catalog = (
+        open_kg(make_spec("films", str(path))),
+        open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")),
+    )
+    linked = LinkedKG(
         {"films": films, "catalog": catalog},
-        [LinkRule(from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id")]))
+        Linker(
+            {"films": films, "catalog": catalog},
+            [
+                LinkRule(
+                    from_kg="catalog",
+                    to_kg="films",
+                    kind="identifier",
+                    relation="imdb",
+                    to_relation="imdb_id",
+                )
+            ],
+        ),
+    )
     genre = (await catalog.search_relations("genre", 1))[0].id
     await linked.linker.relation_in(catalog, "imdb")
     ids = [m.entity.id for m in await films.search_entities("Film 7", 1)]
@@ -541,6 +752,9 @@ async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(walk_ca
     labelled = await linked.adjacent(ids, genre)
     sent = _spy_queries(catalog)
     read = await linked.adjacent_ids(ids, genre)
-    assert sorted(read.pairs) == sorted((e.via, e.target) for e in labelled.edges) and len(read.pairs) == 50
+    assert (
+        sorted(read.pairs) == sorted((e.via, e.target) for e in labelled.edges)
+        and len(read.pairs) == 50
+    )
     assert {s for s, _ in read.pairs} <= set(ids) and len(sent) == 1  # links known: one read
     await catalog.aclose()

@@ -1,4 +1,5 @@
-"""AnthropicLLM against a fake Messages API on loopback: request shape, usage accounting, errors → LLMError."""
+"""AnthropicLLM against a fake Messages API on loopback: request shape, usage accounting, errors →
+LLMError."""
 
 from __future__ import annotations
 
@@ -21,9 +22,14 @@ class FakeAnthropic(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         FakeAnthropic.requests.append({"path": self.path, "headers": headers, "body": body})
         if FakeAnthropic.status != 200:
-            payload = {"type": "error", "error": {"type": "overloaded_error", "message": "try later"}}
+            payload = {
+                "type": "error",
+                "error": {"type": "overloaded_error", "message": "try later"},
+            }
         else:
-            payload = anthropic_message(body["model"], "EXPAND_KG", {"input_tokens": 42, "output_tokens": 3})
+            payload = anthropic_message(
+                body["model"], "EXPAND_KG", {"input_tokens": 42, "output_tokens": 3}
+            )
         send_json(self, FakeAnthropic.status, payload)
 
     def log_message(self, *args):
@@ -40,14 +46,22 @@ def fake_api():
 
 async def test_completion_sends_a_messages_request_and_counts_tokens(fake_api):
     llm = AnthropicLLM("claude-test", api_key="sk-test", base_url=fake_api, max_retries=0)
-    text = await llm.complete("hello", system="be brief", max_tokens=20, temperature=0.3, stop=["\n\n"])
+    text = await llm.complete(
+        "hello", system="be brief", max_tokens=20, temperature=0.3, stop=["\n\n"]
+    )
     assert text == "EXPAND_KG"
     req = FakeAnthropic.requests[0]
     assert req["path"] == "/v1/messages"
-    assert req["headers"].get("x-api-key") == "sk-test" or req["headers"].get("authorization") == "Bearer sk-test"
+    assert (
+        req["headers"].get("x-api-key") == "sk-test"
+        or req["headers"].get("authorization") == "Bearer sk-test"
+    )
     assert req["body"] == {
-        "model": "claude-test", "max_tokens": 20, "system": "be brief",
-        "messages": [{"role": "user", "content": "hello"}], "stop_sequences": ["\n\n"],
+        "model": "claude-test",
+        "max_tokens": 20,
+        "system": "be brief",
+        "messages": [{"role": "user", "content": "hello"}],
+        "stop_sequences": ["\n\n"],
     }
     assert (llm.usage.calls, llm.usage.input_tokens, llm.usage.output_tokens) == (1, 42, 3)
     await llm.aclose()

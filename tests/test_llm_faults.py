@@ -1,11 +1,13 @@
-"""The HTTP LLM backends against a loopback server that misbehaves, speaking the real wire formats: the Anthropic
-Messages API (``POST /v1/messages``) and OpenAI Chat Completions (``POST /v1/chat/completions``).
+"""The HTTP LLM backends against a loopback server that misbehaves, speaking the real wire formats:
+the Anthropic Messages API (``POST /v1/messages``) and OpenAI Chat Completions (``POST
+/v1/chat/completions``).
 
-Each case: an OK reply; a 200 whose body is not JSON; the connection closed mid-body; 429 with ``Retry-After`` then
-OK (the retry waits at least the header, and a huge header is capped); 529 overloaded then OK (Anthropic); a
-timeout; a 404 for an unknown model (one line naming the model). Every failure ends as one-line ``LLMError`` after
-bounded retries — never another exception. Then ``tot-search`` end to end (in-process, ``main(argv)``) against a
-server that always answers garbage: a single question exits 1 with one stderr line, a benchmark run exits 0 with every question's error
+Each case: an OK reply; a 200 whose body is not JSON; the connection closed mid-body; 429 with
+``Retry-After`` then OK (the retry waits at least the header, and a huge header is capped); 529
+overloaded then OK (Anthropic); a timeout; a 404 for an unknown model (one line naming the model).
+Every failure ends as one-line ``LLMError`` after bounded retries — never another exception. Then
+``tot-search`` end to end (in-process, ``main(argv)``) against a server that always answers garbage:
+a single question exits 1 with one stderr line, a benchmark run exits 0 with every question's error
 recorded. One server for the module (127.0.0.1, port 0); tiny timeouts and backoffs keep it fast.
 """
 
@@ -34,9 +36,10 @@ NOT_JSON = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
 class Faulty(BaseHTTPRequestHandler):
     """Pops the next behaviour from ``plan`` (else uses ``default``) for each request:
 
-    ``"ok"`` a proper reply in the path's wire format; ``"not_json"`` 200 with an HTML body (``content-type`` from
-    ``not_json_type``); ``"cut"`` a 200 whose body stops half-way and the connection closes; ``("sleep", s)`` an OK
-    reply after ``s`` seconds; ``(status, headers, payload)`` an error status.
+    ``"ok"`` a proper reply in the path's wire format; ``"not_json"`` 200 with an HTML body
+    (``content-type`` from ``not_json_type``); ``"cut"`` a 200 whose body stops half-way and the
+    connection closes; ``("sleep", s)`` an OK reply after ``s`` seconds; ``(status, headers,
+    payload)`` an error status.
     """
 
     plan: typing.ClassVar[list] = []
@@ -49,10 +52,14 @@ class Faulty(BaseHTTPRequestHandler):
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         body = json.loads(raw or b"{}")
-        Faulty.requests.append({
-            "t": time.monotonic(), "path": self.path, "body": body,
-            "headers": {k.lower(): v for k, v in self.headers.items()},
-        })
+        Faulty.requests.append(
+            {
+                "t": time.monotonic(),
+                "path": self.path,
+                "body": body,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+            }
+        )
         what = Faulty.plan.pop(0) if Faulty.plan else Faulty.default
         try:
             if what == "ok":
@@ -80,9 +87,14 @@ class Faulty(BaseHTTPRequestHandler):
 
     def _ok(self, body: dict) -> dict:
         if self.path.endswith("/messages"):
-            return anthropic_message(body.get("model"), Faulty.reply_text, {"input_tokens": 40, "output_tokens": 7})
-        return openai_completion(body.get("model"), Faulty.reply_text,
-                                 {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35})
+            return anthropic_message(
+                body.get("model"), Faulty.reply_text, {"input_tokens": 40, "output_tokens": 7}
+            )
+        return openai_completion(
+            body.get("model"),
+            Faulty.reply_text,
+            {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35},
+        )
 
     def log_message(self, *args):
         pass
@@ -124,25 +136,39 @@ def one_line(e: BaseException) -> str:
     return text
 
 
-# -- OK path ---------------------------------------------------------------------------------------------------------
+# -- OK path ---------------------------------------------------------------------------------------
 async def test_openai_ok_reply_sends_chat_completions_and_counts_tokens(server):
     llm = openai(server, api_key="sk-local")
-    text = await llm.complete("hello", system="be brief", max_tokens=20, temperature=0.3, stop=["\n\n"])
+    text = await llm.complete(
+        "hello", system="be brief", max_tokens=20, temperature=0.3, stop=["\n\n"]
+    )
     assert text == "ANSWER: Forrest Gump | movies:E1"
     req = Faulty.requests[0]
     assert req["path"] == "/v1/chat/completions"
     assert req["headers"]["authorization"] == "Bearer sk-local"
     assert req["body"] == {
-        "model": "local-model", "max_tokens": 20, "temperature": 0.3, "stop": ["\n\n"],
-        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}],
+        "model": "local-model",
+        "max_tokens": 20,
+        "temperature": 0.3,
+        "stop": ["\n\n"],
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "hello"},
+        ],
     }
     assert (llm.usage.calls, llm.usage.input_tokens, llm.usage.output_tokens) == (1, 30, 5)
     await llm.aclose()
 
 
-async def test_openai_key_is_optional_for_local_servers_and_model_comes_from_the_environment(server):
-    llm = factory.make_llm("openai", environment=Environment({"TOT_OPENAI_MODEL": "env-model",
-                                                                "OPENAI_BASE_URL": f"{server}/v1"}))
+async def test_openai_key_is_optional_for_local_servers_and_model_comes_from_the_environment(
+    server,
+):
+    llm = factory.make_llm(
+        "openai",
+        environment=Environment(
+            {"TOT_OPENAI_MODEL": "env-model", "OPENAI_BASE_URL": f"{server}/v1"}
+        ),
+    )
     assert await llm.complete("hi") == Faulty.reply_text
     assert "authorization" not in Faulty.requests[0]["headers"]
     assert Faulty.requests[0]["body"]["model"] == "env-model"
@@ -176,20 +202,30 @@ def test_the_default_anthropic_model_is_known_to_the_sdk_and_not_deprecated():
 def test_factory_builds_both_http_backends_with_their_options(server, monkeypatch):
     from tot_mcp.strategies.search_cli import build_parser
 
-    llm = factory.make_llm("openai", model="m", options={"base_url": f"{server}/v1", "timeout": "3", "max_retries": 1})
-    assert isinstance(llm, OpenAICompatibleLLM) and llm.timeout == 3.0 and llm.retry.max_retries == 1
+    llm = factory.make_llm(
+        "openai", model="m", options={"base_url": f"{server}/v1", "timeout": "3", "max_retries": 1}
+    )
+    assert (
+        isinstance(llm, OpenAICompatibleLLM) and llm.timeout == 3.0 and llm.retry.max_retries == 1
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("TOT_ANTHROPIC_MODEL", "claude-env")
-    assert factory.make_llm("anthropic").model == "claude-env"  # this process's environment, unless given one
+    assert (
+        factory.make_llm("anthropic").model == "claude-env"
+    )  # this process's environment, unless given one
     assert factory.make_llm("anthropic", model="claude-flag").model == "claude-flag"
-    assert factory.make_llm("anthropic", options={"model": "claude-config"}).model == "claude-config"
+    assert (
+        factory.make_llm("anthropic", options={"model": "claude-config"}).model == "claude-config"
+    )
     with pytest.raises(LLMError, match="ANTHROPIC_API_KEY is not set"):
-        factory.make_llm("anthropic", environment=Environment({"ANTHROPIC_API_KEY": ""}))  # empty is unset
+        factory.make_llm(
+            "anthropic", environment=Environment({"ANTHROPIC_API_KEY": ""})
+        )  # empty is unset
     assert "openai" in factory.policy_kinds()
     assert build_parser().parse_args(["--llm", "openai", "q"]).llm == "openai"
 
 
-# -- malformed bodies ------------------------------------------------------------------------------------------------
+# -- malformed bodies ------------------------------------------------------------------------------
 @pytest.mark.parametrize("ctype", ["application/json", "text/html"])
 @pytest.mark.parametrize("kind", BACKENDS)
 async def test_a_non_json_body_is_retried_then_one_clear_error(server, kind, ctype):
@@ -211,7 +247,7 @@ async def test_a_non_json_body_once_then_ok_recovers(server, kind):
     await llm.aclose()
 
 
-# -- connection closed mid-body --------------------------------------------------------------------------------------
+# -- connection closed mid-body --------------------------------------------------------------------
 @pytest.mark.parametrize("kind", BACKENDS)
 async def test_a_connection_closed_mid_body_is_retried_then_one_clear_error(server, kind):
     Faulty.default = "cut"
@@ -232,12 +268,18 @@ async def test_a_connection_closed_mid_body_once_then_ok_recovers(server, kind):
     await llm.aclose()
 
 
-# -- 429 / 529 with Retry-After --------------------------------------------------------------------------------------
+# -- 429 / 529 with Retry-After --------------------------------------------------------------------
 def _rate_limited(kind: str, retry_after: str) -> tuple:
     if kind == "anthropic":
         payload = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
     else:
-        payload = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+        payload = {
+            "error": {
+                "message": "Rate limit reached",
+                "type": "requests",
+                "code": "rate_limit_exceeded",
+            }
+        }
     return (429, {"retry-after": retry_after}, payload)
 
 
@@ -293,7 +335,7 @@ def test_retry_after_parsing_and_the_cap():
     assert policy.delay(0, 60) == 10 and policy.delay(0, 2) == 2
 
 
-# -- timeouts --------------------------------------------------------------------------------------------------------
+# -- timeouts --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", BACKENDS)
 async def test_a_server_slower_than_the_timeout_is_retried_then_one_clear_error(server, kind):
     Faulty.default = ("sleep", 1.0)
@@ -306,9 +348,13 @@ async def test_a_server_slower_than_the_timeout_is_retried_then_one_clear_error(
     await llm.aclose()
 
 
-# -- unknown model ---------------------------------------------------------------------------------------------------
+# -- unknown model ---------------------------------------------------------------------------------
 async def test_anthropic_404_unknown_model_names_the_model_and_is_not_retried(server):
-    Faulty.default = (404, {}, {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}})
+    Faulty.default = (
+        404,
+        {},
+        {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-nope"}},
+    )
     llm = AnthropicLLM("claude-nope", api_key="k", base_url=server, **FAST)
     with pytest.raises(LLMError) as err:
         await llm.complete("hello")
@@ -319,8 +365,18 @@ async def test_anthropic_404_unknown_model_names_the_model_and_is_not_retried(se
 
 
 async def test_openai_404_unknown_model_names_the_model_and_is_not_retried(server):
-    Faulty.default = (404, {}, {"error": {"message": "The model `gpt-nope` does not exist", "type":
-                                          "invalid_request_error", "param": None, "code": "model_not_found"}})
+    Faulty.default = (
+        404,
+        {},
+        {
+            "error": {
+                "message": "The model `gpt-nope` does not exist",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "model_not_found",
+            }
+        },
+    )
     llm = OpenAICompatibleLLM("gpt-nope", base_url=f"{server}/v1", **FAST)
     with pytest.raises(LLMError) as err:
         await llm.complete("hello")
@@ -330,15 +386,18 @@ async def test_openai_404_unknown_model_names_the_model_and_is_not_retried(serve
     await llm.aclose()
 
 
-# -- tot-search end to end (in-process: an exception escaping ``main`` would fail the test, so "no traceback"
-# means main returned its exit code and wrote exactly one stderr line) -------------------------------------------
+# -- tot-search end to end (in-process: an exception escaping ``main`` would fail the test, so "no
+# traceback"
+# means main returned its exit code and wrote exactly one stderr line) -----------------------------
 @pytest.fixture
 def tot_search(monkeypatch, embedded_kg, capsys):
     import tot_mcp.strategies.search_cli as cli
     from tot_mcp.strategies.system import assemble
 
     # the embedded movie KG, loaded once
-    monkeypatch.setattr(cli, "open_system", lambda ns, config: assemble({"movies": embedded_kg}, config))
+    monkeypatch.setattr(
+        cli, "open_system", lambda ns, config: assemble({"movies": embedded_kg}, config)
+    )
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
     def run(*argv: str, model: str = "local-model") -> tuple[int, str, str]:
@@ -355,7 +414,9 @@ def tot_search(monkeypatch, embedded_kg, capsys):
 
 def test_tot_search_single_question_with_a_garbage_server_exits_1_with_one_line(server, tot_search):
     Faulty.default = "not_json"
-    code, _, err = tot_search("--llm", "openai", "--base-url", f"{server}/v1", "what movies did [Tom Hanks] star in")
+    code, _, err = tot_search(
+        "--llm", "openai", "--base-url", f"{server}/v1", "what movies did [Tom Hanks] star in"
+    )
     assert code == 1, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tot-search: error: "), err
@@ -364,14 +425,30 @@ def test_tot_search_single_question_with_a_garbage_server_exits_1_with_one_line(
     assert Faulty.requests[0]["body"]["model"] == "local-model"
 
 
-def test_tot_search_benchmark_with_a_garbage_server_records_every_error_and_goes_on(server, tot_search, tmp_path):
+def test_tot_search_benchmark_with_a_garbage_server_records_every_error_and_goes_on(
+    server, tot_search, tmp_path
+):
     Faulty.default = "not_json"
     questions = tmp_path / "q.txt"
-    questions.write_text("what movies did [Tom Hanks] star in\tForrest Gump\n"
-                         "who directed [The Last Mimzy]\tBob Shaye\n", encoding="utf-8")
+    questions.write_text(
+        "what movies did [Tom Hanks] star in\tForrest Gump\n"
+        "who directed [The Last Mimzy]\tBob Shaye\n",
+        encoding="utf-8",
+    )
     out_file = tmp_path / "x.jsonl"
-    code, out, err = tot_search("--llm", "openai", "--base-url", f"{server}/v1", "--llm-retries", "1", "--quiet",
-                                "--questions", str(questions), "--out", str(out_file))
+    code, out, err = tot_search(
+        "--llm",
+        "openai",
+        "--base-url",
+        f"{server}/v1",
+        "--llm-retries",
+        "1",
+        "--quiet",
+        "--questions",
+        str(questions),
+        "--out",
+        str(out_file),
+    )
     assert code == 0, err
     assert "Traceback" not in err
     rows = [json.loads(line) for line in out_file.read_text(encoding="utf-8").splitlines()]
@@ -381,8 +458,14 @@ def test_tot_search_benchmark_with_a_garbage_server_records_every_error_and_goes
 
 
 def test_tot_search_without_a_model_is_one_usage_error(server, tot_search):
-    code, _, err = tot_search("--llm", "openai", "--base-url", f"{server}/v1", "what movies did [Tom Hanks] star in",
-                              model="")
+    code, _, err = tot_search(
+        "--llm",
+        "openai",
+        "--base-url",
+        f"{server}/v1",
+        "what movies did [Tom Hanks] star in",
+        model="",
+    )
     assert code == 2
     assert err.strip().splitlines() == [
         "tot-search: error: no model for --llm openai: pass --model NAME or set TOT_OPENAI_MODEL"
@@ -390,5 +473,7 @@ def test_tot_search_without_a_model_is_one_usage_error(server, tot_search):
 
 
 def test_tot_search_offline_rejects_llm_flags(tot_search):
-    code, _, err = tot_search("--base-url", "http://127.0.0.1:1/v1", "what movies did [Tom Hanks] star in")
+    code, _, err = tot_search(
+        "--base-url", "http://127.0.0.1:1/v1", "what movies did [Tom Hanks] star in"
+    )
     assert code == 2 and "need --llm anthropic or --llm openai" in err

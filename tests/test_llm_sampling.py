@@ -1,4 +1,5 @@
-"""SamplingLLM through a real MCP client: the client's sampling callback answers; without it, a clean error."""
+"""SamplingLLM through a real MCP client: the client's sampling callback answers; without it, a
+clean error."""
 
 from __future__ import annotations
 
@@ -33,20 +34,25 @@ async def test_the_clients_model_answers_mid_call():
     async def sampling(context, params: types.CreateMessageRequestParams):
         seen.append(params)
         return types.CreateMessageResult(
-            role="assistant", model="fake-model",
+            role="assistant",
+            model="fake-model",
             content=types.TextContent(type="text", text="echo " + params.messages[0].content.text),
         )
 
     async with Client(_server(), sampling_callback=sampling, mode="legacy") as client:
         result = await client.call_tool("ask", {"prompt": "hi"})
     assert result.content[0].text == "echo hi / echo hi! / calls=2 model=fake-model"
-    assert seen[0].system_prompt == "sys" and seen[0].max_tokens == 30 and seen[0].temperature == 0.5
+    assert (
+        seen[0].system_prompt == "sys" and seen[0].max_tokens == 30 and seen[0].temperature == 0.5
+    )
 
 
 async def test_a_client_without_sampling_is_reported_not_crashed():
     async with Client(_server(), mode="legacy") as client:
         result = await client.call_tool("ask", {"prompt": "hi"})
-    assert result.content[0].text.startswith("UNAVAILABLE: the MCP client did not declare the sampling capability")
+    assert result.content[0].text.startswith(
+        "UNAVAILABLE: the MCP client did not declare the sampling capability"
+    )
 
 
 async def test_a_modern_connection_without_back_channel_is_reported():

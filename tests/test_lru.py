@@ -1,6 +1,6 @@
-"""The one bounded map (kg_adapters/lru.py) behind the result cache, the link, entity, label and vector caches, result
-handles and drawn trees: it never holds more than its bound, forgets the least recently used first, and with an age
-limit forgets what is older than that."""
+"""The one bounded map (kg_adapters/lru.py) behind the result cache, the link, entity, label and
+vector caches, result handles and drawn trees: it never holds more than its bound, forgets the least
+recently used first, and with an age limit forgets what is older than that."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The in-memory backend on the real MetaQA KB (kb.txt from ../shared, and the copy shipped as the embedded KG):
-linking, relations both ways with counts, paging without gaps or duplicates, and errors for bad input."""
+"""The in-memory backend on the real MetaQA KB (kb.txt from ../shared, and the copy shipped as the
+embedded KG): linking, relations both ways with counts, paging without gaps or duplicates, and
+errors for bad input."""
 
 from __future__ import annotations
 
@@ -31,8 +32,15 @@ async def test_the_kb_is_complete(kg):
     info = await kg.info()
     assert (info.entities, info.triples, info.relations) == (43234, 133582, 9)
     assert {r.id.split(":")[1] for r in info.relation_sample} == {
-        "starred_actors", "has_tags", "written_by", "release_year", "directed_by", "has_genre", "in_language",
-        "has_imdb_rating", "has_imdb_votes",
+        "starred_actors",
+        "has_tags",
+        "written_by",
+        "release_year",
+        "directed_by",
+        "has_genre",
+        "in_language",
+        "has_imdb_rating",
+        "has_imdb_votes",
     }
 
 
@@ -54,7 +62,10 @@ async def test_initialize_without_brackets_finds_names_in_the_question(kg):
 
 async def test_relations_both_directions_with_counts(kg):
     hanks = (await kg.search_entities("Tom Hanks"))[0].entity
-    rels = {(r.id.split(":")[1], r.direction): r.count for r in (await kg.get_relations([hanks.id])).relations}
+    rels = {
+        (r.id.split(":")[1], r.direction): r.count
+        for r in (await kg.get_relations([hanks.id])).relations
+    }
     assert all(d is Direction.backward for _, d in rels)  # relations run movie → person
     assert rels[("starred_actors", Direction.backward)] >= 30
     matrix = (await kg.search_entities("The Matrix"))[0].entity
@@ -64,7 +75,9 @@ async def test_relations_both_directions_with_counts(kg):
 
 async def test_paging_over_a_large_fan_out_has_no_gaps_or_duplicates(kg):
     drama = next(h.entity for h in await kg.search_entities("Drama") if h.entity.label == "Drama")
-    (rel,) = [r for r in (await kg.get_relations([drama.id])).relations if r.id.endswith("has_genre")]
+    (rel,) = [
+        r for r in (await kg.get_relations([drama.id])).relations if r.id.endswith("has_genre")
+    ]
     assert rel.count > 1000
     seen, offset = [], 0
     while True:
@@ -93,7 +106,9 @@ async def test_bad_input_is_rejected_with_the_right_error(kg):
         await kg.get_relations(["wd:Q42"])
     with pytest.raises(InvalidInput, match="at most 50"):
         await kg.get_relations([hanks] * 51)
-    assert (await kg.get_relations([hanks] * 50)).relations  # 50 is allowed (duplicates just add up)
+    assert (
+        await kg.get_relations([hanks] * 50)
+    ).relations  # 50 is allowed (duplicates just add up)
     with pytest.raises(InvalidInput):
         await kg.get_relations([123])  # type: ignore[list-item]
     with pytest.raises(NotFound):
@@ -113,8 +128,9 @@ async def test_the_id_list_cap_follows_the_limits(metaqa):
 
 
 def test_the_id_scheme_is_read_where_it_is_written_and_the_local_view_uses_it(tmp_path):
-    """MemoryKG spells its entity IDs (node_id) and reads them back (node_of) in one place; its local view and the
-    offline reasoner's view go through those, so an ID they accept is one the KG issued."""
+    """MemoryKG spells its entity IDs (node_id) and reads them back (node_of) in one place; its
+    local view and the offline reasoner's view go through those, so an ID they accept is one the KG
+    issued."""
     path = tmp_path / "kb.txt"
     path.write_text("Alpha|directed_by|Eli Fox\nBeta|directed_by|Eli Fox\n", encoding="utf-8")
     kg = open_file_kg("mv", path)
@@ -122,5 +138,15 @@ def test_the_id_scheme_is_read_where_it_is_written_and_the_local_view_uses_it(tm
     assert view is kg.local_graph()  # built once
     assert [kg.node_of(kg.node_id(i)) for i in range(view.n)] == list(range(view.n))
     assert [view.entity_id(i) for i in range(view.n)] == [kg.node_id(i) for i in range(view.n)]
-    for bad in ("mv:E007", "mv:E", "mv:E-1", "mv:E１", "other:E1", f"mv:E{view.n}", "mv:Ex", 7, None):
+    for bad in (
+        "mv:E007",
+        "mv:E",
+        "mv:E-1",
+        "mv:E１",
+        "other:E1",
+        f"mv:E{view.n}",
+        "mv:Ex",
+        7,
+        None,
+    ):
         assert kg.node_of(bad) is None and view.node_of(bad) is None

@@ -30,24 +30,41 @@ REFUSE = f"NOT_IN_GRAPH: relation — {WHY}"
 
 @pytest.fixture(scope="module")
 def movies(embedded_kg, tmp_path_factory):
-    return embedded_kg, Services([embedded_kg], embedder_factory=shared_embedder,
-                                 cache_dir=tmp_path_factory.mktemp("refusal-cache"))
+    return embedded_kg, Services(
+        [embedded_kg],
+        embedder_factory=shared_embedder,
+        cache_dir=tmp_path_factory.mktemp("refusal-cache"),
+    )
 
 
 # -- the reply form, read forgivingly -----------------------------------------------------------
-@pytest.mark.parametrize("line, kind, reason", [
-    (REFUSE, "relation", WHY),
-    ("not_in_graph: relation - no composer relation", "relation", "no composer relation"),
-    ("Not in graph: Entity: Forrest Gumpp is linked to another film", "entity",
-     "Forrest Gumpp is linked to another film"),
-    ("**NOT_IN_GRAPH:** relation — no composer.", "relation", "no composer"),
-    ("1. NOT-IN-GRAPH (relations): no one composed", "relation", "no one composed"),
-    ("ANSWER: NOT_IN_GRAPH: entity — no such film", "entity", "no such film"),
-    ("NOT_IN_GRAPH — the film is not linked", "entity", "the film is not linked"),  # kind guessed
-    ("NOT_IN_GRAPH: no relation for music", "relation", "no relation for music"),
-    ('NOT_IN_GRAPH: relation — tags give only "soundtrack"', "relation", 'tags give only "soundtrack"'),
-    ('NOT_IN_GRAPH: relation: "no composers".', "relation", "no composers"),
-])
+@pytest.mark.parametrize(
+    "line, kind, reason",
+    [
+        (REFUSE, "relation", WHY),
+        ("not_in_graph: relation - no composer relation", "relation", "no composer relation"),
+        (
+            "Not in graph: Entity: Forrest Gumpp is linked to another film",
+            "entity",
+            "Forrest Gumpp is linked to another film",
+        ),
+        ("**NOT_IN_GRAPH:** relation — no composer.", "relation", "no composer"),
+        ("1. NOT-IN-GRAPH (relations): no one composed", "relation", "no one composed"),
+        ("ANSWER: NOT_IN_GRAPH: entity — no such film", "entity", "no such film"),
+        (
+            "NOT_IN_GRAPH — the film is not linked",
+            "entity",
+            "the film is not linked",
+        ),  # kind guessed
+        ("NOT_IN_GRAPH: no relation for music", "relation", "no relation for music"),
+        (
+            'NOT_IN_GRAPH: relation — tags give only "soundtrack"',
+            "relation",
+            'tags give only "soundtrack"',
+        ),
+        ('NOT_IN_GRAPH: relation: "no composers".', "relation", "no composers"),
+    ],
+)
 def test_a_refusal_line_reads_in_any_case_and_punctuation(line, kind, reason):
     r = read_refusal(line)
     assert r is not None and (r.kind, r.reason) == (kind, reason)
@@ -61,9 +78,16 @@ def test_a_missing_reason_gets_a_default_and_a_long_one_is_cut_to_one_bounded_li
     assert len(long.reason) == REASON_CHARS and long.reason.endswith("…")
 
 
-@pytest.mark.parametrize("line", ["PATH: movies:E1 -> movies:directed_by forward", "Nothing fits.",
-                                  "ANSWER: Notting Hill", "THINK: the composer is not in graph yet",
-                                  ""])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "PATH: movies:E1 -> movies:directed_by forward",
+        "Nothing fits.",
+        "ANSWER: Notting Hill",
+        "THINK: the composer is not in graph yet",
+        "",
+    ],
+)
 def test_other_lines_are_not_refusals(line):
     assert read_refusal(line) is None
 
@@ -80,12 +104,18 @@ async def test_plan_a_relation_refusal_is_unsupported_with_the_reason_after_one_
     assert "the graph does not have this: the graph has directors" in get("plan").render(out)
 
 
-@pytest.mark.parametrize("reply, status, reason", [
-    ("not_in_graph: entity - no film of that name", "no_entity", "no film of that name"),
-    ("NOT_IN_GRAPH: relation", "unsupported", None),  # no reason: a default one
-    ("I looked.\n**NOT_IN_GRAPH:** relation — no composer. Closest: written_by.\nSorry.",
-     "unsupported", "no composer. Closest: written_by"),
-])
+@pytest.mark.parametrize(
+    "reply, status, reason",
+    [
+        ("not_in_graph: entity - no film of that name", "no_entity", "no film of that name"),
+        ("NOT_IN_GRAPH: relation", "unsupported", None),  # no reason: a default one
+        (
+            "I looked.\n**NOT_IN_GRAPH:** relation — no composer. Closest: written_by.\nSorry.",
+            "unsupported",
+            "no composer. Closest: written_by",
+        ),
+    ],
+)
 async def test_plan_reads_malformed_refusals_sensibly(movies, reply, status, reason):
     kg, svc = movies
     out = await run_strategy("plan", svc, kg, COMPOSER, ScriptedLLM([reply]))
@@ -125,11 +155,14 @@ async def search(replies, k=3, **policy):
     return out, llm
 
 
-@pytest.mark.parametrize("reply", [
-    "ANSWER: NOT_IN_GRAPH: relation — the films have directors and years, no composers",
-    "NOT_IN_GRAPH: relation — the films have directors and years, no composers\nEXPAND_KG",
-    "answer: not in graph: relation: the films have directors and years, no composers",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "ANSWER: NOT_IN_GRAPH: relation — the films have directors and years, no composers",
+        "NOT_IN_GRAPH: relation — the films have directors and years, no composers\nEXPAND_KG",
+        "answer: not in graph: relation: the films have directors and years, no composers",
+    ],
+)
 async def test_tot_a_refusal_ends_the_search_at_once_unjudged(reply):
     out, llm = await search([reply])
     assert out.status == "unsupported" and out.value == 0 and out.expansions == 1
@@ -200,5 +233,7 @@ async def test_tot_a_refusal_when_choosing_the_relation_ends_the_search_in_two_c
     replies = ["EXPAND_KG", "NOT_IN_GRAPH: relation — none of these relations records a composer"]
     out, llm = await search(replies, k=1)
     assert "NOT_IN_GRAPH: relation — <why>" in llm.prompts[1]
-    assert out.status == "unsupported" and out.reason == "none of these relations records a composer"
+    assert (
+        out.status == "unsupported" and out.reason == "none of these relations records a composer"
+    )
     assert llm.usage.calls == 2 and out.answer.items == []

@@ -1,6 +1,6 @@
-"""The pyoxigraph store backend: it answers like the memory backend (the shared suite in kg_behaviour.py runs
-here over every backend), its IDs encode RDF terms reversibly and stay stable across reloads, and it opens
-existing stores read-only."""
+"""The pyoxigraph store backend: it answers like the memory backend (the shared suite in
+kg_behaviour.py runs here over every backend), its IDs encode RDF terms reversibly and stay stable
+across reloads, and it opens existing stores read-only."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG, load_into_store, open_store_kg
 from tot_mcp.kg_adapters.store_names import TermCodec, name_iri
 
-TRIPLES = "Heat|directed_by|Michael Mann\nHeat|starred_actors|Al Pacino\nHeat|release_year|1995\nCollateral|directed_by|Michael Mann\nAC/DC: Live|has_tags|rock & roll\n"
+TRIPLES = (
+    "Heat|directed_by|Michael Mann\nHeat|starred_actors|Al "
+    "Pacino\nHeat|release_year|1995\nCollateral|directed_by|Michael Mann\nAC/DC: "
+    "Live|has_tags|rock & roll\n"
+)
 
 
 @pytest.fixture
@@ -59,7 +63,9 @@ def test_ids_survive_closing_and_reopening_the_store(triples_file, tmp_path):
     assert asyncio.run(kg2.get_edges([heat], "f:starred_actors")) == edges1
 
 
-def test_reopening_a_file_reuses_its_store_and_refuses_a_store_of_other_data(triples_file, tmp_path, monkeypatch):
+def test_reopening_a_file_reuses_its_store_and_refuses_a_store_of_other_data(
+    triples_file, tmp_path, monkeypatch
+):
     store = tmp_path / "st"
     open_file_kg("f", triples_file, store=str(store))
 
@@ -73,18 +79,30 @@ def test_reopening_a_file_reuses_its_store_and_refuses_a_store_of_other_data(tri
         open_file_kg("g", FIXTURES / "local_movies.ttl", store=str(store))
 
 
-async def test_a_key_is_the_name_iri_or_value_behind_an_id_and_finds_it_again(triples_file, tmp_path):
-    """What identity links are made of: a triple file's name, an RDF file's IRI, a literal's lexical form."""
+async def test_a_key_is_the_name_iri_or_value_behind_an_id_and_finds_it_again(
+    triples_file, tmp_path
+):
+    """What identity links are made of: a triple file's name, an RDF file's IRI, a literal's lexical
+    form."""
     store = open_file_kg("f", triples_file, store="memory")
-    ids = [m.entity.id for name in ("Michael Mann", "1995") for m in await store.search_entities(name)
-           if m.entity.label == name]
+    ids = [
+        m.entity.id
+        for name in ("Michael Mann", "1995")
+        for m in await store.search_entities(name)
+        if m.entity.label == name
+    ]
     keys = await store.labels([*ids, "f:Nobody%20Here", "other:x"], key=True)
     assert keys == dict(zip(ids, ["Michael Mann", "1995"]))  # what names nothing is left out
     assert await store.find(["Michael Mann", "1995", "Nobody Here"]) == {
-        "Michael Mann": [ids[0]], "1995": [ids[1]], "Nobody Here": []}
+        "Michael Mann": [ids[0]],
+        "1995": [ids[1]],
+        "Nobody Here": [],
+    }
     movies = open_file_kg("mv", FIXTURES / "local_movies.ttl", store="memory")
     (keanu,) = (await movies.find(["http://example.org/movies/KeanuReeves"])).values()
-    assert await movies.labels(keanu, key=True) == {keanu[0]: "http://example.org/movies/KeanuReeves"}
+    assert await movies.labels(keanu, key=True) == {
+        keanu[0]: "http://example.org/movies/KeanuReeves"
+    }
     assert await movies.labels(keanu) == {keanu[0]: "Keanu Reeves"}
 
 
@@ -112,7 +130,7 @@ def test_a_file_that_does_not_load_leaves_no_half_store_behind(tmp_path, monkeyp
         ox.Literal("Paris, France", language="en-gb"),
         ox.Literal("1999", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#gYear")),
         ox.Literal("x^^y@z ~", datatype=ox.NamedNode("http://example.org/dt#t")),
-        ox.Literal("line\nbreak %20 \"quoted\""),
+        ox.Literal('line\nbreak %20 "quoted"'),
     ],
 )
 def test_the_id_encoding_round_trips_every_kind_of_term(term):
@@ -142,7 +160,9 @@ def test_the_store_matches_the_memory_backend_on_pathquestion(tmp_path):
         out = {}
         for rel in (await kg.get_relations([eid])).relations:
             page = await kg.get_edges([eid], rel.id, rel.direction, limit=200)
-            out[(rel.label, rel.direction, rel.count)] = sorted(page.entities[e.target].label for e in page.edges)
+            out[(rel.label, rel.direction, rel.count)] = sorted(
+                page.entities[e.target].label for e in page.edges
+            )
         return out
 
     for label in ("ludwig_ii_of_bavaria", "lothair_of_france", "gerberga_of_saxony", "male"):

@@ -33,15 +33,23 @@ def bindings(n: int, width: int = 0) -> bytes:
 
 
 def kg_at(url: str):
-    return Graph(open_sparql_kg("h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01,
-                                timeout=20))
+    return Graph(
+        open_sparql_kg(
+            "h", "sparql", url, registry=EndpointRegistry(), retries=2, backoff=0.01, timeout=20
+        )
+    )
 
 
 def test_the_count_is_never_under_what_json_builds():
     import json
 
-    shapes = (bindings(3), b"[]", b"{}", b'[1,[2,{"a":[3,4]}],"x,y"]',
-              b'{"a":{"b":{}},"c":[[],[1]]}')
+    shapes = (
+        bindings(3),
+        b"[]",
+        b"{}",
+        b'[1,[2,{"a":[3,4]}],"x,y"]',
+        b'{"a":{"b":{}},"c":[[],[1]]}',
+    )
     for body in shapes:
         built = 0
         stack = [json.loads(body)]
@@ -65,14 +73,15 @@ async def test_an_answer_of_too_many_items_is_refused_in_one_line_naming_the_end
         assert len(server.seen) == 1  # a refusal: not asked again
     text = str(refused.value)
     assert "\n" not in text and text.startswith(server.url)
-    assert f"holds more than {MAX_JSON_ITEMS:,} JSON items (rows, values); select fewer rows" \
-        in text
+    assert (
+        f"holds more than {MAX_JSON_ITEMS:,} JSON items (rows, values); select fewer rows" in text
+    )
 
 
 async def test_a_big_answer_under_the_cap_is_parsed_off_the_event_loop(monkeypatch):
-    """10 MB of 100k bindings (the item cap raised for it): the loop goes on ticking while it is parsed; its longest stall is
-    well under the parse's own time (before: one stall of the whole parse). Relative, so a loaded
-    machine slows both alike."""
+    """10 MB of 100k bindings (the item cap raised for it): the loop goes on ticking while it is
+    parsed; its longest stall is well under the parse's own time (before: one stall of the whole
+    parse). Relative, so a loaded machine slows both alike."""
     import json
 
     monkeypatch.setattr("tot_mcp.kg_adapters.sparql.endpoint.MAX_JSON_ITEMS", 500_000)
@@ -147,9 +156,18 @@ with FaultServer() as server:
 """
 
 
-@pytest.mark.parametrize(("kind", "calls", "bound"), [("big", 1, 200), ("big", 4, 400), ("items", 1, 200),
-                                                      ("astral", 1, 200), ("one-emoji", 1, 200),
-                                                      ("one-emoji", 4, 200), ("escaped", 4, 200)])
+@pytest.mark.parametrize(
+    ("kind", "calls", "bound"),
+    [
+        ("big", 1, 200),
+        ("big", 4, 400),
+        ("items", 1, 200),
+        ("astral", 1, 200),
+        ("one-emoji", 1, 200),
+        ("one-emoji", 4, 200),
+        ("escaped", 4, 200),
+    ],
+)
 def test_rss_grows_by_at_most_200_mb_on_an_answer_under_or_over_the_caps(kind, calls, bound):
     """Measured in a child process: the peak RSS during the calls over the RSS before them. A 51 MB
     answer is cut at the byte cap, four at once too (#36: +695 MB for one, +1.6 GB for four); the
@@ -159,8 +177,12 @@ def test_rss_grows_by_at_most_200_mb_on_an_answer_under_or_over_the_caps(kind, c
     once, +731 MB under earlier caps)."""
     import json
 
-    out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(TESTS), str(calls), kind],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_PROBE, str(TESTS), str(calls), kind],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["size_mb"] > (48 if kind == "big" else 3)

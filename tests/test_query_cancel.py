@@ -1,8 +1,8 @@
-"""A query that ran out of time is stopped, not just abandoned (issue #25): a local store's query process is killed
-at the deadline; our HTTP client closes the connection to an endpoint at the deadline; ``oxigraph serve
---timeout-s`` stops its own work and its cancelled answer reads as a timeout. Real stores, a real ``oxigraph
-serve`` and a scripted loopback endpoint; the heavy query is a cross product under an always-false FILTER, which
-finds no row for minutes."""
+"""A query that ran out of time is stopped, not just abandoned (issue #25): a local store's query
+process is killed at the deadline; our HTTP client closes the connection to an endpoint at the
+deadline; ``oxigraph serve --timeout-s`` stops its own work and its cancelled answer reads as a
+timeout. Real stores, a real ``oxigraph serve`` and a scripted loopback endpoint; the heavy query is
+a cross product under an always-false FILTER, which finds no row for minutes."""
 
 from __future__ import annotations
 
@@ -21,12 +21,19 @@ from tot_mcp.kg_adapters.sparql import EndpointRegistry, open_sparql_kg
 
 HEAVY = 'SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i FILTER(STR(?a) = CONCAT(STR(?i), "x")) }'
 #: reads the store all along (a closure under a path), so the engine's cancellation token is checked
-HEAVY_READING = 'SELECT * WHERE { ?a (!<urn:x>)*/(!<urn:x>)* ?b . ?b (!<urn:x>)* ?c FILTER(STR(?a) = STR(?c) + 1) }'
+HEAVY_READING = (
+    "SELECT * WHERE { ?a (!<urn:x>)*/(!<urn:x>)* ?b . ?b (!<urn:x>)* ?c FILTER(STR(?a) = STR(?c) + "
+    "1) }"
+)
 
 
 def write_triples(path: Path, n: int) -> Path:
-    path.write_text("".join(f"<http://e/{i}> <http://p/{i % 7}> <http://e/{(i * 13) % n}> .\n" for i in range(n)),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(
+            f"<http://e/{i}> <http://p/{i % 7}> <http://e/{(i * 13) % n}> .\n" for i in range(n)
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -42,8 +49,12 @@ async def assert_heavy_query_is_killed(kg) -> None:
         await kg.sparql_query(HEAVY, timeout=1.0)
     assert time.monotonic() - started < 3
     workers = kg.store._workers
-    assert workers.killed == 1 and workers.pids == []  # the process that ran it is gone (killed, reaped)
-    quick = await kg.sparql_query("SELECT ?s WHERE { ?s <http://p/1> ?o } LIMIT 2")  # a fresh process answers
+    assert (
+        workers.killed == 1 and workers.pids == []
+    )  # the process that ran it is gone (killed, reaped)
+    quick = await kg.sparql_query(
+        "SELECT ?s WHERE { ?s <http://p/1> ?o } LIMIT 2"
+    )  # a fresh process answers
     assert len(quick.rows) == 2
     await kg.aclose()
     assert workers.pids == []
@@ -67,9 +78,9 @@ async def test_an_rdf_files_query_process_is_killed_at_the_deadline(tmp_path):
 
 
 async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_path):
-    """A store the embedder built in memory has no file a process could open: its query runs in a thread that
-    cannot be stopped, so while one still runs after its timeout, the next heavy query is refused in one line and
-    the traversal tools keep answering."""
+    """A store the embedder built in memory has no file a process could open: its query runs in a
+    thread that cannot be stopped, so while one still runs after its timeout, the next heavy query
+    is refused in one line and the traversal tools keep answering."""
     import pyoxigraph as ox
     from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG
     from tot_mcp.kg_adapters.sparql.run import ThreadRuns
@@ -79,10 +90,13 @@ async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_
     backend = OxigraphKG("m", store)
     backend._thread_runs = ThreadRuns(limit=1)
     kg = Graph(backend)
-    two = 'SELECT * WHERE { ?a ?b ?c . ?d ?e ?f FILTER(STR(?a) = CONCAT(STR(?f), "x")) }'  # ~1 s, then ends
+    # ~1 s, then ends
+    two = 'SELECT * WHERE { ?a ?b ?c . ?d ?e ?f FILTER(STR(?a) = CONCAT(STR(?f), "x")) }'
     with pytest.raises(BackendTimeout):
         await kg.sparql_query(two, timeout=0.1)
-    with pytest.raises(BackendError, match="1 earlier SPARQL queries are still running on it") as refused:
+    with pytest.raises(
+        BackendError, match="1 earlier SPARQL queries are still running on it"
+    ) as refused:
         await kg.sparql_query(two, timeout=0.1)
     assert "\n" not in str(refused.value)
     assert (await kg.get_relations(["m:http://e/1"])).relations
@@ -94,14 +108,27 @@ async def test_an_in_memory_store_without_a_source_caps_its_runaway_threads(tmp_
 
 
 async def test_our_client_closes_the_connection_when_the_time_runs_out():
-    """The endpoint sees the connection closed at the deadline, in both lanes; a configured timeout parameter
-    tells it the deadline up front."""
+    """The endpoint sees the connection closed at the deadline, in both lanes; a configured timeout
+    parameter tells it the deadline up front."""
     with FaultServer() as server:
         server.default = Reply(hold=True)
-        kg = Graph(open_sparql_kg("wd", "wikidata", server.url, registry=EndpointRegistry(), retries=0,
-                                  timeout=0.5, label_search="exact", search_api="none",
-                                  timeout_param="timeout:ms"))
-        for call in (kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=0.5), kg.search_entities("Adams")):
+        kg = Graph(
+            open_sparql_kg(
+                "wd",
+                "wikidata",
+                server.url,
+                registry=EndpointRegistry(),
+                retries=0,
+                timeout=0.5,
+                label_search="exact",
+                search_api="none",
+                timeout_param="timeout:ms",
+            )
+        )
+        for call in (
+            kg.sparql_query("SELECT ?s WHERE { ?s ?p ?o }", timeout=0.5),
+            kg.search_entities("Adams"),
+        ):
             started = time.monotonic()
             with pytest.raises(BackendTimeout):
                 await call
@@ -123,15 +150,23 @@ def test_a_bad_timeout_param_is_refused_at_open():
 
 
 async def test_oxigraph_serve_with_timeout_s_stops_a_store_reading_query_and_says_so(tmp_path):
-    """Measured: closing the connection does not stop ``oxigraph serve``; ``--timeout-s`` does, for a query that
-    keeps reading the store. Its answer (a 200 whose body ends in the cancellation message) is a timeout."""
-    proc, url = start_oxigraph(write_triples(tmp_path / "d.nt", 2000), tmp_path / "store", ["--timeout-s", "1"])
+    """Measured: closing the connection does not stop ``oxigraph serve``; ``--timeout-s`` does, for
+    a query that keeps reading the store. Its answer (a 200 whose body ends in the cancellation
+    message) is a timeout."""
+    proc, url = start_oxigraph(
+        write_triples(tmp_path / "d.nt", 2000), tmp_path / "store", ["--timeout-s", "1"]
+    )
     with proc:
         try:
-            kg = Graph(open_sparql_kg("g", "sparql", url, registry=EndpointRegistry(), retries=0,
-                                      timeout=8))
+            kg = Graph(
+                open_sparql_kg(
+                    "g", "sparql", url, registry=EndpointRegistry(), retries=0, timeout=8
+                )
+            )
             started = time.monotonic()
-            with pytest.raises(BackendTimeout, match=re.escape(url) + ": the query exceeded the endpoint's own"):
+            with pytest.raises(
+                BackendTimeout, match=re.escape(url) + ": the query exceeded the endpoint's own"
+            ):
                 await kg.sparql_query(HEAVY_READING, timeout=8)
             assert time.monotonic() - started < 4
             before = cpu_seconds(proc.pid)

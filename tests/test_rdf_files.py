@@ -1,5 +1,6 @@
-"""Local RDF files: every syntax gives the same graph; labels, descriptions and aliases are metadata (not edges)
-chosen by language preference; blank nodes get stable keys; bad files are clear errors; big files go to a store."""
+"""Local RDF files: every syntax gives the same graph; labels, descriptions and aliases are metadata
+(not edges) chosen by language preference; blank nodes get stable keys; bad files are clear errors;
+big files go to a store."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ FORMATS = ["ttl", "nt", "nt.gz", "nq", "rdf", "jsonld", "trig"]
 
 
 def graph(path: Path, **kw) -> set[tuple]:
-    """The file's edges as (subject, relation, object) keys, blank nodes replaced by their labels."""
+    """The file's edges as (subject, relation, object) keys, blank nodes replaced by their
+    labels."""
     idx = load_rdf_file(path, **kw)
     name = lambda i: idx.nodes[i].label if idx.nodes[i].key.startswith("_:") else idx.nodes[i].key  # noqa: E731
     return {
@@ -34,7 +36,11 @@ def graph(path: Path, **kw) -> set[tuple]:
 
 def metadata(path: Path) -> dict[str, tuple]:
     idx = load_rdf_file(path)
-    return {n.key: (n.label, n.description, tuple(n.aliases)) for n in idx.nodes if not n.key.startswith("_:")}
+    return {
+        n.key: (n.label, n.description, tuple(n.aliases))
+        for n in idx.nodes
+        if not n.key.startswith("_:")
+    }
 
 
 @pytest.mark.parametrize("ext", FORMATS[1:])
@@ -57,11 +63,16 @@ def test_label_triples_are_metadata_not_relations():
 def test_language_preference_picks_labels_and_falls_back_to_untagged_then_any(tmp_path):
     en = {n.key: n.label for n in load_rdf_file(FIXTURES / "local_movies.ttl").nodes}
     assert en["http://example.org/movies/TheMatrix"] == "The Matrix"
-    de = {n.key: n.label for n in load_rdf_file(FIXTURES / "local_movies.ttl", languages=["de"]).nodes}
+    de = {
+        n.key: n.label for n in load_rdf_file(FIXTURES / "local_movies.ttl", languages=["de"]).nodes
+    }
     assert de["http://example.org/movies/TheMatrix"] == "Matrix"
     assert de["http://example.org/movies/SandraBullock"] == "Sandra Bullock"  # untagged next
     only_fr = tmp_path / "fr.ttl"
-    only_fr.write_text('<http://x/a> <http://www.w3.org/2000/01/rdf-schema#label> "Pomme"@fr ; <http://x/p> <http://x/b> .\n')
+    only_fr.write_text(
+        '<http://x/a> <http://www.w3.org/2000/01/rdf-schema#label> "Pomme"@fr ; <http://x/p> '
+        "<http://x/b> .\n"
+    )
     assert load_rdf_file(only_fr).nodes[0].label == "Pomme"  # any language last
     nameless = {n.key: n.label for n in load_rdf_file(only_fr).nodes}
     assert nameless["http://x/b"] == "b"  # no label: the IRI's local name
@@ -76,7 +87,9 @@ def test_blank_nodes_get_stable_keys_across_loads():
 def test_a_triple_in_two_named_graphs_counts_once():
     kg = Graph(open_file_kg("mv", FIXTURES / "local_movies.nq"))
     keanu = asyncio.run(kg.search_entities("Keanu Reeves"))[0].entity.id
-    assert [(r.label, r.count) for r in asyncio.run(kg.get_relations([keanu])).relations] == [("starring", 3)]
+    assert [(r.label, r.count) for r in asyncio.run(kg.get_relations([keanu])).relations] == [
+        ("starring", 3)
+    ]
 
 
 def test_format_option_overrides_the_extension(tmp_path):
@@ -91,7 +104,11 @@ def test_format_option_overrides_the_extension(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "content"),
-    [("broken.ttl", "<http://x/a> <http://x/p> ."), ("broken.rdf", "<rdf:RDF"), ("broken.jsonld", "{not json")],
+    [
+        ("broken.ttl", "<http://x/a> <http://x/p> ."),
+        ("broken.rdf", "<rdf:RDF"),
+        ("broken.jsonld", "{not json"),
+    ],
 )
 def test_a_file_that_does_not_parse_is_an_error_naming_it(tmp_path, name, content):
     path = tmp_path / name
@@ -104,7 +121,9 @@ def test_bad_options_are_errors():
     ttl = FIXTURES / "local_movies.ttl"
     with pytest.raises(InvalidInput, match="unknown option"):
         open_file_kg("x", ttl, colour="blue")
-    with pytest.raises(InvalidInput, match="backend: Input should be 'auto', 'memory' or 'oxigraph'"):
+    with pytest.raises(
+        InvalidInput, match="backend: Input should be 'auto', 'memory' or 'oxigraph'"
+    ):
         open_file_kg("x", ttl, backend="postgres")
     with pytest.raises(InvalidInput, match="needs backend oxigraph"):
         open_file_kg("x", ttl, backend="memory", store="memory")
@@ -126,4 +145,7 @@ def test_files_over_the_thresholds_go_to_a_store(tmp_path, monkeypatch):
     del by_count
     by_size = open_file_kg("mv", FIXTURES / "local_movies.ttl", max_memory_mb=0.001)
     assert isinstance(by_size, OxigraphKG)
-    assert asyncio.run(Graph(by_size).search_entities("Keanu Reeves"))[0].entity.label == "Keanu Reeves"
+    assert (
+        asyncio.run(Graph(by_size).search_entities("Keanu Reeves"))[0].entity.label
+        == "Keanu Reeves"
+    )

@@ -48,8 +48,12 @@ async def test_a_real_models_refusal_replays_to_unsupported_in_at_most_two_calls
     if not llm.prompts:  # the checks before the model now refuse it themselves: cheaper still
         assert out.usage.calls == 0 and out.reason.startswith("the movies KG has no ")
         return
-    assert [_kind(p) for p in llm.prompts] == [_kind(t["prompt"]) for t in turns], "another call was made"
-    assert [s.split(":", 1)[0] for s in llm.systems] == [t["system"].split(":", 1)[0] for t in turns]
+    assert [_kind(p) for p in llm.prompts] == [_kind(t["prompt"]) for t in turns], (
+        "another call was made"
+    )
+    assert [s.split(":", 1)[0] for s in llm.systems] == [
+        t["system"].split(":", 1)[0] for t in turns
+    ]
     assert out.usage.calls == len(turns) <= (1 if method == "plan" else 2)
     assert out.reason and "\n" not in out.reason
 

@@ -1,8 +1,9 @@
-"""The resource template ``kg://{kg}/entity/{id}`` end to end: the real ``tot-mcp`` process over stdio, driven by
-the MCP SDK's client, over the embedded movie KG.
+"""The resource template ``kg://{kg}/entity/{id}`` end to end: the real ``tot-mcp`` process over
+stdio, driven by the MCP SDK's client, over the embedded movie KG.
 
 * ``resources/templates/list`` shows the template;
-* ``resources/read`` returns the text ``describe_entity`` returns, for the full ID and for its local part;
+* ``resources/read`` returns the text ``describe_entity`` returns, for the full ID and for its local
+  part;
 * ``completion/complete`` of ``kg`` offers the configured KG names;
 * an unknown KG or entity is a one-line ``resources/read`` error.
 """
@@ -24,8 +25,12 @@ async def test_the_entity_template_is_listed_reads_like_describe_entity_and_comp
         tool = await session.call_tool("describe_entity", {"entity_id": TOM_HANKS})
         full = await session.read_resource(f"kg://movies/entity/{TOM_HANKS}")
         local = await session.read_resource("kg://movies/entity/E1407")
-        completed = await session.complete(ResourceTemplateReference(uri=TEMPLATE), {"name": "kg", "value": "mo"})
-        nothing = await session.complete(ResourceTemplateReference(uri=TEMPLATE), {"name": "kg", "value": "x"})
+        completed = await session.complete(
+            ResourceTemplateReference(uri=TEMPLATE), {"name": "kg", "value": "mo"}
+        )
+        nothing = await session.complete(
+            ResourceTemplateReference(uri=TEMPLATE), {"name": "kg", "value": "x"}
+        )
 
     (entity,) = [t for t in templates if t.uri_template == TEMPLATE]
     assert entity.mime_type == "text/plain" and "describe_entity" in (entity.description or "")
@@ -53,7 +58,9 @@ async def test_an_unknown_entity_or_kg_is_a_one_line_read_error(uri, message):
     async with stdio_session(["--kg", "movies=embedded"]) as session:
         with pytest.raises(MCPError) as caught:
             await session.read_resource(uri)
-        still = await session.read_resource(f"kg://movies/entity/{TOM_HANKS}")  # the server keeps serving
+        still = await session.read_resource(
+            f"kg://movies/entity/{TOM_HANKS}"
+        )  # the server keeps serving
 
     error = str(caught.value)
     assert message in error and "\n" not in error, error

@@ -1,4 +1,5 @@
-"""The on-disk SQLite FTS5 label index: exact, case-insensitive, prefix and BM25 search, linking, durability."""
+"""The on-disk SQLite FTS5 label index: exact, case-insensitive, prefix and BM25 search, linking,
+durability."""
 
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ def keys(hits):
 
 def test_exact_label_ranks_first_then_case_insensitive(index):
     hits = index.search("Drama")
-    assert [(h.key, h.score, h.match) for h in hits[:2]] == [("urn:e:7", 1.0, "exact"), ("urn:e:9", 0.95, "casefold")]
+    assert [(h.key, h.score, h.match) for h in hits[:2]] == [
+        ("urn:e:7", 1.0, "exact"),
+        ("urn:e:9", 0.95, "casefold"),
+    ]
     assert index.search("maria okafor")[0].key == "urn:e:1"
     assert index.search("maria okafor")[0].match == "casefold"
 

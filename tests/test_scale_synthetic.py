@@ -1,4 +1,5 @@
-"""The synthetic benchmark KG: exact size, distinct triples, deterministic, hubs, readable unique names."""
+"""The synthetic benchmark KG: exact size, distinct triples, deterministic, hubs, readable unique
+names."""
 
 from __future__ import annotations
 
@@ -33,7 +34,13 @@ def test_degrees_follow_a_power_law_with_hubs(triples):
 def test_dozens_of_relations_and_every_one_appears_early(triples):
     assert len(RELATIONS) >= 30
     assert {r for _, r, _ in triples} == {r for r, *_ in RELATIONS}
-    assert {r for _, r, _ in triples[: N // 4]} >= {"directed_by", "author", "performed_by", "located_in", "borders"}
+    assert {r for _, r, _ in triples[: N // 4]} >= {
+        "directed_by",
+        "author",
+        "performed_by",
+        "located_in",
+        "borders",
+    }
 
 
 def test_names_are_readable_and_unique_per_entity():

@@ -1,4 +1,5 @@
-"""``tot-mcp`` command line: exit codes and messages. Bad input → one line on stderr, exit code 2, no traceback."""
+"""``tot-mcp`` command line: exit codes and messages. Bad input → one line on stderr, exit code 2,
+no traceback."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from tot_mcp.server.cli import main
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*SERVER_CMD, *args], cwd=REPO, env=server_env(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [*SERVER_CMD, *args],
+        cwd=REPO,
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_version():
@@ -38,8 +46,12 @@ def test_check_reads_kgs_and_limits_from_a_toml_config(tmp_path):
     config.write_text('[kgs]\ntiny = "tiny.txt"\n\n[limits]\nmax_ids = 7\nmax_edges = 9\n')
     result = run("--config", str(config), "--check", "--max-edges", "11")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("tiny (memory): 2 entities, 1 triples, 1 relations")  # path relative to config
-    assert "max_ids=7" in result.stdout and "max_edges=11" in result.stdout  # flags win over the file
+    assert result.stdout.startswith(
+        "tiny (memory): 2 entities, 1 triples, 1 relations"
+    )  # path relative to config
+    assert (
+        "max_ids=7" in result.stdout and "max_edges=11" in result.stdout
+    )  # flags win over the file
 
 
 def _busy_port() -> socket.socket:
@@ -67,7 +79,9 @@ def _busy_port() -> socket.socket:
     ],
 )
 def test_bad_arguments_give_one_clear_line_and_exit_2(args, message, capsys):
-    code = main(args)  # in-process: the same code path as the console script, minus the interpreter start
+    code = main(
+        args
+    )  # in-process: the same code path as the console script, minus the interpreter start
     out, err = capsys.readouterr()
     assert code == 2, (out, err)
     err = err.strip()
@@ -79,7 +93,9 @@ def test_bad_arguments_give_one_clear_line_and_exit_2(args, message, capsys):
 def test_the_console_script_exits_with_code_2_on_bad_arguments():
     result = run("--kg", "movies")
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == "tot-mcp: error: --kg 'movies': expected NAME=SPEC, e.g. movies=embedded or wd=wikidata\n"
+    assert result.stderr == (
+        "tot-mcp: error: --kg 'movies': expected NAME=SPEC, e.g. movies=embedded or wd=wikidata\n"
+    )
 
 
 def test_bad_config_file_and_unknown_limit_key(tmp_path):
@@ -89,7 +105,9 @@ def test_bad_config_file_and_unknown_limit_key(tmp_path):
     unknown.write_text("[limits]\nmax_widgets = 3\n")
     for path, message in [(broken, "invalid TOML"), (unknown, "limits.max_widgets: unknown key")]:
         result = run("--config", str(path), "--check")
-        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+        assert (
+            result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+        )
         assert len(result.stderr.strip().splitlines()) == 1
 
 
@@ -112,8 +130,8 @@ def test_a_malformed_triples_file_is_reported_with_its_line(tmp_path):
 
 
 def test_check_fails_for_an_endpoint_that_does_not_answer():
-    """`--check` is the one command that says whether the configured KGs work: an endpoint nobody answers on is a
-    FAILED line and exit 1, not 'endpoint not answering' followed by OK."""
+    """`--check` is the one command that says whether the configured KGs work: an endpoint nobody
+    answers on is a FAILED line and exit 1, not 'endpoint not answering' followed by OK."""
     import socket
 
     with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
@@ -123,12 +141,15 @@ def test_check_fails_for_an_endpoint_that_does_not_answer():
     assert result.returncode == 1, result.stdout + result.stderr
     assert "down: FAILED: endpoint not answering" in result.stdout
     assert "opened" not in result.stdout  # no line that reads as success after the failure
-    assert result.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed") and "Traceback" not in result.stderr
+    assert (
+        result.stdout.rstrip().endswith("1 KG(s) or link rule(s) failed")
+        and "Traceback" not in result.stderr
+    )
 
 
 def test_check_fails_for_the_empty_store_a_failed_load_leaves(tmp_path):
-    """A load that stops at a syntax error exits 2; the store it created is empty, and --check says so instead of
-    OK (every call on it would find nothing)."""
+    """A load that stops at a syntax error exits 2; the store it created is empty, and --check says
+    so instead of OK (every call on it would find nothing)."""
     bad = tmp_path / "bad.nt"
     bad.write_text('<a> <b> <c> .\n<a> <b> "unterminated .\n', encoding="utf-8")
     store = tmp_path / "kg.store"
@@ -136,7 +157,10 @@ def test_check_fails_for_the_empty_store_a_failed_load_leaves(tmp_path):
     checked = run("--kg", f"x=store:{store}", "--check")
     assert loaded.returncode == 2 and "could not parse" in loaded.stderr
     assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert "x: FAILED: the KG is empty (0 triples)" in checked.stdout and "Traceback" not in checked.stderr
+    assert (
+        "x: FAILED: the KG is empty (0 triples)" in checked.stdout
+        and "Traceback" not in checked.stderr
+    )
 
 
 def test_check_fails_for_a_store_whose_load_stopped_half_way(tmp_path):

@@ -1,5 +1,5 @@
-"""The text an agent reads for a page of edges: qualifiers follow their target, and a long list is cut in the text
-(the structured result keeps every one)."""
+"""The text an agent reads for a page of edges: qualifiers follow their target, and a long list is
+cut in the text (the structured result keeps every one)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,15 @@ from tot_mcp.server.render import render_edges
 
 def _page(n_qualifiers: int) -> EdgePage:
     rel = Relation(id="wd:P39", label="position held")
-    quals = [Qualifier(relation=Relation(id=f"wd:Q{i}", label=f"q{i}"), value=Literal(value=str(i)))
-             for i in range(n_qualifiers)]
+    quals = [
+        Qualifier(relation=Relation(id=f"wd:Q{i}", label=f"q{i}"), value=Literal(value=str(i)))
+        for i in range(n_qualifiers)
+    ]
     edge = Edge(source="wd:Q1", relation="wd:P39", target="wd:Q2", qualifiers=quals)
-    entities = {"wd:Q1": Entity(id="wd:Q1", kg="wd", label="Ada"), "wd:Q2": Entity(id="wd:Q2", kg="wd", label="Chair")}
+    entities = {
+        "wd:Q1": Entity(id="wd:Q1", kg="wd", label="Ada"),
+        "wd:Q2": Entity(id="wd:Q2", kg="wd", label="Chair"),
+    }
     return EdgePage(edges=[edge], entities=entities, relation=rel)
 
 

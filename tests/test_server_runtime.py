@@ -1,4 +1,5 @@
-"""``Runtime``: routing IDs to KGs, and shared services that exist only once someone asks for them."""
+"""``Runtime``: routing IDs to KGs, and shared services that exist only once someone asks for
+them."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ async def test_ids_are_routed_by_prefix_and_several_kgs_are_linked_by_label(embe
     assert graph.owner("movies:E1") is embedded_kg and graph.owner("films:E1") is films
     assert runtime.select(None) is runtime.select("all") is graph
     assert list(runtime.select("films").kgs) == ["films"]
-    assert [(r.from_kg, r.to_kg, r.kind) for r in graph.linker.rules] == [("movies", "films", "label")]
+    assert [(r.from_kg, r.to_kg, r.kind) for r in graph.linker.rules] == [
+        ("movies", "films", "label")
+    ]
     assert await graph.same_as("movies:E1407") == ["films:E1407"]  # Tom Hanks, by label
     with pytest.raises(UnknownKG, match="configured: movies, films"):
         graph.owner("wd:Q42")
@@ -29,8 +32,13 @@ async def test_ids_are_routed_by_prefix_and_several_kgs_are_linked_by_label(embe
         runtime.select("wd")
     with pytest.raises(InvalidInput, match="malformed ID"):
         await graph.get_relations(["E1"])
-    assert Runtime({"movies": embedded_kg, "films": films},
-                   config=parse_config({"linking": {"enabled": False}})).graph.linker.rules == []
+    assert (
+        Runtime(
+            {"movies": embedded_kg, "films": films},
+            config=parse_config({"linking": {"enabled": False}}),
+        ).graph.linker.rules
+        == []
+    )
     with pytest.raises(InvalidInput, match="registered as 'cinema' is named 'movies'"):
         Runtime({"cinema": embedded_kg})
 
@@ -75,9 +83,17 @@ async def test_kgs_that_do_io_get_a_result_cache_and_in_memory_kgs_stay_bare(tmp
     from tot_mcp.kg_adapters.config import open_kgs
 
     path = tmp_path / "tiny.txt"
-    path.write_text("Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8")
-    config = parse_config({"kg": {"mem": {"spec": str(path)},
-                                  "store": {"spec": str(path), "backend": "oxigraph", "store": "memory"}}})
+    path.write_text(
+        "Alien|directed_by|Ridley Scott\nBlade Runner|directed_by|Ridley Scott\n", encoding="utf-8"
+    )
+    config = parse_config(
+        {
+            "kg": {
+                "mem": {"spec": str(path)},
+                "store": {"spec": str(path), "backend": "oxigraph", "store": "memory"},
+            }
+        }
+    )
     kgs = open_kgs(config=config, cache_weight=1000, cache_ttl=60)
     assert isinstance(kgs["mem"].store, MemoryKG) and kgs["mem"].cache is None
     assert kgs["store"].cache is not None

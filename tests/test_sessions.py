@@ -1,16 +1,28 @@
-"""Abandoned handshakes cannot lock clients out (issue #25 item 3): at the session limit, a session that never went
-past its ``initialize`` (else the one idle longest) is ended to admit the next client; a session in use is kept.
-Through the real ``tot-mcp --transport http`` process, raw HTTP for the attacker and the SDK client for the users."""
+"""Abandoned handshakes cannot lock clients out (issue #25 item 3): at the session limit, a session
+that never went past its ``initialize`` (else the one idle longest) is ended to admit the next
+client; a session in use is kept. Through the real ``tot-mcp --transport http`` process, raw HTTP
+for the attacker and the SDK client for the users."""
 
 from __future__ import annotations
 
 import httpx
 from mcp_client import http_server, http_session, text_of
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "abandoned", "version": "0"}}}
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-           "mcp-protocol-version": "2025-11-25"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "abandoned", "version": "0"},
+    },
+}
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2025-11-25",
+}
 
 
 async def abandon_handshakes(url: str, n: int) -> list[int]:
@@ -19,7 +31,9 @@ async def abandon_handshakes(url: str, n: int) -> list[int]:
         return [(await client.post(url, json=INIT, headers=HEADERS)).status_code for _ in range(n)]
 
 
-async def test_abandoned_handshakes_make_room_for_a_real_client_and_a_session_in_use_is_kept(tmp_path):
+async def test_abandoned_handshakes_make_room_for_a_real_client_and_a_session_in_use_is_kept(
+    tmp_path,
+):
     config = tmp_path / "tot.toml"
     config.write_text("[server]\nmax_sessions = 3\n", encoding="utf-8")
     async with http_server(["--kg", "movies=embedded", "--config", str(config)]) as url:
@@ -29,13 +43,18 @@ async def test_abandoned_handshakes_make_room_for_a_real_client_and_a_session_in
             async with http_session(url) as newcomer:
                 late = await newcomer.call_tool("initialize", {"query": "[Tom Hanks]"})
             after = await user.call_tool("list_kgs", {})  # the session in use survived the churn
-    assert statuses == [200] * 10  # each abandoned handshake was admitted by ending an older abandoned one
+    assert (
+        statuses == [200] * 10
+    )  # each abandoned handshake was admitted by ending an older abandoned one
     assert not before.is_error and not late.is_error and not after.is_error, text_of(after)
 
 
-async def test_one_client_past_its_share_of_sessions_ends_its_own_oldest_not_other_clients(tmp_path):
-    """A peer address holds at most ``max_sessions_per_client`` sessions: a flood from one address (127.0.0.2 here)
-    ends that address's own oldest idle sessions; another client's idle session is left alone."""
+async def test_one_client_past_its_share_of_sessions_ends_its_own_oldest_not_other_clients(
+    tmp_path,
+):
+    """A peer address holds at most ``max_sessions_per_client`` sessions: a flood from one address
+    (127.0.0.2 here) ends that address's own oldest idle sessions; another client's idle session is
+    left alone."""
     config = tmp_path / "tot.toml"
     config.write_text("[server]\nmax_sessions_per_client = 3\n", encoding="utf-8")
     async with http_server(["--kg", "movies=embedded", "--config", str(config)]) as url:
@@ -48,16 +67,21 @@ async def test_one_client_past_its_share_of_sessions_ends_its_own_oldest_not_oth
                     r = await other.post(url, json=INIT, headers=HEADERS)
                     sessions.append(r.headers["mcp-session-id"])
                 ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-                used = [(await other.post(url, json=ping, headers={**HEADERS, "mcp-session-id": s})).status_code
-                        for s in sessions]
+                used = [
+                    (
+                        await other.post(url, json=ping, headers={**HEADERS, "mcp-session-id": s})
+                    ).status_code
+                    for s in sessions
+                ]
             after = await user.call_tool("list_kgs", {})
     assert used == [404, 404, 404, 200, 200, 200]  # the flood kept its three newest sessions
     assert not after.is_error, text_of(after)
 
 
 async def test_a_client_that_sends_its_headers_or_body_too_slowly_is_cut_off(tmp_path):
-    """Slow-loris: headers never finished → the connection is closed; a body never finished → the request ends
-    (the app sees the client gone) — both within the configured seconds, not held open indefinitely."""
+    """Slow-loris: headers never finished → the connection is closed; a body never finished → the
+    request ends (the app sees the client gone) — both within the configured seconds, not held open
+    indefinitely."""
     import asyncio
     import time
     from urllib.parse import urlsplit
@@ -75,10 +99,14 @@ async def test_a_client_that_sends_its_headers_or_body_too_slowly_is_cut_off(tmp
             writer.close()
             return time.monotonic() - started, got
 
-        headers_at, headers_got = await stalled(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
+        headers_at, headers_got = await stalled(
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n".encode()
+        )
         body_at, body_got = await stalled(
-            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nAccept: "
-            f"application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{".encode())
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: "
+            "application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: "
+            f"1000\r\n\r\n{{".encode()
+        )
         async with http_session(url) as s:  # a normal client is served as ever
             ok = await s.call_tool("list_kgs", {})
     assert headers_got == b"" and 0.9 < headers_at < 8  # closed without an answer
@@ -87,6 +115,7 @@ async def test_a_client_that_sends_its_headers_or_body_too_slowly_is_cut_off(tmp
 
 
 # #36 items 3 and 10: a GET stream does not pin a session, and the biggest holder gives way.
+
 
 async def pin(url: str, client: httpx.AsyncClient, stack=None) -> tuple[str, httpx.Response | None]:
     """A session as a client that listens would hold it: ``initialize``,
@@ -99,8 +128,13 @@ async def pin(url: str, client: httpx.AsyncClient, stack=None) -> tuple[str, htt
     await client.post(url, json=done, headers={**HEADERS, "mcp-session-id": session})
     if stack is None:
         return session, None
-    stream = await stack.enter_async_context(client.stream(
-        "GET", url, headers={**HEADERS, "accept": "text/event-stream", "mcp-session-id": session}))
+    stream = await stack.enter_async_context(
+        client.stream(
+            "GET",
+            url,
+            headers={**HEADERS, "accept": "text/event-stream", "mcp-session-id": session},
+        )
+    )
     assert stream.status_code == 200
     return session, stream
 
@@ -164,8 +198,11 @@ async def test_a_clients_share_holds_whatever_it_keeps_open(tmp_path):
     config = tmp_path / "tot.toml"
     config.write_text("[server]\nmax_sessions_per_client = 3\n", encoding="utf-8")
     async with http_server(["--kg", "movies=embedded", "--config", str(config)]) as url:
-        async with http_session(url) as user, contextlib.AsyncExitStack() as stack, \
-                peer("127.0.0.2") as pinner:
+        async with (
+            http_session(url) as user,
+            contextlib.AsyncExitStack() as stack,
+            peer("127.0.0.2") as pinner,
+        ):
             await user.call_tool("list_kgs", {})
             pinned = [await pin(url, pinner, stack) for _ in range(6)]
             statuses = await alive(url, pinner, [s for s, _ in pinned])
@@ -249,14 +286,25 @@ class FakeSessions:
         await send({"type": "http.response.body", "body": b""})
 
 
-async def request(janitor, address: str, session: bytes | None = None, body: bytes = b"{}",
-                  version: bytes = b"2025-11-25") -> tuple[int, bytes | None]:
+async def request(
+    janitor,
+    address: str,
+    session: bytes | None = None,
+    body: bytes = b"{}",
+    version: bytes = b"2025-11-25",
+) -> tuple[int, bytes | None]:
     """One request through ``janitor`` from ``address``: its status and the session it names."""
     headers = [(b"mcp-protocol-version", version)]
     if session is not None:
         headers.append((b"mcp-session-id", session))
-    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers,
-             "client": (address, 40000), "query_string": b""}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": headers,
+        "client": (address, 40000),
+        "query_string": b"",
+    }
     sent = [{"type": "http.request", "body": body, "more_body": False}]
     start: dict = {}
 
@@ -306,8 +354,11 @@ async def test_an_ipv6_client_is_its_64_and_a_2026_request_is_not_a_session():
     assert sessions[0] not in app.sessions and set(sessions[1:]) <= app.sessions
     assert modern == 200 and app.passed == ["2026-07-28"] and app.sessions == before
     assert client_key("::ffff:10.1.2.3") == "10.1.2.3"
-    assert client_key("2001:db8:0:1::5") == client_key("2001:db8:0:1:ffff::") != \
-        client_key("2001:db8:0:2::5")
+    assert (
+        client_key("2001:db8:0:1::5")
+        == client_key("2001:db8:0:1:ffff::")
+        != client_key("2001:db8:0:2::5")
+    )
 
 
 async def test_at_the_limit_many_addresses_of_one_network_give_way_before_a_client_elsewhere():

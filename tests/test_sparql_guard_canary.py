@@ -32,8 +32,10 @@ class _Canary(BaseHTTPRequestHandler):
 
     def _answer(self):
         type(self).heard.append(self.path)
-        body = (b'{"head":{"vars":["x"]},"results":{"bindings":'
-                b'[{"x":{"type":"literal","value":"CANARY"}}]}}')
+        body = (
+            b'{"head":{"vars":["x"]},"results":{"bindings":'
+            b'[{"x":{"type":"literal","value":"CANARY"}}]}}'
+        )
         self.send_response(200)
         self.send_header("content-type", "application/sparql-results+json")
         self.send_header("content-length", str(len(body)))
@@ -94,71 +96,109 @@ def test_the_two_known_disagreements_are_refused(canary, store, form):
 
 
 def test_a_second_copy_of_each_ambiguous_token_does_not_make_the_reading_agree(canary, store):
-    """The attack that beat a check of the *sets* of IRIs and strings (an outside re-run of #36): the
-    same IRIs and string again where every parser reads them alike. Body IRIs holding '#' or a quote
-    are now rewritten or refused, so no parser reads a comment or a string start inside one."""
+    """The attack that beat a check of the *sets* of IRIs and strings (an outside re-run of #36):
+    the same IRIs and string again where every parser reads them alike. Body IRIs holding '#' or a
+    quote are now rewritten or refused, so no parser reads a comment or a string start inside
+    one."""
     url, heard = canary
     before = len(heard)
-    hidden = "\r true) } UNION { SERVICE <" + url + "> { ?x ?y ?z } } OPTIONAL { FILTER(true||\n<http://x/"
+    hidden = (
+        "\r true) } UNION { SERVICE <"
+        + url
+        + "> { ?x ?y ?z } } OPTIONAL { FILTER(true||\n<http://x/"
+    )
     pad = '"' + hidden.replace("\r", "\\r").replace("\n", "\\n") + '"'
     quote3 = "'" * 3
     for form, end in (("SELECT *", " LIMIT 5"), ("ASK", "")):
-        q = (f"PREFIX x: <http://x/> {form} WHERE {{ BIND(<x:y&&#> AS ?p1) "
-             f"BIND(<http://x/{quote3}> AS ?p2) BIND({pad} AS ?p3) "
-             f"{{ FILTER(?a<x:y&&#>{quote3}{hidden}{quote3}>) }} }}{end}")
+        q = (
+            f"PREFIX x: <http://x/> {form} WHERE {{ BIND(<x:y&&#> AS ?p1) "
+            f"BIND(<http://x/{quote3}> AS ?p2) BIND({pad} AS ?p3) "
+            f"{{ FILTER(?a<x:y&&#>{quote3}{hidden}{quote3}>) }} }}{end}"
+        )
         assert not run_if_passed(store, q)
         run_if_passed(store, q.replace(f"BIND(<http://x/{quote3}> AS ?p2) ", ""))
     assert len(heard) == before
 
 
 def test_a_local_name_escape_cannot_open_a_string_the_parsers_do_not_see(canary, store):
-    """The third outside re-run of #36: ``x:a\\'`` is a name with an escaped quote to rdflib and oxigraph and
-    a name then a string to a lexer, so a SERVICE inside that "string" passed (decoys matched every IRI and
-    string). A backslash outside a string is refused; strings are sent canonical, on one line."""
+    """The third outside re-run of #36: ``x:a\\'`` is a name with an escaped quote to rdflib and
+    oxigraph and a name then a string to a lexer, so a SERVICE inside that "string" passed (decoys
+    matched every IRI and string). A backslash outside a string is refused; strings are sent
+    canonical, on one line."""
     url, heard = canary
     before = len(heard)
     inner = f" }} #\r SERVICE <{url}> {{ ?x ?y ?z }} \n VALUES ?w {{ <http://x/"
     for form, end in (("SELECT *", " LIMIT 5"), ("ASK", "")):
-        q = ("PREFIX x: <http://x/>\nPREFIX d: <http://x/'''>\n" f"{form} WHERE {{\n"
-             f"  BIND('''{inner}''' AS ?z1)\n  BIND('' AS ?z2)\n"
-             f"  VALUES ?v {{ x:a\\'''{inner}'''> }}\n}}{end}")
+        q = (
+            "PREFIX x: <http://x/>\nPREFIX d: <http://x/'''>\n"
+            f"{form} WHERE {{\n"
+            f"  BIND('''{inner}''' AS ?z1)\n  BIND('' AS ?z2)\n"
+            f"  VALUES ?v {{ x:a\\'''{inner}'''> }}\n}}{end}"
+        )
         with pytest.raises(QueryRefused, match="backslash outside a string"):
             check_query(q, GuardPolicy())
         assert not run_if_passed(store, q)
     assert len(heard) == before
 
 
-@pytest.mark.parametrize("name", ["d:report.pdf.SERVICEx:c", "d:report.pdf.SERVICE x:c",
-                                  "d:a:b.SERVICEx:c", "d:a%41.SERVICEx:c"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "d:report.pdf.SERVICEx:c",
+        "d:report.pdf.SERVICE x:c",
+        "d:a:b.SERVICEx:c",
+        "d:a%41.SERVICEx:c",
+    ],
+)
 def test_a_name_one_parser_splits_at_a_dot_cannot_hide_a_service(canary, store, name):
-    """The fourth outside re-run of #36: ``d:report.pdf.SERVICEx:c`` is one name to rdflib, but oxigraph reads
-    ``d:report.pdf``, ``.`` and ``SERVICE x:c {...}``, and fetched the canary wherever some IRI matched the
-    triple before it. A local part with '.', ':' or '%' is refused, and so is a word that starts like SERVICE."""
+    """The fourth outside re-run of #36: ``d:report.pdf.SERVICEx:c`` is one name to rdflib, but
+    oxigraph reads ``d:report.pdf``, ``.`` and ``SERVICE x:c {...}``, and fetched the canary
+    wherever some IRI matched the triple before it. A local part with '.', ':' or '%' is refused,
+    and so is a word that starts like SERVICE."""
     url, heard = canary
     before = len(heard)
-    store.add(ox.Quad(ox.NamedNode("http://e/s"), ox.NamedNode("http://e/p"),
-                      ox.NamedNode("http://example.org/doc/report.pdf")))
-    q = (f"PREFIX x: <{url.rsplit('/', 1)[0]}/> PREFIX d: <http://example.org/doc/> "
-         f"SELECT ?x WHERE {{ ?s ?p {name} {{ ?x ?y ?z }} }} LIMIT 5")
+    store.add(
+        ox.Quad(
+            ox.NamedNode("http://e/s"),
+            ox.NamedNode("http://e/p"),
+            ox.NamedNode("http://example.org/doc/report.pdf"),
+        )
+    )
+    q = (
+        f"PREFIX x: <{url.rsplit('/', 1)[0]}/> PREFIX d: <http://example.org/doc/> "
+        f"SELECT ?x WHERE {{ ?s ?p {name} {{ ?x ?y ?z }} }} LIMIT 5"
+    )
     with pytest.raises(QueryRefused):
         check_query(q, GuardPolicy())
     assert not run_if_passed(store, q) and len(heard) == before
 
 
-@pytest.mark.parametrize(("prefixes", "body"), [
-    ("PREFIX q: <http://example.org:8080> PREFIX GRAPH: <{canary}>", "?s ?p q:SERVICE GRAPH:z {{ ?x ?y ?z }}"),
-    ("PREFIX q: <http://example.org:8080>", "?s ?p q:a q:SERVICE <{canary}z> {{ ?x ?y ?z }}"),
-    ("PREFIX q: <http://127.0.0.1:>", "?s ?p q:a q:SERVICE <{canary}z> {{ ?x ?y ?z }}"),
-])
+@pytest.mark.parametrize(
+    ("prefixes", "body"),
+    [
+        (
+            "PREFIX q: <http://example.org:8080> PREFIX GRAPH: <{canary}>",
+            "?s ?p q:SERVICE GRAPH:z {{ ?x ?y ?z }}",
+        ),
+        ("PREFIX q: <http://example.org:8080>", "?s ?p q:a q:SERVICE <{canary}z> {{ ?x ?y ?z }}"),
+        ("PREFIX q: <http://127.0.0.1:>", "?s ?p q:a q:SERVICE <{canary}z> {{ ?x ?y ?z }}"),
+    ],
+)
 def test_a_name_that_is_no_iri_to_the_engine_cannot_hide_a_service(canary, store, prefixes, body):
-    """The fifth outside re-run of #36: oxigraph reads a prefixed name whose IRI would be invalid as the bare
-    prefix and the local part as code (``q:SERVICE`` with ``q:`` = ``<http://example.org:8080>``), and a prefix
-    named GRAPH as the keyword; rdflib read a name and a GRAPH clause. Every name must make a valid IRI by the
-    engine's own rules, and no prefix may start like a keyword."""
+    """The fifth outside re-run of #36: oxigraph reads a prefixed name whose IRI would be invalid as
+    the bare prefix and the local part as code (``q:SERVICE`` with ``q:`` =
+    ``<http://example.org:8080>``), and a prefix named GRAPH as the keyword; rdflib read a name and
+    a GRAPH clause. Every name must make a valid IRI by the engine's own rules, and no prefix may
+    start like a keyword."""
     url, heard = canary
     before = len(heard)
-    store.add(ox.Quad(ox.NamedNode("http://e/s"), ox.NamedNode("http://e/home"),
-                      ox.NamedNode("http://example.org:8080")))
+    store.add(
+        ox.Quad(
+            ox.NamedNode("http://e/s"),
+            ox.NamedNode("http://e/home"),
+            ox.NamedNode("http://example.org:8080"),
+        )
+    )
     base = url.rsplit("/", 1)[0] + "/"
     q = f"{prefixes.format(canary=base)} SELECT ?x WHERE {{ {body.format(canary=base)} }} LIMIT 5"
     with pytest.raises(QueryRefused):
@@ -166,50 +206,70 @@ def test_a_name_that_is_no_iri_to_the_engine_cannot_hide_a_service(canary, store
     assert not run_if_passed(store, q) and len(heard) == before
 
 
-@pytest.mark.parametrize("iri", ["http://x/o#a.b.SERVICE", "http://x/o#a.b.service", "http://x/o#a.b.SERVICESILENT"])
+@pytest.mark.parametrize(
+    "iri", ["http://x/o#a.b.SERVICE", "http://x/o#a.b.service", "http://x/o#a.b.SERVICESILENT"]
+)
 def test_a_name_the_guard_writes_itself_is_one_name_to_every_parser(canary, store, iri):
-    """The sixth outside re-run of #36: the guard wrote ``<http://x/o#a.b.SERVICE>x:c`` as ``ns0:a.b.SERVICEx:c``
-    — a name with two '.'-groups, glued to the next token — which oxigraph read as ``ns0:a.b``, ``.`` and a
-    SERVICE (called even with an empty body and no data). An IRI whose name after '#' has a '.' becomes a
-    namespace of its own, sent as ``ns0:``; written names are spaced; the checks run on the text sent."""
+    """The sixth outside re-run of #36: the guard wrote ``<http://x/o#a.b.SERVICE>x:c`` as
+    ``ns0:a.b.SERVICEx:c`` — a name with two '.'-groups, glued to the next token — which oxigraph
+    read as ``ns0:a.b``, ``.`` and a SERVICE (called even with an empty body and no data). An IRI
+    whose name after '#' has a '.' becomes a namespace of its own, sent as ``ns0:``; written names
+    are spaced; the checks run on the text sent."""
     url, heard = canary
     before = len(heard)
     q = f"PREFIX x: <{url.rsplit('/', 1)[0]}/> SELECT * WHERE {{ ?s ?p <{iri}>x:c {{ }} }} LIMIT 5"
     assert not run_if_passed(store, q) and len(heard) == before
     checked = check_query(f"SELECT * WHERE {{ ?s ?p <{iri}> }} LIMIT 5", GuardPolicy())
-    assert f"<{iri}>" in checked.text.split("SELECT")[0] and " ns0: " in checked.text  # a legit IRI still reads
+    assert (
+        f"<{iri}>" in checked.text.split("SELECT")[0] and " ns0: " in checked.text
+    )  # a legit IRI still reads
 
 
 def test_an_iri_read_as_code_in_the_body_is_refused_even_when_declared_elsewhere():
-    """The fifth outside re-run of #36 (no SERVICE): ``<d:x&&?o>`` is '<' and code to both parsers in a FILTER,
-    so the caller's ``d:x`` went out unexpanded, unchecked; declaring the same text as a prefix made the sets
-    of IRIs agree. IRIs are compared by count, and every name of the text sent is a full <IRI>."""
-    q = ("PREFIX z: <d:x&&?o> PREFIX e: <http://x/x> PREFIX d: <http://x/> "
-         "SELECT * WHERE { ?s ?p ?o FILTER(?a<d:x&&?o>0) } LIMIT 5")
+    """The fifth outside re-run of #36 (no SERVICE): ``<d:x&&?o>`` is '<' and code to both parsers
+    in a FILTER, so the caller's ``d:x`` went out unexpanded, unchecked; declaring the same text as
+    a prefix made the sets of IRIs agree. IRIs are compared by count, and every name of the text
+    sent is a full <IRI>."""
+    q = (
+        "PREFIX z: <d:x&&?o> PREFIX e: <http://x/x> PREFIX d: <http://x/> "
+        "SELECT * WHERE { ?s ?p ?o FILTER(?a<d:x&&?o>0) } LIMIT 5"
+    )
     with pytest.raises(QueryRefused, match="reads differently"):
         check_query(q, GuardPolicy())
-    sent = check_query("PREFIX d: <http://x/> SELECT * WHERE { ?s d:p d:o FILTER(?s != d:z) } LIMIT 5",
-                       GuardPolicy()).text
+    sent = check_query(
+        "PREFIX d: <http://x/> SELECT * WHERE { ?s d:p d:o FILTER(?s != d:z) } LIMIT 5",
+        GuardPolicy(),
+    ).text
     assert "d:p" not in sent and "<http://x/p>" in sent and "<http://x/z>" in sent
 
 
 def test_wikidatas_label_service_parameters_still_read_as_names():
-    checked = check_query('SELECT ?s WHERE { ?s ?p ?o . SERVICE wikibase:label { bd:serviceParam '
-                          'wikibase:language "en" } } LIMIT 3',
-                          GuardPolicy(prefixes={"wikibase": "http://wikiba.se/ontology#",
-                                                "bd": "http://www.bigdata.com/rdf#"},
-                                      services=frozenset({"http://wikiba.se/ontology#label"})))
+    checked = check_query(
+        "SELECT ?s WHERE { ?s ?p ?o . SERVICE wikibase:label { bd:serviceParam "
+        'wikibase:language "en" } } LIMIT 3',
+        GuardPolicy(
+            prefixes={
+                "wikibase": "http://wikiba.se/ontology#",
+                "bd": "http://www.bigdata.com/rdf#",
+            },
+            services=frozenset({"http://wikiba.se/ontology#label"}),
+        ),
+    )
     assert "bd:serviceParam" in checked.text
 
 
 def test_strings_are_sent_as_one_line_literals_of_the_same_value():
-    checked = check_query("SELECT ?s WHERE { ?s ?p \'\'\'two\nlines # and \"quotes\"\'\'\' }", GuardPolicy())
+    checked = check_query(
+        "SELECT ?s WHERE { ?s ?p '''two\nlines # and \"quotes\"''' }", GuardPolicy()
+    )
     assert '"two\\nlines # and \\"quotes\\""' in checked.text and "\n" not in checked.text
 
 
 def test_iris_with_a_fragment_are_sent_as_prefixed_names():
-    checked = check_query("SELECT ?x WHERE { ?x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
-                          "<http://e/C> }", GuardPolicy())
+    checked = check_query(
+        "SELECT ?x WHERE { ?x <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://e/C> }",
+        GuardPolicy(),
+    )
     assert "PREFIX ns0: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>" in checked.text
     assert " ns0:type " in checked.text and checked.text.count("#") == 1
 
@@ -281,8 +341,9 @@ def test_the_empty_prefix_is_a_prefix_like_any_other():
 
 
 def test_a_local_stores_query_process_has_no_network_to_federate_with(canary, tmp_path):
-    """Below the guard: a SERVICE that reached a local store's query process (as one the guard missed would)
-    finds no network there — the process leaves it for an empty one of its own — so nothing is fetched."""
+    """Below the guard: a SERVICE that reached a local store's query process (as one the guard
+    missed would) finds no network there — the process leaves it for an empty one of its own — so
+    nothing is fetched."""
     import os
 
     from tot_mcp.kg_adapters.sparql.store_worker import _no_network
@@ -292,7 +353,9 @@ def test_a_local_stores_query_process_has_no_network_to_federate_with(canary, tm
     if probe == 0:
         os._exit(0 if _no_network() else 1)
     if os.waitpid(probe, 0)[1] != 0:
-        pytest.skip("this system allows no unprivileged user/network namespace: the guard alone stands")
+        pytest.skip(
+            "this system allows no unprivileged user/network namespace: the guard alone stands"
+        )
     url, heard = canary
     before = len(heard)
     data = tmp_path / "g.nt"
@@ -300,8 +363,13 @@ def test_a_local_stores_query_process_has_no_network_to_federate_with(canary, tm
     worker = _Worker(StoreSource(file=str(data), media_type="application/n-triples"))
     try:
         assert worker.ready() == {"ready": True, "offline": True}
-        answer = worker.ask({"query": f"SELECT * WHERE {{ ?s ?p ?o SERVICE <{url}> {{ ?x ?y ?z }} }}",
-                             "max_rows": 5, "hidden": []})
+        answer = worker.ask(
+            {
+                "query": f"SELECT * WHERE {{ ?s ?p ?o SERVICE <{url}> {{ ?x ?y ?z }} }}",
+                "max_rows": 5,
+                "hidden": [],
+            }
+        )
     finally:
         worker.reap()
     assert "error" in answer and len(heard) == before

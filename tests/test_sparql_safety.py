@@ -1,8 +1,10 @@
-"""Nothing a caller sends can change the meaning of a query: IDs are validated, text is an escaped literal.
+"""Nothing a caller sends can change the meaning of a query: IDs are validated, text is an escaped
+literal.
 
-Checked with hypothesis over thousands of generated strings (quotes, braces, newlines, ``}``, ``#``, NUL, ``\\u``
-escapes, INSERT/DELETE attempts) against two real SPARQL parsers: rdflib's and oxigraph's (pyoxigraph, which
-also *executes* every query the adapter sends, in process, so the round trip of the text is checked too).
+Checked with hypothesis over thousands of generated strings (quotes, braces, newlines, ``}``, ``#``,
+NUL, ``\\u`` escapes, INSERT/DELETE attempts) against two real SPARQL parsers: rdflib's and
+oxigraph's (pyoxigraph, which also *executes* every query the adapter sends, in process, so the
+round trip of the text is checked too).
 """
 
 from __future__ import annotations
@@ -21,25 +23,69 @@ from rdflib.plugins.sparql.parser import parseQuery
 
 from tot_mcp.kg_adapters.base import Limits
 from tot_mcp.kg_adapters.errors import InvalidInput, KGError, NotFound
-from tot_mcp.kg_adapters.sparql import EndpointRegistry, IriIds, is_safe_iri, open_sparql_kg, sparql_literal
+from tot_mcp.kg_adapters.sparql import (
+    EndpointRegistry,
+    IriIds,
+    is_safe_iri,
+    open_sparql_kg,
+    sparql_literal,
+)
 from tot_mcp.kg_adapters.sparql.escape import clean_search_text, iri_ref
 from tot_mcp.kg_adapters.sparql.ids import wikidata_entity, wikidata_property
 
-NASTY = ['"', "'", "\\", "\\u0022", "\\U0000007D", "}", "{", "#", "\n", "\r", "\t", "\x00", "\x7f", "<", ">", "^^",
-         "@en", " . ", ";", "} INSERT DATA { <a:b> <a:c> <a:d> } #", '" } ; DELETE WHERE { ?s ?p ?o } #',
-         "')) UNION { ?s ?p ?o } #", "\ud800", "Ω", "东京", "\u2028", "%", "~", "Q42", "P31"]
-nasty_text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=8)), max_size=6).map("".join)
+NASTY = [
+    '"',
+    "'",
+    "\\",
+    "\\u0022",
+    "\\U0000007D",
+    "}",
+    "{",
+    "#",
+    "\n",
+    "\r",
+    "\t",
+    "\x00",
+    "\x7f",
+    "<",
+    ">",
+    "^^",
+    "@en",
+    " . ",
+    ";",
+    "} INSERT DATA { <a:b> <a:c> <a:d> } #",
+    '" } ; DELETE WHERE { ?s ?p ?o } #',
+    "')) UNION { ?s ?p ?o } #",
+    "\ud800",
+    "Ω",
+    "东京",
+    "\u2028",
+    "%",
+    "~",
+    "Q42",
+    "P31",
+]
+nasty_text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=8)), max_size=6).map(
+    "".join
+)
 LABEL = ox.NamedNode("http://www.w3.org/2000/01/rdf-schema#label")
 Q1 = ox.NamedNode("http://www.wikidata.org/entity/Q1")
 
+
 def checks(n: int, **kw) -> settings:
-    """Deterministic (derandomized, no example database) so the suite gives the same verdict on every run."""
-    return settings(max_examples=n, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], **kw)
+    """Deterministic (derandomized, no example database) so the suite gives the same verdict on
+    every run."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        **kw,
+    )
 
 
-
-# -- the primitives ---------------------------------------------------------------------------------------------
+# -- the primitives --------------------------------------------------------------------------------
 @checks(600)
 @given(nasty_text)
 def test_a_literal_is_either_refused_or_parses_back_to_exactly_the_text(text):
@@ -48,7 +94,9 @@ def test_a_literal_is_either_refused_or_parses_back_to_exactly_the_text(text):
     try:
         lit = sparql_literal(text, "en")
     except InvalidInput:
-        assert re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]|\\[uU]", text), "refused harmless text"
+        assert re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]|\\[uU]", text), (
+            "refused harmless text"
+        )
         return
     query = f"SELECT ?s WHERE {{ ?s ?p {lit} }}"
     parsed = parseQuery(query)  # rdflib
@@ -59,9 +107,14 @@ def test_a_literal_is_either_refused_or_parses_back_to_exactly_the_text(text):
 
 
 @checks(600)
-@given(st.one_of(nasty_text, st.from_regex(r"\AQ[0-9]{1,12}\Z"), st.from_regex(r"\AP[0-9]{1,12}\Z")))
+@given(
+    st.one_of(nasty_text, st.from_regex(r"\AQ[0-9]{1,12}\Z"), st.from_regex(r"\AP[0-9]{1,12}\Z"))
+)
 def test_wikidata_ids_pass_only_when_they_are_q_or_p_numbers(text):
-    for check, pattern in ((wikidata_entity, r"Q[1-9][0-9]{0,10}"), (wikidata_property, r"P[1-9][0-9]{0,10}")):
+    for check, pattern in (
+        (wikidata_entity, r"Q[1-9][0-9]{0,10}"),
+        (wikidata_property, r"P[1-9][0-9]{0,10}"),
+    ):
         try:
             assert check(text) == text and re.fullmatch(pattern, text)
         except InvalidInput:
@@ -69,14 +122,18 @@ def test_wikidata_ids_pass_only_when_they_are_q_or_p_numbers(text):
 
 
 def _b64(text: str) -> str:
-    return "~" + base64.urlsafe_b64encode(text.encode("utf-8", "surrogatepass")).decode().rstrip("=")
+    return "~" + base64.urlsafe_b64encode(text.encode("utf-8", "surrogatepass")).decode().rstrip(
+        "="
+    )
 
 
 generic_ids = st.one_of(
     nasty_text,
     nasty_text.map(_b64),
     nasty_text.map(lambda t: _b64("http://example.org/" + t)),
-    st.tuples(st.sampled_from(["ex", "rdf", "nope", "e.x", ""]), nasty_text).map(lambda p: f"{p[0]}.{p[1]}"),
+    st.tuples(st.sampled_from(["ex", "rdf", "nope", "e.x", ""]), nasty_text).map(
+        lambda p: f"{p[0]}.{p[1]}"
+    ),
 )
 
 
@@ -93,9 +150,10 @@ def test_a_generic_id_decodes_to_a_safe_iri_or_is_refused(local):
     ox.Store().query(f"ASK {{ {iri_ref(iri)} ?p ?o }}")  # parses
 
 
-# -- through the public API: every query the adapter sends runs on a real engine --------------------------------
+# -- through the public API: every query the adapter sends runs on a real engine -------------------
 class InProcessEndpoint:
-    """An httpx transport that answers SPARQL by running it on a pyoxigraph store (and records the queries)."""
+    """An httpx transport that answers SPARQL by running it on a pyoxigraph store (and records the
+    queries)."""
 
     def __init__(self) -> None:
         self.store = ox.Store()
@@ -104,7 +162,10 @@ class InProcessEndpoint:
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         if request.headers.get("content-type", "").startswith("application/sparql-query"):
-            params = {**dict(request.url.params), "query": request.content.decode()}  # a direct POST
+            params = {
+                **dict(request.url.params),
+                "query": request.content.decode(),
+            }  # a direct POST
         elif request.method == "POST":
             params = dict(urllib.parse.parse_qsl(request.content.decode()))
         else:
@@ -126,8 +187,14 @@ def open_kgs(endpoint: InProcessEndpoint):
     common = {"registry": EndpointRegistry(), "transport": endpoint.transport, "retries": 0}
     limits = Limits(max_query_chars=300)
     wd = open_sparql_kg("wd", "wikidata", "http://in-process.test/sparql", limits, **common)
-    g = open_sparql_kg("g", "sparql", "http://in-process.test/sparql", limits, prefixes={"ex": "http://example.org/"},
-                       **common)
+    g = open_sparql_kg(
+        "g",
+        "sparql",
+        "http://in-process.test/sparql",
+        limits,
+        prefixes={"ex": "http://example.org/"},
+        **common,
+    )
     return wd, g
 
 
@@ -154,11 +221,15 @@ def test_search_text_reaches_the_engine_as_exactly_that_literal(loop, text):
     assert hits and hits[0].entity.id == "g:ex.x"
     run(loop, wd.initialize(text))
     run(loop, g.initialize(f"[{text}]"))
-    assert endpoint.queries and all(q.lstrip().startswith(("PREFIX", "SELECT", "ASK")) for q in endpoint.queries)
+    assert endpoint.queries and all(
+        q.lstrip().startswith(("PREFIX", "SELECT", "ASK")) for q in endpoint.queries
+    )
 
 
 @checks(150)
-@given(st.one_of(nasty_text, st.from_regex(r"\AQ[0-9]{1,3}\Z")), nasty_text, generic_ids, generic_ids)
+@given(
+    st.one_of(nasty_text, st.from_regex(r"\AQ[0-9]{1,3}\Z")), nasty_text, generic_ids, generic_ids
+)
 def test_ids_and_relations_either_raise_or_make_queries_that_run(loop, qid, pid, ent, rel):
     endpoint = InProcessEndpoint()
     wd, g = open_kgs(endpoint)

@@ -1,6 +1,6 @@
-"""The Wikidata profile against a real SPARQL server (oxigraph) serving Wikidata-shaped data built from real facts
-(tests/fixtures/wikidata_sample.ttl): items, truthy claims, statements with ranks and qualifiers, labels in several
-languages. No network beyond 127.0.0.1.
+"""The Wikidata profile against a real SPARQL server (oxigraph) serving Wikidata-shaped data built
+from real facts (tests/fixtures/wikidata_sample.ttl): items, truthy claims, statements with ranks
+and qualifiers, labels in several languages. No network beyond 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 def wikidata(url: str, limits: Limits | None = None, **options) -> Graph:
     """The backend over ``url`` behind its Graph, with its own endpoint registry."""
-    return Graph(open_sparql_kg("wd", "wikidata", url, limits, registry=EndpointRegistry(),
-                                **options))
+    return Graph(
+        open_sparql_kg("wd", "wikidata", url, limits, registry=EndpointRegistry(), **options)
+    )
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def summary(rels):
     return {(r.id, r.direction.value): r.count for r in rels.relations}
 
 
-# -- entity search and linking ---------------------------------------------------------------------------------------
+# -- entity search and linking ---------------------------------------------------------------------
 async def test_search_matches_labels_exactly_then_case_insensitively_with_descriptions(wd):
     exact = await wd.search_entities("Douglas Adams")
     assert (exact[0].entity.id, exact[0].match, exact[0].score) == ("wd:Q42", "exact", 1.0)
@@ -45,7 +46,11 @@ async def test_search_matches_labels_exactly_then_case_insensitively_with_descri
 
 async def test_search_finds_aliases_and_substrings_below_labels(wd):
     alias = await wd.search_entities("Madame Curie")
-    assert (alias[0].entity.id, alias[0].entity.label, alias[0].match) == ("wd:Q7186", "Marie Curie", "alias")
+    assert (alias[0].entity.id, alias[0].entity.label, alias[0].match) == (
+        "wd:Q7186",
+        "Marie Curie",
+        "alias",
+    )
     partial = await wd.search_entities("Curie")
     assert {h.entity.id for h in partial} >= {"wd:Q7186", "wd:Q37463", "wd:Q7504"}
     assert all(h.match == "contains" and h.score < 0.9 for h in partial)
@@ -55,8 +60,13 @@ async def test_equal_labels_are_ranked_by_sitelinks(wd):
     hits = await wd.search_entities("Cambridge")
     assert [h.entity.id for h in hits[:2]] == ["wd:Q350", "wd:Q49111"]
     assert hits[0].entity.description == "city in Cambridgeshire, England"
-    three = [h.entity.description for h in await wd.search_entities("The Hitchhiker's Guide to the Galaxy")]
-    assert three[0] == "comedy science fiction franchise created by Douglas Adams" and len(three) == 3
+    three = [
+        h.entity.description
+        for h in await wd.search_entities("The Hitchhiker's Guide to the Galaxy")
+    ]
+    assert (
+        three[0] == "comedy science fiction franchise created by Douglas Adams" and len(three) == 3
+    )
 
 
 async def test_an_entity_labelled_only_in_mul_is_found_and_shown(wd):
@@ -76,10 +86,17 @@ async def test_label_languages_are_configurable_with_fallback_to_the_id(wikidata
 
 async def test_initialize_links_names_inside_a_plain_question(wd):
     hits = await wd.initialize("Who was the spouse of Douglas Adams?")
-    assert (hits[0].entity.id, hits[0].mention, hits[0].match) == ("wd:Q42", "Douglas Adams", "mention")
+    assert (hits[0].entity.id, hits[0].mention, hits[0].match) == (
+        "wd:Q42",
+        "Douglas Adams",
+        "mention",
+    )
     both = await wd.initialize("did marie curie and pierre curie win the same award")
     assert {h.entity.id for h in both} >= {"wd:Q7186", "wd:Q37463"}
-    assert {h.mention for h in both if h.entity.id in ("wd:Q7186", "wd:Q37463")} == {"marie curie", "pierre curie"}
+    assert {h.mention for h in both if h.entity.id in ("wd:Q7186", "wd:Q37463")} == {
+        "marie curie",
+        "pierre curie",
+    }
 
 
 async def test_initialize_prefers_bracketed_mentions(wd):
@@ -92,17 +109,25 @@ async def test_nothing_to_link_is_an_empty_list(wd):
     assert await wd.search_entities("zzqx wibble") == []
 
 
-# -- relations ----------------------------------------------------------------------------------------------------
+# -- relations -------------------------------------------------------------------------------------
 async def test_relations_are_direct_claims_both_ways_with_counts(wd):
     rels = await wd.get_relations(["wd:Q42"])
     got = summary(rels)
     assert got[("wd:P106", "forward")] == 4 and got[("wd:P26", "forward")] == 1
     assert got[("wd:P800", "forward")] == 2 and got[("wd:P434", "forward")] == 1
-    assert {k for k in got if k[1] == "backward"} == {("wd:P50", "backward"), ("wd:P170", "backward"),
-                                                      ("wd:P58", "backward"), ("wd:P26", "backward")}
+    assert {k for k in got if k[1] == "backward"} == {
+        ("wd:P50", "backward"),
+        ("wd:P170", "backward"),
+        ("wd:P58", "backward"),
+        ("wd:P26", "backward"),
+    }
     labels = {r.id: r.label for r in rels.relations}
     assert labels["wd:P106"] == "occupation" and labels["wd:P434"] == "MusicBrainz artist ID"
-    assert rels.relations[0].direction is Direction.forward and not rels.truncated and rels.warnings == []
+    assert (
+        rels.relations[0].direction is Direction.forward
+        and not rels.truncated
+        and rels.warnings == []
+    )
 
 
 async def test_relation_counts_add_up_over_several_entities(wd):
@@ -164,7 +189,8 @@ async def test_a_hub_is_read_from_its_batchs_sample_the_rest_again_together(wiki
     assert uk.truncated and backward and all(r.count is None for r in backward)
     assert "incoming edges" in uk.warnings[0]
     assert [r for r in uk.relations if r.direction is Direction.forward] == [
-        r for r in alone["wd:Q145"].relations if r.direction is Direction.forward]
+        r for r in alone["wd:Q145"].relations if r.direction is Direction.forward
+    ]
 
 
 async def test_a_bulk_read_is_cut_exactly_at_its_limit_across_batches(wikidata_sparql_url):
@@ -188,17 +214,23 @@ async def test_labels_leave_out_ids_naming_nothing_and_a_labelled_walk_brings_th
     kg = wd.store
     sent = sent_queries(kg)
     assert await kg.labels(["wd:Q42", "wd:Q999999999", "wd:Q42", "wd:P31", "other:Q1"]) == {
-        "wd:Q42": "Douglas Adams"}
+        "wd:Q42": "Douglas Adams"
+    }
     assert len(sent) == 1
     read = await kg.adjacent_ids(["wd:Q1299"], "wd:P463", Direction.backward, labelled=True)
     sent.clear()
     members = await kg.labels([t for _, t in read.pairs])
     assert sorted(members.values()) == [
-        "George Harrison", "John Lennon", "Paul McCartney", "Ringo Starr"]
+        "George Harrison",
+        "John Lennon",
+        "Paul McCartney",
+        "Ringo Starr",
+    ]
     assert sent == []
     assert await kg.labels(["wd:Q42", "wd:Q999999999"], key=True) == {
         "wd:Q42": "http://www.wikidata.org/entity/Q42",
-        "wd:Q999999999": "http://www.wikidata.org/entity/Q999999999"}
+        "wd:Q999999999": "http://www.wikidata.org/entity/Q999999999",
+    }
     assert sent == []
 
 
@@ -210,14 +242,22 @@ async def test_find_resolves_identifiers_and_keys_in_one_query_each_naming_what_
     mbid = "e9ed318d-8cc5-4cf8-ab77-505e39ab6ea4"
     found = {mbid: ["wd:Q42"], "nobody's ID": []}
     assert await kg.find([mbid, mbid, "nobody's ID"], "wd:P434") == found
-    keys = {"http://www.wikidata.org/entity/Q1299": ["wd:Q1299"], "Q7186": ["wd:Q7186"],
-            "https://www.wikidata.org/entity/Q1203": ["wd:Q1203"], "Q999999999": [],
-            "not an IRI": [], 'http://x/"> } INSERT': []}
+    keys = {
+        "http://www.wikidata.org/entity/Q1299": ["wd:Q1299"],
+        "Q7186": ["wd:Q7186"],
+        "https://www.wikidata.org/entity/Q1203": ["wd:Q1203"],
+        "Q999999999": [],
+        "not an IRI": [],
+        'http://x/"> } INSERT': [],
+    }
     assert await kg.find(list(keys)) == keys
     assert len(sent) == 2
     assert await kg.labels(["wd:Q42", "wd:Q1299", "wd:Q7186", "wd:Q1203"]) == {
-        "wd:Q42": "Douglas Adams", "wd:Q1299": "The Beatles", "wd:Q7186": "Marie Curie",
-        "wd:Q1203": "John Lennon"}
+        "wd:Q42": "Douglas Adams",
+        "wd:Q1299": "The Beatles",
+        "wd:Q7186": "Marie Curie",
+        "wd:Q1203": "John Lennon",
+    }
     assert len(sent) == 2
     with pytest.raises(NotFound, match="get_relations"):
         await kg.find(["x"], "wd:P99999")
@@ -233,15 +273,20 @@ async def test_a_relation_is_sampled_anywhere_without_sources(wd):
     assert await wd.subjects_of("wd:P463", limit=3)
 
 
-# -- edges --------------------------------------------------------------------------------------------------------
+# -- edges -----------------------------------------------------------------------------------------
 async def test_edges_carry_qualifiers_of_the_statement(wd):
     page = await wd.get_edges(["wd:Q42"], "wd:P26")
     (edge,) = page.edges
     assert (edge.source, edge.relation, edge.target) == ("wd:Q42", "wd:P26", "wd:Q14623681")
     quals = {(q.relation.label, q.value.value, q.value.datatype) for q in edge.qualifiers}
-    assert quals == {("start time", "1991-11-25T00:00:00Z", XSD + "dateTime"),
-                     ("end time", "2001-05-11T00:00:00Z", XSD + "dateTime")}
-    assert page.entities["wd:Q14623681"].label == "Jane Belson" and page.entities["wd:Q42"].label == "Douglas Adams"
+    assert quals == {
+        ("start time", "1991-11-25T00:00:00Z", XSD + "dateTime"),
+        ("end time", "2001-05-11T00:00:00Z", XSD + "dateTime"),
+    }
+    assert (
+        page.entities["wd:Q14623681"].label == "Jane Belson"
+        and page.entities["wd:Q42"].label == "Douglas Adams"
+    )
 
 
 async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
@@ -253,9 +298,17 @@ async def test_edges_name_the_relation_by_its_label_without_an_extra_query(wd):
         return await request(*args, **kwargs)
 
     wd.store.sparql.request = counted
-    page = await wd.get_edges(["wd:Q42"], "wd:P26")  # cold: the label comes with the source/qualifier labels
-    assert (page.relation.id, page.relation.label, page.relation.direction) == ("wd:P26", "spouse", Direction.forward)
-    assert len(queries) == 2  # the edges, then one label query for source, relation and qualifier properties
+    page = await wd.get_edges(
+        ["wd:Q42"], "wd:P26"
+    )  # cold: the label comes with the source/qualifier labels
+    assert (page.relation.id, page.relation.label, page.relation.direction) == (
+        "wd:P26",
+        "spouse",
+        Direction.forward,
+    )
+    assert (
+        len(queries) == 2
+    )  # the edges, then one label query for source, relation and qualifier properties
     back = await wd.get_edges(["wd:Q1299"], "wd:P463", Direction.backward)
     assert (back.relation.label, back.relation.direction) == ("member of", Direction.backward)
     queries.clear()
@@ -277,7 +330,9 @@ async def test_two_statements_with_one_value_give_one_edge_with_both_qualifier_s
 async def test_only_best_rank_values_are_edges_and_deprecated_statements_add_no_qualifiers(wd):
     (pop,) = (await wd.get_edges(["wd:Q84"], "wd:P1082")).edges  # preferred 2021 beats normal 2011
     assert (pop.value.value, pop.value.datatype) == ("8799800", XSD + "decimal")
-    assert [(q.relation.label, q.value.value[:4]) for q in pop.qualifiers] == [("point in time", "2021")]
+    assert [(q.relation.label, q.value.value[:4]) for q in pop.qualifiers] == [
+        ("point in time", "2021")
+    ]
     (inception,) = (await wd.get_edges(["wd:Q1299"], "wd:P571")).edges  # 1957 is deprecated
     assert inception.value.value.startswith("1960")
 
@@ -291,17 +346,28 @@ async def test_literal_values_keep_their_datatype_or_language(wd):
     assert await value("wd:Q42", "wd:P569") == ("1952-03-11T00:00:00Z", XSD + "dateTime", None)
     assert await value("wd:Q42", "wd:P434") == ("e9ed318d-8cc5-4cf8-ab77-505e39ab6ea4", None, None)
     assert await value("wd:Q2632", "wd:P1477") == ("Richard Starkey", None, "en")
-    assert await value("wd:Q1299", "wd:P856") == ("https://www.thebeatles.com/", XSD + "anyURI", None)
+    assert await value("wd:Q1299", "wd:P856") == (
+        "https://www.thebeatles.com/",
+        XSD + "anyURI",
+        None,
+    )
     assert (await value("wd:Q84", "wd:P625"))[0] == "Point(-0.1275 51.507222)"
 
 
 async def test_backward_edges_reach_the_subjects_with_labels(wd):
     page = await wd.get_edges(["wd:Q1299"], "wd:P463", Direction.backward)
     assert {page.entities[e.target].label for e in page.edges} == {
-        "John Lennon", "Paul McCartney", "George Harrison", "Ringo Starr"}
+        "John Lennon",
+        "Paul McCartney",
+        "George Harrison",
+        "Ringo Starr",
+    }
     assert all(e.source == "wd:Q1299" and e.direction is Direction.backward for e in page.edges)
     ringo = next(e for e in page.edges if e.target == "wd:Q2632")
-    assert {q.relation.id: q.value.value[:4] for q in ringo.qualifiers} == {"wd:P580": "1962", "wd:P582": "1970"}
+    assert {q.relation.id: q.value.value[:4] for q in ringo.qualifiers} == {
+        "wd:P580": "1962",
+        "wd:P582": "1970",
+    }
 
 
 async def test_paging_is_stable_and_covers_every_edge_once(wd):
@@ -309,7 +375,9 @@ async def test_paging_is_stable_and_covers_every_edge_once(wd):
     assert len(everything.edges) > 8 and not everything.truncated and everything.next_offset is None
     seen, offset = [], 0
     while True:
-        page = await wd.get_edges(["wd:Q145", "wd:Q142"], "wd:P17", Direction.backward, limit=3, offset=offset)
+        page = await wd.get_edges(
+            ["wd:Q145", "wd:Q142"], "wd:P17", Direction.backward, limit=3, offset=offset
+        )
         seen += [(e.source, e.target) for e in page.edges]
         if not page.truncated:
             break
@@ -340,10 +408,12 @@ async def test_limit_is_capped_by_the_configured_maximum(wikidata_sparql_url):
     assert len(page.edges) == 5 and page.truncated and page.next_offset == 5
 
 
-# -- describe and info ---------------------------------------------------------------------------------------------
+# -- describe and info -----------------------------------------------------------------------------
 async def test_describe_gives_label_description_aliases_relations_and_iri(wd):
     d = await wd.describe_entity("wd:Q7186")
-    assert d.entity.label == "Marie Curie" and d.entity.description.startswith("Polish and naturalised-French")
+    assert d.entity.label == "Marie Curie" and d.entity.description.startswith(
+        "Polish and naturalised-French"
+    )
     assert "Madame Curie" in d.aliases and d.iri == "http://www.wikidata.org/entity/Q7186"
     assert ("wd:P166", Direction.forward, 2) in {(r.id, r.direction, r.count) for r in d.relations}
 
@@ -352,7 +422,11 @@ async def test_info_names_the_backend_and_samples_the_property_vocabulary(wd, wi
     info = await wd.info()
     assert info.backend == "wikidata" and wikidata_sparql_url in info.description
     labels = [r.label for r in info.relation_sample]
-    assert len(labels) == 20 and "occupation" in labels and not any(label.startswith("P") for label in labels)
+    assert (
+        len(labels) == 20
+        and "occupation" in labels
+        and not any(label.startswith("P") for label in labels)
+    )
 
 
 async def test_entity_keys_are_iris_and_resolve_back_for_linking(wd):
@@ -361,16 +435,20 @@ async def test_entity_keys_are_iris_and_resolve_back_for_linking(wd):
     assert await wd.resolve_key("https://www.wikidata.org/entity/Q1299") == "wd:Q1299"
     assert await wd.resolve_key("Q1299") == "wd:Q1299"
     assert await wd.resolve_key("Q999999999") is None
-    assert await wd.resolve_key("b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d") is None  # literals are not addressable
+    assert (
+        await wd.resolve_key("b10bbbfc-cf9e-42e0-be17-e2c3e1d2600d") is None
+    )  # literals are not addressable
     assert await wd.resolve_key('http://x/"> } INSERT') is None
 
 
 async def test_the_spec_string_opens_this_backend(wikidata_sparql_url):
-    kg = open_kg(make_spec("mirror", f"wikidata:{wikidata_sparql_url}"), registry=EndpointRegistry())
+    kg = open_kg(
+        make_spec("mirror", f"wikidata:{wikidata_sparql_url}"), registry=EndpointRegistry()
+    )
     assert (await kg.search_entities("Abbey Road"))[0].entity.id == "mirror:Q173643"
 
 
-# -- bad input ----------------------------------------------------------------------------------------------------
+# -- bad input -------------------------------------------------------------------------------------
 async def test_bad_ids_and_arguments_raise_clear_errors(wd):
     for bad in ["wd:Q0", "wd:Q42abc", "wd:X1", "wd:P31", "wd:q42", "wd:Q123456789012"]:
         with pytest.raises(InvalidInput, match="not a Wikidata item ID"):

@@ -34,7 +34,8 @@ async def test_a_healthy_kg_answers_within_5_s_beside_a_stalled_linked_one(stall
         f'[kg.good]\nspec = "{FIXTURES / "linked_wd.ttl"}"\nbackend = "memory"\n\n'
         # default timeout 30 s, 2 retries
         f'[kg.bad]\nspec = "sparql:{stalled.url}"\nsearch_api = "none"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     async with stdio_session(["--config", str(config)]) as session:
         started = time.monotonic()
         linked = await session.call_tool("initialize", {"query": "[Michael Jackson]", "kg": "good"})

@@ -21,20 +21,35 @@ def respond(prompt: str) -> str:
     asked = prompt.rsplit("Reply with", 1)[-1]
     if "SCORE" in asked:
         if "Proposed answer" in prompt:
-            return "SCORE: 0.9" if "Lana Wachowski" in prompt.split("Proposed answer:")[1] else "SCORE: 0.2"
+            return (
+                "SCORE: 0.9"
+                if "Lana Wachowski" in prompt.split("Proposed answer:")[1]
+                else "SCORE: 0.2"
+            )
         return "SCORE: 0.6"
     if "SELECT_RELATION" in asked:
-        return "SELECT_RELATION: directed_by forward" if "directed by" in prompt else "SELECT_RELATION: 1"
+        return (
+            "SELECT_RELATION: directed_by forward"
+            if "directed by" in prompt
+            else "SELECT_RELATION: 1"
+        )
     if "SELECT_ENTITIES" in asked:
-        return "SELECT_ENTITIES: The Matrix, Speed" if "(The Matrix)" in prompt else "SELECT_ENTITIES: Keanu Reeves"
-    if ": Lana Wachowski" in prompt.split("Actions so far")[0]:  # her entity line, not a film's description
+        return (
+            "SELECT_ENTITIES: The Matrix, Speed"
+            if "(The Matrix)" in prompt
+            else "SELECT_ENTITIES: Keanu Reeves"
+        )
+    if (
+        ": Lana Wachowski" in prompt.split("Actions so far")[0]
+    ):  # her entity line, not a film's description
         return "ANSWER: Lana Wachowski, Jan de Bont"
     return "EXPAND_KG"
 
 
 async def sampling(context, params: types.CreateMessageRequestParams):
     return types.CreateMessageResult(
-        role="assistant", model="scripted",
+        role="assistant",
+        model="scripted",
         content=types.TextContent(type="text", text=respond(params.messages[0].content.text)),
     )
 
@@ -51,10 +66,14 @@ async def test_sampling_policy_answers_with_progress_per_expansion(server):
         progress.append((done, total, message))
 
     async with Client(server, sampling_callback=sampling, mode="legacy") as client:
-        result = await client.call_tool("tree_of_traversals", {"query": Q, "k": 2, "llm": "sampling"},
-                                        progress_callback=on_progress)
-        full = await client.call_tool("tree_of_traversals", {"query": Q, "k": 2, "llm": "sampling",
-                                                             "detail": "full"})
+        result = await client.call_tool(
+            "tree_of_traversals",
+            {"query": Q, "k": 2, "llm": "sampling"},
+            progress_callback=on_progress,
+        )
+        full = await client.call_tool(
+            "tree_of_traversals", {"query": Q, "k": 2, "llm": "sampling", "detail": "full"}
+        )
     assert not result.is_error, result.content
     data = result.structured_content
     assert data["status"] == "answered" and data["strategy"] == "tot, policy sampling"
@@ -91,8 +110,11 @@ async def test_anthropic_without_a_key_is_a_tool_error():
     from tot_mcp.strategies.settings import Config
     from tot_mcp.kg_adapters.environment import Environment
 
-    runtime = Runtime({"m": make_kg("m")}, config=Config.model_validate({"llm": {"backend": "anthropic"}}),
-                      environment=Environment({}))
+    runtime = Runtime(
+        {"m": make_kg("m")},
+        config=Config.model_validate({"llm": {"backend": "anthropic"}}),
+        environment=Environment({}),
+    )
     async with Client(build_server(runtime)) as client:
         result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
     assert result.is_error and "ANTHROPIC_API_KEY is not set" in result.content[0].text
@@ -118,39 +140,53 @@ async def test_the_tool_is_listed_with_its_schema(server):
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     tool = tools["tree_of_traversals"]
-    # the search's other bounds (max_hops, tau, max_expansions) are the server's [strategy.tot] settings
+    # the search's other bounds (max_hops, tau, max_expansions) are the server's [strategy.tot]
+    # settings
     assert set(tool.input_schema["properties"]) == {"query", "k", "llm", "kg", "detail"}
     assert tool.output_schema and "items" in tool.output_schema["properties"]
 
 
 async def test_the_tool_runs_the_registered_method_so_tot_search_measures_what_it_does(server):
-    """One Tree-of-Traversals: the tool and `tot-search --method tot` run the same strategy, with the same bounds."""
+    """One Tree-of-Traversals: the tool and `tot-search --method tot` run the same strategy, with
+    the same bounds."""
     from tot_mcp.strategies.registry import get
 
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "offline", "k": 2})
+        result = await client.call_tool(
+            "tree_of_traversals", {"query": Q, "llm": "offline", "k": 2}
+        )
     props = tools["tree_of_traversals"].input_schema["properties"]
     fields = get("tot").options.model_fields
     for name in ("k",):
         meta = {m.__class__.__name__: m for m in fields[name].metadata}
         bounds = {k: getattr(m, k) for m in meta.values() for k in ("ge", "le") if hasattr(m, k)}
-        assert props[name].get("minimum") == bounds.get("ge") and props[name].get("maximum") == bounds.get("le"), name
+        assert props[name].get("minimum") == bounds.get("ge") and props[name].get(
+            "maximum"
+        ) == bounds.get("le"), name
     assert not result.is_error, result.content
-    assert result.structured_content["status"] in {"answered", "below_tau", "incomplete", "no_answer"}
+    assert result.structured_content["status"] in {
+        "answered",
+        "below_tau",
+        "incomplete",
+        "no_answer",
+    }
 
 
 async def test_a_paid_llm_the_operator_did_not_configure_is_refused(server):
     """#36 item 9: llm='anthropic' ran on the server's key for any client, with no opt-in."""
     async with Client(server) as client:
         result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "openai"})
-    assert result.is_error and "has not opened to clients ([llm] backend = \"openai\")" in result.content[0].text
+    assert (
+        result.is_error
+        and 'has not opened to clients ([llm] backend = "openai")' in result.content[0].text
+    )
 
 
 @contextlib.contextmanager
 def counting_model():
-    """A loopback Anthropic API answering every completion with EXPAND_KG; yields its URL and the list
-    that gets one item per request it received."""
+    """A loopback Anthropic API answering every completion with EXPAND_KG; yields its URL and the
+    list that gets one item per request it received."""
     from http.server import BaseHTTPRequestHandler
 
     from llm_wire import anthropic_message, send_json, serve
@@ -161,7 +197,11 @@ def counting_model():
         def do_POST(self):  # noqa: N802
             self.rfile.read(int(self.headers["content-length"]))
             sent.append(1)
-            send_json(self, 200, anthropic_message("m", "EXPAND_KG", {"input_tokens": 5, "output_tokens": 2}))
+            send_json(
+                self,
+                200,
+                anthropic_message("m", "EXPAND_KG", {"input_tokens": 5, "output_tokens": 2}),
+            )
 
         def log_message(self, *args):
             pass
@@ -179,11 +219,17 @@ async def test_a_client_spends_at_most_its_share_of_the_operators_llm_calls():
     from tot_mcp.kg_adapters.environment import Environment
 
     with counting_model() as (url, sent):
-        config = Config.model_validate({"llm": {"backend": "anthropic", "base_url": url, "client_calls": 3,
-                                                "max_retries": 0}})
-        runtime = Runtime({"m": make_kg("m")}, config=config, environment=Environment({"ANTHROPIC_API_KEY": "k"}))
+        config = Config.model_validate(
+            {"llm": {"backend": "anthropic", "base_url": url, "client_calls": 3, "max_retries": 0}}
+        )
+        runtime = Runtime(
+            {"m": make_kg("m")}, config=config, environment=Environment({"ANTHROPIC_API_KEY": "k"})
+        )
         async with Client(build_server(runtime)) as client:
-            calls = [client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"}) for _ in range(8)]
+            calls = [
+                client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
+                for _ in range(8)
+            ]
             await asyncio.gather(*calls)
             after = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
     assert len(sent) == 3  # the share, not a request more, whatever ran at once
@@ -198,14 +244,23 @@ async def test_new_sessions_from_one_address_share_that_address_share(tmp_path):
 
     with counting_model() as (url, sent):
         config = tmp_path / "tot-mcp.toml"
-        config.write_text(f'[llm]\nbackend = "anthropic"\nbase_url = "{url}"\nclient_calls = 3\n'
-                          'max_retries = 0\n', encoding="utf-8")
+        config.write_text(
+            f'[llm]\nbackend = "anthropic"\nbase_url = "{url}"\nclient_calls = 3\n'
+            "max_retries = 0\n",
+            encoding="utf-8",
+        )
         env = {"ANTHROPIC_API_KEY": "k"}
         async with http_server(["--config", str(config)], env=env) as mcp_url:
-            for i in range(3):  # a forged X-Forwarded-For makes no new client (an outside re-run's attack)
-                async with http_session(mcp_url, headers={"X-Forwarded-For": f"10.0.0.{i + 1}"}) as session:
+            for i in range(
+                3
+            ):  # a forged X-Forwarded-For makes no new client (an outside re-run's attack)
+                async with http_session(
+                    mcp_url, headers={"X-Forwarded-For": f"10.0.0.{i + 1}"}
+                ) as session:
                     await session.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
             async with http_session(mcp_url) as session:
-                after = await session.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
+                after = await session.call_tool(
+                    "tree_of_traversals", {"query": Q, "llm": "anthropic"}
+                )
     assert len(sent) == 3
     assert after.is_error and "has used its 3 LLM calls" in after.content[0].text

@@ -1,5 +1,6 @@
-"""What the LLM is shown: the remaining budget, only the formats allowed now (with an explicit "no answer"), every
-expansion including those that found nothing, and a pending expansion named as such."""
+"""What the LLM is shown: the remaining budget, only the formats allowed now (with an explicit "no
+answer"), every expansion including those that found nothing, and a pending expansion named as
+such."""
 
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ async def test_the_budget_is_stated_in_expansions_and_the_forced_answer_offers_o
     asm = TraversalASM(kg)
     s = await asm.initial_state(Q)
     prompt = policy().prompt_for(s)
-    assert "Expansions left: 4 (an expansion follows one relation one hop" in prompt and "EXPAND_KG" in prompt
+    assert (
+        "Expansions left: 4 (an expansion follows one relation one hop" in prompt
+        and "EXPAND_KG" in prompt
+    )
     forced = s.model_copy(update={"max_hops": 0})
     last = policy().prompt_for(forced)
     formats = last.rsplit("one of:", 1)[1]
@@ -46,11 +50,20 @@ def _stated(prompt: str) -> int:
     return int(m.group(1))
 
 
-@pytest.mark.parametrize("budget, think_first", [({}, False), ({}, True), ({"max_depth": 7}, False),
-                                                 ({"max_depth": 7}, True), ({"max_hops": 1}, False)])
+@pytest.mark.parametrize(
+    "budget, think_first",
+    [
+        ({}, False),
+        ({}, True),
+        ({"max_depth": 7}, False),
+        ({"max_depth": 7}, True),
+        ({"max_hops": 1}, False),
+    ],
+)
 async def test_the_stated_budget_is_exactly_what_the_asm_accepts(kg, budget, think_first):
-    """Whatever the prompt says is left, the ASM accepts exactly that many more expansions (each completes once
-    begun), then only ANSWER — with the default hop budget, the paper's action budget, and after a THINK."""
+    """Whatever the prompt says is left, the ASM accepts exactly that many more expansions (each
+    completes once begun), then only ANSWER — with the default hop budget, the paper's action
+    budget, and after a THINK."""
     asm = TraversalASM(kg)
     s = await asm.initial_state(Q, **budget)
     if think_first:
@@ -61,7 +74,9 @@ async def test_the_stated_budget_is_exactly_what_the_asm_accepts(kg, budget, thi
     for n in range(promised):
         assert not s.must_answer and _stated(policy().prompt_for(s)) == promised - n
         s = await asm.apply(s, ExpandKG())
-        assert _stated(policy().prompt_for(s)) == promised - n - 1  # said while the expansion is pending
+        assert (
+            _stated(policy().prompt_for(s)) == promised - n - 1
+        )  # said while the expansion is pending
         s = await asm.apply(s, SelectEntities(entity_ids=list(s.subgraph.entities)))
         assert s.candidate_relations, "the fixture KG always has a relation to follow"
         r = s.candidate_relations[0]
@@ -93,7 +108,8 @@ async def test_no_answer_is_an_answer_the_asm_accepts(kg):
 
 
 async def test_running_out_is_incomplete_not_none(kg):
-    """INCOMPLETE (the budget ran out) is distinct from NONE (expanded, nothing there), with or without items."""
+    """INCOMPLETE (the budget ran out) is distinct from NONE (expanded, nothing there), with or
+    without items."""
     s = await TraversalASM(kg).initial_state(Q)
     for reply in ("ANSWER: INCOMPLETE", "ANSWER: INCOMPLETE: Keanu Reeves"):
         action = parse_action_text(reply, s)
@@ -103,14 +119,22 @@ async def test_running_out_is_incomplete_not_none(kg):
 
 
 async def test_expansions_that_found_nothing_stay_visible(kg):
-    """Keanu's films, then their release years: Speed has none in this KG, and the subgraph says so."""
+    """Keanu's films, then their release years: Speed has none in this KG, and the subgraph says
+    so."""
     asm = TraversalASM(kg)
     s = await asm.initial_state(Q)
-    for a in (ExpandKG(), SelectEntities(entity_ids=s.topic_entities),
-              SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)):
+    for a in (
+        ExpandKG(),
+        SelectEntities(entity_ids=s.topic_entities),
+        SelectRelation(relation_id="m:starred_actors", direction=Direction.backward),
+    ):
         s = await asm.apply(s, a)
     films = s.subgraph.expansions[-1].entities_added
-    for a in (ExpandKG(), SelectEntities(entity_ids=films), SelectRelation(relation_id="m:release_year")):
+    for a in (
+        ExpandKG(),
+        SelectEntities(entity_ids=films),
+        SelectRelation(relation_id="m:release_year"),
+    ):
         s = await asm.apply(s, a)
     speed = next(i for i in films if s.subgraph.label(i) == "Speed")
     text = s.subgraph.render()
@@ -128,8 +152,8 @@ async def test_a_pending_expansion_says_what_it_is_about(kg):
 
 
 async def test_the_selection_the_prompt_allows_is_what_the_asm_takes_beyond_one_kg_call():
-    """"Select all of them together, up to N": N entities are taken, followed and capped fairly even
-    when the KG takes fewer IDs per call (here 5: read in batches), and N + 1 are refused."""
+    """ "Select all of them together, up to N": N entities are taken, followed and capped fairly
+    even when the KG takes fewer IDs per call (here 5: read in batches), and N + 1 are refused."""
     from tot_mcp.kg_adapters.base import Limits
     from tot_mcp.kg_adapters.graph import Graph
     from tot_mcp.kg_adapters.memory import MemoryKG
@@ -145,8 +169,11 @@ async def test_the_selection_the_prompt_allows_is_what_the_asm_takes_beyond_one_
     small = Graph(MemoryKG("m", index, limits=Limits(max_ids=5)))
     asm = TraversalASM(small, AsmConfig(max_selected_entities=12, max_edges_per_expansion=20))
     s = await asm.initial_state("who starred in the films directed by [Ada Director]")
-    for a in (ExpandKG(), SelectEntities(entity_ids=s.topic_entities),
-              SelectRelation(relation_id="m:directed_by", direction=Direction.backward)):
+    for a in (
+        ExpandKG(),
+        SelectEntities(entity_ids=s.topic_entities),
+        SelectRelation(relation_id="m:directed_by", direction=Direction.backward),
+    ):
         s = await asm.apply(s, a)
     films = s.subgraph.expansions[-1].entities_added
     assert len(films) == 12
@@ -157,7 +184,8 @@ async def test_the_selection_the_prompt_allows_is_what_the_asm_takes_beyond_one_
     assert "13 entities selected; at most 12" in too_many.invalid_actions[-1].reason
     s = await asm.apply(s, SelectEntities(entity_ids=films))
     assert [(r.id, r.count) for r in s.candidate_relations if r.id == "m:starred_actors"] == [
-        ("m:starred_actors", 24)]
+        ("m:starred_actors", 24)
+    ]
     s = await asm.apply(s, SelectRelation(relation_id="m:starred_actors"))
     x = s.subgraph.expansions[-1]
     assert x.edges_added == 20 and x.truncated

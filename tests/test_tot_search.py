@@ -21,7 +21,8 @@ def _labels(state: TraversalState, *names: str) -> list[str]:
 
 
 def two_hop_policy(state: TraversalState) -> list:
-    """Keanu → his films → their directors, then answer; also proposes a distracting thought at the start."""
+    """Keanu → his films → their directors, then answer; also proposes a distracting thought at the
+    start."""
     if state.asm_state is AsmState.DEFAULT:
         directors = _labels(state, "Lana Wachowski", "Jan de Bont")
         if directors or state.must_answer:
@@ -51,11 +52,19 @@ async def test_finds_the_two_hop_answer_and_stops_at_tau():
     result = await TreeSearch(TraversalASM(kg), policy, SearchConfig(k=3)).run(QUESTION)
     assert result.status == "answered" and result.value == 0.95
     assert set(result.answer.labels) == {"Lana Wachowski", "Jan de Bont"}
-    assert set(result.answer.entity_ids) == {await eid(kg, "Lana Wachowski"), await eid(kg, "Jan de Bont")}
-    # root, EXPAND, SELECT_ENTITIES, SELECT_RELATION, EXPAND, SELECT_ENTITIES, SELECT_RELATION, ANSWER
+    assert set(result.answer.entity_ids) == {
+        await eid(kg, "Lana Wachowski"),
+        await eid(kg, "Jan de Bont"),
+    }
+    # root, EXPAND, SELECT_ENTITIES, SELECT_RELATION, EXPAND, SELECT_ENTITIES, SELECT_RELATION,
+    # ANSWER
     kinds = [result.nodes[i].action.kind if result.nodes[i].action else "root" for i in result.path]
     assert kinds == ["root", "expand_kg", "select_entities", "select_relation"] * 1 + [
-        "expand_kg", "select_entities", "select_relation", "answer"]
+        "expand_kg",
+        "select_entities",
+        "select_relation",
+        "answer",
+    ]
     # the thought proposed beside EXPAND_KG costs nothing: no node, no value, recorded as dropped
     assert not [n for n in result.nodes if isinstance(n.action, Think)]
     assert any(isinstance(r.action, Think) for r in result.nodes[0].rejected)
@@ -65,8 +74,8 @@ async def test_finds_the_two_hop_answer_and_stops_at_tau():
 
 
 async def test_best_first_backtracks_from_a_branch_that_scores_low():
-    """Two initial thoughts: the better-scored one leads to a dead end whose children score low, so the search
-    returns to the other branch."""
+    """Two initial thoughts: the better-scored one leads to a dead end whose children score low, so
+    the search returns to the other branch."""
     kg = make_kg()
 
     def propose(state):
@@ -84,8 +93,12 @@ async def test_best_first_backtracks_from_a_branch_that_scores_low():
         return 0.5 if state.asm_state is not AsmState.DONE else 0.85
 
     # the paper's action budget: a THINK may follow a THINK
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(max_depth=7)).run(QUESTION)
-    order = sorted((n for n in result.nodes if n.expanded_at is not None), key=lambda n: n.expanded_at)
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(max_depth=7)
+    ).run(QUESTION)
+    order = sorted(
+        (n for n in result.nodes if n.expanded_at is not None), key=lambda n: n.expanded_at
+    )
     texts = [n.action.text if n.action else "root" for n in order]
     assert texts == ["root", "dead end", "good idea"]
     assert result.status == "answered" and result.answer.text == "Keanu Reeves"
@@ -97,9 +110,14 @@ async def test_ties_prefer_the_deeper_node():
     def propose(state):
         return [Think(text=f"t{state.depth}a"), Think(text=f"t{state.depth}b")]
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.5),
-                              SearchConfig(max_expansions=4, max_depth=50)).run(QUESTION)
-    expanded = sorted((n for n in result.nodes if n.expanded_at is not None), key=lambda n: n.expanded_at)
+    result = await TreeSearch(
+        TraversalASM(kg),
+        FunctionPolicy(propose, lambda s: 0.5),
+        SearchConfig(max_expansions=4, max_depth=50),
+    ).run(QUESTION)
+    expanded = sorted(
+        (n for n in result.nodes if n.expanded_at is not None), key=lambda n: n.expanded_at
+    )
     assert [n.depth for n in expanded] == [0, 1, 2, 3]
 
 
@@ -112,26 +130,37 @@ async def test_answers_below_tau_do_not_stop_the_search_and_the_best_is_returned
     def value(state):
         return 0.3 if state.asm_state is AsmState.DONE else 0.5
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
-                              SearchConfig(max_expansions=5, tau=0.8, max_depth=50)).run(QUESTION)
+    result = await TreeSearch(
+        TraversalASM(kg),
+        FunctionPolicy(propose, value),
+        SearchConfig(max_expansions=5, tau=0.8, max_depth=50),
+    ).run(QUESTION)
     assert result.expansions == 5
-    assert result.status == "below_tau" and result.answer.labels == ["Keanu Reeves"] and result.value == 0.3
-    # the same answer on the same facts after each thought is not a new place: it is dropped, not judged again
+    assert (
+        result.status == "below_tau"
+        and result.answer.labels == ["Keanu Reeves"]
+        and result.value == 0.3
+    )
+    # the same answer on the same facts after each thought is not a new place: it is dropped, not
+    # judged again
     answers = [n for n in result.nodes if n.action is not None and n.action.kind == "answer"]
     assert len(answers) == 1
     assert any("repeats node" in r.reason for n in result.nodes for r in n.rejected)
 
 
 async def test_a_thought_beside_an_expansion_costs_nothing_so_backtracking_goes_somewhere_new():
-    """A THINK beside EXPAND_KG would only redo the expansion from a THINK node: it is dropped before it is valued
-    or expanded, and the search gives up on the low branch instead of paying for it twice."""
+    """A THINK beside EXPAND_KG would only redo the expansion from a THINK node: it is dropped
+    before it is valued or expanded, and the search gives up on the low branch instead of paying for
+    it twice."""
     kg = make_kg()
     proposals = []
 
     def propose(state):
         proposals.append(state.asm_state)
         if state.asm_state is AsmState.DEFAULT:
-            return [ExpandKG(), Think(text="first his films")] if not state.actions else [ExpandKG()]
+            return (
+                [ExpandKG(), Think(text="first his films")] if not state.actions else [ExpandKG()]
+            )
         if state.asm_state is AsmState.SELECTING_ENTITIES:
             return [SelectEntities(entity_ids=state.topic_entities)]
         return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
@@ -139,19 +168,35 @@ async def test_a_thought_beside_an_expansion_costs_nothing_so_backtracking_goes_
     def value(state):  # the expansion's result scores low
         return 0.1 if state.subgraph.expansions else 0.6
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
-                              SearchConfig(max_expansions=10)).run(QUESTION)
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(max_expansions=10)
+    ).run(QUESTION)
     assert not [n for n in result.nodes if n.action is not None and n.action.kind == "think"]
-    assert [r.reason for r in result.nodes[0].rejected] == ["a thought beside EXPAND_KG: the expansion is the step"]
-    assert proposals.count(AsmState.SELECTING_ENTITIES) == len(  # each expansion's choices asked for once
-        [n for n in result.nodes if n.action is not None and n.action.kind == "expand_kg" and n.expanded_at is not None])
+    assert [r.reason for r in result.nodes[0].rejected] == [
+        "a thought beside EXPAND_KG: the expansion is the step"
+    ]
+    assert proposals.count(
+        AsmState.SELECTING_ENTITIES
+    ) == len(  # each expansion's choices asked for once
+        [
+            n
+            for n in result.nodes
+            if n.action is not None and n.action.kind == "expand_kg" and n.expanded_at is not None
+        ]
+    )
 
 
 async def test_gives_up_with_no_answer_after_max_expansions():
     kg = make_kg()
     policy = FunctionPolicy(lambda s: [Think(text=f"step {s.depth}")], lambda s: 0.5)
-    result = await TreeSearch(TraversalASM(kg), policy, SearchConfig(max_expansions=3, max_depth=50)).run(QUESTION)
-    assert result.status == "no_answer" and result.answer.text == "no answer found" and result.answer.entity_ids == []
+    result = await TreeSearch(
+        TraversalASM(kg), policy, SearchConfig(max_expansions=3, max_depth=50)
+    ).run(QUESTION)
+    assert (
+        result.status == "no_answer"
+        and result.answer.text == "no answer found"
+        and result.answer.entity_ids == []
+    )
     assert result.expansions == 3 and result.path == []
 
 
@@ -164,8 +209,11 @@ async def test_at_max_depth_only_answers_are_accepted():
         # a stubborn policy that keeps thinking, plus one answer
         return [Think(text=f"more {state.depth}"), Answer(text="Keanu Reeves")]
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.9 if s.depth < 3 else 0.85),
-                              SearchConfig(max_depth=2, k=2, tau=0.99, max_expansions=10)).run(QUESTION)
+    result = await TreeSearch(
+        TraversalASM(kg),
+        FunctionPolicy(propose, lambda s: 0.9 if s.depth < 3 else 0.85),
+        SearchConfig(max_depth=2, k=2, tau=0.99, max_expansions=10),
+    ).run(QUESTION)
     forced = [n for n in result.nodes if n.expanded_at is not None and n.state.must_answer]
     assert forced, "a node at max depth was expanded"
     for n in forced:
@@ -194,7 +242,9 @@ async def test_invalid_proposals_leave_a_retry_node_with_feedback():
             return [SelectEntities(entity_ids=["m:E1"])]  # wrong state
         return [Answer(text="Keanu Reeves")]
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.9)).run(QUESTION)
+    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, lambda s: 0.9)).run(
+        QUESTION
+    )
     root = result.nodes[0]
     assert "not allowed while default" in root.rejected[0].reason
     retry = result.nodes[root.children[0]]
@@ -210,21 +260,28 @@ async def test_progress_is_reported_once_per_expansion():
     async def progress(p):
         reports.append(p)
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(two_hop_policy, correct_answer_value)).run(
-        QUESTION, progress=progress)
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(two_hop_policy, correct_answer_value)
+    ).run(QUESTION, progress=progress)
     assert [p.expansions for p in reports] == list(range(1, result.expansions + 1))
     assert reports[-1].best_answer_value == 0.95
 
 
 async def test_result_serialises_to_json_and_prints_a_readable_tree():
     kg = make_kg()
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(two_hop_policy, correct_answer_value)).run(QUESTION)
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(two_hop_policy, correct_answer_value)
+    ).run(QUESTION)
     data = json.loads(result.model_dump_json())
     assert data["status"] == "answered" and data["path"][0] == 0
     assert data["nodes"][1]["action"]["kind"] == "expand_kg"
     assert "state" not in data["nodes"][0] and data["nodes"][0]["summary"]["entities"] == 1
     back = SearchResult.model_validate_json(result.model_dump_json())
-    assert back.answer == result.answer and back.path == result.path and len(back.nodes) == len(result.nodes)
+    assert (
+        back.answer == result.answer
+        and back.path == result.path
+        and len(back.nodes) == len(result.nodes)
+    )
     assert back.tree_text() == result.tree_text()
     text = result.tree_text()
     assert text.splitlines()[0].startswith("* [1.00] ROOT:")
@@ -232,10 +289,11 @@ async def test_result_serialises_to_json_and_prints_a_readable_tree():
     assert "+2 edges" in text
 
 
-# -- a real model's calls where they change the answer --------------------------------------------------------------
+# -- a real model's calls where they change the answer ---------------------------------------------
 async def test_an_answer_ranked_below_an_expansion_waits_for_it():
-    """The model proposes EXPAND_KG first and a provisional answer second; the answer reaches τ, but the expansion
-    the model ranked above it is valued higher, so it is searched first and its fuller answer is returned."""
+    """The model proposes EXPAND_KG first and a provisional answer second; the answer reaches τ, but
+    the expansion the model ranked above it is valued higher, so it is searched first and its fuller
+    answer is returned."""
     kg = make_kg()
 
     def propose(state):
@@ -253,14 +311,17 @@ async def test_an_answer_ranked_below_an_expansion_waits_for_it():
             return 0.95 if len(state.answer.entity_ids) == 2 else 0.8
         return 1.0
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)).run(
-        "which films did [Keanu Reeves] act in")
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)
+    ).run("which films did [Keanu Reeves] act in")
     assert result.status == "answered" and result.value == 0.95
     assert set(result.answer.labels) == {"The Matrix", "Speed"}
 
 
 async def test_an_inverse_relation_reaching_the_same_place_is_dropped_before_it_is_valued():
-    kg = make_kg("m", [("Speed", "starred_actors", "Keanu Reeves"), ("Keanu Reeves", "acted_in", "Speed")])
+    kg = make_kg(
+        "m", [("Speed", "starred_actors", "Keanu Reeves"), ("Keanu Reeves", "acted_in", "Speed")]
+    )
     valued: list[TraversalState] = []
 
     def propose(state):
@@ -268,15 +329,18 @@ async def test_an_inverse_relation_reaching_the_same_place_is_dropped_before_it_
             return [Answer(text="Speed")] if state.subgraph.expansions else [ExpandKG()]
         if state.asm_state is AsmState.SELECTING_ENTITIES:
             return [SelectEntities(entity_ids=state.topic_entities)]
-        return [SelectRelation(relation_id="m:acted_in"),
-                SelectRelation(relation_id="m:starred_actors", direction=Direction.backward)]
+        return [
+            SelectRelation(relation_id="m:acted_in"),
+            SelectRelation(relation_id="m:starred_actors", direction=Direction.backward),
+        ]
 
     def value(state):
         valued.append(state)
         return 0.9
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)).run(
-        "which films did [Keanu Reeves] act in")
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3)
+    ).run("which films did [Keanu Reeves] act in")
     assert result.answer.labels == ["Speed"]
     reached = [s for s in valued if s.subgraph.expansions and s.asm_state is AsmState.DEFAULT]
     assert len(reached) == 1 and reached[0].subgraph.expansions[0].relation_id == "m:acted_in"
@@ -285,7 +349,8 @@ async def test_an_inverse_relation_reaching_the_same_place_is_dropped_before_it_
 
 
 async def test_an_answer_judged_once_is_not_judged_again():
-    """The same answer after two different expansions: one judge call; nodes valued below floor then wait."""
+    """The same answer after two different expansions: one judge call; nodes valued below floor then
+    wait."""
     kg = make_kg()
     judged = []
 
@@ -296,8 +361,10 @@ async def test_an_answer_judged_once_is_not_judged_again():
             return [ExpandKG()]
         if state.asm_state is AsmState.SELECTING_ENTITIES:
             return [SelectEntities(entity_ids=state.topic_entities)]
-        return [SelectRelation(relation_id="m:starred_actors", direction=Direction.backward),
-                SelectRelation(relation_id="m:starred_actors", direction=Direction.forward)]
+        return [
+            SelectRelation(relation_id="m:starred_actors", direction=Direction.backward),
+            SelectRelation(relation_id="m:starred_actors", direction=Direction.forward),
+        ]
 
     def value(state):
         if state.asm_state is AsmState.DONE:
@@ -305,7 +372,8 @@ async def test_an_answer_judged_once_is_not_judged_again():
             return 0.6
         return 0.5
 
-    result = await TreeSearch(TraversalASM(kg), FunctionPolicy(propose, value),
-                              SearchConfig(k=3, max_expansions=12)).run("who is [Keanu Reeves]")
+    result = await TreeSearch(
+        TraversalASM(kg), FunctionPolicy(propose, value), SearchConfig(k=3, max_expansions=12)
+    ).run("who is [Keanu Reeves]")
     assert result.status == "below_tau" and result.value == 0.6
     assert len(judged) == 1

@@ -1,5 +1,6 @@
-"""A fixed, gold-blind policy for end-to-end ``tot-search`` tests until/unless the offline policy is wanted: expand
-the topic along the relation whose label shares most words with the question, then answer with what it reached."""
+"""A fixed, gold-blind policy for end-to-end ``tot-search`` tests until/unless the offline policy is
+wanted: expand the topic along the relation whose label shares most words with the question, then
+answer with what it reached."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ class OneHopPolicy(Policy):
         self.usage.calls += 1
         if state.asm_state is AsmState.DEFAULT:
             if state.subgraph.expansions or state.must_answer or not state.topic_entities:
-                reached = state.subgraph.expansions[-1].entities_added if state.subgraph.expansions else []
-                return [Answer(entity_ids=reached[:20], text="")] if reached else [Answer(text="unknown")]
+                reached = (
+                    state.subgraph.expansions[-1].entities_added
+                    if state.subgraph.expansions
+                    else []
+                )
+                return (
+                    [Answer(entity_ids=reached[:20], text="")]
+                    if reached
+                    else [Answer(text="unknown")]
+                )
             return [ExpandKG()]
         if state.asm_state is AsmState.SELECTING_ENTITIES:
             return [SelectEntities(entity_ids=state.topic_entities[:1])]

@@ -1,4 +1,5 @@
-"""Shared fixtures for the Tree-of-Traversals tests: a tiny movie KG and a policy driven by plain functions."""
+"""Shared fixtures for the Tree-of-Traversals tests: a tiny movie KG and a policy driven by plain
+functions."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ async def eid(kg: MemoryKG, label: str) -> str:
 
 
 class FunctionPolicy(Policy):
-    """Proposes ``propose_fn(state)`` and values states with ``value_fn(state)``; counts calls like an LLM would."""
+    """Proposes ``propose_fn(state)`` and values states with ``value_fn(state)``; counts calls like
+    an LLM would."""
 
     def __init__(
         self,

@@ -1,4 +1,5 @@
-"""A knowledge graph behind a SPARQL 1.1 endpoint: Wikidata (public WDQS or a mirror) or any RDF store.
+"""A knowledge graph behind a SPARQL 1.1 endpoint: Wikidata (public WDQS or a mirror) or any RDF
+store.
 
 Every read is one or a few bounded queries over many IDs at once (``batch_size`` IDs a query,
 LIMIT+1 paging with ORDER BY); labels of entities seen in results are cached, so follow-up reads
@@ -49,17 +50,19 @@ XSD_ANYURI = "http://www.w3.org/2001/XMLSchema#anyURI"
 _GENID = "http://www.wikidata.org/.well-known/genid/"
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _STOP = frozenset(
-    "a an the of in on at to for by with from and or is are was were be been being what which who whom whose when "
-    "where how why did does do done that this these those it its as not no yes than then there their they he she "
-    "his her him i me my we our you your name named list give show tell many much".split()
+    "a an the of in on at to for by with from and or is are was were be been being what which who "
+    "whom whose when where how why did does do done that this these those it its as not no yes "
+    "than then there their they he she his her him i me my we our you your name named list give "
+    "show tell many much".split()
 )
 _MAX_NGRAM = 6
 _MAX_GRAMS = 150
 _MAX_MENTIONS = 8
-# Generic RDF: a blank-node object (an award with a name and a year) is shown as the edge's value — its label, or
-# STRUCTURED_VALUE if it has none — with its own properties as the edge's qualifiers, at most BNODE_PROPERTIES each;
-# the query fetches at most BNODE_PROPERTIES × (page size + 1) such rows, so one huge node cannot blow up a page.
-# One level only: a blank node among those properties is shown as STRUCTURED_VALUE.
+# Generic RDF: a blank-node object (an award with a name and a year) is shown as the edge's value —
+# its label, or STRUCTURED_VALUE if it has none — with its own properties as the edge's qualifiers,
+# at most BNODE_PROPERTIES each; the query fetches at most BNODE_PROPERTIES × (page size + 1) such
+# rows, so one huge node cannot blow up a page. One level only: a blank node among those properties
+# is shown as STRUCTURED_VALUE.
 BNODE_PROPERTIES = 20
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
 Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, its result rows
@@ -78,13 +81,20 @@ def _direction(direction: Direction | str) -> Direction:
     try:
         return Direction(direction)
     except ValueError:
-        raise InvalidInput(f"direction must be 'forward' or 'backward', got {direction!r}"
-                           ) from None
+        raise InvalidInput(
+            f"direction must be 'forward' or 'backward', got {direction!r}"
+        ) from None
 
 
 def _variants(text: str) -> list[str]:
-    """Capitalisations worth an exact index lookup: as typed, lower, Title Case, first letter up, UPPER if short."""
-    out = [text, text.lower(), " ".join(w[:1].upper() + w[1:] for w in text.split(" ")), text[:1].upper() + text[1:]]
+    """Capitalisations worth an exact index lookup: as typed, lower, Title Case, first letter up,
+    UPPER if short."""
+    out = [
+        text,
+        text.lower(),
+        " ".join(w[:1].upper() + w[1:] for w in text.split(" ")),
+        text[:1].upper() + text[1:],
+    ]
     if len(text) <= 5:
         out.append(text.upper())
     return list(dict.fromkeys(out))
@@ -117,7 +127,9 @@ class SparqlKG(KnowledgeGraph):
         self.profile = profile
         self.capabilities = replace(SparqlKG.capabilities, backend=profile.kind)
         self.sparql_services = frozenset(sparql_services)  # SERVICE IRIs a caller's query may use
-        self.structured_bnodes = profile.kind == "sparql"  # blank nodes are values with properties (generic RDF)
+        self.structured_bnodes = (
+            profile.kind == "sparql"
+        )  # blank nodes are values with properties (generic RDF)
         self.sparql = sparql
         self._url = sparql.guard.url
         self.search_api = search_api
@@ -129,15 +141,20 @@ class SparqlKG(KnowledgeGraph):
         self._labels: LRU[str] = LRU(label_cache)
         #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
-        self._used_relations: set[str] = set()  # relations an ASK found in use (bounded by the vocabulary)
-        self._server_sorts: set[tuple[str, bool]] = set()  # (relation, forward) with non-IRI targets seen
+        self._used_relations: set[str] = (
+            set()
+        )  # relations an ASK found in use (bounded by the vocabulary)
+        self._server_sorts: set[tuple[str, bool]] = (
+            set()
+        )  # (relation, forward) with non-IRI targets seen
 
-    # -- plumbing ---------------------------------------------------------------------------------------------
+    # -- plumbing ----------------------------------------------------------------------------------
     async def _select(self, query: str) -> list[Row]:
         return parse_select(await self.sparql.query(query), self._url)
 
     async def _ask(self, query: str) -> bool:
-        """An ASK query's answer (a GET, unless an entity's IRI — up to 4,096 characters — makes it too long)."""
+        """An ASK query's answer (a GET, unless an entity's IRI — up to 4,096 characters — makes it
+        too long)."""
         return bool((await self.sparql.query(query)).get("boolean"))
 
     def _qid(self, local: str) -> str:
@@ -156,11 +173,17 @@ class SparqlKG(KnowledgeGraph):
         langs = self.profile.langs
         lang = term.lang or ""
         li = langs.index(lang) if lang in langs else len(langs)
-        pi = preds.index(f"<{pred.value}>") if pred is not None and f"<{pred.value}>" in preds else 0
+        pi = (
+            preds.index(f"<{pred.value}>") if pred is not None and f"<{pred.value}>" in preds else 0
+        )
         return (li, pi, term.value)
 
     def _best(self, rows: Iterable[Row], var: str, pvar: str, preds: Sequence[str]) -> str | None:
-        found = [self._rank(r[var], r.get(pvar), preds) for r in rows if var in r and r[var].kind == "literal"]
+        found = [
+            self._rank(r[var], r.get(pvar), preds)
+            for r in rows
+            if var in r and r[var].kind == "literal"
+        ]
         return min(found)[2] if found else None
 
     def _remember(self, local: str, label: str | None) -> str:
@@ -202,11 +225,19 @@ class SparqlKG(KnowledgeGraph):
 
     def _entity(self, local: str, description: str | None = None) -> Entity:
         label = self._labels.peek(local) or self.profile.fallback_label(local)
-        return Entity.model_construct(id=self._qid(local), label=label, description=description, kg=self.name)
+        return Entity.model_construct(
+            id=self._qid(local), label=label, description=description, kg=self.name
+        )
 
-    def _relation_model(self, local: str, label: str, direction: Direction, count: int | None) -> Relation:
+    def _relation_model(
+        self, local: str, label: str, direction: Direction, count: int | None
+    ) -> Relation:
         return Relation.model_construct(
-            id=self._qid(local), label=label, inverse_label=inverse_of(label), direction=direction, count=count
+            id=self._qid(local),
+            label=label,
+            inverse_label=inverse_of(label),
+            direction=direction,
+            count=count,
         )
 
     def _value(self, term: Term) -> tuple[str | None, Literal | None]:
@@ -220,17 +251,27 @@ class SparqlKG(KnowledgeGraph):
             if local is not None:
                 return local, None
             return None, Literal.model_construct(value=term.value, datatype=XSD_ANYURI, lang=None)
-        return None, Literal.model_construct(value=term.value, datatype=term.datatype, lang=term.lang)
+        return None, Literal.model_construct(
+            value=term.value, datatype=term.datatype, lang=term.lang
+        )
 
     def _units(self, rows: Iterable[Row]) -> list[str]:
-        """Item IDs of the quantity units in ``rows`` (Wikidata value nodes), unitless "1" left out."""
-        return [local for r in rows for var in ("unit", "qunit")
-                if var in r and (local := self.profile.entity_local(r[var])) not in (None, UNITLESS)]
+        """Item IDs of the quantity units in ``rows`` (Wikidata value nodes), unitless "1" left
+        out."""
+        return [
+            local
+            for r in rows
+            for var in ("unit", "qunit")
+            if var in r and (local := self.profile.entity_local(r[var])) not in (None, UNITLESS)
+        ]
 
-    def _faithful(self, term: Term, value: Literal, rows: Sequence[Row], tp: str, unit: str) -> Literal:
-        """A Wikidata literal as Wikidata means it (:mod:`kg_adapters.sparql.values`): a time at the precision of
-        its value node, a quantity with its unit. Anything else, or a generic endpoint, keeps the endpoint's value
-        (a WKT coordinate is exact as it is; the text rendering writes it in degrees)."""
+    def _faithful(
+        self, term: Term, value: Literal, rows: Sequence[Row], tp: str, unit: str
+    ) -> Literal:
+        """A Wikidata literal as Wikidata means it (:mod:`kg_adapters.sparql.values`): a time at the
+        precision of its value node, a quantity with its unit. Anything else, or a generic endpoint,
+        keeps the endpoint's value (a WKT coordinate is exact as it is; the text rendering writes it
+        in degrees)."""
         if self.profile.kind != "wikidata" or term.kind != "literal":
             return value
         if term.datatype == XSD + "dateTime":
@@ -243,7 +284,7 @@ class SparqlKG(KnowledgeGraph):
             return quantity_value(term.value, label)
         return value
 
-    # -- relations --------------------------------------------------------------------------------------------
+    # -- relations ---------------------------------------------------------------------------------
     async def relations(self, entity_ids: list[str]) -> dict[str, RelationList]:
         """One query per ``batch_size`` entities (:func:`queries.relations`), the batches at once
         (the endpoint's slots bound the concurrency). An ID with a prefix this KG does not have
@@ -285,8 +326,12 @@ class SparqlKG(KnowledgeGraph):
                     empty.append((local, term))
             batch = again
         absent = await self._absent(local for local, _ in empty)
-        none = RelationList.model_construct(relations=[], truncated=False, partial=False,
-                                            warnings=["no statements found for this entity"])
+        none = RelationList.model_construct(
+            relations=[],
+            truncated=False,
+            partial=False,
+            warnings=["no statements found for this entity"],
+        )
         out.update((local, none) for local, _ in empty if local not in absent)
         return out
 
@@ -296,40 +341,67 @@ class SparqlKG(KnowledgeGraph):
         rels = []
         for local, label, rs in self._labelled_relations(rows):
             # one count per direction (GROUP BY ?e ?r ?dir), repeated on each of its label rows
-            for d, n in {r["dir"].value: int(r["n"].value) for r in rs if "dir" in r and "n" in r}.items():
+            for d, n in {
+                r["dir"].value: int(r["n"].value) for r in rs if "dir" in r and "n" in r
+            }.items():
                 direction = Direction.forward if d == "f" else Direction.backward
                 count = None if sampled and direction is Direction.backward else n
                 rels.append(self._relation_model(local, label, direction, count))
         rels.sort(key=lambda r: (r.direction is Direction.backward, -(r.count or 0), r.label, r.id))
-        warnings = [f"more than {self.backward_scan} incoming edges: backward relations were found "
-                    "in a sample of them and their counts are omitted"] if sampled else []
-        return RelationList.model_construct(relations=rels, truncated=sampled, partial=False,
-                                            warnings=warnings)
+        warnings = (
+            [
+                f"more than {self.backward_scan} incoming edges: backward relations were found "
+                "in a sample of them and their counts are omitted"
+            ]
+            if sampled
+            else []
+        )
+        return RelationList.model_construct(
+            relations=rels, truncated=sampled, partial=False, warnings=warnings
+        )
 
     def _labelled_relations(self, rows: list[Row]) -> list[tuple[str, str, list[Row]]]:
-        """(local ID, label, its rows) of each relation ``?r`` of ``rows``, in their order; its best label is
-        remembered (the humanized local name when it has none, as get_relations shows it)."""
+        """(local ID, label, its rows) of each relation ``?r`` of ``rows``, in their order; its best
+        label is remembered (the humanized local name when it has none, as get_relations shows
+        it)."""
         grouped: dict[str, list[Row]] = {}
         for r in rows:
             local = self.profile.relation_local(r["r"].value) if "r" in r else None
             if local is not None:
                 grouped.setdefault(local, []).append(r)
-        return [(local, self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds)
-                                       or humanize(self.profile.fallback_label(local))), rs)
-                for local, rs in grouped.items()]
+        return [
+            (
+                local,
+                self._remember(
+                    local,
+                    self._best(rs, "l", "lp", self.profile.label_preds)
+                    or humanize(self.profile.fallback_label(local)),
+                ),
+                rs,
+            )
+            for local, rs in grouped.items()
+        ]
 
     async def _check_used(self, rel_term: str, relation_id: str) -> None:
         """NotFound unless a triple uses the relation (asked once: one in use stays in use)."""
         if rel_term not in self._used_relations:
             if not await self._ask(queries.relation_used(self.profile, rel_term)):
-                raise NotFound(f"no relation {relation_id!r} in KG {self.name!r}; call "
-                               "get_relations to list them")
+                raise NotFound(
+                    f"no relation {relation_id!r} in KG {self.name!r}; call "
+                    "get_relations to list them"
+                )
             self._used_relations.add(rel_term)
 
-    # -- edges ------------------------------------------------------------------------------------------------
-    async def edges(self, entity_ids: list[str], relation_id: str,
-                    direction: Direction = Direction.forward, limit: int | None = None,
-                    offset: int = 0, labelled: bool = True) -> EdgePage:
+    # -- edges -------------------------------------------------------------------------------------
+    async def edges(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = Direction.forward,
+        limit: int | None = None,
+        offset: int = 0,
+        labelled: bool = True,
+    ) -> EdgePage:
         """One page (:meth:`_page`). No page reads descriptions: ``labelled`` changes nothing."""
         sources = self._terms(entity_ids)
         rel = self._relation(relation_id)
@@ -342,9 +414,14 @@ class SparqlKG(KnowledgeGraph):
             await self._check_used(rel[1], relation_id)
         return await self._edge_page(grouped, rel[0], direction, truncated, offset)
 
-    async def adjacent_ids(self, entity_ids: list[str], relation_id: str | Sequence[Hop],
-                           direction: Direction = Direction.forward, limit: int = 2000,
-                           labelled: bool = False) -> AdjacentIds | dict[Hop, AdjacentIds]:
+    async def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: str | Sequence[Hop],
+        direction: Direction = Direction.forward,
+        limit: int = 2000,
+        labelled: bool = False,
+    ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
         sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
         and quantities come with their value nodes) and structured values (blank nodes, with their
@@ -364,8 +441,13 @@ class SparqlKG(KnowledgeGraph):
         if read is None:  # pages, to one edge over the limit (a page's flag is inexact at its end)
             grouped: list[Group] = []
             while len(grouped) <= limit:
-                got, more = await self._page(sources, (rel_local, rel_term), direction,
-                                             limit + 1 - len(grouped), len(grouped))
+                got, more = await self._page(
+                    sources,
+                    (rel_local, rel_term),
+                    direction,
+                    limit + 1 - len(grouped),
+                    len(grouped),
+                )
                 grouped += got
                 if not (more and got):
                     break
@@ -384,8 +466,9 @@ class SparqlKG(KnowledgeGraph):
                 values.append((self._qid(src), value.value))
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=read[1])
 
-    async def _along(self, entity_ids: list[str], hops: list[Hop], limit: int, labelled: bool
-                     ) -> dict[Hop, AdjacentIds]:
+    async def _along(
+        self, entity_ids: list[str], hops: list[Hop], limit: int, labelled: bool
+    ) -> dict[Hop, AdjacentIds]:
         """Several hops in one query per batch of sources (:func:`queries.hop_rows`), each hop with
         its own ``limit``: the query asks each open hop's room + 1 edges in all, and when that many
         came back a hop with fewer than its room + 1 may have lost some to another, so those are
@@ -406,8 +489,12 @@ class SparqlKG(KnowledgeGraph):
                 room = {h: limit - len(got[h]) for h in ask}
                 of = {(rels[h][0], h[1] is Direction.forward): h for h in ask}
                 query = queries.hop_rows(
-                    self.profile, batch, [rels[h][1] for h in ask if h[1] == "forward"],
-                    [rels[h][1] for h in ask if h[1] == "backward"], sum(room.values()) + len(ask))
+                    self.profile,
+                    batch,
+                    [rels[h][1] for h in ask if h[1] == "forward"],
+                    [rels[h][1] for h in ask if h[1] == "backward"],
+                    sum(room.values()) + len(ask),
+                )
                 rows = await self._select(query)
                 per: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in ask}
                 for r in rows:
@@ -430,8 +517,9 @@ class SparqlKG(KnowledgeGraph):
                             cut.add(h)
         out = {h: self._adjacent(edges, h in cut) for h, edges in got.items()}
         if alone:
-            reads = await asyncio.gather(*(self.adjacent_ids(entity_ids, r, d, limit, labelled)
-                                           for r, d in alone))
+            reads = await asyncio.gather(
+                *(self.adjacent_ids(entity_ids, r, d, limit, labelled) for r, d in alone)
+            )
             out.update(zip(alone, reads))
         return {h: out[h] for h in hops}
 
@@ -446,8 +534,9 @@ class SparqlKG(KnowledgeGraph):
                 values.append((self._qid(src), value.value))
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
 
-    async def _unsorted(self, sources: list[tuple[str, str]], rel_term: str, forward: bool,
-                        limit: int, labels: bool) -> tuple[list[Group], bool] | None:
+    async def _unsorted(
+        self, sources: list[tuple[str, str]], rel_term: str, forward: bool, limit: int, labels: bool
+    ) -> tuple[list[Group], bool] | None:
         """Up to ``limit`` distinct edges (:func:`queries.edge_rows`), target labels with them if
         ``labels``, and whether more exist: one query per batch of sources. None when a source
         reaches a structured value (a blank node): only a page reads its properties."""
@@ -459,8 +548,13 @@ class SparqlKG(KnowledgeGraph):
             if labels:  # a target's label rows → one edge
                 page = self._group_edges(rows)
             else:  # SELECT DISTINCT: a row is an edge (grouping costs as much again, on a hot path)
-                page = [(src, r["tgt"], []) for r in rows if "tgt" in r and "src" in r
-                        and (src := self.profile.entity_local(r["src"])) is not None]
+                page = [
+                    (src, r["tgt"], [])
+                    for r in rows
+                    if "tgt" in r
+                    and "src" in r
+                    and (src := self.profile.entity_local(r["src"])) is not None
+                ]
             if batch and self.structured_bnodes and any(t.kind == "bnode" for _, t, _ in page):
                 self._server_sorts.add((rel_term, forward))  # the endpoint sorts a page of them
                 return None
@@ -469,8 +563,14 @@ class SparqlKG(KnowledgeGraph):
             out.extend(page)
         return out, False
 
-    async def _page(self, sources: list[tuple[str, str]], rel: tuple[str, str],
-                    direction: Direction, limit: int, offset: int) -> tuple[list[Group], bool]:
+    async def _page(
+        self,
+        sources: list[tuple[str, str]],
+        rel: tuple[str, str],
+        direction: Direction,
+        limit: int,
+        offset: int,
+    ) -> tuple[list[Group], bool]:
         """Edges ``offset`` to ``offset + limit`` in the endpoint's ``ORDER BY ?src ?tgt`` order,
         and whether more exist: one query per batch of sources the page reaches — sorted here from
         an unsorted read where it can (:meth:`_sorted_read`), else by the endpoint with Wikidata's
@@ -490,24 +590,39 @@ class SparqlKG(KnowledgeGraph):
             if room == 0:
                 truncated = True
                 break
-            read = await self._sorted_read(batch, local_of, rel_term, forward, reads) if client else None
+            read = (
+                await self._sorted_read(batch, local_of, rel_term, forward, reads)
+                if client
+                else None
+            )
             cut = False
             if read is not None:  # the same rows the endpoint would sort, sorted here
                 order, groups = read
                 if skip and len(batches) > 1 and len(order) <= skip:
                     skip -= len(order)
                     continue
-                page = [groups[k] for k in dict.fromkeys(order[skip: skip + room + 1])]
+                page = [groups[k] for k in dict.fromkeys(order[skip : skip + room + 1])]
             else:
                 if skip and len(batches) > 1:
-                    rows = await self._select(queries.count_edges(self.profile, batch, rel_term, forward))
+                    rows = await self._select(
+                        queries.count_edges(self.profile, batch, rel_term, forward)
+                    )
                     n = int(rows[0]["n"].value) if rows and "n" in rows[0] else 0
                     if n <= skip:
                         skip -= n
                         continue
                 cap = (room + 1) * BNODE_PROPERTIES if self.structured_bnodes else None
-                query = queries.edges(self.profile, batch, rel_term, forward, room + 1, skip, statement, cap,
-                                      value_node)
+                query = queries.edges(
+                    self.profile,
+                    batch,
+                    rel_term,
+                    forward,
+                    room + 1,
+                    skip,
+                    statement,
+                    cap,
+                    value_node,
+                )
                 rows = await self._select(query)
                 page = self._group_edges(rows)
                 if cap is not None and _property_rows(rows) >= cap:
@@ -525,7 +640,12 @@ class SparqlKG(KnowledgeGraph):
         return grouped, truncated
 
     async def _sorted_read(
-        self, batch: Sequence[str], local_of: dict[str, str], rel_term: str, forward: bool, memo: dict
+        self,
+        batch: Sequence[str],
+        local_of: dict[str, str],
+        rel_term: str,
+        forward: bool,
+        memo: dict,
     ) -> tuple[list[tuple], dict[tuple, Group]] | None:
         """Every row :meth:`_page`'s sorted query pages over for one batch of sources, read unsorted
         (:func:`queries.edge_rows`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the
@@ -538,8 +658,14 @@ class SparqlKG(KnowledgeGraph):
         calls: repeating a page is the result cache's job, which has an age limit."""
         todo = [t for t in dict.fromkeys(batch) if (t, rel_term, forward) not in memo]
         if todo:
-            query = queries.edge_rows(self.profile, todo, rel_term, forward,
-                                      len(todo) * self.client_sort_max + 1, distinct=False)
+            query = queries.edge_rows(
+                self.profile,
+                todo,
+                rel_term,
+                forward,
+                len(todo) * self.client_sort_max + 1,
+                distinct=False,
+            )
             rows = await self._select(query)
             per: dict[str, tuple[list[tuple], dict]] = {local_of[t]: ([], {}) for t in todo}
             for r in rows:
@@ -554,7 +680,11 @@ class SparqlKG(KnowledgeGraph):
             whole = len(rows) <= len(todo) * self.client_sort_max  # the LIMIT did not cut the read
             for t in todo:
                 order, groups = per[local_of[t]]
-                for k, (_, _, krows) in groups.items():  # a pair's rows = its rows before the label join × labels
+                for k, (
+                    _,
+                    _,
+                    krows,
+                ) in groups.items():  # a pair's rows = its rows before the label join × labels
                     labels = len({(r.get("l"), r.get("lp")) for r in krows})
                     order.extend([k] * (len(krows) // max(1, labels)))
                 fits = whole and len(order) <= self.client_sort_max
@@ -562,7 +692,9 @@ class SparqlKG(KnowledgeGraph):
                     order.sort(key=lambda k: k[2])  # one source: by the target IRI's string
                 memo[(t, rel_term, forward)] = (order, groups) if fits else None
         reads = []
-        for t, times in Counter(batch).items():  # a source given twice is joined twice: each of its rows twice
+        for t, times in Counter(
+            batch
+        ).items():  # a source given twice is joined twice: each of its rows twice
             read = memo.get((t, rel_term, forward))
             if read is None:  # too many rows: the endpoint sorts this batch
                 return None
@@ -583,7 +715,8 @@ class SparqlKG(KnowledgeGraph):
         return (src, t.kind, t.value, t.lang, t.datatype)
 
     def _group_edges(self, rows: list[Row]) -> list[Group]:
-        """Rows (one per label × qualifier) → one entry per (source, target), in the query's order."""
+        """Rows (one per label × qualifier) → one entry per (source, target), in the query's
+        order."""
         out: dict[tuple, Group] = {}
         for r in rows:
             k = self._edge_key(r)
@@ -595,9 +728,10 @@ class SparqlKG(KnowledgeGraph):
         return list(out.values())
 
     def _before_cut(self, rows: list[Row], page: list[Group]) -> list[Group]:
-        """The blank-node property rows hit their cap: edges after the last one that got properties may be missing
-        theirs, so the page ends there (the caller marks it truncated if that dropped any). That last edge stays if
-        it got all it can show, or if it is the first (a page always advances)."""
+        """The blank-node property rows hit their cap: edges after the last one that got properties
+        may be missing theirs, so the page ends there (the caller marks it truncated if that dropped
+        any). That last edge stays if it got all it can show, or if it is the first (a page always
+        advances)."""
         keys = [self._edge_key(rs[0]) for _, _, rs in page]
         cut_at = [k for r in rows if "qp" in r and (k := self._edge_key(r)) in keys]
         if not cut_at:
@@ -606,8 +740,15 @@ class SparqlKG(KnowledgeGraph):
         got = _property_rows(page[i][2])
         return page[: i + 1] if got >= BNODE_PROPERTIES or i == 0 else page[:i]
 
-    async def _edge_page(self, grouped: list[Group], rel_local: str, direction: Direction,
-                         truncated: bool, offset: int, shown: bool = True) -> EdgePage:
+    async def _edge_page(
+        self,
+        grouped: list[Group],
+        rel_local: str,
+        direction: Direction,
+        truncated: bool,
+        offset: int,
+        shown: bool = True,
+    ) -> EdgePage:
         """The page's models. Its labels not cached yet come in one query: every entity's and
         relation's if it is ``shown``, else only those its values read with (a quantity's unit, a
         blank node's properties)."""
@@ -615,9 +756,12 @@ class SparqlKG(KnowledgeGraph):
         capped = self.structured_bnodes and any(
             t.kind == "bnode" and _property_rows(rows) > BNODE_PROPERTIES for _, t, rows in grouped
         )
-        if capped:  # the first properties in the query's (property, value) order, whichever page the node is on
-            grouped = [(src, t, self._first_properties(rows)) if t.kind == "bnode" else (src, t, rows)
-                       for src, t, rows in grouped]
+        # the first properties in the query's (property, value) order, whichever page the node is on
+        if capped:
+            grouped = [
+                (src, t, self._first_properties(rows)) if t.kind == "bnode" else (src, t, rows)
+                for src, t, rows in grouped
+            ]
         need_labels: list[str] = []
         qual_props: list[str] = []
         units: list[str] = []
@@ -655,28 +799,44 @@ class SparqlKG(KnowledgeGraph):
                 label = self._best(rows, "l", "lp", self.profile.label_preds)
                 if label is not None:
                     value = Literal.model_construct(value=label, datatype=None, lang=None)
-            edges.append(Edge.model_construct(
-                source=self._qid(src), relation=rel_id, direction=direction, value=value,
-                target=self._qid(local) if local is not None else None, qualifiers=qualifiers))
+            edges.append(
+                Edge.model_construct(
+                    source=self._qid(src),
+                    relation=rel_id,
+                    direction=direction,
+                    value=value,
+                    target=self._qid(local) if local is not None else None,
+                    qualifiers=qualifiers,
+                )
+            )
         warnings = []
         if capped:
             warnings.append(
-                f"some structured values (blank nodes) have more than {BNODE_PROPERTIES} properties: "
-                f"the first {BNODE_PROPERTIES} (by property and value) are shown as qualifiers"
+                f"some structured values (blank nodes) have more than {BNODE_PROPERTIES} "
+                f"properties: the first {BNODE_PROPERTIES} (by property and value) are shown as "
+                "qualifiers"
             )
         relation = self._relation_model(rel_local, self._relation_label(rel_local), direction, None)
         return EdgePage.model_construct(
-            edges=edges, entities=entities, truncated=truncated, partial=False, warnings=warnings,
-            next_offset=offset + len(edges) if truncated else None, relation=relation)
+            edges=edges,
+            entities=entities,
+            truncated=truncated,
+            partial=False,
+            warnings=warnings,
+            next_offset=offset + len(edges) if truncated else None,
+            relation=relation,
+        )
 
     @staticmethod
     def _first_properties(rows: list[Row]) -> list[Row]:
-        """A blank node's label rows and its first BNODE_PROPERTIES property rows (rows come in query order)."""
+        """A blank node's label rows and its first BNODE_PROPERTIES property rows (rows come in
+        query order)."""
         props = [r for r in rows if "qp" in r]
         return [r for r in rows if "qp" not in r] + props[:BNODE_PROPERTIES]
 
     def _relation_label(self, local: str) -> str:
-        """The cached label; a missing one reads as get_relations shows it (humanized local name)."""
+        """The cached label; a missing one reads as get_relations shows it (humanized local
+        name)."""
         label = self._labels.peek(local)
         fallback = self.profile.fallback_label(local)
         return humanize(fallback) if label is None or label == fallback else label
@@ -693,18 +853,31 @@ class SparqlKG(KnowledgeGraph):
             if local is None and value is not None:
                 same = [x for x in rows if x.get("qp") == r["qp"] and x.get("qv") == r["qv"]]
                 value = self._faithful(r["qv"], value, same, "qtp", "qunit")
-            nested = r["qv"].value if r["qv"].kind == "bnode" else None  # two nested nodes are two qualifiers
-            k = (qp, local, value.value if value else None, value.datatype if value else None, nested)
+            nested = (
+                r["qv"].value if r["qv"].kind == "bnode" else None
+            )  # two nested nodes are two qualifiers
+            k = (
+                qp,
+                local,
+                value.value if value else None,
+                value.datatype if value else None,
+                nested,
+            )
             if k in out:
                 continue
             if local is not None and (key := self._qid(local)) not in entities:
                 entities[key] = self._entity(local)
             out[k] = Qualifier.model_construct(
-                relation=self._relation_model(qp, self._relation_label(qp), Direction.forward, None),
+                relation=self._relation_model(
+                    qp, self._relation_label(qp), Direction.forward, None
+                ),
                 target=self._qid(local) if local is not None else None,
                 value=value,
             )
-        return sorted(out.values(), key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""))
+        return sorted(
+            out.values(),
+            key=lambda q: (q.relation.id, q.target or "", q.value.value if q.value else ""),
+        )
 
     async def labels(self, entity_ids: list[str], key: bool = False) -> dict[str, str]:
         """The labels not cached yet in one query per batch, which also tells the IDs naming
@@ -718,12 +891,16 @@ class SparqlKG(KnowledgeGraph):
         if key:
             return {eid: self.profile.iri(local) for eid, local in locals_.items()}
         absent = await self._absent(locals_.values())
-        return {eid: self._labels.peek(local) or self.profile.fallback_label(local)
-                for eid, local in locals_.items() if local not in absent}
+        return {
+            eid: self._labels.peek(local) or self.profile.fallback_label(local)
+            for eid, local in locals_.items()
+            if local not in absent
+        }
 
-    # -- search and linking -----------------------------------------------------------------------------------
+    # -- search and linking ------------------------------------------------------------------------
     def _search_args(self, text: str, limit: int) -> tuple[str, int]:
-        """A search's text as the endpoint will see it (InvalidInput if nothing is left) and its limit, clamped."""
+        """A search's text as the endpoint will see it (InvalidInput if nothing is left) and its
+        limit, clamped."""
         text = clean_search_text(self.limits.check_query(text))
         if not text:
             raise InvalidInput("search text is empty once control characters are removed")
@@ -733,29 +910,44 @@ class SparqlKG(KnowledgeGraph):
         return await self._search(text, limit)
 
     async def _search(self, text: str, limit: int, scan: bool = True) -> list[EntityMatch]:
-        """Exact (any listed capitalisation) label and alias matches; when there are none and ``label_search`` is
-        ``contains``, a bounded substring scan (unless ``scan`` is False)."""
+        """Exact (any listed capitalisation) label and alias matches; when there are none and
+        ``label_search`` is ``contains``, a bounded substring scan (unless ``scan`` is False)."""
         text, limit = self._search_args(text, limit)
         if self.search_api is not None:
             hits = await wbsearchentities(self.search_api, text, self.search_language, limit)
             out = []
             for h in hits:
                 self._remember(h.qid, h.label)
-                ent = Entity.model_construct(id=self._qid(h.qid), label=h.label, description=h.description, kg=self.name)
-                out.append(EntityMatch.model_construct(entity=ent, score=h.score, match=h.match, mention=None))
+                ent = Entity.model_construct(
+                    id=self._qid(h.qid), label=h.label, description=h.description, kg=self.name
+                )
+                out.append(
+                    EntityMatch.model_construct(
+                        entity=ent, score=h.score, match=h.match, mention=None
+                    )
+                )
             out.sort(key=lambda m: -m.score)  # stable: keeps the API's ranking among equal scores
             return out[:limit]
-        literals = [sparql_literal(v, lang or None) for v in _variants(text) for lang in self.profile.langs]
+        literals = [
+            sparql_literal(v, lang or None) for v in _variants(text) for lang in self.profile.langs
+        ]
         rows = await self._select(queries.find_labels(self.profile, literals, max(4 * limit, 50)))
         matches = self._matches(rows, {key(text): text})
-        if not matches and scan and self.label_search == "contains":  # a substring scan only when nothing matched
+        if (
+            not matches and scan and self.label_search == "contains"
+        ):  # a substring scan only when nothing matched
             needle = sparql_literal(text.lower())
-            rows = await self._select(queries.contains_labels(self.profile, needle, max(4 * limit, 50)))
+            rows = await self._select(
+                queries.contains_labels(self.profile, needle, max(4 * limit, 50))
+            )
             matches = self._matches(rows, {key(text): text}, contains=text)
         return matches[:limit]
 
-    def _matches(self, rows: list[Row], wanted: dict[str, str], contains: str | None = None) -> list[EntityMatch]:
-        """Group label-search rows per entity and score them (label > alias, exact case > casefold)."""
+    def _matches(
+        self, rows: list[Row], wanted: dict[str, str], contains: str | None = None
+    ) -> list[EntityMatch]:
+        """Group label-search rows per entity and score them (label > alias, exact case >
+        casefold)."""
         p = self.profile
         per: dict[str, list[Row]] = {}
         for r in rows:
@@ -766,7 +958,9 @@ class SparqlKG(KnowledgeGraph):
         for local, rs in per.items():
             label = self._remember(local, self._best(rs, "l", "lp", p.label_preds))
             desc = self._best(rs, "d", "dp", p.desc_preds)
-            sitelinks = max((int(r["sl"].value) for r in rs if "sl" in r and r["sl"].value.isdigit()), default=0)
+            sitelinks = max(
+                (int(r["sl"].value) for r in rs if "sl" in r and r["sl"].value.isdigit()), default=0
+            )
             best, how = 0.0, "contains"
             for r in rs:
                 ml = r.get("ml")
@@ -787,15 +981,21 @@ class SparqlKG(KnowledgeGraph):
                 if s > best:
                     best, how = s, h
             if best > 0:
-                ent = Entity.model_construct(id=self._qid(local), label=label, description=desc, kg=self.name)
+                ent = Entity.model_construct(
+                    id=self._qid(local), label=label, description=desc, kg=self.name
+                )
                 scored.append((best, sitelinks, ent, how))
         scored.sort(key=lambda x: (-x[0], -x[1], len(x[2].label), x[2].id))
-        return [EntityMatch.model_construct(entity=e, score=round(s, 4), match=h, mention=None) for s, _, e, h in scored]
+        return [
+            EntityMatch.model_construct(entity=e, score=round(s, 4), match=h, mention=None)
+            for s, _, e, h in scored
+        ]
 
-    async def initialize(self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
-                         ) -> list[EntityMatch]:
-        """Bracketed mentions by label search, each; a mention in ``named`` (matched by name in another KG) without
-        the substring scan, which reads every label of the endpoint."""
+    async def initialize(
+        self, query: str, limit: int = 10, named: frozenset[str] = frozenset()
+    ) -> list[EntityMatch]:
+        """Bracketed mentions by label search, each; a mention in ``named`` (matched by name in
+        another KG) without the substring scan, which reads every label of the endpoint."""
         query = self.limits.check_query(query)
         limit = self.limits.clamp(limit, self.limits.max_search)
         mentions = bracketed_mentions(query)[:_MAX_MENTIONS]
@@ -811,15 +1011,23 @@ class SparqlKG(KnowledgeGraph):
         return await self._link_ngrams(clean_search_text(strip_brackets(query)), limit)
 
     async def _link_ngrams(self, query: str, limit: int) -> list[EntityMatch]:
-        """One exact-label lookup for every candidate n-gram of the query, then the longest non-overlapping
-        spans win (as in :mod:`kg_adapters.label_index`)."""
+        """One exact-label lookup for every candidate n-gram of the query, then the longest
+        non-overlapping spans win (as in :mod:`kg_adapters.label_index`)."""
         toks = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(query)]
         grams: dict[str, tuple[int, int, str]] = {}
-        spans = ((s, s + n) for n in range(min(_MAX_NGRAM, len(toks)), 0, -1) for s in range(len(toks) - n + 1))
+        spans = (
+            (s, s + n)
+            for n in range(min(_MAX_NGRAM, len(toks)), 0, -1)
+            for s in range(len(toks) - n + 1)
+        )
         for s, e in spans:  # longest first, then leftmost
             span = toks[s:e]
             words = [t[2].casefold() for t in span]
-            if not span[0][2][0].isalnum() or not span[-1][2][0].isalnum() or all(w in _STOP for w in words):
+            if (
+                not span[0][2][0].isalnum()
+                or not span[-1][2][0].isalnum()
+                or all(w in _STOP for w in words)
+            ):
                 continue
             text = query[span[0][0] : span[-1][1]]
             grams.setdefault(key(text), (s, e, text))
@@ -841,40 +1049,54 @@ class SparqlKG(KnowledgeGraph):
             if "ml" in r:
                 by_gram.setdefault(key(r["ml"].value), []).append(r)
         out: dict[str, EntityMatch] = {}
-        for _, _, k, weight in longest_spans([(*grams[k][:2], k) for k in by_gram if k in grams], len(toks)):
+        for _, _, k, weight in longest_spans(
+            [(*grams[k][:2], k) for k in by_gram if k in grams], len(toks)
+        ):
             text = grams[k][2]
             for m in self._matches(by_gram[k], {k: text})[:limit]:
                 score = round(m.score * weight, 4)
                 if m.entity.id not in out or out[m.entity.id].score < score:
-                    out[m.entity.id] = m.model_copy(update={"score": score, "match": "mention", "mention": text})
+                    out[m.entity.id] = m.model_copy(
+                        update={"score": score, "match": "mention", "mention": text}
+                    )
         if not out:  # no n-gram is a label: a search for the content words, scored lower
-            words = [w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP]
+            words = [
+                w for w in _TOKEN.findall(query) if w[0].isalnum() and w.casefold() not in _STOP
+            ]
             hits = await self._search(" ".join(words), limit) if words else []
             return [m.model_copy(update={"score": round(m.score * 0.8, 4)}) for m in hits]
         return sorted(out.values(), key=lambda m: -m.score)[:limit]
 
-    # -- description and info ---------------------------------------------------------------------------------
+    # -- description and info ----------------------------------------------------------------------
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         """Labels and types in one query, relations (``max_relations`` at most) in another."""
         ((local, term),) = self._terms([entity_id])
         p = self.profile
-        rows, rels = await asyncio.gather(self._select(queries.describe(p, term)),
-                                          self.relations([entity_id]))
+        rows, rels = await asyncio.gather(
+            self._select(queries.describe(p, term)), self.relations([entity_id])
+        )
         if entity_id not in rels:
             raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self._url})")
         label = self._best(rows, "l", "lp", p.label_preds)
         desc = self._best(rows, "d", "dp", p.desc_preds)
         aliases = sorted({r["a"].value for r in rows if "a" in r} - {label})
         self._remember(local, label)
-        common = dict(entity=self._entity(local, desc), aliases=aliases, iri=p.iri(local),
-                      relations=rels[entity_id].relations[: self.limits.max_relations])
+        common = dict(
+            entity=self._entity(local, desc),
+            aliases=aliases,
+            iri=p.iri(local),
+            relations=rels[entity_id].relations[: self.limits.max_relations],
+        )
         if p.kind == "wikidata":
-            return EntityDetails(**common, statements=self._statement_count(rows), types=self._types(rows))
+            return EntityDetails(
+                **common, statements=self._statement_count(rows), types=self._types(rows)
+            )
         return EntityDescription(**common)
 
     @staticmethod
     def _statement_count(rows: list[Row]) -> int | None:
-        """``wikibase:statements`` when the endpoint has it (WDQS), else the statement nodes counted."""
+        """``wikibase:statements`` when the endpoint has it (WDQS), else the statement nodes
+        counted."""
         for var in ("ns", "nst"):
             counts = [int(r[var].value) for r in rows if var in r and r[var].value.isdigit()]
             if counts and (var == "nst" or counts[0]):
@@ -882,7 +1104,8 @@ class SparqlKG(KnowledgeGraph):
         return None
 
     def _types(self, rows: list[Row]) -> list[Entity]:
-        """The item's P31 classes, labelled (best label in the configured languages), in ID order."""
+        """The item's P31 classes, labelled (best label in the configured languages), in ID
+        order."""
         by_type: dict[str, list[Row]] = {}
         for r in rows:
             local = self.profile.entity_local(r["t"]) if "t" in r else None
@@ -907,17 +1130,25 @@ class SparqlKG(KnowledgeGraph):
         backend = self.capabilities.backend
         what = "Wikidata" if backend == "wikidata" else "RDF"
         desc = self.description or f"{what} via the SPARQL endpoint {self._url}"
-        return KGInfo(name=self.name, backend=backend, relation_sample=sample,
-                      description=desc + (f" ({note})" if note else ""), unreachable=note or None)
+        return KGInfo(
+            name=self.name,
+            backend=backend,
+            relation_sample=sample,
+            description=desc + (f" ({note})" if note else ""),
+            unreachable=note or None,
+        )
 
-    async def find(self, values: list[str], relation_id: str | None = None, limit: int = 20
-                   ) -> dict[str, list[str]]:
+    async def find(
+        self, values: list[str], relation_id: str | None = None, limit: int = 20
+    ) -> dict[str, list[str]]:
         """With a relation: one query per batch of values (``VALUES ?v``), the entities' labels with
         them; nothing found for any and the relation used nowhere → NotFound. Without: the entities
         whose IRI a value is (a bare ``Q42`` too, on Wikidata) and that occur in a triple, one query
         per batch of those not seen yet; a literal is no node here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
-        if relation_id == LABEL:  # an endpoint has no exact-name index: its own search, exact names kept
+        if (
+            relation_id == LABEL
+        ):  # an endpoint has no exact-name index: its own search, exact names kept
             found = await gather_eager(self._named(v, limit) for v in out)
             return dict(zip(out, found))
         if relation_id is None:
@@ -927,8 +1158,11 @@ class SparqlKG(KnowledgeGraph):
             return out
         _, relation = self._relation(relation_id)
         for batch in _chunks(list(out), self.batch_size):
-            rows = await self._select(queries.subjects_with_values(self.profile, relation,
-                                                                   [sparql_literal(v) for v in batch]))
+            rows = await self._select(
+                queries.subjects_with_values(
+                    self.profile, relation, [sparql_literal(v) for v in batch]
+                )
+            )
             labels: dict[str, list[Row]] = {}
             for r in rows:
                 local = self.profile.entity_local(r["e"]) if "e" in r else None
@@ -966,9 +1200,10 @@ class SparqlKG(KnowledgeGraph):
         return local
 
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
-        """Properties whose label, alias or description (configured languages) contains a content word of
-        ``text`` — one bounded query — ranked lexically (:mod:`kg_adapters.sparql.relsearch`). Usage counts are
-        not known here (counting uses of a property is a full scan on WDQS)."""
+        """Properties whose label, alias or description (configured languages) contains a content
+        word of ``text`` — one bounded query — ranked lexically
+        (:mod:`kg_adapters.sparql.relsearch`). Usage counts are not known here (counting uses of a
+        property is a full scan on WDQS)."""
         text, limit = self._search_args(text, limit)
         words = [sparql_literal(w) for w in relsearch.needles(text)]
         rows = await self._select(queries.find_relations(self.profile, words, 300))
@@ -982,14 +1217,21 @@ class SparqlKG(KnowledgeGraph):
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None
     ) -> SparqlRows:
-        """A caller's read-only query, checked by the guard, sent through this KG's endpoint (its etiquette and
-        limits); the KG's prefixes (``wd:``, ``wdt:`` … or the configured ones) need no declaration."""
+        """A caller's read-only query, checked by the guard, sent through this KG's endpoint (its
+        etiquette and limits); the KG's prefixes (``wd:``, ``wdt:`` … or the configured ones) need
+        no declaration."""
         from .run import run_remote
 
         if not self.capabilities.sparql:
-            raise InvalidInput(f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its config)")
-        policy = GuardPolicy(prefixes=self.profile.prefix_map, services=self.sparql_services,
-                             max_rows=self.limits.clamp(limit, DEFAULT_MAX_ROWS))
+            raise InvalidInput(
+                f"KG {self.name!r} does not take SPARQL queries (sparql_query = false in its "
+                "config)"
+            )
+        policy = GuardPolicy(
+            prefixes=self.profile.prefix_map,
+            services=self.sparql_services,
+            max_rows=self.limits.clamp(limit, DEFAULT_MAX_ROWS),
+        )
         checked = await check_query_async(query, policy)
         return await run_remote(self.sparql, self.name, checked, timeout)
 

@@ -1,6 +1,7 @@
-"""SPARQL text for each operation. Inputs are terms rendered by a profile (validated IDs, escaped literals) and
-ints; no function here sees raw caller text. Labels come from plain triples filtered by language (never the
-``wikibase:label`` SERVICE), so the same queries run on WDQS, QLever, oxigraph, Blazegraph, Virtuoso, Fuseki.
+"""SPARQL text for each operation. Inputs are terms rendered by a profile (validated IDs, escaped
+literals) and ints; no function here sees raw caller text. Labels come from plain triples filtered
+by language (never the ``wikibase:label`` SERVICE), so the same queries run on WDQS, QLever,
+oxigraph, Blazegraph, Virtuoso, Fuseki.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ def _values(var: str, terms: Sequence[str]) -> str:
     return f"VALUES {var} {{ {' '.join(terms)} }}"
 
 
-def _labels(p: Profile, var: str, out: str = "?l", pred: str = "?lp", preds: Sequence[str] | None = None) -> str:
+def _labels(
+    p: Profile, var: str, out: str = "?l", pred: str = "?lp", preds: Sequence[str] | None = None
+) -> str:
     preds = preds or p.label_preds
     return f"OPTIONAL {{ {var} {pred} {out} . {_values(pred, preds)} {lang_filter(out, p.langs)} }}"
 
@@ -40,7 +43,9 @@ def labels(p: Profile, entities: Sequence[str], only_present: bool = False) -> s
 def describe(p: Profile, entity: str) -> str:
     desc = _labels(p, entity, "?d", "?dp", p.desc_preds) if p.desc_preds else ""
     alias = _labels(p, entity, "?a", "?ap", p.alias_preds) if p.alias_preds else ""
-    if p.kind == "wikidata":  # branches, not a product of OPTIONALs: + statement count and P31 types with labels
+    if (
+        p.kind == "wikidata"
+    ):  # branches, not a product of OPTIONALs: + statement count and P31 types with labels
         return f"""{p.prefixes}SELECT ?l ?lp ?d ?dp ?a ?ns ?nst ?t ?tl ?tlp WHERE {{
   {{ {_labels(p, entity)} }} UNION {{ {desc} }} UNION {{ {alias} }}
   UNION {{ {entity} wikibase:statements ?ns }}
@@ -64,7 +69,9 @@ def _edge_pattern(p: Profile, sources: Sequence[str], relation: str, forward: bo
     if not sources:
         edge = f"?e {relation} ?tgt ." if forward else f"?tgt {relation} ?e ."
         return f"{edge} {p.entity_filter} BIND(?e AS ?src)"
-    return f"{_values('?src', sources)} " + (f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src .")
+    return f"{_values('?src', sources)} " + (
+        f"?src {relation} ?tgt ." if forward else f"?tgt {relation} ?src ."
+    )
 
 
 def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
@@ -75,8 +82,10 @@ def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
     ``backward_scan``) and whether the sample itself was cut (its total reaching its limit: an
     entity with fewer may then have lost some)."""
     vals = _values("?e", entities)
-    back = (f'{{ SELECT ?e ?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} '
-            f"LIMIT {(_int(backward_scan) + 1) * len(entities)} }}")
+    back = (
+        f'{{ SELECT ?e ?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} '
+        f"LIMIT {(_int(backward_scan) + 1) * len(entities)} }}"
+    )
     return f"""{p.prefixes}SELECT ?e ?r ?dir ?n ?t ?l ?lp WHERE {{
   {{
     {{ SELECT ?e ?r ?dir (COUNT(*) AS ?n) WHERE {{
@@ -103,9 +112,10 @@ def edges(
     bnode_rows: int | None = None,
     value: str | None = None,
 ) -> str:
-    """One page of ``?src relation ?tgt`` (or reversed), ordered for stable paging, with target labels and —
-    for Wikidata — the qualifiers of the matching non-deprecated statements, or — with ``bnode_rows`` — the
-    properties of blank-node targets as ``?qp ?qv`` (see :func:`_bnode_properties`)."""
+    """One page of ``?src relation ?tgt`` (or reversed), ordered for stable paging, with target
+    labels and — for Wikidata — the qualifiers of the matching non-deprecated statements, or — with
+    ``bnode_rows`` — the properties of blank-node targets as ``?qp ?qv`` (see
+    :func:`_bnode_properties`)."""
     page = (
         f"{{ SELECT ?src ?tgt WHERE {{ {_edge_pattern(p, sources, relation, forward)} }} "
         f"ORDER BY ?src ?tgt LIMIT {_int(limit)} OFFSET {_int(offset)} }}"
@@ -122,13 +132,17 @@ def edges(
         subj, obj = ("?src", "?tgt") if forward else ("?tgt", "?src")
         quals = (
             f"OPTIONAL {{ {subj} {claim} ?st . ?st {stmt} {obj} ; wikibase:rank ?rank . "
-            f"FILTER(?rank != wikibase:DeprecatedRank) ?st ?pqp ?qv . ?qp wikibase:qualifier ?pqp . "
-            f"OPTIONAL {{ ?qp wikibase:qualifierValue ?pqvp . ?st ?pqvp ?qvn . {_value_node('?qvn', '?qv', '?qtp', '?qunit')} }} }}"
+            "FILTER(?rank != wikibase:DeprecatedRank) ?st ?pqp ?qv . ?qp wikibase:qualifier ?pqp "
+            f". OPTIONAL {{ ?qp wikibase:qualifierValue ?pqvp . ?st ?pqvp ?qvn . "
+            f"{_value_node('?qvn', '?qv', '?qtp', '?qunit')} }} }}"
         )
-        if forward and value is not None:  # literal targets: their precision / unit from the statement's value node
+        if (
+            forward and value is not None
+        ):  # literal targets: their precision / unit from the statement's value node
             values = (
-                f"OPTIONAL {{ FILTER(isLiteral(?tgt)) ?src {claim} ?vs . ?vs {stmt} ?tgt ; wikibase:rank ?vrank ; "
-                f"{value} ?vn . FILTER(?vrank != wikibase:DeprecatedRank) {_value_node('?vn', '?tgt', '?tp', '?unit')} }}"
+                f"OPTIONAL {{ FILTER(isLiteral(?tgt)) ?src {claim} ?vs . ?vs {stmt} ?tgt ; "
+                f"wikibase:rank ?vrank ; {value} ?vn . FILTER(?vrank != wikibase:DeprecatedRank) "
+                f"{_value_node('?vn', '?tgt', '?tp', '?unit')} }}"
             )
     return f"""{p.prefixes}SELECT ?src ?tgt ?qp ?qv ?l ?lp ?tp ?unit ?qtp ?qunit WHERE {{
   {page}
@@ -138,8 +152,15 @@ def edges(
 }} ORDER BY ?src ?tgt"""
 
 
-def edge_rows(p: Profile, sources: Sequence[str], relation: str, forward: bool, limit: int,
-              labels: bool = True, distinct: bool = True) -> str:
+def edge_rows(
+    p: Profile,
+    sources: Sequence[str],
+    relation: str,
+    forward: bool,
+    limit: int,
+    labels: bool = True,
+    distinct: bool = True,
+) -> str:
     """Up to ``limit`` ``?src relation ?tgt`` pairs (or reversed), unsorted, with target labels if
     ``labels``: no ORDER BY, no OFFSET, no qualifiers, so a hub's thousands of edges cost one scan.
     ``distinct``: a triple in two named graphs is one edge, so ``limit + 1`` pairs asked and fewer
@@ -158,32 +179,40 @@ def edge_rows(p: Profile, sources: Sequence[str], relation: str, forward: bool, 
 }}"""
 
 
-def hop_rows(p: Profile, sources: Sequence[str], forward: Sequence[str], backward: Sequence[str],
-             limit: int) -> str:
+def hop_rows(
+    p: Profile, sources: Sequence[str], forward: Sequence[str], backward: Sequence[str], limit: int
+) -> str:
     """Up to ``limit`` distinct ``?src ?r ?tgt`` edges along any of several relations (``?dir`` "f":
     ``?src ?r ?tgt``, "b": reversed), unsorted and unlabelled: :func:`edge_rows` of several
     relations in one round trip."""
     sides = (("f", forward, "?src ?r ?tgt ."), ("b", backward, "?tgt ?r ?src ."))
-    branches = [f'{{ {_values("?r", rels)} {edge} BIND("{d}" AS ?dir) }}'
-                for d, rels, edge in sides if rels]
-    return (f"{p.prefixes}SELECT DISTINCT ?src ?r ?dir ?tgt WHERE {{ {_values('?src', sources)} "
-            f"{' UNION '.join(branches)} }} LIMIT {_int(limit)}")
+    branches = [
+        f'{{ {_values("?r", rels)} {edge} BIND("{d}" AS ?dir) }}' for d, rels, edge in sides if rels
+    ]
+    return (
+        f"{p.prefixes}SELECT DISTINCT ?src ?r ?dir ?tgt WHERE {{ {_values('?src', sources)} "
+        f"{' UNION '.join(branches)} }} LIMIT {_int(limit)}"
+    )
 
 
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:
-    """A Wikidata value node's time precision or quantity unit, tied to the very value it describes."""
-    return (f"{{ {node} wikibase:timeValue {value} ; wikibase:timePrecision {precision} }} UNION "
-            f"{{ {node} wikibase:quantityAmount {value} ; wikibase:quantityUnit {unit} }}")
+    """A Wikidata value node's time precision or quantity unit, tied to the very value it
+    describes."""
+    return (
+        f"{{ {node} wikibase:timeValue {value} ; wikibase:timePrecision {precision} }} UNION "
+        f"{{ {node} wikibase:quantityAmount {value} ; wikibase:quantityUnit {unit} }}"
+    )
 
 
 def _bnode_properties(p: Profile, page: str, relation: str, forward: bool, rows: int) -> str:
-    """The page again, kept to its blank-node targets, joined with their own triples: a UNION branch rather than
-    an OPTIONAL because engines (oxigraph) evaluate ``OPTIONAL { ?tgt ?qp ?qv FILTER(isBlank(?tgt)) }`` by reading
-    every IRI target's triples before filtering (~25× slower on a page of well-connected targets, docs/sparql.md), while a filter
-    on the page alone is applied first. Both branches bind the same blank nodes (one query, one result), which is
-    what ties a node's properties to its edge — a second query could not name them. Label triples are left out
-    (the best label is the edge's value), and so is, backward, the edge itself. ``rows`` caps the branch, in
-    ``(source, target, property, value)`` order so a cut falls at the end of the page."""
+    """The page again, kept to its blank-node targets, joined with their own triples: a UNION branch
+    rather than an OPTIONAL because engines (oxigraph) evaluate ``OPTIONAL { ?tgt ?qp ?qv
+    FILTER(isBlank(?tgt)) }`` by reading every IRI target's triples before filtering (~25× slower on
+    a page of well-connected targets, docs/sparql.md), while a filter on the page alone is applied
+    first. Both branches bind the same blank nodes (one query, one result), which is what ties a
+    node's properties to its edge — a second query could not name them. Label triples are left out
+    (the best label is the edge's value), and so is, backward, the edge itself. ``rows`` caps the
+    branch, in ``(source, target, property, value)`` order so a cut falls at the end of the page."""
     back = "" if forward else f"FILTER(!sameTerm(?qp, {relation}) || !sameTerm(?qv, ?src))"
     return f"""{{ SELECT ?src ?tgt ?qp ?qv WHERE {{ {page} FILTER(isBlank(?tgt)) ?tgt ?qp ?qv .
       FILTER(?qp NOT IN ({", ".join(p.label_preds)})) {back}
@@ -191,9 +220,9 @@ def _bnode_properties(p: Profile, page: str, relation: str, forward: bool, rows:
 
 
 def find_relations(p: Profile, needles: Sequence[str], limit: int) -> str:
-    """Properties (Wikidata: those with a direct claim; generic: predicates in use) whose label, alias or
-    description contains one of the lower-cased ``needles`` (escaped literals), with their labels, descriptions and
-    aliases in the configured languages."""
+    """Properties (Wikidata: those with a direct claim; generic: predicates in use) whose label,
+    alias or description contains one of the lower-cased ``needles`` (escaped literals), with their
+    labels, descriptions and aliases in the configured languages."""
     preds = [*p.label_preds, *p.alias_preds, *p.desc_preds]
     found = " || ".join(f"CONTAINS(LCASE(STR(?ml)), {n})" for n in needles)
     used = "?r wikibase:directClaim ?pd ." if p.kind == "wikidata" else "FILTER EXISTS { ?s ?r ?o }"
@@ -211,7 +240,7 @@ def subjects_with_values(p: Profile, relation: str, literals: Sequence[str]) -> 
     labels: many external IDs back to their items in one query."""
     return f"""{p.prefixes}SELECT ?e ?v ?l ?lp WHERE {{
   {{ SELECT DISTINCT ?e ?v WHERE {{
-      {_values('?v', literals)} ?e {relation} ?v . {p.entity_filter} }} }}
+      {_values("?v", literals)} ?e {relation} ?v . {p.entity_filter} }} }}
   {_labels(p, "?e")}
 }}"""
 
@@ -222,27 +251,35 @@ def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool
 
 
 def find_labels(p: Profile, literals: Sequence[str], limit: int) -> str:
-    """Entities whose label or alias is exactly one of ``literals`` (index lookups, fast on any store). The
-    predicates are a FILTER, not a second ``VALUES``: oxigraph joins ``VALUES ?ml`` × ``VALUES ?mp`` by scanning the
-    label predicates (tens to hundreds of ms on a 100k-label store), while with the literal alone bound it looks each
-    up in its object index (~3 ms)."""
+    """Entities whose label or alias is exactly one of ``literals`` (index lookups, fast on any
+    store). The predicates are a FILTER, not a second ``VALUES``: oxigraph joins ``VALUES ?ml`` ×
+    ``VALUES ?mp`` by scanning the label predicates (tens to hundreds of ms on a 100k-label store),
+    while with the literal alone bound it looks each up in its object index (~3 ms)."""
     preds = ", ".join([*p.label_preds, *p.alias_preds])
-    return _label_hits(p, f'SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values("?ml", literals)} ?e ?mp ?ml . '
-                          f"FILTER(?mp IN ({preds})) {p.entity_filter} }} LIMIT {_int(limit)}")
+    return _label_hits(
+        p,
+        f"SELECT DISTINCT ?e ?ml ?mp WHERE {{ {_values('?ml', literals)} ?e ?mp ?ml . "
+        f"FILTER(?mp IN ({preds})) {p.entity_filter} }} LIMIT {_int(limit)}",
+    )
 
 
 def contains_labels(p: Profile, needle: str, limit: int) -> str:
-    """Bounded substring fallback: case-insensitive CONTAINS over labels/aliases in the configured languages.
-    ``needle`` is an escaped, lower-cased literal."""
+    """Bounded substring fallback: case-insensitive CONTAINS over labels/aliases in the configured
+    languages. ``needle`` is an escaped, lower-cased literal."""
     preds = [*p.label_preds, *p.alias_preds]
-    return _label_hits(p, f'SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values("?mp", preds)} '
-                          f'{lang_filter("?ml", p.langs)}\n'
-                          f"      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT {_int(limit)}")
+    return _label_hits(
+        p,
+        f"SELECT DISTINCT ?e ?ml ?mp WHERE {{ ?e ?mp ?ml . {_values('?mp', preds)} "
+        f"{lang_filter('?ml', p.langs)}\n"
+        f"      FILTER(CONTAINS(LCASE(STR(?ml)), {needle})) {p.entity_filter} }} LIMIT "
+        f"{_int(limit)}",
+    )
 
 
 def _label_hits(p: Profile, matches: str) -> str:
-    """The entities of ``matches`` (a sub-select of ``?e ?ml ?mp``: an entity, the label or alias that matched and
-    its predicate) with their labels, descriptions and, on Wikidata, sitelink counts: what a label search scores."""
+    """The entities of ``matches`` (a sub-select of ``?e ?ml ?mp``: an entity, the label or alias
+    that matched and its predicate) with their labels, descriptions and, on Wikidata, sitelink
+    counts: what a label search scores."""
     return f"""{p.prefixes}SELECT ?e ?ml ?mp ?l ?lp ?d ?dp ?sl WHERE {{
   {{ {matches} }}
   {_labels(p, "?e")}
@@ -257,4 +294,7 @@ def relation_sample(p: Profile, limit: int) -> str:
         return f"{p.prefixes}SELECT ?r ?l ?lp WHERE {{ {{ {inner} }} {_labels(p, '?r')} }}"
     sample = "SELECT ?r WHERE { ?s ?r ?o } LIMIT 10000"
     inner = f"SELECT ?r (COUNT(*) AS ?n) WHERE {{ {{ {sample} }} {p.sample_filter} }} GROUP BY ?r"
-    return f"SELECT ?r ?n ?l ?lp WHERE {{ {{ {inner} ORDER BY DESC(?n) ?r LIMIT {_int(limit)} }} {_labels(p, '?r')} }}"
+    return (
+        f"SELECT ?r ?n ?l ?lp WHERE {{ {{ {inner} ORDER BY DESC(?n) ?r LIMIT {_int(limit)} }} "
+        f"{_labels(p, '?r')} }}"
+    )

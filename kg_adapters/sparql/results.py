@@ -1,4 +1,5 @@
-"""SPARQL 1.1 JSON results → rows of typed terms, checked for shape (a mirror may answer with anything)."""
+"""SPARQL 1.1 JSON results → rows of typed terms, checked for shape (a mirror may answer with
+anything)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from ..errors import BackendError
 
 
 class Term(NamedTuple):
-    """One bound value (a NamedTuple: a reasoner's read parses tens of thousands, twice as fast to make as a
-    frozen dataclass)."""
+    """One bound value (a NamedTuple: a reasoner's read parses tens of thousands, twice as fast to
+    make as a frozen dataclass)."""
 
     kind: str  # uri | literal | bnode
     value: str
@@ -34,8 +35,12 @@ def parse_select(data: dict, endpoint: str) -> list[Row]:
                     kind = "literal"
                 if kind not in ("uri", "literal", "bnode") or not isinstance(t["value"], str):
                     raise TypeError
-                row[var] = Term(kind, t["value"], t.get("xml:lang") or None, t.get("datatype") or None)
+                row[var] = Term(
+                    kind, t["value"], t.get("xml:lang") or None, t.get("datatype") or None
+                )
             rows.append(row)
         return rows
     except (KeyError, TypeError, AttributeError):
-        raise BackendError(f"{endpoint}: the answer is JSON but not SPARQL SELECT results") from None
+        raise BackendError(
+            f"{endpoint}: the answer is JSON but not SPARQL SELECT results"
+        ) from None

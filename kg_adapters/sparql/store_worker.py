@@ -1,15 +1,16 @@
 """The child process that evaluates callers' SPARQL queries on a local pyoxigraph store (see
 :mod:`kg_adapters.sparql.workers`).
 
-Why a process: pyoxigraph evaluates a query in Rust with the GIL released and offers no way to cancel it from
-Python (0.5.13: no cancellation token in the Python API; an asynchronous exception never reaches a thread that is
-inside the engine). A query that finds no row for minutes would keep a core busy long after its caller got its
-timeout. Run here, it is stopped by killing this process.
+Why a process: pyoxigraph evaluates a query in Rust with the GIL released and offers no way to
+cancel it from Python (0.5.13: no cancellation token in the Python API; an asynchronous exception
+never reaches a thread that is inside the engine). A query that finds no row for minutes would keep
+a core busy long after its caller got its timeout. Run here, it is stopped by killing this process.
 
-Run as a script (``python store_worker.py``), not as ``-m tot_mcp…``: it imports only the standard library and
-pyoxigraph, so it starts in about 0.1 s. It opens its store once — ``{"store": PATH}`` read-only, or
-``{"file": PATH, "format": MEDIA_TYPE, "gz": bool, "base_iri": IRI}`` loaded into memory — then answers one JSON
-line per query on stdin with one JSON line on stdout, until stdin closes.
+Run as a script (``python store_worker.py``), not as ``-m tot_mcp…``: it imports only the standard
+library and pyoxigraph, so it starts in about 0.1 s. It opens its store once — ``{"store": PATH}``
+read-only, or ``{"file": PATH, "format": MEDIA_TYPE, "gz": bool, "base_iri": IRI}`` loaded into
+memory — then answers one JSON line per query on stdin with one JSON line on stdout, until stdin
+closes.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 def _die_with_parent() -> None:
-    """Linux: be killed when the server dies, even in the middle of a query (stdin's EOF is only seen between
-    queries)."""
+    """Linux: be killed when the server dies, even in the middle of a query (stdin's EOF is only
+    seen between queries)."""
     try:
         import ctypes
         import signal
@@ -38,9 +39,10 @@ def _die_with_parent() -> None:
 
 
 def _no_network() -> bool:
-    """Linux: leave every network for an empty one of this process's own (an unprivileged user and network
-    namespace), so that a SERVICE clause the guard missed has nowhere to go: pyoxigraph has no switch to turn
-    federation off. Where the system does not allow it, the guard alone stands; returns whether it worked."""
+    """Linux: leave every network for an empty one of this process's own (an unprivileged user and
+    network namespace), so that a SERVICE clause the guard missed has nowhere to go: pyoxigraph has
+    no switch to turn federation off. Where the system does not allow it, the guard alone stands;
+    returns whether it worked."""
     try:
         import ctypes
 
@@ -59,8 +61,12 @@ def _term(t) -> dict:
         return {"type": "bnode", "value": t.value}
     if isinstance(t, ox.Literal):
         dt = t.datatype.value if t.datatype is not None else None
-        return {"type": "literal", "value": t.value, "lang": t.language or None,
-                "datatype": None if t.language or dt == _XSD_STRING else dt}
+        return {
+            "type": "literal",
+            "value": t.value,
+            "lang": t.language or None,
+            "datatype": None if t.language or dt == _XSD_STRING else dt,
+        }
     return {"type": "triple", "value": str(t)}
 
 
@@ -80,8 +86,10 @@ def _open(spec: dict):
 
 
 def triple_rows(triples) -> Iterator[dict]:
-    return ({"subject": _term(t.subject), "predicate": _term(t.predicate),
-             "object": _term(t.object)} for t in triples)
+    return (
+        {"subject": _term(t.subject), "predicate": _term(t.predicate), "object": _term(t.object)}
+        for t in triples
+    )
 
 
 def answer(store, request: dict, deadline: float | None = None) -> dict:
@@ -95,7 +103,9 @@ def answer(store, request: dict, deadline: float | None = None) -> dict:
     graphs = [g for g in store.named_graphs() if g.value not in hidden]
     cap, size = int(request["max_rows"]), 0
     try:
-        result = store.query(request["query"], default_graph=[ox.DefaultGraph(), *graphs], named_graphs=graphs)
+        result = store.query(
+            request["query"], default_graph=[ox.DefaultGraph(), *graphs], named_graphs=graphs
+        )
         if isinstance(result, ox.QueryBoolean):
             return {"columns": [], "rows": [], "boolean": bool(result)}
         if isinstance(result, ox.QueryTriples):
@@ -109,14 +119,20 @@ def answer(store, request: dict, deadline: float | None = None) -> dict:
                 return {"error": "the query ran out of time", "kind": "timeout"}
             size += sum(len(x["value"]) + 64 for x in row.values())
             if size > MAX_ANSWER_BYTES:
-                return {"error": f"the answer is larger than {MAX_ANSWER_BYTES:,} bytes; select fewer or shorter "
-                                 "values", "kind": "too_large"}
+                return {
+                    "error": f"the answer is larger than {MAX_ANSWER_BYTES:,} bytes; select fewer "
+                    "or shorter values",
+                    "kind": "too_large",
+                }
             rows.append(row)
             if len(rows) > cap:  # one more than the cap: the caller is told there were more
                 break
         return {"columns": columns, "rows": rows, "boolean": None}
     except SyntaxError as e:
-        return {"error": str(e).splitlines()[0][:200] if str(e) else "syntax error", "kind": "syntax"}
+        return {
+            "error": str(e).splitlines()[0][:200] if str(e) else "syntax error",
+            "kind": "syntax",
+        }
     except (OSError, RuntimeError, ValueError) as e:
         return {"error": str(e)[:200], "kind": "store"}
 

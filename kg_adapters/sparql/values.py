@@ -1,21 +1,24 @@
-"""Wikidata values as Wikidata means them: times at their precision, quantities with their unit, coordinates
-readable — and the extra facts ``describe_entity`` gives on Wikidata (statement count, main types).
+"""Wikidata values as Wikidata means them: times at their precision, quantities with their unit,
+coordinates readable — and the extra facts ``describe_entity`` gives on Wikidata (statement count,
+main types).
 
-A truthy ``wdt:`` value says ``"1997-01-01T00:00:00Z"^^xsd:dateTime`` whether the date is known to the day or only
-to the year; the precision, the unit of a quantity and the globe of a coordinate live on the statement's value node
-(``p:P / psv:P → wikibase:timePrecision, wikibase:quantityUnit``). The edge query fetches them in the same query
+A truthy ``wdt:`` value says ``"1997-01-01T00:00:00Z"^^xsd:dateTime`` whether the date is known to
+the day or only to the year; the precision, the unit of a quantity and the globe of a coordinate
+live on the statement's value node (``p:P / psv:P → wikibase:timePrecision,
+wikibase:quantityUnit``). The edge query fetches them in the same query
 (:func:`kg_adapters.sparql.queries.edges`) and these functions write the value:
 
-* time, precision 11 (day) → ``1997-05-12`` (``xsd:date``), 10 (month) → ``1997-05`` (``xsd:gYearMonth``),
-  9 (year) → ``1997`` (``xsd:gYear``), 8 → ``1990s``, 7 → ``20th century``, 6 → ``2nd millennium``; coarser
-  precisions keep the year (``xsd:gYear``); 12–14 (hour to second) keep the full ``xsd:dateTime``. Years before
-  1 CE keep their sign as the endpoint writes them (``-0099``), never renumbered. Unknown precision (no value
-  node, e.g. a mirror without ``psv:``) leaves the value exactly as the endpoint sent it.
-* quantity → ``891.12 square kilometre`` (the unit's label; no unit for Wikidata's "1", ``Q199``), without the
-  sign ``+`` Wikidata writes.
-* globe coordinate ``Point(13.383333 52.516667)`` → ``52.5167°N, 13.3833°E`` in the text a model reads
-  (``server.render.literal_text``; WKT is longitude first; another globe than the Earth is named:
-  ``… (globe Q405)``). The structured value stays the exact WKT literal.
+* time, precision 11 (day) → ``1997-05-12`` (``xsd:date``), 10 (month) → ``1997-05``
+  (``xsd:gYearMonth``), 9 (year) → ``1997`` (``xsd:gYear``), 8 → ``1990s``, 7 → ``20th century``, 6
+  → ``2nd millennium``; coarser precisions keep the year (``xsd:gYear``); 12–14 (hour to second)
+  keep the full ``xsd:dateTime``. Years before 1 CE keep their sign as the endpoint writes them
+  (``-0099``), never renumbered. Unknown precision (no value node, e.g. a mirror without ``psv:``)
+  leaves the value exactly as the endpoint sent it.
+* quantity → ``891.12 square kilometre`` (the unit's label; no unit for Wikidata's "1", ``Q199``),
+  without the sign ``+`` Wikidata writes.
+* globe coordinate ``Point(13.383333 52.516667)`` → ``52.5167°N, 13.3833°E`` in the text a model
+  reads (``server.render.literal_text``; WKT is longitude first; another globe than the Earth is
+  named: ``… (globe Q405)``). The structured value stays the exact WKT literal.
 """
 
 from __future__ import annotations
@@ -30,15 +33,19 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 WKT = "http://www.opengis.net/ont/geosparql#wktLiteral"
 UNITLESS = "Q199"  # Wikidata's unit "1"
 _TIME = re.compile(r"^([+-]?\d{1,16})-(\d{2})-(\d{2})T")
-_POINT = re.compile(r"^\s*(?:<http://www\.wikidata\.org/entity/(Q\d+)>\s*)?Point\(\s*([-+0-9.eE]+)\s+([-+0-9.eE]+)\s*\)\s*$")
+_POINT = re.compile(
+    r"^\s*(?:<http://www\.wikidata\.org/entity/(Q\d+)>\s*)?Point\(\s*([-+0-9.eE]+)\s+([-+0-9.eE]+)\s*\)\s*$"
+)
 _EARTH = "Q2"
 
 
 class EntityDetails(EntityDescription):
-    """``describe_entity`` with what tells look-alikes apart on Wikidata: how many statements the item has and its
-    main types (``P31`` instance of)."""
+    """``describe_entity`` with what tells look-alikes apart on Wikidata: how many statements the
+    item has and its main types (``P31`` instance of)."""
 
-    statements: int | None = Field(default=None, description="Statements on the item (all ranks), when known.")
+    statements: int | None = Field(
+        default=None, description="Statements on the item (all ranks), when known."
+    )
     types: list[Entity] = Field(default_factory=list, description="Its classes (instance of, P31).")
 
 
@@ -48,7 +55,8 @@ def _ordinal(n: int) -> str:
 
 
 def time_value(value: str, precision: int | None) -> Literal | None:
-    """The time at its precision, or None to keep the endpoint's value (unknown precision, unexpected form)."""
+    """The time at its precision, or None to keep the endpoint's value (unknown precision,
+    unexpected form)."""
     m = _TIME.match(value)
     if precision is None or m is None or precision >= 12:
         return None
@@ -71,7 +79,8 @@ def time_value(value: str, precision: int | None) -> Literal | None:
 
 
 def quantity_value(amount: str, unit_label: str | None) -> Literal:
-    """``+891.12`` with "square kilometre" → ``891.12 square kilometre``; without a unit a plain decimal."""
+    """``+891.12`` with "square kilometre" → ``891.12 square kilometre``; without a unit a plain
+    decimal."""
     number = amount.removeprefix("+")
     if unit_label:
         return Literal(value=f"{number} {unit_label}")
@@ -79,7 +88,8 @@ def quantity_value(amount: str, unit_label: str | None) -> Literal:
 
 
 def coordinate_value(wkt: str) -> Literal | None:
-    """``Point(13.383333 52.516667)`` → ``52.5167°N, 13.3833°E``; None when it is not a WKT point."""
+    """``Point(13.383333 52.516667)`` → ``52.5167°N, 13.3833°E``; None when it is not a WKT
+    point."""
     m = _POINT.match(wkt)
     if m is None:
         return None

@@ -1,8 +1,9 @@
-"""The two vocabularies a SPARQL KG can speak: Wikidata's (items, truthy ``wdt:`` claims, statements with
-qualifiers) and a generic RDF one (any predicate is a relation, labels from configurable predicates).
+"""The two vocabularies a SPARQL KG can speak: Wikidata's (items, truthy ``wdt:`` claims, statements
+with qualifiers) and a generic RDF one (any predicate is a relation, labels from configurable
+predicates).
 
-A profile turns validated local IDs into SPARQL terms and result IRIs back into local IDs; nothing else in the
-package writes an entity or relation into a query.
+A profile turns validated local IDs into SPARQL terms and result IRIs back into local IDs; nothing
+else in the package writes an entity or relation into a query.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from .escape import LANG_TAG, iri_ref, is_safe_iri, sparql_literal
 from .ids import PID, QID, WD, IriIds, wikidata_entity, wikidata_local, wikidata_property
 from .results import Term
 
-# What a caller's SPARQL query (sparql_query) may use without declaring it: WDQS's own predeclared prefixes.
+# What a caller's SPARQL query (sparql_query) may use without declaring it: WDQS's own predeclared
+# prefixes.
 WIKIDATA_PREFIX_MAP = {
     "wd": "http://www.wikidata.org/entity/",
     "wds": "http://www.wikidata.org/entity/statement/",
@@ -47,13 +49,17 @@ WIKIDATA_PREFIX_MAP = {
     "geo": "http://www.opengis.net/ont/geosparql#",
 }
 # The prologue of the adapter's own Wikidata queries: the prefixes they write.
-WIKIDATA_PREFIXES = "".join(f"PREFIX {p}: <{WIKIDATA_PREFIX_MAP[p]}>\n" for p in (
-    "wd", "wdt", "p", "ps", "psv", "pq", "pqv", "wikibase", "schema", "rdfs", "skos"))
+WIKIDATA_PREFIXES = "".join(
+    f"PREFIX {p}: <{WIKIDATA_PREFIX_MAP[p]}>\n"
+    for p in ("wd", "wdt", "p", "ps", "psv", "pq", "pqv", "wikibase", "schema", "rdfs", "skos")
+)
 WDT = WIKIDATA_PREFIX_MAP["wdt"]
 
 DEFAULT_PREFIXES = {
-    **{p: WIKIDATA_PREFIX_MAP[p]
-       for p in ("rdf", "rdfs", "owl", "xsd", "skos", "schema", "wd", "wdt")},
+    **{
+        p: WIKIDATA_PREFIX_MAP[p]
+        for p in ("rdf", "rdfs", "owl", "xsd", "skos", "schema", "wd", "wdt")
+    },
     "foaf": "http://xmlns.com/foaf/0.1/",
     "dc": "http://purl.org/dc/elements/1.1/",
     "dcterms": "http://purl.org/dc/terms/",
@@ -151,17 +157,22 @@ class GenericProfile:
     ) -> None:
         self.langs = [*check_languages(languages), ""]
         self.ids = IriIds({**DEFAULT_PREFIXES, **(prefixes or {})})
-        self._locals: LRU[str | None] = LRU(_MAX_REMEMBERED_LOCALS)  # IRI → local ID: a hub read meets the same IRIs thousands of times
+        self._locals: LRU[str | None] = LRU(
+            _MAX_REMEMBERED_LOCALS
+        )  # IRI → local ID: a hub read meets the same IRIs thousands of times
         # local ID → SPARQL term: a reasoner asks the same frontiers' IDs in query after query
         self._terms: LRU[str] = LRU(_MAX_REMEMBERED_LOCALS)
         self.prefixes = ""
         self.prefix_map = self.ids.prefixes  # usable undeclared in a caller's SPARQL query
         self.label_preds = tuple(self._predicate(p, "label_predicates") for p in label_predicates)
-        self.desc_preds = tuple(self._predicate(p, "description_predicates") for p in description_predicates)
+        self.desc_preds = tuple(
+            self._predicate(p, "description_predicates") for p in description_predicates
+        )
         self.alias_preds = tuple(self._predicate(p, "alias_predicates") for p in alias_predicates)
         if not self.label_preds:
             raise InvalidInput("label_predicates: give at least one predicate")
-        # labels, descriptions and aliases are shown with the entity, not offered as relations to follow
+        # labels, descriptions and aliases are shown with the entity, not offered as relations to
+        # follow
         hidden = ", ".join(dict.fromkeys((*self.label_preds, *self.desc_preds, *self.alias_preds)))
         self.relation_join = f"FILTER(?pd NOT IN ({hidden})) BIND(?pd AS ?r)"
         self.sample_filter = f"FILTER(?r NOT IN ({hidden}))"
@@ -170,9 +181,15 @@ class GenericProfile:
         m = _CURIE.match(name) if isinstance(name, str) else None
         if m and m.group(1) in self.ids.prefixes:
             return iri_ref(self.ids.prefixes[m.group(1)] + m.group(2))
-        if isinstance(name, str) and is_safe_iri(name) and ("://" in name or name.startswith("urn:")):
+        if (
+            isinstance(name, str)
+            and is_safe_iri(name)
+            and ("://" in name or name.startswith("urn:"))
+        ):
             return iri_ref(name)
-        raise InvalidInput(f"{option}: {name!r} is neither a full IRI nor prefix:name with a known prefix")
+        raise InvalidInput(
+            f"{option}: {name!r} is neither a full IRI nor prefix:name with a known prefix"
+        )
 
     def entity_term(self, local: str) -> str:
         term = self._terms.peek(local)

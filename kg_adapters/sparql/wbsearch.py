@@ -1,6 +1,6 @@
-"""Entity search through Wikidata's ``wbsearchentities`` API — the ranking wikidata.org's own search box uses,
-far better than label matching in SPARQL for the public service. Only used when the endpoint is WDQS (or a
-``search_api`` URL is configured)."""
+"""Entity search through Wikidata's ``wbsearchentities`` API — the ranking wikidata.org's own search
+box uses, far better than label matching in SPARQL for the public service. Only used when the
+endpoint is WDQS (or a ``search_api`` URL is configured)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,14 @@
-"""Callers' SPARQL queries on a local pyoxigraph store, in child processes that are killed when the time runs out.
+"""Callers' SPARQL queries on a local pyoxigraph store, in child processes that are killed when the
+time runs out.
 
-Measured on pyoxigraph 0.5.13 (see docs/security.md): ``Store.query`` and the iteration of its results run in Rust
-with the GIL released, there is no cancellation hook in the Python API, and ``PyThreadState_SetAsyncExc`` never
-reaches a thread inside the engine. A query that yields no row (a cross product under an always-false FILTER)
-kept a core at 100 % after its caller's 20 s timeout, for as long as the query ran. A process can be killed:
-:class:`StoreQueryWorkers` keeps up to ``max_workers`` children per KG (each opens the store read-only, or loads
-the RDF file, once), sends each query to an idle one and kills it at the deadline — the CPU work stops at once and
-the next query starts a fresh child. Only ``sparql_query`` uses them; the traversal tools query the store
+Measured on pyoxigraph 0.5.13 (see docs/security.md): ``Store.query`` and the iteration of its
+results run in Rust with the GIL released, there is no cancellation hook in the Python API, and
+``PyThreadState_SetAsyncExc`` never reaches a thread inside the engine. A query that yields no row
+(a cross product under an always-false FILTER) kept a core at 100 % after its caller's 20 s timeout,
+for as long as the query ran. A process can be killed: :class:`StoreQueryWorkers` keeps up to
+``max_workers`` children per KG (each opens the store read-only, or loads the RDF file, once), sends
+each query to an idle one and kills it at the deadline — the CPU work stops at once and the next
+query starts a fresh child. Only ``sparql_query`` uses them; the traversal tools query the store
 in-process as before.
 """
 
@@ -49,7 +51,12 @@ class StoreSource:
     def spec(self) -> dict[str, Any]:
         if self.store is not None:
             return {"store": self.store}
-        return {"file": self.file, "format": self.media_type, "gz": self.gz, "base_iri": self.base_iri}
+        return {
+            "file": self.file,
+            "format": self.media_type,
+            "gz": self.gz,
+            "base_iri": self.base_iri,
+        }
 
 
 def answer_rows(kg: str, checked: CheckedQuery, answer: dict) -> SparqlRows:
@@ -72,7 +79,10 @@ class _Worker:
 
     def __init__(self, source: StoreSource) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER_SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+            [sys.executable, str(WORKER_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,
             close_fds=True,
         )
         self._send(source.spec())
@@ -97,7 +107,8 @@ class _Worker:
         return self._receive()
 
     def kill(self) -> None:
-        """Stop the child now (SIGKILL: a query inside the engine does not look at signals it could handle)."""
+        """Stop the child now (SIGKILL: a query inside the engine does not look at signals it could
+        handle)."""
         if self.proc.poll() is None:
             self.proc.kill()
 
@@ -113,12 +124,17 @@ class _Worker:
 
 
 class StoreQueryWorkers:
-    """Up to ``max_workers`` query processes for one KG's store. Idle children are kept for the next query (a
-    child costs about 0.1 s to start with an on-disk store); a child whose query ran out of time, failed to
-    answer or crashed is killed and not reused. ``close()`` ends them all."""
+    """Up to ``max_workers`` query processes for one KG's store. Idle children are kept for the next
+    query (a child costs about 0.1 s to start with an on-disk store); a child whose query ran out of
+    time, failed to answer or crashed is killed and not reused. ``close()`` ends them all."""
 
-    def __init__(self, kg: str, source: StoreSource, max_workers: int = MAX_WORKERS,
-                 start_timeout: float = START_TIMEOUT) -> None:
+    def __init__(
+        self,
+        kg: str,
+        source: StoreSource,
+        max_workers: int = MAX_WORKERS,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
         self.kg, self.source = kg, source
         self.max_workers = max(1, max_workers)
         self.start_timeout = start_timeout
@@ -142,31 +158,43 @@ class StoreQueryWorkers:
         with self._lock:
             return [w.proc.pid for w in self._all if w.proc.poll() is None]
 
-    async def query(self, checked: CheckedQuery, timeout: float | None, hidden: tuple[str, ...] = ()) -> SparqlRows:
+    async def query(
+        self, checked: CheckedQuery, timeout: float | None, hidden: tuple[str, ...] = ()
+    ) -> SparqlRows:
         limit = timeout or DEFAULT_TIMEOUT
         sem = self._slot()
         try:
             with anyio.fail_after(limit):
                 await sem.acquire()
         except TimeoutError:
-            raise BackendError(f"KG {self.kg!r}: {self.max_workers} SPARQL queries were running on it for "
-                               f"{limit:g} s; retry when they finish") from None
+            raise BackendError(
+                f"KG {self.kg!r}: {self.max_workers} SPARQL queries were running on it for "
+                f"{limit:g} s; retry when they finish"
+            ) from None
         try:
             worker = await self._take()
             request = {"query": checked.text, "max_rows": checked.max_rows, "hidden": list(hidden)}
             try:
                 with anyio.fail_after(limit):
-                    answer = await anyio.to_thread.run_sync(worker.ask, request, abandon_on_cancel=True)
+                    answer = await anyio.to_thread.run_sync(
+                        worker.ask, request, abandon_on_cancel=True
+                    )
             except TimeoutError:
                 self.killed += 1
                 await self._discard(worker)
-                raise BackendTimeout(f"KG {self.kg!r}: the query did not finish within {limit:g} s (stopped); "
-                                     "narrow it") from None
-            except BaseException as e:  # cancelled (the client gave up), crashed, broken pipe: never reused
+                raise BackendTimeout(
+                    f"KG {self.kg!r}: the query did not finish within {limit:g} s (stopped); "
+                    "narrow it"
+                ) from None
+            except (
+                BaseException
+            ) as e:  # cancelled (the client gave up), crashed, broken pipe: never reused
                 await self._discard(worker)
                 if isinstance(e, (EOFError, OSError, ValueError)):
-                    raise BackendError(f"KG {self.kg!r}: the query process ended without an answer "
-                                       f"(exit {worker.proc.poll()})") from None
+                    raise BackendError(
+                        f"KG {self.kg!r}: the query process ended without an answer "
+                        f"(exit {worker.proc.poll()})"
+                    ) from None
                 raise
             with self._lock:
                 self._idle.append(worker)
@@ -193,18 +221,25 @@ class StoreQueryWorkers:
         except BaseException as e:
             await self._discard(worker)
             if isinstance(e, TimeoutError):
-                raise BackendError(f"KG {self.kg!r}: the query process did not open the store within "
-                                   f"{self.start_timeout:g} s") from None
+                raise BackendError(
+                    f"KG {self.kg!r}: the query process did not open the store within "
+                    f"{self.start_timeout:g} s"
+                ) from None
             if isinstance(e, (EOFError, OSError, ValueError)):
                 raise BackendError(f"KG {self.kg!r}: the query process could not start") from None
             raise
         if not hello.get("ready"):
             await self._discard(worker)
-            raise BackendError(f"KG {self.kg!r}: the query process could not open the store: "
-                               f"{str(hello.get('error'))[:200]}")
+            raise BackendError(
+                f"KG {self.kg!r}: the query process could not open the store: "
+                f"{str(hello.get('error'))[:200]}"
+            )
         if not hello.get("offline"):
-            log.info("KG %r: its query process could not leave the network (no user namespaces here): only the "
-                     "guard keeps SERVICE from fetching", self.kg)
+            log.info(
+                "KG %r: its query process could not leave the network (no user namespaces here): "
+                "only the guard keeps SERVICE from fetching",
+                self.kg,
+            )
         return worker
 
     async def _discard(self, worker: _Worker) -> None:

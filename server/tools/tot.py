@@ -2,7 +2,6 @@
 progress notification per expansion, and return the answer compactly (:mod:`server.compact`); the
 search tree and the final subgraph with ``detail="full"``, and drawn as an MCP Apps view."""
 
-
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -37,16 +36,24 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         meta=TOOL_META,  # MCP Apps: clients that render apps show the search tree inline
     )
     async def tree_of_traversals(
-        query: Annotated[str, Field(description="The question; mark entity mentions in [brackets].")],
+        query: Annotated[
+            str, Field(description="The question; mark entity mentions in [brackets].")
+        ],
         llm: Annotated[
             Literal["offline", "sampling", "anthropic", "openai"],
-            Field(description="Who reasons: offline (no LLM, free), sampling (your model, via the client), "
-                  "anthropic or openai (the server's key)."),
+            Field(
+                description="Who reasons: offline (no LLM, free), sampling (your model, via the "
+                "client), anthropic or openai (the server's key)."
+            ),
         ] = "offline",
-        kg: Annotated[str | None, Field(description=f"One or more of {kg_names}, comma-separated; default all.")]
-        = None,
-        k: Annotated[int | None, Field(ge=1, le=10, description="Branches tried per step; 1 is a chain, cheaper.")]
-        = None,
+        kg: Annotated[
+            str | None,
+            Field(description=f"One or more of {kg_names}, comma-separated; default all."),
+        ] = None,
+        k: Annotated[
+            int | None,
+            Field(ge=1, le=10, description="Branches tried per step; 1 is a chain, cheaper."),
+        ] = None,
         detail: Detail = "answer",  # the result text says what "full" adds
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, CompactAnswer]:
@@ -66,27 +73,47 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         charged = runtime.client_llm(kind, payer_of(ctx)) if paid else None
         if kind != "offline":
             try:  # a paid backend as the operator configured it ([llm]: model, base_url, timeout)
-                backend = charged or factory.make_llm(kind, ctx=ctx, environment=runtime.environment)
+                backend = charged or factory.make_llm(
+                    kind, ctx=ctx, environment=runtime.environment
+                )
             except LLMError as e:
                 raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
         # with a model, plan first (one call) and search the tree only when the plan fails: what
         # tot-search --llm measures; offline, the tree search itself
         name = "tot" if kind == "offline" else "auto"
         strategy = get(name)
-        given: dict[str, Any] = {} if k is None else {"k": k}  # the rest: [strategy.tot], else the paper's
+        given: dict[str, Any] = (
+            {} if k is None else {"k": k}
+        )  # the rest: [strategy.tot], else the paper's
         if "max_edges_per_expansion" not in runtime.services.strategy_options.get("tot", {}):
             given["max_edges_per_expansion"] = min(DEFAULT_MAX_EDGES, runtime.limits.max_edges)
-        given = {**runtime.services.strategy_options.get("tot", {}), **given} if name == "auto" else given
-        call = Call.of(strategy, runtime.services, graph, query, given, scope=graph, llm_kind=kind,
-                       llm_factory=None if kind == "offline" else (lambda: backend), progress=progress_to(ctx))
+        given = (
+            {**runtime.services.strategy_options.get("tot", {}), **given}
+            if name == "auto"
+            else given
+        )
+        call = Call.of(
+            strategy,
+            runtime.services,
+            graph,
+            query,
+            given,
+            scope=graph,
+            llm_kind=kind,
+            llm_factory=None if kind == "offline" else (lambda: backend),
+            progress=progress_to(ctx),
+        )
         try:
             out = await run_checked(strategy, call)
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
 
         planned = getattr(out, "planner", None) is not None and not getattr(out, "fell_back", False)
-        extras = Extras(strategy=f"plan first, policy {kind}" if planned else f"tot, policy {kind}",
-                        warnings=warnings, more="the search tree and subgraph")
+        extras = Extras(
+            strategy=f"plan first, policy {kind}" if planned else f"tot, policy {kind}",
+            warnings=warnings,
+            more="the search tree and subgraph",
+        )
         if planned and getattr(out, "path", None):
             extras.head.append(f"path: {out.path}")
         result = getattr(out, "_search", None)  # None: refused before the search ran
@@ -98,7 +125,13 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
                 extras.head.append(f"dropped (not in the subgraph): {dropped}")
             if detail == "full":
                 extras.full = result.model_dump(mode="json", exclude={"subgraph_text", "question"})
-        answer = compact_result(out, extras, detail, lambda ids: runtime.handles.remember(
-            "tree_of_traversals", ids, query=query, llm=llm, kg=kg, k=k))
+        answer = compact_result(
+            out,
+            extras,
+            detail,
+            lambda ids: runtime.handles.remember(
+                "tree_of_traversals", ids, query=query, llm=llm, kg=kg, k=k
+            ),
+        )
         answer.meta = meta
         return answer

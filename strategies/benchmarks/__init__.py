@@ -1,1 +1,2 @@
-"""Benchmark files, answer metrics, the resumable runner and the HTML trace report behind ``tot-search``."""
+"""Benchmark files, answer metrics, the resumable runner and the HTML trace report behind
+``tot-search``."""

@@ -1,8 +1,9 @@
 """Question-file parsers: MetaQA, PathQuestion and JSONL → :class:`BenchmarkQuestion`.
 
-A malformed line never aborts a file: it is yielded as a :class:`BadLine` (with file and line number) so the
-runner can report it and go on. PathQuestion's third column (the gold path) is read only for its first element,
-the topic entity; the rest is supervision and is dropped here, so it can never reach a method.
+A malformed line never aborts a file: it is yielded as a :class:`BadLine` (with file and line
+number) so the runner can report it and go on. PathQuestion's third column (the gold path) is read
+only for its first element, the topic entity; the rest is supervision and is dropped here, so it can
+never reach a method.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class BadLine:
 
 
 def read_questions(path: str | Path, fmt: str) -> Iterator[BenchmarkQuestion | BadLine]:
-    """Every question of the file in order (blank lines skipped). Raises OSError/FormatError only for the file
-    as a whole (unreadable, unknown format)."""
+    """Every question of the file in order (blank lines skipped). Raises OSError/FormatError only
+    for the file as a whole (unreadable, unknown format)."""
     if fmt not in FORMATS:
         raise FormatError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     path = Path(path)
@@ -58,7 +59,9 @@ def parse_metaqa(line: str) -> BenchmarkQuestion:
     """``question<TAB>a|b|c`` with the topic entity in ``[...]``."""
     parts = line.split("\t")
     if len(parts) != 2:
-        raise FormatError(f"expected 'question<TAB>answer|answer|...', got {len(parts)} tab-separated fields")
+        raise FormatError(
+            f"expected 'question<TAB>answer|answer|...', got {len(parts)} tab-separated fields"
+        )
     question, answers = parts[0].strip(), [a.strip() for a in parts[1].split("|") if a.strip()]
     mentions = bracketed_mentions(question)
     if not question or not answers:
@@ -69,10 +72,11 @@ def parse_metaqa(line: str) -> BenchmarkQuestion:
 
 
 def parse_pq_answers(column: str) -> list[str]:
-    """PathQuestion's answer column ``main(alt1/alt2/.../)`` → ``[main, alt...]`` without duplicates.
+    """PathQuestion's answer column ``main(alt1/alt2/.../)`` → ``[main, alt...]`` without
+    duplicates.
 
-    Names may contain parentheses (``PG_(USA)(PG_(USA)/)``), so the split is at the ``(`` whose prefix is one of
-    the ``/``-separated items inside — not the first ``(``."""
+    Names may contain parentheses (``PG_(USA)(PG_(USA)/)``), so the split is at the ``(`` whose
+    prefix is one of the ``/``-separated items inside — not the first ``(``."""
     col = column.strip()
     if not col.endswith("/)"):
         raise FormatError(f"answer column {col[:80]!r} does not end in '/)'")
@@ -82,15 +86,19 @@ def parse_pq_answers(column: str) -> list[str]:
         items = [x for x in inner.split("/") if x]
         if main and main in items:
             return list(dict.fromkeys([main, *items]))
-    raise FormatError(f"cannot split answer column {col[:80]!r}: no '(' whose prefix is one of the listed answers")
+    raise FormatError(
+        f"cannot split answer column {col[:80]!r}: no '(' whose prefix is one of the listed answers"
+    )
 
 
 def parse_pathquestion(line: str) -> BenchmarkQuestion:
-    """``question<TAB>answer(...)<TAB>topic#r1#e1#...``: only the path's first element (the topic) is kept, and
-    it is bracketed in the question so ``initialize`` links it."""
+    """``question<TAB>answer(...)<TAB>topic#r1#e1#...``: only the path's first element (the topic)
+    is kept, and it is bracketed in the question so ``initialize`` links it."""
     parts = line.split("\t")
     if len(parts) != 3:
-        raise FormatError(f"expected 'question<TAB>answer(...)<TAB>path', got {len(parts)} tab-separated fields")
+        raise FormatError(
+            f"expected 'question<TAB>answer(...)<TAB>path', got {len(parts)} tab-separated fields"
+        )
     question, answer_col, path = (p.strip() for p in parts)
     answers = parse_pq_answers(answer_col)
     topic = path.split("#", 1)[0].strip()
@@ -101,13 +109,14 @@ def parse_pathquestion(line: str) -> BenchmarkQuestion:
 
 
 def mark_topic(question: str, topic: str) -> str:
-    """Bracket the topic's first occurrence in the question (case-insensitive); prepend it if absent."""
+    """Bracket the topic's first occurrence in the question (case-insensitive); prepend it if
+    absent."""
     if bracketed_mentions(question):
         return question
     i = question.lower().find(topic.lower())
     if i < 0:
         return f"[{topic}] {question}"
-    return f"{question[:i]}[{question[i:i + len(topic)]}]{question[i + len(topic):]}"
+    return f"{question[:i]}[{question[i : i + len(topic)]}]{question[i + len(topic) :]}"
 
 
 def parse_jsonl(line: str) -> BenchmarkQuestion:
@@ -128,4 +137,6 @@ def parse_jsonl(line: str) -> BenchmarkQuestion:
     if topic is not None and (not isinstance(topic, str) or not topic.strip()):
         raise FormatError("'topic' must be a non-empty string when given")
     text = mark_topic(question.strip(), topic.strip()) if topic else question.strip()
-    return BenchmarkQuestion(id="", text=text, answers=[a for a in answers if a.strip()], topic=topic)
+    return BenchmarkQuestion(
+        id="", text=text, answers=[a for a in answers if a.strip()], topic=topic
+    )

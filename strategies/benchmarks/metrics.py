@@ -1,9 +1,11 @@
-"""Answer metrics, on normalised labels (:func:`kg_adapters.text.key`: case-folded tokens, ``_`` = space).
+"""Answer metrics, on normalised labels (:func:`kg_adapters.text.key`: case-folded tokens, ``_`` =
+space).
 
-* **Hits@1** — the top-ranked predicted answer equals one of the gold answers (0 if nothing predicted).
+* **Hits@1** — the top-ranked predicted answer equals one of the gold answers (0 if nothing
+  predicted).
 * **F1** — answer-set F1 between the set of predicted labels and the set of gold answers.
-* **EM-in** — the Tree-of-Traversals paper's metric: some gold answer occurs, as a whole-token substring, in the
-  answer text (the answer text and all predicted labels, normalised).
+* **EM-in** — the Tree-of-Traversals paper's metric: some gold answer occurs, as a whole-token
+  substring, in the answer text (the answer text and all predicted labels, normalised).
 * **Recall@10** — for retrievers: share of gold answers among the first 10 retrieved labels.
 """
 
@@ -48,12 +50,16 @@ def recall_at(retrieved: list[str], gold: list[str], n: int = 10) -> float:
 
 
 def answer_key(label: str) -> str:
-    """Gold answers and labels compare case- and ``_``-insensitively (PathQuestion writes ``anna_of_x``)."""
+    """Gold answers and labels compare case- and ``_``-insensitively (PathQuestion writes
+    ``anna_of_x``)."""
     return " ".join(label.replace("_", " ").casefold().split())
 
 
-def ranking_metrics(ranked_labels: Sequence[str], gold: Iterable[str], k: int = 10) -> dict[str, float]:
-    """Hits@1, Recall@k (gold found in the top k / min(|gold|, k)), nDCG@k (binary gains) and MRR."""
+def ranking_metrics(
+    ranked_labels: Sequence[str], gold: Iterable[str], k: int = 10
+) -> dict[str, float]:
+    """Hits@1, Recall@k (gold found in the top k / min(|gold|, k)), nDCG@k (binary gains) and
+    MRR."""
     gold_keys = {answer_key(g) for g in gold if g}
     # a label listed twice (merged same-name nodes) counts once
     keys = list(dict.fromkeys(answer_key(lab) for lab in ranked_labels))
@@ -73,7 +79,8 @@ def ranking_metrics(ranked_labels: Sequence[str], gold: Iterable[str], k: int = 
 
 
 def context_recall(context: str, gold: list[str]) -> float:
-    """Share of the gold answers named (as a whole-token substring, normalised) in a retrieved context."""
+    """Share of the gold answers named (as a whole-token substring, normalised) in a retrieved
+    context."""
     g = set(_keys(gold))
     if not g:
         return 0.0
@@ -82,5 +89,6 @@ def context_recall(context: str, gold: list[str]) -> float:
 
 
 def estimated_tokens(text: str) -> int:
-    """A context's size in tokens, estimated as characters / 4 (the usual rule for English with BPE tokenizers)."""
+    """A context's size in tokens, estimated as characters / 4 (the usual rule for English with BPE
+    tokenizers)."""
     return (len(text) + 3) // 4

@@ -1,5 +1,5 @@
-"""A self-contained HTML page (inline CSS and JS, no network) to browse a run: per question correct or not, and
-its search tree with values, rejected proposals and the chosen path highlighted."""
+"""A self-contained HTML page (inline CSS and JS, no network) to browse a run: per question correct
+or not, and its search tree with values, rejected proposals and the chosen path highlighted."""
 
 from __future__ import annotations
 
@@ -85,14 +85,19 @@ def tree_html(trace: dict) -> str:
         v = n.get("value")
         vcls = "hi" if v is not None and v >= 0.8 else "lo" if v is not None and v < 0.4 else ""
         val = "–" if v is None else f"{v:.2f}"
-        order = f' <span class=ord>#{n["expanded_at"]}</span>' if n.get("expanded_at") is not None else ""
+        order = (
+            f" <span class=ord>#{n['expanded_at']}</span>"
+            if n.get("expanded_at") is not None
+            else ""
+        )
         parts = [
-            f'<li><span class="node{" path" if nid in path else ""}"><span class="v {vcls}">{val}</span>'
-            f'<span class="k {kind}">{_e(kind)}</span>{_e(text)}</span>{order}'
+            f'<li><span class="node{" path" if nid in path else ""}"><span class="v '
+            f'{vcls}">{val}</span><span class="k {kind}">{_e(kind)}</span>{_e(text)}</span>{order}'
         ]
         last = (n.get("summary") or {}).get("last_expansion")
         done_here = kind == "select_relation" or (
-            kind == "expand_kg" and (n.get("summary") or {}).get("asm_state") == "default")
+            kind == "expand_kg" and (n.get("summary") or {}).get("asm_state") == "default"
+        )
         if done_here and last:  # the expansion this node completed
             parts.append(f"<div class=obs>→ {_e(last)}</div>")
         for r in n.get("rejected") or []:
@@ -106,7 +111,9 @@ def tree_html(trace: dict) -> str:
     return f'<ul class="tree">{render(min(nodes))}</ul>'
 
 
-def render_report(records: Sequence[RunRecord], summary: Summary, title: str = "tot-search report") -> str:
+def render_report(
+    records: Sequence[RunRecord], summary: Summary, title: str = "tot-search report"
+) -> str:
     items = []
     for r in records:
         cls = "ok" if r.correct else "bad"
@@ -117,27 +124,43 @@ def render_report(records: Sequence[RunRecord], summary: Summary, title: str = "
             body.append(f"<p class=err>{_e(r.error)}</p>")
         body.append(tree_html(trace))
         if trace.get("subgraph_text"):
-            body.append(f"<details><summary>final local subgraph</summary><pre class=sg>{_e(trace['subgraph_text'])}</pre></details>")
+            body.append(
+                "<details><summary>final local subgraph</summary><pre "
+                f"class=sg>{_e(trace['subgraph_text'])}</pre></details>"
+            )
         search_text = _e(f"{r.question} {' '.join(r.gold)} {' '.join(r.prediction)}".lower())
         items.append(
-            f'<details class="q {cls}" data-text="{search_text}"><summary><span class=mark>{mark}</span>'
-            f"<div><div class=qt>{_e(r.question)}</div><div class=meta><span>gold: {_e(', '.join(r.gold[:8]))}"
-            f"{' …' if len(r.gold) > 8 else ''}</span><span>predicted: {_e(', '.join(r.prediction[:8]) or r.answer_text or '—')}</span></div></div>"
-            f"<div class=nums>value {r.value:.2f} · F1 {r.f1:.2f} · {r.latency_s:.2f}s<br>{r.expansions} expansions · {r.llm_calls} calls · {_e(r.status)}</div>"
-            f"</summary><div class=body>{''.join(body)}</div></details>"
+            f'<details class="q {cls}" data-text="{search_text}"><summary><span '
+            f"class=mark>{mark}</span>"
+            f"<div><div class=qt>{_e(r.question)}</div><div class=meta><span>gold: "
+            f"{_e(', '.join(r.gold[:8]))}{' …' if len(r.gold) > 8 else ''}</span><span>predicted: "
+            f"{_e(', '.join(r.prediction[:8]) or r.answer_text or '—')}</span></div></div><div "
+            f"class=nums>value {r.value:.2f} · F1 {r.f1:.2f} · "
+            f"{r.latency_s:.2f}s<br>{r.expansions} expansions · {r.llm_calls} calls · "
+            f"{_e(r.status)}</div></summary><div class=body>{''.join(body)}</div></details>"
         )
     s = summary
-    stats = [("questions", s.n), ("hits@1", f"{s.hits1:.3f}"), ("F1", f"{s.f1:.3f}"), ("EM-in", f"{s.em_in:.3f}")]
+    stats = [
+        ("questions", s.n),
+        ("hits@1", f"{s.hits1:.3f}"),
+        ("F1", f"{s.f1:.3f}"),
+        ("EM-in", f"{s.em_in:.3f}"),
+    ]
     if s.recall10 is not None:
         stats.append(("recall@10", f"{s.recall10:.3f}"))
-    stats += [("errors", s.errors), ("median latency", f"{s.median_latency_s:.2f}s"), ("LLM calls", s.llm_calls)]
+    stats += [
+        ("errors", s.errors),
+        ("median latency", f"{s.median_latency_s:.2f}s"),
+        ("LLM calls", s.llm_calls),
+    ]
     head = "".join(f"<span>{_e(k)} <b>{_e(v)}</b></span>" for k, v in stats)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{_e(title)}</title>"
-        f"<style>{CSS}</style></head><body><header><h1>{_e(title)}</h1><div class=sum>{head}</div></header>"
+        "<meta name=viewport "
+        f"content='width=device-width,initial-scale=1'><title>{_e(title)}</title><style>{CSS}</style></head><body><header><h1>{_e(title)}</h1><div "
+        f"class=sum>{head}</div></header>"
         "<div class=bar><button data-m=all class=on>all</button><button data-m=ok>correct</button>"
-        "<button data-m=bad>incorrect</button><input id=f placeholder='filter by question, gold or prediction'>"
-        "<button id=ex>expand all</button><button id=co>collapse all</button></div>"
+        "<button data-m=bad>incorrect</button><input id=f placeholder='filter by question, gold or "
+        "prediction'><button id=ex>expand all</button><button id=co>collapse all</button></div>"
         f"<main>{''.join(items)}</main><script>{_JS}</script></body></html>"
     )

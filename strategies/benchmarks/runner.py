@@ -1,4 +1,5 @@
-"""Run one method over a question file: concurrent, resumable, one flushed JSONL line per finished question."""
+"""Run one method over a question file: concurrent, resumable, one flushed JSONL line per finished
+question."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ class RunRecord(BaseModel):
     id: str
     question: str
     gold: list[str]
-    prediction: list[str] = Field(default_factory=list, description="Predicted answer labels, ranked.")
+    prediction: list[str] = Field(
+        default_factory=list, description="Predicted answer labels, ranked."
+    )
     prediction_ids: list[str] = Field(default_factory=list)
     answer_text: str = ""
     correct: bool = False
@@ -35,12 +38,18 @@ class RunRecord(BaseModel):
     f1: float = 0.0
     em_in: float = 0.0
     recall10: float | None = None
-    context_recall: float | None = Field(default=None, description="Share of gold answers named in the context")
-    context_tokens: int | None = Field(default=None, description="The context's size, estimated (characters / 4)")
+    context_recall: float | None = Field(
+        default=None, description="Share of gold answers named in the context"
+    )
+    context_tokens: int | None = Field(
+        default=None, description="The context's size, estimated (characters / 4)"
+    )
     value: float = 0.0
     status: str = ""
     reason: str = Field(default="", description="One line: why this status")
-    links: list[dict[str, Any]] = Field(default_factory=list, description="What the question was linked to, how")
+    links: list[dict[str, Any]] = Field(
+        default_factory=list, description="What the question was linked to, how"
+    )
     partial: bool = Field(default=False, description="The method said its answer set is incomplete")
     partial_reason: str = ""
     latency_s: float = 0.0
@@ -50,7 +59,9 @@ class RunRecord(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     model: str = ""
-    cost_usd: float | None = Field(default=0.0, description="Estimated USD; null when the model has no price.")
+    cost_usd: float | None = Field(
+        default=0.0, description="Estimated USD; null when the model has no price."
+    )
     expansions: int = 0
     method: str = ""
     error: str | None = None
@@ -76,7 +87,9 @@ class Summary(BaseModel):
     output_tokens: int = 0
     cost_median_usd: float | None = 0.0
     cost_total_usd: float | None = 0.0
-    unpriced: int = Field(default=0, description="Questions whose model has no price (their cost is unknown).")
+    unpriced: int = Field(
+        default=0, description="Questions whose model has no price (their cost is unknown)."
+    )
 
     def table(self) -> str:
         rows = [
@@ -92,15 +105,26 @@ class Summary(BaseModel):
             ("latency mean / median", f"{self.mean_latency_s:.3f}s / {self.median_latency_s:.3f}s"),
             ("LLM calls (total)", str(self.llm_calls)),
             ("tokens (total)", str(self.tokens)),
-            ("tokens in / cached read / out", f"{self.input_tokens} / {self.cache_read_tokens} / {self.output_tokens}"),
-            ("cost median / total (est.)", f"{format_cost(self.cost_median_usd)} / {format_cost(self.cost_total_usd)}"
-             + (f"  ({self.unpriced} question(s) with no price for the model)" if self.unpriced else "")),
+            (
+                "tokens in / cached read / out",
+                f"{self.input_tokens} / {self.cache_read_tokens} / {self.output_tokens}",
+            ),
+            (
+                "cost median / total (est.)",
+                f"{format_cost(self.cost_median_usd)} / {format_cost(self.cost_total_usd)}"
+                + (
+                    f"  ({self.unpriced} question(s) with no price for the model)"
+                    if self.unpriced
+                    else ""
+                ),
+            ),
         ]
         width = max(len(r[0]) for r in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
     def job_lines(self) -> list[str]:
-        """Each job's figure on a line of its own (what ``tot-search`` prints after the table, before hits@1)."""
+        """Each job's figure on a line of its own (what ``tot-search`` prints after the table,
+        before hits@1)."""
         lines = []
         if self.context_recall is not None:
             lines.append(f"context_recall: {self.context_recall:.3f}")
@@ -113,7 +137,10 @@ class Summary(BaseModel):
 
 
 def score(
-    question: BenchmarkQuestion, result: MethodResult, method: str, prices: dict[str, ModelPrice] | None = None
+    question: BenchmarkQuestion,
+    result: MethodResult,
+    method: str,
+    prices: dict[str, ModelPrice] | None = None,
 ) -> RunRecord:
     gold = question.answers
     hits = metrics.hits_at_1(result.answer_labels, gold)
@@ -127,20 +154,39 @@ def score(
         hits1=hits,
         f1=metrics.answer_f1(result.answer_labels, gold),
         em_in=metrics.em_in(result.answer_text, result.answer_labels, gold),
-        recall10=metrics.recall_at(result.retrieved_labels, gold, 10) if result.retrieved_labels else None,
-        context_recall=metrics.context_recall(result.context, gold) if result.context is not None else None,
-        context_tokens=metrics.estimated_tokens(result.context) if result.context is not None else None,
+        recall10=metrics.recall_at(result.retrieved_labels, gold, 10)
+        if result.retrieved_labels
+        else None,
+        context_recall=metrics.context_recall(result.context, gold)
+        if result.context is not None
+        else None,
+        context_tokens=metrics.estimated_tokens(result.context)
+        if result.context is not None
+        else None,
         **result.model_dump(include=_SAME_NAMED),  # what the method said, under its own names
         llm_calls=result.usage.calls,
-        **result.usage.model_dump(exclude={"calls"}),  # the token counts and the model, under their own names
+        **result.usage.model_dump(
+            exclude={"calls"}
+        ),  # the token counts and the model, under their own names
         cost_usd=cost_usd(result.usage, prices),
         method=method,
     )
 
 
 #: the fields a record takes from the method's result as they are
-_SAME_NAMED = {"answer_text", "value", "status", "reason", "links", "partial", "partial_reason",
-               "latency_s", "expansions", "error", "trace"}
+_SAME_NAMED = {
+    "answer_text",
+    "value",
+    "status",
+    "reason",
+    "links",
+    "partial",
+    "partial_reason",
+    "latency_s",
+    "expansions",
+    "error",
+    "trace",
+}
 
 
 def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
@@ -158,13 +204,17 @@ def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
         **{name: sum(getattr(r, name) for r in records) / n for name in ("hits1", "f1", "em_in")},
         recall10=(sum(recalls) / len(recalls)) if recalls else None,
         context_recall=sum(r.context_recall for r in ctx) / len(ctx) if ctx else None,
-        context_tokens_median=statistics.median(r.context_tokens or 0 for r in ctx) if ctx else None,
+        context_tokens_median=statistics.median(r.context_tokens or 0 for r in ctx)
+        if ctx
+        else None,
         task=task,
         errors=sum(1 for r in records if r.error),
         mean_latency_s=sum(lat) / n,
         median_latency_s=statistics.median(lat),
-        **{name: sum(getattr(r, name) for r in records)
-           for name in ("llm_calls", "input_tokens", "cache_read_tokens", "output_tokens")},
+        **{
+            name: sum(getattr(r, name) for r in records)
+            for name in ("llm_calls", "input_tokens", "cache_read_tokens", "output_tokens")
+        },
         tokens=sum(r.input_tokens + r.output_tokens for r in records),
         cost_median_usd=None if unpriced else statistics.median(known),
         cost_total_usd=None if unpriced else sum(known),
@@ -173,7 +223,8 @@ def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
 
 
 def load_done(out: Path) -> list[RunRecord]:
-    """Records already in ``out``; a torn last line (a crash mid-write) is cut off so appending stays valid."""
+    """Records already in ``out``; a torn last line (a crash mid-write) is cut off so appending
+    stays valid."""
     if not out.exists():
         return []
     raw = out.read_bytes()
@@ -197,7 +248,8 @@ def load_done(out: Path) -> list[RunRecord]:
 
 
 async def topic_problem(question: BenchmarkQuestion, kgs: Sequence[Graph]) -> str | None:
-    """Why the question's named topic entity cannot be found in any KG (None when it can, or none is named)."""
+    """Why the question's named topic entity cannot be found in any KG (None when it can, or none is
+    named)."""
     if not question.topic:
         return None
     want = key(question.topic)
@@ -223,8 +275,9 @@ async def run_questions(
     on_done: Callable[[RunRecord], None] | None = None,
     prices: dict[str, ModelPrice] | None = None,
 ) -> list[RunRecord]:
-    """Answer ``questions`` with ``workers`` running at once; each finished record is appended to ``out`` and
-    flushed before the next is written, so an interrupted run loses at most the questions in flight."""
+    """Answer ``questions`` with ``workers`` running at once; each finished record is appended to
+    ``out`` and flushed before the next is written, so an interrupted run loses at most the
+    questions in flight."""
     sem = asyncio.Semaphore(max(1, workers))
     records: list[RunRecord] = []
     fh = open(out, "a", encoding="utf-8") if out is not None else None
@@ -238,9 +291,11 @@ async def run_questions(
             except (KGError, LLMError, ValueError) as e:
                 result = MethodResult(status="error", error=f"{type(e).__name__}: {e}")
             result.latency_s = result.latency_s or (time.perf_counter() - started)
-            # only a question left unanswered is checked for its topic: the check costs a remote KG searches
-            # the method has made already
-            if not (result.answer_ids or result.answer_labels) and (problem := await topic_problem(q, kgs)):
+            # only a question left unanswered is checked for its topic: the check costs a remote KG
+            # searches the method has made already
+            if not (result.answer_ids or result.answer_labels) and (
+                problem := await topic_problem(q, kgs)
+            ):
                 result = MethodResult(status="error", error=problem, latency_s=result.latency_s)
             record = score(q, result, method_name, prices)
             if not keep_trace:

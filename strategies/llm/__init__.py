@@ -1,5 +1,5 @@
-"""Pluggable LLM access: Anthropic API, OpenAI-compatible servers, the MCP client's own model (sampling), scripted
-fakes for tests."""
+"""Pluggable LLM access: Anthropic API, OpenAI-compatible servers, the MCP client's own model
+(sampling), scripted fakes for tests."""
 
 from .base import LLM, LLMError, LLMUsage
 

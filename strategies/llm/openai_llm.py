@@ -1,15 +1,18 @@
-"""Any OpenAI-compatible Chat Completions server: OpenAI itself, or local servers — vLLM, llama.cpp's
-``llama-server``, Ollama (``http://localhost:11434/v1``) — and providers that speak the same API.
+"""Any OpenAI-compatible Chat Completions server: OpenAI itself, or local servers — vLLM,
+llama.cpp's ``llama-server``, Ollama (``http://localhost:11434/v1``) — and providers that speak the
+same API.
 
-Plain ``httpx`` rather than the ``openai`` SDK, on purpose: httpx is already a dependency (no extra package to
-install for one ``POST /chat/completions``), and owning the request gives full control of timeouts and retries —
-the same bounded policy as the Anthropic backend (:mod:`strategies.llm.retry`), honouring ``Retry-After`` up to a
-cap — and of how every failure (a 404 for an unknown model, a non-JSON body, a connection closed mid-body, a
-timeout) becomes one :class:`LLMError` line instead of a traceback.
+Plain ``httpx`` rather than the ``openai`` SDK, on purpose: httpx is already a dependency (no extra
+package to install for one ``POST /chat/completions``), and owning the request gives full control of
+timeouts and retries — the same bounded policy as the Anthropic backend
+(:mod:`strategies.llm.retry`), honouring ``Retry-After`` up to a cap — and of how every failure (a
+404 for an unknown model, a non-JSON body, a connection closed mid-body, a timeout) becomes one
+:class:`LLMError` line instead of a traceback.
 
 Configuration: ``--base-url`` / ``base_url`` (else ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1``);
-``--model`` / ``model`` (else ``TOT_OPENAI_MODEL``; required — there is no sensible default across servers);
-the key from ``OPENAI_API_KEY``, sent as ``Authorization: Bearer`` when set (optional for local servers).
+``--model`` / ``model`` (else ``TOT_OPENAI_MODEL``; required — there is no sensible default across
+servers); the key from ``OPENAI_API_KEY``, sent as ``Authorization: Bearer`` when set (optional for
+local servers).
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAICompatibleLLM(HttpLLM):
-    """One ``POST {base_url}/chat/completions`` per completion; usage from the response's ``usage`` block.
+    """One ``POST {base_url}/chat/completions`` per completion; usage from the response's ``usage``
+    block.
 
-    ``max_tokens_param`` names the length limit in the request: ``max_tokens`` (what local servers and most
-    providers accept) or ``max_completion_tokens`` (what OpenAI's reasoning models require).
+    ``max_tokens_param`` names the length limit in the request: ``max_tokens`` (what local servers
+    and most providers accept) or ``max_completion_tokens`` (what OpenAI's reasoning models
+    require).
     """
 
     name = "openai"
@@ -52,18 +57,27 @@ class OpenAICompatibleLLM(HttpLLM):
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise LLMError(f"--base-url {self.base_url!r} is not an http(s) URL (e.g. http://localhost:8000/v1)")
+            raise LLMError(
+                f"--base-url {self.base_url!r} is not an http(s) URL (e.g. http://localhost:8000/v1)"
+            )
         if not api_key and parts.hostname == "api.openai.com":
-            raise LLMError("OPENAI_API_KEY is not set; export it, or point --base-url at a local server")
+            raise LLMError(
+                "OPENAI_API_KEY is not set; export it, or point --base-url at a local server"
+            )
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
-            raise LLMError(f"max_tokens_param must be max_tokens or max_completion_tokens, not {max_tokens_param!r}")
+            raise LLMError(
+                "max_tokens_param must be max_tokens or max_completion_tokens, not "
+                f"{max_tokens_param!r}"
+            )
         self.max_tokens_param = max_tokens_param
         headers = {"content-type": "application/json", "accept": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout))
 
-    async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
+    async def complete(
+        self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None
+    ) -> str:
         system_message = [{"role": "system", "content": system}] if system else []
         body: dict = {
             "model": self.model,
@@ -86,8 +100,12 @@ class OpenAICompatibleLLM(HttpLLM):
         try:
             response = await self._client.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.TimeoutException:
-            raise Retryable(f"{where} timed out after {self.timeout:g}s (model {self.model!r})") from None
-        except httpx.HTTPError as e:  # connect errors, resets, a body cut off mid-way (RemoteProtocolError)
+            raise Retryable(
+                f"{where} timed out after {self.timeout:g}s (model {self.model!r})"
+            ) from None
+        except (
+            httpx.HTTPError
+        ) as e:  # connect errors, resets, a body cut off mid-way (RemoteProtocolError)
             detail = one_line(str(e)) or type(e).__name__
             raise Retryable(f"{where} unreachable or dropped the connection: {detail}") from None
         status = response.status_code
@@ -95,17 +113,21 @@ class OpenAICompatibleLLM(HttpLLM):
             msg = _error_message(response)
             if status == 404:
                 raise LLMError(
-                    f"{where} answered 404 for model {self.model!r}: the model is unknown there (or --base-url is "
-                    f"wrong; it usually ends in /v1): {msg}"
+                    f"{where} answered 404 for model {self.model!r}: the model is unknown there "
+                    f"(or --base-url is wrong; it usually ends in /v1): {msg}"
                 )
             if status in (401, 403):
-                raise LLMError(f"{where} rejected the request ({status}, check OPENAI_API_KEY): {msg}")
+                raise LLMError(
+                    f"{where} rejected the request ({status}, check OPENAI_API_KEY): {msg}"
+                )
             raise status_failure(status, f"{where} error {status}: {msg}", response.headers)
         try:
             payload = response.json()
         except (ValueError, UnicodeDecodeError):
             snippet = one_line(response.text)[:80]
-            raise Retryable(f"{where} returned a malformed response (not JSON: {snippet!r})") from None
+            raise Retryable(
+                f"{where} returned a malformed response (not JSON: {snippet!r})"
+            ) from None
         try:
             choice = payload["choices"][0]
             message = choice.get("message") or {}
@@ -119,13 +141,15 @@ class OpenAICompatibleLLM(HttpLLM):
         except (KeyError, IndexError, TypeError, AttributeError) as e:
             snippet = one_line(json.dumps(payload))[:120]
             raise Retryable(
-                f"{where} returned a malformed response (no choices[0].message.content: {e}; body {snippet})"
+                f"{where} returned a malformed response (no choices[0].message.content: {e}; body "
+                f"{snippet})"
             ) from None
         usage = payload.get("usage") if isinstance(payload, dict) else None
         counts = (0, 0, 0)
         if isinstance(usage, dict):
-            # ``prompt_tokens`` includes the cached ones (``prompt_tokens_details.cached_tokens``, when the server
-            # reports them); OpenAI-style caching is automatic and has no separate write count.
+            # ``prompt_tokens`` includes the cached ones (``prompt_tokens_details.cached_tokens``,
+            # when the server reports them); OpenAI-style caching is automatic and has no separate
+            # write count.
             details = usage.get("prompt_tokens_details")
             cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else 0
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
@@ -137,7 +161,8 @@ class OpenAICompatibleLLM(HttpLLM):
 
 
 def _error_message(response: httpx.Response) -> str:
-    """The ``error.message`` of an OpenAI-style error body (or ``error`` as a string, as Ollama sends), else text."""
+    """The ``error.message`` of an OpenAI-style error body (or ``error`` as a string, as Ollama
+    sends), else text."""
     try:
         body = response.json()
     except (ValueError, UnicodeDecodeError):
@@ -154,12 +179,19 @@ def _error_message(response: httpx.Response) -> str:
 
 
 class OpenAIOptions(HttpLLMOptions):
-    max_tokens_param: str = Field("max_tokens", description="'max_completion_tokens' for newer OpenAI models.")
+    max_tokens_param: str = Field(
+        "max_tokens", description="'max_completion_tokens' for newer OpenAI models."
+    )
 
 
 BACKEND = LLMBackend(
-    kind="openai", summary="any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama)",
+    kind="openai",
+    summary="any OpenAI-compatible Chat Completions server (OpenAI, vLLM, llama.cpp, Ollama)",
     options=OpenAIOptions,
     create=lambda o, ctx: OpenAICompatibleLLM(**o.model_dump()),
-    variables={"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "TOT_OPENAI_MODEL"},
+    variables={
+        "api_key": "OPENAI_API_KEY",
+        "base_url": "OPENAI_BASE_URL",
+        "model": "TOT_OPENAI_MODEL",
+    },
 )

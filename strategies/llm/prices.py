@@ -1,8 +1,9 @@
-"""Estimated LLM cost: a small price table (USD per million tokens) per model ID, overridable from a TOML file.
+"""Estimated LLM cost: a small price table (USD per million tokens) per model ID, overridable from a
+TOML file.
 
-The defaults are list prices for the default Anthropic model and a few common ones, as published by the providers
-at the time of writing (5-minute cache writes); prices change, so treat the estimate as an estimate and pass
-``tot-search --prices FILE`` to use your own::
+The defaults are list prices for the default Anthropic model and a few common ones, as published by
+the providers at the time of writing (5-minute cache writes); prices change, so treat the estimate
+as an estimate and pass ``tot-search --prices FILE`` to use your own::
 
     [models."claude-sonnet-5-5"]
     input = 2.0
@@ -10,9 +11,9 @@ at the time of writing (5-minute cache writes); prices change, so treat the esti
     cache_write = 2.5
     cache_read = 0.2
 
-``input`` and ``output`` are required per model; ``cache_write`` and ``cache_read`` default to ``input`` (no
-discount assumed). A model with no price gives ``None`` (shown as "?"), never an error; a run that called no model
-(the offline policy) costs 0.
+``input`` and ``output`` are required per model; ``cache_write`` and ``cache_read`` default to
+``input`` (no discount assumed). A model with no price gives ``None`` (shown as "?"), never an
+error; a run that called no model (the offline policy) costs 0.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def _p(input: float, output: float, cache_write: float, cache_read: float) -> Mo
     return ModelPrice(input=input, output=output, cache_write=cache_write, cache_read=cache_read)
 
 
-#: Model ID → price. Anthropic: input / output / 5-minute cache write / cache read. OpenAI: cache writes are not
-#: billed separately (cache_write = input), cached input is discounted.
+#: Model ID → price. Anthropic: input / output / 5-minute cache write / cache read. OpenAI: cache
+#: writes are not billed separately (cache_write = input), cached input is discounted.
 DEFAULT_PRICES: dict[str, ModelPrice] = {
     "claude-sonnet-5-5": _p(2.0, 10.0, 2.5, 0.2),
     "claude-sonnet-5": _p(2.0, 10.0, 2.5, 0.2),
@@ -89,14 +90,18 @@ def load_prices(path: Path | str) -> dict[str, ModelPrice]:
         raise PricesError(f"--prices {path}: not valid TOML ({e})") from None
     models = data.get("models")
     if not isinstance(models, dict) or not models:
-        raise PricesError(f'--prices {path}: no [models."MODEL-ID"] tables (with input, output, cache_write, '
-                          "cache_read in USD per million tokens)")
+        raise PricesError(
+            f'--prices {path}: no [models."MODEL-ID"] tables (with input, output, cache_write, '
+            "cache_read in USD per million tokens)"
+        )
     prices = dict(DEFAULT_PRICES)
     for model, entry in models.items():
         try:
             prices[model] = ModelPrice.model_validate(entry)
         except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'entry'}: {err['msg']}" for err in e.errors())
+            problems = "; ".join(
+                f"{'.'.join(map(str, err['loc'])) or 'entry'}: {err['msg']}" for err in e.errors()
+            )
             raise PricesError(f"--prices {path}: model {model!r}: {problems}") from None
         if any(v is not None and v < 0 for v in prices[model].model_dump().values()):
             raise PricesError(f"--prices {path}: model {model!r}: prices must not be negative")

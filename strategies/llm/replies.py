@@ -10,7 +10,8 @@ from typing import Literal
 
 
 def extract_json(text: str) -> object | None:
-    """The first JSON object or array in ``text`` (models like to wrap it in prose or code fences); else None."""
+    """The first JSON object or array in ``text`` (models like to wrap it in prose or code fences);
+    else None."""
     if not isinstance(text, str):
         return None
     text = text.strip()
@@ -23,7 +24,7 @@ def extract_json(text: str) -> object | None:
         end = text.rfind(closer)
         if start != -1 and end > start:
             try:
-                return json.loads(text[start: end + 1])
+                return json.loads(text[start : end + 1])
             except ValueError:
                 continue
     return None
@@ -35,12 +36,15 @@ REFUSAL_STATUS = {"entity": "no_entity", "relation": "unsupported"}
 REASON_CHARS = 200  # a reason is one line a person reads next to the status
 
 _MARK = re.compile(r"^[\s*`>#\-\u2022]*(?:\(?\d{1,2}[.):]\s+)?[\s*`]*")
-_REFUSAL = re.compile(r"^(?:(?:answer|path)\b\s*\d*\s*[:=.)-]?\s*)?[*`\s]*"
-                      r"not[\s_-]*in[\s_-]*(?:the[\s_-]*)?(?:knowledge[\s_-]*)?graph\b[*`]*(.*)$",
-                      re.I)
+_REFUSAL = re.compile(
+    r"^(?:(?:answer|path)\b\s*\d*\s*[:=.)-]?\s*)?[*`\s]*"
+    r"not[\s_-]*in[\s_-]*(?:the[\s_-]*)?(?:knowledge[\s_-]*)?graph\b[*`]*(.*)$",
+    re.I,
+)
 _KIND = re.compile(r"^\W*(entit(?:y|ies)|relations?(?:hips?)?)\b", re.I)
 _ENTITY_WORDS = re.compile(
-    r"\b(?:entit(?:y|ies)|linked|no such|not found|unknown (?:film|person|name))\b", re.I)
+    r"\b(?:entit(?:y|ies)|linked|no such|not found|unknown (?:film|person|name))\b", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -70,15 +74,18 @@ def read_refusal(line: str) -> Refusal | None:
     k = _KIND.match(rest)
     if k:
         kind = "entity" if k.group(1).lower().startswith("entit") else "relation"
-        rest = rest[k.end():]
+        rest = rest[k.end() :]
     else:
         kind = "entity" if _ENTITY_WORDS.search(rest) else "relation"
     reason = " ".join(rest.strip(" \t:;,.-–—|()*`").split())
     if len(reason) > 1 and reason[0] == reason[-1] and reason[0] in "\"'":  # a quoted reason
         reason = reason[1:-1].strip()
     if not reason:
-        reason = ("the model found the question's entity is not in the graph" if kind == "entity"
-                  else "the model found no relation in the graph for what the question asks")
+        reason = (
+            "the model found the question's entity is not in the graph"
+            if kind == "entity"
+            else "the model found no relation in the graph for what the question asks"
+        )
     if len(reason) > REASON_CHARS:
         reason = reason[: REASON_CHARS - 1].rstrip() + "…"
     return Refusal(kind=kind, reason=reason)

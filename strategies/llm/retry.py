@@ -1,10 +1,11 @@
 """Bounded retries shared by the HTTP LLM backends (Anthropic, OpenAI-compatible).
 
-What is retried: connection failures (refused, reset, closed mid-body), timeouts, malformed bodies (a proxy's HTML
-error page, a truncated reply) and the statuses a server uses for "try again" — 408, 409, 429, 5xx and Anthropic's
-529 (overloaded). Everything else (400, 401, 403, 404, 422, …) fails at once. Between attempts the backend waits the
-server's ``Retry-After`` (or ``retry-after-ms``) when it sends one — never longer than ``max_retry_wait`` — and an
-exponential backoff otherwise. After ``max_retries`` retries the last failure becomes one :class:`LLMError` line.
+What is retried: connection failures (refused, reset, closed mid-body), timeouts, malformed bodies
+(a proxy's HTML error page, a truncated reply) and the statuses a server uses for "try again" — 408,
+409, 429, 5xx and Anthropic's 529 (overloaded). Everything else (400, 401, 403, 404, 422, …) fails
+at once. Between attempts the backend waits the server's ``Retry-After`` (or ``retry-after-ms``)
+when it sends one — never longer than ``max_retry_wait`` — and an exponential backoff otherwise.
+After ``max_retries`` retries the last failure becomes one :class:`LLMError` line.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def token_count(v) -> int:
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (delta-seconds or an HTTP date); None if absent."""
+    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (delta-seconds or an HTTP date);
+    None if absent."""
     if not headers:
         return None
     ms = headers.get("retry-after-ms")
@@ -63,8 +65,8 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """``max_retries`` retries after the first attempt; ``backoff`` doubles per retry up to ``max_backoff``;
-    a server's Retry-After is honoured up to ``max_retry_wait`` seconds."""
+    """``max_retries`` retries after the first attempt; ``backoff`` doubles per retry up to
+    ``max_backoff``; a server's Retry-After is honoured up to ``max_retry_wait`` seconds."""
 
     max_retries: int = 2
     backoff: float = 0.5
@@ -79,20 +81,30 @@ class RetryPolicy:
 
 
 class HttpLLM(LLM):
-    """An LLM behind an HTTP API: ``timeout`` seconds per request; ``max_retries`` retries after the first attempt,
-    waiting ``Retry-After`` (at most ``max_retry_wait`` s) or an exponential backoff from ``retry_backoff`` s."""
+    """An LLM behind an HTTP API: ``timeout`` seconds per request; ``max_retries`` retries after the
+    first attempt, waiting ``Retry-After`` (at most ``max_retry_wait`` s) or an exponential backoff
+    from ``retry_backoff`` s."""
 
-    def __init__(self, *, timeout: float = 60.0, max_retries: int = 2, retry_backoff: float = 0.5,
-                 max_retry_wait: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        retry_backoff: float = 0.5,
+        max_retry_wait: float = 30.0,
+    ) -> None:
         super().__init__()
         self.timeout = float(timeout)
         self.retry = RetryPolicy(
-            max_retries=max(0, int(max_retries)), backoff=float(retry_backoff), max_retry_wait=float(max_retry_wait)
+            max_retries=max(0, int(max_retries)),
+            backoff=float(retry_backoff),
+            max_retry_wait=float(max_retry_wait),
         )
 
 
 class Retryable(Exception):
-    """Raised inside an attempt: the failure ``message`` may go away if the request is sent again."""
+    """Raised inside an attempt: the failure ``message`` may go away if the request is sent
+    again."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -109,8 +121,8 @@ def status_failure(status: int, text: str, headers: Mapping[str, str] | None) ->
 
 
 async def with_retries(policy: RetryPolicy, attempt: Callable[[], Awaitable[T]]) -> T:
-    """``await attempt()`` until it returns, retrying on :class:`Retryable` as ``policy`` allows; any other
-    exception (an :class:`LLMError` for a permanent failure) propagates at once."""
+    """``await attempt()`` until it returns, retrying on :class:`Retryable` as ``policy`` allows;
+    any other exception (an :class:`LLMError` for a permanent failure) propagates at once."""
     tries = policy.max_retries + 1
     for retry in range(tries):
         try:

@@ -1,4 +1,5 @@
-"""An LLM that replays scripted responses: deterministic tests of prompt parsing and search without a model."""
+"""An LLM that replays scripted responses: deterministic tests of prompt parsing and search without
+a model."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ Responder = Callable[[str], str]
 class ScriptedLLM(LLM):
     """Answers with the next scripted response, or with ``responder(prompt)`` when given a function.
 
-    Every prompt is kept in ``prompts`` so a test can check what the model was shown. Running out of responses
-    raises :class:`LLMError` (as a failed API call would), so a test never hangs or silently repeats itself.
-    Token usage is approximated as whitespace-separated words.
+    Every prompt is kept in ``prompts`` so a test can check what the model was shown. Running out of
+    responses raises :class:`LLMError` (as a failed API call would), so a test never hangs or
+    silently repeats itself. Token usage is approximated as whitespace-separated words.
     """
 
     name = "scripted"
@@ -26,7 +27,9 @@ class ScriptedLLM(LLM):
         self.prompts: list[str] = []
         self.systems: list[str | None] = []
 
-    async def complete(self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None) -> str:
+    async def complete(
+        self, prompt, *, system=None, max_tokens=512, temperature=0.7, stop=None
+    ) -> str:
         self.prompts.append(prompt)
         self.systems.append(system)
         if self._responder is not None:
@@ -45,5 +48,9 @@ class ScriptedOptions(LLMOptions):
     responses: list[str] = []
 
 
-BACKEND = LLMBackend(kind="scripted", summary="replays scripted responses (demos and tests)", options=ScriptedOptions,
-                     create=lambda o, ctx: ScriptedLLM(list(o.responses)))
+BACKEND = LLMBackend(
+    kind="scripted",
+    summary="replays scripted responses (demos and tests)",
+    options=ScriptedOptions,
+    create=lambda o, ctx: ScriptedLLM(list(o.responses)),
+)

@@ -48,8 +48,7 @@ class KGReader:
     ``max_edges`` caps one read of a hop, so a hub cannot stall a question: a read cut there holds
     part of the targets, and counts as reaching more than any walkable frontier."""
 
-    def __init__(self, kg: Graph, max_edges: int = 20_000,
-                 cache_size: int = 200_000) -> None:
+    def __init__(self, kg: Graph, max_edges: int = 20_000, cache_size: int = 200_000) -> None:
         self.kg = kg
         self.members = dict(kg.members())
         self.linked = len(self.members) > 1
@@ -69,7 +68,7 @@ class KGReader:
 
     # -- names -------------------------------------------------------------------------------
     def label(self, node: str) -> str:
-        return node[len(LITERAL_PREFIX):] if is_literal(node) else self._labels.get(node, node)
+        return node[len(LITERAL_PREFIX) :] if is_literal(node) else self._labels.get(node, node)
 
     async def labels(self, nodes: Iterable[str]) -> dict[str, str]:
         """The names of the nodes the KG knows (one ``labels_of`` for those not named yet); a node
@@ -127,18 +126,27 @@ class KGReader:
                 out.setdefault(name, {})[m] = None
         return {name: list(ms) for name, ms in out.items()}
 
-    async def _own_then_linked(self, groups: list[list[str]],
-                               read: Callable[[list[ByKG]], Awaitable[None]]) -> None:
+    async def _own_then_linked(
+        self, groups: list[list[str]], read: Callable[[list[ByKG]], Awaitable[None]]
+    ) -> None:
         """``read`` of each group's nodes by KG, then of their equivalents, once their links are
         looked up and every relation they need is read in one read a KG (:meth:`_each`): a
         remote KG asked about its own nodes meanwhile would be asked again for the equivalents."""
         layers = [[self._by_kg(g) for g in groups]]
         if self.linked:
             eqs = await self.equivalents(n for g in groups for n in g)
-            layers.append([self._by_kg((e for n in g for e in eqs.get(n, ())), mine)
-                           for g, mine in zip(groups, layers[0])])
-        await self._each({name: [m for layer in layers for ids in layer for m in ids.get(name, ())]
-                          for name in self.members})
+            layers.append(
+                [
+                    self._by_kg((e for n in g for e in eqs.get(n, ())), mine)
+                    for g, mine in zip(groups, layers[0])
+                ]
+            )
+        await self._each(
+            {
+                name: [m for layer in layers for ids in layer for m in ids.get(name, ())]
+                for name in self.members
+            }
+        )
         for layer in layers:
             await read(layer)
 
@@ -151,8 +159,9 @@ class KGReader:
         out: list[dict[Hop, int]] = [{} for _ in frontiers]
 
         async def read(local: list[ByKG]) -> None:
-            each = await self._each({name: [m for ids in local for m in ids.get(name, ())]
-                                     for name in self.members})
+            each = await self._each(
+                {name: [m for ids in local for m in ids.get(name, ())] for name in self.members}
+            )
             for i, ids in enumerate(local):
                 ms = [m for ms in ids.values() for m in ms]
                 if len(ms) <= SMALL:
@@ -170,8 +179,9 @@ class KGReader:
         sets: dict[str, set[Hop]] = {n: set() for n in nodes}
 
         async def read(local: list[ByKG]) -> None:
-            each = await self._each({name: [m for ids in local for m in ids.get(name, ())]
-                                     for name in self.members})
+            each = await self._each(
+                {name: [m for ids in local for m in ids.get(name, ())] for name in self.members}
+            )
             for n, ids in zip(nodes, local):
                 sets[n].update(h for ms in ids.values() for m in ms for h in each.get(m, ()))
 
@@ -207,8 +217,9 @@ class KGReader:
         return counts
 
     # -- edges -------------------------------------------------------------------------------
-    async def follow(self, asks: list[tuple[list[str], Hop]], within: int | None = None
-                     ) -> list[tuple[dict[str, list[str]], bool]]:
+    async def follow(
+        self, asks: list[tuple[list[str], Hop]], within: int | None = None
+    ) -> list[tuple[dict[str, list[str]], bool]]:
         """For each ``(nodes, hop)``: ``{node: [targets]}``, and whether the targets are more than
         ``within`` (a read cut at ``max_edges`` counts as more). A remote KG's hops are one read,
         from every node asked of it there — its own, and the others' equivalents there, split back
@@ -219,8 +230,10 @@ class KGReader:
         by_hop: dict[Hop, list[int]] = {}
         for i, (_, hop) in enumerate(asks):
             by_hop.setdefault(hop, []).append(i)
-        groups = {hop: [tuple(n for n in dict.fromkeys(asks[i][0]) if not is_literal(n))
-                        for i in idx] for hop, idx in by_hop.items()}
+        groups = {
+            hop: [tuple(n for n in dict.fromkeys(asks[i][0]) if not is_literal(n)) for i in idx]
+            for hop, idx in by_hop.items()
+        }
         out: list[tuple[dict[str, list[str]], bool]] = [({}, False)] * len(asks)
         # looked up already where a depth read the nodes' relations: then no I/O
         await self.equivalents(n for gs in groups.values() for g in gs for n in g)
@@ -238,9 +251,18 @@ class KGReader:
                 remote.setdefault(kg, []).append(hop)
             else:
                 todo.append(hop)
-        joint = [(tuple(dict.fromkeys(e for h in hops for g in groups[h] for n in g
-                                      for e in there(n, kg))), hop)
-                 for kg, hops in remote.items() for hop in hops]
+        joint = [
+            (
+                tuple(
+                    dict.fromkeys(
+                        e for h in hops for g in groups[h] for n in g for e in there(n, kg)
+                    )
+                ),
+                hop,
+            )
+            for kg, hops in remote.items()
+            for hop in hops
+        ]
         memo: dict = {}
         reads = await self._reads(joint, memo)
         for nodes, hop in joint:
@@ -250,12 +272,16 @@ class KGReader:
                 continue
             kg = self._only or split_id(hop[0])[0]
             for i, g in zip(by_hop[hop], groups[hop]):
-                mine = {n: ts for n in g
-                        if (ts := [t for e in there(n, kg) for t in nb.get(e, ())])}
+                mine = {
+                    n: ts for n in g if (ts := [t for e in there(n, kg) for t in nb.get(e, ())])
+                }
                 out[i] = mine, within is not None and _more_than(mine, within)
         unions = {h: tuple(dict.fromkeys(n for g in groups[h] for n in g)) for h in todo}
-        union = [(unions[h], h) for h in todo
-                 if len(set(groups[h])) > 1 and not self._shared(list(unions[h]), h[0])]
+        union = [
+            (unions[h], h)
+            for h in todo
+            if len(set(groups[h])) > 1 and not self._shared(list(unions[h]), h[0])
+        ]
         reads = await self._reads(union, memo)
         for nodes, hop in union:
             nb, cut = reads[(nodes, hop)]
@@ -264,24 +290,28 @@ class KGReader:
                     mine = {n: nb[n] for n in g if n in nb}
                     out[i] = mine, within is not None and _more_than(mine, within)
                 todo.remove(hop)
-        reads = await self._reads([(g, hop) for hop in todo for g in dict.fromkeys(groups[hop])],
-                                  memo)
+        reads = await self._reads(
+            [(g, hop) for hop in todo for g in dict.fromkeys(groups[hop])], memo
+        )
         for hop in todo:
             for i, g in zip(by_hop[hop], groups[hop]):
                 nb, cut = reads[(g, hop)]
                 out[i] = nb, within is not None and (cut or _more_than(nb, within))
         return out
 
-    async def _reads(self, asks: list[tuple[tuple[str, ...], Hop]], memo: dict
-                     ) -> dict[tuple[tuple[str, ...], Hop], tuple[dict[str, list[str]], bool]]:
+    async def _reads(
+        self, asks: list[tuple[tuple[str, ...], Hop]], memo: dict
+    ) -> dict[tuple[tuple[str, ...], Hop], tuple[dict[str, list[str]], bool]]:
         """:meth:`_read` of each ``(nodes, hop)`` not in ``memo`` (this call's reads, kept there),
         a KG's hops from the same nodes in one read, the reads at once."""
         buckets: dict[tuple[tuple[str, ...], str], dict[Hop, None]] = {}
         for nodes, hop in asks:
             if (nodes, hop) not in memo:  # one read a KG: a KG that fails fails its own hops
                 buckets.setdefault((nodes, split_id(hop[0])[0]), {})[hop] = None
-        got = await gather_eager(self._read(list(nodes), list(hops), self.max_edges)
-                                 for (nodes, _), hops in buckets.items())
+        got = await gather_eager(
+            self._read(list(nodes), list(hops), self.max_edges)
+            for (nodes, _), hops in buckets.items()
+        )
         for (nodes, _), found in zip(buckets, got):
             memo.update(((nodes, hop), res) for hop, res in found.items())
         return memo
@@ -305,8 +335,9 @@ class KGReader:
             seen.update(reads)
         return False
 
-    async def _read(self, nodes: list[str], hops: list[Hop], limit: int
-                    ) -> dict[Hop, tuple[dict[str, list[str]], bool]]:
+    async def _read(
+        self, nodes: list[str], hops: list[Hop], limit: int
+    ) -> dict[Hop, tuple[dict[str, list[str]], bool]]:
         """Each hop's ``{node: [targets]}`` from one read of at most ``limit`` edges a hop, and
         whether it was cut."""
         if not nodes:
@@ -391,16 +422,18 @@ class KGReader:
                 got[Direction.backward] = list(dict.fromkeys(s for s, _ in picked))[:limit]
             elif kg is not None:
                 subjects = await kg.subjects_of(rid, limit)
-                edges = _id_pairs(await kg.adjacent_ids(subjects, rid, Direction.forward,
-                                                        4 * limit))
+                edges = _id_pairs(
+                    await kg.adjacent_ids(subjects, rid, Direction.forward, 4 * limit)
+                )
                 objects = list(dict.fromkeys(t for _, t in edges))
                 got[Direction.forward] = objects[:limit]
                 entities = [o for o in objects if not is_literal(o)][:limit]
                 if Direction.backward in directions and not entities:
                     got[Direction.backward] = subjects[:limit]
                 elif Direction.backward in directions:
-                    back = _id_pairs(await kg.adjacent_ids(entities, rid, Direction.backward,
-                                                           4 * limit))
+                    back = _id_pairs(
+                        await kg.adjacent_ids(entities, rid, Direction.backward, 4 * limit)
+                    )
                     got[Direction.backward] = list(dict.fromkeys(t for _, t in back))[:limit]
         except KGError:
             pass  # no sample, and none asked for again
@@ -428,8 +461,7 @@ def _add(counts: dict[Hop, int], more: dict[Hop, int]) -> None:
 def _more_than(nb: dict, n: int) -> bool:
     """Whether ``{node: [targets]}`` holds more than ``n`` distinct targets (no set built when the
     edges are fewer)."""
-    return (sum(len(ts) for ts in nb.values()) > n
-            and len({t for ts in nb.values() for t in ts}) > n)
+    return sum(len(ts) for ts in nb.values()) > n and len({t for ts in nb.values() for t in ts}) > n
 
 
 def _id_pairs(got: AdjacentIds) -> list[tuple[str, str]]:

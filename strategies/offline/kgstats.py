@@ -1,8 +1,10 @@
-"""What the reasoner learns about a KG once and reuses for every question: relation phrases and their embeddings,
-and each relation's answer type (the mean embedding of names it typically reaches).
+"""What the reasoner learns about a KG once and reuses for every question: relation phrases and
+their embeddings, and each relation's answer type (the mean embedding of names it typically
+reaches).
 
-Everything is computed lazily — a relation's type only when a question first ends a path with it — so opening a KG
-with hundreds of relations costs nothing up front; the cache lives as long as this object (one per KG instance).
+Everything is computed lazily — a relation's type only when a question first ends a path with it —
+so opening a KG with hundreds of relations costs nothing up front; the cache lives as long as this
+object (one per KG instance).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ _SEGMENTS = re.compile(r"__|/|#|\.|:")
 
 
 def relation_phrases(relation_id: str, label: str) -> list[str]:
-    """Readings of a relation: its label, and the last segment of a path-like ID (``__people__person__place_of_birth``
-    → ``place of birth``), since questions name the specific part, not the namespace."""
+    """Readings of a relation: its label, and the last segment of a path-like ID
+    (``__people__person__place_of_birth`` → ``place of birth``), since questions name the specific
+    part, not the namespace."""
     local = relation_id.split(":", 1)[-1]
     phrases = [humanize(label).strip().casefold() or local]
     segs = [s for s in _SEGMENTS.split(local) if s.strip("_")]
@@ -39,8 +42,9 @@ def readable(name: str) -> str:
 
 
 class KGStats:
-    def __init__(self, reader: KGReader, embedder: Embedder, type_sample: int,
-                 value_examples: int = 0) -> None:
+    def __init__(
+        self, reader: KGReader, embedder: Embedder, type_sample: int, value_examples: int = 0
+    ) -> None:
         self.reader = reader
         self.embedder = embedder
         self.type_sample = type_sample
@@ -74,14 +78,17 @@ class KGStats:
         return {r: self._phrase_vecs[r] for r in relation_ids}
 
     async def value_vectors(self, relation_ids: list[str]) -> dict[str, np.ndarray]:
-        """One verbalisation per relation with values it typically reaches ("has tags: thriller, martial arts"),
-        as a (1, dim) array, or (0, dim) when ``value_examples`` is 0 or nothing is known. The values say what a
-        relation is about when its label alone is vague or unusual."""
+        """One verbalisation per relation with values it typically reaches ("has tags: thriller,
+        martial arts"), as a (1, dim) array, or (0, dim) when ``value_examples`` is 0 or nothing is
+        known. The values say what a relation is about when its label alone is vague or unusual."""
         missing = [r for r in dict.fromkeys(relation_ids) if r not in self._value_vecs]
         texts, owners = [], []
         hops = [(r, Direction.forward) for r in missing]
-        samples = await self.reader.target_names(hops, self.type_sample) if self.value_examples \
+        samples = (
+            await self.reader.target_names(hops, self.type_sample)
+            if self.value_examples
             else [[] for _ in missing]
+        )
         for r, sample in zip(missing, samples):
             names = [n for n in dict.fromkeys(readable(n) for n in sample) if n]
             names = names[: self.value_examples]
@@ -96,15 +103,17 @@ class KGStats:
         return {r: self._value_vecs[r] for r in relation_ids}
 
     async def value_matrix(self, extra: list[str]) -> np.ndarray:
-        """The value verbalisations of the whole relation vocabulary: their own centring reference (values make
-        every verbalisation resemble the KG's domain, so they are centred apart from the bare phrases)."""
+        """The value verbalisations of the whole relation vocabulary: their own centring reference
+        (values make every verbalisation resemble the KG's domain, so they are centred apart from
+        the bare phrases)."""
         ids = list(dict.fromkeys([*(await self.reader.vocabulary()), *extra]))
         vecs = await self.value_vectors(ids)
         return np.concatenate([vecs[r] for r in ids], axis=0)
 
     async def vocabulary_matrix(self, extra: list[str]) -> np.ndarray:
-        """Phrase vectors of the KG's relation vocabulary (plus ``extra``): the reference a question phrase's
-        similarity is centred on, so words that resemble every relation ("film") stop favouring any."""
+        """Phrase vectors of the KG's relation vocabulary (plus ``extra``): the reference a question
+        phrase's similarity is centred on, so words that resemble every relation ("film") stop
+        favouring any."""
         vocab = await self.reader.vocabulary()
         ids = list(dict.fromkeys([*vocab, *extra]))
         if self._vocab_matrix is None or ids != self._vocab_ids:
@@ -132,8 +141,9 @@ class KGStats:
                 self._types[h] = None
         return {h: self._types[h] for h in hops}
 
-    async def chain_mismatches(self, pairs: list[tuple[Hop, Hop]], min_expected: float,
-                               max_ratio: float) -> dict[tuple[Hop, Hop], bool]:
+    async def chain_mismatches(
+        self, pairs: list[tuple[Hop, Hop]], min_expected: float, max_ratio: float
+    ) -> dict[tuple[Hop, Hop], bool]:
         """For each pair, whether the KG itself says ``second`` does not follow ``first``: of the
         nodes ``first`` typically reaches, far fewer have ``second`` than the KG's nodes at large (a
         film titled "2010" reached as a release year is a coincidence, not a reading of "what year
@@ -158,12 +168,15 @@ class KGStats:
         return {pair: self._mismatch[pair] for pair in pairs}
 
     async def _reference_nodes(self) -> list[frozenset]:
-        """The relations of the nodes the KG's relations point at, a few per relation and direction: the population
-        a hop's targets are compared with."""
+        """The relations of the nodes the KG's relations point at, a few per relation and direction:
+        the population a hop's targets are compared with."""
         if self._reference is None:
             per = max(1, self.type_sample // 4)
-            hops = [(rid, d) for rid in await self.reader.vocabulary()
-                    for d in (Direction.forward, Direction.backward)]
+            hops = [
+                (rid, d)
+                for rid in await self.reader.vocabulary()
+                for d in (Direction.forward, Direction.backward)
+            ]
             got = await self.reader.target_nodes(hops, self.type_sample)
             seen = list(dict.fromkeys(n for nodes in got for n in nodes[:per]))
             sets = await self.reader.relation_sets(seen)

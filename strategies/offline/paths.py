@@ -1,7 +1,8 @@
-"""The reasoning core: enumerate relation paths from the topic entities with a beam, score them, return plans.
+"""The reasoning core: enumerate relation paths from the topic entities with a beam, score them,
+return plans.
 
-Independent of the tree-search state machine, so it can be tested and benchmarked on its own; ``OfflinePolicy``
-turns a plan into Tree-of-Traversals actions.
+Independent of the tree-search state machine, so it can be tested and benchmarked on its own;
+``OfflinePolicy`` turns a plan into Tree-of-Traversals actions.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from .settings import OfflineSettings
 
 @dataclass
 class Plan:
-    """A relation path from the topic, the entities it reaches, and how well it reads the question."""
+    """A relation path from the topic, the entities it reaches, and how well it reads the
+    question."""
 
     hops: tuple[Hop, ...]
     score: float
@@ -32,8 +34,12 @@ class Plan:
     type_score: float
     answers: list[str]  # entity IDs, best first (the topic, if reached, last)
     answer_labels: list[str]
-    frontiers: list[list[str]] = field(default_factory=list)  # entity IDs reached after each hop (capped)
-    phrases: list[str | None] = field(default_factory=list)  # the question phrase each hop was read from
+    frontiers: list[list[str]] = field(
+        default_factory=list
+    )  # entity IDs reached after each hop (capped)
+    phrases: list[str | None] = field(
+        default_factory=list
+    )  # the question phrase each hop was read from
     confidence: float = 0.0  # 0..1, from the margin over the next different plan
 
 
@@ -41,11 +47,14 @@ class Plan:
 class _Partial:
     hops: tuple[Hop, ...]
     aligns: list[Alignment]
-    reached: list | None  # nodes reached by the last hop; None until read (a last hop is read lazily)
+    reached: (
+        list | None
+    )  # nodes reached by the last hop; None until read (a last hop is read lazily)
     frontiers: list[list | None]
     src: list | None = None  # the nodes the last hop leaves from, while ``reached`` is not read yet
-    #: per hop, whether it reached more than ``max_frontier`` nodes (then its frontier may be a part of them: a read
-    #: over I/O is cut at its edge cap) — such a frontier is never walked on from, whatever part of it was read
+    #: per hop, whether it reached more than ``max_frontier`` nodes (then its frontier may be a part
+    #: of them: a read over I/O is cut at its edge cap) — such a frontier is never walked on from,
+    #: whatever part of it was read
     over: list[bool] = field(default_factory=list)
 
     @property
@@ -58,8 +67,9 @@ class Reasoning:
     question: str
     topic_ids: list[str]
     plans: list[Plan]
-    #: question phrases whose best-matching relation (of any KG) no walk from the topic reached, with it: the
-    #: answer cannot be of the kind the question asks ("genres" when the catalog holding them is not linked)
+    #: question phrases whose best-matching relation (of any KG) no walk from the topic reached,
+    #: with it: the answer cannot be of the kind the question asks ("genres" when the catalog
+    #: holding them is not linked)
     unreached: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -68,8 +78,9 @@ class Reasoning:
 
 
 def shared_reasoner(services, embedder, settings: OfflineSettings | None = None) -> OfflineReasoner:
-    """The reasoner kept in the services' policy state, one per embedder and settings, so the strategies and the
-    checks that read a question against the graph share its statistics caches between questions."""
+    """The reasoner kept in the services' policy state, one per embedder and settings, so the
+    strategies and the checks that read a question against the graph share its statistics caches
+    between questions."""
     settings = settings or OfflineSettings()
     slot = ("offline-reasoner", embedder, settings)
     reasoner = services.policy_state.get(slot)
@@ -89,8 +100,9 @@ class OfflineReasoner:
     def stats_for(self, kg: Graph) -> KGStats:
         st = self._stats.get(kg)
         if st is None:
-            st = self._stats[kg] = KGStats(KGReader(kg), self.embedder, self.settings.type_sample,
-                                           self.settings.value_examples)
+            st = self._stats[kg] = KGStats(
+                KGReader(kg), self.embedder, self.settings.type_sample, self.settings.value_examples
+            )
         return st
 
     async def reason(self, kg: Graph, question: str, topic_ids: list[str]) -> Reasoning:
@@ -148,19 +160,34 @@ class OfflineReasoner:
                 # ones, and a hop whose size the score asks for), not for every path of the beam —
                 # on a remote KG a hop into a hub ("every film of the genre") is the most expensive
                 # read of the walk
-                done.extend(_Partial(child.hops, child.aligns, None, [*child.frontiers, None],
-                                     child.reached, [*child.over, False]) for _, child, _ in kept)
+                done.extend(
+                    _Partial(
+                        child.hops,
+                        child.aligns,
+                        None,
+                        [*child.frontiers, None],
+                        child.reached,
+                        [*child.over, False],
+                    )
+                    for _, child, _ in kept
+                )
                 break
             # "every comedy" read as its first edges is no walkable frontier: over max_frontier is
             # decided on all of them
-            reads = await reader.follow([(child.reached, hop) for _, child, hop in kept],
-                                        st.max_frontier)
+            reads = await reader.follow(
+                [(child.reached, hop) for _, child, hop in kept], st.max_frontier
+            )
             for (_, child, _), (nb, over) in zip(kept, reads):
                 reached = _targets(child.reached, nb)
                 if not reached:
                     continue
-                part = _Partial(child.hops, child.aligns, reached, [*child.frontiers, reached],
-                                over=[*child.over, over])
+                part = _Partial(
+                    child.hops,
+                    child.aligns,
+                    reached,
+                    [*child.frontiers, reached],
+                    over=[*child.over, over],
+                )
                 layer.append(part)
                 done.append(part)
 
@@ -168,13 +195,17 @@ class OfflineReasoner:
             return Reasoning(question, topic_ids, [])
         mentions = scorer.relation_mentions()
         chained = scorer.chained_relations() if st.slot_cost else 0
-        readings = {id(p): [a for a in p.aligns if scorer.complete_reading(a, p.hops)]
-                    for p in done}
+        readings = {
+            id(p): [a for a in p.aligns if scorer.complete_reading(a, p.hops)] for p in done
+        }
         # the hub test of a lazy last hop, asked without reading all it reaches
-        hub_of = {id(p): (tuple(p.src or ()), p.hops[-1],
-                          int(st.hub_fanout * len(p.frontiers[-2] or [])))
-                  for p in done if p.reached is None and len(p.hops) > 1
-                  and any(a.spans[-1:] == (SIBLING,) for a in readings[id(p)])}
+        hub_of = {
+            id(p): (tuple(p.src or ()), p.hops[-1], int(st.hub_fanout * len(p.frontiers[-2] or [])))
+            for p in done
+            if p.reached is None
+            and len(p.hops) > 1
+            and any(a.spans[-1:] == (SIBLING,) for a in readings[id(p)])
+        }
         hub_asks = list(dict.fromkeys(hub_of.values()))
         pairs = [pair for p in done for pair in zip(p.hops, p.hops[1:])] if st.chain_cost else []
 
@@ -184,14 +215,19 @@ class OfflineReasoner:
         # the answer types first: the chain statistics read the same relation samples
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         # what else the scores ask of the KG, asked together
-        rare, hub_sizes, topic_edges = await gather_eager([
-            stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
-            if pairs else nothing(),
-            gather_eager(reader.reaches_more_than(list(src), hop, n) for src, hop, n in hub_asks),
-            # a question that names no relation ("describe X in a few words") is asking what the
-            # KG says most about X
-            relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),
-        ])
+        rare, hub_sizes, topic_edges = await gather_eager(
+            [
+                stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
+                if pairs
+                else nothing(),
+                gather_eager(
+                    reader.reaches_more_than(list(src), hop, n) for src, hop, n in hub_asks
+                ),
+                # a question that names no relation ("describe X in a few words") is asking what the
+                # KG says most about X
+                relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),
+            ]
+        )
         hubs = {p: dict(zip(hub_asks, hub_sizes))[ask] for p, ask in hub_of.items()}
         topic_edges = topic_edges[0] if topic_edges else {}
 
@@ -217,8 +253,15 @@ class OfflineReasoner:
                 return max(0, min(chained, st.max_hops) - len(p.hops) + through)
 
             read, best = max(
-                ((a.score - st.coverage_weight * scorer.uncovered(a, p.hops, mentions)
-                  - st.slot_cost * unread(a), a) for a in aligns),
+                (
+                    (
+                        a.score
+                        - st.coverage_weight * scorer.uncovered(a, p.hops, mentions)
+                        - st.slot_cost * unread(a),
+                        a,
+                    )
+                    for a in aligns
+                ),
                 key=lambda x: x[0],
             )
             prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
@@ -234,7 +277,7 @@ class OfflineReasoner:
         plans: list[Plan] = []
         want = max(st.plans, 1)
         while scored and len(plans) < want:
-            batch, scored = scored[: want - len(plans)], scored[want - len(plans):]
+            batch, scored = scored[: want - len(plans)], scored[want - len(plans) :]
             # a lazy last hop is read once, and only for a plan
             lazy = [p for _, _, p in batch if p.reached is None]
             reads = await reader.follow([(p.src or [], p.hops[-1]) for p in lazy])
@@ -246,17 +289,21 @@ class OfflineReasoner:
                     continue  # reaches nothing: no plan
                 ordered = [n for n in p.reached if n not in topic_set]
                 ordered += [n for n in p.reached if n in topic_set]
-                plans.append(Plan(
-                    hops=p.hops,
-                    score=score,
-                    align=p.align,
-                    type_score=type_by_hop.get(p.hops[-1], 0.0),
-                    answers=ordered[: st.max_answers],
-                    answer_labels=[],
-                    frontiers=[(f or [])[: st.max_answers] for f in p.frontiers],
-                    phrases=[scorer.spans[i].text if i >= 0 else ("(same)" if i == SIBLING else None)
-                             for i in align.spans],
-                ))
+                plans.append(
+                    Plan(
+                        hops=p.hops,
+                        score=score,
+                        align=p.align,
+                        type_score=type_by_hop.get(p.hops[-1], 0.0),
+                        answers=ordered[: st.max_answers],
+                        answer_labels=[],
+                        frontiers=[(f or [])[: st.max_answers] for f in p.frontiers],
+                        phrases=[
+                            scorer.spans[i].text if i >= 0 else ("(same)" if i == SIBLING else None)
+                            for i in align.spans
+                        ],
+                    )
+                )
         await reader.labels(n for plan in plans for n in plan.answers)  # in one read
         for plan in plans:
             plan.answer_labels = [reader.label(n) for n in plan.answers]
@@ -282,8 +329,10 @@ class OfflineReasoner:
                 if k < len(plan.hops) - 1:
                     nodes = [n for n in nodes if n not in topics] or nodes
                 reached[c] = nodes
-        scored = [(-sum(weight.get(n, 0.0) for n in reached[c]), pos, c)
-                  for pos, c in enumerate(candidates)]
+        scored = [
+            (-sum(weight.get(n, 0.0) for n in reached[c]), pos, c)
+            for pos, c in enumerate(candidates)
+        ]
         return [c for _, _, c in sorted(scored)]
 
 
@@ -296,12 +345,13 @@ def _targets(nodes: list[str], nb: dict[str, list[str]]) -> list[str]:
     return list(out)
 
 
-async def _unreached(scorer: QuestionScorer, reader: KGReader, plans: list[Plan]
-                     ) -> list[tuple[str, str]]:
-    """Relation words of the question that read best as a relation the best plan does not walk: one the search
-    never met, where the plan does not read the words at all; or one it met, where the plan reads the words as a
-    relation that fits them far worse (``misread_margin``). Checked against every relation the KGs have, after the
-    plans are ranked (they do not change)."""
+async def _unreached(
+    scorer: QuestionScorer, reader: KGReader, plans: list[Plan]
+) -> list[tuple[str, str]]:
+    """Relation words of the question that read best as a relation the best plan does not walk: one
+    the search never met, where the plan does not read the words at all; or one it met, where the
+    plan reads the words as a relation that fits them far worse (``misread_margin``). Checked
+    against every relation the KGs have, after the plans are ranked (they do not change)."""
     seen = scorer.prepared()
     try:
         unseen = [r for r in await reader.vocabulary() if r not in seen]
@@ -323,20 +373,28 @@ async def _unreached(scorer: QuestionScorer, reader: KGReader, plans: list[Plan]
             if rel not in seen:
                 out.append((text, rel))
             continue
-        # the words name a relation the plan does not walk, and the plan read them as one they do not name and that
-        # fits them far worse: an answer of the wrong kind ("who is the director of [X]" answered by X's actors, X
-        # having no director here). Naming, not only meaning: embeddings put "acted by" nearer "directed by".
-        if (scorer.names(rel, i) and not any(scorer.names(r, i) for r in readers)
-                and sim - max(scorer.similarity(r, i) for r in readers) > scorer.settings.misread_margin):
+        # the words name a relation the plan does not walk, and the plan read them as one they do
+        # not name and that fits them far worse: an answer of the wrong kind ("who is the director
+        # of [X]" answered by X's actors, X having no director here). Naming, not only meaning:
+        # embeddings put "acted by" nearer "directed by".
+        if (
+            scorer.names(rel, i)
+            and not any(scorer.names(r, i) for r in readers)
+            and sim - max(scorer.similarity(r, i) for r in readers) > scorer.settings.misread_margin
+        ):
             out.append((text, rel))
     return out
 
 
 def _calibrate(plans: list[Plan], scale: float, bias: float) -> None:
-    """Confidence = logistic(scale · margin + bias), where margin is the plan's score minus that of the best plan
-    with a different top answer (capped at 1; 1 when there is no rival). A logistic fit of correctness on the dev
-    samples found the margin carries the signal and the absolute score almost none."""
+    """Confidence = logistic(scale · margin + bias), where margin is the plan's score minus that of
+    the best plan with a different top answer (capped at 1; 1 when there is no rival). A logistic
+    fit of correctness on the dev samples found the margin carries the signal and the absolute score
+    almost none."""
     for i, p in enumerate(plans):
-        rival = next((q.score for j, q in enumerate(plans) if j != i and q.answers[:1] != p.answers[:1]), None)
+        rival = next(
+            (q.score for j, q in enumerate(plans) if j != i and q.answers[:1] != p.answers[:1]),
+            None,
+        )
         margin = min(1.0, p.score - rival) if rival is not None else 1.0
         p.confidence = 1.0 / (1.0 + math.exp(-(scale * margin + bias)))

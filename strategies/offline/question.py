@@ -1,9 +1,10 @@
-"""Question structure without a parser: tokens, where the topic mention sits, and the candidate phrases.
+"""Question structure without a parser: tokens, where the topic mention sits, and the candidate
+phrases.
 
-A relation path is read off the question by matching each hop to a different short span of words. Spans carry their
-distance from the topic mention, because English nests relations outward from the entity ("the director of the
-films [X] starred in": the hop nearest X comes first), and a possessive chain after the mention
-("X 's parent 's daughter") binds tighter than words before it.
+A relation path is read off the question by matching each hop to a different short span of words.
+Spans carry their distance from the topic mention, because English nests relations outward from the
+entity ("the director of the films [X] starred in": the hop nearest X comes first), and a possessive
+chain after the mention ("X 's parent 's daughter") binds tighter than words before it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class Span:
     text: str
     start: int  # token positions in the question without the mention
     end: int
-    distance: float  # structural distance from the topic mention (smaller = nearer, i.e. an earlier hop)
+    distance: (
+        float  # structural distance from the topic mention (smaller = nearer, i.e. an earlier hop)
+    )
     content: int  # number of non-stopword tokens
 
 
@@ -50,13 +53,15 @@ class ParsedQuestion:
     mention_at: int | None  # index in ``tokens`` where the mention was
     spans: list[Span]
     focus: str | None = None  # the phrase naming what is asked for ("which actors", "who"), if any
-    slots: tuple[tuple[int, int], ...] = ()  # relation nouns chained to the mention by "of" / "'s" (token ranges)
+    slots: tuple[
+        tuple[int, int], ...
+    ] = ()  # relation nouns chained to the mention by "of" / "'s" (token ranges)
 
 
 def find_mention(question: str, topic_labels: list[str]) -> tuple[str, str | None]:
-    """(text before, the mention, text after) is found from ``[...]`` if present, else from a topic label that
-    appears verbatim (case- and ``_``-insensitively). Returns (question with the mention replaced by a marker,
-    the mention)."""
+    """(text before, the mention, text after) is found from ``[...]`` if present, else from a topic
+    label that appears verbatim (case- and ``_``-insensitively). Returns (question with the mention
+    replaced by a marker, the mention)."""
     m = _MENTION.search(question)
     if m:
         return question[: m.start()] + " \x00 " + _MENTION.sub(" ", question[m.end() :]), m.group(1)
@@ -83,17 +88,30 @@ def parse_question(question: str, topic_labels: list[str], max_span: int = 4) ->
             if mention_at is not None and s < mention_at < e:
                 continue  # a phrase does not run across the entity
             if e == mention_at and s > 0 and toks[s - 1] in _DET and toks[e - 1] not in STOPWORDS:
-                continue  # "the film [X]": a noun right before the entity says what it is, not a relation
+                # "the film [X]": a noun right before the entity says what it is, not a relation
+                continue
             words = toks[s:e]
             if "'s" in words[1:]:
-                continue  # a possessive separates two relations ("X 's son 's wife"), never inside one
+                # a possessive separates two relations ("X 's son 's wife"), never inside one
+                continue
             content = sum(1 for w in words if w not in STOPWORDS)
-            # a phrase starts with a content word and ends with one or with a preposition ("directed by")
-            if content == 0 or words[0] in STOPWORDS or (words[-1] in STOPWORDS and words[-1] not in _PREP):
+            # a phrase starts with a content word and ends with one or with a preposition ("directed
+            # by")
+            if (
+                content == 0
+                or words[0] in STOPWORDS
+                or (words[-1] in STOPWORDS and words[-1] not in _PREP)
+            ):
                 continue
             spans.append(Span(" ".join(words), s, e, _distance(toks, mention_at, s, e), content))
-    return ParsedQuestion(question, toks, mention_at, spans, find_focus(raw), tuple(
-        (s - (s > mention_at), e - (e > mention_at)) for s, e in chain_slots(raw)))
+    return ParsedQuestion(
+        question,
+        toks,
+        mention_at,
+        spans,
+        find_focus(raw),
+        tuple((s - (s > mention_at), e - (e > mention_at)) for s, e in chain_slots(raw)),
+    )
 
 
 _WH = ("what", "which", "who", "whom", "whose", "where", "when", "how")
@@ -101,8 +119,9 @@ _SKIP = frozenset("is are was were be the a an kind kinds type types sort of".sp
 
 
 def find_focus(toks: list[str]) -> str | None:
-    """The answer's type phrase: the noun after a determiner wh-word ("which actors", "what is the nationality"),
-    or the wh-word itself when it stands for a kind of thing ("who", "when", "where")."""
+    """The answer's type phrase: the noun after a determiner wh-word ("which actors", "what is the
+    nationality"), or the wh-word itself when it stands for a kind of thing ("who", "when",
+    "where")."""
     for i, t in enumerate(toks):
         if t not in _WH:
             continue
@@ -111,12 +130,15 @@ def find_focus(toks: list[str]) -> str | None:
             while j < len(toks) and toks[j] in _SKIP:
                 j += 1
             words = []
-            while j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != _MARK:
+            while (
+                j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != _MARK
+            ):
                 words.append(toks[j])
                 j += 1
             if words:
-                # a run of words right before "of" is one noun phrase ("the release years of"); otherwise only the
-                # first word is surely a noun ("which person wrote ...", "which actors acted in ...")
+                # a run of words right before "of" is one noun phrase ("the release years of");
+                # otherwise only the first word is surely a noun ("which person wrote ...", "which
+                # actors acted in ...")
                 return " ".join(words if j < len(toks) and toks[j] == "of" else words[:1])
             continue
         return t
@@ -128,10 +150,11 @@ _META = frozenset("name names kind kinds type types sort sorts".split())
 
 
 def chain_slots(toks: list[str]) -> list[tuple[int, int]]:
-    """Relation nouns in a possessive / "of" chain on the mention, as token ranges of ``toks`` (the mention marker
-    still in): "the spouse of the other half of X 's spouse" has three, whatever the words mean — English composes
-    relations this way, so a reading with fewer hops leaves one out. Each block of words between two links counts
-    if it has a content word; blocks are ordered from the mention outwards."""
+    """Relation nouns in a possessive / "of" chain on the mention, as token ranges of ``toks`` (the
+    mention marker still in): "the spouse of the other half of X 's spouse" has three, whatever the
+    words mean — English composes relations this way, so a reading with fewer hops leaves one out.
+    Each block of words between two links counts if it has a content word; blocks are ordered from
+    the mention outwards."""
     if _MARK not in toks:
         return []
     at = toks.index(_MARK)
@@ -163,8 +186,8 @@ def _word(t: str) -> bool:
 
 
 def _distance(toks: list[str], mention_at: int | None, s: int, e: int) -> float:
-    """Content words between the mention and the span; spans in a possessive chain right after the mention
-    (``X 's a 's b``) come before everything on the left."""
+    """Content words between the mention and the span; spans in a possessive chain right after the
+    mention (``X 's a 's b``) come before everything on the left."""
     if mention_at is None:
         return float(s)
     if s >= mention_at:

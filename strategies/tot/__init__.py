@@ -1,1 +1,2 @@
-"""Headless Tree-of-Traversals: the action-state machine, the policy contract and the best-first tree search."""
+"""Headless Tree-of-Traversals: the action-state machine, the policy contract and the best-first
+tree search."""

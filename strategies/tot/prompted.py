@@ -1,9 +1,10 @@
-"""The LLM-driven policy of Tree-of-Traversals: one prompt template per ASM state; one call proposes up to k distinct
-actions and one call values a node's children (``batch=False``: the original k samples, one value call per child).
+"""The LLM-driven policy of Tree-of-Traversals: one prompt template per ASM state; one call proposes
+up to k distinct actions and one call values a node's children (``batch=False``: the original k
+samples, one value call per child).
 
-Model output is parsed forgivingly (IDs, labels, numbers, upper/lower case, extra prose around the action line);
-anything that still does not parse comes back as :class:`Invalid` so the ASM records it and the search can retry
-with the reason shown in the next prompt.
+Model output is parsed forgivingly (IDs, labels, numbers, upper/lower case, extra prose around the
+action line); anything that still does not parse comes back as :class:`Invalid` so the ASM records
+it and the search can retry with the reason shown in the next prompt.
 """
 
 from __future__ import annotations
@@ -18,14 +19,23 @@ from tot_mcp.kg_adapters.text import key as norm
 from tot_mcp.strategies.llm.base import LLM, LLMError
 from tot_mcp.strategies.llm.replies import read_refusal
 
-from .actions import Action, Answer, ExpandKG, Invalid, SelectEntities, SelectRelation, Think, distinct
+from .actions import (
+    Action,
+    Answer,
+    ExpandKG,
+    Invalid,
+    SelectEntities,
+    SelectRelation,
+    Think,
+    distinct,
+)
 from .policy import Policy
 from .state import DEFAULT_MAX_EDGES, DEFAULT_MAX_SELECTED, ID_RE, AsmState, TraversalState
 
 
-
 class PromptedPolicy(Policy):
-    """:class:`Policy` backed by any :class:`LLM`. ``usage`` is the LLM's own counter (calls and tokens)."""
+    """:class:`Policy` backed by any :class:`LLM`. ``usage`` is the LLM's own counter (calls and
+    tokens)."""
 
     #: the proposal calls' sampling temperature, and their reply budget per alternative
     temperature = 0.7
@@ -61,7 +71,7 @@ class PromptedPolicy(Policy):
         self.kg = kg
         self.system = prompts.load("tot_system").strip()
 
-    # -- proposing ---------------------------------------------------------------------------------------------
+    # -- proposing ---------------------------------------------------------------------------------
     async def propose(self, state: TraversalState, k: int) -> list[Action]:
         if not self.batch:
             return await self._propose_sampled(state, k)
@@ -81,7 +91,9 @@ class PromptedPolicy(Policy):
     async def _propose_sampled(self, state: TraversalState, k: int) -> list[Action]:
         state = unfollowed(state)
         prompt = self.prompt_for(state)
-        texts = await asyncio.gather(*(self._complete(prompt) for _ in range(k)), return_exceptions=True)
+        texts = await asyncio.gather(
+            *(self._complete(prompt) for _ in range(k)), return_exceptions=True
+        )
         failed = next((t for t in texts if isinstance(t, BaseException)), None)
         if isinstance(failed, LLMError):
             raise failed
@@ -98,21 +110,33 @@ class PromptedPolicy(Policy):
         if not newest:
             return None
         try:
-            found = await (self.kg.get_relations(newest) if len(newest) <= self.kg.limits.max_ids
-                           else self.kg.relation_counts(newest))
+            found = await (
+                self.kg.get_relations(newest)
+                if len(newest) <= self.kg.limits.max_ids
+                else self.kg.relation_counts(newest)
+            )
         except Exception:  # noqa: BLE001 - the listing is a shortcut; without it the three-step protocol runs
             return None
         if not found.relations:
             return None
-        view = state.model_copy(update={"candidate_relations": found.relations,
-                                        "relations_truncated": found.truncated})
-        return prompts.render("tot_frontier_relations", count=len(newest), shown=", ".join(newest),
-                              relations=candidates_text(view)).rstrip("\n")
+        view = state.model_copy(
+            update={"candidate_relations": found.relations, "relations_truncated": found.truncated}
+        )
+        return prompts.render(
+            "tot_frontier_relations",
+            count=len(newest),
+            shown=", ".join(newest),
+            relations=candidates_text(view),
+        ).rstrip("\n")
 
     def prompt_for(self, state: TraversalState, k: int = 1, frontier: str | None = None) -> str:
-        """The proposal prompt; with ``k`` > 1 it asks for up to k alternative action lines in one reply."""
-        reply_intro = (prompts.load("tot_reply_alternatives").strip().format(k=k) if k > 1
-                       else prompts.load("tot_reply_one").strip())
+        """The proposal prompt; with ``k`` > 1 it asks for up to k alternative action lines in one
+        reply."""
+        reply_intro = (
+            prompts.load("tot_reply_alternatives").strip().format(k=k)
+            if k > 1
+            else prompts.load("tot_reply_one").strip()
+        )
         common = {
             "reply_intro": reply_intro,
             "question": state.question,
@@ -122,23 +146,35 @@ class PromptedPolicy(Policy):
             "budget": budget_text(state),
         }
         if state.asm_state is AsmState.SELECTING_ENTITIES:
-            return prompts.render("tot_selecting_entities", max_entities=self.max_entities,
-                                  max_edges=self.max_edges, notes=notes_text(state), **common)
+            return prompts.render(
+                "tot_selecting_entities",
+                max_entities=self.max_entities,
+                max_edges=self.max_edges,
+                notes=notes_text(state),
+                **common,
+            )
         if state.asm_state is AsmState.SELECTING_RELATION:
             return prompts.render(
                 "tot_selecting_relation",
-                selected=", ".join(f"{i} ({state.subgraph.label(i)})" for i in state.selected_entities),
+                selected=", ".join(
+                    f"{i} ({state.subgraph.label(i)})" for i in state.selected_entities
+                ),
                 candidates=candidates_text(state),
                 **common,
             )
         answer = ANSWER_FORMATS
         if state.must_answer:  # the format offers only what is allowed now
-            allowed = ("- ANSWER (no expansions are left: answer from the subgraph now, or say INCOMPLETE if it does "
-                       "not reach the answer)")
+            allowed = (
+                "- ANSWER (no expansions are left: answer from the subgraph now, or say INCOMPLETE "
+                "if it does not reach the answer)"
+            )
             formats = answer
         else:
-            think = ("uses one action: one expansion fewer is left after it" if state.think_costs_expansion()
-                     else "free, but not twice in a row")
+            think = (
+                "uses one action: one expansion fewer is left after it"
+                if state.think_costs_expansion()
+                else "free, but not twice in a row"
+            )
             allowed = (
                 f"- THINK: reason about what is known and what is missing ({think})\n"
                 "- EXPAND_KG: follow one relation one hop from entities you choose next\n"
@@ -146,52 +182,80 @@ class PromptedPolicy(Policy):
             )
             expand = "EXPAND_KG\n"
             if frontier:
-                expand = ("EXPAND_KG: <entity IDs separated by \", \", or NEWEST> -> "
-                          "<relation ID> <forward|backward>   (the whole expansion in one line: "
-                          "usually NEWEST and one of their relations listed above; it keeps at "
-                          f"most {self.max_edges} edges, shared fairly among the entities)\n"
-                          "EXPAND_KG   (alone: choose the entities and the relation in the next steps)\n")
+                expand = (
+                    'EXPAND_KG: <entity IDs separated by ", ", or NEWEST> -> '
+                    "<relation ID> <forward|backward>   (the whole expansion in one line: "
+                    "usually NEWEST and one of their relations listed above; it keeps at "
+                    f"most {self.max_edges} edges, shared fairly among the entities)\n"
+                    "EXPAND_KG   (alone: choose the entities and the relation in the next steps)\n"
+                )
                 common["budget"] = frontier + "\n\n" + common["budget"]
             formats = "THINK: <a short thought about what is still missing>\n" + expand + answer
         rule = prompts.render("tot_answer_rule", tau=f"{self.tau:g}").strip()
         rule += "\n" + notes_text(state)
-        return prompts.render("tot_default", allowed=allowed, formats=formats, answer_rule=rule, **common)
+        return prompts.render(
+            "tot_default", allowed=allowed, formats=formats, answer_rule=rule, **common
+        )
 
-    # -- valuing -----------------------------------------------------------------------------------------------
+    # -- valuing -----------------------------------------------------------------------------------
     async def value(self, state: TraversalState) -> float:
         common = {"question": state.question, "subgraph": state.subgraph.render()}
         if state.asm_state is AsmState.DONE and state.answer is not None and state.answer.refuses:
             return 0.0  # a reasoned refusal is a verdict already: judging it again buys nothing
         if state.asm_state is AsmState.DONE and state.answer is not None:
-            before = state.model_copy(update={"actions": state.actions[:-1], "asm_state": AsmState.DEFAULT})
-            prompt = prompts.render("tot_value_answer", answer=answer_text(state.answer),
-                                    trajectory=trajectory_text(before), scale=self._scale(),
-                                    notes=notes_text(state), **common)
+            before = state.model_copy(
+                update={"actions": state.actions[:-1], "asm_state": AsmState.DEFAULT}
+            )
+            prompt = prompts.render(
+                "tot_value_answer",
+                answer=answer_text(state.answer),
+                trajectory=trajectory_text(before),
+                scale=self._scale(),
+                notes=notes_text(state),
+                **common,
+            )
             fallback, max_tokens = 0.0, 120  # a one-sentence verdict, then the score
         else:
-            prompt = prompts.render("tot_value_intermediate", trajectory=trajectory_text(state),
-                                    notes=notes_text(state), **common)
+            prompt = prompts.render(
+                "tot_value_intermediate",
+                trajectory=trajectory_text(state),
+                notes=notes_text(state),
+                **common,
+            )
             fallback, max_tokens = 0.5, 24
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=max_tokens, temperature=0.0)
+        text = await self.llm.complete(
+            prompt, system=self.system, max_tokens=max_tokens, temperature=0.0
+        )
         score = parse_score(text)
         return fallback if score is None else score
 
     async def values(
-        self, states: list[TraversalState], *, parent: TraversalState | None = None, parent_value: float | None = None
+        self,
+        states: list[TraversalState],
+        *,
+        parent: TraversalState | None = None,
+        parent_value: float | None = None,
     ) -> list[float]:
         if not self.batch:
             return [await self.value(s) for s in states]
-        answers = [i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None]
+        answers = [
+            i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None
+        ]
         refusals = [i for i in answers if states[i].answer.refuses]  # not judged again (see value)
         answers = [i for i in answers if i not in refusals]
         steps = [i for i in range(len(states)) if i not in answers and i not in refusals]
-        # Only expansions that reached something tell the judge more than the proposer knew: alternatives of one
-        # relation choice are valued together; the rest (a THINK beside EXPAND_KG, two entity selections) keep the
-        # order the model proposed them in, best first, just below their parent (no call).
+        # Only expansions that reached something tell the judge more than the proposer knew:
+        # alternatives of one relation choice are valued together; the rest (a THINK beside
+        # EXPAND_KG, two entity selections) keep the order the model proposed them in, best first,
+        # just below their parent (no call).
         base = 0.5 if parent_value is None else parent_value
         out = {i: base * (1.0 - 0.05 * rank) for rank, i in enumerate(steps)}
         out.update((i, 0.0) for i in refusals)
-        reached = [i for i in steps if states[i].actions and isinstance(states[i].actions[-1], SelectRelation)]
+        reached = [
+            i
+            for i in steps
+            if states[i].actions and isinstance(states[i].actions[-1], SelectRelation)
+        ]
         if len(reached) > 1:
             out.update(zip(reached, await self._value_steps([states[i] for i in reached], parent)))
         if len(answers) == 1:  # answers are always judged: τ decides whether the search stops
@@ -200,7 +264,9 @@ class PromptedPolicy(Policy):
             out.update(zip(answers, await self._value_answers([states[i] for i in answers])))
         return [out[i] for i in range(len(states))]  # every index is a step, an answer or a refusal
 
-    async def _value_steps(self, states: list[TraversalState], parent: TraversalState | None) -> list[float]:
+    async def _value_steps(
+        self, states: list[TraversalState], parent: TraversalState | None
+    ) -> list[float]:
         base = parent or states[0]
         labels = dict((i, e.label) for s in states for i, e in s.subgraph.entities.items())
         lines = [f"{n}. {step_text(s, base, labels)}" for n, s in enumerate(states, 1)]
@@ -208,16 +274,28 @@ class PromptedPolicy(Policy):
 
     async def _value_answers(self, states: list[TraversalState]) -> list[float]:
         lines = [f"{n}. {answer_text(s.answer)}" for n, s in enumerate(states, 1)]
-        before = states[0].model_copy(update={"actions": states[0].actions[:-1]})  # the trajectory up to the answer
+        before = states[0].model_copy(
+            update={"actions": states[0].actions[:-1]}
+        )  # the trajectory up to the answer
         return await self._value_batch("tot_value_answers", before, lines, missing=0.0)
 
-    async def _value_batch(self, template: str, base: TraversalState, lines: list[str], missing: float) -> list[float]:
-        """One call valuing the numbered candidate ``lines`` from ``base``'s question, subgraph and trajectory;
-        ``missing``: the value of a candidate the reply leaves out."""
-        prompt = prompts.render(template, question=base.question, subgraph=base.subgraph.render(),
-                                trajectory=trajectory_text(base), candidates="\n".join(lines),
-                                scale=self._scale(), notes=notes_text(base))
-        text = await self.llm.complete(prompt, system=self.system, max_tokens=12 * len(lines) + 24, temperature=0.0)
+    async def _value_batch(
+        self, template: str, base: TraversalState, lines: list[str], missing: float
+    ) -> list[float]:
+        """One call valuing the numbered candidate ``lines`` from ``base``'s question, subgraph and
+        trajectory; ``missing``: the value of a candidate the reply leaves out."""
+        prompt = prompts.render(
+            template,
+            question=base.question,
+            subgraph=base.subgraph.render(),
+            trajectory=trajectory_text(base),
+            candidates="\n".join(lines),
+            scale=self._scale(),
+            notes=notes_text(base),
+        )
+        text = await self.llm.complete(
+            prompt, system=self.system, max_tokens=12 * len(lines) + 24, temperature=0.0
+        )
         return [missing if v is None else v for v in parse_scores(text, len(lines))]
 
     def _scale(self) -> str:
@@ -226,7 +304,10 @@ class PromptedPolicy(Policy):
 
     async def _complete(self, prompt: str, max_tokens: int | None = None) -> str:
         return await self.llm.complete(
-            prompt, system=self.system, max_tokens=max_tokens or self.max_tokens, temperature=self.temperature
+            prompt,
+            system=self.system,
+            max_tokens=max_tokens or self.max_tokens,
+            temperature=self.temperature,
         )
 
     async def aclose(self) -> None:
@@ -236,7 +317,8 @@ class PromptedPolicy(Policy):
 
 
 def only_option(state: TraversalState) -> Action | None:
-    """The single valid action of ``state`` when there is exactly one (no choice: no LLM call), else None."""
+    """The single valid action of ``state`` when there is exactly one (no choice: no LLM call), else
+    None."""
     if state.asm_state is AsmState.SELECTING_RELATION and len(state.candidate_relations) == 1:
         r = state.candidate_relations[0]
         return SelectRelation(relation_id=r.id, direction=r.direction)
@@ -246,12 +328,17 @@ def only_option(state: TraversalState) -> Action | None:
 
 
 def unfollowed(state: TraversalState) -> TraversalState:
-    """``state`` with the candidate relations already followed from these same entities left out (the
-    EXPANSIONS log shows what they gave; following them again adds nothing), unless that leaves none."""
+    """``state`` with the candidate relations already followed from these same entities left out
+    (the EXPANSIONS log shows what they gave; following them again adds nothing), unless that leaves
+    none."""
     if state.asm_state is not AsmState.SELECTING_RELATION:
         return state
     chosen = set(state.selected_entities)
-    done = {(x.relation_id, x.direction) for x in state.subgraph.expansions if chosen <= set(x.entity_ids)}
+    done = {
+        (x.relation_id, x.direction)
+        for x in state.subgraph.expansions
+        if chosen <= set(x.entity_ids)
+    }
     keep = [r for r in state.candidate_relations if (r.id, r.direction) not in done]
     if not keep or len(keep) == len(state.candidate_relations):
         return state
@@ -279,18 +366,30 @@ def chosen_with_expand(state: TraversalState) -> Action | None:
     """What a one-reply ``EXPAND_KG: <IDs> -> <relation>`` already chose for this state, when still
     valid (and not already turned down here: then the model is asked)."""
     chosen = None
-    if state.asm_state is AsmState.SELECTING_ENTITIES and state.actions and isinstance(state.actions[-1], ExpandKG):
+    if (
+        state.asm_state is AsmState.SELECTING_ENTITIES
+        and state.actions
+        and isinstance(state.actions[-1], ExpandKG)
+    ):
         ids = [i for i in state.actions[-1].entity_ids if i in state.subgraph.entities]
         chosen = SelectEntities(entity_ids=ids) if ids else None
-    elif (state.asm_state is AsmState.SELECTING_RELATION and len(state.actions) >= 2
-            and isinstance(state.actions[-2], ExpandKG) and state.actions[-2].relation_id):
+    elif (
+        state.asm_state is AsmState.SELECTING_RELATION
+        and len(state.actions) >= 2
+        and isinstance(state.actions[-2], ExpandKG)
+        and state.actions[-2].relation_id
+    ):
         x = state.actions[-2]
         direction = f" {x.direction.value}" if x.direction else ""
         chosen = _parse_relation(f"{x.relation_id}{direction}", state, "")
         chosen = None if isinstance(chosen, Invalid) else chosen
     last = state.last_invalid
-    if chosen is not None and last is not None and last.action is not None \
-            and last.action.key() == chosen.key():
+    if (
+        chosen is not None
+        and last is not None
+        and last.action is not None
+        and last.action.key() == chosen.key()
+    ):
         return None
     return chosen
 
@@ -318,7 +417,7 @@ def newest_entities(state: TraversalState, limit: int = DEFAULT_MAX_SELECTED) ->
     return [i for i in state.topic_entities if i in sub.entities][:limit]
 
 
-# -- rendering helpers ---------------------------------------------------------------------------------------------
+# -- rendering helpers -----------------------------------------------------------------------------
 def trajectory_text(state: TraversalState) -> str:
     """The actions so far, one a line; a one-reply expansion is one line (the steps it decided are
     not repeated), and a long list of IDs is shortened (the EXPANSIONS log names them)."""
@@ -328,8 +427,9 @@ def trajectory_text(state: TraversalState) -> str:
     decided: ExpandKG | None = None
     for a in state.actions:
         if decided is not None and (
-                (isinstance(a, SelectEntities) and a.entity_ids == decided.entity_ids)
-                or (isinstance(a, SelectRelation) and a.relation_id == decided.relation_id)):
+            (isinstance(a, SelectEntities) and a.entity_ids == decided.entity_ids)
+            or (isinstance(a, SelectRelation) and a.relation_id == decided.relation_id)
+        ):
             continue
         decided = a if isinstance(a, ExpandKG) and a.entity_ids else None
         shown.append(_short_ids(a.describe()))
@@ -337,27 +437,34 @@ def trajectory_text(state: TraversalState) -> str:
     if state.asm_state is AsmState.SELECTING_ENTITIES:
         lines.append("(an expansion is pending: its entities are not chosen yet)")
     elif state.asm_state is AsmState.SELECTING_RELATION:
-        lines.append(f"(an expansion is pending: relation not chosen yet for {', '.join(state.selected_entities)})")
+        lines.append(
+            "(an expansion is pending: relation not chosen yet for "
+            f"{', '.join(state.selected_entities)})"
+        )
     return "\n".join(lines)
 
 
 def _short_ids(text: str, keep: int = 6) -> str:
     """``text`` with a run of more than ``keep`` comma-separated IDs cut to its first ``keep``."""
+
     def cut(m: re.Match) -> str:
         ids = m.group(0).split(", ")
         if len(ids) <= keep:
             return m.group(0)
         return ", ".join(ids[:keep]) + f" +{len(ids) - keep} more"
+
     return re.sub(rf"{ID_RE.pattern}(?:, {ID_RE.pattern})+", cut, text)
 
 
 def budget_text(state: TraversalState) -> str:
-    """The budget in expansions (hops), exactly as the ASM counts it (:meth:`TraversalState.expansions_left`)."""
+    """The budget in expansions (hops), exactly as the ASM counts it
+    (:meth:`TraversalState.expansions_left`)."""
     n = state.expansions_left()
     hop = "an expansion follows one relation one hop from the entities chosen"
     if state.asm_state is not AsmState.DEFAULT:
-        return (f"This expansion completes once you choose. Expansions left after it: {n}"
-                + (" (then you must answer)." if n == 0 else f" ({hop})."))
+        return f"This expansion completes once you choose. Expansions left after it: {n}" + (
+            " (then you must answer)." if n == 0 else f" ({hop})."
+        )
     if n == 0:
         return "Expansions left: 0. You must answer now."
     return f"Expansions left: {n} ({hop}; one begun always completes). Then you must answer."
@@ -373,7 +480,9 @@ def answer_text(ans) -> str:
         return "NONE"
     if ans.refuses:
         return ans.describe().removeprefix("ANSWER: ")
-    items = " ; ".join(f"{it.text} ({it.entity_id})" if it.entity_id else it.text for it in ans.items)
+    items = " ; ".join(
+        f"{it.text} ({it.entity_id})" if it.entity_id else it.text for it in ans.items
+    )
     head = "INCOMPLETE: " if ans.status == "incomplete" else ""
     text = head + (items or ans.text or "(nothing)")
     if ans.ungrounded:
@@ -417,7 +526,9 @@ def step_text(state: TraversalState, parent: TraversalState, labels: dict[str, s
         more = f" +{len(x.entity_ids) - 6} more" if len(x.entity_ids) > 6 else ""
         text = f"EXPAND_KG: {who}{more} -> {x.relation_id} {x.direction.value}"
     elif isinstance(action, SelectEntities):
-        text = "SELECT_ENTITIES: " + ", ".join(f"{i} ({labels.get(i, i)})" for i in action.entity_ids)
+        text = "SELECT_ENTITIES: " + ", ".join(
+            f"{i} ({labels.get(i, i)})" for i in action.entity_ids
+        )
     else:
         text = action.describe()
     if isinstance(action, SelectRelation) and expanded:
@@ -432,9 +543,12 @@ def step_text(state: TraversalState, parent: TraversalState, labels: dict[str, s
     return text
 
 
-# -- parsing -------------------------------------------------------------------------------------------------------
-_ACTION_LINE = re.compile(r"^\W*(THINK|EXPAND[_ ]?KG|ANSWER|SELECT[_ ]?ENTITIES|SELECT[_ ]?RELATION"
-                          r"|NOT[_ -]?IN[_ -]?(?:THE[_ -]?)?GRAPH)\b\s*:?\s*(.*)$", re.I)
+# -- parsing ---------------------------------------------------------------------------------------
+_ACTION_LINE = re.compile(
+    r"^\W*(THINK|EXPAND[_ ]?KG|ANSWER|SELECT[_ ]?ENTITIES|SELECT[_ ]?RELATION"
+    r"|NOT[_ -]?IN[_ -]?(?:THE[_ -]?)?GRAPH)\b\s*:?\s*(.*)$",
+    re.I,
+)
 
 
 def parse_action_text(text: str, state: TraversalState, newest: list[str] | None = None) -> Action:
@@ -443,12 +557,21 @@ def parse_action_text(text: str, state: TraversalState, newest: list[str] | None
     raw = (text or "").strip()
     if not raw:
         return Invalid(raw=raw, reason="empty reply")
-    m = next((m for m in (_ACTION_LINE.match(line.strip()) for line in raw.splitlines()) if m), None)
+    m = next(
+        (m for m in (_ACTION_LINE.match(line.strip()) for line in raw.splitlines()) if m), None
+    )
     if m is None:
-        return Invalid(raw=raw[:500], reason="no action line (THINK / EXPAND_KG / ANSWER / SELECT_ENTITIES / SELECT_RELATION)")
+        return Invalid(
+            raw=raw[:500],
+            reason=(
+                "no action line (THINK / EXPAND_KG / ANSWER / SELECT_ENTITIES / SELECT_RELATION)"
+            ),
+        )
     verb, rest = re.sub(r"[_ -]", "", m.group(1).upper()), m.group(2).strip()  # EXPAND KG: EXPANDKG
     if verb == "THINK":
-        return Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
+        return (
+            Think(text=rest) if rest else Invalid(raw=raw[:500], reason="THINK without a thought")
+        )
     if verb == "EXPANDKG":
         return _parse_expand(rest, state, newest)
     if verb == "ANSWER":
@@ -458,7 +581,9 @@ def parse_action_text(text: str, state: TraversalState, newest: list[str] | None
     if verb == "SELECTENTITIES":
         ids = _entity_refs(rest, state)
         if not ids:
-            return Invalid(raw=raw[:500], reason="SELECT_ENTITIES names no entity of the local subgraph")
+            return Invalid(
+                raw=raw[:500], reason="SELECT_ENTITIES names no entity of the local subgraph"
+            )
         return SelectEntities(entity_ids=ids)
     return _parse_relation(rest, state, raw)
 
@@ -496,7 +621,7 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
     # "INCOMPLETE: …", or the older prompts' "Unknown - the subgraph has no … |"
     status = "incomplete" if head in _NOT_REACHED else "answer"
     if head == "INCOMPLETE":
-        body = body[len(head):].lstrip(" :-|")
+        body = body[len(head) :].lstrip(" :-|")
     sub = state.subgraph
     text, bar, id_part = body.partition("|")
     ids = [i for i in ID_RE.findall(id_part) if i in sub.entities]
@@ -507,7 +632,9 @@ def _parse_answer(rest: str, state: TraversalState, raw: str) -> Action:
         grounded = [g for g in (sub.ground(c) for c in claims) if g is not None]
         values = [g for g in grounded if g.entity_id is None]
         others = [g for g in grounded if g.entity_id and g.entity_id not in ids]
-        if ids and not values and not others:  # the text names the cited IDs: the IDs say it exactly
+        if (
+            ids and not values and not others
+        ):  # the text names the cited IDs: the IDs say it exactly
             claims = ids
         elif ids and not values:
             claims = ids + [g.entity_id for g in others]
@@ -522,8 +649,9 @@ _NOT_REACHED = {"INCOMPLETE", "UNKNOWN"}
 
 
 def _split_items(text: str, state: TraversalState) -> list[str]:
-    """Answer items: separated by ``;`` (or new lines); a single item with commas is split on them too when
-    more of its pieces are shown in the subgraph than the whole ("Nick Carter, Master Detective" stays whole)."""
+    """Answer items: separated by ``;`` (or new lines); a single item with commas is split on them
+    too when more of its pieces are shown in the subgraph than the whole ("Nick Carter, Master
+    Detective" stays whole)."""
     parts = [p.strip(" \"'") for p in re.split(r"[;\n]", text) if p.strip(" .\"'")]
     if len(parts) == 1 and "," in parts[0]:
         pieces = [p.strip(" \"'") for p in parts[0].split(",") if p.strip(" .\"'")]
@@ -534,11 +662,16 @@ def _split_items(text: str, state: TraversalState) -> list[str]:
 
 
 def _entity_refs(text: str, state: TraversalState) -> list[str]:
-    """Entity IDs named in ``text``: explicit IDs first — a twin shown in a summary ("same as catalog:E1") read as
-    the entity it is the same as — else labels of subgraph entities (comma-separated)."""
+    """Entity IDs named in ``text``: explicit IDs first — a twin shown in a summary ("same as
+    catalog:E1") read as the entity it is the same as — else labels of subgraph entities
+    (comma-separated)."""
     sub = state.subgraph
-    ids = [i if i in sub.entities else next((o for o in sub.same_as.get(i, ()) if o in sub.entities), None)
-           for i in ID_RE.findall(text)]
+    ids = [
+        i
+        if i in sub.entities
+        else next((o for o in sub.same_as.get(i, ()) if o in sub.entities), None)
+        for i in ID_RE.findall(text)
+    ]
     ids = [i for i in ids if i is not None]
     if ids:
         return list(dict.fromkeys(ids))
@@ -556,7 +689,9 @@ def _entity_refs(text: str, state: TraversalState) -> list[str]:
 def _direction_named(text: str) -> Direction | None:
     """The direction a reply names (``backward`` wins when it names both), or None."""
     low = text.lower()
-    return Direction.backward if "backward" in low else Direction.forward if "forward" in low else None
+    return (
+        Direction.backward if "backward" in low else Direction.forward if "forward" in low else None
+    )
 
 
 def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
@@ -570,16 +705,22 @@ def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
         chosen = cands[int(m.group(1)) - 1]
         direction = direction or chosen.direction
         if direction is not chosen.direction:
-            chosen = next((c for c in cands if c.id == chosen.id and c.direction is direction), chosen)
+            chosen = next(
+                (c for c in cands if c.id == chosen.id and c.direction is direction), chosen
+            )
     else:
         ids = ID_RE.findall(rest)
         rel_id = next((i for i in ids if any(c.id == i for c in cands)), None)
         if rel_id is None:  # a bare label like "directed by"
-            rel_id = next((c.id for c in cands if norm(c.label) and norm(c.label) in norm(rest)), None)
+            rel_id = next(
+                (c.id for c in cands if norm(c.label) and norm(c.label) in norm(rest)), None
+            )
         if rel_id is None:
             return Invalid(raw=raw[:500], reason="SELECT_RELATION names no candidate relation")
         options = [c for c in cands if c.id == rel_id]
-        chosen = next((c for c in options if direction is None or c.direction is direction), options[0])
+        chosen = next(
+            (c for c in options if direction is None or c.direction is direction), options[0]
+        )
         direction = direction or chosen.direction
     return SelectRelation(relation_id=chosen.id, direction=direction)
 
@@ -587,8 +728,9 @@ def _parse_relation(rest: str, state: TraversalState, raw: str) -> Action:
 _LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,2}[.):]|[-*\u2022])\s+")
 
 
-def parse_action_lines(text: str, state: TraversalState,
-                       newest: list[str] | None = None) -> list[Action]:
+def parse_action_lines(
+    text: str, state: TraversalState, newest: list[str] | None = None
+) -> list[Action]:
     """A reply listing alternative actions, one a line (list markers allowed) → the distinct parsed
     actions, best first. Lines that do not parse are dropped when another line does; a reply with no
     usable line gives one :class:`Invalid` (via :func:`parse_action_text`) so the rejection is
@@ -605,8 +747,8 @@ def parse_action_lines(text: str, state: TraversalState,
 
 
 def parse_scores(text: str, n: int) -> list[float | None]:
-    """One score per candidate from a reply like ``1. SCORE: 0.8`` / ``2: score 0.1`` (or bare numbers a line, in
-    order); None for a candidate the reply leaves out."""
+    """One score per candidate from a reply like ``1. SCORE: 0.8`` / ``2: score 0.1`` (or bare
+    numbers a line, in order); None for a candidate the reply leaves out."""
     out: list[float | None] = [None] * n
     for line in (text or "").splitlines():
         line = line.strip()
@@ -617,9 +759,11 @@ def parse_scores(text: str, n: int) -> list[float | None]:
         if m:
             num = re.search(r"(\d+)", line[: m.start()])
             idx = int(num.group(1)) - 1 if num else None
-            value = parse_score(line[m.start():])
+            value = parse_score(line[m.start() :])
         else:
-            value = parse_score(_LIST_MARK.sub("", line) if re.match(r"^\s*\d+[.):]\s+\S", line) else line)
+            value = parse_score(
+                _LIST_MARK.sub("", line) if re.match(r"^\s*\d+[.):]\s+\S", line) else line
+            )
             lead = re.match(r"^\s*(\d+)[.):]\s+\S", line)
             idx = int(lead.group(1)) - 1 if lead else None
         if value is None:
@@ -632,7 +776,8 @@ def parse_scores(text: str, n: int) -> list[float | None]:
 
 
 def parse_score(text: str) -> float | None:
-    """``"SCORE: 0.7"``, ``"0.7"``, ``"7/10"``, ``"85/100"`` → 0..1; None when no number is there."""
+    """``"SCORE: 0.7"``, ``"0.7"``, ``"7/10"``, ``"85/100"`` → 0..1; None when no number is
+    there."""
     if not text:
         return None
     m = re.search(r"score\s*[:=]?\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*(10|100)\b)?", text, re.I)

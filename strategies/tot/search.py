@@ -1,20 +1,23 @@
-"""Best-first tree search over ASM states (the "tree" of Tree-of-Traversals; k=1 is Chain-of-Traversals).
+"""Best-first tree search over ASM states (the "tree" of Tree-of-Traversals; k=1 is
+Chain-of-Traversals).
 
-Each expansion takes the most valuable unexpanded node (ties → deeper, then older), asks the policy for up to k
-distinct actions, applies each through the ASM and scores the new children with the policy's value function (all of
-one node's children in one :meth:`Policy.values` call).
-Because every unexpanded node stays on the frontier, a branch whose children score low is abandoned for a better
-node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ — unless the model ranked
-another action above it (on the answer's own path, a sibling proposed before it) whose branch still holds a node
-valued higher: that branch is searched first (docs/tot-search.md, "Where this differs from the paper"). A node in
-DEFAULT at depth ≥ max_depth may only answer; after ``max_expansions`` it returns its best answer so far (status
-``below_tau``) or gives up (``no_answer``).
+Each expansion takes the most valuable unexpanded node (ties → deeper, then older), asks the policy
+for up to k distinct actions, applies each through the ASM and scores the new children with the
+policy's value function (all of one node's children in one :meth:`Policy.values` call).
+Because every unexpanded node stays on the frontier, a branch whose children score low is abandoned
+for a better node elsewhere: that is the backtracking. The search stops when an answer scores ≥ τ —
+unless the model ranked another action above it (on the answer's own path, a sibling proposed before
+it) whose branch still holds a node valued higher: that branch is searched first
+(docs/tot-search.md, "Where this differs from the paper"). A node in DEFAULT at depth ≥ max_depth
+may only answer; after ``max_expansions`` it returns its best answer so far (status ``below_tau``)
+or gives up (``no_answer``).
 
-Calls go where they can change the answer: a child that repeats a node already in the tree, or a sibling's
-expansion that reached the same entities over the same pairs (an inverse relation), or an expansion that found
-nothing beside one that found something, is dropped before any value call; a THINK proposed beside other actions
-is dropped (whatever it leads to, the expansion already does); an answer already judged elsewhere keeps its value; and once
-an answer valued at least ``floor`` is in hand, nodes valued below ``floor`` are not expanded.
+Calls go where they can change the answer: a child that repeats a node already in the tree, or a
+sibling's expansion that reached the same entities over the same pairs (an inverse relation), or an
+expansion that found nothing beside one that found something, is dropped before any value call; a
+THINK proposed beside other actions is dropped (whatever it leads to, the expansion already does);
+an answer already judged elsewhere keeps its value; and once an answer valued at least ``floor`` is
+in hand, nodes valued below ``floor`` are not expanded.
 
 It also stops at once when the model's best proposal is a reasoned refusal (``NOT_IN_GRAPH``:
 status ``unsupported`` or ``no_entity``, its reason kept): searching on cannot find what the graph
@@ -41,18 +44,44 @@ from .state import DEFAULT_MAX_HOPS, AsmState, InvalidAction, LocalSubgraph, Tra
 
 
 class SearchConfig(BaseModel):
-    k: int = Field(default=3, ge=1, le=10, description="Branching factor: actions sampled per expansion.")
-    max_hops: int | None = Field(default=DEFAULT_MAX_HOPS, ge=1, le=10,
-                                 description="Expansions (hops) a trajectory may begin before it must answer.")
-    max_depth: int | None = Field(default=None, ge=1, le=50, description="The paper's budget instead: actions "
-                                  "before an answer is forced (an expansion takes 3; the paper used 7).")
-    tau: float = Field(default=0.8, ge=0.0, le=1.0, description="Accept an answer whose value reaches this.")
-    max_expansions: int = Field(default=25, ge=1, le=500, description=(
-        "Give up after this many search steps: a node expanded, or a step a reply decided ahead "
-        "(ASM steps, as the paper counts)."))
-    invalid_penalty: float = Field(default=0.1, ge=0.0, le=1.0, description="Value lost by a retry node.")
-    floor: float = Field(default=0.3, ge=0.0, le=1.0, description="Once an answer valued at least this is in "
-                         "hand, nodes valued below it are not expanded.")
+    k: int = Field(
+        default=3, ge=1, le=10, description="Branching factor: actions sampled per expansion."
+    )
+    max_hops: int | None = Field(
+        default=DEFAULT_MAX_HOPS,
+        ge=1,
+        le=10,
+        description="Expansions (hops) a trajectory may begin before it must answer.",
+    )
+    max_depth: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="The paper's budget instead: actions "
+        "before an answer is forced (an expansion takes 3; the paper used 7).",
+    )
+    tau: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="Accept an answer whose value reaches this."
+    )
+    max_expansions: int = Field(
+        default=25,
+        ge=1,
+        le=500,
+        description=(
+            "Give up after this many search steps: a node expanded, or a step a reply decided "
+            "ahead (ASM steps, as the paper counts)."
+        ),
+    )
+    invalid_penalty: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="Value lost by a retry node."
+    )
+    floor: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="Once an answer valued at least this is in "
+        "hand, nodes valued below it are not expanded.",
+    )
 
 
 class StateSummary(BaseModel):
@@ -63,7 +92,9 @@ class StateSummary(BaseModel):
     entities: int
     edges: int
     selected_entities: list[str] = Field(default_factory=list)
-    candidate_relations: list[str] = Field(default_factory=list, description="'id (direction)' strings.")
+    candidate_relations: list[str] = Field(
+        default_factory=list, description="'id (direction)' strings."
+    )
     last_expansion: str | None = None
 
     @classmethod
@@ -71,7 +102,10 @@ class StateSummary(BaseModel):
         last = None
         if state.subgraph.expansions:
             x = state.subgraph.expansions[-1]
-            last = f"{x.relation_id} ({x.direction.value}) from {', '.join(x.entity_ids)}: +{x.edges_added} edges"
+            last = (
+                f"{x.relation_id} ({x.direction.value}) from {', '.join(x.entity_ids)}: "
+                f"+{x.edges_added} edges"
+            )
             if x.note:
                 last += f" — {x.note}"
         return cls(
@@ -81,7 +115,8 @@ class StateSummary(BaseModel):
             edges=len(state.subgraph.edges),
             selected_entities=list(state.selected_entities),
             candidate_relations=[
-                f"{r.id}{' (backward)' if r.direction is Direction.backward else ''}" for r in state.candidate_relations
+                f"{r.id}{' (backward)' if r.direction is Direction.backward else ''}"
+                for r in state.candidate_relations
             ],
             last_expansion=last,
         )
@@ -93,12 +128,20 @@ class SearchNode(BaseModel):
     action: Action | None = None
     value: float | None = None
     depth: int = 0
-    retry: bool = Field(default=False, description="A node that only carries rejected proposals as feedback.")
-    expanded_at: int | None = Field(default=None, description="Order in which this node was expanded (0-based).")
+    retry: bool = Field(
+        default=False, description="A node that only carries rejected proposals as feedback."
+    )
+    expanded_at: int | None = Field(
+        default=None, description="Order in which this node was expanded (0-based)."
+    )
     children: list[int] = Field(default_factory=list)
-    rejected: list[InvalidAction] = Field(default_factory=list, description="Proposals the ASM turned down here.")
+    rejected: list[InvalidAction] = Field(
+        default_factory=list, description="Proposals the ASM turned down here."
+    )
     summary: StateSummary
-    state: TraversalState | None = Field(default=None, exclude=True, description="In memory only; not serialised.")
+    state: TraversalState | None = Field(
+        default=None, exclude=True, description="In memory only; not serialised."
+    )
 
     @property
     def terminal(self) -> bool:
@@ -106,14 +149,19 @@ class SearchNode(BaseModel):
 
 
 class RankedAnswer(BaseModel):
-    """The answer as reported: the model's items as the subgraph shows them (entities and values), best first."""
+    """The answer as reported: the model's items as the subgraph shows them (entities and values),
+    best first."""
 
     items: list[AnswerItem] = Field(default_factory=list)
     entity_ids: list[str] = Field(default_factory=list, description="The items that are entities.")
-    labels: list[str] = Field(default_factory=list, description="The items' names (entity labels or values).")
+    labels: list[str] = Field(
+        default_factory=list, description="The items' names (entity labels or values)."
+    )
     text: str = ""
-    dropped: list[str] = Field(default_factory=list, description="Items the model gave that the subgraph does not "
-                               "show (not reported).")
+    dropped: list[str] = Field(
+        default_factory=list,
+        description="Items the model gave that the subgraph does not show (not reported).",
+    )
 
 
 class SearchResult(BaseModel):
@@ -124,11 +172,15 @@ class SearchResult(BaseModel):
     value: float = 0.0
     expansions: int = 0
     nodes: list[SearchNode] = Field(default_factory=list)
-    path: list[int] = Field(default_factory=list, description="Node IDs from the root to the answer node.")
+    path: list[int] = Field(
+        default_factory=list, description="Node IDs from the root to the answer node."
+    )
     subgraph: LocalSubgraph = Field(default_factory=LocalSubgraph)
     subgraph_text: str = ""
     topic_entities: list[str] = Field(default_factory=list)
-    labels: dict[str, str] = Field(default_factory=dict, description="Label of every entity seen in the tree.")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Label of every entity seen in the tree."
+    )
     usage: LLMUsage = Field(default_factory=LLMUsage)
     latency_s: float = 0.0
     config: SearchConfig = Field(default_factory=SearchConfig)
@@ -153,8 +205,10 @@ class SearchResult(BaseModel):
             mark = "*" if node_id in on_path else " "
             order = f" #{n.expanded_at}" if n.expanded_at is not None else ""
             lines.append(f"{mark} {'  ' * indent}[{val}] {what}{order}")
-            done_here = n.action is not None and (n.action.kind == "select_relation" or (
-                n.action.kind == "expand_kg" and n.summary.asm_state is AsmState.DEFAULT))
+            done_here = n.action is not None and (
+                n.action.kind == "select_relation"
+                or (n.action.kind == "expand_kg" and n.summary.asm_state is AsmState.DEFAULT)
+            )
             if done_here and n.summary.last_expansion:  # the expansion this node completed
                 lines.append(f"  {'  ' * indent}    → {n.summary.last_expansion}")
             for r in n.rejected:
@@ -169,6 +223,7 @@ class SearchResult(BaseModel):
 
 def describe_action(action: Action, labels: dict[str, str]) -> str:
     """Like ``action.describe()`` but entity IDs are shown with their labels when known."""
+
     def name(i: str) -> str:
         return f"{labels[i]} ({i})" if i in labels else i
 
@@ -193,7 +248,9 @@ ProgressCallback = Callable[[SearchProgress], Awaitable[None] | None]
 class TreeSearch:
     """Runs Tree-of-Traversals for one question with a given policy over the ASM's KGs."""
 
-    def __init__(self, asm: TraversalASM, policy: Policy, config: SearchConfig | None = None) -> None:
+    def __init__(
+        self, asm: TraversalASM, policy: Policy, config: SearchConfig | None = None
+    ) -> None:
         self.asm = asm
         self.policy = policy
         self.config = config or SearchConfig()
@@ -204,20 +261,34 @@ class TreeSearch:
         usage_before = self.policy.usage.snapshot()
         cfg = self.config
         self.policy.tau = cfg.tau
-        root_state = await self.asm.initial_state(question, max_depth=cfg.max_depth, max_hops=cfg.max_hops)
+        root_state = await self.asm.initial_state(
+            question, max_depth=cfg.max_depth, max_hops=cfg.max_hops
+        )
         nodes: list[SearchNode] = [
             SearchNode(id=0, value=1.0, state=root_state, summary=StateSummary.of(root_state))
         ]
         best_answer: SearchNode | None = None
         expansions = order = 0  # ASM steps taken (the budget), nodes expanded
         error: str | None = None
-        seen: dict[tuple, int] = {root_state.signature(): 0}  # duplicate detection (a transposition table)
+        seen: dict[tuple, int] = {
+            root_state.signature(): 0
+        }  # duplicate detection (a transposition table)
         self._judged: dict[tuple, float] = {}  # answers valued so far, by what they answer
         while expansions < cfg.max_expansions:
-            floor = cfg.floor if best_answer is not None and not _refuses(best_answer) \
-                and (best_answer.value or 0) >= cfg.floor and self.policy.facts_decide else 0.0
-            held = best_answer is not None and (best_answer.value or 0) >= cfg.tau  # held up by what ranks above
-            node = self._select(nodes, within=self._ranked_above(best_answer, nodes) if held else None, floor=floor)
+            floor = (
+                cfg.floor
+                if best_answer is not None
+                and not _refuses(best_answer)
+                and (best_answer.value or 0) >= cfg.floor
+                and self.policy.facts_decide
+                else 0.0
+            )
+            held = (
+                best_answer is not None and (best_answer.value or 0) >= cfg.tau
+            )  # held up by what ranks above
+            node = self._select(
+                nodes, within=self._ranked_above(best_answer, nodes) if held else None, floor=floor
+            )
             if node is None:
                 break
             node.expanded_at = order
@@ -231,7 +302,9 @@ class TreeSearch:
             expansions += steps  # steps a reply decided ahead are ASM steps: the budget has them
             for cid in node.children:
                 child = nodes[cid]
-                if child.terminal and (best_answer is None or _better(child, best_answer, self.policy.facts_decide)):
+                if child.terminal and (
+                    best_answer is None or _better(child, best_answer, self.policy.facts_decide)
+                ):
                     best_answer = child
             if refused is not None:
                 best_answer = refused
@@ -250,27 +323,38 @@ class TreeSearch:
                     await report
             if refused is not None:
                 break
-            if best_answer is not None and (best_answer.value or 0) >= cfg.tau \
-                    and not self._ranked_above(best_answer, nodes):
+            if (
+                best_answer is not None
+                and (best_answer.value or 0) >= cfg.tau
+                and not self._ranked_above(best_answer, nodes)
+            ):
                 break
         return self._result(question, nodes, best_answer, expansions, usage_before, started, error)
 
-    # -- internals ---------------------------------------------------------------------------------------------
+    # -- internals ---------------------------------------------------------------------------------
     @staticmethod
-    def _select(nodes: list[SearchNode], within: list[SearchNode] | None = None,
-                floor: float = 0.0) -> SearchNode | None:
-        """Most valuable unexpanded, non-terminal node (of ``within`` when given), valued at least ``floor``;
-        ties → deeper, then the earlier one."""
+    def _select(
+        nodes: list[SearchNode], within: list[SearchNode] | None = None, floor: float = 0.0
+    ) -> SearchNode | None:
+        """Most valuable unexpanded, non-terminal node (of ``within`` when given), valued at least
+        ``floor``; ties → deeper, then the earlier one."""
         pool = within or nodes
-        open_nodes = (n for n in pool if n.expanded_at is None and not n.terminal and (n.value or 0.0) >= floor)
-        return max(open_nodes, key=lambda n: (n.value or 0.0, n.depth), default=None)  # max keeps the first of ties
+        open_nodes = (
+            n
+            for n in pool
+            if n.expanded_at is None and not n.terminal and (n.value or 0.0) >= floor
+        )
+        return max(
+            open_nodes, key=lambda n: (n.value or 0.0, n.depth), default=None
+        )  # max keeps the first of ties
 
     @staticmethod
     def _ranked_above(answer: SearchNode | None, nodes: list[SearchNode]) -> list[SearchNode]:
-        """The open nodes that keep an answer from ending the search: in the branches of siblings the model
-        proposed before a node on the answer's path, those valued higher than the answer. The paper stops at the
-        first answer ≥ τ; here an answer given "just in case" beside the expansion the model ranked first waits
-        for that expansion. Alternatives ranked below the path never hold it up."""
+        """The open nodes that keep an answer from ending the search: in the branches of siblings
+        the model proposed before a node on the answer's path, those valued higher than the answer.
+        The paper stops at the first answer ≥ τ; here an answer given "just in case" beside the
+        expansion the model ranked first waits for that expansion. Alternatives ranked below the
+        path never hold it up."""
         if answer is None or _refuses(answer):
             return []
         bar = answer.value or 0.0
@@ -288,8 +372,9 @@ class TreeSearch:
             cur = parent
         return out
 
-    async def _expand(self, node: SearchNode, nodes: list[SearchNode],
-                      seen: dict[tuple, int]) -> tuple[SearchNode | None, int]:
+    async def _expand(
+        self, node: SearchNode, nodes: list[SearchNode], seen: dict[tuple, int]
+    ) -> tuple[SearchNode | None, int]:
         """Apply the policy's proposals; a child that repeats a node already in the tree (the same
         facts, state, selection and budget) or a sibling's place is dropped before it is valued, so
         backtracking goes somewhere new instead of paying again for the same calls. A THINK is kept
@@ -302,11 +387,21 @@ class TreeSearch:
         search ends there, and no value call is made: the model said why; a judge adds nothing), and
         how many decided steps were applied."""
         state = node.state
-        proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[: self.config.k]
-        if any(isinstance(a, ExpandKG) for a in proposals) and self.policy.facts_decide:  # it would redo it
-            node.rejected += [InvalidAction(asm_state=state.asm_state, action=a, reason="a thought beside "
-                                            "EXPAND_KG: the expansion is the step") for a in proposals
-                              if isinstance(a, Think)]
+        proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[
+            : self.config.k
+        ]
+        if (
+            any(isinstance(a, ExpandKG) for a in proposals) and self.policy.facts_decide
+        ):  # it would redo it
+            node.rejected += [
+                InvalidAction(
+                    asm_state=state.asm_state,
+                    action=a,
+                    reason="a thought beside EXPAND_KG: the expansion is the step",
+                )
+                for a in proposals
+                if isinstance(a, Think)
+            ]
             proposals = [a for a in proposals if not isinstance(a, Think)]
         last_rejected: TraversalState | None = None
         repeats = steps = 0
@@ -321,19 +416,34 @@ class TreeSearch:
             steps += ahead
             if not isinstance(action, Think):
                 sig = new_state.signature()
-                reason = f"repeats node {seen[sig]}" if sig in seen else (
-                    _same_place(new_state, kept, state) if self.policy.facts_decide else "")
+                reason = (
+                    f"repeats node {seen[sig]}"
+                    if sig in seen
+                    else (_same_place(new_state, kept, state) if self.policy.facts_decide else "")
+                )
                 if reason:
-                    node.rejected.append(InvalidAction(asm_state=state.asm_state, action=new_state.actions[-1],
-                                                       reason=f"{reason}: nothing new"))
+                    node.rejected.append(
+                        InvalidAction(
+                            asm_state=state.asm_state,
+                            action=new_state.actions[-1],
+                            reason=f"{reason}: nothing new",
+                        )
+                    )
                     repeats += 1
                     continue
             kept.append(new_state)
         found = [s for s in kept if (x := _expansion_of(s, state)) is None or x.edges_added]
         for s in kept:
-            if found and s not in found and self.policy.facts_decide:  # empty, beside one that found something
-                node.rejected.append(InvalidAction(asm_state=state.asm_state, action=s.actions[-1],
-                                                   reason="the expansion found nothing new"))
+            if (
+                found and s not in found and self.policy.facts_decide
+            ):  # empty, beside one that found something
+                node.rejected.append(
+                    InvalidAction(
+                        asm_state=state.asm_state,
+                        action=s.actions[-1],
+                        reason="the expansion found nothing new",
+                    )
+                )
                 repeats += 1
                 continue
             if not isinstance(s.actions[-1], Think):
@@ -345,8 +455,9 @@ class TreeSearch:
             first.value = 0.0
             return first, steps
         if node.children:
-            # All children judged together (one call for an LLM policy; the default asks per child); an answer
-            # judged before elsewhere in the tree keeps that value and is not judged again.
+            # All children judged together (one call for an LLM policy; the default asks per child);
+            # an answer judged before elsewhere in the tree keeps that value and is not judged
+            # again.
             kids = [nodes[c] for c in node.children]
             key = {c.id: _answer_key(c, self.policy.facts_decide) for c in kids}
             fresh = [c for c in kids if key[c.id] is None or key[c.id] not in self._judged]
@@ -354,16 +465,23 @@ class TreeSearch:
                 if key[c.id] is not None and key[c.id] in self._judged:
                     c.value = self._judged[key[c.id]]
             if fresh:
-                scores = await self.policy.values([c.state for c in fresh], parent=state, parent_value=node.value)
+                scores = await self.policy.values(
+                    [c.state for c in fresh], parent=state, parent_value=node.value
+                )
                 for c, v in zip(fresh, list(scores) + [None] * (len(fresh) - len(scores))):
                     c.value = _clamp(v)
                     if key[c.id] is not None:
                         self._judged[key[c.id]] = c.value
         if not node.children and not repeats:  # (every proposal a repeat: a dead end, not a retry)
-            # Nothing valid came back: keep one retry node carrying the feedback so the policy can try again,
-            # valued a little below its parent so an alternative elsewhere wins ties.
-            _add_child(node, nodes, last_rejected or self._no_proposal(state), retry=True,
-                       value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty))
+            # Nothing valid came back: keep one retry node carrying the feedback so the policy can
+            # try again, valued a little below its parent so an alternative elsewhere wins ties.
+            _add_child(
+                node,
+                nodes,
+                last_rejected or self._no_proposal(state),
+                retry=True,
+                value=max(0.0, (node.value or 0.0) - self.config.invalid_penalty),
+            )
         return None, steps
 
     async def _carry_through(self, state: TraversalState) -> tuple[TraversalState, int]:
@@ -383,7 +501,11 @@ class TreeSearch:
     def _no_proposal(state: TraversalState) -> TraversalState:
         new = state.fork()
         new.invalid_actions.append(
-            InvalidAction(asm_state=state.asm_state, action=Invalid(reason="no action proposed"), reason="no action proposed")
+            InvalidAction(
+                asm_state=state.asm_state,
+                action=Invalid(reason="no action proposed"),
+                reason="no action proposed",
+            )
         )
         return new
 
@@ -409,8 +531,13 @@ class TreeSearch:
             status = "answered" if (best.value or 0) >= self.config.tau else "below_tau"
             if ans.status == "incomplete":
                 status = "incomplete"
-            answer = RankedAnswer(items=list(ans.items), entity_ids=list(ans.entity_ids),
-                                  labels=[it.text for it in ans.items], text=ans.text, dropped=list(ans.ungrounded))
+            answer = RankedAnswer(
+                items=list(ans.items),
+                entity_ids=list(ans.entity_ids),
+                labels=[it.text for it in ans.items],
+                text=ans.text,
+                dropped=list(ans.ungrounded),
+            )
             partial, why = partial_reason(best.state)
             caveat = self.policy.caveat(best.state)
             if caveat:
@@ -449,9 +576,16 @@ class TreeSearch:
 
 
 def _add_child(node: SearchNode, nodes: list[SearchNode], state: TraversalState, **fields) -> None:
-    """A new node one step below ``node`` holding ``state`` (``fields``: its action, or that it is a retry)."""
-    child = SearchNode(id=len(nodes), parent=node.id, depth=node.depth + 1, state=state,
-                       summary=StateSummary.of(state), **fields)
+    """A new node one step below ``node`` holding ``state`` (``fields``: its action, or that it is a
+    retry)."""
+    child = SearchNode(
+        id=len(nodes),
+        parent=node.id,
+        depth=node.depth + 1,
+        state=state,
+        summary=StateSummary.of(state),
+        **fields,
+    )
     nodes.append(child)
     node.children.append(child.id)
 
@@ -464,13 +598,16 @@ def _expansion_of(child: TraversalState, parent: TraversalState):
 
 
 def _pairs(state: TraversalState) -> frozenset:
-    return frozenset(frozenset((e.source, e.target)) for e in state.subgraph.edges if e.target is not None)
+    return frozenset(
+        frozenset((e.source, e.target)) for e in state.subgraph.edges if e.target is not None
+    )
 
 
 def _same_place(new: TraversalState, siblings: list[TraversalState], parent: TraversalState) -> str:
-    """Why ``new`` adds nothing its siblings have not: an expansion reaching the same entities joined in the same
-    pairs as one ranked before it (e.g. a relation and its inverse: "children" forward, "parents" backward), or
-    "". The model's first choice is kept; valuing and searching the second would decide the same place again."""
+    """Why ``new`` adds nothing its siblings have not: an expansion reaching the same entities
+    joined in the same pairs as one ranked before it (e.g. a relation and its inverse: "children"
+    forward, "parents" backward), or "". The model's first choice is kept; valuing and searching the
+    second would decide the same place again."""
     if _expansion_of(new, parent) is None:
         return ""
     for n, s in enumerate(siblings, 1):
@@ -490,8 +627,9 @@ def _answer_key(node: SearchNode, facts_decide: bool = True) -> tuple | None:
 
 
 def _better(a: SearchNode, b: SearchNode, by_items: bool = True) -> bool:
-    """Whether answer ``a`` beats the best so far, ``b``: valued higher, or (``by_items``) as high with more of
-    its items entities of the graph (an entity reached over an edge over a name read in a summary)."""
+    """Whether answer ``a`` beats the best so far, ``b``: valued higher, or (``by_items``) as high
+    with more of its items entities of the graph (an entity reached over an edge over a name read in
+    a summary)."""
     va, vb = a.value or 0.0, b.value or 0.0
     if va != vb or not by_items:
         return va > vb
@@ -500,8 +638,12 @@ def _better(a: SearchNode, b: SearchNode, by_items: bool = True) -> bool:
 
 
 def _refuses(node: SearchNode) -> bool:
-    return node.terminal and node.state is not None and node.state.answer is not None \
+    return (
+        node.terminal
+        and node.state is not None
+        and node.state.answer is not None
         and node.state.answer.refuses
+    )
 
 
 def _path_to(node: SearchNode, nodes: list[SearchNode]) -> list[int]:
@@ -515,11 +657,14 @@ def _path_to(node: SearchNode, nodes: list[SearchNode]) -> list[int]:
 
 
 def partial_reason(state: TraversalState) -> tuple[bool, str]:
-    """Whether the answer's trajectory is known to have left answers out, and one line saying why: an expansion
-    the edge cap cut, or the answer said INCOMPLETE."""
+    """Whether the answer's trajectory is known to have left answers out, and one line saying why:
+    an expansion the edge cap cut, or the answer said INCOMPLETE."""
     sub = state.subgraph
     cut = [(n, x) for n, x in enumerate(sub.expansions, 1) if x.truncated]
-    reasons = [f"expansion {n} ({x.relation_id} {x.direction.value}) {x.cut_text(sub.label)}" for n, x in cut]
+    reasons = [
+        f"expansion {n} ({x.relation_id} {x.direction.value}) {x.cut_text(sub.label)}"
+        for n, x in cut
+    ]
     if state.answer is not None and state.answer.status == "incomplete":
         reasons.insert(0, "the search ran out of expansions before reaching the answer")
     return bool(reasons), "; ".join(reasons)

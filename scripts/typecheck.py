@@ -36,7 +36,8 @@ def main(argv: list[str]) -> int:
         shutil.copy(REPO / "tot_mcp" / "__init__.py", package)
         for part in PARTS:
             (package / part).symlink_to(REPO / part, target_is_directory=True)
-        cmd = [sys.executable, "-m", "mypy", "-p", "tot_mcp", "--ignore-missing-imports", *argv]
+        config = ["--config-file", str(REPO / "pyproject.toml")]  # mypy runs in the temporary tree
+        cmd = [sys.executable, "-m", "mypy", "-p", "tot_mcp", "--ignore-missing-imports", *config, *argv]
         return subprocess.run(cmd, cwd=tmp).returncode
 
 

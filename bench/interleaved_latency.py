@@ -6,7 +6,8 @@ Each method gets its own KG instance and services object (no method answers from
 each question is run by every method, the first method changing from question to question. Prints
 one table: Hits@1 and median latency per method, and each method's median against the first's.
 
-    python bench/interleaved_latency.py --methods router chain tot --sets mqa1 mqa2 mqa3 --skip 100 --limit 100
+    python bench/interleaved_latency.py --methods router chain tot --sets mqa1 mqa2 mqa3 \
+        --skip 100 --limit 100
 """
 
 from __future__ import annotations

@@ -48,10 +48,13 @@ tot-search records them). One JSONL per hop × slice × setting lands in ``WORK/
 KGs and the embedder are loaded and one question is answered per setting before timing. The endpoint
 is started here and stopped at the end.
 
-    python -m bench.linked3                                 # 2-hop and 3-hop, first 100 of each slice
+    # 2-hop and 3-hop, first 100 of each slice
+    python -m bench.linked3
     python -m bench.linked3 --hops 3 --slices cast→films→catalog --limit 20 --skip 20
-    python -m bench.linked3 --build-only                    # just the data, the stores, the config and --check
-    python -m bench.linked3 --table ~/.cache/tot-mcp/bench/linked3/runs/TIME   # a finished run's table again
+    # just the data, the stores, the config and --check
+    python -m bench.linked3 --build-only
+    # a finished run's table again
+    python -m bench.linked3 --table ~/.cache/tot-mcp/bench/linked3/runs/TIME
 """
 
 from __future__ import annotations
@@ -555,12 +558,17 @@ class Row:
         n = len(self.single)
         s_lat = statistics.median(r.latency_s for r in self.single) * 1000
         t_lat = statistics.median(r.latency_s for r in self.three) * 1000
-        hits = lambda rs: statistics.fmean(r.hits1 for r in rs)  # noqa: E731
-        errors = lambda rs: sum(1 for r in rs if r.error)  # noqa: E731
-        flags = lambda rs: (
-            f"{sum(1 for r in rs if r.partial)} / "  # noqa: E731
-            f"{sum(1 for r in rs if r.status == 'below_tau')}"
-        )
+
+        def hits(rs):
+            return statistics.fmean(r.hits1 for r in rs)
+
+        def errors(rs):
+            return sum(1 for r in rs if r.error)
+
+        def flags(rs):
+            partial = sum(1 for r in rs if r.partial)
+            return f"{partial} / {sum(1 for r in rs if r.status == 'below_tau')}"
+
         return (
             f"| {self.hops}-hop {self.slice} | {n} | {hits(self.single):.3f} | "
             f"{hits(self.three):.3f} | {s_lat:.0f} / {t_lat:.0f} ms | "

@@ -1,9 +1,10 @@
 """The same questions over one KB and over two linked KGs, side by side: what linking costs in
 answers and time.
 
-    python -m bench.linked_table                        # linked-MetaQA dev 2-hop and 3-hop, offline policy
+    python -m bench.linked_table                # linked-MetaQA dev 2-hop and 3-hop, offline policy
     python -m bench.linked_table --limit 50 --method chain
-    python -m bench.linked_table --data DIR             # another split of the same shape (e.g. held-out questions)
+    # another split of the same shape (e.g. held-out questions)
+    python -m bench.linked_table --data DIR
 
 Per question, the method ``tot-search --method`` runs (``strategies.methods``) answers it twice in
 this one process, one right after the other: over the MetaQA KB alone (the embedded KG: the same

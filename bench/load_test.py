@@ -1,8 +1,8 @@
 """Many MCP clients at once over streamable HTTP: latency, throughput, errors, server memory, result
 identity.
 
-    python -m bench.load_test                       # 50 sessions x 200 calls, as fast as they can go
-    python -m bench.load_test --rate 2              # each session paced at 2 calls/s (an agent's think time)
+    python -m bench.load_test                      # 50 sessions x 200 calls, as fast as they can go
+    python -m bench.load_test --rate 2             # each session paced at 2 calls/s (think time)
     python -m bench.load_test --rate 1,2,4,8 --rounds 1 --calls 60   # a sweep: one round per rate
 
 Starts ``python -m server.cli --transport http --port 0 --kg movies=embedded`` on 127.0.0.1 (the

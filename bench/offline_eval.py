@@ -3,7 +3,8 @@ PathQuestion).
 
     python bench/offline_eval.py                      # every set, all 300 questions each
     python bench/offline_eval.py --limit 100 --sets mqa1 pq2
-    python bench/offline_eval.py --errors 20 --sets mqa3   # also print the first 20 misses with the chosen path
+    # also print the first 20 misses with the chosen path
+    python bench/offline_eval.py --errors 20 --sets mqa3
 
 Each KB is loaded once; latency is per question (entity linking + reasoning) with model and KB
 loaded. Topic entities come from ``initialize``; PathQuestion's topic (the gold path's first field,
@@ -123,8 +124,10 @@ async def run_set(
                 else "-"
             )
             alts = "; ".join(
-                f"{' → '.join(r.split(':', 1)[1] + ('' if d.value == 'forward' else '⁻¹') for r, d in p.hops)} "
-                f"{p.score:.2f}"
+                " → ".join(
+                    r.split(":", 1)[1] + ("" if d.value == "forward" else "⁻¹") for r, d in p.hops
+                )
+                + f" {p.score:.2f}"
                 for p in res.plans[1:4]
             )
             print(

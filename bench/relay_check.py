@@ -12,10 +12,12 @@ prints them with the seed. Every set is one ``tot-search`` run per method, so th
 CLI's.
 
     mkdir -p relay-run && python ../shared/tools/llm_relay.py 8790 relay-run &
-    python -m bench.relay_check --port 8790 --relay-dir relay-run --out runs/relay-check    # a model answers
-    python -m bench.relay_check --port 8790 --relay-dir relay-run --methods tot    # one method
-    python -m bench.relay_check --out runs/relay-check --table-only                          # the table again
-    python -m bench.relay_check --list                                                       # the questions
+    # a model answers
+    python -m bench.relay_check --port 8790 --relay-dir relay-run --out runs/relay-check
+    # one method
+    python -m bench.relay_check --port 8790 --relay-dir relay-run --methods tot
+    python -m bench.relay_check --out runs/relay-check --table-only    # the table again
+    python -m bench.relay_check --list                                 # the questions
 
 Prompt characters are ``len(system) + len(prompt)`` of the relay's request files, matched to a
 question by the prompt's first line (``Question: ...``); without ``--relay-dir`` the runner's token

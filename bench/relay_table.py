@@ -5,7 +5,8 @@ Why a script: the relay's usage figures are rough, so prompt tokens are counted 
 files it wrote (characters of system + prompt / 4, per question, matched by the prompt's first
 line), beside the runner's own Hits@1 and LLM-call counts.
 
-    python bench/relay_table.py --run mqa2=relay/m2/tot-153.jsonl@relay/m2 --run mqa3=relay/m3/tot-153.jsonl@relay/m3
+    python bench/relay_table.py --run mqa2=relay/m2/tot-153.jsonl@relay/m2 \
+        --run mqa3=relay/m3/tot-153.jsonl@relay/m3
 
 Each run file names the relay that served it: a question asked through two relays (tot through one,
 plan through another) is counted in each row from its own relay only.

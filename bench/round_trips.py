@@ -13,7 +13,7 @@ would). Per question: the proxy's log lines (= catalog requests) and the wall ti
 freshly built system, one cold ``follow_path`` of three hops across the three KGs (an actor's films,
 their genres, the other films of those genres).
 
-    python -m bench.round_trips                       # 10 questions per hop count, 50 ms per request
+    python -m bench.round_trips                      # 10 questions per hop count, 50 ms per request
     python -m bench.round_trips --limit 20 --delay 200
 """
 

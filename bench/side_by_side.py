@@ -13,7 +13,7 @@ uses, so the numbers are the CLI's. Offline policy and judges by default.
 One JSONL per set × method × task lands in ``--out`` (resumable), and the table is printed from
 every JSONL found there, so methods can run in separate invocations:
 
-    python bench/side_by_side.py --limit 100                                   # every method, every set
+    python bench/side_by_side.py --limit 100                            # every method, every set
     python bench/side_by_side.py --methods router tot chain --sets mqa1 mqa2 mqa3 PQ-2H --limit 100
     python bench/side_by_side.py --table-only
 """

@@ -7,8 +7,10 @@ puts both under the same load, so their ratio is what one would measure on a qui
 issue #22's "per-call cost against d2594f1" (docs/architecture.md)::
 
     git worktree add /tmp/wt-old d2594f1
-    python -m venv --system-site-packages /tmp/venv-old && /tmp/venv-old/bin/pip install --no-deps -e /tmp/wt-old
-    python -m bench.stdio_side_by_side --other "/tmp/venv-old/bin/python -m server.cli" --other-cwd /tmp/wt-old
+    python -m venv --system-site-packages /tmp/venv-old
+    /tmp/venv-old/bin/pip install --no-deps -e /tmp/wt-old
+    python -m bench.stdio_side_by_side --other "/tmp/venv-old/bin/python -m server.cli" \
+        --other-cwd /tmp/wt-old
 
 The calls are ``bench.kg_bench``'s random lookups (same seed), on the MetaQA KB of ``../shared``
 (else the embedded copy); each server is warmed with 100 calls first. Prints p50/p90 per server, the

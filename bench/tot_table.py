@@ -1,7 +1,8 @@
 """Run ``tot-search`` over every dev sample in ``../shared/benchmarks`` and print the README's
 results table.
 
-    python -m bench.tot_table                          # all sets, all questions, offline policy, paper defaults
+    # all sets, all questions, offline policy, paper defaults
+    python -m bench.tot_table
     python -m bench.tot_table --limit 50 --sets mqa1 pq2 --method chain
 
 Each set is one real ``tot-search`` run (same settings everywhere) writing

@@ -554,11 +554,11 @@ def table(pairs_by_method: dict[str, list[tuple[dict, dict]]], kinds: list[str])
             rs = [r for q, r in pairs if q["kind"] == kind]
             if not rs:
                 continue
-            linked = (
-                "–"
-                if kind in UNANSWERABLE
-                else f"{statistics.fmean(linked_right(q, r) for q, r in pairs if q['kind'] == kind):.3f}"
-            )
+            if kind in UNANSWERABLE:
+                linked = "–"
+            else:
+                rate = statistics.fmean(linked_right(q, r) for q, r in pairs if q["kind"] == kind)
+                linked = f"{rate:.3f}"
             n = len(rs)
             mean_hits = statistics.fmean(r["hits1"] for r in rs)
             hits = "–" if kind in UNANSWERABLE else f"{mean_hits:.3f}"

@@ -8,11 +8,12 @@ one film node may stand for several films that share a title. Everything needed 
 is in the node's own edges; this module reads it off and says it in ≤ 160 characters, most telling
 part first, giving values rather than counts where they fit::
 
-    Forrest Gump     release year 1994; directed by Robert Zemeckis; written by Winston Groom; genre Drama
-    Hamlet           release years 1948, 1964, 1969, 1990, 1996 (+2 more); directed by 7; languages English,
-                     Russian; genre Drama (may be 7 things named "Hamlet")
-    Tom Hanks        starred actor of 32; has directed 2; has written 2
-    tom hanks        tag of 29
+    Forrest Gump   release year 1994; directed by Robert Zemeckis; written by Winston Groom;
+                   genre Drama
+    Hamlet         release years 1948, 1964, 1969, 1990, 1996 (+2 more); directed by 7;
+                   languages English, Russian; genre Drama (may be 7 things named "Hamlet")
+    Tom Hanks      starred actor of 32; has directed 2; has written 2
+    tom hanks      tag of 29
 
 The bound is 160 so that a node standing for several things can still list its values — five release
 years, the note that it may be several things and two or three short parts more — and it is where
@@ -24,12 +25,12 @@ with ``label``, ``description`` and ``is_literal``; ``out[i]`` / ``inc[i]``, eac
 general English readings of a relation label (a leading ``has``/``is``/``in``… is dropped from a
 noun: ``has tags`` → ``tag of 12``, ``in language`` → ``language English``):
 
-    label shape                  one value      several, listed / counted          as the object (backward)
-    "X by", X a participle       directed by V  directed by V, W / directed by 9   has directed 2
-    "X by", X a noun             music by V     music by V, W / music by 9         2 with music by them
-    "X of"                       member of V    member of V, W / member of 9       3 members
-    "X in" (other prepositions)  born in V      born in V, W / born in 9           3 born in it
-    anything else (a noun)       genre V        genres V, W / 9 genres             genre of 32
+    label shape              one value      several, listed / counted         as object (backward)
+    "X by", X a participle   directed by V  directed by V, W / directed by 9  has directed 2
+    "X by", X a noun         music by V     music by V, W / music by 9        2 with music by them
+    "X of"                   member of V    member of V, W / member of 9      3 members
+    "X in" (other preps.)    born in V      born in V, W / born in 9          3 born in it
+    anything else (a noun)   genre V        genres V, W / 9 genres            genre of 32
 
 A participle ends in -ed/-en/-wn or is one of a few common irregular ones (``made``, ``built``,
 ``sung`` …): the object of "S written by O" *has written* S, while "S music by O" reads as a noun.

@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS names (
 );
 CREATE INDEX IF NOT EXISTS names_norm ON names(norm);
 CREATE VIRTUAL TABLE IF NOT EXISTS names_fts USING fts5(
-    label, content='names', content_rowid='id', tokenize='unicode61 remove_diacritics 2', prefix='2 3'
+    label, content='names', content_rowid='id',
+    tokenize='unicode61 remove_diacritics 2', prefix='2 3'
 );
 INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
 """

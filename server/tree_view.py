@@ -100,13 +100,15 @@ const post = m => window.parent.postMessage(Object.assign({jsonrpc: '2.0'}, m), 
 const request = (method, params) => new Promise((ok, fail) => {
   const id = next++; pending.set(id, {ok, fail}); post({id, method, params}); });
 const size = () => post({method: 'ui/notifications/size-changed',
-  params: {width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight}});
+  params: {width: document.documentElement.scrollWidth,
+           height: document.documentElement.scrollHeight}});
 const esc = s => String(s).replace(/[&<>"']/g, c => '&#' + c.charCodeAt(0) + ';');
 function show(markup, run) { main.innerHTML = markup; if (run) main.dataset.run = run; size(); }
 async function result(r) {
   const mine = (r._meta || {})['tot-mcp/search-tree'] || {}, data = r.structuredContent || {};
   const uri = data.view || mine.uri || '', run = (uri.match(/[?&]run=(t[0-9a-f]{12})/) || [])[1];
-  if (r.isError) return show('<p class=err>' + esc((r.content || []).map(c => c.text || '').join(' ')) + '</p>');
+  if (r.isError)
+    return show('<p class=err>' + esc((r.content || []).map(c => c.text || '').join(' ')) + '</p>');
   if (mine.html) return show(mine.html, run);
   if (!uri) return show('<p class=err>this result has no search tree</p>');
   try {
@@ -123,10 +125,13 @@ window.addEventListener('message', e => {
     return m.error ? p.fail(new Error(m.error.message || 'error ' + m.error.code)) : p.ok(m.result);
   }
   if (m.method === 'ui/notifications/tool-result') result(m.params || {});
-  else if (m.method === 'ui/notifications/tool-cancelled') show('<p class=err>the search was cancelled</p>');
-  else if (m.id !== undefined && (m.method === 'ui/resource-teardown' || m.method === 'ping')) post({id: m.id, result: {}});
+  else if (m.method === 'ui/notifications/tool-cancelled')
+    show('<p class=err>the search was cancelled</p>');
+  else if (m.id !== undefined && (m.method === 'ui/resource-teardown' || m.method === 'ping'))
+    post({id: m.id, result: {}});
 });
-request('ui/initialize', {protocolVersion: '2026-01-26', appCapabilities: {availableDisplayModes: ['inline']},
+request('ui/initialize', {protocolVersion: '2026-01-26',
+                          appCapabilities: {availableDisplayModes: ['inline']},
                           appInfo: {name: 'tot-mcp search tree', version: '%(version)s'}})
   .then(() => { post({method: 'ui/notifications/initialized', params: {}}); size(); },
         e => show('<p class=err>' + esc(e.message) + '</p>'));
@@ -145,8 +150,9 @@ def render_page(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width,initial-scale=1'>"
         f"<title>{html.escape(title)}</title><style>{report.CSS}</style></head><body>"
-        "<main id=tree "
-        f"data-run='{html.escape(run)}'>{fragment if fragment is not None else _WAITING}</main><script>{_APP_JS.replace('%(version)s', __version__)}</script></body></html>"
+        f"<main id=tree data-run='{html.escape(run)}'>"
+        f"{fragment if fragment is not None else _WAITING}</main>"
+        f"<script>{_APP_JS.replace('%(version)s', __version__)}</script></body></html>"
     )
 
 

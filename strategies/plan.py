@@ -661,8 +661,9 @@ PLAN = Strategy(
     result=PlanResult,
     local_only=False,
     title="Plan relation paths once, then walk the graph",
-    summary='Answer a question that follows a chain of relations from a named entity ("who directed the films '
-    "starring [X]\") in one planning step: the question's entities are found in the graph, the "
+    summary="Answer a question that follows a chain of relations from a named entity "
+    '("who directed the films starring [X]") in one planning step: '
+    "the question's entities are found in the graph, the "
     "relations around them are read, the best relation paths to the answer are planned at once, "
     "and the graph is walked along the first path that reaches anything. Costs one LLM call (none "
     "offline), so it is fast and cheap; when no planned path reaches an answer it falls back to "

@@ -196,9 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE",
-        help='LLM prices for the cost estimate, TOML: [models."MODEL-ID"] input = 3.0 output = 15.0 '
-        "cache_write = 3.75 cache_read = 0.30 (USD per million tokens; added to the built-in "
-        "table)",
+        help='LLM prices for the cost estimate, TOML: [models."MODEL-ID"] '
+        "input = 3.0 output = 15.0 cache_write = 3.75 cache_read = 0.30 "
+        "(USD per million tokens; added to the built-in table)",
     )
     return p
 

@@ -60,7 +60,7 @@ def test_a_bracketed_mention_links_exact_then_casefold_then_fuzzy(embedded_kg):
 
 
 @pytest.mark.parametrize("query", list(PINNED))
-def test_a_repeated_search_is_answered_from_the_recent_answers_with_the_same_hits_at_any_shorter_limit(
+def test_a_repeated_search_is_answered_from_recent_answers_with_the_same_hits_at_any_shorter_limit(
     embedded_kg, query
 ):
     index = embedded_kg.store._labels

@@ -184,7 +184,7 @@ def _walked_from_the_genre(res) -> list[tuple]:
     ]
 
 
-async def test_a_frontier_whose_read_was_cut_is_never_walked_on_from_as_over_max_frontier_in_memory():
+async def test_a_frontier_whose_read_was_cut_is_not_walked_on_from_as_over_max_frontier_in_memory():
     """The genre's HUB films are more than max_frontier. A KG in memory reads them all and does not
     walk on from them; a KG whose read is cut at fewer edges than max_frontier holds only part of
     them, under the limit, and must take the same decision rather than walk on from an arbitrary
@@ -484,7 +484,7 @@ async def test_a_hub_page_is_the_endpoints_sorted_page_sorted_here_from_one_unso
     assert len(sent) == 6  # one unsorted read per call (a source given twice is read once)
 
 
-async def test_literal_and_blank_node_targets_and_reads_over_the_bound_are_left_to_the_endpoints_sort(
+async def test_literal_and_blank_targets_and_reads_over_the_bound_are_left_to_the_endpoints_sort(
     hub_catalog_url,
 ):
     """Literals order by value, type and engine, blank nodes by nothing one can name: the endpoint

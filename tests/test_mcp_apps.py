@@ -227,24 +227,29 @@ def _host_page(served: dict, *, embedded: bool) -> Path:
 
     host = f"""<!doctype html><html><head><meta charset=utf-8><title>test host</title></head>
 <body style="margin:8px;font:13px sans-serif"><div>test host · tree_of_traversals</div>
-<iframe id=app sandbox="allow-scripts allow-same-origin" style="width:860px;height:330px;border:1px solid #888"></iframe>
+<iframe id=app sandbox="allow-scripts allow-same-origin"
+  style="width:860px;height:330px;border:1px solid #888"></iframe>
 <pre id=report>pending</pre>
 <script>
 const APP = {js(served["app"].text)}, RESULT = {js(result)}, PAGES = {js(pages)};
 const frame = document.getElementById('app'), log = []; let sent = false;
-const send = (method, params) => frame.contentWindow.postMessage({{jsonrpc: '2.0', method, params}}, '*');
+const send = (method, params) => frame.contentWindow.postMessage({{jsonrpc: '2.0',
+  method, params}}, '*');
 function report() {{
   const doc = frame.contentDocument, tree = doc.getElementById('tree');
-  document.getElementById('report').textContent = JSON.stringify({{nodes: doc.querySelectorAll('.node').length,
-    path: doc.querySelectorAll('.node.path').length, run: tree.dataset.run, text: tree.textContent, log}});
+  document.getElementById('report').textContent = JSON.stringify({{
+    nodes: doc.querySelectorAll('.node').length, path: doc.querySelectorAll('.node.path').length,
+    run: tree.dataset.run, text: tree.textContent, log}});
 }}
 window.addEventListener('message', e => {{
   const m = e.data;
   if (!m || m.jsonrpc !== '2.0' || e.source !== frame.contentWindow) return;
   log.push(m.method === 'resources/read' ? 'resources/read ' + m.params.uri : m.method);
   const reply = (result, error) =>
-    frame.contentWindow.postMessage(Object.assign({{jsonrpc: '2.0', id: m.id}}, error ? {{error}} : {{result}}), '*');
-  if (m.method === 'ui/initialize') reply({{protocolVersion: '2026-01-26', hostInfo: {{name: 'test-host', version: '0'}},
+    frame.contentWindow.postMessage(Object.assign({{jsonrpc: '2.0', id: m.id}},
+      error ? {{error}} : {{result}}), '*');
+  if (m.method === 'ui/initialize') reply({{protocolVersion: '2026-01-26',
+    hostInfo: {{name: 'test-host', version: '0'}},
     hostCapabilities: {{serverResources: {{}}}}, hostContext: {{displayMode: 'inline'}}}});
   else if (m.method === 'ui/notifications/initialized') {{
     send('ui/notifications/tool-input', {{arguments: {js(TOT_ARGS)}}});

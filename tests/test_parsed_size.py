@@ -127,16 +127,21 @@ def reset_peak():
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
 
-def astral(n_mb, ascii=False):  # one binding whose value is n_mb MB of a 4-byte character: 4 bytes a character
-    # parsed too; or of ASCII with one such character, which makes Python hold every character in 4 bytes
-    value = b"a" * (n_mb << 20) + "\U0001F600".encode() if ascii else "\U0001F600".encode() * (n_mb << 18)
-    return b'{"head":{"vars":["r"]},"results":{"bindings":[{"r":{"type":"literal","value":"' + value + b'"}}]}}'
+# one binding whose value is n_mb MB of a 4-byte character: 4 bytes a character parsed too; or of
+# ASCII with one such character, which makes Python hold every character in 4 bytes
+def astral(n_mb, ascii=False):
+    value = (b"a" * (n_mb << 20) + "\U0001F600".encode() if ascii
+             else "\U0001F600".encode() * (n_mb << 18))
+    return (b'{"head":{"vars":["r"]},"results":{"bindings":[{"r":{"type":"literal","value":"'
+            + value + b'"}}]}}')
 
 body = {"big": lambda: bindings(180_000, width=240),  # ~51 MB: over the byte cap
-        "items": lambda: bindings(MAX_ITEMS // 4 - 100),  # the most small bindings under the item cap
+        # the most small bindings under the item cap
+        "items": lambda: bindings(MAX_ITEMS // 4 - 100),
         "astral": lambda: astral(15),  # a string just under the byte cap
         "one-emoji": lambda: astral(15, ascii=True),
-        # the emoji as a JSON escape: no 4-byte UTF-8 on the wire, 4 bytes a character once parsed all the same
+        # the emoji as a JSON escape: no 4-byte UTF-8 on the wire, 4 bytes a character once parsed
+        # all the same
         "escaped": lambda: astral(15, ascii=True).replace("\U0001F600".encode(), b"\\ud83d\\ude00")
         }[sys.argv[3]]()
 with FaultServer() as server:
@@ -150,7 +155,9 @@ with FaultServer() as server:
         peak = status_mb("VmHWM")
         if sys.argv[3] == "big":
             assert all(isinstance(o, BackendError) for o in out), out
-        assert not any(isinstance(o, BaseException) and not isinstance(o, KGError) for o in out), out
+        assert not any(
+            isinstance(o, BaseException) and not isinstance(o, KGError) for o in out
+        ), out
         return peak - before
     print(json.dumps({"size_mb": len(body) / 2**20, "one": asyncio.run(main(int(sys.argv[2])))}))
 """

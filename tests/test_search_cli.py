@@ -182,7 +182,8 @@ import tot_mcp.strategies.llm.factory as factory
 from tot_cli_policy import OneHopPolicy
 
 class Slow(OneHopPolicy):
-    # answers the first two questions at once, then thinks for minutes: Ctrl-C always lands mid-question 3
+    # answers the first two questions at once, then thinks for minutes: Ctrl-C always lands
+    # mid-question 3
 
     async def propose(self, state, k):
         import asyncio

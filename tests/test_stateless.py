@@ -84,7 +84,7 @@ def _response(r: httpx.Response) -> dict:
 
 # -- handles across processes ----------------------------------------------------------------------
 @pytest.mark.parametrize("era", ERAS)
-async def test_a_handle_from_one_process_is_refused_clearly_by_another_and_repeating_the_call_recreates_it(
+async def test_another_process_refuses_a_handle_clearly_and_repeating_the_call_recreates_it(
     servers, era
 ):
     producing = {"entity_ids": [TOM_HANKS], **STARRED, "limit": LIMITS["across", era]}

@@ -83,7 +83,7 @@ def test_job_lines_name_each_figure_once():
     assert summarize(recs, "linking").job_lines() == ["recall@10: 0.750", "linking_acc@1: 0.500"]
 
 
-async def test_the_context_lists_every_entity_a_relation_path_reaches_and_a_shared_relation_leaves_out_the_topic(
+async def test_the_context_lists_every_entity_a_path_reaches_and_a_shared_relation_omits_the_topic(
     tmp_path,
 ):
     kg = make_kg(tmp_path)

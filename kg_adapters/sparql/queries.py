@@ -49,7 +49,8 @@ def describe(p: Profile, entity: str) -> str:
         return f"""{p.prefixes}SELECT ?l ?lp ?d ?dp ?a ?ns ?nst ?t ?tl ?tlp WHERE {{
   {{ {_labels(p, entity)} }} UNION {{ {desc} }} UNION {{ {alias} }}
   UNION {{ {entity} wikibase:statements ?ns }}
-  UNION {{ SELECT (COUNT(DISTINCT ?st) AS ?nst) WHERE {{ {entity} ?claim ?st . ?st wikibase:rank ?rank }} }}
+  UNION {{ SELECT (COUNT(DISTINCT ?st) AS ?nst)
+           WHERE {{ {entity} ?claim ?st . ?st wikibase:rank ?rank }} }}
   UNION {{ {entity} wdt:P31 ?t . {_labels(p, "?t", "?tl", "?tlp")} }}
 }}"""
     return f"""{p.prefixes}SELECT ?l ?lp ?d ?dp ?a WHERE {{

@@ -11,26 +11,42 @@ from .runner import RunRecord, Summary
 
 CSS = """
 :root{--ok:#1a7f37;--bad:#cf222e;--mut:#57606a;--bg:#f6f8fa;--line:#d0d7de;--path:#fff8c5}
-*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328}
 header{padding:16px 24px;background:#24292f;color:#fff}header h1{margin:0 0 6px;font-size:20px}
 .sum{display:flex;gap:18px;flex-wrap:wrap;font-size:13px;color:#d0d7de}.sum b{color:#fff}
-.bar{position:sticky;top:0;background:#fff;border-bottom:1px solid var(--line);padding:10px 24px;display:flex;gap:8px;z-index:2}
-.bar button{border:1px solid var(--line);background:var(--bg);border-radius:6px;padding:4px 12px;cursor:pointer}
-.bar button.on{background:#0969da;color:#fff;border-color:#0969da}.bar input{flex:1;max-width:420px;padding:4px 8px;border:1px solid var(--line);border-radius:6px}
-main{padding:12px 24px}details.q{border:1px solid var(--line);border-radius:8px;margin:8px 0;background:#fff}
-details.q>summary{list-style:none;cursor:pointer;padding:10px 14px;display:grid;grid-template-columns:28px 1fr auto;gap:10px;align-items:start}
-details.q>summary::-webkit-details-marker{display:none}details.q[open]>summary{border-bottom:1px solid var(--line);background:var(--bg)}
+.bar{position:sticky;top:0;background:#fff;border-bottom:1px solid var(--line);padding:10px 24px;
+display:flex;gap:8px;z-index:2}
+.bar button{border:1px solid var(--line);background:var(--bg);border-radius:6px;padding:4px 12px;
+cursor:pointer}
+.bar button.on{background:#0969da;color:#fff;border-color:#0969da}
+.bar input{flex:1;max-width:420px;padding:4px 8px;border:1px solid var(--line);border-radius:6px}
+main{padding:12px 24px}
+details.q{border:1px solid var(--line);border-radius:8px;margin:8px 0;background:#fff}
+details.q>summary{list-style:none;cursor:pointer;padding:10px 14px;display:grid;
+grid-template-columns:28px 1fr auto;gap:10px;align-items:start}
+details.q>summary::-webkit-details-marker{display:none}
+details.q[open]>summary{border-bottom:1px solid var(--line);background:var(--bg)}
 .mark{font-weight:700;font-size:16px}.ok .mark{color:var(--ok)}.bad .mark{color:var(--bad)}
-.qt{font-weight:600}.meta{color:var(--mut);font-size:12px;margin-top:2px}.meta span{margin-right:12px}
+.qt{font-weight:600}.meta{color:var(--mut);font-size:12px;margin-top:2px}
+.meta span{margin-right:12px}
 .nums{color:var(--mut);font-size:12px;text-align:right;white-space:nowrap}
 .body{padding:10px 14px}.err{color:var(--bad);font-weight:600}
-ul.tree,ul.tree ul{list-style:none;margin:0;padding-left:18px;border-left:1px dashed var(--line)}ul.tree{border:0;padding-left:0}
-ul.tree li{margin:2px 0}.node{display:inline-block;padding:1px 6px;border-radius:4px;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px}
-.node.path{background:var(--path);outline:1px solid #d4a72c}.v{display:inline-block;min-width:38px;font-weight:700}
-.v.hi{color:var(--ok)}.v.lo{color:var(--bad)}.ord{color:var(--mut);font-size:11px}.obs{color:var(--mut);font-size:12px;margin-left:46px}
-.rej{color:var(--bad);font-size:12px;margin-left:46px}.k{display:inline-block;padding:0 5px;border-radius:3px;font-size:11px;background:#ddf4ff;color:#0550ae;margin-right:4px}
+ul.tree,ul.tree ul{list-style:none;margin:0;padding-left:18px;border-left:1px dashed var(--line)}
+ul.tree{border:0;padding-left:0}
+ul.tree li{margin:2px 0}
+.node{display:inline-block;padding:1px 6px;border-radius:4px;
+font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px}
+.node.path{background:var(--path);outline:1px solid #d4a72c}
+.v{display:inline-block;min-width:38px;font-weight:700}
+.v.hi{color:var(--ok)}.v.lo{color:var(--bad)}.ord{color:var(--mut);font-size:11px}
+.obs{color:var(--mut);font-size:12px;margin-left:46px}
+.rej{color:var(--bad);font-size:12px;margin-left:46px}
+.k{display:inline-block;padding:0 5px;border-radius:3px;font-size:11px;background:#ddf4ff;
+color:#0550ae;margin-right:4px}
 .k.answer{background:#dafbe1;color:#116329}.k.retry{background:#ffebe9;color:#a40e26}
-pre.sg{background:var(--bg);padding:8px;border-radius:6px;max-height:260px;overflow:auto;font-size:12px}
+pre.sg{background:var(--bg);padding:8px;border-radius:6px;max-height:260px;overflow:auto;
+font-size:12px}
 """
 
 _JS = """
@@ -39,7 +55,8 @@ function apply(){const t=document.getElementById('f').value.toLowerCase();
 qs.forEach(q=>{const okm=mode==='all'||(mode==='ok')===q.classList.contains('ok');
 q.style.display=okm&&q.dataset.text.includes(t)?'':'none';});}
 document.querySelectorAll('.bar button[data-m]').forEach(b=>b.onclick=()=>{mode=b.dataset.m;
-document.querySelectorAll('.bar button[data-m]').forEach(x=>x.classList.toggle('on',x===b));apply();});
+document.querySelectorAll('.bar button[data-m]').forEach(x=>x.classList.toggle('on',x===b));
+apply();});
 document.getElementById('f').oninput=apply;
 document.getElementById('ex').onclick=()=>qs.forEach(q=>q.open=true);
 document.getElementById('co').onclick=()=>qs.forEach(q=>q.open=false);
@@ -156,9 +173,9 @@ def render_report(
     head = "".join(f"<span>{_e(k)} <b>{_e(v)}</b></span>" for k, v in stats)
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        "<meta name=viewport "
-        f"content='width=device-width,initial-scale=1'><title>{_e(title)}</title><style>{CSS}</style></head><body><header><h1>{_e(title)}</h1><div "
-        f"class=sum>{head}</div></header>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'>"
+        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{_e(title)}</h1><div class=sum>{head}</div></header>"
         "<div class=bar><button data-m=all class=on>all</button><button data-m=ok>correct</button>"
         "<button data-m=bad>incorrect</button><input id=f placeholder='filter by question, gold or "
         "prediction'><button id=ex>expand all</button><button id=co>collapse all</button></div>"

@@ -17,11 +17,17 @@ _MENTION = re.compile(r"\[([^\[\]]{1,300})\]")
 
 # Function words only: a span made of these alone says nothing about a relation.
 STOPWORDS = frozenset(
-    """a an the of in on at to for by with from and or but is are was were be been being am what which who whom
-    whose when where how why did does do done that this these those it its as 's ? , . ! ; : ' " - s can could
-    would should will shall may might must has have had having i you he she they we me him her them us my your his
-    their our any some all than then there here about into onto over under up down out off so such
-    very just too not no nor only own both each few more most""".split()
+    (
+        "a an the of in on at to for by with from and or but is are was were be been being am "
+        "what which who whom\n    "
+        "whose when where how why did does do done that this these those it its as 's ? , . ! ; : "
+        "' \" - s can could\n    "
+        "would should will shall may might must has have had having i you he she they we me him "
+        "her them us my your his\n    "
+        "their our any some all than then there here about into onto over under up down out off "
+        "so such\n    "
+        "very just too not no nor only own both each few more most"
+    ).split()
 )
 
 

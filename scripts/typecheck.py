@@ -37,7 +37,16 @@ def main(argv: list[str]) -> int:
         for part in PARTS:
             (package / part).symlink_to(REPO / part, target_is_directory=True)
         config = ["--config-file", str(REPO / "pyproject.toml")]  # mypy runs in the temporary tree
-        cmd = [sys.executable, "-m", "mypy", "-p", "tot_mcp", "--ignore-missing-imports", *config, *argv]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mypy",
+            "-p",
+            "tot_mcp",
+            "--ignore-missing-imports",
+            *config,
+            *argv,
+        ]
         return subprocess.run(cmd, cwd=tmp).returncode
 
 

@@ -244,10 +244,7 @@ class Graph:
                 out[hop] = _first_pairs(wide[1], limit)
             else:
                 todo.append((hop, wide))
-        if len(todo) == 1:  # one relation: the backend's read of one
-            ((hop, _),) = todo
-            got = {hop: await self.store.adjacent_ids(list(ids), hop[0], hop[1], limit, labelled)}
-        elif todo:
+        if todo:
             got = await self.store.adjacent_ids(
                 list(ids), [h for h, _ in todo], Direction.forward, limit, labelled
             )
@@ -385,10 +382,6 @@ class Graph:
 
     async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """:meth:`same_as` of many entities."""
-        return {e: [] for e in dict.fromkeys(entity_ids)}
-
-    async def same_as_in(self, entity_ids: list[str], into: str) -> dict[str, list[str]]:
-        """:meth:`same_as` into KG ``into`` for many entities (a reasoner links whole frontiers)."""
         return {e: [] for e in dict.fromkeys(entity_ids)}
 
     # -- derived: only the reads above are asked ---------------------------------------------------

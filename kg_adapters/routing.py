@@ -263,52 +263,72 @@ class LinkedKG(Graph):
         return out
 
     async def prefetch(self, entity_ids: list[str], report: Report | None = None) -> None:
-        """Warm the link cache for many entities at once, level by level as :meth:`equivalents`
-        walks the rules (bulk identifier lookups, :meth:`Linker.prefetch`), so that the per-entity
-        calls after it are cache hits. A partner slower than ``linker.wait`` is skipped (and named
-        in ``report``)."""
+        """Warm the link cache for many entities at once, each chain level by level as
+        :meth:`equivalents` walks the rules, so that the per-entity calls after it are cache hits:
+        one bulk lookup (:meth:`Linker.prefetch`) a pair of KGs a round, whatever KG the chains
+        began in, and a lookup of a remote KG only once no local one is left to ask (a cast
+        frontier's films are linked into the catalog with the films frontier's). A partner
+        slower than ``linker.wait`` is skipped (and named in ``report``)."""
         # else nobody reads it: equivalents() reports
         report = report if report is not None else Report()
-        wait = self.linker.wait
-        frontier = list(dict.fromkeys(entity_ids))
-        came_from: set[str] = set()
-        for _ in range(len(self.kgs) - 1):
-            by_kg: dict[str, list[str]] = {}
-            for eid in frontier:
-                if split_id(eid)[0] in self.kgs:
-                    by_kg.setdefault(split_id(eid)[0], []).append(eid)
-            nxt: dict[str, None] = {}
-            for name, ids in by_kg.items():
-                for other in self.partners(name):
-                    if other in came_from or other in report.slow:
-                        continue
-                    if self._stalled(other):
-                        self._too_slow(report, other, "links into it are missing")
-                        continue
-                    try:  # wait_for, not asyncio.timeout: see _links
-                        await asyncio.wait_for(self.linker.prefetch(ids, other), wait)
-                    except TimeoutError:
-                        self._too_slow(report, other, "links into it are missing")
-                        continue
-                    found: list = []
-                    missing = []
-                    for e in ids:
-                        links = self.linker.known(e, other)
-                        if links is None:
-                            missing.append(e)
-                        else:
-                            found.append(links.ids)
-                    if (
-                        missing
-                    ):  # rules the linker cannot apply in bulk: one entity at a time, concurrently
-                        found.extend(
-                            await gather_eager(self._links(e, other, report) for e in missing)
-                        )
-                    nxt.update(dict.fromkeys(i for f in found for i in f[:MAX_CHAIN_IDS]))
-            came_from.update(by_kg)
-            frontier = list(nxt)
-            if not frontier:
-                break
+        # a chain: the KGs it reached, and its frontier (as _chained walks it)
+        chains = [
+            ({split_id(e)[0]}, [e]) for e in dict.fromkeys(entity_ids) if split_id(e)[0] in self.kgs
+        ]
+        asked: set[tuple[str, str]] = set()
+        while chains:
+            todo: dict[tuple[str, str], dict[str, None]] = {}
+            for reached, frontier in chains:
+                for e in frontier:
+                    for other in self.partners(split_id(e)[0]):
+                        if other not in reached and (e, other) not in asked:
+                            todo.setdefault((split_id(e)[0], other), {})[e] = None
+            if todo:
+                local = {
+                    p: ids
+                    for p, ids in todo.items()
+                    if not any(self.kgs[k].capabilities.remote for k in p)
+                }
+                await gather_eager(
+                    self._prefetch_into(list(ids), other, report)
+                    for (_, other), ids in (local or todo).items()
+                )
+                asked.update((e, other) for (_, other), ids in (local or todo).items() for e in ids)
+            nxt = []
+            for reached, frontier in chains:
+                ask = [
+                    (e, o)
+                    for e in frontier
+                    for o in self.partners(split_id(e)[0])
+                    if o not in reached
+                ]
+                if not all(a in asked for a in ask):
+                    nxt.append((reached, frontier))  # a lookup of its level still to come
+                    continue
+                found: dict[str, dict[str, None]] = {}
+                for e, other in ask:
+                    links = self.linker.known(e, other)
+                    found.setdefault(other, {}).update(dict.fromkeys(links.ids if links else ()))
+                more = {o: list(ids)[:MAX_CHAIN_IDS] for o, ids in found.items() if ids}
+                if more:
+                    nxt.append((reached | set(more), [i for ids in more.values() for i in ids]))
+            chains = nxt
+
+    async def _prefetch_into(self, ids: list[str], other: str, report: Report) -> None:
+        """Links of one KG's entities into ``other`` in bulk, the rest one at a time."""
+        if other in report.slow:
+            return
+        if self._stalled(other):
+            self._too_slow(report, other, "links into it are missing")
+            return
+        try:  # wait_for, not asyncio.timeout: see _links
+            await asyncio.wait_for(self.linker.prefetch(ids, other), self.linker.wait)
+        except TimeoutError:
+            self._too_slow(report, other, "links into it are missing")
+            return
+        missing = [e for e in ids if self.linker.known(e, other) is None]
+        # rules the linker cannot apply in bulk: one entity at a time, concurrently
+        await gather_eager(self._links(e, other, report) for e in missing)
 
     async def _links(self, entity_id: str, other: str, report: Report) -> list[str]:
         """One pairwise step (the linker's answer, cached there), within ``linker.wait`` seconds: a
@@ -347,29 +367,6 @@ class LinkedKG(Graph):
         return [
             i for ids in (await self.equivalents(entity_id, report, into)).values() for i in ids
         ]
-
-    async def same_as_in(self, entity_ids: list[str], into: str) -> dict[str, list[str]]:
-        """:meth:`same_as` into one KG for many entities (a reasoner links whole frontiers): a
-        direct link the linker knows is read from its cache, the rest asked as ``same_as`` asks,
-        concurrently; an entity whose lookup failed links nowhere."""
-        out: dict[str, list[str]] = {}
-        rest: list[str] = []
-        for eid in entity_ids:
-            direct = self._known_direct(eid, into)
-            if direct is None:
-                rest.append(eid)
-            else:
-                out[eid] = direct
-
-        async def one(eid: str) -> list[str]:
-            try:
-                return (await self._chained(eid, None, into)).get(into, [])
-            except KGError:
-                return []
-
-        if rest:
-            out.update(zip(rest, await gather_eager(one(e) for e in rest)))
-        return out
 
     async def same_as_many(self, entity_ids: list[str]) -> dict[str, list[str]]:
         """Linked in bulk first (:meth:`prefetch`), then each from the link cache: a page of 30
@@ -640,24 +637,6 @@ class LinkedKG(Graph):
             report,
             lambda ids: kg.adjacent(ids, relation_id, direction, limit),
         )
-
-    async def adjacent_ids(
-        self,
-        entity_ids: list[str],
-        relation_id: str,
-        direction: Direction = Direction.forward,
-        limit: int = 2000,
-        labelled: bool = False,
-    ) -> AdjacentIds:
-        """:meth:`adjacent` as IDs, without the labels: a pair read from an equivalent has the
-        entity asked as its source."""
-        kg = self.owner(relation_id)
-        if not entity_ids:  # a sample from anywhere: the relation's own KG's
-            return await kg.adjacent_ids([], relation_id, direction, limit, labelled)
-        routed, via, _ = await self._route(list(dict.fromkeys(entity_ids)), kg, relation_id)
-        if not routed:
-            return AdjacentIds()
-        return _via(await kg.adjacent_ids(routed, relation_id, direction, limit, labelled), via)
 
     async def adjacent_along(
         self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000, labelled: bool = False

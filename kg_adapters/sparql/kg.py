@@ -470,11 +470,9 @@ class SparqlKG(KnowledgeGraph):
         self, entity_ids: list[str], hops: list[Hop], limit: int, labelled: bool
     ) -> dict[Hop, AdjacentIds]:
         """Several hops in one query per batch of sources (:func:`queries.hop_rows`), each hop with
-        its own ``limit``: the query asks each open hop's room + 1 edges in all, and when that many
-        came back a hop with fewer than its room + 1 may have lost some to another, so those are
-        asked again together (each round settles a hop that had more: this ends). A hop a single
-        read serves better — labels asked, Wikidata's values, a blank node reached — is read as
-        one relation is."""
+        its own ``limit`` (its room + 1 edges asked: more is a cut). A hop a single read serves
+        better — labels asked, Wikidata's values, a blank node reached — is read as one relation
+        is."""
         if not isinstance(limit, int) or limit < 0:
             raise InvalidInput("limit must be an integer ≥ 0")
         rels = {hop: self._relation(hop[0]) for hop in hops}
@@ -485,36 +483,33 @@ class SparqlKG(KnowledgeGraph):
         cut: set[Hop] = set()
         for batch in _chunks(sources, self.batch_size):
             ask = [h for h in got if h not in cut]
-            while ask:
-                room = {h: limit - len(got[h]) for h in ask}
-                of = {(rels[h][0], h[1] is Direction.forward): h for h in ask}
-                query = queries.hop_rows(
+            if not ask:
+                break
+            room = {h: limit - len(got[h]) for h in ask}  # one edge more: a full read is no cut
+            rows = await self._select(
+                queries.hop_rows(
                     self.profile,
                     batch,
-                    [rels[h][1] for h in ask if h[1] == "forward"],
-                    [rels[h][1] for h in ask if h[1] == "backward"],
-                    sum(room.values()) + len(ask),
+                    [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask],
                 )
-                rows = await self._select(query)
-                per: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in ask}
-                for r in rows:
-                    if not ("src" in r and "tgt" in r and "r" in r and "dir" in r):
-                        continue
-                    src = self.profile.entity_local(r["src"])
-                    h = of.get((self.profile.relation_local(r["r"].value), r["dir"].value == "f"))
-                    if src is not None and h is not None:
-                        per[h].append((src, r["tgt"]))
-                full, ask = len(rows) >= sum(room.values()) + len(ask), []
-                for h, edges in per.items():
-                    if self.structured_bnodes and any(t.kind == "bnode" for _, t in edges):
-                        alone.append(h)  # only a page reads a blank node's properties
-                        del got[h]
-                    elif full and len(edges) <= room[h]:
-                        ask.append(h)
-                    else:
-                        got[h] += edges[: room[h]]
-                        if len(edges) > room[h]:
-                            cut.add(h)
+            )
+            per: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in ask}
+            for r in rows:
+                if (
+                    "src" in r
+                    and "tgt" in r
+                    and "h" in r
+                    and (src := self.profile.entity_local(r["src"])) is not None
+                ):
+                    per[ask[int(r["h"].value)]].append((src, r["tgt"]))
+            for h, edges in per.items():
+                if self.structured_bnodes and any(t.kind == "bnode" for _, t in edges):
+                    alone.append(h)  # only a page reads a blank node's properties
+                    del got[h]
+                else:
+                    got[h] += edges[: room[h]]
+                    if len(edges) > room[h]:
+                        cut.add(h)
         out = {h: self._adjacent(edges, h in cut) for h, edges in got.items()}
         if alone:
             reads = await asyncio.gather(

@@ -180,20 +180,17 @@ def edge_rows(
 }}"""
 
 
-def hop_rows(
-    p: Profile, sources: Sequence[str], forward: Sequence[str], backward: Sequence[str], limit: int
-) -> str:
-    """Up to ``limit`` distinct ``?src ?r ?tgt`` edges along any of several relations (``?dir`` "f":
-    ``?src ?r ?tgt``, "b": reversed), unsorted and unlabelled: :func:`edge_rows` of several
-    relations in one round trip."""
-    sides = (("f", forward, "?src ?r ?tgt ."), ("b", backward, "?tgt ?r ?src ."))
+def hop_rows(p: Profile, sources: Sequence[str], hops: Sequence[tuple[str, bool, int]]) -> str:
+    """Distinct ``?src ?tgt`` edges along each of several hops (relation, forward, limit), each to
+    its own limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one
+    round trip (a hub's relation does not crowd out the others)."""
     branches = [
-        f'{{ {_values("?r", rels)} {edge} BIND("{d}" AS ?dir) }}' for d, rels, edge in sides if rels
+        f"{{ {{ SELECT DISTINCT ?src ?tgt WHERE {{ {_values('?src', sources)} "
+        f"{'?src' if fwd else '?tgt'} {rel} {'?tgt' if fwd else '?src'} . }} "
+        f"LIMIT {_int(limit)} }} BIND({i} AS ?h) }}"
+        for i, (rel, fwd, limit) in enumerate(hops)
     ]
-    return (
-        f"{p.prefixes}SELECT DISTINCT ?src ?r ?dir ?tgt WHERE {{ {_values('?src', sources)} "
-        f"{' UNION '.join(branches)} }} LIMIT {_int(limit)}"
-    )
+    return f"{p.prefixes}SELECT ?src ?tgt ?h WHERE {{ {' UNION '.join(branches)} }}"
 
 
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:

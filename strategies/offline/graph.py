@@ -2,15 +2,14 @@
 
 Nodes are entity ID strings (a value the KG gives no ID is ``literal:<text>``); a hop is
 ``(relation_id, Direction)``. The reasoner hands over a whole depth's frontiers at once, and each
-read is one call per KG: edges along one hop (``adjacent_ids``; the frontiers that take the same
-hop read together), relations (``relation_counts``, ``relations_by_entity``), links
-(``same_as_many``), names (``labels_of``). Reads that do not wait for each other go out together,
-so a remote KG sees a few batched queries per hop, not one per node, page or path.
+read is one call per KG: edges along its hops (``adjacent_along``; every frontier that takes one
+of them reads together), relations (``relations_by_entity``), links (``same_as_many``), names
+(``labels_of``). Reads that do not wait for each other go out together, so a remote KG sees a
+few batched queries a depth, not one per node, hop, page or path.
 
-Across linked KGs, ``adjacent_ids`` routes a read through the entities' equivalents in the
-relation's KG and names the entity asked as each edge's source, so edges need nothing here.
-Relations do not route that way (the linked ``get_relations`` caps each KG's share at
-``max_ids``), so a node's relations are read here from each KG: its own, and its equivalents'.
+Across linked KGs, a node's edges are read in the relation's KG from its equivalents there and
+split back by the node each stands for; its relations are read from each KG, its own and its
+equivalents' (the linked ``get_relations`` caps each KG's share at ``max_ids``).
 """
 
 from __future__ import annotations
@@ -90,26 +89,18 @@ class KGReader:
     # -- links -------------------------------------------------------------------------------
     async def equivalents(self, nodes: Iterable[str]) -> dict[str, list[str]]:
         """Each node's equivalents in the other linked KGs (none in a single KG), looked up once
-        per node, in bulk: one ``same_as_many`` per KG, since a bulk lookup follows a chain of
-        links (cast → films → catalog) only from one KG's entities at a time."""
+        per node, in bulk: one ``same_as_many`` of every node not looked up yet."""
         if not self.linked:
             return {}
         nodes = [n for n in dict.fromkeys(nodes) if not is_literal(n)]
-        todo: ByKG = {}
-        for n in nodes:
-            if n not in self._links:
-                todo.setdefault(split_id(n)[0], []).append(n)
-
-        async def link(ids: list[str]) -> dict[str, list[str]]:
+        todo = [n for n in nodes if n not in self._links]
+        if todo:
             try:
-                return await self.kg.same_as_many(ids)
+                got = await self.kg.same_as_many(todo)
             except KGError:
-                return {}
-
-        found = await gather_eager(link(ids) for ids in todo.values())
-        self._room(self._links, sum(map(len, todo.values())))
-        for ids, got in zip(todo.values(), found):
-            self._links.update((n, got.get(n, [])) for n in ids)  # a failed lookup: no link
+                got = {}
+            self._room(self._links, len(todo))
+            self._links.update((n, got.get(n, [])) for n in todo)  # a failed lookup: no link
         return {n: self._links.get(n, []) for n in nodes}
 
     async def twins(self, nodes: list[str]) -> list[str]:
@@ -121,7 +112,7 @@ class KGReader:
         skip = {m for ms in (besides or {}).values() for m in ms}
         out: dict[str, dict[str, None]] = {}
         for m in ids:
-            name = self._only or split_id(m)[0]
+            name = self._kg(m)
             if name in self.members and m not in skip and not is_literal(m):
                 out.setdefault(name, {})[m] = None
         return {name: list(ms) for name, ms in out.items()}
@@ -221,86 +212,85 @@ class KGReader:
         self, asks: list[tuple[list[str], Hop]], within: int | None = None
     ) -> list[tuple[dict[str, list[str]], bool]]:
         """For each ``(nodes, hop)``: ``{node: [targets]}``, and whether the targets are more than
-        ``within`` (a read cut at ``max_edges`` counts as more). A remote KG's hops are one read,
-        from every node asked of it there — its own, and the others' equivalents there, split back
-        by the node each stands for (a round trip costs more than edges no ask needed). A local
-        KG's hop, or one whose read was cut, is read from the nodes asked of it (unless two answer
-        through one node of the relation's KG: its edges would name only one), and then each ask
-        alone."""
-        by_hop: dict[Hop, list[int]] = {}
-        for i, (_, hop) in enumerate(asks):
-            by_hop.setdefault(hop, []).append(i)
-        groups = {
-            hop: [tuple(n for n in dict.fromkeys(asks[i][0]) if not is_literal(n)) for i in idx]
-            for hop, idx in by_hop.items()
-        }
-        out: list[tuple[dict[str, list[str]], bool]] = [({}, False)] * len(asks)
+        ``within`` (a read cut at ``max_edges`` counts as more): one read a KG (:meth:`_joint`),
+        then a hop whose read was cut from each ask's nodes alone."""
+        walks = [(_walkable(nodes), hop) for nodes, hop in asks]
+        memo: dict = {}
+        joint = await self._joint(walks, self.max_edges, memo)
+        alone = await self._reads(
+            [w for w, (_, cut) in zip(walks, joint) if cut], self.max_edges, memo
+        )
+        out = []
+        for w, (nb, cut) in zip(walks, joint):
+            if cut:
+                nb, cut = alone[w]
+            out.append((nb, within is not None and (cut or _more_than(nb, within))))
+        return out
+
+    async def reaches_more_than(self, asks: list[tuple[list[str], Hop, int]]) -> list[bool]:
+        """For each ``(nodes, hop, n)``: whether ``hop`` from ``nodes`` reaches more than ``n``
+        nodes — the reasoner asks it of a hub ("every film of the genre") whose targets it does
+        not otherwise need. First one read a KG (:meth:`_joint`) of the edges a hop its asks'
+        ``n + 1`` add up to; an ask that read leaves open (cut at ``n`` targets or fewer) is read
+        alone, to ``max_edges``."""
+        walks = [(_walkable(nodes), hop) for nodes, hop, _ in asks]
+        room: dict[Hop, int] = {}
+        for _, hop, n in asks:
+            room[hop] = room.get(hop, 0) + n + 1
+        first = await self._joint(walks, min(max(room.values(), default=0), self.max_edges), {})
+        settled = [not cut or _more_than(nb, n) for (nb, cut), (_, _, n) in zip(first, asks)]
+        alone = await self._reads(
+            [w for w, done in zip(walks, settled) if not done], self.max_edges, {}
+        )
+        out = []
+        for w, done, (nb, cut), (_, _, n) in zip(walks, settled, first, asks):
+            if not done:
+                nb, cut = alone[w]
+            out.append(cut or _more_than(nb, n))
+        return out
+
+    async def _joint(
+        self, walks: list[tuple[tuple[str, ...], Hop]], limit: int, memo: dict
+    ) -> list[tuple[dict[str, list[str]], bool]]:
+        """Each walk's ``{node: [targets]}`` and whether its hop's read was cut, from one read a
+        KG of every hop asked of it from every node asked of it there — its own, and the others'
+        equivalents there — split back by the node each stands for (two may stand for one; a
+        round trip costs more than edges no walk needed)."""
         # looked up already where a depth read the nodes' relations: then no I/O
-        await self.equivalents(n for gs in groups.values() for g in gs for n in g)
+        await self.equivalents(n for nodes, _ in walks for n in nodes)
 
         def there(node: str, kg: str) -> list[str]:
-            if (self._only or split_id(node)[0]) == kg:
+            if self._kg(node) == kg:
                 return [node]
             return [e for e in self._links.get(node, ()) if split_id(e)[0] == kg]
 
-        remote: dict[str, list[Hop]] = {}
-        todo = []
-        for hop in groups:
-            kg = self._only or split_id(hop[0])[0]
-            if kg in self.members and self.members[kg].capabilities.remote:
-                remote.setdefault(kg, []).append(hop)
-            else:
-                todo.append(hop)
-        joint = [
-            (
-                tuple(
-                    dict.fromkeys(
-                        e for h in hops for g in groups[h] for n in g for e in there(n, kg)
-                    )
-                ),
-                hop,
+        by_kg: dict[str, dict[str, None]] = {}
+        for nodes, hop in walks:
+            kg = self._kg(hop[0])
+            by_kg.setdefault(kg, {}).update((e, None) for n in nodes for e in there(n, kg))
+        from_kg = {kg: tuple(ids) for kg, ids in by_kg.items()}
+        reads = await self._reads([(from_kg[self._kg(h[0])], h) for _, h in walks], limit, memo)
+        out = []
+        for nodes, hop in walks:
+            kg = self._kg(hop[0])
+            nb, cut = reads[(from_kg[kg], hop)]
+            out.append(
+                (
+                    {
+                        n: ts
+                        for n in nodes
+                        if (ts := [t for e in there(n, kg) for t in nb.get(e, ())])
+                    },
+                    cut,
+                )
             )
-            for kg, hops in remote.items()
-            for hop in hops
-        ]
-        memo: dict = {}
-        reads = await self._reads(joint, memo)
-        for nodes, hop in joint:
-            nb, cut = reads[(nodes, hop)]
-            if cut:
-                todo.append(hop)
-                continue
-            kg = self._only or split_id(hop[0])[0]
-            for i, g in zip(by_hop[hop], groups[hop]):
-                mine = {
-                    n: ts for n in g if (ts := [t for e in there(n, kg) for t in nb.get(e, ())])
-                }
-                out[i] = mine, within is not None and _more_than(mine, within)
-        unions = {h: tuple(dict.fromkeys(n for g in groups[h] for n in g)) for h in todo}
-        union = [
-            (unions[h], h)
-            for h in todo
-            if len(set(groups[h])) > 1 and not self._shared(list(unions[h]), h[0])
-        ]
-        reads = await self._reads(union, memo)
-        for nodes, hop in union:
-            nb, cut = reads[(nodes, hop)]
-            if not cut:
-                for i, g in zip(by_hop[hop], groups[hop]):
-                    mine = {n: nb[n] for n in g if n in nb}
-                    out[i] = mine, within is not None and _more_than(mine, within)
-                todo.remove(hop)
-        reads = await self._reads(
-            [(g, hop) for hop in todo for g in dict.fromkeys(groups[hop])], memo
-        )
-        for hop in todo:
-            for i, g in zip(by_hop[hop], groups[hop]):
-                nb, cut = reads[(g, hop)]
-                out[i] = nb, within is not None and (cut or _more_than(nb, within))
         return out
 
+    def _kg(self, qualified_id: str) -> str:
+        return self._only or split_id(qualified_id)[0]
+
     async def _reads(
-        self, asks: list[tuple[tuple[str, ...], Hop]], memo: dict
+        self, asks: list[tuple[tuple[str, ...], Hop]], limit: int, memo: dict
     ) -> dict[tuple[tuple[str, ...], Hop], tuple[dict[str, list[str]], bool]]:
         """:meth:`_read` of each ``(nodes, hop)`` not in ``memo`` (this call's reads, kept there),
         a KG's hops from the same nodes in one read, the reads at once."""
@@ -309,31 +299,11 @@ class KGReader:
             if (nodes, hop) not in memo:  # one read a KG: a KG that fails fails its own hops
                 buckets.setdefault((nodes, split_id(hop[0])[0]), {})[hop] = None
         got = await gather_eager(
-            self._read(list(nodes), list(hops), self.max_edges)
-            for (nodes, _), hops in buckets.items()
+            self._read(list(nodes), list(hops), limit) for (nodes, _), hops in buckets.items()
         )
         for (nodes, _), found in zip(buckets, got):
             memo.update(((nodes, hop), res) for hop, res in found.items())
         return memo
-
-    def _shared(self, nodes: list[str], relation_id: str) -> bool:
-        """Whether two of the nodes are read through one node of the relation's KG (or may be:
-        links not looked up)."""
-        if not self.linked:
-            return False
-        home = split_id(relation_id)[0]
-        seen: set[str] = set()
-        for n in nodes:
-            if split_id(n)[0] == home:
-                reads = [n]
-            elif n in self._links:
-                reads = [e for e in self._links[n] if split_id(e)[0] == home]
-            else:
-                return True
-            if seen.intersection(reads):
-                return True
-            seen.update(reads)
-        return False
 
     async def _read(
         self, nodes: list[str], hops: list[Hop], limit: int
@@ -356,18 +326,6 @@ class KGReader:
                 targets.append(tgt)
             out[hop] = res, bool(read.truncated)
         return out
-
-    async def reaches_more_than(self, nodes: list[str], hop: Hop, n: int) -> bool:
-        """Whether ``hop`` from ``nodes`` reaches more than ``n`` nodes, read first with only
-        ``n + 1`` edges: the reasoner asks it of a hub ("every film of the genre") whose targets it
-        does not otherwise need."""
-        nodes = [x for x in dict.fromkeys(nodes) if not is_literal(x)]
-        if n + 1 < self.max_edges:  # settled unless cut with n targets or fewer
-            nb, cut = (await self._read(nodes, [hop], n + 1))[hop]
-            if _more_than(nb, n) or not cut:
-                return _more_than(nb, n)
-        nb, cut = (await self._read(nodes, [hop], self.max_edges))[hop]
-        return cut or _more_than(nb, n)
 
     # -- the KG at large ---------------------------------------------------------------------
     async def vocabulary(self) -> list[str]:
@@ -456,6 +414,11 @@ def _merged(per_id: list[dict[Hop, int | None]]) -> dict[Hop, int]:
 def _add(counts: dict[Hop, int], more: dict[Hop, int]) -> None:
     for hop, c in more.items():
         counts[hop] = counts.get(hop, 0) + c
+
+
+def _walkable(nodes: Iterable[str]) -> tuple[str, ...]:
+    """The nodes, each once, but literals (no edges)."""
+    return tuple(n for n in dict.fromkeys(nodes) if not is_literal(n))
 
 
 def _more_than(nb: dict, n: int) -> bool:

@@ -220,9 +220,7 @@ class OfflineReasoner:
                 stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
                 if pairs
                 else nothing(),
-                gather_eager(
-                    reader.reaches_more_than(list(src), hop, n) for src, hop, n in hub_asks
-                ),
+                reader.reaches_more_than(hub_asks),
                 # a question that names no relation ("describe X in a few words") is asking what the
                 # KG says most about X
                 relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 #: (resolved against the config file's directory)
 Target = Literal["none", "url", "url?", "path"]
 ENTRY_POINT_GROUP = "tot_mcp.kg_backends"
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class NoOptions(BaseModel):
@@ -42,14 +43,14 @@ class NoOptions(BaseModel):
 
 
 @dataclass(frozen=True)
-class Backend:
+class Backend(Generic[OptionsT]):
     kind: str
     summary: str  # one line: what the spec opens (shown in errors and --help)
     target: Target
-    options: type[BaseModel]
-    open: Callable[[str, str | None, "Limits | None", BaseModel], "KnowledgeGraph"]
+    options: type[OptionsT]
+    open: Callable[[str, str | None, "Limits | None", OptionsT], "KnowledgeGraph"]
 
-    def parse_options(self, given: dict[str, Any] | None, where: str) -> BaseModel:
+    def parse_options(self, given: dict[str, Any] | None, where: str) -> OptionsT:
         return parse_options(self.options, given, where)
 
 

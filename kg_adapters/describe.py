@@ -67,6 +67,7 @@ asks for the others, once per node.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SINGLE_VALUED_SHARE = (
@@ -363,9 +364,8 @@ class Describer:
         # Candidate parts, best first, until there are enough: single values (and the few values of
         # a normally single-valued relation) by relation weight; what the node is the object of,
         # most first; its other multi-valued relations.
-        parts: list[
-            str | tuple[str, str]
-        ] = []  # a listed part comes with its count, shown if the list won't fit
+        # a listed part comes with its forms down to its count, shown if the list won't fit
+        parts: list[str | tuple[str, ...]] = []
         later: list[int] = []
         merged = 0
         # the heaviest normally single-valued relation the node has says whether it is merged
@@ -430,7 +430,7 @@ def _listings(rd: RelationReading, values: list[str]) -> tuple[str, ...]:
     return (*forms, f"{pre}{k}{post}")
 
 
-def _fit(parts: list[str | tuple[str, ...]], budget: int) -> str:
+def _fit(parts: Sequence[str | tuple[str, ...]], budget: int) -> str:
     """Join the parts within ``budget`` characters. A part with several forms (fullest first, its
     count last) is kept when its shortest form fits, so a long list never crowds out a later part; a
     single-form part that does not fit is left out, and a shorter one may follow. Then, while there

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,9 +51,13 @@ class Direction(str, Enum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+    # the construct plan, set on each class by its first model_construct (a ClassVar: no field)
+    _construct_plan: ClassVar[tuple[tuple[str, Any, Any], ...]]
 
     @classmethod
-    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:
+    def model_construct(  # type: ignore[override]  # pydantic's plugin drops **values (no fields)
+        cls, _fields_set: set[str] | None = None, **values: Any
+    ) -> Self:
         """Unvalidated construction for the adapters' hot paths (an edge page builds one model per
         edge and target): pydantic's own walks every field's alias settings and deep-copies its
         default on each call, and inspects a ``default_factory``'s signature (~0.2 ms for ``list``,
@@ -62,7 +66,7 @@ class _Model(BaseModel):
         construct is a dict fill (2.5× faster than pydantic's)."""
         plan = cls.__dict__.get("_construct_plan")
         if plan is None:
-            plan = cls._construct_plan = _construct_plan(cls)  # type: ignore[misc]
+            plan = cls._construct_plan = _construct_plan(cls)
         fields: dict[str, Any] = {}
         for name, default, factory in plan:
             if name in values:
@@ -96,7 +100,7 @@ def _construct_plan(cls: type[BaseModel]) -> tuple[tuple[str, Any, Any], ...]:
             f"{cls.__name__}: model_construct's fast path does not handle post-init, private "
             "attributes or extra fields"
         )
-    plan = []
+    plan: list[tuple[str, Any, Any]] = []
     for name, f in cls.model_fields.items():
         if f.alias not in (None, name) or f.validation_alias not in (None, name):
             raise TypeError(
@@ -193,7 +197,7 @@ class Edge(_Model):
         if self.value.value != STRUCTURED_VALUE:
             return self.value.value
         return self.value.value + self.qualifier_text(
-            lambda q: q.value.value if q.value else q.target, 5, more=False
+            lambda q: q.value.value if q.value else q.target or "?", 5, more=False
         )
 
     def qualifier_text(

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from .errors import InvalidInput
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 class LazyRegistry(Generic[T]):
@@ -90,7 +91,7 @@ class LazyRegistry(Generic[T]):
         return [self.get(n) for n in self.names()]
 
 
-def parse_options(model: type[BaseModel], given: dict[str, Any] | None, where: str) -> BaseModel:
+def parse_options(model: type[M], given: dict[str, Any] | None, where: str) -> M:
     """``given`` validated by ``model`` (``extra="forbid"``); a misspelt or ill-typed option is an
     InvalidInput naming it (and, for a misspelt one, the valid ones)."""
     try:

@@ -22,7 +22,7 @@ from .triple_index import TripleIndex
 from .triples_file import is_gzipped, is_triples_file, open_binary
 
 if TYPE_CHECKING:
-    from .sparql.workers import StoreSource
+    from .sparql.workers import StoreQueryWorkers, StoreSource
 
 RDF_FORMATS = {
     ".ttl": "turtle",
@@ -307,7 +307,7 @@ class RdfFileKG(MemoryKG):
         super().__init__(name, index, description=description, limits=limits)
         self.source = Path(source)
         self.format = format
-        self._workers = None
+        self._workers: StoreQueryWorkers | None = None
 
     async def sparql_query(
         self, query: str, *, limit: int | None = None, timeout: float | None = None

@@ -78,22 +78,22 @@ class RelationNames:
                 labels = member.relation_labels() or {}
                 out.by_kg[name] = {rid: labels.get(rid) for rid in sorted(vocab)}
                 continue
-            info = infos.get(name)
+            kg_info = infos.get(name)
             if (
-                info is None or info.unreachable
+                kg_info is None or kg_info.unreachable
             ):  # an endpoint down for a moment is not a KG without relations
                 out.complete = False
                 out.unavailable.add(name)
                 continue
-            out.by_kg[name] = {r.id: r.label for r in info.relation_sample}
+            out.by_kg[name] = {r.id: r.label for r in kg_info.relation_sample}
             more = (
-                info.relations > len(info.relation_sample)
-                if info.relations is not None
-                else len(info.relation_sample) >= SAMPLE_SIZE
+                kg_info.relations > len(kg_info.relation_sample)
+                if kg_info.relations is not None
+                else len(kg_info.relation_sample) >= SAMPLE_SIZE
             )  # a full sample: there may be more
             if more:
                 out.partial.add(name)
-            if more or info.relations is None:
+            if more or kg_info.relations is None:
                 out.complete = False
         return out
 

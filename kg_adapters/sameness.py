@@ -476,8 +476,8 @@ class Linker:
         except KGError as e:
             log.debug("prefetching links %s → %s: %s", here, into, e)
             return
-        for eid, ids in found.items():
-            self._cache.put((eid, into), Links(tuple(ids), "; ".join(notes[eid]) or None))
+        for eid, linked in found.items():
+            self._cache.put((eid, into), Links(tuple(linked), "; ".join(notes[eid]) or None))
 
     async def _in_bulk(
         self, rule: LinkRule, entity_ids: list[str], forward: bool

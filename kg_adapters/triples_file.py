@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import InvalidInput
 from .triple_index import TripleIndex
@@ -22,9 +23,11 @@ def is_gzipped(path: Path) -> bool:
     return path.name.lower().endswith(".gz")
 
 
-def open_binary(path: Path) -> io.BufferedIOBase:
+def open_binary(path: Path) -> BinaryIO:
     """A data file's bytes, decompressed when it is gzipped (:func:`is_gzipped`)."""
-    return gzip.open(path, "rb") if is_gzipped(path) else open(path, "rb")  # type: ignore[return-value]
+    if is_gzipped(path):
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile reads as a BinaryIO
+    return open(path, "rb")
 
 
 def iter_triples(path: Path):

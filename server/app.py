@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mcp.server.apps import Apps
 from mcp.server.mcpserver import Context, MCPServer
@@ -45,6 +46,8 @@ from .schema import lean_schema, model_schema, model_text
 from .tools import PROFILES, REGISTRARS
 
 log = logging.getLogger("tot_mcp.server")
+#: a tool function, given back as it came
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = (
     "Knowledge-graph access in the Tree-of-Traversals style. Start with initialize(query) to link "
@@ -127,12 +130,16 @@ class TotServer(MCPServer):
         self._in_flight: Counter[str] = Counter()  # calls running, per client
         self.pools = Pools()  # worker threads for CPU-bound work, shared fairly among clients
 
-    def tool(self, name: str | None = None, **kwargs: Any) -> Any:
+    def tool(self, name: str | None = None, *args: Any, **kwargs: Any) -> Callable[[F], F]:
         """Register a tool only if the profile shows it (its ``name=`` or its function's name): the
         rest stays reachable with --tools all."""
-        register = super().tool(name=name, **kwargs)
+        register = super().tool(name, *args, **kwargs)
         shown = self.shown
-        return lambda fn: register(fn) if shown is None or (name or fn.__name__) in shown else fn
+
+        def add(fn: F) -> F:
+            return register(fn) if shown is None or (name or fn.__name__) in shown else fn
+
+        return add
 
     async def list_tools(self) -> list[Any]:
         return [t.model_copy(update=self._lean_fields(t)) for t in await super().list_tools()]

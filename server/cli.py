@@ -333,6 +333,7 @@ async def run_check(runtime) -> int:
 
     failed = 0
     for name, kg in runtime.kgs.items():
+        problem: KGError | str | None
         try:
             info = await kg.info()
         except KGError as e:

@@ -143,7 +143,9 @@ def render_matches(
     return "\n".join(lines + _footer(False, False, warnings) + handle_line(handle, len(matches)))
 
 
-def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
+def render_relations(
+    entity_ids: Sequence[str], result: RelationList, hint: str | None = None
+) -> str:
     shown = _first(entity_ids, 5)
     if not result.relations:
         lines = [f"{shown}: no relations"]
@@ -154,11 +156,10 @@ def render_relations(entity_ids: Sequence[str], result: RelationList) -> str:
             f"[edges{'; entities having it' if several else ''}]: reading):"
         ]
         lines.extend(relation_line(r, len(entity_ids)) for r in result.relations)
-    hint = [result.hint] if getattr(result, "hint", None) else []
     return "\n".join(
         lines
         + _footer(result.truncated, result.partial, result.warnings, "more relations exist")
-        + hint
+        + ([hint] if hint else [])
     )
 
 

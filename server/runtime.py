@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 
 from tot_mcp.kg_adapters.base import Limits
@@ -237,7 +237,8 @@ class Runtime:
                 raise LLMError(spent)
             self._llm_spent[client] += 1
 
-        return _Charged(self._llm_factory(self._llm_options(), None), charge)
+        # an LLM by duck typing: complete is charged, the rest is the backend's (__getattr__)
+        return cast("LLM", _Charged(self._llm_factory(self._llm_options(), None), charge))
 
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the

@@ -350,7 +350,8 @@ def _peer(scope: Scope) -> str:
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:
     """The request body, up to :data:`MAX_OPENING_BYTES`; ``more`` when it is larger (the rest is
     left unread)."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":

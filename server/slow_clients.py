@@ -61,6 +61,7 @@ class _HeaderDeadline:
 
 def protocol_class(header_seconds: float) -> type:
     """The HTTP protocol uvicorn would pick (``http="auto"``), with the header deadline."""
+    base: type
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
     except ImportError:  # no httptools: uvicorn's pure-Python h11 protocol

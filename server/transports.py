@@ -7,6 +7,7 @@ import logging
 import socket
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
@@ -19,6 +20,9 @@ from .auth import BearerTokenMiddleware
 from .sessions import IDLE_SECONDS, SessionJanitor
 from .stdio_pipes import pipe_stdio
 from .slow_clients import BodyDeadline, protocol_class
+
+if TYPE_CHECKING:
+    from anyio import AsyncFile
 
 log = logging.getLogger("tot_mcp.transports")
 
@@ -46,7 +50,10 @@ async def serve_stdio(server: MCPServer) -> None:
     lowlevel = server._lowlevel_server
     async with (
         pipe_stdio() as (stdin, stdout),
-        stdio_server(stdin, stdout) as (read_stream, write_stream),
+        # the pipes are read and written as stdio_server does an AsyncFile: lines, write, flush
+        stdio_server(
+            cast("AsyncFile[str] | None", stdin), cast("AsyncFile[str] | None", stdout)
+        ) as (read_stream, write_stream),
     ):
         unanswered: set = set()  # IDs of requests read and not answered yet
         all_answered = anyio.Event()
@@ -199,7 +206,7 @@ def _own_addresses() -> list[str]:
     name = socket.gethostname()
     out = [name]
     try:
-        out += sorted({info[4][0] for info in socket.getaddrinfo(name, None)})
+        out += sorted({str(info[4][0]) for info in socket.getaddrinfo(name, None)})
     except OSError:
         pass
     return [a for a in dict.fromkeys(out) if a and a not in LOOPBACK]

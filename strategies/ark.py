@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -585,8 +585,9 @@ class FixedOptions(BaseModel):
 
 async def _run_fixed(call: Call) -> FixedTraversalResult:
     o: FixedOptions = call.options  # type: ignore[assignment]
+    method = cast(Literal["bfs", "dfs"], call.method)  # only BFS and DFS (_baseline) run this
     return await fixed_traversal(
-        call.kg, call.query, await call.resources(), call.method, depth=o.depth, top_k=o.top_k
+        call.kg, call.query, await call.resources(), method, depth=o.depth, top_k=o.top_k
     )
 
 

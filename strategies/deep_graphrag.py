@@ -37,6 +37,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -355,7 +356,7 @@ def representatives(
             max_points_per_centroid=256,
         )
         km.train(np.ascontiguousarray(vecs, dtype=np.float32))
-        cents = km.centroids
+        cents = cast(np.ndarray, km.centroids)  # set by train (None only before it)
     out = np.vstack([cents, description[None, :]]).astype(np.float32)
     return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
 
@@ -579,7 +580,7 @@ class BeamEntity(RetrievedEntity):
 
 
 class BeamResult(StrategyResult):
-    results: list[BeamEntity]
+    results: list[BeamEntity]  # type: ignore[assignment]  # a pydantic field narrowed (read-only)
     l0: list[CommunityHit]
     l1: list[CommunityHit]
     scanned_entities: int = Field(

@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import Sequence
 from importlib.resources import files
+from typing import cast
 
 import numpy as np
 
@@ -248,7 +249,8 @@ class Embedder:
         """A copy of the string cache, for :meth:`restore_cache`: so a benchmark times each method
         from the same cache, not on embeddings another method computed."""
         with self._lock:
-            return dict(self._cache.items())
+            # the keys are the texts embed() put, all strings
+            return cast("dict[str, np.ndarray]", dict(self._cache.items()))
 
     def restore_cache(self, snapshot: dict[str, np.ndarray]) -> None:
         """Make the string cache what :meth:`cache_snapshot` returned (dropping everything embedded

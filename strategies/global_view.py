@@ -24,7 +24,7 @@ def local_graph(kg: Graph) -> LocalGraph:
             f"KG {kg.name!r} ({kg.backend}) is not held locally; the retrieval "
             "strategies need every entity and triple (use an embedded, triple-file or RDF-file KG)"
         )
-    view = kg.local_graph()  # type: ignore[attr-defined] - declared by capabilities.local_index
+    view = kg.local_graph()  # type: ignore[attr-defined]  # capabilities.local_index says it has one
     if not view.n:
         raise RetrievalUnavailable(f"KG {kg.name!r} has no entities")
     return view

@@ -29,7 +29,7 @@ def inner_products(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
         import faiss
 
         out = np.empty(len(mat), dtype=np.float32)
-        faiss.fvec_inner_products_ny(
+        faiss.fvec_inner_products_ny(  # type: ignore[attr-defined]  # in faiss, not its stubs
             faiss.swig_ptr(out), faiss.swig_ptr(q), faiss.swig_ptr(mat), len(q), len(mat)
         )
         return out
@@ -51,7 +51,7 @@ def inner_products_at(mat: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.nd
         threads = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(1)
         try:
-            faiss.fvec_inner_products_by_idx(
+            faiss.fvec_inner_products_by_idx(  # type: ignore[attr-defined]  # not in faiss's stubs
                 faiss.swig_ptr(out),
                 faiss.swig_ptr(q),
                 faiss.swig_ptr(mat),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from tot_mcp.strategies.llm.base import LLM
     from tot_mcp.strategies.results import StrategyResult
     from tot_mcp.strategies.services import Services
+
+#: a strategy's own result type, which its ``run`` returns and its ``render`` reads
+R = TypeVar("R", bound="StrategyResult")
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 #: what a strategy reads besides the graph: BM25 over entity descriptors, the relevance model
@@ -73,13 +76,12 @@ class Call:
         ``options`` as the services resolve them (its defaults, the config's table, then these; a
         model already parsed is kept); ``rest`` are the other fields (``llm_kind``, ``llm_factory``,
         ``progress``, ``build``, ``scope``)."""
-        if not isinstance(options, BaseModel):
-            options = services.options(strategy, options)
+        parsed = options if isinstance(options, BaseModel) else services.options(strategy, options)
         return cls(
             services=services,
             kg=kg,
             query=query,
-            options=options,
+            options=parsed,
             needs=strategy.needs,
             method=strategy.name,
             **rest,
@@ -126,12 +128,12 @@ class Call:
 
 
 @dataclass(frozen=True)
-class Strategy:
+class Strategy(Generic[R]):
     name: str
     job: Job
     summary: str  # the tool description: what job it does for a client model, one paragraph
     options: type[BaseModel]  # ``extra="forbid"``: a misspelt option is an error
-    run: Callable[[Call], Awaitable[StrategyResult]]
+    run: Callable[[Call], Awaitable[R]]
     needs: tuple[Index, ...] = ()  # the indexes it reads: made ready before it runs
     tool: str | None = (
         None  # the MCP tool generated for it (None: served elsewhere, e.g. tree_of_traversals)
@@ -142,7 +144,7 @@ class Strategy:
     )
     local_only: bool = True  # needs every triple of the KG (a ``local_index`` KG)
     reference: str = ""  # the method it implements, cited
-    render: Callable[[StrategyResult], str] | None = None
+    render: Callable[[R], str] | None = None
     llm_option: str | None = (
         None  # the option that asks for the LLM (e.g. ``judge="llm"``); None: llm-less
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,8 +119,8 @@ class Services:
         self.strategy_options = {k: dict(v) for k, v in (strategy_options or {}).items()}
         self.route_stats = RouteStats()
         #: the offline policy's reasoner per KG set: KG statistics computed once, kept between
-        #: questions
-        self.policy_state: dict[str, Any] = {}
+        #: questions (keyed by what it depends on: a kind, the embedder, settings)
+        self.policy_state: dict[Hashable, Any] = {}
         self._resources: dict[str, GraphResources] = {}
         self._builds: dict[str, BuildJob] = {}
         self._lock = threading.Lock()

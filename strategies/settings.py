@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from tot_mcp.kg_adapters.config import GraphConfig
 from tot_mcp.kg_adapters.errors import InvalidInput
@@ -242,7 +243,7 @@ def _at(data: Any, loc: tuple) -> Any:
     return data
 
 
-def _one_error(err: dict, data: dict) -> str:
+def _one_error(err: ErrorDetails, data: dict) -> str:
     loc = tuple(err["loc"])
     where = ".".join(str(x) for x in loc) or "(top level)"
     kind = err["type"]

@@ -110,6 +110,17 @@ async def test_get_relations_lists_both_directions_with_counts(runtime):
     assert "movies:starred_actors (backward) [32]: inverse of starred actors" in text_of(result)
 
 
+async def test_get_relations_of_one_entity_ends_saying_where_the_other_relations_are(runtime):
+    async with inprocess_client(runtime) as client:
+        one = await call(client, "get_relations", entity_ids=[TOM_HANKS])
+        two = await call(client, "get_relations", entity_ids=[TOM_HANKS, "movies:E24335"])
+    hint = one.structured_content["hint"]
+    assert "get_relations(search=...)" in hint
+    assert text_of(one).splitlines()[-1] == hint  # the text says it too, last
+    assert two.structured_content.get("hint") is None
+    assert "get_relations(search=" not in text_of(two)
+
+
 async def test_get_edges_backward_from_an_actor_returns_his_films_as_the_adapter_does(
     runtime, embedded_kg
 ):

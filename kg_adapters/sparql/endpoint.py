@@ -423,13 +423,13 @@ class JsonEndpoint:
             later = f", retry after {wait:.3g} s" if wait is not None else ""
             raise _Retry(f"HTTP 429 (rate limited{later})", kind="rate", wait=wait)
         if status >= 500:
-            body = resp.text[:300]
-            if "TimeoutException" in body or "QueryTimeout" in body:
+            page = resp.text[:300]
+            if "TimeoutException" in page or "QueryTimeout" in page:
                 raise BackendTimeout(
                     f"{url}: the query exceeded the endpoint's own time limit (HTTP {status})"
                 )
-            log.info("%s: HTTP %s %s", url, status, _snippet(body))
-            said = _engine_message(body, resp.headers, params.get("query", "")) if caller else None
+            log.info("%s: HTTP %s %s", url, status, _snippet(page))
+            said = _engine_message(page, resp.headers, params.get("query", "")) if caller else None
             raise _Retry(f"HTTP {status} (the endpoint failed)", said=said)
         if (
             300 <= status < 400

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 from urllib.parse import unquote
 
 from ..errors import InvalidInput
@@ -92,7 +93,7 @@ _UNSEEN = object()
 
 
 class WikidataProfile:
-    kind = "wikidata"
+    kind: Literal["wikidata"] = "wikidata"
     qualifiers = True
     prefixes = WIKIDATA_PREFIXES
     prefix_map = WIKIDATA_PREFIX_MAP
@@ -142,7 +143,7 @@ class WikidataProfile:
 
 
 class GenericProfile:
-    kind = "sparql"
+    kind: Literal["sparql"] = "sparql"
     qualifiers = False
     entity_filter = "FILTER(isIRI(?e))"
     backward_filter = ""

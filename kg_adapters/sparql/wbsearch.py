@@ -45,7 +45,8 @@ async def wbsearchentities(api: JsonEndpoint, text: str, language: str, limit: i
         if not isinstance(item, dict) or not QID.match(str(item.get("id", ""))):
             continue
         label = str(item.get("label") or item["id"])
-        matched = item.get("match") if isinstance(item.get("match"), dict) else {}
+        match = item.get("match")
+        matched = match if isinstance(match, dict) else {}
         matched_text = str(matched.get("text") or label)
         if label == text:
             score, how = 1.0, "exact"

@@ -353,7 +353,7 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             partial=rl.partial,
             warnings=rl.warnings,
         )
-        return tool_result(result, render.render_relations(result.entity_ids, result))  # type: ignore[arg-type]
+        return tool_result(result, render.render_relations(used, rl, hint))
 
     @server.tool(title="Follow one relation from entities", annotations=read_only)
     async def get_edges(

@@ -108,14 +108,17 @@ def register(server: "MCPServer", runtime: "Runtime") -> None:
         except LLMError as e:  # the offline policy cannot run here (e.g. no embedder)
             raise ToolError(f"tree_of_traversals: {'; '.join([*warnings, str(e)])}") from None
 
-        planned = getattr(out, "planner", None) is not None and not getattr(out, "fell_back", False)
+        from tot_mcp.strategies.plan import PlanResult  # here: loaded with its strategy, not before
+
+        plan = out if isinstance(out, PlanResult) and not out.fell_back else None
+        planned = plan is not None
         extras = Extras(
             strategy=f"plan first, policy {kind}" if planned else f"tot, policy {kind}",
             warnings=warnings,
             more="the search tree and subgraph",
         )
-        if planned and getattr(out, "path", None):
-            extras.head.append(f"path: {out.path}")
+        if plan is not None and plan.path:
+            extras.head.append(f"path: {plan.path}")
         result = getattr(out, "_search", None)  # None: refused before the search ran
         meta = None
         if result is not None:

@@ -195,6 +195,7 @@ def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
         return Summary(n=0, hits1=0.0, f1=0.0, em_in=0.0, task=task)
     recalls = [r.recall10 for r in records if r.recall10 is not None]
     ctx = [r for r in records if r.context_recall is not None]
+    context_recalls = [r.context_recall for r in records if r.context_recall is not None]
     lat = [r.latency_s for r in records]
     costs = [r.cost_usd for r in records]
     known = [c for c in costs if c is not None]
@@ -203,7 +204,7 @@ def summarize(records: Sequence[RunRecord], task: str = "answer") -> Summary:
         n=n,
         **{name: sum(getattr(r, name) for r in records) / n for name in ("hits1", "f1", "em_in")},
         recall10=(sum(recalls) / len(recalls)) if recalls else None,
-        context_recall=sum(r.context_recall for r in ctx) / len(ctx) if ctx else None,
+        context_recall=sum(context_recalls) / len(ctx) if ctx else None,
         context_tokens_median=statistics.median(r.context_tokens or 0 for r in ctx)
         if ctx
         else None,

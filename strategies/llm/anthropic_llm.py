@@ -10,8 +10,18 @@ non-JSON content type; both are caught here.)
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from .base import HttpLLMOptions, LLMBackend, LLMError
-from .retry import HttpLLM, Retryable, one_line, status_failure, token_count, with_retries
+from .retry import (
+    HttpLLM,
+    Retryable,
+    RetryOptions,
+    one_line,
+    status_failure,
+    token_count,
+    with_retries,
+)
 
 #: A current model ID: one of the installed SDK's known models (``anthropic.types.ModelParam``) and
 #: not in its ``DEPRECATED_MODELS`` (which lists claude-sonnet-4-5, end of life 2026-11-30;
@@ -43,7 +53,7 @@ class AnthropicLLM(HttpLLM):
         api_key: str | None = None,
         base_url: str | None = None,
         cache_system: bool | None = None,
-        **retry: float,
+        **retry: Unpack[RetryOptions],
     ) -> None:
         super().__init__(**retry)
         self.cache_system = cache_system

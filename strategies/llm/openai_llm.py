@@ -18,6 +18,7 @@ local servers).
 from __future__ import annotations
 
 import json
+from typing import Unpack
 from urllib.parse import urlsplit
 
 import httpx
@@ -25,7 +26,15 @@ import httpx
 from pydantic import Field
 
 from .base import HttpLLMOptions, LLMBackend, LLMError
-from .retry import HttpLLM, Retryable, one_line, status_failure, token_count, with_retries
+from .retry import (
+    HttpLLM,
+    Retryable,
+    RetryOptions,
+    one_line,
+    status_failure,
+    token_count,
+    with_retries,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -48,12 +57,12 @@ class OpenAICompatibleLLM(HttpLLM):
         base_url: str | None = None,
         api_key: str | None = None,
         max_tokens_param: str = "max_tokens",
-        **retry: float,
+        **retry: Unpack[RetryOptions],
     ) -> None:
         super().__init__(**retry)
-        self.model = model
-        if not self.model:
+        if not model:
             raise LLMError("no model for --llm openai: pass --model NAME or set TOT_OPENAI_MODEL")
+        self.model = model
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -72,6 +72,7 @@ def read_refusal(line: str) -> Refusal | None:
         return None
     rest = m.group(1).strip()
     k = _KIND.match(rest)
+    kind: Literal["entity", "relation"]
     if k:
         kind = "entity" if k.group(1).lower().startswith("entit") else "relation"
         rest = rest[k.end() :]

@@ -15,7 +15,7 @@ import email.utils
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from .base import LLM, LLMError
 
@@ -78,6 +78,15 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, self.max_retry_wait)
         return min(self.max_backoff, self.backoff * (2**retry))
+
+
+class RetryOptions(TypedDict, total=False):
+    """:class:`HttpLLM`'s keyword arguments, passed on by the concrete clients."""
+
+    timeout: float
+    max_retries: int
+    retry_backoff: float
+    max_retry_wait: float
 
 
 class HttpLLM(LLM):

@@ -7,6 +7,7 @@ proposes an action in the wrong state gets it recorded as invalid, never a crash
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -184,7 +185,7 @@ Action = Annotated[
 ]
 
 
-def distinct(actions: list[Action]) -> list[Action]:
+def distinct(actions: Sequence[Action]) -> list[Action]:
     """Drop repeats (same :meth:`key`), keeping first occurrences — proposals stay best first."""
     first: dict[tuple, Action] = {}
     for a in actions:

@@ -12,7 +12,8 @@ everything else unchanged.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from tot_mcp.kg_adapters.graph import Graph
@@ -164,13 +165,15 @@ class TraversalASM:
             return self._reject(state, None, action.reason, raw=action.raw)
         if state.must_answer and not isinstance(action, Answer):
             return self._reject(state, action, "no expansions left: only ANSWER is allowed now")
-        step = {
+        # each step takes the action type it is listed under (Any: the lookup by type says which)
+        steps: dict[type, Callable[[TraversalState, Any], Awaitable[TraversalState]]] = {
             Answer: self._answer,
             Think: self._think,
             ExpandKG: self._expand,
             SelectEntities: self._select_entities,
             SelectRelation: self._select_relation,
-        }.get(type(action))
+        }
+        step = steps.get(type(action))
         if step is None:
             return self._reject(state, None, f"unknown action {action!r}")
         refuses = isinstance(action, Answer) and action.refuses  # "the graph lacks this": any time

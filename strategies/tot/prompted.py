@@ -99,7 +99,7 @@ class PromptedPolicy(Policy):
             raise failed
         if failed is not None:
             raise LLMError(str(failed)) from failed
-        return distinct([parse_action_text(t, state) for t in texts])
+        return distinct([parse_action_text(t, state) for t in texts if isinstance(t, str)])
 
     async def _frontier_relations(self, state: TraversalState) -> str | None:
         """For the one-call protocol: the newest entities (:func:`newest_entities`) and their
@@ -241,7 +241,8 @@ class PromptedPolicy(Policy):
         answers = [
             i for i, s in enumerate(states) if s.asm_state is AsmState.DONE and s.answer is not None
         ]
-        refusals = [i for i in answers if states[i].answer.refuses]  # not judged again (see value)
+        # not judged again (see value)
+        refusals = [i for i in answers if (a := states[i].answer) is not None and a.refuses]
         answers = [i for i in answers if i not in refusals]
         steps = [i for i in range(len(states)) if i not in answers and i not in refusals]
         # Only expansions that reached something tell the judge more than the proposer knew:
@@ -365,7 +366,7 @@ def notes_text(state: TraversalState) -> str:
 def chosen_with_expand(state: TraversalState) -> Action | None:
     """What a one-reply ``EXPAND_KG: <IDs> -> <relation>`` already chose for this state, when still
     valid (and not already turned down here: then the model is asked)."""
-    chosen = None
+    chosen: Action | None = None
     if (
         state.asm_state is AsmState.SELECTING_ENTITIES
         and state.actions
@@ -672,17 +673,17 @@ def _entity_refs(text: str, state: TraversalState) -> list[str]:
         else next((o for o in sub.same_as.get(i, ()) if o in sub.entities), None)
         for i in ID_RE.findall(text)
     ]
-    ids = [i for i in ids if i is not None]
-    if ids:
-        return list(dict.fromkeys(ids))
+    found = [i for i in ids if i is not None]
+    if found:
+        return list(dict.fromkeys(found))
     by_label: dict[str, str] = {}
     for i, e in state.subgraph.entities.items():
         by_label.setdefault(norm(e.label), i)
     out = []
     for part in re.split(r"[,;\n]| and ", text):
-        i = by_label.get(norm(part.strip(" .\"'")))
-        if i and i not in out:
-            out.append(i)
+        hit = by_label.get(norm(part.strip(" .\"'")))
+        if hit and hit not in out:
+            out.append(hit)
     return out
 
 

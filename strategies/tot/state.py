@@ -193,9 +193,9 @@ class LocalSubgraph(BaseModel):
                         f" +{len(x.empty_sources) - 3}" if len(x.empty_sources) > 3 else ""
                     )
                     empty = f"; none for {none}"
-                cut = f"; {x.cut_text(self.label)}" if x.truncated else ""
+                cut_note = f"; {x.cut_text(self.label)}" if x.truncated else ""
                 lines.append(
-                    f"  {n}. {who} → {x.relation_id} {x.direction.value}: {what}{empty}{cut}"
+                    f"  {n}. {who} → {x.relation_id} {x.direction.value}: {what}{empty}{cut_note}"
                 )
         return "\n".join(lines)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from .errors import InvalidInput, UnknownKG
 from .models import (
@@ -148,6 +149,24 @@ class KnowledgeGraph(abc.ABC):
         with the entities they touch — by label only if ``labelled``, else with descriptions. An
         unknown relation raises :class:`~kg_adapters.errors.NotFound`."""
 
+    @overload
+    async def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = ...,
+        limit: int = ...,
+        labelled: bool = ...,
+    ) -> AdjacentIds: ...
+    @overload
+    async def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: Sequence[Hop],
+        direction: Direction = ...,
+        limit: int = ...,
+        labelled: bool = ...,
+    ) -> dict[Hop, AdjacentIds]: ...
     @abc.abstractmethod
     async def adjacent_ids(
         self,
@@ -270,9 +289,8 @@ def merge_relation_lists(lists: Sequence[RelationList]) -> RelationList:
                     if old.count is None and r.count is None
                     else (old.count or 0) + (r.count or 0)
                 )
-                merged[key] = old.model_copy(
-                    update={"count": count, "entities": old.entities + having}
-                )
+                entities = (old.entities or 0) + having  # set when first merged
+                merged[key] = old.model_copy(update={"count": count, "entities": entities})
     return RelationList.model_construct(
         relations=list(merged.values()), truncated=truncated, partial=partial, warnings=warnings
     )

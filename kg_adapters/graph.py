@@ -67,6 +67,14 @@ class Graph:
     capabilities: Capabilities
 
     @property
+    def _backend(self) -> KnowledgeGraph:
+        """The backend that answers the reads; only a graph that links several (which answers
+        every read itself) has none."""
+        if self.store is None:
+            raise TypeError(f"{self!r} has no backend of its own to read")
+        return self.store
+
+    @property
     def backend(self) -> str:
         return self.capabilities.backend
 
@@ -124,7 +132,7 @@ class Graph:
         return list(
             await self._cached(
                 ("initialize", query, limit, frozenset(named)),
-                lambda: self.store.initialize(query, limit, frozenset(named)),
+                lambda: self._backend.initialize(query, limit, frozenset(named)),
             )
         )
 
@@ -133,7 +141,7 @@ class Graph:
         first)."""
         return list(
             await self._cached(
-                ("search", text, limit), lambda: self.store.search_entities(text, limit)
+                ("search", text, limit), lambda: self._backend.search_entities(text, limit)
             )
         )
 
@@ -151,7 +159,7 @@ class Graph:
             else:
                 out[eid] = value
         if missing:
-            got = await self.store.relations(missing)
+            got = await self._backend.relations(missing)
             for eid, rl in got.items():
                 if self.cache is not None and not rl.partial:
                     self.cache.put((self._identity, "relations", eid), rl)
@@ -193,7 +201,7 @@ class Graph:
         labelled: bool,
     ) -> EdgePage:
         def read() -> Awaitable[EdgePage]:
-            return self.store.edges(
+            return self._backend.edges(
                 list(entity_ids), relation_id, direction, limit, offset, labelled
             )
 
@@ -217,7 +225,7 @@ class Graph:
         ``limit`` edges are an answer): a link rule's 20-edge read of an entity a reasoner has read
         in full costs nothing."""
         if not isinstance(entity_ids, (list, tuple)) or not isinstance(relation_id, str):
-            return await self.store.adjacent_ids(
+            return await self._backend.adjacent_ids(
                 entity_ids, relation_id, direction, limit, labelled
             )
         hop = (relation_id, Direction(direction))
@@ -244,8 +252,9 @@ class Graph:
                 out[hop] = _first_pairs(wide[1], limit)
             else:
                 todo.append((hop, wide))
+        got: dict[Hop, AdjacentIds] = {}
         if todo:
-            got = await self.store.adjacent_ids(
+            got = await self._backend.adjacent_ids(
                 list(ids), [h for h, _ in todo], Direction.forward, limit, labelled
             )
         for hop, wide in todo:
@@ -276,6 +285,8 @@ class Graph:
     def _keep_each(
         self, ids: tuple[str, ...], hop: Hop, read: AdjacentIds, limit: int, labelled: bool
     ) -> None:
+        if self.cache is None:
+            return
         pairs: dict[str, list[tuple[str, str]]] = {eid: [] for eid in ids}
         values: dict[str, list[tuple[str, str]]] = {eid: [] for eid in ids}
         for s, t in read.pairs:
@@ -288,16 +299,16 @@ class Graph:
 
     async def labels_of(self, entity_ids: list[str]) -> dict[str, str]:
         """Each entity's label; an ID malformed, of another KG or naming nothing is left out."""
-        return await self.store.labels(list(dict.fromkeys(entity_ids)))
+        return await self._backend.labels(list(dict.fromkeys(entity_ids)))
 
     async def entity_key(self, entity_id: str) -> str | None:
         """The IRI (or triple-file name) behind an entity ID, the inverse of :meth:`resolve_key`."""
-        return (await self.store.labels([entity_id], key=True)).get(entity_id)
+        return (await self._backend.labels([entity_id], key=True)).get(entity_id)
 
     async def describe_entity(self, entity_id: str) -> EntityDescription:
         """Label, description, aliases and relation summary of one entity."""
         return await self._cached(
-            ("describe", entity_id), lambda: self.store.describe_entity(entity_id)
+            ("describe", entity_id), lambda: self._backend.describe_entity(entity_id)
         )
 
     async def find_by_values(
@@ -305,13 +316,13 @@ class Graph:
     ) -> dict[str, list[str]]:
         """Entities whose ``relation_id`` has each literal value (external identifiers back to their
         items)."""
-        return await self.store.find(list(dict.fromkeys(values)), relation_id, limit)
+        return await self._backend.find(list(dict.fromkeys(values)), relation_id, limit)
 
     async def find_by_labels(self, labels: list[str], limit: int = 20) -> dict[str, list[Entity]]:
         """:meth:`find_by_label` for many names at once (a label link joins a whole frontier by its
         names): one backend read, then one for the names of what it found."""
         wanted = [x for x in dict.fromkeys(labels) if isinstance(x, str) and x.strip()]
-        found = await self.store.find(wanted, LABEL, limit) if wanted else {}
+        found = await self._backend.find(wanted, LABEL, limit) if wanted else {}
         names = await self.labels_of([e for ids in found.values() for e in ids])
         kg = self.name
         return {
@@ -327,16 +338,16 @@ class Graph:
         ``key``, or None."""
         if not isinstance(key, str):
             return None
-        return next(iter((await self.store.find([key])).get(key, [])), None)
+        return next(iter((await self._backend.find([key])).get(key, [])), None)
 
     async def info(self) -> KGInfo:
         """Name, backend, size and a sample of the relation vocabulary."""
-        return await self.store.info()
+        return await self._backend.info()
 
     def relation_labels(self) -> Mapping[str, str] | None:
         """Every relation's label by ID, when the KG knows them without I/O (local backends); else
         None."""
-        return self.store.vocabulary
+        return self._backend.vocabulary
 
     def relation_vocabulary(self) -> frozenset[str] | None:
         """Every relation ID, when known without I/O: a configuration naming one that does not exist
@@ -351,14 +362,15 @@ class Graph:
         from .sparql.relsearch import rank
 
         if self.capabilities.relation_search:
-            return await self.store.search_relations(text, limit)  # type: ignore[union-attr]
+            backend: Any = self._backend  # a backend with relation_search defines the method
+            return await backend.search_relations(text, limit)
         labels = self.relation_labels()
         if labels is None:
             raise InvalidInput(
                 f"KG {self.name!r} ({self.backend}) cannot list its relations to search them"
             )
         sample = {r.id: r for r in (await self.info()).relation_sample}
-        candidates = []
+        candidates: list[tuple[str, str, None, list[str], int | None]] = []
         for rid in sorted(labels):
             known = sample.get(rid)
             label = labels[rid] or humanize(rid.split(":", 1)[-1])
@@ -373,7 +385,8 @@ class Graph:
         is True answer."""
         if not self.capabilities.sparql:
             raise InvalidInput(f"KG {self.name!r} ({self.backend}) does not answer SPARQL queries")
-        return await self.store.sparql_query(query, limit=limit, timeout=timeout)  # type: ignore[union-attr]
+        backend: Any = self._backend  # a backend that answers SPARQL defines the method
+        return await backend.sparql_query(query, limit=limit, timeout=timeout)
 
     async def same_as(self, entity_id: str, into: str | None = None) -> list[str]:
         """The same entity in the other linked KGs (only in KG ``into``, if given): none for a KG on

@@ -191,7 +191,9 @@ class LabelIndex:
     equally good matches. Descriptions are not searched (they add noise).
     """
 
-    def __init__(self, labels: Sequence[str], priors: Sequence[float] | None = None) -> None:
+    def __init__(
+        self, labels: Sequence[str], priors: Sequence[float] | np.ndarray | None = None
+    ) -> None:
         self._labels = labels
         self._exact: dict[str, list[int]] = defaultdict(list)
         self._by_key: dict[str, list[int]] = defaultdict(list)

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -269,8 +269,11 @@ class OxigraphKG(KnowledgeGraph):
         seen: set[tuple[Term, Term]] = set()
         forward = direction is Direction.forward
         for q in self._quads(p=pred):
-            pair = (q.subject, q.object) if forward else (q.object, q.subject)
-            if pair not in seen and not any(isinstance(t, ox.Triple) for t in pair):
+            subject, obj = q.subject, q.object
+            if isinstance(subject, ox.Triple) or isinstance(obj, ox.Triple):
+                continue
+            pair = (subject, obj) if forward else (obj, subject)
+            if pair not in seen:
                 seen.add(pair)
                 yield pair
 
@@ -298,7 +301,8 @@ class OxigraphKG(KnowledgeGraph):
             f"WHERE {{ VALUES ?{var} {{ {values} }} ?s ?p ?o }} }} GROUP BY ?{var} ?p"
         )
         try:
-            rows = list(self.store.query(q, use_default_graph_as_union=True))
+            solutions = self.store.query(q, use_default_graph_as_union=True)
+            rows = list(cast(ox.QuerySolutions, solutions))  # a SELECT answers solutions
         except (OSError, RuntimeError, SyntaxError) as e:
             raise BackendError(f"KG {self.name!r}: store query failed: {e}") from e
         yield from (
@@ -424,6 +428,7 @@ class OxigraphKG(KnowledgeGraph):
     ) -> AdjacentIds:
         pred = self._relation_node(relation_id)
         direction = Direction(direction)
+        stream: Iterator[tuple[Term, Term]]
         if entity_ids:
             terms = list(self._terms(list(dict.fromkeys(entity_ids))))
             stream = ((src, t) for src in terms for t in self._targets(src, pred, direction))
@@ -493,14 +498,14 @@ class OxigraphKG(KnowledgeGraph):
         limit = self.limits.clamp(limit, self.limits.max_edges)
         if relation_id == LABEL:  # the label index, every name in one go
             named = self.label_search.named_many(list(dict.fromkeys(values)), limit)
-            out = {}
+            out: dict[str, list[str]] = {}
             for v in dict.fromkeys(values):
                 hits = named.get(v, ())
                 best = [h for h in hits if h.match == "exact"] or hits
                 out[v] = [tid for h in best if (tid := self._term_id(key_term(h.key))) is not None]
             return out
         pred = None if relation_id is None else self._relation_node(relation_id)
-        out: dict[str, list[str]] = {}
+        out = {}
         for value in dict.fromkeys(values):
             candidates: list[Term] = [ox.NamedNode(name_iri(value)), ox.Literal(value)]
             if ":" in value:
@@ -525,10 +530,13 @@ class OxigraphKG(KnowledgeGraph):
         if self._info is None:
             try:
                 rows = list(
-                    self.store.query(
-                        "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE "
-                        "{ ?s ?p ?o } } GROUP BY ?p ORDER BY DESC(?n)",
-                        use_default_graph_as_union=True,
+                    cast(  # a SELECT answers solutions
+                        ox.QuerySolutions,
+                        self.store.query(
+                            "SELECT ?p (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o WHERE "
+                            "{ ?s ?p ?o } } GROUP BY ?p ORDER BY DESC(?n)",
+                            use_default_graph_as_union=True,
+                        ),
                     )
                 )
             except (OSError, RuntimeError) as e:

@@ -251,11 +251,11 @@ class LinkedKG(Graph):
                     ids = await self._links(eid, other, report)
                     found.setdefault(other, {}).update(dict.fromkeys(ids))
             frontier = []
-            for other, ids in found.items():
-                if ids:
-                    out[other] = list(ids)
+            for other, linked in found.items():
+                if linked:
+                    out[other] = list(linked)
                     reached.add(other)
-                    frontier.extend(list(ids)[:MAX_CHAIN_IDS])
+                    frontier.extend(list(linked)[:MAX_CHAIN_IDS])
             if into is not None and into in out:
                 break
         if into is not None:
@@ -406,7 +406,8 @@ class LinkedKG(Graph):
                 return await call(kg)
             finally:
                 done += 1
-                if progress is not None and not asyncio.current_task().cancelling():
+                task = asyncio.current_task()  # one() runs as, or inside, a task
+                if progress is not None and not (task is not None and task.cancelling()):
                     await progress(done, len(names), kg.name)
 
         # no task to spawn: a measurable share of a ~2 ms call
@@ -649,7 +650,7 @@ class LinkedKG(Graph):
             by_kg.setdefault(self.owner(hop[0]).name, []).append(hop)
 
         async def read(kg: Graph, kg_hops: list[Hop]) -> dict[Hop, AdjacentIds]:
-            routed, via = list(dict.fromkeys(entity_ids)), {}
+            routed, via = list(dict.fromkeys(entity_ids)), dict[str, str]()
             if routed:
                 routed, via, _ = await self._route(routed, kg, kg_hops[0][0])
                 if not routed:
@@ -756,9 +757,8 @@ class LinkedKG(Graph):
 
     def relation_labels(self) -> Mapping[str, str] | None:
         labels = [kg.relation_labels() for kg in self.kgs.values()]
-        return (
-            None if any(v is None for v in labels) else {k: v for m in labels for k, v in m.items()}
-        )
+        known = [m for m in labels if m is not None]
+        return None if len(known) < len(labels) else {k: v for m in known for k, v in m.items()}
 
     async def search_relations(self, text: str, limit: int = 10) -> list[RelationHit]:
         return (await self.find_relations(text, limit))[0]

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import overload
 
 from ..base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hops_of
 from ..eager import gather_eager
@@ -414,6 +415,24 @@ class SparqlKG(KnowledgeGraph):
             await self._check_used(rel[1], relation_id)
         return await self._edge_page(grouped, rel[0], direction, truncated, offset)
 
+    @overload
+    async def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: str,
+        direction: Direction = ...,
+        limit: int = ...,
+        labelled: bool = ...,
+    ) -> AdjacentIds: ...
+    @overload
+    async def adjacent_ids(
+        self,
+        entity_ids: list[str],
+        relation_id: Sequence[Hop],
+        direction: Direction = ...,
+        limit: int = ...,
+        labelled: bool = ...,
+    ) -> dict[Hop, AdjacentIds]: ...
     async def adjacent_ids(
         self,
         entity_ids: list[str],
@@ -573,8 +592,12 @@ class SparqlKG(KnowledgeGraph):
         ``offset`` costs a count."""
         rel_local, rel_term = rel
         forward = direction is Direction.forward
-        statement = self.profile.statement_terms(rel_local) if self.profile.qualifiers else None
-        value_node = self.profile.value_term(rel_local) if self.profile.qualifiers else None
+        # only Wikidata's profile has qualifiers (statement and value nodes)
+        qualified = self.profile if isinstance(self.profile, WikidataProfile) else None
+        if qualified is not None and not qualified.qualifiers:
+            qualified = None
+        statement = qualified.statement_terms(rel_local) if qualified is not None else None
+        value_node = qualified.value_term(rel_local) if qualified is not None else None
         batches = _chunks([t for _, t in sources], self.batch_size)
         grouped: list[Group] = []
         skip, room, truncated = offset, limit, False
@@ -695,8 +718,8 @@ class SparqlKG(KnowledgeGraph):
                 return None
             reads.append((self.profile.iri(local_of[t]), times, read))
         reads.sort(key=lambda x: x[0])  # ORDER BY ?src first: a source's IRI, then its targets'
-        order: list[tuple] = []
-        groups: dict[tuple, Group] = {}
+        order = []
+        groups = {}
         for _, times, (o, g) in reads:
             order.extend(o if times == 1 else [k for k in o for _ in range(times)])
             groups.update(g)
@@ -1161,12 +1184,12 @@ class SparqlKG(KnowledgeGraph):
             labels: dict[str, list[Row]] = {}
             for r in rows:
                 local = self.profile.entity_local(r["e"]) if "e" in r else None
-                found = out.get(r["v"].value) if "v" in r else None
-                if local is None or found is None or not self.profile.is_entity_local(local):
+                ids = out.get(r["v"].value) if "v" in r else None
+                if local is None or ids is None or not self.profile.is_entity_local(local):
                     continue
                 labels.setdefault(local, []).append(r)
-                if len(found) < limit and self._qid(local) not in found:
-                    found.append(self._qid(local))
+                if len(ids) < limit and self._qid(local) not in ids:
+                    ids.append(self._qid(local))
             for local, rs in labels.items():  # a link's entities are shown next: named now
                 self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds))
         if out and not any(out.values()):

@@ -14,7 +14,7 @@ equivalents' (the linked ``get_relations`` caps each KG's share at ``max_ids``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.eager import gather_eager
@@ -227,7 +227,7 @@ class KGReader:
             out.append((nb, within is not None and (cut or _more_than(nb, within))))
         return out
 
-    async def reaches_more_than(self, asks: list[tuple[list[str], Hop, int]]) -> list[bool]:
+    async def reaches_more_than(self, asks: Sequence[tuple[Sequence[str], Hop, int]]) -> list[bool]:
         """For each ``(nodes, hop, n)``: whether ``hop`` from ``nodes`` reaches more than ``n``
         nodes — the reasoner asks it of a hub ("every film of the genre") whose targets it does
         not otherwise need. First one read a KG (:meth:`_joint`) of the edges a hop its asks'

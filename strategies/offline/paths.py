@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
+from typing import cast
 
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.eager import gather_eager
@@ -135,6 +136,8 @@ class OfflineReasoner:
             walked: list[tuple[_Partial, list[str]]] = []
             for p in layer:
                 src = p.reached
+                if src is None:  # only a last hop is left unread, and it never joins the layer
+                    continue
                 if depth > 0:
                     if p.over[-1] or len(src) > st.max_frontier:
                         continue
@@ -142,14 +145,14 @@ class OfflineReasoner:
                     # is there
                     src = [n for n in src if n not in topic_set] or src
                 walked.append((p, src))
-            children: list[tuple[float, _Partial, Hop]] = []
+            children: list[tuple[float, _Partial, Hop, list[str]]] = []
             for (p, src), rels in zip(walked, await relations_of([src for _, src in walked])):
                 await scorer.prepare([h[0] for h in rels])
                 prev = p.hops[-1] if p.hops else None
                 for hop in rels:
                     aligns = scorer.extend(p.aligns, hop, prev)
                     child = _Partial((*p.hops, hop), aligns, src, p.frontiers, over=p.over)
-                    children.append((aligns[0].score, child, hop))
+                    children.append((aligns[0].score, child, hop, src))
             if not children:
                 break
             children.sort(key=lambda c: -c[0])
@@ -169,16 +172,14 @@ class OfflineReasoner:
                         child.reached,
                         [*child.over, False],
                     )
-                    for _, child, _ in kept
+                    for _, child, _, _ in kept
                 )
                 break
             # "every comedy" read as its first edges is no walkable frontier: over max_frontier is
             # decided on all of them
-            reads = await reader.follow(
-                [(child.reached, hop) for _, child, hop in kept], st.max_frontier
-            )
-            for (_, child, _), (nb, over) in zip(kept, reads):
-                reached = _targets(child.reached, nb)
+            reads = await reader.follow([(src, hop) for _, _, hop, src in kept], st.max_frontier)
+            for (_, child, _, src), (nb, over) in zip(kept, reads):
+                reached = _targets(src, nb)
                 if not reached:
                     continue
                 part = _Partial(
@@ -215,7 +216,7 @@ class OfflineReasoner:
         # the answer types first: the chain statistics read the same relation samples
         type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
         # what else the scores ask of the KG, asked together
-        rare, hub_sizes, topic_edges = await gather_eager(
+        asked = await gather_eager(
             [
                 stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
                 if pairs
@@ -226,8 +227,12 @@ class OfflineReasoner:
                 relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),
             ]
         )
+        # the calls' results, in their order
+        rare = cast("dict[tuple[Hop, Hop], bool]", asked[0])  # chain_mismatches, or {}
+        hub_sizes = cast("list[bool]", asked[1])  # reaches_more_than
+        topic_reads = cast("list[dict[Hop, int]]", asked[2])  # relations_of, or {}
         hubs = {p: dict(zip(hub_asks, hub_sizes))[ask] for p, ask in hub_of.items()}
-        topic_edges = topic_edges[0] if topic_edges else {}
+        topic_edges = topic_reads[0] if topic_reads else {}
 
         def final(p: _Partial) -> tuple[float, Alignment] | None:
             """The plan's score and its best alignment; None when no alignment is a complete

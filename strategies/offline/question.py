@@ -116,8 +116,15 @@ def parse_question(question: str, topic_labels: list[str], max_span: int = 4) ->
         mention_at,
         spans,
         find_focus(raw),
-        tuple((s - (s > mention_at), e - (e > mention_at)) for s, e in chain_slots(raw)),
+        _chain_without_mark(raw, mention_at),
     )
+
+
+def _chain_without_mark(raw: list[str], mention_at: int | None) -> tuple[tuple[int, int], ...]:
+    """:func:`chain_slots` as ranges of the tokens without the mention marker (no mention: none)."""
+    if mention_at is None:
+        return ()
+    return tuple((s - (s > mention_at), e - (e > mention_at)) for s, e in chain_slots(raw))
 
 
 _WH = ("what", "which", "who", "whom", "whose", "where", "when", "how")
@@ -135,7 +142,7 @@ def find_focus(toks: list[str]) -> str | None:
             j = i + 1
             while j < len(toks) and toks[j] in _SKIP:
                 j += 1
-            words = []
+            words: list[str] = []
             while (
                 j < len(toks) and toks[j] not in STOPWORDS and len(words) < 3 and toks[j] != _MARK
             ):

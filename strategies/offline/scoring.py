@@ -98,16 +98,16 @@ class QuestionScorer:
             self._vocab_mean = (
                 (self.span_vecs @ vocab.T).mean(axis=1) if len(self.spans) else np.zeros(0)
             )
-            values = (
+            examples = (
                 await self.stats.value_matrix(relation_ids)
                 if self.settings.value_examples
                 else None
             )
-            if values is not None and len(values) and len(self.spans):
+            if examples is not None and len(examples) and len(self.spans):
                 ref = (
-                    values
+                    examples
                     if self.settings.value_centring == "apart"
-                    else np.concatenate([vocab, values])
+                    else np.concatenate([vocab, examples])
                 )
                 self._value_mean = (self.span_vecs @ ref.T).mean(axis=1)
                 focus = set((self.q.focus or "").split())
@@ -328,10 +328,10 @@ class QuestionScorer:
         if not self.q.focus:
             return out
         tv = await self.stats.type_vectors(hops)
-        have = [h for h in hops if tv.get(h) is not None]
+        have = {h: v for h in hops if (v := tv.get(h)) is not None}
         if len(have) >= 2:
             f = self.embedder.encode_one(self.q.focus)
-            sims = np.stack([tv[h] for h in have]) @ f
+            sims = np.stack(list(have.values())) @ f
             z = (sims - sims.mean()) / max(float(sims.std()), self.settings.type_std_floor)
             out.update({h: float(v) for h, v in zip(have, z)})
         return out

@@ -30,14 +30,14 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
 from tot_mcp.kg_adapters.models import Direction
 from tot_mcp.strategies.llm.base import LLMError, LLMUsage
 
-from .actions import Action, AnswerItem, ExpandKG, Invalid, Think, distinct
+from .actions import Action, Answer, AnswerItem, ExpandKG, Invalid, Think, distinct
 from .asm import TraversalASM, was_rejected
 from .policy import Policy
 from .state import DEFAULT_MAX_HOPS, AsmState, InvalidAction, LocalSubgraph, TraversalState
@@ -122,6 +122,11 @@ class StateSummary(BaseModel):
         )
 
 
+SearchStatus = Literal[
+    "answered", "below_tau", "incomplete", "unsupported", "no_entity", "no_answer"
+]
+
+
 class SearchNode(BaseModel):
     id: int
     parent: int | None = None
@@ -166,7 +171,7 @@ class RankedAnswer(BaseModel):
 
 class SearchResult(BaseModel):
     question: str
-    status: Literal["answered", "below_tau", "incomplete", "unsupported", "no_entity", "no_answer"]
+    status: SearchStatus
     reason: str = Field(default="", description="One line: why the graph cannot answer.")
     answer: RankedAnswer = Field(default_factory=RankedAnswer)
     value: float = 0.0
@@ -273,7 +278,7 @@ class TreeSearch:
         seen: dict[tuple, int] = {
             root_state.signature(): 0
         }  # duplicate detection (a transposition table)
-        self._judged: dict[tuple, float] = {}  # answers valued so far, by what they answer
+        self._judged = {}  # answers valued so far, by what they answer
         while expansions < cfg.max_expansions:
             floor = (
                 cfg.floor
@@ -386,7 +391,7 @@ class TreeSearch:
         Returns the refusal child when the model's best valid proposal is a reasoned refusal (the
         search ends there, and no value call is made: the model said why; a judge adds nothing), and
         how many decided steps were applied."""
-        state = node.state
+        state = _state_of(node)
         proposals: list[Action] = distinct(await self.policy.propose(state, self.config.k))[
             : self.config.k
         ]
@@ -462,16 +467,16 @@ class TreeSearch:
             key = {c.id: _answer_key(c, self.policy.facts_decide) for c in kids}
             fresh = [c for c in kids if key[c.id] is None or key[c.id] not in self._judged]
             for c in kids:
-                if key[c.id] is not None and key[c.id] in self._judged:
-                    c.value = self._judged[key[c.id]]
+                if (k := key[c.id]) is not None and k in self._judged:
+                    c.value = self._judged[k]
             if fresh:
                 scores = await self.policy.values(
-                    [c.state for c in fresh], parent=state, parent_value=node.value
+                    [_state_of(c) for c in fresh], parent=state, parent_value=node.value
                 )
                 for c, v in zip(fresh, list(scores) + [None] * (len(fresh) - len(scores))):
                     c.value = _clamp(v)
-                    if key[c.id] is not None:
-                        self._judged[key[c.id]] = c.value
+                    if (k := key[c.id]) is not None:
+                        self._judged[k] = c.value
         if not node.children and not repeats:  # (every proposal a repeat: a dead end, not a retry)
             # Nothing valid came back: keep one retry node carrying the feedback so the policy can
             # try again, valued a little below its parent so an alternative elsewhere wins ties.
@@ -520,13 +525,18 @@ class TreeSearch:
         error: str | None,
     ) -> SearchResult:
         partial, why, reason = False, "", ""
-        if best is not None and _refuses(best):  # the graph does not have this: nothing answers
-            refusal = best.state.answer
-            status, answer, reason = refusal.status, RankedAnswer(), refusal.text
+        status: SearchStatus
+        refusal = _refusal(best) if best is not None else None
+        if (
+            best is not None and refusal is not None
+        ):  # the graph does not have this: nothing answers
+            status = cast(SearchStatus, refusal.status)  # a refusal's is one of REFUSALS
+            answer, reason = RankedAnswer(), refusal.text
             path = _path_to(best, nodes)
-            final = best.state
+            final = _state_of(best)
         elif best is not None:
-            ans = best.state.answer
+            final = _state_of(best)
+            ans = final.answer
             assert ans is not None
             status = "answered" if (best.value or 0) >= self.config.tau else "below_tau"
             if ans.status == "incomplete":
@@ -538,16 +548,15 @@ class TreeSearch:
                 text=ans.text,
                 dropped=list(ans.ungrounded),
             )
-            partial, why = partial_reason(best.state)
-            caveat = self.policy.caveat(best.state)
+            partial, why = partial_reason(final)
+            caveat = self.policy.caveat(final)
             if caveat:
                 partial, why = True, caveat + (f"; {why}" if why else "")
             path = _path_to(best, nodes)
-            final = best.state
         else:
             status, answer, path = "no_answer", RankedAnswer(text="no answer found"), []
             expanded = [n for n in nodes if n.expanded_at is not None] or nodes
-            final = max(expanded, key=lambda n: (n.value or 0.0, n.depth)).state
+            final = _state_of(max(expanded, key=lambda n: (n.value or 0.0, n.depth)))
         labels: dict[str, str] = {}
         for n in nodes:
             if n.state is not None:
@@ -564,7 +573,7 @@ class TreeSearch:
             path=path,
             subgraph=final.subgraph,
             subgraph_text=final.subgraph.render(),
-            topic_entities=list(nodes[0].state.topic_entities),
+            topic_entities=list(_state_of(nodes[0]).topic_entities),
             usage=self.policy.usage.since(usage_before),
             latency_s=time.perf_counter() - started,
             config=self.config,
@@ -638,12 +647,21 @@ def _better(a: SearchNode, b: SearchNode, by_items: bool = True) -> bool:
 
 
 def _refuses(node: SearchNode) -> bool:
-    return (
-        node.terminal
-        and node.state is not None
-        and node.state.answer is not None
-        and node.state.answer.refuses
-    )
+    return _refusal(node) is not None
+
+
+def _refusal(node: SearchNode) -> Answer | None:
+    """The node's answer when it is a reasoned refusal (the search ends there)."""
+    answer = node.state.answer if node.terminal and node.state is not None else None
+    return answer if answer is not None and answer.refuses else None
+
+
+def _state_of(node: SearchNode) -> TraversalState:
+    """The state of a node of a running search: each holds one (only a node read back from JSON
+    has none, and is never searched)."""
+    if node.state is None:
+        raise ValueError(f"node {node.id} has no state: a search node read back cannot be searched")
+    return node.state
 
 
 def _path_to(node: SearchNode, nodes: list[SearchNode]) -> list[int]:
@@ -670,7 +688,9 @@ def partial_reason(state: TraversalState) -> tuple[bool, str]:
     return bool(reasons), "; ".join(reasons)
 
 
-def _clamp(v: float) -> float:
+def _clamp(v: float | None) -> float:
+    if v is None:
+        return 0.0
     try:
         v = float(v)
     except (TypeError, ValueError):

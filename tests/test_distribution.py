@@ -224,7 +224,8 @@ def test_install_md_states_the_wheels_size(wheel):
     page = (REPO / "docs" / "install.md").read_text(encoding="utf-8")
     stated = re.search(r"The wheel \(≈([\d.]+) MB", page)
     assert stated, "docs/install.md no longer states the wheel's size"
-    assert float(stated.group(1)) == round(wheel.stat().st_size / 1e6, 1)
+    # "≈": within a tenth of a megabyte, so a size near a rounding edge does not flip the page
+    assert abs(float(stated.group(1)) - wheel.stat().st_size / 1e6) <= 0.1
 
 
 def test_installed_wheel_runs_from_its_own_environment(venv, tmp_path):

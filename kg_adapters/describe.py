@@ -93,76 +93,16 @@ MAX_NAME_IN_NOTE = 40  # the merged-things note quotes the label only when it is
 
 # Function words read off the front of a relation label for its noun form: "has tags" → "tags", "in
 # language" → "language", "is directed by" → "directed by".
-_LEADING = frozenset(
-    {
-        "has",
-        "have",
-        "had",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "in",
-        "on",
-        "at",
-        "from",
-        "with",
-        "of",
-        "the",
-        "a",
-        "an",
-    }
-)
+_LEADING = frozenset("has have had is are was were be been in on at from with of the a an".split())
 _TRAILING_PREPOSITIONS = frozenset(
     {"in", "at", "on", "from", "to", "for", "into", "with", "as", "about", "near", "under"}
 )
 # Past participles not ending in -ed/-en/-wn, for "X by" labels: "made by" is a passive (its object
 # "has made" the subject); "music by" is a noun (its object gives "music by them" to the subject).
 _IRREGULAR_PARTICIPLES = frozenset(
-    {
-        "made",
-        "built",
-        "led",
-        "held",
-        "sold",
-        "told",
-        "won",
-        "set",
-        "shot",
-        "bought",
-        "brought",
-        "taught",
-        "caught",
-        "fought",
-        "found",
-        "kept",
-        "paid",
-        "sent",
-        "run",
-        "begun",
-        "done",
-        "sung",
-        "hung",
-        "struck",
-        "fed",
-        "bred",
-        "read",
-        "cut",
-        "put",
-        "hit",
-        "cast",
-        "lit",
-        "met",
-        "borne",
-        "worn",
-        "heard",
-        "left",
-        "lost",
-        "upheld",
-        "spread",
-    }
+    "made built led held sold told won set shot bought brought taught caught fought found kept "
+    "paid sent run begun done sung hung struck fed bred read cut put hit cast lit met borne worn "
+    "heard left lost upheld spread".split()
 )
 
 

@@ -64,27 +64,8 @@ class QueryAnalysis(BaseModel):
 
 
 _REASONING_CUES = frozenset(
-    [
-        "why",
-        "how",
-        "compare",
-        "compared",
-        "difference",
-        "both",
-        "either",
-        "same",
-        "share",
-        "shares",
-        "shared",
-        "also",
-        "common",
-        "than",
-        "before",
-        "after",
-        "between",
-        "most",
-        "least",
-    ]
+    "why how compare compared difference both either same share shares shared also common than "
+    "before after between most least".split()
 )
 _SUBGRAPH_CUES = (
     "everything about",

@@ -16,53 +16,9 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "by",
-        "with",
-        "from",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "how",
-        "why",
-        "did",
-        "does",
-        "do",
-        "that",
-        "this",
-        "these",
-        "those",
-        "it",
-        "its",
-        "as",
-        "not",
-        "someone",
-        "something",
-        "somebody",
-        "thing",
-        "things",
-    ]
+    "a an the of in on at to for by with from and or is are was were be been what which who whom "
+    "whose when where how why did does do that this these those it its as not someone something "
+    "somebody thing things".split()
 )
 _WORD = re.compile(r"\w+")
 

@@ -134,8 +134,10 @@ def run_set(s: RelaySet, lines: list[str], method: str, ns: argparse.Namespace) 
     qfile = ns.out / f"{s.key}.questions.txt"
     qfile.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = ns.out / f"{method}-{s.key}.jsonl"
-    cmd = [
-        "tot-search",
+    cmd = [  # this interpreter's tot-search, whether or not its venv is on PATH
+        sys.executable,
+        "-m",
+        "tot_mcp.strategies.search_cli",
         "--questions",
         str(qfile),
         "--format",

@@ -9,9 +9,10 @@ How. ``bench.linked3``'s data (films in memory, catalog behind ``oxigraph serve-
 proxy, cast in an on-disk store, identifier and label links) built as ``tot-mcp --config`` builds
 it; the offline method answers MetaQA dev questions of the slices that touch the catalog, one at a
 time, in one process, as a server answers them in turn (caches warm across questions, as they
-would). Per question: the proxy's log lines (= catalog requests) and the wall time. Then, on a
-freshly built system, one cold ``follow_path`` of three hops across the three KGs (an actor's films,
-their genres, the other films of those genres).
+would). Per question: the proxy's log lines (= catalog requests), the waves (the longest chain of
+catalog requests each sent after the one before was answered: what latency follows) and the wall
+time. Then, on a freshly built system, one cold ``follow_path`` of three hops across the three KGs
+(an actor's films, their genres, the other films of those genres).
 
     python -m bench.round_trips                      # 10 questions per hop count, 50 ms per request
     python -m bench.round_trips --limit 20 --delay 200
@@ -31,6 +32,32 @@ from bench.linked3 import KB, METAQA, Endpoint, build, free_port, write_config, 
 
 PROXY = Path(__file__).resolve().parents[2] / "shared" / "tools" / "sparql_proxy.py"
 SLICES = ("films→catalog", "cast→films→catalog")
+
+
+class Chain:
+    """The catalog's requests as this process sends them, each a (sent, answered) span:
+    :meth:`waves` is the longest chain of requests each sent after the one before was answered —
+    the round trips a question waits through one after another, which its latency follows."""
+
+    def __init__(self, kg) -> None:
+        self.spans: list[tuple[float, float]] = []
+        endpoint = kg.store.sparql
+        real = endpoint.request
+
+        async def timed(*args, **kwargs):
+            sent = time.perf_counter()
+            try:
+                return await real(*args, **kwargs)
+            finally:
+                self.spans.append((sent, time.perf_counter()))
+
+        endpoint.request = timed
+
+    def waves(self, since: int = 0) -> int:
+        chain: list[tuple[float, int]] = []  # (answered, longest chain ending there)
+        for sent, answered in sorted(self.spans[since:], key=lambda s: s[1]):
+            chain.append((answered, 1 + max((n for a, n in chain if a <= sent), default=0)))
+        return max((n for _, n in chain), default=0)
 
 
 class Proxy:
@@ -75,6 +102,7 @@ async def questions(args, data, proxy: Proxy) -> list[str]:
     system = await _system(data.config)
     method = make_method(args.method, MethodOptions(llm="offline"), system.services)
     kgs = list(system.kgs.values())
+    chain = Chain(system.kgs["catalog"])
     lines = []
     warmed = False
     for hops in args.hops:
@@ -86,16 +114,18 @@ async def questions(args, data, proxy: Proxy) -> list[str]:
         if not warmed and qs:  # indexes, statistics and first connections, untimed
             await run_questions([qs[-1]], method, args.method, kgs)
             warmed = True
-        requests, seconds, hits = [], [], []
+        requests, waves, seconds, hits = [], [], [], []
         for q in qs:
-            before, t0 = proxy.count(), time.perf_counter()
+            before, since, t0 = proxy.count(), len(chain.spans), time.perf_counter()
             (rec,) = await run_questions([q], method, args.method, kgs)
             seconds.append(time.perf_counter() - t0)
             requests.append(proxy.count() - before)
+            waves.append(chain.waves(since))
             hits.append(rec.hits1)
         lines.append(
             f"| {hops}-hop questions ({len(qs)}) | {statistics.median(requests):g} | "
-            f"{max(requests)} | {statistics.median(seconds):.2f} | {statistics.mean(hits):.3f} |"
+            f"{max(requests)} | {statistics.median(waves):g} | {statistics.median(seconds):.2f} | "
+            f"{statistics.mean(hits):.3f} |"
         )
     await system.aclose()
     return lines
@@ -114,12 +144,14 @@ async def cold_follow(data, proxy: Proxy) -> str:
         Hop(relation_id=genre, direction=Direction.forward),
         Hop(relation_id=genre, direction=Direction.backward),
     ]
+    chain = Chain(system.kgs["catalog"])
     before, t0 = proxy.count(), time.perf_counter()
     res = await follow_path(graph, [actor], hops)
     took, n = time.perf_counter() - t0, proxy.count() - before
     await system.aclose()
     return (
-        f"| cold follow_path, 3 hops, 3 KGs (reached {res.reached}) | {n} | {n} | {took:.2f} | – |"
+        f"| cold follow_path, 3 hops, 3 KGs (reached {res.reached}) | {n} | {n} | "
+        f"{chain.waves()} | {took:.2f} | – |"
     )
 
 
@@ -161,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{time.strftime('%Y-%m-%d')}"
     )
     print(
-        "| what | requests (median) | requests (max) | seconds (median) | Hits@1 "
-        "|\n|---|---|---|---|---|"
+        "| what | requests (median) | requests (max) | waves (median) | seconds (median) | Hits@1 "
+        "|\n|---|---|---|---|---|---|"
     )
     print("\n".join(rows))
     return 0

@@ -31,8 +31,10 @@ SETS = {
 
 def run_set(key: str, args: argparse.Namespace, out: Path) -> None:
     _, questions, fmt, kb = SETS[key]
-    cmd = [
-        "tot-search",
+    cmd = [  # this interpreter's tot-search, whether or not its venv is on PATH
+        sys.executable,
+        "-m",
+        "tot_mcp.strategies.search_cli",
         "--questions",
         str(SHARED / questions),
         "--format",

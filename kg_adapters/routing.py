@@ -361,6 +361,14 @@ class LinkedKG(Graph):
             report.note(links.note)
         return list(links.ids)
 
+    async def _quiet_prefetch(self, entity_ids: list[str], report: Report) -> None:
+        """:meth:`prefetch` where a failure only leaves the cache cold (the lookups after it ask
+        again, and report)."""
+        try:
+            await self.prefetch(entity_ids, report)
+        except KGError:
+            pass
+
     async def same_as(
         self, entity_id: str, into: str | None = None, report: Report | None = None
     ) -> list[str]:
@@ -481,6 +489,10 @@ class LinkedKG(Graph):
         named: set[str] = set()
         local_left = len(names) - len(remote)
         local_done = asyncio.Event()
+        # the local KGs' exact matches are linked while a remote KG still searches (their links
+        # are asked below anyway): the lookup's round trip overlaps the search's
+        exact: list[str] = []
+        early: list[asyncio.Future] = []
 
         async def call(kg: Graph) -> list[EntityMatch]:
             nonlocal local_left
@@ -491,18 +503,23 @@ class LinkedKG(Graph):
                 return await kg.initialize_named(text, limit, frozenset(named))
             try:
                 got = await kg.initialize(text, limit)
-                named.update(
-                    m.mention
-                    for m in got
-                    if m.mention is not None and m.match in ("exact", "casefold")
-                )
+                matched = [m for m in got if m.match in ("exact", "casefold")]
+                named.update(m.mention for m in matched if m.mention is not None)
+                exact.extend(m.entity.id for m in matched)
                 return got
             finally:
                 local_left -= 1
                 if local_left == 0:
                     local_done.set()
+                    if remote and exact:
+                        early.append(asyncio.ensure_future(self._quiet_prefetch(exact, report)))
 
-        found = [m for _, ms in await self._each(names, call, report, progress) for m in ms]
+        try:
+            found = [m for _, ms in await self._each(names, call, report, progress) for m in ms]
+            await asyncio.gather(*early)
+        finally:
+            for task in early:
+                task.cancel()
         found.sort(key=lambda m: -m.score)  # stable: KG order breaks ties
         omitted = 0
         if (

@@ -8,6 +8,7 @@ saves, and that the answers stay those of the full read."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from delegating_kg import DelegatingKG
@@ -764,3 +765,75 @@ async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(
     )
     assert {s for s, _ in read.pairs} <= set(ids) and len(sent) == 1  # links known: one read
     await catalog.aclose()
+
+
+# -- round trips that wait on each other -----------------------------------------------------------
+class Waves:
+    """Each request the KG's backend sends from now on held ``hold`` seconds, as a remote endpoint
+    holds it. ``count``: the longest chain of requests each sent after the one before came back —
+    the round trips a caller waits through one after another (latency follows them, not the
+    number of requests)."""
+
+    def __init__(self, kg, hold: float = 0.05) -> None:
+        self.spans: list[tuple[float, float]] = []
+        real = kg.store.sparql.request
+
+        async def held(method, params, *args, **kwargs):
+            start = time.monotonic()
+            try:
+                await asyncio.sleep(hold)
+                return await real(method, params, *args, **kwargs)
+            finally:
+                self.spans.append((start, time.monotonic()))
+
+        kg.store.sparql.request = held
+
+    @property
+    def requests(self) -> int:
+        return len(self.spans)
+
+    @property
+    def count(self) -> int:
+        chain: list[tuple[float, int]] = []  # (end, longest chain ending there), by end
+        for start, end in sorted(self.spans, key=lambda s: s[1]):
+            chain.append((end, 1 + max((n for e, n in chain if e <= start), default=0)))
+        return max((n for _, n in chain), default=0)
+
+
+async def test_a_local_exact_match_is_linked_while_the_endpoint_looks_up_the_mention(kgs):
+    """The films KG names [Alpha] at once; its link into the catalog is asked while the catalog
+    still checks the mention, not after: two requests, one wave."""
+    films, catalog = kgs
+    rule = LinkRule(
+        from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id"
+    )
+    linked = LinkedKG(
+        {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, [rule])
+    )
+    await linked.linker.relation_in(catalog, "imdb")  # resolved once a KG, not per question
+    waves = Waves(catalog)
+    (alpha,) = await linked.initialize("what genre is [Alpha]")
+    assert alpha.entity.label == "Alpha"
+    assert [await catalog.label_of(i) for i in alpha.same_as] == ["Alpha (1999)"]
+    assert (waves.requests, waves.count) == (2, 1)
+
+
+async def test_the_last_hop_and_its_answers_names_go_out_with_the_hub_test(hub_catalog_url):
+    """A sibling question ("films of the same genre as [Film 1]") ends on a hop into a hub, whose
+    size the score asks, with the chain statistics: the plans likely to rank first have their last
+    hop read, and their answers named, while those reads are out rather than after them."""
+    catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    question = "which films have the same genre as [Film 1]"
+    reasoner = OfflineReasoner(shared_embedder(), OfflineSettings(max_hops=2))
+    topics = topics_from_matches(await catalog.initialize(question))
+    waves = Waves(catalog)
+    res = await reasoner.reason(catalog, question, topics)
+    hops, answers, sizes = _summary(res)[0]
+    assert hops == (
+        (hops[0][0], Direction.forward),
+        (hops[0][0], Direction.backward),
+    ) and sizes == (1, 40)
+    assert len(answers) == 40
+    # cold: the relations' samples and the chain statistics are read too; the last hop and the
+    # answers' names are two waves of their own when they wait for the scores
+    assert (waves.requests, waves.count) == (25, 16)

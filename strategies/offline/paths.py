@@ -213,28 +213,9 @@ class OfflineReasoner:
         async def nothing() -> dict:
             return {}
 
-        # the answer types first: the chain statistics read the same relation samples
-        type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
-        # what else the scores ask of the KG, asked together
-        asked = await gather_eager(
-            [
-                stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
-                if pairs
-                else nothing(),
-                reader.reaches_more_than(hub_asks),
-                # a question that names no relation ("describe X in a few words") is asking what the
-                # KG says most about X
-                relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),
-            ]
-        )
-        # the calls' results, in their order
-        rare = cast("dict[tuple[Hop, Hop], bool]", asked[0])  # chain_mismatches, or {}
-        hub_sizes = cast("list[bool]", asked[1])  # reaches_more_than
-        topic_reads = cast("list[dict[Hop, int]]", asked[2])  # relations_of, or {}
-        hubs = {p: dict(zip(hub_asks, hub_sizes))[ask] for p, ask in hub_of.items()}
-        topic_edges = topic_reads[0] if topic_reads else {}
-
-        def final(p: _Partial) -> tuple[float, Alignment] | None:
+        def final(
+            p: _Partial, hubs: dict[int, bool], rare: dict[tuple[Hop, Hop], bool]
+        ) -> tuple[float, Alignment] | None:
             """The plan's score and its best alignment; None when no alignment is a complete
             reading."""
             aligns = readings[id(p)]
@@ -269,36 +250,67 @@ class OfflineReasoner:
             )
             prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
             if st.chain_cost:
-                prior -= st.chain_cost * sum(rare[pair] for pair in zip(p.hops, p.hops[1:]))
+                pairs = zip(p.hops, p.hops[1:])
+                prior -= st.chain_cost * sum(rare.get(pair, False) for pair in pairs)
             if topic_edges:
                 prior += st.salience_weight * math.log1p(topic_edges.get(p.hops[0], 0))
             return read + prior, best
 
-        finals = [(final(p), p) for p in done]
-        scored = [(*f, p) for f, p in finals if f is not None]
-        scored.sort(key=lambda sp: -sp[0])
-        plans: list[Plan] = []
+        def ranked(hubs: dict[int, bool], rare: dict) -> list[tuple[float, Alignment, _Partial]]:
+            scored = [(*f, p) for p in done if (f := final(p, hubs, rare)) is not None]
+            scored.sort(key=lambda sp: -sp[0])
+            return scored
+
         want = max(st.plans, 1)
+        # the answer types first: the chain statistics read the same relation samples
+        type_by_hop = await scorer.type_scores([p.hops[-1] for p in done])
+        topic_edges: dict[Hop, int] = {}
+        # the plans likely to rank first (scored before the hub tests and chain statistics, which
+        # seldom reorder them): their last hops and answers' names read while those are out
+        likely = [p for _, _, p in ranked({}, {})[:want]]
+        # what else the scores ask of the KG, asked together
+        asked = await gather_eager(
+            [
+                stats.chain_mismatches(pairs, st.chain_min_expected, st.chain_max_ratio)
+                if pairs
+                else nothing(),
+                reader.reaches_more_than(hub_asks),
+                # a question that names no relation ("describe X in a few words") is asking what the
+                # KG says most about X
+                relations_of([list(topics)]) if st.salience_weight and not mentions else nothing(),
+                self._read_ahead(reader, likely, topic_set),
+            ]
+        )
+        # the calls' results, in their order
+        rare = cast("dict[tuple[Hop, Hop], bool]", asked[0])  # chain_mismatches, or {}
+        hub_sizes = cast("list[bool]", asked[1])  # reaches_more_than
+        topic_reads = cast("list[dict[Hop, int]]", asked[2])  # relations_of, or {}
+        hubs = {p: dict(zip(hub_asks, hub_sizes))[ask] for p, ask in hub_of.items()}
+        topic_edges = topic_reads[0] if topic_reads else {}
+        ahead = cast("dict[int, list[str]]", asked[3])  # _read_ahead
+
+        scored = ranked(hubs, rare)
+        plans: list[Plan] = []
         while scored and len(plans) < want:
             batch, scored = scored[: want - len(plans)], scored[want - len(plans) :]
             # a lazy last hop is read once, and only for a plan
-            lazy = [p for _, _, p in batch if p.reached is None]
+            lazy = [p for _, _, p in batch if p.reached is None and id(p) not in ahead]
             reads = await reader.follow([(p.src or [], p.hops[-1]) for p in lazy])
-            for p, (nb, _) in zip(lazy, reads):
-                p.reached = p.frontiers[-1] = _targets(p.src or [], nb)
-                p.src = None
+            got = {**ahead, **{id(p): _targets(p.src or [], nb) for p, (nb, _) in zip(lazy, reads)}}
+            for _, _, p in batch:
+                if p.reached is None:
+                    p.reached = p.frontiers[-1] = got[id(p)]
+                    p.src = None
             for score, align, p in batch:
                 if not p.reached:
                     continue  # reaches nothing: no plan
-                ordered = [n for n in p.reached if n not in topic_set]
-                ordered += [n for n in p.reached if n in topic_set]
                 plans.append(
                     Plan(
                         hops=p.hops,
                         score=score,
                         align=p.align,
                         type_score=type_by_hop.get(p.hops[-1], 0.0),
-                        answers=ordered[: st.max_answers],
+                        answers=_answers(p.reached, topic_set, st.max_answers),
                         answer_labels=[],
                         frontiers=[(f or [])[: st.max_answers] for f in p.frontiers],
                         phrases=[
@@ -312,6 +324,19 @@ class OfflineReasoner:
             plan.answer_labels = [reader.label(n) for n in plan.answers]
         _calibrate(plans, st.value_scale, st.value_bias)
         return Reasoning(question, topic_ids, plans, await _unreached(scorer, reader, plans))
+
+    async def _read_ahead(
+        self, reader: KGReader, plans: list[_Partial], topics: set[str]
+    ) -> dict[int, list[str]]:
+        """What the lazy last hops of ``plans`` reach, then the names of the plans' answers, a read
+        a KG each: sent with the scores' last reads, they cost no round trip of their own."""
+        lazy = [p for p in plans if p.reached is None]
+        reads = await reader.follow([(p.src or [], p.hops[-1]) for p in lazy])
+        ahead = {id(p): _targets(p.src or [], nb) for p, (nb, _) in zip(lazy, reads)}
+        n = self.settings.max_answers
+        reached = [ahead[id(p)] if p.reached is None else p.reached for p in plans]
+        await reader.labels(a for r in reached for a in _answers(r, topics, n))
+        return ahead
 
     async def rank_sources(
         self, kg: Graph, plan: Plan, level: int, candidates: list[str], topic_ids: list[str]
@@ -337,6 +362,11 @@ class OfflineReasoner:
             for pos, c in enumerate(candidates)
         ]
         return [c for _, _, c in sorted(scored)]
+
+
+def _answers(reached: list[str], topics: set[str], n: int) -> list[str]:
+    """The first ``n`` nodes reached, the question's own entities last."""
+    return [*(x for x in reached if x not in topics), *(x for x in reached if x in topics)][:n]
 
 
 def _targets(nodes: list[str], nb: dict[str, list[str]]) -> list[str]:

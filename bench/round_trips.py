@@ -35,11 +35,12 @@ SLICES = ("films→catalog", "cast→films→catalog")
 
 
 class Chain:
-    """The catalog's requests as this process sends them, each a (sent, answered) span:
-    :meth:`waves` is the longest chain of requests each sent after the one before was answered —
-    the round trips a question waits through one after another, which its latency follows."""
+    """A SPARQL KG's requests as this process sends them, each a (sent, answered) span, each held
+    ``hold`` seconds first if given (a remote endpoint's delay, in process): :meth:`waves` is the
+    longest chain of requests each sent after the one before was answered — the round trips a
+    caller waits through one after another, which its latency follows."""
 
-    def __init__(self, kg) -> None:
+    def __init__(self, kg, hold: float = 0.0) -> None:
         self.spans: list[tuple[float, float]] = []
         endpoint = kg.store.sparql
         real = endpoint.request
@@ -47,6 +48,8 @@ class Chain:
         async def timed(*args, **kwargs):
             sent = time.perf_counter()
             try:
+                if hold:
+                    await asyncio.sleep(hold)
                 return await real(*args, **kwargs)
             finally:
                 self.spans.append((sent, time.perf_counter()))

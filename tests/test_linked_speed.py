@@ -8,9 +8,9 @@ saves, and that the answers stay those of the full read."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
+from bench.round_trips import Chain
 from delegating_kg import DelegatingKG
 from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
@@ -768,38 +768,6 @@ async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(
 
 
 # -- round trips that wait on each other -----------------------------------------------------------
-class Waves:
-    """Each request the KG's backend sends from now on held ``hold`` seconds, as a remote endpoint
-    holds it. ``count``: the longest chain of requests each sent after the one before came back —
-    the round trips a caller waits through one after another (latency follows them, not the
-    number of requests)."""
-
-    def __init__(self, kg, hold: float = 0.05) -> None:
-        self.spans: list[tuple[float, float]] = []
-        real = kg.store.sparql.request
-
-        async def held(method, params, *args, **kwargs):
-            start = time.monotonic()
-            try:
-                await asyncio.sleep(hold)
-                return await real(method, params, *args, **kwargs)
-            finally:
-                self.spans.append((start, time.monotonic()))
-
-        kg.store.sparql.request = held
-
-    @property
-    def requests(self) -> int:
-        return len(self.spans)
-
-    @property
-    def count(self) -> int:
-        chain: list[tuple[float, int]] = []  # (end, longest chain ending there), by end
-        for start, end in sorted(self.spans, key=lambda s: s[1]):
-            chain.append((end, 1 + max((n for e, n in chain if e <= start), default=0)))
-        return max((n for _, n in chain), default=0)
-
-
 async def test_a_local_exact_match_is_linked_while_the_endpoint_looks_up_the_mention(kgs):
     """The films KG names [Alpha] at once; its link into the catalog is asked while the catalog
     still checks the mention, not after: two requests, one wave."""
@@ -811,11 +779,11 @@ async def test_a_local_exact_match_is_linked_while_the_endpoint_looks_up_the_men
         {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, [rule])
     )
     await linked.linker.relation_in(catalog, "imdb")  # resolved once a KG, not per question
-    waves = Waves(catalog)
+    chain = Chain(catalog, hold=0.05)
     (alpha,) = await linked.initialize("what genre is [Alpha]")
     assert alpha.entity.label == "Alpha"
     assert [await catalog.label_of(i) for i in alpha.same_as] == ["Alpha (1999)"]
-    assert (waves.requests, waves.count) == (2, 1)
+    assert (len(chain.spans), chain.waves()) == (2, 1)
 
 
 async def test_the_last_hop_and_its_answers_names_go_out_with_the_hub_test(hub_catalog_url):
@@ -826,7 +794,7 @@ async def test_the_last_hop_and_its_answers_names_go_out_with_the_hub_test(hub_c
     question = "which films have the same genre as [Film 1]"
     reasoner = OfflineReasoner(shared_embedder(), OfflineSettings(max_hops=2))
     topics = topics_from_matches(await catalog.initialize(question))
-    waves = Waves(catalog)
+    chain = Chain(catalog, hold=0.05)
     res = await reasoner.reason(catalog, question, topics)
     hops, answers, sizes = _summary(res)[0]
     assert hops == (
@@ -834,6 +802,34 @@ async def test_the_last_hop_and_its_answers_names_go_out_with_the_hub_test(hub_c
         (hops[0][0], Direction.backward),
     ) and sizes == (1, 40)
     assert len(answers) == 40
-    # cold: the relations' samples and the chain statistics are read too; the last hop and the
-    # answers' names are two waves of their own when they wait for the scores
-    assert (waves.requests, waves.count) == (25, 16)
+    # cold: the relations' samples and the chain statistics are read too; the last hop (its
+    # targets' names with it) is two waves of its own when it waits for the scores
+    assert (len(chain.spans), chain.waves()) == (24, 16)
+
+
+async def test_a_page_of_a_hop_a_labelled_walk_read_costs_no_request(hub_catalog_url):
+    """A walk's last hop read with its targets' names keeps each source's rows as a page reads
+    them: the traversal's page of that hop after it is sorted from them, the endpoint's own page
+    to the edge. A hop to literals (years) is left to the endpoint's sort."""
+    fresh = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    walked = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    films = [(await fresh.find_by_label(f"Film {i}"))[0].id for i in (1, 2, 3, 5)]
+    for kg in (fresh, walked):  # a traversal names the sources and their relations on its way
+        await kg.labels_of(films)
+        rels = {r.label: r.id for r in (await kg.get_relations(films)).relations}
+    genre, year = (rels["genre"], Direction.forward), (rels["year"], Direction.forward)
+    drama = (await fresh.find_by_label("Drama"))[0].id
+    back = (genre[0], Direction.backward)  # to 40 films, one of them with two labels
+    await walked.adjacent_along(films, [genre, year], labelled=True)
+    await walked.adjacent_along([drama], [back, year], labelled=True)
+    sent = _spy_queries(walked)
+    for src, hop in ((films, genre), (films[1:3], genre), ([drama], back)):
+        assert _page(await walked.get_edges(src, *hop)) == _page(await fresh.get_edges(src, *hop))
+    second = {"limit": 10, "offset": 10}  # a later page of the same rows
+    assert _page(await walked.get_edges([drama], *back, **second)) == _page(
+        await fresh.get_edges([drama], *back, **second)
+    )
+    assert sent == []
+    asked = _spy_queries(fresh)
+    assert _page(await walked.get_edges(films, *year)) == _page(await fresh.get_edges(films, *year))
+    assert len(sent) == len(asked) > 0

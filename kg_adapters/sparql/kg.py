@@ -65,6 +65,9 @@ _MAX_MENTIONS = 8
 # rows, so one huge node cannot blow up a page. One level only: a blank node among those properties
 # is shown as STRUCTURED_VALUE.
 BNODE_PROPERTIES = 20
+#: seconds a walk's labelled last-hop rows answer the pages asked of that hop after it: the next
+#: steps of the same question, not a later one (repeating a page is the result cache's job)
+PAGE_ROWS_TTL = 60.0
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
 Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, its result rows
 
@@ -72,6 +75,11 @@ Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, it
 def _property_rows(rows: Sequence[Row]) -> int:
     """Rows carrying a property of a blank-node target (or a Wikidata qualifier): ``?qp`` bound."""
     return sum("qp" in r for r in rows)
+
+
+def _multiplicity(rows: list[Row]) -> int:
+    """How many rows an edge is before its label rows joined it (one a graph holding it)."""
+    return len(rows) // max(1, len({(r.get("l"), r.get("lp")) for r in rows}))
 
 
 def _chunks(items: Sequence, size: int) -> list[Sequence]:
@@ -140,6 +148,12 @@ class SparqlKG(KnowledgeGraph):
         self.label_search = label_search
         self.description = description
         self._labels: LRU[str] = LRU(label_cache)
+        #: a source's page rows read with a walk's last hop (:meth:`_along`, ``labelled``), for the
+        #: pages a traversal asks of the same hop next: (source term, relation term, forward) →
+        #: :meth:`_source_reads`' answer; kept a short while (a question's reads, not a cache)
+        self._page_rows: LRU[tuple] = LRU(
+            label_cache, ttl=PAGE_ROWS_TTL, weigh=lambda read: 1 + len(read[0])
+        )
         #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = (
@@ -489,14 +503,18 @@ class SparqlKG(KnowledgeGraph):
         self, entity_ids: list[str], hops: list[Hop], limit: int, labelled: bool
     ) -> dict[Hop, AdjacentIds]:
         """Several hops in one query per batch of sources (:func:`queries.hop_rows`), each hop with
-        its own ``limit`` (its room + 1 edges asked: more is a cut). A hop a single read serves
-        better — labels asked, Wikidata's values, a blank node reached — is read as one relation
-        is."""
+        its own ``limit`` (its room + 1 edges asked: more is a cut). ``labelled``: the targets'
+        labels with them, and the rows as a page reads them (:meth:`_source_reads`), kept for the
+        pages a traversal asks of these hops next. One hop, or a hop a single read serves better
+        — Wikidata's values, a blank node reached — is read as one relation is (no rows kept: a
+        hub's thousands cost more to keep than a page of them costs to read)."""
         if not isinstance(limit, int) or limit < 0:
             raise InvalidInput("limit must be an integer ≥ 0")
         rels = {hop: self._relation(hop[0]) for hop in hops}
-        sources = [t for _, t in self._terms(list(dict.fromkeys(entity_ids)), bulk=True)]
-        single = labelled or self.profile.qualifiers or not sources or len(hops) == 1
+        terms = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
+        local_of = {t: local for local, t in terms}
+        sources = list(local_of)
+        single = self.profile.qualifiers or not sources or len(hops) == 1
         alone = list(hops) if single else []
         got: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in hops if h not in alone}
         cut: set[Hop] = set()
@@ -510,25 +528,25 @@ class SparqlKG(KnowledgeGraph):
                     self.profile,
                     batch,
                     [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask],
+                    labelled,
                 )
             )
-            per: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in ask}
+            per: dict[Hop, dict[tuple, list[Row]]] = {h: {} for h in ask}
             for r in rows:
-                if (
-                    "src" in r
-                    and "tgt" in r
-                    and "h" in r
-                    and (src := self.profile.entity_local(r["src"])) is not None
-                ):
-                    per[ask[int(r["h"].value)]].append((src, r["tgt"]))
-            for h, edges in per.items():
+                if "h" in r and (k := self._edge_key(r)) is not None:
+                    per[ask[int(r["h"].value)]].setdefault(k, []).append(r)
+            for h, groups in per.items():
+                edges = [(k[0], krows[0]["tgt"]) for k, krows in groups.items()]
                 if self.structured_bnodes and any(t.kind == "bnode" for _, t in edges):
                     alone.append(h)  # only a page reads a blank node's properties
                     del got[h]
-                else:
-                    got[h] += edges[: room[h]]
-                    if len(edges) > room[h]:
-                        cut.add(h)
+                    continue
+                got[h] += edges[: room[h]]
+                read = sum(map(_multiplicity, groups.values())) if labelled else len(edges)
+                if read > room[h]:
+                    cut.add(h)
+                if labelled:
+                    self._keep_page_rows(groups, batch, local_of, rels[h][1], h, h not in cut)
         out = {h: self._adjacent(edges, h in cut) for h, edges in got.items()}
         if alone:
             reads = await asyncio.gather(
@@ -536,6 +554,29 @@ class SparqlKG(KnowledgeGraph):
             )
             out.update(zip(alone, reads))
         return {h: out[h] for h in hops}
+
+    def _keep_page_rows(
+        self,
+        groups: dict[tuple, list[Row]],
+        batch: Sequence[str],
+        local_of: dict[str, str],
+        rel_term: str,
+        hop: Hop,
+        whole: bool,
+    ) -> None:
+        """Remember the targets' labels of a labelled hop read, and keep each source's rows as a
+        page reads them (none when a target is no IRI: the endpoint sorts those pages)."""
+        iris = True
+        for k, krows in groups.items():
+            if k[1] != "uri":
+                iris = False
+            elif local := self.profile.entity_local(krows[0]["tgt"]):
+                self._remember(local, self._best(krows, "l", "lp", self.profile.label_preds))
+        reads = self._source_reads(groups, batch, local_of, whole) if iris else None
+        forward = hop[1] is Direction.forward
+        for t, read in (reads or {}).items():
+            if read is not None:
+                self._page_rows.put((t, rel_term, forward), read)
 
     def _adjacent(self, edges: list[tuple[str, Term]], truncated: bool) -> AdjacentIds:
         pairs: list[tuple[str, str]] = []
@@ -672,8 +713,13 @@ class SparqlKG(KnowledgeGraph):
         is its string's (SPARQL orders IRIs as simple literals), and each source has at most
         ``client_sort_max`` rows: else None, and the endpoint sorts (a relation with a literal or
         blank-node target is left to the endpoint from then on: one read, once). ``memo`` holds this
-        call's reads per source (a source given again is not read again); nothing is kept between
-        calls: repeating a page is the result cache's job, which has an age limit."""
+        call's reads per source (a source given again is not read again), from the rows a
+        labelled walk kept (:meth:`_keep_page_rows`) first; repeating a page is otherwise the
+        result cache's job, which has an age limit."""
+        for t in dict.fromkeys(batch):
+            kept = self._page_rows.get((t, rel_term, forward))
+            if kept is not None and (t, rel_term, forward) not in memo:
+                memo[(t, rel_term, forward)] = kept
         todo = [t for t in dict.fromkeys(batch) if (t, rel_term, forward) not in memo]
         if todo:
             query = queries.edge_rows(
@@ -685,45 +731,68 @@ class SparqlKG(KnowledgeGraph):
                 distinct=False,
             )
             rows = await self._select(query)
-            per: dict[str, tuple[list[tuple], dict]] = {local_of[t]: ([], {}) for t in todo}
-            for r in rows:
-                k = self._edge_key(r)
-                if k is None or r["tgt"].kind != "uri" or k[0] not in per:
-                    self._server_sorts.add((rel_term, forward))
-                    return None
-                groups = per[k[0]][1]
-                if k not in groups:
-                    groups[k] = (k[0], r["tgt"], [])
-                groups[k][2].append(r)
             whole = len(rows) <= len(todo) * self.client_sort_max  # the LIMIT did not cut the read
-            for t in todo:
-                order, groups = per[local_of[t]]
-                for k, (
-                    _,
-                    _,
-                    krows,
-                ) in groups.items():  # a pair's rows = its rows before the label join × labels
-                    labels = len({(r.get("l"), r.get("lp")) for r in krows})
-                    order.extend([k] * (len(krows) // max(1, labels)))
-                fits = whole and len(order) <= self.client_sort_max
-                if fits:
-                    order.sort(key=lambda k: k[2])  # one source: by the target IRI's string
-                memo[(t, rel_term, forward)] = (order, groups) if fits else None
+            keyed = self._keyed(rows)
+            per = None if keyed is None else self._source_reads(keyed, todo, local_of, whole)
+            if per is None:
+                self._server_sorts.add((rel_term, forward))
+                return None
+            memo.update(((t, rel_term, forward), read) for t, read in per.items())
         reads = []
-        for t, times in Counter(
-            batch
-        ).items():  # a source given twice is joined twice: each of its rows twice
+        # a source given twice is joined twice: each of its rows twice
+        for t, times in Counter(batch).items():
             read = memo.get((t, rel_term, forward))
             if read is None:  # too many rows: the endpoint sorts this batch
                 return None
             reads.append((self.profile.iri(local_of[t]), times, read))
         reads.sort(key=lambda x: x[0])  # ORDER BY ?src first: a source's IRI, then its targets'
-        order = []
-        groups = {}
+        order: list[tuple] = []
+        groups: dict[tuple, Group] = {}
         for _, times, (o, g) in reads:
             order.extend(o if times == 1 else [k for k in o for _ in range(times)])
             groups.update(g)
         return order, groups
+
+    def _keyed(self, rows: list[Row]) -> dict[tuple, list[Row]] | None:
+        """Rows of :func:`queries.edge_rows` by edge (:meth:`_edge_key`); None when a target is not
+        an IRI (only IRIs sort by their string here)."""
+        keyed: dict[tuple, list[Row]] = {}
+        for r in rows:
+            k = self._edge_key(r)
+            if k is None or k[1] != "uri":
+                return None
+            keyed.setdefault(k, []).append(r)
+        return keyed
+
+    def _source_reads(
+        self,
+        keyed: dict[tuple, list[Row]],
+        todo: Sequence[str],
+        local_of: dict[str, str],
+        whole: bool,
+    ) -> dict[str, tuple[list[tuple], dict[tuple, Group]] | None] | None:
+        """Each source's edge keys in the endpoint's ``ORDER BY ?src ?tgt`` order, once per row (a
+        triple in two graphs is two rows, as the endpoint counts them), and each edge's label rows,
+        from the rows of one unsorted read (:meth:`_keyed`, ``distinct=False``); None for a source
+        with more than ``client_sort_max`` rows, or of a read cut short (not ``whole``); None in
+        all for a row of a source not asked."""
+        per: dict[str, tuple[list[tuple], dict[tuple, Group]]] = {
+            local_of[t]: ([], {}) for t in todo
+        }
+        for k, krows in keyed.items():
+            if k[0] not in per:
+                return None
+            order, groups = per[k[0]]
+            groups[k] = (k[0], krows[0]["tgt"], krows)
+            order.extend([k] * _multiplicity(krows))  # a pair's rows: its rows × its labels
+        out: dict[str, tuple[list[tuple], dict[tuple, Group]] | None] = {}
+        for t in todo:
+            order, groups = per[local_of[t]]
+            fits = whole and len(order) <= self.client_sort_max
+            if fits:
+                order.sort(key=lambda k: k[2])  # one source: by the target IRI's string
+            out[t] = (order, groups) if fits else None
+        return out
 
     def _edge_key(self, r: Row) -> tuple | None:
         src = self.profile.entity_local(r["src"]) if "src" in r and "tgt" in r else None

@@ -180,17 +180,23 @@ def edge_rows(
 }}"""
 
 
-def hop_rows(p: Profile, sources: Sequence[str], hops: Sequence[tuple[str, bool, int]]) -> str:
-    """Distinct ``?src ?tgt`` edges along each of several hops (relation, forward, limit), each to
-    its own limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one
-    round trip (a hub's relation does not crowd out the others)."""
+def hop_rows(
+    p: Profile, sources: Sequence[str], hops: Sequence[tuple[str, bool, int]], labels: bool = False
+) -> str:
+    """``?src ?tgt`` edges along each of several hops (relation, forward, limit), each to its own
+    limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one round trip (a
+    hub's relation does not crowd out the others). Distinct edges; with ``labels``, the rows a
+    page sorts (one a graph holding the edge) with the targets' labels."""
+    distinct = "" if labels else "DISTINCT "
     branches = [
-        f"{{ {{ SELECT DISTINCT ?src ?tgt WHERE {{ {_values('?src', sources)} "
-        f"{'?src' if fwd else '?tgt'} {rel} {'?tgt' if fwd else '?src'} . }} "
+        f"{{ {{ SELECT {distinct}?src ?tgt WHERE {{ {_edge_pattern(p, sources, rel, fwd)} }} "
         f"LIMIT {_int(limit)} }} BIND({i} AS ?h) }}"
         for i, (rel, fwd, limit) in enumerate(hops)
     ]
-    return f"{p.prefixes}SELECT ?src ?tgt ?h WHERE {{ {' UNION '.join(branches)} }}"
+    union = " UNION ".join(branches)
+    if not labels:
+        return f"{p.prefixes}SELECT ?src ?tgt ?h WHERE {{ {union} }}"
+    return f"{p.prefixes}SELECT ?src ?tgt ?h ?l ?lp WHERE {{ {{ {union} }} {_labels(p, '?tgt')} }}"
 
 
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:

@@ -52,7 +52,7 @@ class _Partial:
         list | None
     )  # nodes reached by the last hop; None until read (a last hop is read lazily)
     frontiers: list[list | None]
-    src: list | None = None  # the nodes the last hop leaves from, while ``reached`` is not read yet
+    src: list | None = None  # the nodes the last hop leaves from
     #: per hop, whether it reached more than ``max_frontier`` nodes (then its frontier may be a part
     #: of them: a read over I/O is cut at its edge cap) — such a frontier is never walked on from,
     #: whatever part of it was read
@@ -187,6 +187,7 @@ class OfflineReasoner:
                     child.aligns,
                     reached,
                     [*child.frontiers, reached],
+                    src,
                     over=[*child.over, over],
                 )
                 layer.append(part)
@@ -250,8 +251,8 @@ class OfflineReasoner:
             )
             prior = st.type_weight * type_by_hop.get(p.hops[-1], 0.0)
             if st.chain_cost:
-                pairs = zip(p.hops, p.hops[1:])
-                prior -= st.chain_cost * sum(rare.get(pair, False) for pair in pairs)
+                steps = zip(p.hops, p.hops[1:])
+                prior -= st.chain_cost * sum(rare.get(step, False) for step in steps)
             if topic_edges:
                 prior += st.salience_weight * math.log1p(topic_edges.get(p.hops[0], 0))
             return read + prior, best
@@ -328,14 +329,19 @@ class OfflineReasoner:
     async def _read_ahead(
         self, reader: KGReader, plans: list[_Partial], topics: set[str]
     ) -> dict[int, list[str]]:
-        """What the lazy last hops of ``plans`` reach, then the names of the plans' answers, a read
-        a KG each: sent with the scores' last reads, they cost no round trip of their own."""
-        lazy = [p for p in plans if p.reached is None]
-        reads = await reader.follow([(p.src or [], p.hops[-1]) for p in lazy])
-        ahead = {id(p): _targets(p.src or [], nb) for p, (nb, _) in zip(lazy, reads)}
+        """What the lazy last hops of ``plans`` reach, and the names of every plan's answers: the
+        plans' last hops read, walked ones again, with their targets' names where the KG can (a
+        remote KG then also keeps the rows a traversal's page of those hops is sorted from), in
+        one read a KG. Sent with the scores' last reads, they cost no round trip of their own."""
         n = self.settings.max_answers
+        reads = await reader.follow([(p.src or [], p.hops[-1]) for p in plans], named=True)
+        ahead = {
+            id(p): _targets(p.src or [], nb)
+            for p, (nb, _) in zip(plans, reads)
+            if p.reached is None
+        }
         reached = [ahead[id(p)] if p.reached is None else p.reached for p in plans]
-        await reader.labels(a for r in reached for a in _answers(r, topics, n))
+        await reader.labels(a for r in reached for a in _answers(r, topics, n))  # those not named
         return ahead
 
     async def rank_sources(

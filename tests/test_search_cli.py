@@ -69,6 +69,13 @@ def test_one_question_prints_the_answer_and_the_tree(capsys):
     assert "final local subgraph:" in out
 
 
+def test_a_bare_kg_file_is_named_after_the_file_as_tot_mcp_names_it(capsys):
+    fixture = Path(__file__).resolve().parent / "fixtures" / "local_movies.nt"
+    code, out, err = run(capsys, "--kg", fixture, "who directed [Lana Wachowski]")
+    assert code == 0, err
+    assert "SELECT_ENTITIES: Lana Wachowski (local_movies:" in out
+
+
 def test_the_loaded_kgs_are_frozen_out_of_the_collector_once_before_answering(capsys):
     """tot-search, like tot-mcp, takes the loaded KGs out of the garbage collector's full scans
     (each ~0.3 s on MetaQA, landing inside some question's latency)."""
@@ -283,7 +290,7 @@ def test_out_file_is_not_overwritten_without_resume(capsys, tmp_path):
         (["q [x]", "--tau", "1.5"], "--tau must be"),
         (["q [x]", "--method", "nope"], "unknown method 'nope'"),
         (["q [x]", "--kg", "/no/such/kb.txt"], "--kg /no/such/kb.txt: no such file"),
-        (["q [x]", "--kg", "bad name=embedded"], "no such file"),
+        (["q [x]", "--kg", "bad name=embedded"], "KG name 'bad name'"),
         (["--questions", "x", "--resume"], "--resume needs --out"),
     ],
 )

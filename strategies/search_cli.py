@@ -315,7 +315,12 @@ def _check_method(ns: argparse.Namespace, config) -> None:
     from tot_mcp.strategies.registry import get
 
     given = strategy_options(ns)
-    get(ns.method).parse_options({**config.strategy.get(ns.method, {}), **given})
+    configured = config.strategy.get(ns.method, {})
+    try:  # the config's own table first, so its mistake is not blamed on the flags
+        get(ns.method).parse_options(configured)
+    except KGError as e:
+        raise UsageError(f"[strategy.{ns.method}] in {ns.config}: {e}") from None
+    get(ns.method).parse_options({**configured, **given})
 
 
 def strategy_options(ns: argparse.Namespace) -> dict:

@@ -172,6 +172,8 @@ def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
         ('[[link]]\nfrom_kg = "a"\nto_kg = "b"\nkind = "property"\n', r"link.0: .*relation"),
         ('[kg."bad name"]\nspec = "embedded"\n', r"KG name 'bad name'"),
         ("this is = not toml [", r"invalid TOML"),
+        ('[llm]\nbackend = "antropic"\n', r"llm.backend: no LLM backend 'antropic'; did you mean"),
+        ('[llm]\nbackend = "gpt"\n', r"llm.backend: .*\(known: anthropic, openai, sampling"),
     ],
 )
 def test_bad_configs_name_the_file_and_the_key(tmp_path, toml, message):
@@ -214,7 +216,8 @@ def test_every_backend_refuses_a_misspelt_option_and_names_the_valid_ones(tmp_pa
     ):
         config = parse_config({"kg": {"m": {"spec": spec, "langauges": ["en"]}}})
         with pytest.raises(
-            InvalidInput, match=r"\[kg.m\]: unknown option 'langauges' \(valid options: "
+            InvalidInput,
+            match=r"\[kg.m\]: unknown option 'langauges'(; did you mean languages\?)? \(valid ",
         ):
             open_kgs(config=config)
 

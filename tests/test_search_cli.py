@@ -424,6 +424,7 @@ def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, t
     [
         (["q [x]", "--method", "nosuch"], "unknown method 'nosuch'"),
         (["q [x]", "--option", "bogus=1"], "unknown option 'bogus'"),
+        (["q [x]", "--option", "maxhops=2"], "unknown option 'maxhops'; did you mean max_hops?"),
         (["q [x]", "--method", "ark", "-k", "2"], "-k: not an option of --method ark"),
         (["q [x]", "--kg", "/nope/graph.ttl"], "--kg /nope/graph.ttl: no such file"),
     ],
@@ -437,6 +438,14 @@ def test_a_bad_method_option_or_kg_is_refused_before_any_kg_loads(
     monkeypatch.setattr(cli, "build_system", no_loading)
     code, out, err = run(capsys, *argv)
     assert code == 2 and message in err and out == "", err
+
+
+def test_a_bad_strategy_table_in_the_config_is_blamed_on_the_config(capsys, tmp_path):
+    config = tmp_path / "tot.toml"
+    config.write_text("[strategy.tot]\nkk = 3\n")
+    code, out, err = run(capsys, "--config", config, "-k", "2", "q [x]")
+    assert code == 2 and out == ""
+    assert f"[strategy.tot] in {config}: tot options: unknown option 'kk'; did you mean k?" in err
 
 
 def test_an_empty_question_is_a_usage_error_before_anything_loads(capsys):

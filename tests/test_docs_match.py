@@ -171,6 +171,38 @@ async def test_the_example_results_in_docs_server_md_are_what_the_tools_return(e
                 assert HANDLE.sub("rH", real) == HANDLE.sub("rH", structured), where
 
 
+async def test_the_tool_list_sizes_in_docs_tools_md_and_the_readme_are_measured(embedded_kg):
+    """docs/tools.md's table of tool-list sizes (names + descriptions + input schemas) is what
+    the server lists now, and the README quotes its default row."""
+    page = (REPO / "docs" / "tools.md").read_text(encoding="utf-8")
+    table = page[page.index("| server | tools | characters |") :]
+    rows = [
+        (cells[0].strip(), int(cells[1].strip(" *")), int(cells[2].strip(" *").replace(",", "")))
+        for cells in (line.split("|")[1:4] for line in table.split("\n\n")[0].splitlines()[2:])
+        if "before" not in cells[0]  # the old list, kept for comparison
+    ]
+    wd = {"wd": "wikidata:http://127.0.0.1:9/sparql"}  # configured, never contacted
+    setups = {
+        "the same, `default`": ({"movies": "embedded", **wd}, "default"),
+        "the same, `--tools all`": ({"movies": "embedded", **wd}, "all"),
+        "`--kg movies=embedded`, `default`": ({"movies": "embedded"}, "default"),
+    }
+    assert len(rows) >= 3
+    for label, tools, chars in rows:
+        kgs, profile = setups[label]
+        runtime = Runtime.open(config=parse_config({"kgs": kgs, "server": {"tools": profile}}))
+        async with inprocess_client(runtime) as client:
+            listed = (await client.list_tools()).tools
+        size = sum(
+            len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema)) for t in listed
+        )
+        assert (len(listed), size) == (tools, chars), f"docs/tools.md row {label}"
+    default = next(
+        f"{n} tools, {c:,} characters" for lb, n, c in rows if lb == "the same, `default`"
+    )
+    assert default in (REPO / "README.md").read_text(encoding="utf-8")
+
+
 # -- command lines -----------------------------------------------------------------------------
 def _command_lines() -> list[tuple[Path, str]]:
     """Every ``tot-mcp …`` / ``tot-search …`` line in a code block of the README and docs/

@@ -10,6 +10,7 @@ simonw/llm's plugins (entry points).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -98,7 +99,7 @@ def parse_options(model: type[M], given: dict[str, Any] | None, where: str) -> M
         return model.model_validate(given or {})
     except ValidationError as e:
         errs = "; ".join(
-            f"unknown option {'.'.join(map(str, err['loc']))!r}"
+            f"unknown option {'.'.join(map(str, err['loc']))!r}{_nearest(err['loc'], model)}"
             if err["type"] == "extra_forbidden"
             else f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}"
             for err in e.errors()
@@ -108,3 +109,9 @@ def parse_options(model: type[M], given: dict[str, Any] | None, where: str) -> M
         raise InvalidInput(
             f"{where}: {errs}" + (f" (valid options: {valid})" if unknown else "")
         ) from None
+
+
+def _nearest(loc: tuple, model: type[BaseModel]) -> str:
+    """``; did you mean k?`` for a misspelt top-level option, else nothing."""
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if len(loc) == 1 and close else ""

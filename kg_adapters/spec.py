@@ -1,4 +1,4 @@
-"""Turn ``--kg NAME=SPEC`` strings (and the TOML config) into configured KG backends.
+"""Turn ``--kg [NAME=]SPEC`` strings (and the TOML config) into configured KG backends.
 
 SPEC is one of: a path to an RDF file (.ttl .nt .nq .rdf .xml .owl .jsonld .trig, optionally .gz) or
 a ``head|relation|tail`` triples file (.txt .tsv, optionally .gz); ``embedded`` (the shipped movie
@@ -9,12 +9,15 @@ store).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .backends import BACKENDS
 from .base import KnowledgeGraph, Limits
+from .embedded import DEFAULT_KG_NAME
 from .graph import Graph
 from .errors import InvalidInput
 from .models import KG_NAME_RE
@@ -31,11 +34,41 @@ class KGSpec(BaseModel):
 
 
 def parse_kg_arg(arg: str) -> KGSpec:
-    """``"movies=embedded"`` → KGSpec. Raises InvalidInput with a message fit for a CLI user."""
-    if "=" not in arg:
-        raise InvalidInput(f"--kg {arg!r}: expected NAME=SPEC, e.g. movies=embedded or wd=wikidata")
-    name, spec = (s.strip() for s in arg.split("=", 1))
-    return make_spec(name, spec)
+    """One ``--kg`` value, the same for ``tot-mcp`` and ``tot-search``: ``NAME=SPEC``, or a bare
+    SPEC named after its file (``/data/films.ttl`` → ``films``, ``store:/data/kb.store`` → ``kb``;
+    ``embedded`` → ``movies``, its name wherever it is served by default). A left part with ``/``
+    or ``:`` is no name (``sparql:http://host/q?graph=x`` is a bare SPEC). Raises InvalidInput
+    fit for a CLI user, quoting the flag as typed."""
+    name, sep, spec = (s.strip() for s in arg.partition("="))
+    if sep and not name:
+        raise InvalidInput(f"--kg {arg!r}: NAME is empty; give NAME=SPEC, or a bare SPEC")
+    if sep and not any(c in name for c in "/\\:"):
+        return make_spec(name, spec)
+    bare = arg.strip()
+    if not bare:
+        raise InvalidInput("--kg '': give NAME=SPEC or a SPEC, e.g. movies=embedded or wikidata")
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(bare).name.split(".")[0]).strip("_") or "kg"
+    name = DEFAULT_KG_NAME if bare == "embedded" else (stem if stem[0].isalpha() else "kg" + stem)
+    try:
+        return make_spec(name[:32], bare)
+    except InvalidInput as e:
+        message = str(e).replace(f"--kg {name[:32]}={bare}", f"--kg {bare}", 1)
+        if KG_NAME_RE.match(bare):  # a name alone, as if NAME=SPEC were meant
+            message += f"; to name a KG, give NAME=SPEC, e.g. {bare}=embedded"
+        raise InvalidInput(message) from None
+
+
+def parse_kg_args(args: Sequence[str]) -> list[KGSpec]:
+    """Every ``--kg`` value; two of one name (two bare files called ``graph.ttl``) are refused."""
+    specs = [parse_kg_arg(arg) for arg in args]
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InvalidInput(
+            f"--kg: KG name {twice[0]!r} is given twice (a bare SPEC is named after its file): "
+            "name them, NAME=SPEC"
+        )
+    return specs
 
 
 def make_spec(name: str, spec: str, base_dir: Path | None = None) -> KGSpec:

@@ -26,7 +26,7 @@ from tot_mcp.kg_adapters.cache import DEFAULT_CACHE_TTL, DEFAULT_CACHE_WEIGHT
 from tot_mcp.kg_adapters.environment import TOKEN as TOKEN_ENV, Environment
 from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.sameness import with_flags
-from tot_mcp.kg_adapters.spec import parse_kg_arg
+from tot_mcp.kg_adapters.spec import parse_kg_args
 from tot_mcp.strategies.settings import LOG_LEVELS, SERVER_DEFAULTS, Config, load_config
 from tot_mcp.strategies.system import freeze_loaded_objects
 
@@ -138,9 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--kg",
         action="append",
         default=[],
-        metavar="NAME=SPEC",
-        help="a KG to serve (repeatable). SPEC: path to an RDF or .txt triples file, 'embedded', "
-        "'wikidata', 'wikidata:ENDPOINT_URL', 'sparql:ENDPOINT_URL' or 'store:PATH'",
+        metavar="[NAME=]SPEC",
+        help="a KG to serve (repeatable; a bare SPEC is named after its file). SPEC: path to "
+        "an RDF or .txt triples file, 'embedded', 'wikidata', 'wikidata:ENDPOINT_URL', "
+        "'sparql:ENDPOINT_URL' or 'store:PATH'",
     )
     p.add_argument(
         "--config",
@@ -408,7 +409,7 @@ def _main(argv: list[str], own_logging: bool = True) -> tuple[int, bool]:
     if own_logging:
         _configure_logging(level)
     limits = resolve_limits(args, config)
-    specs = [parse_kg_arg(a) for a in args.kg]
+    specs = parse_kg_args(args.kg)
     transport, host, port = settings.transport, settings.host, settings.port
     environment = Environment.read()  # once: everything below takes its values from here
     token = resolve_token(args, config, environment)

@@ -237,8 +237,17 @@ class Runtime:
                 raise LLMError(spent)
             self._llm_spent[client] += 1
 
+        try:
+            inner = self._llm_factory(self._llm_options(), None)
+        except ServiceUnavailable as e:  # the fix (a key, a flag) is the operator's: log it
+            log.warning("llm=%r asked for by a client: %s", kind, e)
+            reason = str(e).split(";")[0]  # the backend's reason, without the operator's fix
+            raise ToolError(
+                f"llm={kind!r} is not usable on this server ({reason}); use llm='sampling' "
+                "(your own model) or 'offline'"
+            ) from None
         # an LLM by duck typing: complete is charged, the rest is the backend's (__getattr__)
-        return cast("LLM", _Charged(self._llm_factory(self._llm_options(), None), charge))
+        return cast("LLM", _Charged(inner, charge))
 
     def llm(self, ctx: Any = None) -> "LLM":
         """The LLM backend chosen by the ``[llm]`` config table. Backends that do not depend on the

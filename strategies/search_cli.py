@@ -14,13 +14,12 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-from tot_mcp.kg_adapters.errors import InvalidInput, KGError
+from tot_mcp.kg_adapters.errors import KGError
 from tot_mcp.kg_adapters.sameness import with_flags
-from tot_mcp.kg_adapters.spec import KGSpec, make_spec, parse_kg_arg
+from tot_mcp.kg_adapters.spec import parse_kg_args
 from tot_mcp.strategies.system import System, build_system, freeze_loaded_objects
 
 USAGE_ERROR = 2
@@ -52,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--kg",
         action="append",
         default=[],
-        metavar="SPEC",
-        help="NAME=SPEC or a bare SPEC/path (repeatable); default: the embedded movie KG",
+        metavar="[NAME=]SPEC",
+        help="a KG, NAME=SPEC or a bare SPEC named after its file (repeatable); default: the "
+        "embedded movie KG",
     )
     p.add_argument(
         "--no-link",
@@ -203,37 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _bare_spec(arg: str) -> KGSpec:
-    """A bare ``--kg SPEC``, named after its file; an error quotes the flag as the user typed it."""
-    stem = re.sub(r"[^A-Za-z0-9_-]", "_", Path(arg).name.split(".")[0]).strip("_") or "kg"
-    name = (stem if stem[0].isalpha() else "kg" + stem)[:32]
-    try:
-        return make_spec(name, arg)
-    except InvalidInput as e:
-        raise InvalidInput(str(e).replace(f"--kg {name}={arg}", f"--kg {arg}", 1)) from None
-
-
-def kg_specs(args: list[str]) -> list[KGSpec]:
-    """``--kg`` flags as specs: ``NAME=SPEC``, or a bare SPEC named after its file."""
-    specs = [
-        parse_kg_arg(arg)
-        if "=" in arg and re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,31}", arg.split("=", 1)[0])
-        else _bare_spec(arg)
-        for arg in args
-    ]
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise UsageError(f"--kg: two KGs are named the same ({', '.join(names)}); use NAME=SPEC")
-    return specs
-
-
 def open_system(ns: argparse.Namespace, config) -> System:
     """What ``tot-mcp`` builds from the same ``--kg`` flags and ``--config`` (one composition root,
     :func:`strategies.system.build_system`): its KGs with their options, limits and result cache,
     linked by its rules (``--no-link`` / ``--link`` applied), the services with its retrieval
     settings; a benchmark waits for the indexes it needs."""
     config = config.model_copy(update={"linking": with_flags(config.linking, ns.no_link, ns.link)})
-    return build_system(kg_specs(ns.kg), config, wait_for_builds=True)
+    return build_system(parse_kg_args(ns.kg), config, wait_for_builds=True)
 
 
 def _guess_format(path: Path) -> str:
@@ -339,7 +315,12 @@ def _check_method(ns: argparse.Namespace, config) -> None:
     from tot_mcp.strategies.registry import get
 
     given = strategy_options(ns)
-    get(ns.method).parse_options({**config.strategy.get(ns.method, {}), **given})
+    configured = config.strategy.get(ns.method, {})
+    try:  # the config's own table first, so its mistake is not blamed on the flags
+        get(ns.method).parse_options(configured)
+    except KGError as e:
+        raise UsageError(f"[strategy.{ns.method}] in {ns.config}: {e}") from None
+    get(ns.method).parse_options({**configured, **given})
 
 
 def strategy_options(ns: argparse.Namespace) -> dict:
@@ -589,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             config = load_cli_config(ns)
             _check_method(ns, config)
-            kg_specs(ns.kg)  # a missing file or unknown kind: before the LLM check and any load
+            parse_kg_args(ns.kg)  # a missing file, an unknown kind: before the LLM check, any load
             asyncio.run(_check_llm(ns))
             system = open_system(ns, config)
         except KGError as e:

@@ -116,6 +116,19 @@ class LLMConfig(_Strict):
     model: str | None = Field(
         default=None, description="The backend's model name (unset: its default)."
     )
+
+    @field_validator("backend")
+    @classmethod
+    def _known(cls, v: str | None) -> str | None:
+        """A misspelt backend is refused at start-up, not at the first call that needs it."""
+        from tot_mcp.strategies.llm.factory import LLMS
+
+        if v is None or v in LLMS:
+            return v
+        near = _nearest(v, LLMS.names(), cutoff=0.75)  # few, short names: only a near typo
+        hint = f"; did you mean {near}?" if near else ""
+        raise ValueError(f"no LLM backend {v!r}{hint} (known: {', '.join(LLMS.names())})")
+
     base_url: str | None = Field(
         default=None, description="openai / anthropic: the API's base URL."
     )
@@ -229,8 +242,8 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
 
 
-def _nearest(word: str, choices: list[str]) -> str | None:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+def _nearest(word: str, choices: list[str], cutoff: float = 0.6) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return close[0] if close else None
 
 
@@ -266,6 +279,8 @@ def _one_error(err: ErrorDetails, data: dict) -> str:
                 f' ([kgs] holds NAME = "SPEC" lines; a KG with options is a [kg.{loc[-1]}] table)'
             )
         return text
+    if kind == "value_error":  # a validator's own message, without pydantic's "Value error, "
+        return f"{where}: {err.get('ctx', {}).get('error', err['msg'])}"
     return f"{where}: {err['msg']}"
 
 

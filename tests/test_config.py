@@ -13,7 +13,7 @@ from tot_mcp.strategies.settings import load_config, parse_config
 from tot_mcp.kg_adapters.errors import InvalidInput
 from tot_mcp.kg_adapters.memory import MemoryKG
 from tot_mcp.kg_adapters.oxigraph_store import OxigraphKG
-from tot_mcp.kg_adapters.spec import make_spec
+from tot_mcp.kg_adapters.spec import make_spec, parse_kg_arg, parse_kg_args
 from tot_mcp.server.runtime import Runtime
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -54,6 +54,46 @@ token_env = "MY_TOKEN"
 backend = "anthropic"
 model = "claude-sonnet-4-5"
 """
+
+
+@pytest.mark.parametrize(
+    ("arg", "name", "kind"),
+    [
+        ("movies=embedded", "movies", "embedded"),
+        ("embedded", "movies", "embedded"),  # the embedded KG's name wherever it is served
+        ("wikidata", "wikidata", "wikidata"),
+        (f"films={FIXTURES / 'local_movies.nt'}", "films", "file"),
+        (str(FIXTURES / "local_movies.nt"), "local_movies", "file"),  # named after its file
+        ("store:/data/kb.store", "kb", "store"),
+        ("sparql:http://127.0.0.1:9/q?graph=x", None, "sparql"),  # '=' in a URL names nothing
+    ],
+)
+def test_a_kg_flag_is_name_equals_spec_or_a_bare_spec(arg, name, kind):
+    """``tot-mcp --kg`` and ``tot-search --kg`` take the same forms, through this one parser."""
+    spec = parse_kg_arg(arg)
+    assert spec.kind == kind and (name is None or spec.name == name), spec
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["movies"], "--kg movies: no such file, nor a KG kind"),
+        (["movies"], "to name a KG, give NAME=SPEC, e.g. movies=embedded"),
+        (["=embedded"], "--kg '=embedded': NAME is empty"),
+        (["1bad=embedded"], "KG name '1bad': use a letter"),
+        (["/no/such/graph.ttl"], "--kg /no/such/graph.ttl: no such file"),  # as typed
+        (["a/g.nt", "b/g.nt"], "KG name 'g' is given twice"),
+    ],
+)
+def test_a_bad_kg_flag_is_one_line_quoting_it_as_typed(args, message, tmp_path):
+    for arg in args:  # two files of one name in two folders
+        if "/" in arg and not arg.startswith("/"):
+            (tmp_path / arg).parent.mkdir(exist_ok=True)
+            (tmp_path / arg).write_text((FIXTURES / "local_movies.nt").read_text())
+    paths = [str(tmp_path / a) if "/" in a and not a.startswith("/") else a for a in args]
+    with pytest.raises(InvalidInput) as e:
+        parse_kg_args(paths)
+    assert message in str(e.value), e.value
 
 
 def write(tmp_path: Path, text: str, name: str = "tot.toml") -> Path:
@@ -132,6 +172,8 @@ def test_command_line_kgs_replace_configured_ones_of_the_same_name(tmp_path):
         ('[[link]]\nfrom_kg = "a"\nto_kg = "b"\nkind = "property"\n', r"link.0: .*relation"),
         ('[kg."bad name"]\nspec = "embedded"\n', r"KG name 'bad name'"),
         ("this is = not toml [", r"invalid TOML"),
+        ('[llm]\nbackend = "antropic"\n', r"llm.backend: no LLM backend 'antropic'; did you mean"),
+        ('[llm]\nbackend = "gpt"\n', r"llm.backend: .*\(known: anthropic, openai, sampling"),
     ],
 )
 def test_bad_configs_name_the_file_and_the_key(tmp_path, toml, message):
@@ -174,7 +216,8 @@ def test_every_backend_refuses_a_misspelt_option_and_names_the_valid_ones(tmp_pa
     ):
         config = parse_config({"kg": {"m": {"spec": spec, "langauges": ["en"]}}})
         with pytest.raises(
-            InvalidInput, match=r"\[kg.m\]: unknown option 'langauges' \(valid options: "
+            InvalidInput,
+            match=r"\[kg.m\]: unknown option 'langauges'(; did you mean languages\?)? \(valid ",
         ):
             open_kgs(config=config)
 

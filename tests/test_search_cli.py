@@ -69,6 +69,13 @@ def test_one_question_prints_the_answer_and_the_tree(capsys):
     assert "final local subgraph:" in out
 
 
+def test_a_bare_kg_file_is_named_after_the_file_as_tot_mcp_names_it(capsys):
+    fixture = Path(__file__).resolve().parent / "fixtures" / "local_movies.nt"
+    code, out, err = run(capsys, "--kg", fixture, "who directed [Lana Wachowski]")
+    assert code == 0, err
+    assert "SELECT_ENTITIES: Lana Wachowski (local_movies:" in out
+
+
 def test_the_loaded_kgs_are_frozen_out_of_the_collector_once_before_answering(capsys):
     """tot-search, like tot-mcp, takes the loaded KGs out of the garbage collector's full scans
     (each ~0.3 s on MetaQA, landing inside some question's latency)."""
@@ -283,7 +290,7 @@ def test_out_file_is_not_overwritten_without_resume(capsys, tmp_path):
         (["q [x]", "--tau", "1.5"], "--tau must be"),
         (["q [x]", "--method", "nope"], "unknown method 'nope'"),
         (["q [x]", "--kg", "/no/such/kb.txt"], "--kg /no/such/kb.txt: no such file"),
-        (["q [x]", "--kg", "bad name=embedded"], "no such file"),
+        (["q [x]", "--kg", "bad name=embedded"], "KG name 'bad name'"),
         (["--questions", "x", "--resume"], "--resume needs --out"),
     ],
 )
@@ -417,6 +424,7 @@ def test_skip_leaves_out_the_first_questions_and_limit_counts_after_it(capsys, t
     [
         (["q [x]", "--method", "nosuch"], "unknown method 'nosuch'"),
         (["q [x]", "--option", "bogus=1"], "unknown option 'bogus'"),
+        (["q [x]", "--option", "maxhops=2"], "unknown option 'maxhops'; did you mean max_hops?"),
         (["q [x]", "--method", "ark", "-k", "2"], "-k: not an option of --method ark"),
         (["q [x]", "--kg", "/nope/graph.ttl"], "--kg /nope/graph.ttl: no such file"),
     ],
@@ -430,6 +438,14 @@ def test_a_bad_method_option_or_kg_is_refused_before_any_kg_loads(
     monkeypatch.setattr(cli, "build_system", no_loading)
     code, out, err = run(capsys, *argv)
     assert code == 2 and message in err and out == "", err
+
+
+def test_a_bad_strategy_table_in_the_config_is_blamed_on_the_config(capsys, tmp_path):
+    config = tmp_path / "tot.toml"
+    config.write_text("[strategy.tot]\nkk = 3\n")
+    code, out, err = run(capsys, "--config", config, "-k", "2", "q [x]")
+    assert code == 2 and out == ""
+    assert f"[strategy.tot] in {config}: tot options: unknown option 'kk'; did you mean k?" in err
 
 
 def test_an_empty_question_is_a_usage_error_before_anything_loads(capsys):

@@ -65,7 +65,8 @@ def _busy_port() -> socket.socket:
     "args,message",
     [
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
-        (["--kg", "movies"], "expected NAME=SPEC"),
+        (["--kg", "movies"], "give NAME=SPEC, e.g. movies=embedded"),
+        (["--kg", "=embedded"], "NAME is empty"),
         (["--kg", "1bad=embedded"], "KG name '1bad'"),
         (["--kg", "x=/no/such/file.ttl"], "no such file"),
         (["--kg", "x=sparql:ftp://example.org"], "must be an http(s) URL"),
@@ -94,7 +95,8 @@ def test_the_console_script_exits_with_code_2_on_bad_arguments():
     result = run("--kg", "movies")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == (
-        "tot-mcp: error: --kg 'movies': expected NAME=SPEC, e.g. movies=embedded or wd=wikidata\n"
+        "tot-mcp: error: --kg movies: no such file, nor a KG kind (embedded, store:PATH, "
+        "sparql:URL, wikidata, wikidata:URL); to name a KG, give NAME=SPEC, e.g. movies=embedded\n"
     )
 
 
@@ -119,6 +121,14 @@ def test_a_port_already_in_use_is_a_clear_error():
         busy.close()
     assert result.returncode == 2
     assert "cannot listen on 127.0.0.1:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_bare_kg_file_is_served_named_after_the_file_as_tot_search_names_it():
+    """``--kg PATH`` works as in ``tot-search`` (one parser): the KG is named after its file."""
+    fixture = REPO / "tests" / "fixtures" / "local_movies.nt"
+    result = run("--kg", str(fixture), "--check")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("local_movies (memory): ")
 
 
 def test_a_malformed_triples_file_is_reported_with_its_line(tmp_path):

@@ -66,8 +66,8 @@ def test_the_llm_comes_from_the_config_and_is_built_once(embedded_kg):
     runtime = Runtime({"movies": embedded_kg}, config=config)
     assert runtime.llm() is runtime.llm()
     assert type(runtime.llm()).__name__ == "ScriptedLLM"
-    with pytest.raises(ServiceUnavailable, match="unknown LLM kind"):
-        Runtime({"movies": embedded_kg}, config=parse_config({"llm": {"backend": "nope"}})).llm()
+    with pytest.raises(InvalidInput, match="llm.backend: no LLM backend 'nope' \\(known: "):
+        parse_config({"llm": {"backend": "nope"}})  # refused at start-up, not at the first call
 
 
 def test_open_defaults_to_the_embedded_kg_and_rejects_a_name_given_twice():

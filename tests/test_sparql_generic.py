@@ -346,7 +346,9 @@ async def test_unknown_entities_and_relations_are_not_found(g):
 
 # -- options ---------------------------------------------------------------------------------------
 def test_options_are_validated_with_clear_messages():
-    with pytest.raises(InvalidInput, match="unknown option 'timout' \\(valid options: .*timeout"):
+    with pytest.raises(
+        InvalidInput, match=r"unknown option 'timout'; did you mean timeout\? \(valid options: "
+    ):
         open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", timout=3)
     with pytest.raises(InvalidInput, match="retries"):
         open_sparql_kg("g", "sparql", "http://127.0.0.1:1/q", retries=-1)

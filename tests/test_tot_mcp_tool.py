@@ -117,7 +117,10 @@ async def test_anthropic_without_a_key_is_a_tool_error():
     )
     async with Client(build_server(runtime)) as client:
         result = await client.call_tool("tree_of_traversals", {"query": Q, "llm": "anthropic"})
-    assert result.is_error and "ANTHROPIC_API_KEY is not set" in result.content[0].text
+    assert result.is_error and result.content[0].text == (
+        "tree_of_traversals: llm='anthropic' is not usable on this server (ANTHROPIC_API_KEY is "
+        "not set); use llm='sampling' (your own model) or 'offline'"
+    )  # what the client can do: the CLI's "--llm offline" is no argument of this tool
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,14 @@ from .base import Capabilities, Hop, Limits, hops_of, merge_relation_lists
 from .describe import describe_relations
 from .eager import gather_eager
 from .graph import Graph
-from .errors import BackendError, InvalidInput, KGError, UnknownKG
+from .errors import (
+    BackendError,
+    BackendRefused,
+    EndpointFailed,
+    InvalidInput,
+    KGError,
+    UnknownKG,
+)
 from .sameness import Linker, LinkingConfig, LinkRule
 from .models import (
     AdjacentIds,
@@ -67,7 +74,7 @@ class Report:
 
     warnings: list[str] = field(default_factory=list)
     failed: bool = False
-    # KGs that did not answer in time: not asked again in this call
+    # KGs that did not answer in time, or failed: not asked again in this call
     slow: set[str] = field(default_factory=set)
 
     def too_slow(self, kg_name: str, wait: float, what: str, lately: bool = False) -> None:
@@ -75,6 +82,14 @@ class Report:
         self.slow.add(kg_name)
         when = " lately (not waited for until it answers)" if lately else ""
         self.note(f"KG {kg_name!r} did not answer within {wait:g} s{when}; {what}")
+
+    def down(self, kg_name: str, text: str) -> None:
+        """A KG failed: said once, and not asked again in this call (a warning an entity would
+        repeat one failure to a reader that pays for every line)."""
+        self.failed = True
+        if kg_name not in self.slow:
+            self.slow.add(kg_name)
+            self.note(text)
 
     def note(self, text: str) -> None:
         if text not in self.warnings:
@@ -350,11 +365,14 @@ class LinkedKG(Graph):
                 self._too_slow(report, other, "links into it are missing")
                 return []
             except BackendError as e:
-                report.failed = True
-                report.note(
-                    f"linking {entity_id} into KG {other!r} failed ({e}); "
-                    "its equivalents there are missing"
-                )
+                if _unreachable(e):
+                    report.down(other, f"KG {other!r} failed ({e}); links into it are missing")
+                else:
+                    report.failed = True
+                    report.note(
+                        f"linking {entity_id} into KG {other!r} failed ({e}); "
+                        "its equivalents there are missing"
+                    )
                 return []
             self.linker.stalled.pop(other, None)
         if links.note:
@@ -453,8 +471,11 @@ class LinkedKG(Graph):
         if errors and not ok:
             raise errors[0][1]
         for n, e in errors:
-            report.failed = True
-            report.note(f"KG {n!r} failed: {e}")
+            if _unreachable(e):
+                report.down(n, f"KG {n!r} failed: {e}")
+            else:
+                report.failed = True
+                report.note(f"KG {n!r} failed: {e}")
         return ok
 
     async def answering(
@@ -885,3 +906,10 @@ def _via(read: AdjacentIds, via: Mapping[str, str]) -> AdjacentIds:
         values=[(via.get(s, s), v) for s, v in read.values],
         truncated=read.truncated,
     )
+
+
+def _unreachable(e: KGError) -> bool:
+    """A failure of the KG, not of the request (down, timed out, suspended, rate-limited): the
+    same call gains nothing asking it again. An endpoint that refused or failed one query may
+    answer another."""
+    return isinstance(e, BackendError) and not isinstance(e, (BackendRefused, EndpointFailed))

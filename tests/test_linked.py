@@ -150,6 +150,28 @@ async def test_a_failing_member_gives_a_partial_result_naming_it():
     assert page.relation is not None and page.relation.id == "mb:released"
 
 
+async def test_a_kg_that_is_down_is_named_once_however_many_entities_it_would_link(tmp_path):
+    """Two mentions found in a file, a linked endpoint nobody listens at: the answer names the
+    endpoint's failure once, not again for each entity whose links into it are missing."""
+    import socket
+
+    from tot_mcp.kg_adapters.spec import make_spec, open_kg
+
+    with socket.socket() as sock:  # a loopback port nothing listens at
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    films = tmp_path / "films.txt"
+    films.write_text("Alpha|directed_by|Eli Fox\nBeta|directed_by|Ann Lee\n", encoding="utf-8")
+    kgs = {
+        "films": open_kg(make_spec("films", str(films))),
+        "dead": open_kg(make_spec("dead", f"sparql:http://127.0.0.1:{port}/sparql")),
+    }
+    kg = LinkedKG(kgs, Linker(kgs, [LinkRule(from_kg="films", to_kg="dead", kind="label")]))
+    found = await kg.find_matches("who directed [Alpha] and [Beta]")
+    assert [m.entity.label for m in found.entities] == ["Alpha", "Beta"]
+    assert len(found.warnings) == 1 and found.warnings[0].startswith("KG 'dead' failed")
+
+
 async def test_link_resolutions_are_cached_and_the_cache_is_bounded():
     kg = linked(LABEL, cache_size=2)
     ids = [await wd_id(kg, x) for x in ("The Beatles", "John Lennon", "Michael Jackson")]

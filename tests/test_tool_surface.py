@@ -228,6 +228,9 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
         nobody = await s.call_tool(
             "follow_path", {"start": "Zebedee", "hops": [{"relation_id": "dad"}]}
         )
+        look_alike = await s.call_tool(
+            "follow_path", {"start": "Albert Zebedee Quill", "hops": [{"relation_id": "dad"}]}
+        )
         kgs = await s.call_tool("list_kgs", {})
         counted = await s.call_tool(
             "follow_path", {"start": "Albert", "limit": 0, "hops": [{"relation_id": "offspring"}]}
@@ -263,6 +266,10 @@ async def test_a_known_path_is_one_call_from_a_name_and_paths_through_the_start_
         kids
     )  # Alfred and Helena have no offspring: missing data, said so, not a silent empty
     assert nobody.is_error and "no entity matches 'Zebedee'" in text_of(nobody)
+    # a look-alike of the name is no start: named, with what to do, and no walk
+    assert look_alike.is_error, text_of(look_alike)
+    assert "no entity is named 'Albert Zebedee Quill'; the closest is fam:" in text_of(look_alike)
+    assert "pass its ID as entity_ids" in text_of(look_alike)
     assert counted.structured_content["targets"] == [] and counted.structured_content["total"] == 2
     assert "2 targets (not listed: limit=0)" in text_of(counted) and "offset=" not in text_of(
         counted

@@ -19,6 +19,7 @@ from tot_mcp.kg_adapters.batched import edges_over, relations_over, why_empty
 from tot_mcp.kg_adapters.errors import InvalidInput, NotFound
 from tot_mcp.kg_adapters.follow import MAX_HOPS, Hop, PathResult
 from tot_mcp.kg_adapters.follow import follow_path as follow_path_in
+from tot_mcp.kg_adapters.link_grade import grade
 from tot_mcp.kg_adapters.models import (
     Direction,
     EdgePage,
@@ -506,6 +507,13 @@ def register(server: MCPServer, runtime: Runtime) -> None:
             desc = render.first_parts(m.entity.description or "", 70)
             return f"{m.entity.id} {m.entity.label}" + (f" ({desc})" if desc else "")
 
+        if not grade(best.mention or mention, best.entity.label, best.match).confident:
+            # a walk from a look-alike answers about another thing than the one named
+            raise NotFound(
+                f"no entity is named {mention!r}; the closest is {ref(best)} "
+                f"[{best.match}{render.loose_note(best)}]: pass its ID as entity_ids to walk from "
+                "it, or try search_entities with another spelling"
+            )
         note = f"start {mention!r} = {ref(best)} [{best.match}{render.loose_note(best)}]"
         if rest:
             note += "; also matched: " + "; ".join(ref(m) for m in rest[:4])

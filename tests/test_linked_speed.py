@@ -248,6 +248,17 @@ c:horror rdfs:label "Horror" .
 """
 
 
+#: the catalog's films are the films KG's by their IMDb ID
+BY_IMDB = LinkRule(
+    from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id"
+)
+
+
+def _by_imdb(films, catalog) -> LinkedKG:
+    kgs = {"films": films, "catalog": catalog}
+    return LinkedKG(kgs, Linker(kgs, [BY_IMDB]))
+
+
 @pytest.fixture(scope="module")
 def catalog_url(tmp_path_factory):
     yield from serve_turtle(tmp_path_factory.mktemp("speed"), CATALOG)
@@ -283,21 +294,7 @@ async def test_a_mention_a_local_kg_names_exactly_costs_the_endpoint_no_label_sc
     )  # on its own the endpoint scans labels for "Alpha"
     assert [h.entity.label for h in hits] == ["Alpha (1999)"] and hits[0].match == "contains"
     assert any("CONTAINS(" in q for q in alone)
-    linked = LinkedKG(
-        {"films": films, "catalog": catalog},
-        Linker(
-            {"films": films, "catalog": catalog},
-            [
-                LinkRule(
-                    from_kg="catalog",
-                    to_kg="films",
-                    kind="identifier",
-                    relation="imdb",
-                    to_relation="imdb_id",
-                )
-            ],
-        ),
-    )
+    linked = _by_imdb(films, catalog)
     alone.clear()
     (alpha,) = await linked.initialize("what genre is [Alpha]")
     assert alpha.entity.label == "Alpha" and alpha.match == "exact"
@@ -318,18 +315,7 @@ async def test_an_identifier_link_of_one_entity_is_one_query(kgs):
     has none, an ASK whether the relation exists at all): a genre node, which has no IMDb ID, learns
     it has no twin in one query."""
     films, catalog = kgs
-    linker = Linker(
-        {"films": films, "catalog": catalog},
-        [
-            LinkRule(
-                from_kg="catalog",
-                to_kg="films",
-                kind="identifier",
-                relation="imdb",
-                to_relation="imdb_id",
-            )
-        ],
-    )
+    linker = Linker({"films": films, "catalog": catalog}, [BY_IMDB])
     thriller = (await catalog.search_entities("Thriller"))[0].entity.id
     t1 = (await catalog.search_entities("Alpha (1999)"))[0].entity.id
     await linker.relation_in(
@@ -350,31 +336,15 @@ async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
     identifier query per film; now one bulk read of their identifiers, one lookup by value, and the
     same links same_as finds alone."""
     films, catalog = kgs
-    rule = [
-        LinkRule(
-            from_kg="catalog",
-            to_kg="films",
-            kind="identifier",
-            relation="imdb",
-            to_relation="imdb_id",
-        )
-    ]
     ids = [
         (await catalog.search_entities(t))[0].entity.id
         for t in ("Alpha (1999)", "Beta (2003)", "Thriller")
     ]
-    alone = LinkedKG(
-        {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule)
-    )
+    alone = _by_imdb(films, catalog)
     expected = {i: await alone.same_as(i) for i in ids}
-    assert [len(v) for v in expected.values()] == [
-        1,
-        1,
-        0,
-    ]  # the films have a twin, the genre has none
-    linked = LinkedKG(
-        {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, rule)
-    )
+    # the films have a twin, the genre has none
+    assert [len(v) for v in expected.values()] == [1, 1, 0]
+    linked = _by_imdb(films, catalog)
     await linked.linker.relation_in(catalog, "imdb")  # resolved once per KG, not per entity
     sent = _spy_queries(catalog)
     assert await linked.same_as_many(ids) == expected
@@ -561,21 +531,7 @@ async def test_a_linked_readers_per_node_relations_are_those_get_relations_gives
     relations and the reverse); the bulk read agrees node by node with the linked KG's own
     ``get_relations([node])``."""
     films, catalog = kgs
-    linked = LinkedKG(
-        {"films": films, "catalog": catalog},
-        Linker(
-            {"films": films, "catalog": catalog},
-            [
-                LinkRule(
-                    from_kg="catalog",
-                    to_kg="films",
-                    kind="identifier",
-                    relation="imdb",
-                    to_relation="imdb_id",
-                )
-            ],
-        ),
-    )
+    linked = _by_imdb(films, catalog)
     nodes = []
     for kg in (films, catalog):
         for label in ("Alpha", "Beta", "Alpha (1999)", "Beta (2003)", "Thriller", "Horror"):
@@ -688,21 +644,7 @@ async def test_a_follow_path_across_linked_kgs_reads_each_hop_in_one_query(
         open_kg(make_spec("films", str(path))),
         open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")),
     )
-    linked = LinkedKG(
-        {"films": films, "catalog": catalog},
-        Linker(
-            {"films": films, "catalog": catalog},
-            [
-                LinkRule(
-                    from_kg="catalog",
-                    to_kg="films",
-                    kind="identifier",
-                    relation="imdb",
-                    to_relation="imdb_id",
-                )
-            ],
-        ),
-    )
+    linked = _by_imdb(films, catalog)
     genre = (await catalog.search_relations("genre", 1))[0].id
     await linked.linker.relation_in(catalog, "imdb")  # resolved once per KG, not per walk
     (eli,) = [m.entity.id for m in await films.search_entities("Eli Fox", 1)]
@@ -737,21 +679,7 @@ async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(
         open_kg(make_spec("films", str(path))),
         open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")),
     )
-    linked = LinkedKG(
-        {"films": films, "catalog": catalog},
-        Linker(
-            {"films": films, "catalog": catalog},
-            [
-                LinkRule(
-                    from_kg="catalog",
-                    to_kg="films",
-                    kind="identifier",
-                    relation="imdb",
-                    to_relation="imdb_id",
-                )
-            ],
-        ),
-    )
+    linked = _by_imdb(films, catalog)
     genre = (await catalog.search_relations("genre", 1))[0].id
     await linked.linker.relation_in(catalog, "imdb")
     ids = [m.entity.id for m in await films.search_entities("Film 7", 1)]
@@ -772,12 +700,7 @@ async def test_a_local_exact_match_is_linked_while_the_endpoint_looks_up_the_men
     """The films KG names [Alpha] at once; its link into the catalog is asked while the catalog
     still checks the mention, not after: two requests, one wave."""
     films, catalog = kgs
-    rule = LinkRule(
-        from_kg="catalog", to_kg="films", kind="identifier", relation="imdb", to_relation="imdb_id"
-    )
-    linked = LinkedKG(
-        {"films": films, "catalog": catalog}, Linker({"films": films, "catalog": catalog}, [rule])
-    )
+    linked = _by_imdb(films, catalog)
     await linked.linker.relation_in(catalog, "imdb")  # resolved once a KG, not per question
     chain = Chain(catalog, hold=0.05)
     (alpha,) = await linked.initialize("what genre is [Alpha]")

@@ -201,6 +201,10 @@ class SparqlKG(KnowledgeGraph):
         ]
         return min(found)[2] if found else None
 
+    def _label_in(self, rows: Iterable[Row]) -> str | None:
+        """The best ``?l`` label of ``rows`` (by the profile's label predicates and languages)."""
+        return self._best(rows, "l", "lp", self.profile.label_preds)
+
     def _remember(self, local: str, label: str | None) -> str:
         label = label or self.profile.fallback_label(local)
         self._labels.put(local, label)
@@ -235,7 +239,7 @@ class SparqlKG(KnowledgeGraph):
                 if found is None and only_present:
                     absent.add(local)
                 else:
-                    self._remember(local, self._best(found or [], "l", "lp", p.label_preds))
+                    self._remember(local, self._label_in(found or []))
         return absent
 
     def _entity(self, local: str, description: str | None = None) -> Entity:
@@ -389,8 +393,7 @@ class SparqlKG(KnowledgeGraph):
                 local,
                 self._remember(
                     local,
-                    self._best(rs, "l", "lp", self.profile.label_preds)
-                    or humanize(self.profile.fallback_label(local)),
+                    self._label_in(rs) or humanize(self.profile.fallback_label(local)),
                 ),
                 rs,
             )
@@ -493,7 +496,7 @@ class SparqlKG(KnowledgeGraph):
             local, value = self._value(t)
             if local is not None:
                 if labelled:
-                    self._remember(local, self._best(rows, "l", "lp", self.profile.label_preds))
+                    self._remember(local, self._label_in(rows))
                 pairs.append((self._qid(src), self._qid(local)))
             elif value is not None:
                 values.append((self._qid(src), value.value))
@@ -571,7 +574,7 @@ class SparqlKG(KnowledgeGraph):
             if k[1] != "uri":
                 iris = False
             elif local := self.profile.entity_local(krows[0]["tgt"]):
-                self._remember(local, self._best(krows, "l", "lp", self.profile.label_preds))
+                self._remember(local, self._label_in(krows))
         reads = self._source_reads(groups, batch, local_of, whole) if iris else None
         forward = hop[1] is Direction.forward
         for t, read in (reads or {}).items():
@@ -856,7 +859,7 @@ class SparqlKG(KnowledgeGraph):
             need_labels.append(src)
             local, _ = self._value(t)
             if local is not None:
-                self._remember(local, self._best(rows, "l", "lp", self.profile.label_preds))
+                self._remember(local, self._label_in(rows))
             for r in rows:
                 if "qp" in r and "qv" in r:
                     qp = self.profile.relation_local(r["qp"].value)
@@ -883,7 +886,7 @@ class SparqlKG(KnowledgeGraph):
                 value = self._faithful(t, value, rows, "tp", "unit")
             qualifiers = self._qualifiers(rows, entities)
             if t.kind == "bnode" and self.structured_bnodes:
-                label = self._best(rows, "l", "lp", self.profile.label_preds)
+                label = self._label_in(rows)
                 if label is not None:
                     value = Literal.model_construct(value=label, datatype=None, lang=None)
             edges.append(
@@ -1043,7 +1046,7 @@ class SparqlKG(KnowledgeGraph):
                 per.setdefault(local, []).append(r)
         scored = []
         for local, rs in per.items():
-            label = self._remember(local, self._best(rs, "l", "lp", p.label_preds))
+            label = self._remember(local, self._label_in(rs))
             desc = self._best(rs, "d", "dp", p.desc_preds)
             sitelinks = max(
                 (int(r["sl"].value) for r in rs if "sl" in r and r["sl"].value.isdigit()), default=0
@@ -1164,7 +1167,7 @@ class SparqlKG(KnowledgeGraph):
         )
         if entity_id not in rels:
             raise NotFound(f"no entity {entity_id!r} in KG {self.name!r} ({self._url})")
-        label = self._best(rows, "l", "lp", p.label_preds)
+        label = self._label_in(rows)
         desc = self._best(rows, "d", "dp", p.desc_preds)
         aliases = sorted({r["a"].value for r in rows if "a" in r} - {label})
         self._remember(local, label)
@@ -1260,7 +1263,7 @@ class SparqlKG(KnowledgeGraph):
                 if len(ids) < limit and self._qid(local) not in ids:
                     ids.append(self._qid(local))
             for local, rs in labels.items():  # a link's entities are shown next: named now
-                self._remember(local, self._best(rs, "l", "lp", self.profile.label_preds))
+                self._remember(local, self._label_in(rs))
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)
         return out

@@ -289,6 +289,11 @@ class KGReader:
             )
         return out
 
+    def is_remote(self, hop: Hop) -> bool:
+        """Whether the hop's KG answers over a network (each read a round trip)."""
+        kg = self.members.get(self._kg(hop[0]))
+        return kg is not None and kg.capabilities.remote
+
     def _kg(self, qualified_id: str) -> str:
         return self._only or split_id(qualified_id)[0]
 

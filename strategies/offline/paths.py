@@ -330,15 +330,15 @@ class OfflineReasoner:
         self, reader: KGReader, plans: list[_Partial], topics: set[str]
     ) -> dict[int, list[str]]:
         """What the lazy last hops of ``plans`` reach, and the names of every plan's answers: the
-        plans' last hops read, walked ones again, with their targets' names where the KG can (a
-        remote KG then also keeps the rows a traversal's page of those hops is sorted from), in
-        one read a KG. Sent with the scores' last reads, they cost no round trip of their own."""
+        lazy hops read, and walked ones again where their KG is remote, with their targets' names
+        (a remote KG then also keeps the rows a traversal's page of those hops is sorted from), in
+        one read a KG. Sent with the scores' last reads, they cost no round trip of their own; a
+        local KG names the answers without I/O, so its walked hops are not read twice."""
         n = self.settings.max_answers
-        reads = await reader.follow([(p.src or [], p.hops[-1]) for p in plans], named=True)
+        read = [p for p in plans if p.reached is None or reader.is_remote(p.hops[-1])]
+        reads = await reader.follow([(p.src or [], p.hops[-1]) for p in read], named=True)
         ahead = {
-            id(p): _targets(p.src or [], nb)
-            for p, (nb, _) in zip(plans, reads)
-            if p.reached is None
+            id(p): _targets(p.src or [], nb) for p, (nb, _) in zip(read, reads) if p.reached is None
         }
         reached = [ahead[id(p)] if p.reached is None else p.reached for p in plans]
         await reader.labels(a for r in reached for a in _answers(r, topics, n))  # those not named

@@ -157,6 +157,7 @@ class KnowledgeGraph(abc.ABC):
         direction: Direction = ...,
         limit: int = ...,
         labelled: bool = ...,
+        then: Sequence[str] = ...,
     ) -> AdjacentIds: ...
     @overload
     async def adjacent_ids(
@@ -166,6 +167,7 @@ class KnowledgeGraph(abc.ABC):
         direction: Direction = ...,
         limit: int = ...,
         labelled: bool = ...,
+        then: Sequence[str] = ...,
     ) -> dict[Hop, AdjacentIds]: ...
     @abc.abstractmethod
     async def adjacent_ids(
@@ -175,6 +177,7 @@ class KnowledgeGraph(abc.ABC):
         direction: Direction = Direction.forward,
         limit: int = 2000,
         labelled: bool = False,
+        then: Sequence[str] = (),
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """Up to ``limit`` edges of one relation from any number of entities, as IDs, in no promised
         order; ``truncated`` when more exist. No IDs: a sample of the relation's edges anywhere in
@@ -182,7 +185,9 @@ class KnowledgeGraph(abc.ABC):
         can read them with the edges does). ``relation_id`` a sequence of hops (relation ID,
         direction): each hop's read as above, keyed by hop, in as few queries as the backend can (a
         walk expands a frontier along several relations at once); a backend that reads one relation
-        at a time answers through :func:`hop_by_hop`.
+        at a time answers through :func:`hop_by_hop`. ``then``: relation IDs the caller reads of
+        the targets next (a link rule's identifiers), read forward from them with a sequence of
+        hops into each hop's ``then`` by a backend that saves a round trip so; others ignore it.
         """
 
     @abc.abstractmethod

@@ -61,6 +61,9 @@ class Graph:
         # keys carry this wrapper's identity: one cache serves every KG of a process, never one KG's
         # answer to another (two KGs may share a name across reconfigurations)
         self._identity = (self.name if backend is not None else None, next(_tokens))
+        self._then: dict[
+            str, None
+        ] = {}  # relations read of every hop's targets (read_with_targets)
 
     name: str
     limits: Limits
@@ -254,16 +257,41 @@ class Graph:
                 todo.append((hop, wide))
         got: dict[Hop, AdjacentIds] = {}
         if todo:
+            then = list(self._then) if self.cache is not None else []
             got = await self._backend.adjacent_ids(
-                list(ids), [h for h, _ in todo], Direction.forward, limit, labelled
+                list(ids), [h for h, _ in todo], Direction.forward, limit, labelled, then
             )
         for hop, wide in todo:
             out[hop] = got[hop]
+            self._keep_then(got[hop])
             if self.cache is not None and (wide is ResultCache._MISSING or wide[0] < limit):
                 self.cache.put((self._identity, "adjacent", ids, *hop), (limit, got[hop], labelled))
                 if len(ids) > 1 and not got[hop].truncated:
                     self._keep_each(ids, hop, got[hop], limit, labelled)
         return {h: out[h] for h in hops}
+
+    def read_with_targets(self, relation_id: str) -> None:
+        """Read ``relation_id`` forward from the targets of every hop read from now on, where the
+        backend can in the same query, and keep each target's read (:meth:`adjacent_ids` of it
+        then costs nothing): a link rule reads identifiers of the nodes a walk reached, one round
+        trip after the walk's own on a remote KG."""
+        self._then[relation_id] = None
+
+    def _keep_then(self, read: AdjacentIds) -> None:
+        """Keep each target's read of each relation in ``read.then``, as a complete read of it."""
+        if self.cache is None or not read.then:
+            return
+        targets = dict.fromkeys(t for _, t in read.pairs)
+        for relation_id, more in read.then.items():
+            per: dict[str, tuple[list, list]] = {t: ([], []) for t in targets}
+            for s, t in more.pairs:
+                per.setdefault(s, ([], []))[0].append((s, t))
+            for s, v in more.values:
+                per.setdefault(s, ([], []))[1].append((s, v))
+            hop = (relation_id, Direction.forward)
+            for t, (pairs, values) in per.items():
+                one = AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
+                self.cache.put((self._identity, "adjacent", (t,), *hop), (0, one, False))
 
     def _known(
         self, ids: tuple[str, ...], hop: Hop, limit: int, labelled: bool

@@ -258,11 +258,14 @@ class AdjacentIds(_Model):
     at the end, with :meth:`KnowledgeGraph.labels_of`). ``pairs`` are (source ID, target ID);
     ``values`` are (source ID, the text of a literal target the KG gives no ID, as
     :meth:`Edge.value_text` reads it). At most ``limit`` of the two together; ``truncated`` exactly
-    when the read left one out."""
+    when the read left one out. ``then``: relations asked of the targets with the read (a
+    backend that can reads them in the same query), by relation ID, each a complete read of that
+    relation forward from every target in ``pairs``."""
 
     pairs: list[tuple[str, str]] = Field(default_factory=list)
     values: list[tuple[str, str]] = Field(default_factory=list)
     truncated: bool = False
+    then: dict[str, AdjacentIds] = Field(default_factory=dict)
 
     @classmethod
     def of_page(cls, page: EdgePage) -> AdjacentIds:

@@ -553,6 +553,7 @@ class Linker:
         theirs_id = await self.relation_in(other, theirs or "")
         if mine_id is None or theirs_id is None:
             return {}, False
+        this.read_with_targets(mine_id)  # the next nodes a walk reaches come with their values
         # the bulk read (one unsorted query on SPARQL), not a tool page: no sort, no check that the
         # relation exists
         limit = 20 * len(entity_ids)

@@ -36,9 +36,17 @@ class DelegatingKG(KnowledgeGraph):
         return await self.inner.edges(entity_ids, relation_id, direction, limit, offset, labelled)
 
     async def adjacent_ids(
-        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, labelled=False
+        self,
+        entity_ids,
+        relation_id,
+        direction=Direction.forward,
+        limit=2000,
+        labelled=False,
+        then=(),
     ):
-        return await self.inner.adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
+        return await self.inner.adjacent_ids(
+            entity_ids, relation_id, direction, limit, labelled, then
+        )
 
     async def labels(self, entity_ids, key=False):
         return await self.inner.labels(entity_ids, key)

@@ -15,6 +15,7 @@ from delegating_kg import DelegatingKG
 from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
+from tot_mcp.kg_adapters.cache import ResultCache
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.sameness import Linker, LinkRule
@@ -54,11 +55,17 @@ class CountingKG(DelegatingKG):
         self.reads: list[tuple[str, Direction, int]] = []
 
     async def adjacent_ids(
-        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, labelled=False
+        self,
+        entity_ids,
+        relation_id,
+        direction=Direction.forward,
+        limit=2000,
+        labelled=False,
+        then=(),
     ):
         hops = [(relation_id, direction)] if isinstance(relation_id, str) else relation_id
         self.reads.extend((r.split(":", 1)[1], Direction(d), limit) for r, d in hops)
-        return await super().adjacent_ids(entity_ids, relation_id, direction, limit, labelled)
+        return await super().adjacent_ids(entity_ids, relation_id, direction, limit, labelled, then)
 
 
 def counting(inner: Graph) -> tuple[Graph, CountingKG]:
@@ -174,10 +181,16 @@ class CappedKG(CountingKG):
         self.cap = cap
 
     async def adjacent_ids(
-        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, labelled=False
+        self,
+        entity_ids,
+        relation_id,
+        direction=Direction.forward,
+        limit=2000,
+        labelled=False,
+        then=(),
     ):
         return await super().adjacent_ids(
-            entity_ids, relation_id, direction, min(limit, self.cap), labelled
+            entity_ids, relation_id, direction, min(limit, self.cap), labelled, then
         )
 
 
@@ -329,6 +342,31 @@ async def test_an_identifier_link_of_one_entity_is_one_query(kgs):
         "Alpha"
     ]
     assert len(sent) == 1
+
+
+async def test_a_hop_into_a_remote_kg_reads_the_identifiers_its_targets_are_linked_by(
+    kgs, catalog_url
+):
+    """Once a link rule has read the catalog's IMDb IDs, a walk's hop into the catalog's films reads
+    theirs in the same query: linking the films it reached costs no request, and finds what a
+    fresh lookup finds."""
+    films, catalog = kgs
+    catalog = Graph(catalog.store, ResultCache())  # as a server opens a remote KG
+    linked = _by_imdb(films, catalog)
+    genres = [(await catalog.search_entities(g))[0].entity.id for g in ("Thriller", "Horror")]
+    assert await linked.same_as_many(genres) == {g: [] for g in genres}  # genres have no IMDb ID
+    genre = (await catalog.search_relations("genre", 1))[0].id
+    sent = _spy_queries(catalog)
+    (read,) = (await linked.adjacent_along(genres, [(genre, Direction.backward)])).values()
+    assert len(read.pairs) == 2 and len(sent) == 1
+    sent.clear()
+    reached = [t for _, t in read.pairs]
+    links = await linked.same_as_many(reached)
+    assert not sent
+    fresh = open_kg(make_spec("catalog", f"sparql:{catalog_url}"))
+    expected = await _by_imdb(films, fresh).same_as_many(reached)
+    assert links == expected and [len(v) for v in links.values()] == [1, 1]
+    await fresh.aclose()
 
 
 async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
@@ -744,14 +782,22 @@ async def test_a_page_of_a_hop_a_labelled_walk_read_costs_no_request(hub_catalog
     drama = (await fresh.find_by_label("Drama"))[0].id
     back = (genre[0], Direction.backward)  # to 40 films, one of them with two labels
     await walked.adjacent_along(films, [genre, year], labelled=True)
-    await walked.adjacent_along([drama], [back, year], labelled=True)
+    # with the targets' genres (a link's identifiers): two for one film, rows × labels × values
+    reads = await walked.store.adjacent_ids([drama], [back, year], labelled=True, then=[genre[0]])
+    film5 = (await fresh.find_by_label("Film 5"))[0].id
+    assert (
+        sorted(t for s, t in reads[back].then[genre[0]].pairs if s == film5)
+        == sorted(e.target for e in (await fresh.get_edges([film5], *genre)).edges)
+        and len(reads[back].then[genre[0]].pairs) == 41
+    )
     sent = _spy_queries(walked)
     for src, hop in ((films, genre), (films[1:3], genre), ([drama], back)):
         assert _page(await walked.get_edges(src, *hop)) == _page(await fresh.get_edges(src, *hop))
-    second = {"limit": 10, "offset": 10}  # a later page of the same rows
-    assert _page(await walked.get_edges([drama], *back, **second)) == _page(
-        await fresh.get_edges([drama], *back, **second)
-    )
+    for offset in (10, 36):  # later pages of the same rows (Film 5, of two genres, is row 35)
+        later = {"limit": 10, "offset": offset}
+        assert _page(await walked.get_edges([drama], *back, **later)) == _page(
+            await fresh.get_edges([drama], *back, **later)
+        )
     assert sent == []
     asked = _spy_queries(fresh)
     assert _page(await walked.get_edges(films, *year)) == _page(await fresh.get_edges(films, *year))

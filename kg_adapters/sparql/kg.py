@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import overload
 
@@ -440,6 +440,7 @@ class SparqlKG(KnowledgeGraph):
         direction: Direction = ...,
         limit: int = ...,
         labelled: bool = ...,
+        then: Sequence[str] = ...,
     ) -> AdjacentIds: ...
     @overload
     async def adjacent_ids(
@@ -449,6 +450,7 @@ class SparqlKG(KnowledgeGraph):
         direction: Direction = ...,
         limit: int = ...,
         labelled: bool = ...,
+        then: Sequence[str] = ...,
     ) -> dict[Hop, AdjacentIds]: ...
     async def adjacent_ids(
         self,
@@ -457,6 +459,7 @@ class SparqlKG(KnowledgeGraph):
         direction: Direction = Direction.forward,
         limit: int = 2000,
         labelled: bool = False,
+        then: Sequence[str] = (),
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
         sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
@@ -464,7 +467,7 @@ class SparqlKG(KnowledgeGraph):
         properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch.
         Several hops: :meth:`_along`."""
         if not isinstance(relation_id, str):
-            return await self._along(entity_ids, hops_of(relation_id), limit, labelled)
+            return await self._along(entity_ids, hops_of(relation_id), limit, labelled, then)
         rel_local, rel_term = self._relation(relation_id)
         direction = _direction(direction)
         if not isinstance(limit, int) or limit < 0:
@@ -503,24 +506,33 @@ class SparqlKG(KnowledgeGraph):
         return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=read[1])
 
     async def _along(
-        self, entity_ids: list[str], hops: list[Hop], limit: int, labelled: bool
+        self,
+        entity_ids: list[str],
+        hops: list[Hop],
+        limit: int,
+        labelled: bool,
+        then: Sequence[str] = (),
     ) -> dict[Hop, AdjacentIds]:
         """Several hops in one query per batch of sources (:func:`queries.hop_rows`), each hop with
         its own ``limit`` (its room + 1 edges asked: more is a cut). ``labelled``: the targets'
         labels with them, and the rows as a page reads them (:meth:`_source_reads`), kept for the
         pages a traversal asks of these hops next. One hop, or a hop a single read serves better
         — Wikidata's values, a blank node reached — is read as one relation is (no rows kept: a
-        hub's thousands cost more to keep than a page of them costs to read)."""
+        hub's thousands cost more to keep than a page of them costs to read), unless ``then`` asks
+        the targets' values with it."""
         if not isinstance(limit, int) or limit < 0:
             raise InvalidInput("limit must be an integer ≥ 0")
         rels = {hop: self._relation(hop[0]) for hop in hops}
+        then = list(then)
+        later = [self._relation(r)[1] for r in then]
         terms = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
         local_of = {t: local for local, t in terms}
         sources = list(local_of)
-        single = self.profile.qualifiers or not sources or len(hops) == 1
+        single = self.profile.qualifiers or not sources or (len(hops) == 1 and not then)
         alone = list(hops) if single else []
         got: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in hops if h not in alone}
         cut: set[Hop] = set()
+        found: dict[Term, dict[tuple[int, Term], None]] = {}  # a target's (then's index, value)
         for batch in _chunks(sources, self.batch_size):
             ask = [h for h in got if h not in cut]
             if not ask:
@@ -532,12 +544,21 @@ class SparqlKG(KnowledgeGraph):
                     batch,
                     [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask],
                     labelled,
+                    later,
                 )
             )
             per: dict[Hop, dict[tuple, list[Row]]] = {h: {} for h in ask}
+            first: dict[tuple, tuple] = {}  # an edge's first value: its rows are the edge's rows
             for r in rows:
                 if "h" in r and (k := self._edge_key(r)) is not None:
-                    per[ask[int(r["h"].value)]].setdefault(k, []).append(r)
+                    h = ask[int(r["h"].value)]
+                    if then:
+                        if "av" in r and "a" in r:
+                            found.setdefault(r["tgt"], {})[(int(r["a"].value), r["av"])] = None
+                        value = (r.get("a"), r.get("av"))
+                        if first.setdefault((h, k), value) != value:
+                            continue
+                    per[h].setdefault(k, []).append(r)
             for h, groups in per.items():
                 edges = [(k[0], krows[0]["tgt"]) for k, krows in groups.items()]
                 if self.structured_bnodes and any(t.kind == "bnode" for _, t in edges):
@@ -549,8 +570,9 @@ class SparqlKG(KnowledgeGraph):
                 if read > room[h]:
                     cut.add(h)
                 if labelled:
-                    self._keep_page_rows(groups, batch, local_of, rels[h][1], h, h not in cut)
-        out = {h: self._adjacent(edges, h in cut) for h, edges in got.items()}
+                    whole = h not in cut and len(hops) > 1
+                    self._keep_page_rows(groups, batch, local_of, rels[h][1], h, whole)
+        out = {h: self._adjacent(edges, h in cut, then, found) for h, edges in got.items()}
         if alone:
             reads = await asyncio.gather(
                 *(self.adjacent_ids(entity_ids, r, d, limit, labelled) for r, d in alone)
@@ -581,16 +603,37 @@ class SparqlKG(KnowledgeGraph):
             if read is not None:
                 self._page_rows.put((t, rel_term, forward), read)
 
-    def _adjacent(self, edges: list[tuple[str, Term]], truncated: bool) -> AdjacentIds:
+    def _adjacent(
+        self,
+        edges: list[tuple[str, Term]],
+        truncated: bool,
+        then: Sequence[str] = (),
+        found: Mapping[Term, Iterable[tuple[int, Term]]] | None = None,
+    ) -> AdjacentIds:
+        """The edges as IDs, with the reads of ``then`` from their targets (``found``: each
+        target's values, by index in ``then``)."""
         pairs: list[tuple[str, str]] = []
         values: list[tuple[str, str]] = []
+        later: dict[str, AdjacentIds] = {r: AdjacentIds.model_construct() for r in then}
+        seen: set[Term] = set()
         for src, t in edges:
             local, value = self._value(t)
             if local is not None:
                 pairs.append((self._qid(src), self._qid(local)))
+                if then and t not in seen:
+                    seen.add(t)
+                    for i, v in (found or {}).get(t, ()):
+                        v_local, v_value = self._value(v)
+                        read = later[then[i]]
+                        if v_local is not None:
+                            read.pairs.append((self._qid(local), self._qid(v_local)))
+                        elif v_value is not None:
+                            read.values.append((self._qid(local), v_value.value))
             elif value is not None:
                 values.append((self._qid(src), value.value))
-        return AdjacentIds.model_construct(pairs=pairs, values=values, truncated=truncated)
+        return AdjacentIds.model_construct(
+            pairs=pairs, values=values, truncated=truncated, then=later
+        )
 
     async def _unsorted(
         self, sources: list[tuple[str, str]], rel_term: str, forward: bool, limit: int, labels: bool

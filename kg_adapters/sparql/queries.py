@@ -181,12 +181,19 @@ def edge_rows(
 
 
 def hop_rows(
-    p: Profile, sources: Sequence[str], hops: Sequence[tuple[str, bool, int]], labels: bool = False
+    p: Profile,
+    sources: Sequence[str],
+    hops: Sequence[tuple[str, bool, int]],
+    labels: bool = False,
+    then: Sequence[str] = (),
 ) -> str:
     """``?src ?tgt`` edges along each of several hops (relation, forward, limit), each to its own
     limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one round trip (a
     hub's relation does not crowd out the others). Distinct edges; with ``labels``, the rows a
-    page sorts (one a graph holding the edge) with the targets' labels."""
+    page sorts (one a graph holding the edge) with the targets' labels. ``then``: relations read
+    forward from each target too, ``?av`` a value and ``?a`` its relation's position — an
+    OPTIONAL apart from the labels', so an edge's rows are its rows × labels × values (one value's
+    rows are the rows without them)."""
     distinct = "" if labels else "DISTINCT "
     branches = [
         f"{{ {{ SELECT {distinct}?src ?tgt WHERE {{ {_edge_pattern(p, sources, rel, fwd)} }} "
@@ -194,9 +201,13 @@ def hop_rows(
         for i, (rel, fwd, limit) in enumerate(hops)
     ]
     union = " UNION ".join(branches)
-    if not labels:
-        return f"{p.prefixes}SELECT ?src ?tgt ?h WHERE {{ {union} }}"
-    return f"{p.prefixes}SELECT ?src ?tgt ?h ?l ?lp WHERE {{ {{ {union} }} {_labels(p, '?tgt')} }}"
+    label = _labels(p, "?tgt") if labels else ""
+    values = " UNION ".join(f"{{ ?tgt {rel} ?av BIND({i} AS ?a) }}" for i, rel in enumerate(then))
+    more = f"OPTIONAL {{ {values} }}" if then else ""
+    out = f"?src ?tgt ?h{' ?l ?lp' * labels}{' ?a ?av' * bool(then)}"
+    if not (labels or then):
+        return f"{p.prefixes}SELECT {out} WHERE {{ {union} }}"
+    return f"{p.prefixes}SELECT {out} WHERE {{ {{ {union} }} {label} {more} }}"
 
 
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:

@@ -369,6 +369,22 @@ async def test_a_hop_into_a_remote_kg_reads_the_identifiers_its_targets_are_link
     await fresh.aclose()
 
 
+async def test_the_twin_an_identifier_finds_comes_with_its_relations(kgs, catalog_url):
+    """The lookup of a film's IMDb ID in the catalog reads the catalog film's relations in the same
+    query: those a walk or a linked get_relations asks of it next cost no request, and are what
+    the endpoint gives when asked."""
+    films, catalog = kgs
+    alpha = (await films.find_by_label("Alpha"))[0].id
+    (twin,) = await _by_imdb(films, catalog).same_as(alpha)
+    sent = _spy_queries(catalog)
+    got = await catalog.relations_by_entity([twin])
+    assert not sent
+    fresh = open_kg(make_spec("catalog", f"sparql:{catalog_url}"))
+    assert got == await fresh.relations_by_entity([twin])
+    assert {r.label for r in got[twin].relations} == {"IMDb ID", "genre"}
+    await fresh.aclose()
+
+
 async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):
     """same_as_many (the ASM links every entity a step adds): a page of catalog films was one
     identifier query per film; now one bulk read of their identifiers, one lookup by value, and the

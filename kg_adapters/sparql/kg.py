@@ -154,6 +154,9 @@ class SparqlKG(KnowledgeGraph):
         self._page_rows: LRU[tuple] = LRU(
             label_cache, ttl=PAGE_ROWS_TTL, weigh=lambda read: 1 + len(read[0])
         )
+        #: the relations of what a lookup by value found, read with it (_keep_found), for the
+        #: relations() asked of it next; kept as briefly as page rows
+        self._found: LRU[RelationList] = LRU(label_cache, ttl=PAGE_ROWS_TTL)
         #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = (
@@ -310,9 +313,10 @@ class SparqlKG(KnowledgeGraph):
         raises NotFound naming the prefixes it has."""
         ids = list(dict.fromkeys(entity_ids))
         terms = self._terms(ids, bulk=True)
-        batches = _chunks(terms, self.batch_size)
+        found = {local: rl for local, _ in terms if (rl := self._found.get(local)) is not None}
+        batches = _chunks([t for t in terms if t[0] not in found], self.batch_size)
         parts = await asyncio.gather(*(self._relations_of(b) for b in batches))
-        found = {local: rl for part in parts for local, rl in part.items()}
+        found.update((local, rl) for part in parts for local, rl in part.items())
         return {eid: found[local] for eid, (local, _) in zip(ids, terms) if local in found}
 
     async def _relations_of(self, batch: Sequence[tuple[str, str]]) -> dict[str, RelationList]:
@@ -325,25 +329,7 @@ class SparqlKG(KnowledgeGraph):
         empty: list[tuple[str, str]] = []
         while batch:
             rows = await self._select(queries.relations(self.profile, [t for _, t in batch], scan))
-            back: dict[str, int] = {}  # entity IRI → its rows in the backward sample
-            per: dict[str, list[Row]] = {}
-            for r in rows:
-                if "e" in r and "t" in r and r["t"].value.isdigit():
-                    back[r["e"].value] = int(r["t"].value)
-                elif "e" in r:
-                    per.setdefault(r["e"].value, []).append(r)
-            hubs = {iri for iri, n in back.items() if n > scan}
-            cut = bool(hubs) and sum(back.values()) >= (scan + 1) * len(batch)
-            again = []
-            for local, term in batch:
-                iri = self.profile.iri(local)
-                if cut and iri not in hubs:
-                    again.append((local, term))
-                elif (rl := self._relation_list(per.get(iri, []), iri in hubs)).relations:
-                    out[local] = rl
-                else:
-                    empty.append((local, term))
-            batch = again
+            batch = self._relations_read(rows, batch, (scan + 1) * len(batch), out, empty)
         absent = await self._absent(local for local, _ in empty)
         none = RelationList.model_construct(
             relations=[],
@@ -353,6 +339,38 @@ class SparqlKG(KnowledgeGraph):
         )
         out.update((local, none) for local, _ in empty if local not in absent)
         return out
+
+    def _relations_read(
+        self,
+        rows: list[Row],
+        batch: Sequence[tuple[str, str]],
+        sample: int,
+        out: dict[str, RelationList],
+        empty: list[tuple[str, str]],
+    ) -> list[tuple[str, str]]:
+        """One :func:`queries.relations` answer for ``batch`` (its backward sample ``sample`` rows
+        at most): each entity's relations into ``out``, those with none into ``empty``, and the
+        entities to ask again (those a hub's sample left out)."""
+        scan = self.backward_scan
+        back: dict[str, int] = {}  # entity IRI → its rows in the backward sample
+        per: dict[str, list[Row]] = {}
+        for r in rows:
+            if "e" in r and "t" in r and r["t"].value.isdigit():
+                back[r["e"].value] = int(r["t"].value)
+            elif "e" in r:
+                per.setdefault(r["e"].value, []).append(r)
+        hubs = {iri for iri, n in back.items() if n > scan}
+        cut = bool(hubs) and sum(back.values()) >= sample
+        again = []
+        for local, term in batch:
+            iri = self.profile.iri(local)
+            if cut and iri not in hubs:
+                again.append((local, term))
+            elif (rl := self._relation_list(per.get(iri, []), iri in hubs)).relations:
+                out[local] = rl
+            else:
+                empty.append((local, term))
+        return again
 
     def _relation_list(self, rows: list[Row], sampled: bool) -> RelationList:
         """One entity's relations from its rows, forward first, most edges first; ``sampled``: its
@@ -1290,11 +1308,11 @@ class SparqlKG(KnowledgeGraph):
             out.update((v, [self._qid(x)]) for v, x in local_of.items() if x not in absent)
             return out
         _, relation = self._relation(relation_id)
+        scan = self.backward_scan
         for batch in _chunks(list(out), self.batch_size):
+            literals = [sparql_literal(v) for v in batch]
             rows = await self._select(
-                queries.subjects_with_values(
-                    self.profile, relation, [sparql_literal(v) for v in batch]
-                )
+                queries.subjects_with_values(self.profile, relation, literals, scan)
             )
             labels: dict[str, list[Row]] = {}
             for r in rows:
@@ -1307,9 +1325,21 @@ class SparqlKG(KnowledgeGraph):
                     ids.append(self._qid(local))
             for local, rs in labels.items():  # a link's entities are shown next: named now
                 self._remember(local, self._label_in(rs))
+            self._keep_found(rows, labels, (scan + 1) * len(batch))
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)
         return out
+
+    def _keep_found(self, rows: list[Row], found: Iterable[str], sample: int) -> None:
+        """Keep the relations of the entities a lookup by value found, read with it (rows without
+        ``?v``) for :meth:`relations` next: what an identifier finds is the same entity in another
+        KG, whose relations a walk or a linked ``get_relations`` asks next. Those a hub's sample
+        left out are not kept (asked then)."""
+        batch = [(local, self.profile.iri(local)) for local in found]
+        out: dict[str, RelationList] = {}
+        self._relations_read([r for r in rows if "v" not in r], batch, sample, out, [])
+        for local, rl in out.items():
+            self._found.put(local, rl)
 
     async def _named(self, name: str, limit: int) -> list[str]:
         """The entities :meth:`search_entities` finds named exactly ``name``, else up to case."""

@@ -82,15 +82,20 @@ def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
     so a caller can tell the entities whose backward edges were sampled (more than
     ``backward_scan``) and whether the sample itself was cut (its total reaching its limit: an
     entity with fewer may then have lost some)."""
-    vals = _values("?e", entities)
+    rows = _relation_rows(p, _values("?e", entities), len(entities), backward_scan)
+    return f"{p.prefixes}SELECT ?e ?r ?dir ?n ?t ?l ?lp WHERE {{ {rows} }}"
+
+
+def _relation_rows(p: Profile, entities: str, n: int, backward_scan: int) -> str:
+    """:func:`relations`' pattern for the ``?e`` that ``entities`` binds (a VALUES, or a subquery
+    of ``n`` entities at most)."""
     back = (
-        f'{{ SELECT ?e ?pd ("b" AS ?dir) WHERE {{ {vals} ?s ?pd ?e . {p.backward_filter} }} '
-        f"LIMIT {(_int(backward_scan) + 1) * len(entities)} }}"
+        f'{{ SELECT ?e ?pd ("b" AS ?dir) WHERE {{ {entities} ?s ?pd ?e . {p.backward_filter} }} '
+        f"LIMIT {(_int(backward_scan) + 1) * n} }}"
     )
-    return f"""{p.prefixes}SELECT ?e ?r ?dir ?n ?t ?l ?lp WHERE {{
-  {{
+    return f"""{{
     {{ SELECT ?e ?r ?dir (COUNT(*) AS ?n) WHERE {{
-        {{ {vals} ?e ?pd ?o . BIND("f" AS ?dir) }}
+        {{ {entities} ?e ?pd ?o . BIND("f" AS ?dir) }}
         UNION
         {back}
         {p.relation_join}
@@ -98,8 +103,7 @@ def relations(p: Profile, entities: Sequence[str], backward_scan: int) -> str:
     {_labels(p, "?r")}
   }}
   UNION
-  {{ SELECT ?e (COUNT(*) AS ?t) WHERE {{ {back} }} GROUP BY ?e }}
-}}"""
+  {{ SELECT ?e (COUNT(*) AS ?t) WHERE {{ {back} }} GROUP BY ?e }}"""
 
 
 def edges(
@@ -250,13 +254,22 @@ def find_relations(p: Profile, needles: Sequence[str], limit: int) -> str:
 }}"""
 
 
-def subjects_with_values(p: Profile, relation: str, literals: Sequence[str]) -> str:
+def subjects_with_values(
+    p: Profile, relation: str, literals: Sequence[str], backward_scan: int | None = None
+) -> str:
     """Entities whose ``relation`` has one of the (escaped) literal values, with the value and their
-    labels: many external IDs back to their items in one query."""
-    return f"""{p.prefixes}SELECT ?e ?v ?l ?lp WHERE {{
-  {{ SELECT DISTINCT ?e ?v WHERE {{
-      {_values("?v", literals)} ?e {relation} ?v . {p.entity_filter} }} }}
-  {_labels(p, "?e")}
+    labels: many external IDs back to their items in one query. With ``backward_scan``, in rows
+    without ``?v``, their relations as :func:`relations` reads them (one a value at most)."""
+    found = f"{_values('?v', literals)} ?e {relation} ?v . {p.entity_filter}"
+    rows = f"{{ SELECT DISTINCT ?e ?v WHERE {{ {found} }} }} {_labels(p, '?e')}"
+    if backward_scan is None:
+        return f"{p.prefixes}SELECT ?e ?v ?l ?lp WHERE {{ {rows} }}"
+    them = f"{{ SELECT DISTINCT ?e WHERE {{ {found} }} }}"
+    relations = _relation_rows(p, them, len(literals), backward_scan)
+    return f"""{p.prefixes}SELECT ?e ?v ?l ?lp ?r ?dir ?n ?t WHERE {{
+  {{ {rows} }}
+  UNION
+  {{ {relations} }}
 }}"""
 
 

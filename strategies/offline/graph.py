@@ -15,6 +15,7 @@ equivalents' (the linked ``get_relations`` caps each KG's share at ``max_ids``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import cast
 
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.eager import gather_eager
@@ -120,24 +121,28 @@ class KGReader:
     async def _own_then_linked(
         self, groups: list[list[str]], read: Callable[[list[ByKG]], Awaitable[None]]
     ) -> None:
-        """``read`` of each group's nodes by KG, then of their equivalents, once their links are
-        looked up and every relation they need is read in one read a KG (:meth:`_each`): a
-        remote KG asked about its own nodes meanwhile would be asked again for the equivalents."""
+        """``read`` of each group's nodes by KG, then of their equivalents, once every relation
+        they need is read (:meth:`_each`): the nodes' own while their links are looked up (a
+        twin an identifier finds on a remote KG comes with its relations), then the twins'."""
         layers = [[self._by_kg(g) for g in groups]]
+
+        def by_kg(layers: list[list[ByKG]]) -> ByKG:
+            return {
+                name: [m for layer in layers for ids in layer for m in ids.get(name, ())]
+                for name in self.members
+            }
+
         if self.linked:
-            eqs = await self.equivalents(n for g in groups for n in g)
+            links = self.equivalents(n for g in groups for n in g)
+            both = await gather_eager([links, self._each(by_kg(layers))])
+            eqs = cast(dict[str, list[str]], both[0])
             layers.append(
                 [
                     self._by_kg((e for n in g for e in eqs.get(n, ())), mine)
                     for g, mine in zip(groups, layers[0])
                 ]
             )
-        await self._each(
-            {
-                name: [m for layer in layers for ids in layer for m in ids.get(name, ())]
-                for name in self.members
-            }
-        )
+        await self._each(by_kg(layers))
         for layer in layers:
             await read(layer)
 

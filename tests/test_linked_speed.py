@@ -20,7 +20,7 @@ from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.memory import MemoryKG
-from tot_mcp.kg_adapters.models import Direction
+from tot_mcp.kg_adapters.models import AdjacentIds, Direction
 from tot_mcp.kg_adapters.oxigraph_store import load_into_store, open_store_kg
 from tot_mcp.kg_adapters.spec import make_spec, open_kg
 from tot_mcp.kg_adapters.triple_index import TripleIndex
@@ -720,6 +720,45 @@ async def test_a_follow_path_across_linked_kgs_reads_each_hop_in_one_query(
     await catalog.aclose()
 
 
+async def test_a_hop_too_big_with_its_targets_values_is_read_again_without_them(
+    walk_catalog_url, monkeypatch
+):
+    """An endpoint that refuses the hop read with the targets' identifiers (here: the answer over
+    the size cap) is asked for the hop alone: the walk gets its edges, the link reads the values
+    after, as without them."""
+    from tot_mcp.kg_adapters.sparql import endpoint
+
+    def cached() -> Graph:  # as a server opens a remote KG, reading the IMDb IDs of hop targets
+        kg = Graph(open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")).store, ResultCache())
+        kg.read_with_targets(imdb)
+        return kg
+
+    fresh = open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    noir = (await fresh.find_by_label("Noir"))[0].id
+    hop = ((await fresh.search_relations("genre", 1))[0].id, Direction.backward)
+    imdb = (await fresh.search_relations("IMDb ID", 1))[0].id
+    counted: list[int] = []
+    real = endpoint.json_items
+    monkeypatch.setattr(
+        endpoint, "json_items", lambda body: counted.append(real(body)) or counted[-1]
+    )
+
+    async def items(kg: Graph) -> tuple[AdjacentIds, int]:  # a read, and its answers' JSON items
+        counted.clear()
+        read = (await kg.adjacent_along([noir], [hop]))[hop]
+        return read, sum(counted)
+
+    (alone, few), (_, many) = await items(fresh), await items(cached())
+    monkeypatch.setattr(endpoint, "MAX_JSON_ITEMS", (few + many) // 2)  # the hop alone fits
+    catalog = cached()
+    sent = _spy_queries(catalog)
+    read = (await catalog.adjacent_along([noir], [hop]))[hop]
+    assert sorted(read.pairs) == sorted(alone.pairs) and len(read.pairs) == WALK_FILMS
+    assert not read.then and len(sent) == 2  # refused with the values, answered without
+    for kg in (fresh, catalog):
+        await kg.aclose()
+
+
 async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(
     walk_catalog_url, tmp_path
 ):
@@ -798,7 +837,7 @@ async def test_a_page_of_a_hop_a_labelled_walk_read_costs_no_request(hub_catalog
     drama = (await fresh.find_by_label("Drama"))[0].id
     back = (genre[0], Direction.backward)  # to 40 films, one of them with two labels
     await walked.adjacent_along(films, [genre, year], labelled=True)
-    # with the targets' genres (a link's identifiers): two for one film, rows × labels × values
+    # with the targets' genres (as a link's identifiers): two for one film, one for the others
     reads = await walked.store.adjacent_ids([drama], [back, year], labelled=True, then=[genre[0]])
     film5 = (await fresh.find_by_label("Film 5"))[0].id
     assert (

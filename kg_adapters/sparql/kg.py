@@ -17,7 +17,7 @@ from typing import overload
 
 from ..base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hops_of
 from ..eager import gather_eager
-from ..errors import BackendError, InvalidInput, KGError, NotFound
+from ..errors import BackendError, BackendRefused, InvalidInput, KGError, NotFound
 from ..lru import LRU
 from ..models import (
     STRUCTURED_VALUE,
@@ -556,27 +556,27 @@ class SparqlKG(KnowledgeGraph):
             if not ask:
                 break
             room = {h: limit - len(got[h]) for h in ask}  # one edge more: a full read is no cut
-            rows = await self._select(
-                queries.hop_rows(
-                    self.profile,
-                    batch,
-                    [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask],
-                    labelled,
-                    later,
+            asked = [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask]
+            try:
+                rows = await self._select(
+                    queries.hop_rows(self.profile, batch, asked, labelled, later)
                 )
-            )
+            except BackendRefused:
+                if not then:
+                    raise
+                # the values made the answer too big (or the endpoint refused the OPTIONAL): the
+                # hops alone, as without them; the link reads the values after
+                then, later = [], []
+                rows = await self._select(queries.hop_rows(self.profile, batch, asked, labelled))
             per: dict[Hop, dict[tuple, list[Row]]] = {h: {} for h in ask}
-            first: dict[tuple, tuple] = {}  # an edge's first value: its rows are the edge's rows
             for r in rows:
-                if "h" in r and (k := self._edge_key(r)) is not None:
-                    h = ask[int(r["h"].value)]
-                    if then:
+                if "src" not in r:  # a target's value of a relation of ``then``, if it has one
+                    if "tgt" in r:
+                        values = found.setdefault(r["tgt"], {})
                         if "av" in r and "a" in r:
-                            found.setdefault(r["tgt"], {})[(int(r["a"].value), r["av"])] = None
-                        value = (r.get("a"), r.get("av"))
-                        if first.setdefault((h, k), value) != value:
-                            continue
-                    per[h].setdefault(k, []).append(r)
+                            values[(int(r["a"].value), r["av"])] = None
+                elif "h" in r and (k := self._edge_key(r)) is not None:
+                    per[ask[int(r["h"].value)]].setdefault(k, []).append(r)
             for h, groups in per.items():
                 edges = [(k[0], krows[0]["tgt"]) for k, krows in groups.items()]
                 if self.structured_bnodes and any(t.kind == "bnode" for _, t in edges):
@@ -590,7 +590,10 @@ class SparqlKG(KnowledgeGraph):
                 if labelled:
                     whole = h not in cut and len(hops) > 1
                     self._keep_page_rows(groups, batch, local_of, rels[h][1], h, whole)
-        out = {h: self._adjacent(edges, h in cut, then, found) for h, edges in got.items()}
+        out = {
+            h: self._adjacent(edges, h in cut, [] if h in cut else then, found)
+            for h, edges in got.items()
+        }
         if alone:
             reads = await asyncio.gather(
                 *(self.adjacent_ids(entity_ids, r, d, limit, labelled) for r, d in alone)
@@ -629,7 +632,9 @@ class SparqlKG(KnowledgeGraph):
         found: Mapping[Term, Iterable[tuple[int, Term]]] | None = None,
     ) -> AdjacentIds:
         """The edges as IDs, with the reads of ``then`` from their targets (``found``: each
-        target's values, by index in ``then``)."""
+        target's values, by index in ``then``; none if a target is not there: a cut hop's read
+        twice need not be the same edges)."""
+        found = found or {}
         pairs: list[tuple[str, str]] = []
         values: list[tuple[str, str]] = []
         later: dict[str, AdjacentIds] = {r: AdjacentIds.model_construct() for r in then}
@@ -638,9 +643,11 @@ class SparqlKG(KnowledgeGraph):
             local, value = self._value(t)
             if local is not None:
                 pairs.append((self._qid(src), self._qid(local)))
-                if then and t not in seen:
+                if later and t not in seen:
                     seen.add(t)
-                    for i, v in (found or {}).get(t, ()):
+                    if t not in found:
+                        later = {}
+                    for i, v in found.get(t, ()) if later else ():
                         v_local, v_value = self._value(v)
                         read = later[then[i]]
                         if v_local is not None:

@@ -195,9 +195,9 @@ def hop_rows(
     limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one round trip (a
     hub's relation does not crowd out the others). Distinct edges; with ``labels``, the rows a
     page sorts (one a graph holding the edge) with the targets' labels. ``then``: relations read
-    forward from each target too, ``?av`` a value and ``?a`` its relation's position — an
-    OPTIONAL apart from the labels', so an edge's rows are its rows × labels × values (one value's
-    rows are the rows without them)."""
+    forward from each target too, in rows of their own (no ``?src``): ``?tgt``, and ``?av`` a
+    value of relation number ``?a`` if it has one — joined to each distinct target, not to each
+    edge row (a hub's rows would grow by a third)."""
     distinct = "" if labels else "DISTINCT "
     branches = [
         f"{{ {{ SELECT {distinct}?src ?tgt WHERE {{ {_edge_pattern(p, sources, rel, fwd)} }} "
@@ -205,13 +205,15 @@ def hop_rows(
         for i, (rel, fwd, limit) in enumerate(hops)
     ]
     union = " UNION ".join(branches)
-    label = _labels(p, "?tgt") if labels else ""
-    values = " UNION ".join(f"{{ ?tgt {rel} ?av BIND({i} AS ?a) }}" for i, rel in enumerate(then))
-    more = f"OPTIONAL {{ {values} }}" if then else ""
     out = f"?src ?tgt ?h{' ?l ?lp' * labels}{' ?a ?av' * bool(then)}"
-    if not (labels or then):
-        return f"{p.prefixes}SELECT {out} WHERE {{ {union} }}"
-    return f"{p.prefixes}SELECT {out} WHERE {{ {{ {union} }} {label} {more} }}"
+    rows = f"{{ {union} }} {_labels(p, '?tgt')}" if labels else union
+    if then:
+        values = " UNION ".join(
+            f"{{ ?tgt {rel} ?av BIND({i} AS ?a) }}" for i, rel in enumerate(then)
+        )
+        targets = f"{{ SELECT DISTINCT ?tgt WHERE {{ {union} }} }} OPTIONAL {{ {values} }}"
+        rows = f"{{ {rows} }} UNION {{ {targets} }}"
+    return f"{p.prefixes}SELECT {out} WHERE {{ {rows} }}"
 
 
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:

@@ -158,6 +158,7 @@ class KnowledgeGraph(abc.ABC):
         limit: int = ...,
         labelled: bool = ...,
         then: Sequence[str] = ...,
+        with_relations: bool = ...,
     ) -> AdjacentIds: ...
     @overload
     async def adjacent_ids(
@@ -168,6 +169,7 @@ class KnowledgeGraph(abc.ABC):
         limit: int = ...,
         labelled: bool = ...,
         then: Sequence[str] = ...,
+        with_relations: bool = ...,
     ) -> dict[Hop, AdjacentIds]: ...
     @abc.abstractmethod
     async def adjacent_ids(
@@ -178,6 +180,7 @@ class KnowledgeGraph(abc.ABC):
         limit: int = 2000,
         labelled: bool = False,
         then: Sequence[str] = (),
+        with_relations: bool = False,
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """Up to ``limit`` edges of one relation from any number of entities, as IDs, in no promised
         order; ``truncated`` when more exist. No IDs: a sample of the relation's edges anywhere in
@@ -188,6 +191,8 @@ class KnowledgeGraph(abc.ABC):
         at a time answers through :func:`hop_by_hop`. ``then``: relation IDs the caller reads of
         the targets next (a link rule's identifiers), read forward from them with a sequence of
         hops into each hop's ``then`` by a backend that saves a round trip so; others ignore it.
+        ``with_relations``: the caller asks :meth:`relations` of the targets next (a walk's
+        frontier), which such a backend then answers from this read.
         """
 
     @abc.abstractmethod

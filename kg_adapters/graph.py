@@ -235,13 +235,19 @@ class Graph:
         return (await self.adjacent_along(entity_ids, [hop], limit, labelled))[hop]
 
     async def adjacent_along(
-        self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000, labelled: bool = False
+        self,
+        entity_ids: list[str],
+        hops: Sequence[Hop],
+        limit: int = 2000,
+        labelled: bool = False,
+        with_relations: bool = False,
     ) -> dict[Hop, AdjacentIds]:
         """:meth:`adjacent_ids` of the same entities along several hops (relation, direction), each
         with its own ``limit``: the hops the cache does not answer in one backend read (a walk
         expands a frontier along several relations at once). A read that left nothing out is
         kept for each of its entities too, so any read of some of them is answered from it (a
-        link lookup or a page source among a frontier read)."""
+        link lookup or a page source among a frontier read). ``with_relations``: the caller reads
+        the targets' relations next (a backend that can reads them with the hops)."""
         hops = hops_of(hops)
         ids = tuple(dict.fromkeys(entity_ids))
         out: dict[Hop, AdjacentIds] = {}
@@ -259,7 +265,13 @@ class Graph:
         if todo:
             then = list(self._then) if self.cache is not None else []
             got = await self._backend.adjacent_ids(
-                list(ids), [h for h, _ in todo], Direction.forward, limit, labelled, then
+                list(ids),
+                [h for h, _ in todo],
+                Direction.forward,
+                limit,
+                labelled,
+                then,
+                with_relations,
             )
         for hop, wide in todo:
             out[hop] = got[hop]

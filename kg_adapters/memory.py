@@ -290,7 +290,8 @@ class MemoryKG(KnowledgeGraph):
         direction: Direction = Direction.forward,
         limit: int = 2000,
         labelled: bool = False,
-        then: Sequence[str] = (),  # a local read of them later costs no round trip
+        then: Sequence[str] = (),  # local: a read of them later costs no round trip
+        with_relations: bool = False,
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         return hop_by_hop(self._adjacent, entity_ids, relation_id, direction, limit, labelled)
 

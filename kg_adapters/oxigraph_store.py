@@ -412,7 +412,8 @@ class OxigraphKG(KnowledgeGraph):
         direction: Direction = Direction.forward,
         limit: int = 2000,
         labelled: bool = False,
-        then: Sequence[str] = (),  # a local read of them later costs no round trip
+        then: Sequence[str] = (),  # local: a read of them later costs no round trip
+        with_relations: bool = False,
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One walk of the store's index a hop, no check that each source exists (one that does
         not has no edges). ``labelled`` changes nothing: a label costs index lookups here either

@@ -678,7 +678,12 @@ class LinkedKG(Graph):
         )
 
     async def adjacent_along(
-        self, entity_ids: list[str], hops: Sequence[Hop], limit: int = 2000, labelled: bool = False
+        self,
+        entity_ids: list[str],
+        hops: Sequence[Hop],
+        limit: int = 2000,
+        labelled: bool = False,
+        with_relations: bool = False,
     ) -> dict[Hop, AdjacentIds]:
         """:meth:`adjacent_ids` along several hops: each KG's hops in one read of that KG, from the
         entities or their equivalents there (the KGs at once)."""
@@ -693,7 +698,7 @@ class LinkedKG(Graph):
                 routed, via, _ = await self._route(routed, kg, kg_hops[0][0])
                 if not routed:
                     return {h: AdjacentIds() for h in kg_hops}
-            got = await kg.adjacent_along(routed, kg_hops, limit, labelled)
+            got = await kg.adjacent_along(routed, kg_hops, limit, labelled, with_relations)
             return {h: _via(r, via) for h, r in got.items()}
 
         parts = await gather_eager(read(self.kgs[name], kg_hops) for name, kg_hops in by_kg.items())

@@ -43,9 +43,10 @@ class DelegatingKG(KnowledgeGraph):
         limit=2000,
         labelled=False,
         then=(),
+        with_relations=False,
     ):
         return await self.inner.adjacent_ids(
-            entity_ids, relation_id, direction, limit, labelled, then
+            entity_ids, relation_id, direction, limit, labelled, then, with_relations
         )
 
     async def labels(self, entity_ids, key=False):

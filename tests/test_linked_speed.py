@@ -62,10 +62,13 @@ class CountingKG(DelegatingKG):
         limit=2000,
         labelled=False,
         then=(),
+        with_relations=False,
     ):
         hops = [(relation_id, direction)] if isinstance(relation_id, str) else relation_id
         self.reads.extend((r.split(":", 1)[1], Direction(d), limit) for r, d in hops)
-        return await super().adjacent_ids(entity_ids, relation_id, direction, limit, labelled, then)
+        return await super().adjacent_ids(
+            entity_ids, relation_id, direction, limit, labelled, then, with_relations
+        )
 
 
 def counting(inner: Graph) -> tuple[Graph, CountingKG]:
@@ -188,9 +191,10 @@ class CappedKG(CountingKG):
         limit=2000,
         labelled=False,
         then=(),
+        with_relations=False,
     ):
         return await super().adjacent_ids(
-            entity_ids, relation_id, direction, min(limit, self.cap), labelled, then
+            entity_ids, relation_id, direction, min(limit, self.cap), labelled, then, with_relations
         )
 
 
@@ -759,6 +763,44 @@ async def test_a_hop_too_big_with_its_targets_values_is_read_again_without_them(
         await kg.aclose()
 
 
+async def test_a_hop_to_more_targets_than_the_cap_leaves_their_values_to_the_link(
+    walk_catalog_url, tmp_path, monkeypatch
+):
+    """A hop's read carries the identifiers of THEN_TARGETS targets at most (a hub's thousands
+    would double its cost): a genre's 120 films over a cap of 50 come without theirs, and are
+    linked as a fresh lookup links them; a hop to fewer carries them in full."""
+    from tot_mcp.kg_adapters.sparql import kg as sparql_kg
+
+    monkeypatch.setattr(sparql_kg, "THEN_TARGETS", 50)
+    path = tmp_path / "films.txt"
+    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)))
+    films = open_kg(make_spec("films", str(path)))
+    catalog = Graph(
+        open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")).store, ResultCache()
+    )
+    linked = _by_imdb(films, catalog)
+    noir = (await catalog.find_by_label("Noir"))[0].id
+    genre = (await catalog.search_relations("genre", 1))[0].id
+    assert await linked.same_as_many([noir]) == {noir: []}  # the rule's identifiers now ride along
+    hub = (await catalog.adjacent_along([noir], [(genre, Direction.backward)]))[
+        (genre, Direction.backward)
+    ]
+    few = [t for _, t in hub.pairs[:3]]
+    small = (await catalog.adjacent_along(few, [(genre, Direction.forward)]))[
+        (genre, Direction.forward)
+    ]
+    assert len(hub.pairs) == WALK_FILMS and not hub.then
+    assert (
+        len(small.pairs) == 3 and list(small.then) and not small.then[next(iter(small.then))].pairs
+    )
+    fresh = open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    reached = [t for _, t in hub.pairs]
+    expected = await _by_imdb(films, fresh).same_as_many(reached)
+    assert await linked.same_as_many(reached) == expected and all(expected.values())
+    for kg in (fresh, catalog):
+        await kg.aclose()
+
+
 async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(
     walk_catalog_url, tmp_path
 ):
@@ -819,8 +861,28 @@ async def test_the_last_hop_and_its_answers_names_go_out_with_the_hub_test(hub_c
     ) and sizes == (1, 40)
     assert len(answers) == 40
     # cold: the relations' samples and the chain statistics are read too; the last hop (its
-    # targets' names with it) is two waves of its own when it waits for the scores
-    assert (len(chain.spans), chain.waves()) == (24, 16)
+    # targets' names with it) is two waves of its own when it waits for the scores; the first
+    # hop's frontier comes with its relations
+    assert (len(chain.spans), chain.waves()) == (23, 15)
+
+
+async def test_a_walks_hop_reads_the_relations_of_the_frontier_it_reaches(hub_catalog_url):
+    """The reasoner reads the relations of each frontier a hop reaches next: the hop's read asks
+    for them with it, so they cost no request of their own, and are the endpoint's."""
+    catalog = Graph(open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}")).store, ResultCache())
+    fresh = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    films = [(await fresh.find_by_label(f"Film {i}"))[0].id for i in (1, 5)]
+    genre = {r.label: r.id for r in (await fresh.get_relations(films)).relations}["genre"]
+    reader = KGReader(catalog)
+    sent = _spy_queries(catalog)
+    ((nb, _),) = await reader.follow([(films, (genre, Direction.forward))], frontier=True)
+    reached = sorted({t for ts in nb.values() for t in ts})  # drama (40 films) and comedy
+    assert len(reached) == 2 and len(sent) == 1
+    sent.clear()
+    assert await reader.relations([reached]) == await KGReader(fresh).relations([reached])
+    assert not sent
+    for kg in (fresh, catalog):
+        await kg.aclose()
 
 
 async def test_a_page_of_a_hop_a_labelled_walk_read_costs_no_request(hub_catalog_url):

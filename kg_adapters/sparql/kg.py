@@ -68,6 +68,9 @@ BNODE_PROPERTIES = 20
 #: seconds a walk's labelled last-hop rows answer the pages asked of that hop after it: the next
 #: steps of the same question, not a later one (repeating a page is the result cache's job)
 PAGE_ROWS_TTL = 60.0
+#: a hop read carries the values its caller reads next (``then``) of at most this many targets a
+#: hop: a hub's thousands would double the read's cost, and are seldom linked one by one
+THEN_TARGETS = 1000
 UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
 Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, its result rows
 
@@ -154,9 +157,9 @@ class SparqlKG(KnowledgeGraph):
         self._page_rows: LRU[tuple] = LRU(
             label_cache, ttl=PAGE_ROWS_TTL, weigh=lambda read: 1 + len(read[0])
         )
-        #: the relations of what a lookup by value found, read with it (_keep_found), for the
-        #: relations() asked of it next; kept as briefly as page rows
-        self._found: LRU[RelationList] = LRU(label_cache, ttl=PAGE_ROWS_TTL)
+        #: the relations of entities read with another read — what a lookup by value found, a
+        #: walk's hop reached (_keep_relations) — for the relations() asked of them next
+        self._related: LRU[RelationList] = LRU(label_cache, ttl=PAGE_ROWS_TTL)
         #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = (
@@ -313,7 +316,7 @@ class SparqlKG(KnowledgeGraph):
         raises NotFound naming the prefixes it has."""
         ids = list(dict.fromkeys(entity_ids))
         terms = self._terms(ids, bulk=True)
-        found = {local: rl for local, _ in terms if (rl := self._found.get(local)) is not None}
+        found = {local: rl for local, _ in terms if (rl := self._related.get(local)) is not None}
         batches = _chunks([t for t in terms if t[0] not in found], self.batch_size)
         parts = await asyncio.gather(*(self._relations_of(b) for b in batches))
         found.update((local, rl) for part in parts for local, rl in part.items())
@@ -459,6 +462,7 @@ class SparqlKG(KnowledgeGraph):
         limit: int = ...,
         labelled: bool = ...,
         then: Sequence[str] = ...,
+        with_relations: bool = ...,
     ) -> AdjacentIds: ...
     @overload
     async def adjacent_ids(
@@ -469,6 +473,7 @@ class SparqlKG(KnowledgeGraph):
         limit: int = ...,
         labelled: bool = ...,
         then: Sequence[str] = ...,
+        with_relations: bool = ...,
     ) -> dict[Hop, AdjacentIds]: ...
     async def adjacent_ids(
         self,
@@ -478,6 +483,7 @@ class SparqlKG(KnowledgeGraph):
         limit: int = 2000,
         labelled: bool = False,
         then: Sequence[str] = (),
+        with_relations: bool = False,
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
         sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
@@ -485,7 +491,9 @@ class SparqlKG(KnowledgeGraph):
         properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch.
         Several hops: :meth:`_along`."""
         if not isinstance(relation_id, str):
-            return await self._along(entity_ids, hops_of(relation_id), limit, labelled, then)
+            return await self._along(
+                entity_ids, hops_of(relation_id), limit, labelled, then, with_relations
+            )
         rel_local, rel_term = self._relation(relation_id)
         direction = _direction(direction)
         if not isinstance(limit, int) or limit < 0:
@@ -530,6 +538,7 @@ class SparqlKG(KnowledgeGraph):
         limit: int,
         labelled: bool,
         then: Sequence[str] = (),
+        with_relations: bool = False,
     ) -> dict[Hop, AdjacentIds]:
         """Several hops in one query per batch of sources (:func:`queries.hop_rows`), each hop with
         its own ``limit`` (its room + 1 edges asked: more is a cut). ``labelled``: the targets'
@@ -537,7 +546,8 @@ class SparqlKG(KnowledgeGraph):
         pages a traversal asks of these hops next. One hop, or a hop a single read serves better
         — Wikidata's values, a blank node reached — is read as one relation is (no rows kept: a
         hub's thousands cost more to keep than a page of them costs to read), unless ``then`` asks
-        the targets' values with it."""
+        the targets' values with it, or ``with_relations`` their relations (kept for
+        :meth:`relations` a short while, as a lookup by value keeps its finds')."""
         if not isinstance(limit, int) or limit < 0:
             raise InvalidInput("limit must be an integer ≥ 0")
         rels = {hop: self._relation(hop[0]) for hop in hops}
@@ -546,7 +556,8 @@ class SparqlKG(KnowledgeGraph):
         terms = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
         local_of = {t: local for local, t in terms}
         sources = list(local_of)
-        single = self.profile.qualifiers or not sources or (len(hops) == 1 and not then)
+        single = self.profile.qualifiers or not sources
+        single = single or (len(hops) == 1 and not (then or with_relations))
         alone = list(hops) if single else []
         got: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in hops if h not in alone}
         cut: set[Hop] = set()
@@ -557,17 +568,22 @@ class SparqlKG(KnowledgeGraph):
                 break
             room = {h: limit - len(got[h]) for h in ask}  # one edge more: a full read is no cut
             asked = [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask]
+            scan = self.backward_scan if with_relations else None
+            query = queries.hop_rows(
+                self.profile, batch, asked, labelled, later, THEN_TARGETS, scan
+            )
             try:
-                rows = await self._select(
-                    queries.hop_rows(self.profile, batch, asked, labelled, later)
-                )
+                rows = await self._select(query)
             except BackendRefused:
-                if not then:
+                if not (then or with_relations):
                     raise
-                # the values made the answer too big (or the endpoint refused the OPTIONAL): the
-                # hops alone, as without them; the link reads the values after
-                then, later = [], []
+                # what came along made the answer too big (or the endpoint refused it): the hops
+                # alone, as without it; the caller reads the rest after
+                then, later, with_relations = [], [], False
                 rows = await self._select(queries.hop_rows(self.profile, batch, asked, labelled))
+            if with_relations:
+                related = [r for r in rows if "e" in r]
+                rows = [r for r in rows if "e" not in r]
             per: dict[Hop, dict[tuple, list[Row]]] = {h: {} for h in ask}
             for r in rows:
                 if "src" not in r:  # a target's value of a relation of ``then``, if it has one
@@ -590,6 +606,15 @@ class SparqlKG(KnowledgeGraph):
                 if labelled:
                     whole = h not in cut and len(hops) > 1
                     self._keep_page_rows(groups, batch, local_of, rels[h][1], h, whole)
+            if with_relations:
+                targets = {
+                    local
+                    for groups in per.values()
+                    for k, krows in groups.items()
+                    if k[1] == "uri" and (local := self.profile.entity_local(krows[0]["tgt"]))
+                }
+                sample = (self.backward_scan + 1) * THEN_TARGETS * len(asked)  # as hop_rows asks
+                self._keep_relations(related, targets, sample)
         out = {
             h: self._adjacent(edges, h in cut, [] if h in cut else then, found)
             for h, edges in got.items()
@@ -1332,21 +1357,22 @@ class SparqlKG(KnowledgeGraph):
                     ids.append(self._qid(local))
             for local, rs in labels.items():  # a link's entities are shown next: named now
                 self._remember(local, self._label_in(rs))
-            self._keep_found(rows, labels, (scan + 1) * len(batch))
+            related = [r for r in rows if "v" not in r]
+            self._keep_relations(related, labels, (scan + 1) * len(batch))
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)
         return out
 
-    def _keep_found(self, rows: list[Row], found: Iterable[str], sample: int) -> None:
-        """Keep the relations of the entities a lookup by value found, read with it (rows without
-        ``?v``) for :meth:`relations` next: what an identifier finds is the same entity in another
-        KG, whose relations a walk or a linked ``get_relations`` asks next. Those a hub's sample
-        left out are not kept (asked then)."""
-        batch = [(local, self.profile.iri(local)) for local in found]
+    def _keep_relations(self, rows: list[Row], entities: Iterable[str], sample: int) -> None:
+        """Keep the relations of entities read with another read (:func:`queries.relations`' rows,
+        its backward sample ``sample`` rows at most) for :meth:`relations` next: what an identifier
+        finds is the same entity in another KG, and a walk's frontier, whose relations a walk or a
+        linked ``get_relations`` asks next. Those a hub's sample left out are not kept."""
+        batch = [(local, self.profile.iri(local)) for local in entities]
         out: dict[str, RelationList] = {}
-        self._relations_read([r for r in rows if "v" not in r], batch, sample, out, [])
+        self._relations_read(rows, batch, sample, out, [])
         for local, rl in out.items():
-            self._found.put(local, rl)
+            self._related.put(local, rl)
 
     async def _named(self, name: str, limit: int) -> list[str]:
         """The entities :meth:`search_entities` finds named exactly ``name``, else up to case."""

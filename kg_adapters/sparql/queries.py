@@ -190,6 +190,8 @@ def hop_rows(
     hops: Sequence[tuple[str, bool, int]],
     labels: bool = False,
     then: Sequence[str] = (),
+    then_targets: int | None = None,
+    backward_scan: int | None = None,
 ) -> str:
     """``?src ?tgt`` edges along each of several hops (relation, forward, limit), each to its own
     limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one round trip (a
@@ -197,7 +199,9 @@ def hop_rows(
     page sorts (one a graph holding the edge) with the targets' labels. ``then``: relations read
     forward from each target too, in rows of their own (no ``?src``): ``?tgt``, and ``?av`` a
     value of relation number ``?a`` if it has one — joined to each distinct target, not to each
-    edge row (a hub's rows would grow by a third)."""
+    edge row (a hub's rows would grow by a third); of the first ``then_targets`` targets of each
+    hop, if given. With ``backward_scan``: the relations of those targets too, in :func:`relations`'
+    rows (``?e`` bound)."""
     distinct = "" if labels else "DISTINCT "
     branches = [
         f"{{ {{ SELECT {distinct}?src ?tgt WHERE {{ {_edge_pattern(p, sources, rel, fwd)} }} "
@@ -205,14 +209,21 @@ def hop_rows(
         for i, (rel, fwd, limit) in enumerate(hops)
     ]
     union = " UNION ".join(branches)
-    out = f"?src ?tgt ?h{' ?l ?lp' * labels}{' ?a ?av' * bool(then)}"
+    related = backward_scan is not None
+    out = f"?src ?tgt ?h{' ?l ?lp' * (labels or related)}{' ?a ?av' * bool(then)}"
+    out += " ?e ?r ?dir ?n ?t" * related
     rows = f"{{ {union} }} {_labels(p, '?tgt')}" if labels else union
+    cap = "" if then_targets is None else f"LIMIT {_int(then_targets)}"
+    targets = " UNION ".join(f"{{ SELECT DISTINCT ?tgt WHERE {b} {cap} }}" for b in branches)
     if then:
         values = " UNION ".join(
             f"{{ ?tgt {rel} ?av BIND({i} AS ?a) }}" for i, rel in enumerate(then)
         )
-        targets = f"{{ SELECT DISTINCT ?tgt WHERE {{ {union} }} }} OPTIONAL {{ {values} }}"
-        rows = f"{{ {rows} }} UNION {{ {targets} }}"
+        rows = f"{{ {rows} }} UNION {{ {{ {targets} }} OPTIONAL {{ {values} }} }}"
+    if backward_scan is not None:
+        them = f"{{ SELECT DISTINCT (?tgt AS ?e) WHERE {{ {targets} FILTER(isIRI(?tgt)) }} }}"
+        n = (then_targets or max(limit for _, _, limit in hops)) * len(hops)
+        rows = f"{{ {rows} }} UNION {{ {_relation_rows(p, them, n, backward_scan)} }}"
     return f"{p.prefixes}SELECT {out} WHERE {{ {rows} }}"
 
 

@@ -214,17 +214,22 @@ class KGReader:
 
     # -- edges -------------------------------------------------------------------------------
     async def follow(
-        self, asks: list[tuple[list[str], Hop]], within: int | None = None, named: bool = False
+        self,
+        asks: list[tuple[list[str], Hop]],
+        within: int | None = None,
+        named: bool = False,
+        frontier: bool = False,
     ) -> list[tuple[dict[str, list[str]], bool]]:
         """For each ``(nodes, hop)``: ``{node: [targets]}``, and whether the targets are more than
         ``within`` (a read cut at ``max_edges`` counts as more): one read a KG (:meth:`_joint`),
         then a hop whose read was cut from each ask's nodes alone. ``named``: the targets' names
-        are read with them (a KG that can), for :meth:`labels` next."""
+        are read with them (a KG that can), for :meth:`labels` next; ``frontier``: their relations,
+        for :meth:`relations` next."""
         walks = [(_walkable(nodes), hop) for nodes, hop in asks]
         memo: dict = {}
-        joint = await self._joint(walks, self.max_edges, memo, named)
+        joint = await self._joint(walks, self.max_edges, memo, named, frontier)
         alone = await self._reads(
-            [w for w, (_, cut) in zip(walks, joint) if cut], self.max_edges, memo, named
+            [w for w, (_, cut) in zip(walks, joint) if cut], self.max_edges, memo, named, frontier
         )
         out = []
         for w, (nb, cut) in zip(walks, joint):
@@ -256,7 +261,12 @@ class KGReader:
         return out
 
     async def _joint(
-        self, walks: list[tuple[tuple[str, ...], Hop]], limit: int, memo: dict, named: bool = False
+        self,
+        walks: list[tuple[tuple[str, ...], Hop]],
+        limit: int,
+        memo: dict,
+        named: bool = False,
+        frontier: bool = False,
     ) -> list[tuple[dict[str, list[str]], bool]]:
         """Each walk's ``{node: [targets]}`` and whether its hop's read was cut, from one read a
         KG of every hop asked of it from every node asked of it there — its own, and the others'
@@ -276,7 +286,7 @@ class KGReader:
             by_kg.setdefault(kg, {}).update((e, None) for n in nodes for e in there(n, kg))
         from_kg = {kg: tuple(ids) for kg, ids in by_kg.items()}
         reads = await self._reads(
-            [(from_kg[self._kg(h[0])], h) for _, h in walks], limit, memo, named
+            [(from_kg[self._kg(h[0])], h) for _, h in walks], limit, memo, named, frontier
         )
         out = []
         for nodes, hop in walks:
@@ -303,7 +313,12 @@ class KGReader:
         return self._only or split_id(qualified_id)[0]
 
     async def _reads(
-        self, asks: list[tuple[tuple[str, ...], Hop]], limit: int, memo: dict, named: bool = False
+        self,
+        asks: list[tuple[tuple[str, ...], Hop]],
+        limit: int,
+        memo: dict,
+        named: bool = False,
+        frontier: bool = False,
     ) -> dict[tuple[tuple[str, ...], Hop], tuple[dict[str, list[str]], bool]]:
         """:meth:`_read` of each ``(nodes, hop)`` not in ``memo`` (this call's reads, kept there),
         a KG's hops from the same nodes in one read, the reads at once."""
@@ -312,7 +327,7 @@ class KGReader:
             if (nodes, hop) not in memo:  # one read a KG: a KG that fails fails its own hops
                 buckets.setdefault((nodes, split_id(hop[0])[0]), {})[hop] = None
         got = await gather_eager(
-            self._read(list(nodes), list(hops), limit, named)
+            self._read(list(nodes), list(hops), limit, named, frontier)
             for (nodes, _), hops in buckets.items()
         )
         for (nodes, _), found in zip(buckets, got):
@@ -320,14 +335,14 @@ class KGReader:
         return memo
 
     async def _read(
-        self, nodes: list[str], hops: list[Hop], limit: int, named: bool = False
+        self, nodes: list[str], hops: list[Hop], limit: int, named: bool, frontier: bool
     ) -> dict[Hop, tuple[dict[str, list[str]], bool]]:
         """Each hop's ``{node: [targets]}`` from one read of at most ``limit`` edges a hop, and
         whether it was cut."""
         if not nodes:
             return {hop: ({}, False) for hop in hops}
         try:
-            got = await self.kg.adjacent_along(nodes, hops, limit=limit, labelled=named)
+            got = await self.kg.adjacent_along(nodes, hops, limit, named, frontier)
         except KGError:
             return {hop: ({}, False) for hop in hops}  # a failed read reaches nothing
         out = {}

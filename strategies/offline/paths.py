@@ -177,7 +177,9 @@ class OfflineReasoner:
                 break
             # "every comedy" read as its first edges is no walkable frontier: over max_frontier is
             # decided on all of them
-            reads = await reader.follow([(src, hop) for _, _, hop, src in kept], st.max_frontier)
+            reads = await reader.follow(
+                [(src, hop) for _, _, hop, src in kept], st.max_frontier, frontier=True
+            )
             for (_, child, _, src), (nb, over) in zip(kept, reads):
                 reached = _targets(src, nb)
                 if not reached:

@@ -141,12 +141,15 @@ async def check_relations(call: Call, graph: Graph, g: Grounding) -> Grounding:
     if not missing:
         return g
     kgs = list(graph.members())
+    m = missing[0]
+    article = "an" if m.concept[:1].lower() in "aeiou" else "a"
     whose = (
-        f"the {kgs[0]} KG has no" if len(kgs) == 1 else f"none of the KGs ({', '.join(kgs)}) has a"
+        f"the {kgs[0]} KG has no"
+        if len(kgs) == 1
+        else f"none of the KGs ({', '.join(kgs)}) has {article}"
     )
     near = await _relations_near(graph, [li.id for li in g.links])
     topic = g.links[0].label if g.links else "the entity"
-    m = missing[0]
     reason = f"{whose} {m.concept} relation ('{m.phrase}')" + (
         f"; {topic} has: {near}" if near else ""
     )

@@ -73,6 +73,26 @@ async def test_a_relation_the_kg_lacks_is_unsupported_naming_what_the_entity_has
     assert "Forrest Gump has: " in out.reason and "directed by" in out.reason
 
 
+async def test_over_linked_kgs_the_reason_names_every_kg_it_looked_in(embedded_kg, tmp_path):
+    from tot_mcp.kg_adapters.spec import make_spec, open_kg
+
+    awards = tmp_path / "awards.txt"
+    awards.write_text("Forrest Gump|won_award|Best Picture\n", encoding="utf-8")
+    services = Services(
+        [embedded_kg, open_kg(make_spec("awards", str(awards)))],
+        embedder_factory=shared_embedder,
+        cache_dir=tmp_path,
+    )
+    for query, start in (
+        ("who composed the music of [Forrest Gump]", "has a composer relation ('composed')"),
+        ("what is the shoe size of [Forrest Gump]", "has an area relation ('size')"),
+    ):
+        out = await run_checked_strategy("plan", services, services.graph, query)
+        assert out.status == "unsupported" and not out.results
+        assert out.reason.startswith(f"none of the KGs (movies, awards) {start}"), out.reason
+        assert "won award" in out.reason  # what the entity has, in either KG
+
+
 @pytest.mark.parametrize("query", ["who directed [Forest Gump]", "who directed Forrest Gump"])
 async def test_a_typo_or_a_bare_mention_still_answers_and_says_what_it_linked(movies, query):
     out = await ask(movies, "plan", query)

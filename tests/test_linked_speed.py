@@ -763,6 +763,39 @@ async def test_a_hop_too_big_with_its_targets_values_is_read_again_without_them(
         await kg.aclose()
 
 
+async def test_a_lookup_too_big_with_its_finds_relations_is_sent_again_without_them(
+    walk_catalog_url, monkeypatch
+):
+    """An endpoint that refuses a lookup by identifier with the relations of what it finds (here:
+    over the answer's size cap) is asked for the lookup alone: the links are the same, and the
+    relations are read when asked."""
+    from tot_mcp.kg_adapters.sparql import endpoint, queries
+
+    catalog = open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    imdb = (await catalog.search_relations("IMDb ID", 1))[0].id
+    values = [f"tt{i:04d}" for i in range(WALK_FILMS)]
+    counted: list[int] = []
+    real = endpoint.json_items
+    monkeypatch.setattr(
+        endpoint, "json_items", lambda body: counted.append(real(body)) or counted[-1]
+    )
+    term, literals = catalog.store._relation(imdb)[1], [f'"{v}"' for v in values]
+    await catalog.store._select(queries.subjects_with_values(catalog.store.profile, term, literals))
+    few = sum(counted)
+    counted.clear()
+    expected = await open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")).find_by_values(
+        imdb, values
+    )
+    monkeypatch.setattr(endpoint, "MAX_JSON_ITEMS", (few + sum(counted)) // 2)  # the lookup fits
+    sent = _spy_queries(catalog)
+    assert await catalog.find_by_values(imdb, values) == expected
+    assert len(sent) == 2 and all(len(ids) == 1 for ids in expected.values())
+    sent.clear()
+    await catalog.relations_by_entity(expected["tt0007"])
+    assert len(sent) == 1  # not read along: asked now
+    await catalog.aclose()
+
+
 async def test_a_hop_to_more_targets_than_the_cap_leaves_their_values_to_the_link(
     walk_catalog_url, tmp_path, monkeypatch
 ):

@@ -1340,12 +1340,22 @@ class SparqlKG(KnowledgeGraph):
             out.update((v, [self._qid(x)]) for v, x in local_of.items() if x not in absent)
             return out
         _, relation = self._relation(relation_id)
-        scan = self.backward_scan
+        # Wikidata's items hold hundreds of statements and hubs among them: a twin's relations
+        # there are a read of their own, so that a link lookup stays light
+        scan = None if self.profile.qualifiers else self.backward_scan
         for batch in _chunks(list(out), self.batch_size):
             literals = [sparql_literal(v) for v in batch]
-            rows = await self._select(
-                queries.subjects_with_values(self.profile, relation, literals, scan)
-            )
+            query = queries.subjects_with_values(self.profile, relation, literals, scan)
+            try:
+                rows = await self._select(query)
+            except BackendRefused:
+                if scan is None:
+                    raise
+                # the relations made the answer too big: the lookup alone, as without them
+                scan = None
+                rows = await self._select(
+                    queries.subjects_with_values(self.profile, relation, literals)
+                )
             labels: dict[str, list[Row]] = {}
             for r in rows:
                 local = self.profile.entity_local(r["e"]) if "e" in r else None
@@ -1357,8 +1367,9 @@ class SparqlKG(KnowledgeGraph):
                     ids.append(self._qid(local))
             for local, rs in labels.items():  # a link's entities are shown next: named now
                 self._remember(local, self._label_in(rs))
-            related = [r for r in rows if "v" not in r]
-            self._keep_relations(related, labels, (scan + 1) * len(batch))
+            if scan is not None:
+                related = [r for r in rows if "v" not in r]
+                self._keep_relations(related, labels, (scan + 1) * len(batch))
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)
         return out

@@ -291,19 +291,9 @@ class Graph:
 
     def _keep_then(self, read: AdjacentIds) -> None:
         """Keep each target's read of each relation in ``read.then``, as a complete read of it."""
-        if self.cache is None or not read.then:
-            return
-        targets = dict.fromkeys(t for _, t in read.pairs)
+        targets = tuple(dict.fromkeys(t for _, t in read.pairs))
         for relation_id, more in read.then.items():
-            per: dict[str, tuple[list, list]] = {t: ([], []) for t in targets}
-            for s, t in more.pairs:
-                per.setdefault(s, ([], []))[0].append((s, t))
-            for s, v in more.values:
-                per.setdefault(s, ([], []))[1].append((s, v))
-            hop = (relation_id, Direction.forward)
-            for t, (pairs, values) in per.items():
-                one = AdjacentIds.model_construct(pairs=pairs, values=values, truncated=False)
-                self.cache.put((self._identity, "adjacent", (t,), *hop), (0, one, False))
+            self._keep_each(targets, (relation_id, Direction.forward), more, 0, False)
 
     def _known(
         self, ids: tuple[str, ...], hop: Hop, limit: int, labelled: bool

@@ -263,7 +263,9 @@ class Graph:
                 todo.append((hop, wide))
         got: dict[Hop, AdjacentIds] = {}
         if todo:
-            then = list(self._then) if self.cache is not None else []
+            # not along a read of one of them (a link rule's own read of its values)
+            asked = {h[0] for h, _ in todo}
+            then = [r for r in self._then if r not in asked] if self.cache is not None else []
             got = await self._backend.adjacent_ids(
                 list(ids),
                 [h for h, _ in todo],
@@ -274,8 +276,10 @@ class Graph:
                 with_relations,
             )
         for hop, wide in todo:
+            if got[hop].then:  # kept per target, not in the read (the cache weighs no ``then``)
+                self._keep_then(got[hop])
+                got[hop] = got[hop].model_copy(update={"then": {}})
             out[hop] = got[hop]
-            self._keep_then(got[hop])
             if self.cache is not None and (wide is ResultCache._MISSING or wide[0] < limit):
                 self.cache.put((self._identity, "adjacent", ids, *hop), (limit, got[hop], labelled))
                 if len(ids) > 1 and not got[hop].truncated:

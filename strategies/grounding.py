@@ -142,7 +142,7 @@ async def check_relations(call: Call, graph: Graph, g: Grounding) -> Grounding:
         return g
     kgs = list(graph.members())
     m = missing[0]
-    article = "an" if m.concept[:1].lower() in "aeiou" else "a"
+    article = "an" if m.concept[:1].lower() in tuple("aeiou") else "a"
     whose = (
         f"the {kgs[0]} KG has no"
         if len(kgs) == 1

@@ -796,15 +796,16 @@ async def test_a_lookup_too_big_with_its_finds_relations_is_sent_again_without_t
     await catalog.aclose()
 
 
-async def test_a_hop_to_more_targets_than_the_cap_leaves_their_values_to_the_link(
-    walk_catalog_url, tmp_path, monkeypatch
+@pytest.mark.parametrize("cap, requests", [(200, 0), (50, 1)])
+async def test_a_hop_carries_the_identifiers_of_its_first_then_targets_targets(
+    walk_catalog_url, tmp_path, monkeypatch, cap, requests
 ):
     """A hop's read carries the identifiers of THEN_TARGETS targets at most (a hub's thousands
-    would double its cost): a genre's 120 films over a cap of 50 come without theirs, and are
-    linked as a fresh lookup links them; a hop to fewer carries them in full."""
+    would double its cost): a genre's 120 films under a cap of 200 are linked at no request, over
+    a cap of 50 with one read of their identifiers; either way as a fresh lookup links them."""
     from tot_mcp.kg_adapters.sparql import kg as sparql_kg
 
-    monkeypatch.setattr(sparql_kg, "THEN_TARGETS", 50)
+    monkeypatch.setattr(sparql_kg, "THEN_TARGETS", cap)
     path = tmp_path / "films.txt"
     path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)))
     films = open_kg(make_spec("films", str(path)))
@@ -818,18 +819,13 @@ async def test_a_hop_to_more_targets_than_the_cap_leaves_their_values_to_the_lin
     hub = (await catalog.adjacent_along([noir], [(genre, Direction.backward)]))[
         (genre, Direction.backward)
     ]
-    few = [t for _, t in hub.pairs[:3]]
-    small = (await catalog.adjacent_along(few, [(genre, Direction.forward)]))[
-        (genre, Direction.forward)
-    ]
-    assert len(hub.pairs) == WALK_FILMS and not hub.then
-    assert (
-        len(small.pairs) == 3 and list(small.then) and not small.then[next(iter(small.then))].pairs
-    )
-    fresh = open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
     reached = [t for _, t in hub.pairs]
-    expected = await _by_imdb(films, fresh).same_as_many(reached)
-    assert await linked.same_as_many(reached) == expected and all(expected.values())
+    assert len(reached) == WALK_FILMS and not hub.then  # kept per target, not in the read
+    sent = _spy_queries(catalog)
+    links = await linked.same_as_many(reached)
+    assert len(sent) == requests
+    fresh = open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    assert links == await _by_imdb(films, fresh).same_as_many(reached) and all(links.values())
     for kg in (fresh, catalog):
         await kg.aclose()
 
@@ -916,6 +912,39 @@ async def test_a_walks_hop_reads_the_relations_of_the_frontier_it_reaches(hub_ca
     assert not sent
     for kg in (fresh, catalog):
         await kg.aclose()
+
+
+async def test_a_structured_value_is_not_carried_along_and_a_failure_of_the_extras_loses_nothing(
+    hub_catalog_url,
+):
+    """What a hop carries along is what the backend would answer alone, or nothing: a target's
+    value that is a blank node (Film 5's award) is left to a page, which reads its properties;
+    and a read whose extras time out is sent again without them, its edges kept."""
+    from tot_mcp.kg_adapters.errors import BackendTimeout
+
+    catalog = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
+    films = [(await catalog.find_by_label(f"Film {i}"))[0].id for i in (1, 5)]
+    rels = {r.label: r.id for r in (await catalog.get_relations(films)).relations}
+    drama = (await catalog.find_by_label("Drama"))[0].id
+    back = (rels["genre"], Direction.backward)
+    years = await catalog.store.adjacent_ids([drama], [back], then=[rels["year"]])
+    assert len(years[back].then[rels["year"]].values) == 40  # literals: carried, one a film
+    awards = await catalog.store.adjacent_ids([drama], [back], then=[rels["award"]])
+    assert len(awards[back].pairs) == 40 and awards[back].then == {}
+    real, sent = catalog.store.sparql.request, []
+
+    async def slow_extras(method, params, *args, **kwargs):
+        sent.append(query := params.get("query", ""))
+        if "?av" in query or "?dir" in query:
+            raise BackendTimeout("the endpoint did not answer in time")
+        return await real(method, params, *args, **kwargs)
+
+    catalog.store.sparql.request = slow_extras
+    ((nb, _),) = await KGReader(catalog).follow(
+        [(films, (rels["genre"], Direction.forward))], frontier=True
+    )
+    assert sorted(map(len, nb.values())) == [1, 2] and len(sent) == 2
+    await catalog.aclose()
 
 
 async def test_a_page_of_a_hop_a_labelled_walk_read_costs_no_request(hub_catalog_url):

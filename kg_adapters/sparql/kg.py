@@ -17,7 +17,15 @@ from typing import overload
 
 from ..base import LABEL, Capabilities, Hop, KnowledgeGraph, Limits, hops_of
 from ..eager import gather_eager
-from ..errors import BackendError, BackendRefused, InvalidInput, KGError, NotFound
+from ..errors import (
+    BackendError,
+    BackendRefused,
+    BackendTimeout,
+    EndpointFailed,
+    InvalidInput,
+    KGError,
+    NotFound,
+)
 from ..lru import LRU
 from ..models import (
     STRUCTURED_VALUE,
@@ -68,6 +76,9 @@ BNODE_PROPERTIES = 20
 #: seconds a walk's labelled last-hop rows answer the pages asked of that hop after it: the next
 #: steps of the same question, not a later one (repeating a page is the result cache's job)
 PAGE_ROWS_TTL = 60.0
+#: what a read with something along may fail by where it alone would not (not a rate limit or an
+#: open circuit: asking again at once would not help)
+_ALONG_FAILED = (BackendRefused, BackendTimeout, EndpointFailed)
 #: a hop read carries the values its caller reads next (``then``) of at most this many targets a
 #: hop: a hub's thousands would double the read's cost, and are seldom linked one by one
 THEN_TARGETS = 1000
@@ -159,7 +170,9 @@ class SparqlKG(KnowledgeGraph):
         )
         #: the relations of entities read with another read — what a lookup by value found, a
         #: walk's hop reached (_keep_relations) — for the relations() asked of them next
-        self._related: LRU[RelationList] = LRU(label_cache, ttl=PAGE_ROWS_TTL)
+        self._related: LRU[RelationList] = LRU(
+            label_cache, ttl=PAGE_ROWS_TTL, weigh=lambda rl: 1 + len(rl.relations)
+        )
         #: a page is sorted here from an unsorted read of at most this many rows (_sorted_read)
         self.client_sort_max = client_sort_max
         self._used_relations: set[str] = (
@@ -568,21 +581,23 @@ class SparqlKG(KnowledgeGraph):
                 break
             room = {h: limit - len(got[h]) for h in ask}  # one edge more: a full read is no cut
             asked = [(rels[h][1], h[1] is Direction.forward, room[h] + 1) for h in ask]
-            scan = self.backward_scan if with_relations else None
+            # the relations of a relations() batch's worth of targets: a hub among them costs no
+            # more than it would there
+            related = (self.backward_scan, self.batch_size) if with_relations else None
             query = queries.hop_rows(
-                self.profile, batch, asked, labelled, later, THEN_TARGETS, scan
+                self.profile, batch, asked, labelled, later, THEN_TARGETS, related
             )
             try:
                 rows = await self._select(query)
-            except BackendRefused:
+            except _ALONG_FAILED:
                 if not (then or with_relations):
                     raise
-                # what came along made the answer too big (or the endpoint refused it): the hops
-                # alone, as without it; the caller reads the rest after
+                # what came along made the answer too big or too slow, or the endpoint refused it:
+                # the hops alone, as without it; the caller reads the rest after
                 then, later, with_relations = [], [], False
                 rows = await self._select(queries.hop_rows(self.profile, batch, asked, labelled))
             if with_relations:
-                related = [r for r in rows if "e" in r]
+                along = [r for r in rows if "e" in r]
                 rows = [r for r in rows if "e" not in r]
             per: dict[Hop, dict[tuple, list[Row]]] = {h: {} for h in ask}
             for r in rows:
@@ -613,8 +628,8 @@ class SparqlKG(KnowledgeGraph):
                     for k, krows in groups.items()
                     if k[1] == "uri" and (local := self.profile.entity_local(krows[0]["tgt"]))
                 }
-                sample = (self.backward_scan + 1) * THEN_TARGETS * len(asked)  # as hop_rows asks
-                self._keep_relations(related, targets, sample)
+                sample = queries.related_sample(self.backward_scan, self.batch_size, len(asked))
+                self._keep_relations(along, targets, sample)
         out = {
             h: self._adjacent(edges, h in cut, [] if h in cut else then, found)
             for h, edges in got.items()
@@ -673,6 +688,9 @@ class SparqlKG(KnowledgeGraph):
                     if t not in found:
                         later = {}
                     for i, v in found.get(t, ()) if later else ():
+                        if v.kind == "bnode" or v.value.startswith(_GENID):
+                            later = {}  # only a page reads a structured value right
+                            break
                         v_local, v_value = self._value(v)
                         read = later[then[i]]
                         if v_local is not None:
@@ -1348,10 +1366,10 @@ class SparqlKG(KnowledgeGraph):
             query = queries.subjects_with_values(self.profile, relation, literals, scan)
             try:
                 rows = await self._select(query)
-            except BackendRefused:
+            except _ALONG_FAILED:
                 if scan is None:
                     raise
-                # the relations made the answer too big: the lookup alone, as without them
+                # the relations made the answer too big or too slow: the lookup alone
                 scan = None
                 rows = await self._select(
                     queries.subjects_with_values(self.profile, relation, literals)

@@ -191,7 +191,7 @@ def hop_rows(
     labels: bool = False,
     then: Sequence[str] = (),
     then_targets: int | None = None,
-    backward_scan: int | None = None,
+    related: tuple[int, int] | None = None,
 ) -> str:
     """``?src ?tgt`` edges along each of several hops (relation, forward, limit), each to its own
     limit, ``?h`` the hop's position: :func:`edge_rows` of several relations in one round trip (a
@@ -200,8 +200,9 @@ def hop_rows(
     forward from each target too, in rows of their own (no ``?src``): ``?tgt``, and ``?av`` a
     value of relation number ``?a`` if it has one — joined to each distinct target, not to each
     edge row (a hub's rows would grow by a third); of the first ``then_targets`` targets of each
-    hop, if given. With ``backward_scan``: the relations of those targets too, in :func:`relations`'
-    rows (``?e`` bound)."""
+    hop, if given. ``related`` = (backward scan, targets): the relations of the first ``targets``
+    targets of each hop too, in :func:`relations`' rows (``?e`` bound), its backward sample
+    :func:`related_sample` rows at most."""
     distinct = "" if labels else "DISTINCT "
     branches = [
         f"{{ {{ SELECT {distinct}?src ?tgt WHERE {{ {_edge_pattern(p, sources, rel, fwd)} }} "
@@ -209,22 +210,31 @@ def hop_rows(
         for i, (rel, fwd, limit) in enumerate(hops)
     ]
     union = " UNION ".join(branches)
-    related = backward_scan is not None
-    out = f"?src ?tgt ?h{' ?l ?lp' * (labels or related)}{' ?a ?av' * bool(then)}"
-    out += " ?e ?r ?dir ?n ?t" * related
+    out = f"?src ?tgt ?h{' ?l ?lp' * (labels or bool(related))}{' ?a ?av' * bool(then)}"
+    out += " ?e ?r ?dir ?n ?t" * bool(related)
     rows = f"{{ {union} }} {_labels(p, '?tgt')}" if labels else union
-    cap = "" if then_targets is None else f"LIMIT {_int(then_targets)}"
-    targets = " UNION ".join(f"{{ SELECT DISTINCT ?tgt WHERE {b} {cap} }}" for b in branches)
+
+    def targets(cap: int | None) -> str:  # the first ``cap`` distinct targets of each hop
+        limit = "" if cap is None else f"LIMIT {_int(cap)}"
+        return " UNION ".join(f"{{ SELECT DISTINCT ?tgt WHERE {b} {limit} }}" for b in branches)
+
     if then:
         values = " UNION ".join(
             f"{{ ?tgt {rel} ?av BIND({i} AS ?a) }}" for i, rel in enumerate(then)
         )
-        rows = f"{{ {rows} }} UNION {{ {{ {targets} }} OPTIONAL {{ {values} }} }}"
-    if backward_scan is not None:
-        them = f"{{ SELECT DISTINCT (?tgt AS ?e) WHERE {{ {targets} FILTER(isIRI(?tgt)) }} }}"
-        n = (then_targets or max(limit for _, _, limit in hops)) * len(hops)
-        rows = f"{{ {rows} }} UNION {{ {_relation_rows(p, them, n, backward_scan)} }}"
+        rows = f"{{ {rows} }} UNION {{ {{ {targets(then_targets)} }} OPTIONAL {{ {values} }} }}"
+    if related:
+        scan, cap = related
+        them = f"{{ SELECT DISTINCT (?tgt AS ?e) WHERE {{ {targets(cap)} FILTER(isIRI(?tgt)) }} }}"
+        sample = related_sample(scan, cap, len(hops)) // (scan + 1)
+        rows = f"{{ {rows} }} UNION {{ {_relation_rows(p, them, sample, scan)} }}"
     return f"{p.prefixes}SELECT {out} WHERE {{ {rows} }}"
+
+
+def related_sample(backward_scan: int, targets: int, hops: int) -> int:
+    """The backward sample of :func:`hop_rows`' relations of ``targets`` targets a hop: what
+    :func:`relations` samples for as many entities."""
+    return (backward_scan + 1) * targets * hops
 
 
 def _value_node(node: str, value: str, precision: str, unit: str) -> str:

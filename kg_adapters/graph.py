@@ -263,9 +263,9 @@ class Graph:
                 todo.append((hop, wide))
         got: dict[Hop, AdjacentIds] = {}
         if todo:
-            # not along a read of one of them (a link rule's own read of its values)
-            asked = {h[0] for h, _ in todo}
-            then = [r for r in self._then if r not in asked] if self.cache is not None else []
+            # nothing along a read of them alone (a link rule's own read of its values)
+            alone = {h[0] for h, _ in todo} <= self._then.keys()
+            then = list(self._then) if self.cache is not None and not alone else []
             got = await self._backend.adjacent_ids(
                 list(ids),
                 [h for h, _ in todo],

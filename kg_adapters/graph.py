@@ -61,9 +61,8 @@ class Graph:
         # keys carry this wrapper's identity: one cache serves every KG of a process, never one KG's
         # answer to another (two KGs may share a name across reconfigurations)
         self._identity = (self.name if backend is not None else None, next(_tokens))
-        self._then: dict[
-            str, None
-        ] = {}  # relations read of every hop's targets (read_with_targets)
+        # relations read of every hop's targets (read_with_targets), in order
+        self._then: dict[str, None] = {}
 
     name: str
     limits: Limits

@@ -89,12 +89,14 @@ class Proxy:
 async def _system(config: Path):
     from tot_mcp.strategies.settings import load_config
     from tot_mcp.strategies.embeddings import Embedder
-    from tot_mcp.strategies.system import build_system
+    from tot_mcp.strategies.system import build_system, freeze_loaded_objects
 
     embedder = Embedder()
-    return build_system(
+    system = build_system(
         config=load_config(config), embedder_factory=lambda: embedder, wait_for_builds=True
     )
+    freeze_loaded_objects()  # as tot-mcp and tot-search do once built: no full collection of it
+    return system
 
 
 async def questions(args, data, proxy: Proxy) -> list[str]:

@@ -895,9 +895,16 @@ async def test_the_last_hop_and_its_answers_names_go_out_with_the_hub_test(hub_c
     assert (len(chain.spans), chain.waves()) == (23, 15)
 
 
-async def test_a_walks_hop_reads_the_relations_of_the_frontier_it_reaches(hub_catalog_url):
+@pytest.mark.parametrize("cap, requests", [(100, 0), (1, 1)])
+async def test_a_walks_hop_reads_the_relations_of_the_frontier_it_reaches(
+    hub_catalog_url, monkeypatch, cap, requests
+):
     """The reasoner reads the relations of each frontier a hop reaches next: the hop's read asks
-    for them with it, so they cost no request of their own, and are the endpoint's."""
+    for those of RELATED_TARGETS targets with it, so they cost no request of their own (over the
+    cap: the others one), and are the endpoint's."""
+    from tot_mcp.kg_adapters.sparql import kg as sparql_kg
+
+    monkeypatch.setattr(sparql_kg, "RELATED_TARGETS", cap)
     catalog = Graph(open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}")).store, ResultCache())
     fresh = open_kg(make_spec("catalog", f"sparql:{hub_catalog_url}"))
     films = [(await fresh.find_by_label(f"Film {i}"))[0].id for i in (1, 5)]
@@ -909,7 +916,7 @@ async def test_a_walks_hop_reads_the_relations_of_the_frontier_it_reaches(hub_ca
     assert len(reached) == 2 and len(sent) == 1
     sent.clear()
     assert await reader.relations([reached]) == await KGReader(fresh).relations([reached])
-    assert not sent
+    assert len(sent) == requests
     for kg in (fresh, catalog):
         await kg.aclose()
 

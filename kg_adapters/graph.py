@@ -228,7 +228,7 @@ class Graph:
         in full costs nothing."""
         if not isinstance(entity_ids, (list, tuple)) or not isinstance(relation_id, str):
             return await self._backend.adjacent_ids(
-                entity_ids, relation_id, direction, limit, labelled
+                entity_ids, relation_id, direction, limit, labelled=labelled
             )
         hop = (relation_id, Direction(direction))
         return (await self.adjacent_along(entity_ids, [hop], limit, labelled))[hop]
@@ -270,9 +270,9 @@ class Graph:
                 [h for h, _ in todo],
                 Direction.forward,
                 limit,
-                labelled,
-                then,
-                with_relations,
+                labelled=labelled,
+                then=then,
+                with_relations=with_relations,
             )
         for hop, wide in todo:
             if got[hop].then:  # kept per target, not in the read (the cache weighs no ``then``)

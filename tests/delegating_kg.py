@@ -35,19 +35,8 @@ class DelegatingKG(KnowledgeGraph):
     ):
         return await self.inner.edges(entity_ids, relation_id, direction, limit, offset, labelled)
 
-    async def adjacent_ids(
-        self,
-        entity_ids,
-        relation_id,
-        direction=Direction.forward,
-        limit=2000,
-        labelled=False,
-        then=(),
-        with_relations=False,
-    ):
-        return await self.inner.adjacent_ids(
-            entity_ids, relation_id, direction, limit, labelled, then, with_relations
-        )
+    async def adjacent_ids(self, *args, **options):
+        return await self.inner.adjacent_ids(*args, **options)
 
     async def labels(self, entity_ids, key=False):
         return await self.inner.labels(entity_ids, key)

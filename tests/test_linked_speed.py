@@ -55,20 +55,11 @@ class CountingKG(DelegatingKG):
         self.reads: list[tuple[str, Direction, int]] = []
 
     async def adjacent_ids(
-        self,
-        entity_ids,
-        relation_id,
-        direction=Direction.forward,
-        limit=2000,
-        labelled=False,
-        then=(),
-        with_relations=False,
+        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, **options
     ):
         hops = [(relation_id, direction)] if isinstance(relation_id, str) else relation_id
         self.reads.extend((r.split(":", 1)[1], Direction(d), limit) for r, d in hops)
-        return await super().adjacent_ids(
-            entity_ids, relation_id, direction, limit, labelled, then, with_relations
-        )
+        return await super().adjacent_ids(entity_ids, relation_id, direction, limit, **options)
 
 
 def counting(inner: Graph) -> tuple[Graph, CountingKG]:
@@ -184,17 +175,10 @@ class CappedKG(CountingKG):
         self.cap = cap
 
     async def adjacent_ids(
-        self,
-        entity_ids,
-        relation_id,
-        direction=Direction.forward,
-        limit=2000,
-        labelled=False,
-        then=(),
-        with_relations=False,
+        self, entity_ids, relation_id, direction=Direction.forward, limit=2000, **options
     ):
         return await super().adjacent_ids(
-            entity_ids, relation_id, direction, min(limit, self.cap), labelled, then, with_relations
+            entity_ids, relation_id, direction, min(limit, self.cap), **options
         )
 
 

@@ -91,6 +91,11 @@ UNKNOWN = "unknown value"  # Wikidata's somevalue, a blank node or a genid IRI
 Group = tuple[str, Term, list[Row]]  # an edge read: source local ID, target, its result rows
 
 
+def _no_id(term: Term) -> bool:
+    """A node with no ID of its own: a blank node, or Wikidata's skolemised unknown value."""
+    return term.kind == "bnode" or term.value.startswith(_GENID)
+
+
 def _property_rows(rows: Sequence[Row]) -> int:
     """Rows carrying a property of a blank-node target (or a Wikidata qualifier): ``?qp`` bound."""
     return sum("qp" in r for r in rows)
@@ -287,7 +292,7 @@ class SparqlKG(KnowledgeGraph):
         """A result node as (entity local ID, None) or (None, literal value)."""
         if term.kind == "bnode" and self.structured_bnodes:
             return None, Literal.model_construct(value=STRUCTURED_VALUE, datatype=None, lang=None)
-        if term.kind == "bnode" or term.value.startswith(_GENID):
+        if _no_id(term):
             return None, Literal.model_construct(value=UNKNOWN, datatype=None, lang=None)
         if term.kind == "uri":
             local = self.profile.entity_local(term)
@@ -691,7 +696,7 @@ class SparqlKG(KnowledgeGraph):
                     if t not in found:
                         later = {}
                     for i, v in found.get(t, ()) if later else ():
-                        if v.kind == "bnode" or v.value.startswith(_GENID):
+                        if _no_id(v):
                             later = {}  # only a page reads a structured value right
                             break
                         v_local, v_value = self._value(v)

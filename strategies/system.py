@@ -44,6 +44,8 @@ log = logging.getLogger("tot_mcp.system")
 #: a full collection after this many younger ones (Python's default is 10): see
 #: :func:`freeze_loaded_objects`
 FULL_COLLECTION_EVERY = 100
+#: a young collection after this many new container objects (Python's default is 700)
+YOUNG_COLLECTION_EVERY = 10_000
 
 
 def freeze_loaded_objects() -> int:
@@ -58,11 +60,16 @@ def freeze_loaded_objects() -> int:
     objects are new no longer holds it back, and one would run every ~70k allocations, each
     re-scanning the caches (result pages, links, labels) — a seventh of a three-KG question's time
     (docs/scale.md). Cyclic garbage then waits longer for its collection; acyclic garbage is freed
-    at once as ever."""
+    at once as ever.
+
+    Young collections wait for 10,000 new objects (:data:`YOUNG_COLLECTION_EVERY`), not 700: a
+    remote KG's answer parses into tens of thousands of short-lived rows at a time, and at 700 the
+    collector walked them every few dozen rows — 13% of a three-KG question's CPU
+    (docs/performance.md)."""
     gc.collect()
     gc.freeze()
     gen0, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(gen0, gen1, max(gen2, FULL_COLLECTION_EVERY))
+    gc.set_threshold(max(gen0, YOUNG_COLLECTION_EVERY), gen1, max(gen2, FULL_COLLECTION_EVERY))
     return gc.get_freeze_count()
 
 

@@ -505,7 +505,7 @@ class JsonEndpoint:
             # 4 once a character past U+FFFF shows: Python then holds every character in 4 bytes
             wide = 1
             async for chunk in resp.aiter_bytes():
-                if wide == 1 and _ASTRAL.search(chunk):
+                if wide == 1 and _astral(chunk):
                     wide, size = 4, size * 4
                 size += len(chunk) * wide
                 if size > raw.max_bytes:
@@ -548,6 +548,16 @@ MAX_JSON_BYTES = 16 << 20
 #: a character past U+FFFF, as UTF-8 (its lead byte) or as a JSON escape (a high surrogate,
 #: ``\ud83d``): an answer holding one is counted at 4 bytes a byte
 _ASTRAL = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+
+
+def _astral(chunk: bytes) -> bool:
+    """Whether ``chunk`` holds a character past U+FFFF (:data:`_ASTRAL`). The regular expression
+    walks a byte at a time (1.1 ms a 64 KB chunk); most answers are ASCII without a ``\\u``
+    escape, which two byte scans tell in 0.01 ms."""
+    if chunk.isascii() and b"\\u" not in chunk:
+        return False
+    return _ASTRAL.search(chunk) is not None
+
 
 #: the most JSON items (see :func:`json_items`) of one answer parsed: small bindings cost about 600
 #: bytes an item once parsed (docs/security.md), so this bounds one answer to ~150 MB; a traversal

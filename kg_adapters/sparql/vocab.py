@@ -218,7 +218,7 @@ class GenericProfile:
         return self.entity_local(Term("uri", iri))
 
     def iri(self, local: str) -> str:
-        return self.ids.decode(local)
+        return self.entity_term(local)[1:-1]  # decoded once: a read names each entity many times
 
     def fallback_label(self, local: str) -> str:
         iri = self.ids.decode(local)

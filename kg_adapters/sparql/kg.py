@@ -56,6 +56,7 @@ from .vocab import GenericProfile, WikidataProfile
 from .wbsearch import wbsearchentities
 
 XSD_ANYURI = "http://www.w3.org/2001/XMLSchema#anyURI"
+XSD_STRING = XSD + "string"
 _GENID = "http://www.wikidata.org/.well-known/genid/"
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _STOP = frozenset(
@@ -99,6 +100,21 @@ def _no_id(term: Term) -> bool:
 def _property_rows(rows: Sequence[Row]) -> int:
     """Rows carrying a property of a blank-node target (or a Wikidata qualifier): ``?qp`` bound."""
     return sum("qp" in r for r in rows)
+
+
+def _sorts_here(edge: tuple) -> bool:
+    """Whether an edge's target (:meth:`SparqlKG._edge_key`) sorts by its string alone, as the
+    endpoint's ``ORDER BY ?tgt`` sorts it: an IRI (SPARQL orders IRIs as simple literals) or a
+    simple literal (no language, no datatype but ``xsd:string``; its order is its codepoints').
+    Numbers, dates and tagged strings order by value, type and engine: the endpoint sorts those."""
+    kind, lang, datatype = edge[1], edge[3], edge[4]
+    return kind == "uri" or (kind == "literal" and lang is None and datatype in (None, XSD_STRING))
+
+
+def _target_order(edge: tuple) -> tuple[bool, str]:
+    """A source's edges as ``ORDER BY ?tgt`` orders them (:func:`_sorts_here`): IRIs before
+    literals, each by its string."""
+    return edge[1] != "uri", edge[2]
 
 
 def _multiplicity(rows: list[Row]) -> int:
@@ -659,14 +675,15 @@ class SparqlKG(KnowledgeGraph):
         whole: bool,
     ) -> None:
         """Remember the targets' labels of a labelled hop read, and keep each source's rows as a
-        page reads them (none when a target is no IRI: the endpoint sorts those pages)."""
-        iris = True
+        page reads them (none when a target does not sort by its string: the endpoint sorts those
+        pages)."""
+        here = True
         for k, krows in groups.items():
-            if k[1] != "uri":
-                iris = False
-            elif local := self.profile.entity_local(krows[0]["tgt"]):
+            if not _sorts_here(k):
+                here = False
+            elif k[1] == "uri" and (local := self.profile.entity_local(krows[0]["tgt"])):
                 self._remember(local, self._label_in(krows))
-        reads = self._source_reads(groups, batch, local_of, whole) if iris else None
+        reads = self._source_reads(groups, batch, local_of, whole) if here else None
         forward = hop[1] is Direction.forward
         for t, read in (reads or {}).items():
             if read is not None:
@@ -831,13 +848,13 @@ class SparqlKG(KnowledgeGraph):
         """Every row :meth:`_page`'s sorted query pages over for one batch of sources, read unsorted
         (:func:`queries.edge_rows`) and put in the endpoint's ``ORDER BY ?src ?tgt`` order here: the
         edge keys in that order, once per row (a triple in two graphs is two rows, as the endpoint
-        counts them), and the label rows of each edge. Only when every target is an IRI, whose order
-        is its string's (SPARQL orders IRIs as simple literals), and each source has at most
-        ``client_sort_max`` rows: else None, and the endpoint sorts (a relation with a literal or
-        blank-node target is left to the endpoint from then on: one read, once). ``memo`` holds this
-        call's reads per source (a source given again is not read again), from the rows a
-        labelled walk kept (:meth:`_keep_page_rows`) first; repeating a page is otherwise the
-        result cache's job, which has an age limit."""
+        counts them), and the label rows of each edge. Only when every target sorts by its string
+        (:func:`_sorts_here`: an IRI or a simple literal), and each source has at most
+        ``client_sort_max`` rows: else None, and the endpoint sorts (a relation with another
+        literal or a blank-node target is left to the endpoint from then on: one read, once).
+        ``memo`` holds this call's reads per source (a source given again is not read again), from
+        the rows a labelled walk kept (:meth:`_keep_page_rows`) first; repeating a page is
+        otherwise the result cache's job, which has an age limit."""
         for t in dict.fromkeys(batch):
             kept = self._page_rows.get((t, rel_term, forward))
             if kept is not None and (t, rel_term, forward) not in memo:
@@ -876,12 +893,12 @@ class SparqlKG(KnowledgeGraph):
         return order, groups
 
     def _keyed(self, rows: list[Row]) -> dict[tuple, list[Row]] | None:
-        """Rows of :func:`queries.edge_rows` by edge (:meth:`_edge_key`); None when a target is not
-        an IRI (only IRIs sort by their string here)."""
+        """Rows of :func:`queries.edge_rows` by edge (:meth:`_edge_key`); None when a target does
+        not sort by its string (:func:`_sorts_here`)."""
         keyed: dict[tuple, list[Row]] = {}
         for r in rows:
             k = self._edge_key(r)
-            if k is None or k[1] != "uri":
+            if k is None or not _sorts_here(k):
                 return None
             keyed.setdefault(k, []).append(r)
         return keyed
@@ -912,7 +929,7 @@ class SparqlKG(KnowledgeGraph):
             order, groups = per[local_of[t]]
             fits = whole and len(order) <= self.client_sort_max
             if fits:
-                order.sort(key=lambda k: k[2])  # one source: by the target IRI's string
+                order.sort(key=_target_order)  # one source: by its targets
             out[t] = (order, groups) if fits else None
         return out
 

@@ -242,7 +242,7 @@ CATALOG = """@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
 @prefix c: <http://example.org/catalog/> .
 c:imdb rdfs:label "IMDb ID" .
 c:genre rdfs:label "genre" .
-c:t1 rdfs:label "Alpha (1999)" ; c:imdb "tt0001" ; c:genre c:thriller .
+c:t1 rdfs:label "Alpha (1999)" ; c:imdb "tt0001" , "tt9001" ; c:genre c:thriller .
 c:t2 rdfs:label "Beta (2003)" ; c:imdb "tt0002" ; c:genre c:horror .
 c:thriller rdfs:label "Thriller" .
 c:horror rdfs:label "Horror" .
@@ -357,19 +357,26 @@ async def test_a_hop_into_a_remote_kg_reads_the_identifiers_its_targets_are_link
     await fresh.aclose()
 
 
-async def test_the_twin_an_identifier_finds_comes_with_its_relations(kgs, catalog_url):
-    """The lookup of a film's IMDb ID in the catalog reads the catalog film's relations in the same
-    query: those a walk or a linked get_relations asks of it next cost no request, and are what
-    the endpoint gives when asked."""
+async def test_the_twin_an_identifier_finds_comes_with_its_relations_and_identifiers(
+    kgs, catalog_url
+):
+    """The lookup of a film's IMDb ID in the catalog reads the catalog film's relations and its own
+    IMDb IDs in the same query: its relations, which a walk or a linked get_relations asks next,
+    and its IDs, which its link back to the films reads, cost no request, and are what the
+    endpoint gives when asked."""
     films, catalog = kgs
     alpha = (await films.find_by_label("Alpha"))[0].id
     (twin,) = await _by_imdb(films, catalog).same_as(alpha)
     sent = _spy_queries(catalog)
     got = await catalog.relations_by_entity([twin])
+    imdb = next(r.id for r in got[twin].relations if r.label == "IMDb ID")
+    ids = await catalog.adjacent_ids([twin], imdb, limit=20)
     assert not sent
     fresh = open_kg(make_spec("catalog", f"sparql:{catalog_url}"))
     assert got == await fresh.relations_by_entity([twin])
     assert {r.label for r in got[twin].relations} == {"IMDb ID", "genre"}
+    # both of its IDs, not only the one it was found by
+    assert ids == await fresh.adjacent_ids([twin], imdb, limit=20) and len(ids.values) == 2
     await fresh.aclose()
 
 

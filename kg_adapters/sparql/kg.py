@@ -194,6 +194,11 @@ class SparqlKG(KnowledgeGraph):
         self._page_rows: LRU[tuple] = LRU(
             label_cache, ttl=PAGE_ROWS_TTL, weigh=lambda read: 1 + len(read[0])
         )
+        #: every value of a relation of what a lookup by value found (:meth:`find`), for the
+        #: link lookup back, which reads them next: (local ID, relation term) → the values
+        self._valued: LRU[tuple[Term, ...]] = LRU(
+            label_cache, ttl=PAGE_ROWS_TTL, weigh=lambda ts: 1 + len(ts)
+        )
         #: the relations of entities read with another read — what a lookup by value found, a
         #: walk's hop reached (_keep_relations) — for the relations() asked of them next
         self._related: LRU[RelationList] = LRU(
@@ -539,6 +544,11 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput("limit must be an integer ≥ 0")
         sources = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
         forward = direction is Direction.forward
+        # a lookup's finds, whose values of the relation came with it (:meth:`find`)
+        kept = [self._valued.get((local, rel_term)) for local, _ in sources] if forward else []
+        if kept and not labelled and all(k is not None for k in kept):
+            edges = [(local, t) for (local, _), ts in zip(sources, kept) for t in ts or ()]
+            return self._adjacent(edges[:limit], len(edges) > limit)
         read = None
         if not (self.profile.qualifiers and sources):
             read = await self._unsorted(sources, rel_term, forward, limit, labelled)
@@ -654,10 +664,7 @@ class SparqlKG(KnowledgeGraph):
                 }
                 sample = queries.related_sample(self.backward_scan, RELATED_TARGETS, len(asked))
                 self._keep_relations(along, targets, sample)
-        out = {
-            h: self._adjacent(edges, h in cut, [] if h in cut else then, found)
-            for h, edges in got.items()
-        }
+        out = {h: self._adjacent(edges, h in cut, then, found) for h, edges in got.items()}
         if alone:
             reads = await asyncio.gather(
                 *(self.adjacent_ids(entity_ids, r, d, limit, labelled) for r, d in alone)
@@ -1386,22 +1393,26 @@ class SparqlKG(KnowledgeGraph):
         # Wikidata's items hold hundreds of statements and hubs among them: a twin's relations
         # there are a read of their own, so that a link lookup stays light
         scan = None if self.profile.qualifiers else self.backward_scan
+        # each find's own values of the relation: a link back reads them next (not on Wikidata,
+        # whose values a page reads with their value nodes)
+        along = not self.profile.qualifiers
         for batch in _chunks(list(out), self.batch_size):
             literals = [sparql_literal(v) for v in batch]
-            query = queries.subjects_with_values(self.profile, relation, literals, scan)
+            query = queries.subjects_with_values(self.profile, relation, literals, scan, along)
             try:
                 rows = await self._select(query)
             except _ALONG_FAILED:
-                if scan is None:
-                    raise
-                # the relations made the answer too big or too slow: the lookup alone
-                scan = None
+                # what came along made the answer too big or too slow: the lookup alone
+                scan, along = None, False
                 rows = await self._select(
                     queries.subjects_with_values(self.profile, relation, literals)
                 )
             labels: dict[str, list[Row]] = {}
+            valued: dict[str, list[Term]] = {}
             for r in rows:
                 local = self.profile.entity_local(r["e"]) if "e" in r else None
+                if local is not None and "w" in r:
+                    valued.setdefault(local, []).append(r["w"])
                 ids = out.get(r["v"].value) if "v" in r else None
                 if local is None or ids is None or not self.profile.is_entity_local(local):
                     continue
@@ -1410,8 +1421,11 @@ class SparqlKG(KnowledgeGraph):
                     ids.append(self._qid(local))
             for local, rs in labels.items():  # a link's entities are shown next: named now
                 self._remember(local, self._label_in(rs))
+                ws = valued.get(local)
+                if along and ws and not any(map(_no_id, ws)):
+                    self._valued.put((local, relation), tuple(dict.fromkeys(ws)))
             if scan is not None:
-                related = [r for r in rows if "v" not in r]
+                related = [r for r in rows if "v" not in r and "w" not in r]
                 self._keep_relations(related, labels, (scan + 1) * len(batch))
         if out and not any(out.values()):
             await self._check_used(relation, relation_id)

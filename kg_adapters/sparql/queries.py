@@ -278,22 +278,29 @@ def find_relations(p: Profile, needles: Sequence[str], limit: int) -> str:
 
 
 def subjects_with_values(
-    p: Profile, relation: str, literals: Sequence[str], backward_scan: int | None = None
+    p: Profile,
+    relation: str,
+    literals: Sequence[str],
+    backward_scan: int | None = None,
+    values: bool = False,
 ) -> str:
     """Entities whose ``relation`` has one of the (escaped) literal values, with the value and their
-    labels: many external IDs back to their items in one query. With ``backward_scan``, in rows
-    without ``?v``, their relations as :func:`relations` reads them (one a value at most)."""
+    labels: many external IDs back to their items in one query. With ``values``, in rows with
+    ``?w``, every value of ``relation`` each has (a link back reads them next); with
+    ``backward_scan``, in rows with ``?r``, their relations as :func:`relations` reads them (one a
+    value at most)."""
     found = f"{_values('?v', literals)} ?e {relation} ?v . {p.entity_filter}"
     rows = f"{{ SELECT DISTINCT ?e ?v WHERE {{ {found} }} }} {_labels(p, '?e')}"
-    if backward_scan is None:
+    if not values and backward_scan is None:
         return f"{p.prefixes}SELECT ?e ?v ?l ?lp WHERE {{ {rows} }}"
     them = f"{{ SELECT DISTINCT ?e WHERE {{ {found} }} }}"
-    relations = _relation_rows(p, them, len(literals), backward_scan)
-    return f"""{p.prefixes}SELECT ?e ?v ?l ?lp ?r ?dir ?n ?t WHERE {{
-  {{ {rows} }}
-  UNION
-  {{ {relations} }}
-}}"""
+    parts = [rows]
+    if values:
+        parts.append(f"{them} ?e {relation} ?w .")
+    if backward_scan is not None:
+        parts.append(_relation_rows(p, them, len(literals), backward_scan))
+    union = " UNION ".join(f"{{ {part} }}" for part in parts)
+    return f"{p.prefixes}SELECT ?e ?v ?l ?lp ?w ?r ?dir ?n ?t WHERE {{ {union} }}"
 
 
 def count_edges(p: Profile, sources: Sequence[str], relation: str, forward: bool) -> str:

@@ -176,32 +176,39 @@ class RelationNames:
 async def relation_examples(kg: Graph, names: RelationNames) -> dict[str, str]:
     """One edge per listed relation, ``Forrest Gump → Tom Hanks``: a relation's direction in words,
     which its name alone does not say (is ``starred_actors`` film → actor or actor → film?). Two
-    reads per relation (a subject, then its first target), concurrently; only for vocabularies small
-    enough to list; a relation whose sample fails or is empty is left out."""
+    reads a KG, every KG at once: an edge of each of its relations anywhere (one query on SPARQL),
+    then the names of their ends (a target with none shown by its ID); only for vocabularies small
+    enough to list; a relation with no edge or no named subject is left out, and so is a KG whose
+    reads fail."""
     if not names.listing():
         return {}
     members = kg.members()
 
-    async def one(kg_name: str, rid: str) -> tuple[str, str] | None:
+    async def of_kg(kg_name: str, rids: list[str]) -> list[tuple[str, str]]:
         member = members[kg_name]  # names were read from these members
         try:
-            subjects = await member.subjects_of(rid, limit=1)
-            if not subjects:
-                return None
-            page = await member.adjacent(subjects[:1], rid, Direction.forward, limit=1)
-            if not page.edges:
-                return None
-            edge = page.edges[0]
-            if edge.target is not None:
-                entity = page.entities.get(edge.target)
-                target = entity.label if entity is not None else await member.label_of(edge.target)
-            else:
-                target = edge.value.value if edge.value is not None else "?"
-            return rid, f"{await member.label_of(subjects[0])} → {_cut(target)}"
+            reads = await member.adjacent_along([], [(r, Direction.forward) for r in rids], limit=1)
+            # each relation's first edge: (subject, target ID or None, value or None)
+            ends: dict[str, tuple[str, str | None, str | None]] = {}
+            for (rid, _), read in reads.items():
+                if read.pairs:
+                    ends[rid] = (*read.pairs[0], None)
+                elif read.values:
+                    ends[rid] = (read.values[0][0], None, read.values[0][1])
+            named = await member.labels_of([x for s, t, _ in ends.values() for x in (s, t) if x])
         except KGError:
-            return None
+            return []
+        return [
+            (rid, f"{named[s]} → {_cut(named.get(t, t) if t is not None else v or '')}")
+            for rid, (s, t, v) in ends.items()
+            if s in named
+        ]
 
     found = await asyncio.gather(
-        *(one(k, rid) for k, rels in names.by_kg.items() if k not in names.partial for rid in rels)
+        *(
+            of_kg(k, list(rels))
+            for k, rels in names.by_kg.items()
+            if k not in names.partial and rels
+        )
     )
-    return dict(x for x in found if x is not None)
+    return dict(x for xs in found for x in xs)

@@ -17,6 +17,7 @@ from retrieval_fixtures import shared_embedder
 
 from tot_mcp.kg_adapters.cache import ResultCache
 from tot_mcp.kg_adapters.graph import Graph
+from tot_mcp.kg_adapters.relation_names import RelationNames, relation_examples
 from tot_mcp.kg_adapters.routing import LinkedKG
 from tot_mcp.kg_adapters.sameness import Linker, LinkRule
 from tot_mcp.kg_adapters.memory import MemoryKG
@@ -378,6 +379,26 @@ async def test_the_twin_an_identifier_finds_comes_with_its_relations_and_identif
     # both of its IDs, not only the one it was found by
     assert ids == await fresh.adjacent_ids([twin], imdb, limit=20) and len(ids.values) == 2
     await fresh.aclose()
+
+
+async def test_a_listings_examples_are_two_queries_a_remote_kg(kgs):
+    """``initialize`` lists a small vocabulary by name with an edge of each relation as its
+    example: on the endpoint that is one read of an edge of every relation and one of their
+    ends' names, not two or three queries a relation."""
+    films, catalog = kgs
+    linked = _by_imdb(films, catalog)
+    names = await RelationNames.of(linked)
+    sent = _spy_queries(catalog)
+    examples = await relation_examples(linked, names)
+    assert len(sent) == 2
+    by_label = {label: rid for rid, label in names.by_kg["catalog"].items()}
+    assert examples[by_label["genre"]] in {"Alpha (1999) → Thriller", "Beta (2003) → Horror"}
+    assert examples[by_label["IMDb ID"]] in {
+        "Alpha (1999) → tt0001",
+        "Alpha (1999) → tt9001",
+        "Beta (2003) → tt0002",
+    }
+    assert examples["films:directed_by"] in {"Alpha → Eli Fox", "Beta → Eli Fox"}
 
 
 async def test_the_entities_a_walk_adds_are_linked_in_bulk_as_one_by_one(kgs):

@@ -605,13 +605,13 @@ class SparqlKG(KnowledgeGraph):
         terms = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
         local_of = {t: local for local, t in terms}
         sources = list(local_of)
-        single = self.profile.qualifiers or not sources
-        single = single or (len(hops) == 1 and not (then or with_relations))
+        # no sources: a sample of each relation anywhere, still one query for them all
+        single = self.profile.qualifiers or (len(hops) == 1 and not (then or with_relations))
         alone = list(hops) if single else []
         got: dict[Hop, list[tuple[str, Term]]] = {h: [] for h in hops if h not in alone}
         cut: set[Hop] = set()
         found: dict[Term, dict[tuple[int, Term], None]] = {}  # a target's (then's index, value)
-        for batch in _chunks(sources, self.batch_size):
+        for batch in _chunks(sources, self.batch_size) or [[]]:
             ask = [h for h in got if h not in cut]
             if not ask:
                 break

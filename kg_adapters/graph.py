@@ -99,8 +99,8 @@ class Graph:
 
     # -- the cache ---------------------------------------------------------------------------------
     async def _cached(self, key: tuple, compute: Callable[[], Awaitable[T]]) -> T:
-        """``compute()``, kept under ``key`` unless partial (a backend failed: asked again next
-        time)."""
+        """``compute()``, kept under ``key`` unless partial or unreachable (a backend failed: asked
+        again next time)."""
         if self.cache is None:
             return await compute()
         full = (self._identity, *key)
@@ -110,7 +110,7 @@ class Graph:
             return await compute()
         if value is ResultCache._MISSING:
             value = await compute()
-            if not getattr(value, "partial", False):
+            if not (getattr(value, "partial", False) or getattr(value, "unreachable", None)):
                 self.cache.put(full, value)
         return value
 
@@ -374,8 +374,10 @@ class Graph:
         return next(iter((await self._backend.find([key])).get(key, [])), None)
 
     async def info(self) -> KGInfo:
-        """Name, backend, size and a sample of the relation vocabulary."""
-        return await self._backend.info()
+        """Name, backend, size and a sample of the relation vocabulary: kept as a read is (a linker,
+        the relation listing and the reasoner each ask it, and on SPARQL it is a count over the
+        whole KG), but not from an endpoint that did not answer."""
+        return await self._cached(("info",), self._backend.info)
 
     def relation_labels(self) -> Mapping[str, str] | None:
         """Every relation's label by ID, when the KG knows them without I/O (local backends); else

@@ -186,6 +186,26 @@ async def test_search_info_and_the_backend_pass_through():
     assert kg.store is inner and kg.backend == "memory"
 
 
+async def test_info_is_kept_as_a_read_is_but_not_from_an_endpoint_that_did_not_answer():
+    """A linker, the relation listing and the reasoner each ask ``info()``, on SPARQL a count over
+    the whole KG: it is asked once. An answer saying the endpoint did not answer is asked again."""
+    inner = make_kg("m")
+    asked: list[str] = []
+    answered = await inner.info()
+    down = answered.model_copy(update={"unreachable": "endpoint not answering"})
+
+    async def info():
+        asked.append("info")
+        return answered if len(asked) <= 1 else down
+
+    inner.info = info
+    kg = Graph(inner, ResultCache())
+    assert await kg.info() == await kg.info() == answered and len(asked) == 1
+    again = Graph(inner, ResultCache())
+    assert (await again.info()).unreachable and (await again.info()).unreachable
+    assert len(asked) == 3
+
+
 def test_bad_cache_configuration_is_rejected():
     with pytest.raises(InvalidInput):
         ResultCache(max_weight=0)

@@ -8,6 +8,8 @@ saves, and that the answers stay those of the full read."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from bench.round_trips import Chain
@@ -16,6 +18,7 @@ from oxigraph_fixture import serve_turtle
 from retrieval_fixtures import shared_embedder
 
 from tot_mcp.kg_adapters.cache import ResultCache
+from tot_mcp.kg_adapters.errors import BackendRefused
 from tot_mcp.kg_adapters.graph import Graph
 from tot_mcp.kg_adapters.relation_names import RelationNames, relation_examples
 from tot_mcp.kg_adapters.routing import LinkedKG
@@ -895,6 +898,64 @@ async def test_a_hop_carries_the_identifiers_of_its_first_then_targets_targets(
     assert links == await _by_imdb(films, fresh).same_as_many(reached) and all(links.values())
     for kg in (fresh, catalog):
         await kg.aclose()
+
+
+async def test_a_cut_hop_carries_the_identifiers_of_the_targets_it_returns(
+    walk_catalog_url, tmp_path
+):
+    """A hop read to its limit (30 of a genre's 120 films) still carries the identifiers of the
+    films it returns: a target's values are read whole, whichever edges the cut kept. Linking
+    them costs no request and finds what a fresh lookup finds."""
+    path = tmp_path / "films.txt"
+    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)))
+    films = open_kg(make_spec("films", str(path)))
+    catalog = Graph(
+        open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")).store, ResultCache()
+    )
+    linked = _by_imdb(films, catalog)
+    noir = (await catalog.find_by_label("Noir"))[0].id
+    genre = (await catalog.search_relations("genre", 1))[0].id
+    await linked.same_as_many([noir])  # the rule's identifiers now ride along
+    back = (genre, Direction.backward)
+    cut = (await catalog.adjacent_along([noir], [back], limit=30))[back]
+    reached = [t for _, t in cut.pairs]
+    assert cut.truncated and len(reached) == 30
+    sent = _spy_queries(catalog)
+    links = await linked.same_as_many(reached)
+    assert not sent
+    fresh = open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}"))
+    assert links == await _by_imdb(films, fresh).same_as_many(reached) and all(links.values())
+    for kg in (fresh, catalog):
+        await kg.aclose()
+
+
+async def test_a_refused_wikidata_lookup_is_sent_once():
+    """On Wikidata nothing comes along with a lookup by value (no relations, no values): an
+    endpoint that refuses it is not asked the very same query again."""
+    seen: list[str] = []
+
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the handler's protocol names
+            seen.append(self.rfile.read(int(self.headers.get("content-length") or 0)).decode())
+            self.send_response(400)
+            self.send_header("content-length", "7")
+            self.end_headers()
+            self.wfile.write(b"refused")
+
+        do_GET = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        kg = open_kg(make_spec("wd", f"wikidata:http://127.0.0.1:{srv.server_port}/sparql"))
+        with pytest.raises(BackendRefused):
+            await kg.find_by_values("wd:P345", ["tt0001"])
+        assert len(seen) == 1
+    finally:
+        srv.shutdown()
 
 
 async def test_an_id_level_walk_across_linked_kgs_names_the_entity_asked(

@@ -530,10 +530,11 @@ class SparqlKG(KnowledgeGraph):
         with_relations: bool = False,
     ) -> AdjacentIds | dict[Hop, AdjacentIds]:
         """One unsorted query per ``batch_size`` sources (:meth:`_unsorted`), no models built; no
-        sources: one such query anywhere. Where only a page reads a value right — Wikidata's (times
-        and quantities come with their value nodes) and structured values (blank nodes, with their
-        properties) — the page's read of ``limit`` edges (:meth:`_page`), one query per batch.
-        Several hops: :meth:`_along`."""
+        sources: one such query anywhere; none for sources a lookup by value found, whose values of
+        the relation came with it (:meth:`_carried`). Where only a page reads a value right —
+        Wikidata's (times and quantities come with their value nodes) and structured values (blank
+        nodes, with their properties) — the page's read of ``limit`` edges (:meth:`_page`), one
+        query per batch. Several hops: :meth:`_along`."""
         if not isinstance(relation_id, str):
             return await self._along(
                 entity_ids, hops_of(relation_id), limit, labelled, then, with_relations
@@ -544,11 +545,9 @@ class SparqlKG(KnowledgeGraph):
             raise InvalidInput("limit must be an integer ≥ 0")
         sources = self._terms(list(dict.fromkeys(entity_ids)), bulk=True)
         forward = direction is Direction.forward
-        # a lookup's finds, whose values of the relation came with it (:meth:`find`)
-        kept = [self._valued.get((local, rel_term)) for local, _ in sources] if forward else []
-        if kept and not labelled and all(k is not None for k in kept):
-            edges = [(local, t) for (local, _), ts in zip(sources, kept) for t in ts or ()]
-            return self._adjacent(edges[:limit], len(edges) > limit)
+        kept = self._carried(sources, rel_term) if forward and not labelled else None
+        if kept is not None:  # a lookup's finds, whose values of the relation came with it
+            return self._adjacent(kept[:limit], len(kept) > limit)
         read = None
         if not (self.profile.qualifiers and sources):
             read = await self._unsorted(sources, rel_term, forward, limit, labelled)
@@ -671,6 +670,19 @@ class SparqlKG(KnowledgeGraph):
             )
             out.update(zip(alone, reads))
         return {h: out[h] for h in hops}
+
+    def _carried(
+        self, sources: list[tuple[str, str]], rel_term: str
+    ) -> list[tuple[str, Term]] | None:
+        """Every edge of ``sources`` along ``rel_term`` from the values a lookup by value read
+        with its finds (:meth:`find`), or None unless all of them are kept."""
+        edges: list[tuple[str, Term]] = []
+        for local, _ in sources:
+            values = self._valued.get((local, rel_term))
+            if values is None:
+                return None
+            edges.extend((local, t) for t in values)
+        return edges if sources else None
 
     def _keep_page_rows(
         self,
@@ -1375,7 +1387,9 @@ class SparqlKG(KnowledgeGraph):
         self, values: list[str], relation_id: str | None = None, limit: int = 20
     ) -> dict[str, list[str]]:
         """With a relation: one query per batch of values (``VALUES ?v``), the entities' labels with
-        them; nothing found for any and the relation used nowhere → NotFound. Without: the entities
+        them, and (not on Wikidata) their relations and every value of the relation each has, kept
+        for the reads of them that follow; nothing found for any and the relation used nowhere →
+        NotFound. Without: the entities
         whose IRI a value is (a bare ``Q42`` too, on Wikidata) and that occur in a triple, one query
         per batch of those not seen yet; a literal is no node here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
@@ -1402,6 +1416,8 @@ class SparqlKG(KnowledgeGraph):
             try:
                 rows = await self._select(query)
             except _ALONG_FAILED:
+                if scan is None and not along:
+                    raise  # nothing came along: the lookup alone was refused
                 # what came along made the answer too big or too slow: the lookup alone
                 scan, along = None, False
                 rows = await self._select(

@@ -113,13 +113,15 @@ async def questions(args, data, proxy: Proxy) -> list[str]:
     lines = []
     warmed = False
     for hops in args.hops:
-        qs = []
+        qs, spare = [], []
         for name, path in write_slices(args.metaqa, hops, data.work / "questions").items():
             if name in SLICES:
                 got = [q for q in read_questions(path, "metaqa") if not isinstance(q, BadLine)]
                 qs.extend(got[args.skip : args.skip + args.limit])
-        if not warmed and qs:  # indexes, statistics and first connections, untimed
-            await run_questions([qs[-1]], method, args.method, kgs)
+                spare.extend(got[args.skip + args.limit : args.skip + args.limit + 1])
+        if not warmed and qs:  # indexes, statistics and first connections, untimed: a question
+            # that is not timed after (one timed twice is answered from the caches the second time)
+            await run_questions([(spare or qs)[-1]], method, args.method, kgs)
             warmed = True
         requests, waves, seconds, cpu, hits = [], [], [], [], []
         for q in qs:

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from bench.round_trips import Chain
 from delegating_kg import DelegatingKG
-from oxigraph_fixture import serve_turtle
+from oxigraph_fixture import serve_turtle, start_oxigraph
 from retrieval_fixtures import shared_embedder
 
 from tot_mcp.kg_adapters.cache import ResultCache
@@ -622,6 +622,44 @@ async def test_pages_of_plain_strings_are_sorted_here_as_the_endpoint_sorts_them
         await theirs.get_edges(films, *code)
     )
     assert sent == []
+
+
+@pytest.fixture(scope="module")
+def two_graph_url(tmp_path_factory):
+    """A film's codes held in two named graphs, served as one default graph (each edge two rows)."""
+    root = tmp_path_factory.mktemp("graphs")
+    data = root / "codes.trig"
+    data.write_text(
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        "@prefix c: <http://example.org/c/> .\n"
+        'c:g1 { c:f rdfs:label "F" ; c:code "a" , "b" , "c" , "d" . }\n'
+        'c:g2 { c:f c:code "a" , "b" , "c" , "d" . }\n'
+    )
+    proc, url = start_oxigraph(data, root / "store", ["--union-default-graph"])
+    yield url
+    proc.terminate()
+    proc.wait()
+
+
+@pytest.mark.parametrize("sorted_here", [True, False])
+async def test_pages_over_an_edge_held_twice_leave_nothing_out(two_graph_url, sorted_here):
+    """A page's LIMIT counts rows; an edge two graphs hold is two rows, so two rows may be one edge.
+    A page that used its rows says more exist, and following the pages reaches every edge (one may
+    show twice), sorted here or by the endpoint."""
+    kg = open_kg(make_spec("c", f"sparql:{two_graph_url}"))
+    if not sorted_here:
+        kg.store.client_sort_max = 0
+    film = (await kg.find_by_label("F"))[0].id
+    code = next(r.id for r in (await kg.get_relations([film])).relations if r.label == "code")
+    seen: list[str] = []
+    offset: int | None = 0
+    for _ in range(10):
+        page = await kg.get_edges([film], code, limit=2, offset=offset)
+        seen += [e.value.value for e in page.edges]
+        assert page.truncated == (page.next_offset is not None)
+        if (offset := page.next_offset) is None:
+            break
+    assert set(seen) == {"a", "b", "c", "d"} and seen == sorted(seen)
 
 
 # -- the chain statistics' per-node relations over SPARQL ------------------------------------------

@@ -788,7 +788,9 @@ class SparqlKG(KnowledgeGraph):
         and whether more exist: one query per batch of sources the page reaches — sorted here from
         an unsorted read where it can (:meth:`_sorted_read`), else by the endpoint with Wikidata's
         qualifiers and value nodes or the properties of blank-node targets; a batch wholly before
-        ``offset`` costs a count."""
+        ``offset`` costs a count. Offsets count rows, as the endpoint's do: an edge a graph holds
+        twice is two rows, so a page may hold fewer edges than rows and show one of them again on
+        the next, but it says more exist while rows are left."""
         rel_local, rel_term = rel
         forward = direction is Direction.forward
         # only Wikidata's profile has qualifiers (statement and value nodes)
@@ -818,7 +820,9 @@ class SparqlKG(KnowledgeGraph):
                 if skip and len(batches) > 1 and len(order) <= skip:
                     skip -= len(order)
                     continue
-                page = [groups[k] for k in dict.fromkeys(order[skip : skip + room + 1])]
+                window = order[skip : skip + room + 1]
+                page = [groups[k] for k in dict.fromkeys(window)]
+                more = len(window) > room
             else:
                 if skip and len(batches) > 1:
                     rows = await self._select(
@@ -842,11 +846,16 @@ class SparqlKG(KnowledgeGraph):
                 )
                 rows = await self._select(query)
                 page = self._group_edges(rows)
+                more = (
+                    sum(_multiplicity([r for r in rs if "qp" not in r]) for _, _, rs in page) > room
+                )
                 if cap is not None and _property_rows(rows) >= cap:
                     kept = self._before_cut(rows, page)
                     cut, page = len(kept) < len(page), kept
             skip = 0
-            if len(page) > room or cut:
+            # ``more``: the page's rows reached its LIMIT, though fewer edges (a graph holding an
+            # edge twice makes it two rows): the edges after them are not left out as if none were
+            if len(page) > room or cut or more:
                 grouped.extend(page[:room])
                 truncated = True
                 break

@@ -904,6 +904,18 @@ async def test_a_lookup_too_big_with_its_finds_relations_is_sent_again_without_t
     await catalog.aclose()
 
 
+async def _noir_by_imdb(catalog_url: str, tmp_path) -> tuple:
+    """The films KG (an IMDb ID each) and the catalog opened as a server opens a remote KG (a
+    result cache), linked by IMDb ID; the catalog's Noir genre and its genre relation."""
+    path = tmp_path / "films.txt"
+    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)))
+    films = open_kg(make_spec("films", str(path)))
+    catalog = Graph(open_kg(make_spec("catalog", f"sparql:{catalog_url}")).store, ResultCache())
+    noir = (await catalog.find_by_label("Noir"))[0].id
+    genre = (await catalog.search_relations("genre", 1))[0].id
+    return films, catalog, _by_imdb(films, catalog), noir, genre
+
+
 @pytest.mark.parametrize("cap, requests", [(200, 0), (50, 1)])
 async def test_a_hop_carries_the_identifiers_of_its_first_then_targets_targets(
     walk_catalog_url, tmp_path, monkeypatch, cap, requests
@@ -914,15 +926,7 @@ async def test_a_hop_carries_the_identifiers_of_its_first_then_targets_targets(
     from tot_mcp.kg_adapters.sparql import kg as sparql_kg
 
     monkeypatch.setattr(sparql_kg, "THEN_TARGETS", cap)
-    path = tmp_path / "films.txt"
-    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)))
-    films = open_kg(make_spec("films", str(path)))
-    catalog = Graph(
-        open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")).store, ResultCache()
-    )
-    linked = _by_imdb(films, catalog)
-    noir = (await catalog.find_by_label("Noir"))[0].id
-    genre = (await catalog.search_relations("genre", 1))[0].id
+    films, catalog, linked, noir, genre = await _noir_by_imdb(walk_catalog_url, tmp_path)
     assert await linked.same_as_many([noir]) == {noir: []}  # the rule's identifiers now ride along
     hub = (await catalog.adjacent_along([noir], [(genre, Direction.backward)]))[
         (genre, Direction.backward)
@@ -944,15 +948,7 @@ async def test_a_cut_hop_carries_the_identifiers_of_the_targets_it_returns(
     """A hop read to its limit (30 of a genre's 120 films) still carries the identifiers of the
     films it returns: a target's values are read whole, whichever edges the cut kept. Linking
     them costs no request and finds what a fresh lookup finds."""
-    path = tmp_path / "films.txt"
-    path.write_text("".join(f"Film {i}|imdb_id|tt{i:04d}\n" for i in range(WALK_FILMS)))
-    films = open_kg(make_spec("films", str(path)))
-    catalog = Graph(
-        open_kg(make_spec("catalog", f"sparql:{walk_catalog_url}")).store, ResultCache()
-    )
-    linked = _by_imdb(films, catalog)
-    noir = (await catalog.find_by_label("Noir"))[0].id
-    genre = (await catalog.search_relations("genre", 1))[0].id
+    films, catalog, linked, noir, genre = await _noir_by_imdb(walk_catalog_url, tmp_path)
     await linked.same_as_many([noir])  # the rule's identifiers now ride along
     back = (genre, Direction.backward)
     cut = (await catalog.adjacent_along([noir], [back], limit=30))[back]

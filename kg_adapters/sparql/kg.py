@@ -1398,9 +1398,9 @@ class SparqlKG(KnowledgeGraph):
         """With a relation: one query per batch of values (``VALUES ?v``), the entities' labels with
         them, and (not on Wikidata) their relations and every value of the relation each has, kept
         for the reads of them that follow; nothing found for any and the relation used nowhere →
-        NotFound. Without: the entities
-        whose IRI a value is (a bare ``Q42`` too, on Wikidata) and that occur in a triple, one query
-        per batch of those not seen yet; a literal is no node here."""
+        NotFound. Without: the entities whose IRI a value is (a bare ``Q42`` too, on Wikidata) and
+        that occur in a triple, one query per batch of those not seen yet; a literal is no node
+        here."""
         out: dict[str, list[str]] = {v: [] for v in dict.fromkeys(values)}
         if (
             relation_id == LABEL
